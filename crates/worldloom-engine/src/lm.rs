@@ -1,0 +1,34 @@
+//! The contract between a causal language model (one model file, e.g.
+//! `qwen3_5_moe.rs`) and the generation runtime (sampling, snapshots, the
+//! engine thread).
+
+use candle_core::{Result, Tensor};
+
+/// A decoder-only language model with explicit, cloneable decode state.
+///
+/// The state holds everything needed to continue from a position: for
+/// Qwen3.5-MoE the KV cache of full-attention layers and the conv and
+/// recurrent states of Gated DeltaNet layers. Cloning a state is a snapshot:
+/// feeding the same tokens to a clone gives the same logits as feeding them
+/// to the original.
+pub trait CausalLm: Send + 'static {
+    /// The decode state (caches) of one sequence.
+    type State: Clone + Send + 'static;
+
+    /// A fresh state at position 0.
+    fn new_state(&self) -> Result<Self::State>;
+
+    /// Feeds `input_ids` (one sequence, any length ≥ 1) after the tokens the
+    /// state has already seen, advances the state, and returns the logits of
+    /// the **last** position as an f32 tensor of shape `[vocab_size]`.
+    fn forward(&self, input_ids: &[u32], state: &mut Self::State) -> Result<Tensor>;
+
+    /// Number of tokens the state has seen.
+    fn state_len(state: &Self::State) -> usize;
+
+    /// Bytes the state occupies on its device (for the snapshot LRU budget).
+    fn state_size_bytes(state: &Self::State) -> usize;
+
+    /// Vocabulary size (length of the logits vector).
+    fn vocab_size(&self) -> usize;
+}

@@ -1,0 +1,207 @@
+//! The [`WorldModel`] trait: given chat messages and generation parameters,
+//! stream the predicted next observation.
+//!
+//! Every engine (the local candle model, an OpenAI-compatible endpoint, the
+//! `copy` and `replay` baselines) implements it. `predict` returns at once;
+//! the work happens on the engine's own thread and arrives as
+//! [`EngineEvent`]s on a channel, so callers never block on the model and can
+//! cancel at any time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+
+use serde::{Deserialize, Serialize};
+use worldloom_core::ChatMessage;
+
+/// Sampling and stopping parameters for one prediction.
+///
+/// Defaults follow the Qwen-AgentWorld model card (temperature 0.6, top-p
+/// 0.95, top-k 20); a model directory's `generation_config.json` overrides
+/// them where present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GenerationParams {
+    /// Softmax temperature; `0.0` means greedy (argmax) decoding.
+    pub temperature: f32,
+    /// Nucleus sampling mass in (0, 1]; `1.0` disables it.
+    pub top_p: f32,
+    /// Keep only the `top_k` most likely tokens; `0` disables it.
+    pub top_k: usize,
+    /// Seed of the sampler's random generator.
+    pub seed: u64,
+    /// Upper bound on generated tokens.
+    pub max_new_tokens: usize,
+    /// Extra stop strings; generation ends when the output contains one.
+    pub stop: Vec<String>,
+    /// Stop right after `</predicted_observation>` is generated.
+    pub stop_after_observation: bool,
+    /// Passed to the chat template as `enable_thinking`.
+    pub enable_thinking: bool,
+    /// Report per-token log-probabilities in [`EngineEvent::Tokens`].
+    pub logprobs: bool,
+}
+
+impl Default for GenerationParams {
+    fn default() -> Self {
+        Self {
+            temperature: 0.6,
+            top_p: 0.95,
+            top_k: 20,
+            seed: 0,
+            max_new_tokens: 4096,
+            stop: Vec::new(),
+            stop_after_observation: true,
+            enable_thinking: true,
+            logprobs: false,
+        }
+    }
+}
+
+/// One prediction request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictRequest {
+    /// The chat: system prompt, history (user prompt / assistant observation
+    /// pairs) and the current turn's user prompt, as built by
+    /// `worldloom_core`'s prompt builder.
+    pub messages: Vec<ChatMessage>,
+    /// Sampling and stopping parameters.
+    pub params: GenerationParams,
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model emitted its end-of-turn token (`<|im_end|>` for Qwen).
+    EndOfTurn,
+    /// The output reached one of [`GenerationParams::stop`].
+    StopString,
+    /// `</predicted_observation>` was generated and
+    /// [`GenerationParams::stop_after_observation`] was set.
+    ObservationClosed,
+    /// [`GenerationParams::max_new_tokens`] was reached.
+    MaxTokens,
+    /// The caller cancelled.
+    Cancelled,
+}
+
+/// Counts and timings of one finished prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GenerationStats {
+    /// Tokens in the rendered prompt.
+    pub prompt_tokens: usize,
+    /// Prompt tokens that were actually fed to the model (the rest came from
+    /// a state snapshot); equals `prompt_tokens` when nothing was reused.
+    pub prompt_tokens_computed: usize,
+    /// Tokens generated.
+    pub completion_tokens: usize,
+    /// Time spent reading the prompt, in milliseconds.
+    pub prefill_ms: f64,
+    /// Time spent generating, in milliseconds.
+    pub decode_ms: f64,
+    /// `completion_tokens / decode time`, tokens per second.
+    pub decode_tokens_per_sec: f64,
+    /// Why generation ended (`None` only for engines that cannot say).
+    pub stop_reason: Option<StopReason>,
+}
+
+/// An event of a streaming prediction, in order: any number of `Reasoning`,
+/// `Content` and `Tokens` events, then exactly one `Done` or `Error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EngineEvent {
+    /// Text inside the model's reasoning (`<think>` … `</think>`), tags removed.
+    Reasoning {
+        /// The new text.
+        text: String,
+    },
+    /// Answer text after the reasoning (it carries the
+    /// `<predicted_observation>` block; extraction is `worldloom_core`'s job).
+    Content {
+        /// The new text.
+        text: String,
+    },
+    /// Generated token ids, with their log-probabilities (natural log) under
+    /// the sampling distribution when requested and available.
+    Tokens {
+        /// Token ids, in generation order.
+        ids: Vec<u32>,
+        /// One log-probability per id, when known.
+        logprobs: Option<Vec<f32>>,
+    },
+    /// Generation finished.
+    Done {
+        /// Counts and timings.
+        stats: GenerationStats,
+    },
+    /// Generation failed; no further events follow.
+    Error {
+        /// The error, classified for the UI.
+        error: EngineError,
+    },
+}
+
+/// Errors an engine reports, classified so the UI never matches strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", content = "message", rename_all = "snake_case")]
+pub enum EngineError {
+    /// The engine could not be loaded or configured (bad model directory,
+    /// not enough memory, unknown device…).
+    #[error("engine setup failed: {0}")]
+    Setup(String),
+    /// The request was invalid (empty chat, prompt longer than the context…).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// A remote endpoint could not be reached or answered badly.
+    #[error("remote engine error: {0}")]
+    Remote(String),
+    /// The model failed while running.
+    #[error("model error: {0}")]
+    Model(String),
+    /// The engine thread is gone.
+    #[error("engine stopped: {0}")]
+    Stopped(String),
+}
+
+/// A cancellation flag shared between a caller and an engine.
+#[derive(Debug, Clone, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Asks the engine to stop as soon as possible.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The receiving end of one prediction: events arrive on `events`; `cancel`
+/// stops the prediction (a `Done` with [`StopReason::Cancelled`] follows).
+#[derive(Debug)]
+pub struct PredictionStream {
+    /// Events, ending with `Done` or `Error`.
+    pub events: Receiver<EngineEvent>,
+    /// Cancels this prediction.
+    pub cancel: CancelToken,
+}
+
+/// A world model: predicts the next environment observation, streaming.
+pub trait WorldModel: Send + Sync {
+    /// A short name for provenance (`qwen3_5_moe@/models/x`, `openai:NAME`, `copy`).
+    fn name(&self) -> String;
+
+    /// Starts a prediction and returns at once; the engine works on its own
+    /// thread. Errors here are immediate refusals (e.g. invalid request);
+    /// failures during generation arrive as [`EngineEvent::Error`].
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError>;
+}

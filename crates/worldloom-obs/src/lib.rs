@@ -1,0 +1,2 @@
+//! Observation trees: one UI tree for every GUI representation, tree
+//! alignment and diff, and simulation-fidelity metrics.
