@@ -67,6 +67,21 @@ pub struct PredictRequest {
     pub messages: Vec<ChatMessage>,
     /// Sampling and stopping parameters.
     pub params: GenerationParams,
+    /// The current environment state (the observation the action is taken
+    /// from), verbatim, when the caller knows it. Engines that model the
+    /// state explicitly use it; the `copy` baseline predicts it unchanged.
+    /// `None` when unknown (then baselines fall back to the last assistant
+    /// message in `messages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_observation: Option<String>,
+}
+
+impl PredictRequest {
+    /// A request with the given chat and parameters and no
+    /// `current_observation`.
+    pub fn new(messages: Vec<ChatMessage>, params: GenerationParams) -> Self {
+        Self { messages, params, current_observation: None }
+    }
 }
 
 /// Why generation ended.
@@ -129,6 +144,15 @@ pub enum EngineEvent {
         ids: Vec<u32>,
         /// One log-probability per id, when known.
         logprobs: Option<Vec<f32>>,
+    },
+    /// Generated tokens as text with their log-probabilities (natural log),
+    /// for engines that know the token strings but not their ids (remote
+    /// OpenAI-compatible endpoints: `choices[].logprobs.content[]`).
+    TokenLogprobs {
+        /// Token strings, in generation order.
+        tokens: Vec<String>,
+        /// One log-probability per token.
+        logprobs: Vec<f32>,
     },
     /// Generation finished.
     Done {
