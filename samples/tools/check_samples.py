@@ -87,6 +87,10 @@ def check_web():
             missing = ax_bids - p.bids
             if missing:
                 fail(f"{path}: step {s['step']}: bids in axtree_txt but not in pruned_html: {sorted(missing)}")
+            focused = s["focused_element_bid"]
+            lines = [ln for ln in s["axtree_txt"].split("\n") if ln.lstrip("\t").startswith(f"[{focused}] ")]
+            if lines and ", focused" not in lines[0]:
+                fail(f"{path}: step {s['step']}: focused_element_bid {focused} is not marked focused in axtree_txt")
             action = s["action"]
             if action:
                 for bid in re.findall(r"^(?:click|dblclick|fill|select_option|hover|press|focus|clear)\('(\w+)'", action):

@@ -404,7 +404,7 @@ def shop_results():
 COLOURS = [("slate", "Slate grey"), ("forest", "Forest green"), ("ochre", "Ochre")]
 
 
-def shop_product(colour="Slate grey", added=False, cart=0):
+def shop_product(colour="Slate grey", added=False, cart=0, focus=None):
     main = [
         El("nav", ul(link("Home", f"{SHOP}/"), link("Packs & Bags", f"{SHOP}/c/packs")),
            role="navigation", name="Breadcrumb", attrs={"aria-label": "Breadcrumb"}),
@@ -413,11 +413,13 @@ def shop_product(colour="Slate grey", added=False, cart=0):
            attrs={"alt": f"{PACK} in {colour}", "src": f"/media/ridgeline-28l-{colour.split()[0].lower()}.jpg"}, h=320),
         para("$89.00", attrs={"class": "price"}),
         para("In stock — ships in 1–2 business days", key="stock"),
-        label("Colour", select("Colour", COLOURS, colour, "colour", attrs={"id": "colour", "name": "colour"})),
+        label("Colour", select("Colour", COLOURS, colour, "colour", attrs={"id": "colour", "name": "colour"},
+                               focused=focus == "colour")),
         label("Quantity", El("input", role="spinbutton", name="Quantity", value="1",
                  props=["valuemin=1", "valuemax=10"], click=True, key="qty",
                  attrs={"id": "qty", "max": "10", "min": "1", "name": "qty", "type": "number", "value": "1"})),
-        button("Add to cart", key="add", attrs={"class": "primary", "type": "submit"}),
+        button("Add to cart", key="add", attrs={"class": "primary", "type": "submit"},
+               props=["focused"] if focus == "add" else []),
     ]
     if added:
         main.append(El("div",
@@ -466,9 +468,9 @@ def build_shop(outdir):
     s1 = shop_home("daypack", focused=True)
     s2 = shop_results()
     s3 = shop_product()
-    s4 = shop_product("Forest green")
-    s5 = shop_product("Forest green")
-    s6 = shop_product("Forest green", added=True, cart=1)
+    s4 = shop_product("Forest green", focus="colour")
+    s5 = shop_product("Forest green", focus="colour")
+    s6 = shop_product("Forest green", added=True, cart=1, focus="add")
     s7 = shop_cart()
     q = s0.bid("q")
     states = [
@@ -480,10 +482,10 @@ def build_shop(outdir):
              think=f"The results list '{PACK}' first. I will open its product page."),
         dict(page=s3, action=f"select_option('{s3.bid('colour')}', 'Forest green')",
              think="The product page defaults to Slate grey. I need the green one, so I select 'Forest green' in the Colour dropdown."),
-        dict(page=s4, focused=s4.bid("colour"), action=f"click('{s4.bid('stock')}')",
-             think="Before adding it I want to check availability; I click the stock line to see if it expands delivery details."),
+        dict(page=s4, focused=s4.bid("colour"), action=f"hover('{s4.bid('photo')}')",
+             think="Forest green is selected. I hover over the photo to check whether a zoomed view shows the colour."),
         dict(page=s5, focused=s5.bid("colour"), action=f"click('{s5.bid('add')}')",
-             think="Nothing changed, the stock line is plain text. Forest green is selected and quantity is 1, so I click 'Add to cart'."),
+             think="Hovering did nothing; the photo already shows the green pack. Quantity is 1, so I click 'Add to cart'."),
         dict(page=s6, focused=s6.bid("add"), action=f"click('{s6.bid('cart_link')}')",
              think="A status message confirms the pack was added and the header shows 'Cart (1)'. I open the cart."),
         dict(page=s7),
@@ -505,9 +507,9 @@ def build_shop(outdir):
     p4 = replace_once(p4, "option 'Forest green', selected=True", "option 'Forest green', selected=False")
     preds.append(prediction_row(4, p4, "select_option sets the Colour combobox to Forest green; the product photo follows the colour.", "axtree"))
     # 5: no-op predicted as a change (an invented delivery panel).
-    p5 = replace_once(ax[5], "StaticText 'In stock — ships in 1–2 business days'",
-                      "StaticText 'In stock — ships in 1–2 business days'\n\t\t\tStaticText 'Order within 3 hrs for dispatch today'")
-    preds.append(prediction_row(5, p5, "The stock line may reveal a delivery estimate when clicked.", "axtree"))
+    p5 = replace_once(ax[5], f"[{s5.bid('photo')}] image '{PACK} in Forest green', visible",
+                      f"[{s5.bid('photo')}] image '{PACK} in Forest green', visible\n\t\t[415] dialog 'Zoomed photo', visible, modal=False")
+    preds.append(prediction_row(5, p5, "Hovering over the product photo may open a zoom preview.", "axtree"))
     # 6: the cart counter is left stale.
     p6 = replace_once(ax[6], "link 'Cart (1)'", "link 'Cart (0)'")
     preds.append(prediction_row(6, p6, "Add to cart shows a confirmation message under the button.", "axtree"))
@@ -526,7 +528,7 @@ def build_shop(outdir):
     h4 = replace_once(hx[4], 'selected="" value="forest"', 'value="forest"')
     h4 = replace_once(h4, 'bid="' + s4.bid("colour.0") + '" value="slate"', 'bid="' + s4.bid("colour.0") + '" selected="" value="slate"')
     hp.append(prediction_row(4, h4, "The select's value changes to forest.", "html", engine="sample-author-html"))
-    hp.append(prediction_row(5, hx[5], "Clicking a paragraph does nothing.", "html", engine="sample-author-html"))
+    hp.append(prediction_row(5, hx[5], "Hovering the photo has no effect on the markup.", "html", engine="sample-author-html"))
     h6 = hx[6].replace('<div bid="412" class="toast" role="status" visible="">', '<div bid="412" class="toast" role="alert" visible="">')
     if h6 == hx[6]:
         raise ValueError("html anchor missing")
