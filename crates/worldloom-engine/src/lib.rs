@@ -5,7 +5,9 @@
 //! - [`lm`]: the [`CausalLm`] contract between a model file and the generation
 //!   runtime (tokens in, last-position logits out, explicit decode state).
 
+pub mod baseline;
 pub mod lm;
+pub mod openai;
 pub mod world_model;
 
 pub use lm::CausalLm;

@@ -1,0 +1,501 @@
+//! The OpenAI-compatible client against a local server that behaves well or
+//! misbehaves on purpose (slow first byte, dropped connection, malformed SSE,
+//! 429 then success, 500 forever, reasoning-only answers, cancellation).
+//! Everything listens on 127.0.0.1 only.
+
+#![allow(clippy::unwrap_used)] // helpers outside #[test] functions unwrap too
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use worldloom_core::{ChatMessage, ChatRole};
+use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::{EngineError, EngineEvent, GenerationParams, PredictRequest, StopReason, WorldModel};
+
+#[derive(Default)]
+struct Counters {
+    flaky: AtomicUsize,
+    down: AtomicUsize,
+    endless_closed: AtomicBool,
+    last_auth: std::sync::Mutex<Option<String>>,
+    last_body: std::sync::Mutex<Option<Value>>,
+}
+
+type Shared = Arc<Counters>;
+
+fn chunk(delta: Value) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}))
+}
+
+fn finish(reason: &str) -> String {
+    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+}
+
+fn usage(prompt: u64, completion: u64) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+               "prompt_tokens_details": {"cached_tokens": 2}}})
+    )
+}
+
+fn sse(parts: Vec<String>) -> Response {
+    let stream = futures_util::stream::iter(parts).then(|p| async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        Ok::<Bytes, std::io::Error>(Bytes::from(p))
+    });
+    ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
+}
+
+/// A well-behaved answer: reasoning in `field`, then the observation.
+fn good_stream(field: &str) -> Vec<String> {
+    vec![
+        chunk(json!({"role": "assistant"})),
+        chunk(json!({ field: "the file " })),
+        chunk(json!({ field: "is created" })),
+        chunk(json!({"content": "<predicted_observation>"})),
+        chunk(json!({"content": "ok"})),
+        chunk(json!({"content": "</predicted_observation>"})),
+        finish("stop"),
+        usage(12, 6),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+}
+
+async fn models() -> impl IntoResponse {
+    axum::Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]}))
+}
+
+struct EndlessGuard(Shared);
+
+impl Drop for EndlessGuard {
+    fn drop(&mut self) {
+        self.0.endless_closed.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn completions(
+    State(shared): State<Shared>,
+    Path(scenario): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    *shared.last_auth.lock().unwrap() =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    *shared.last_body.lock().unwrap() = Some(request.clone());
+    let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    match scenario.as_str() {
+        "ok" if !stream => axum::Json(json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "reasoning_content": "the file is created",
+                            "content": "<predicted_observation>ok</predicted_observation>"},
+                "logprobs": {"content": [{"token": "ok", "logprob": -0.25}, {"token": "!", "logprob": -1.5}]}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 6}
+        }))
+        .into_response(),
+        "ok" => sse(good_stream("reasoning_content")),
+        "reasoning-field" => sse(good_stream("reasoning")),
+        "inline" => sse(vec![
+            chunk(json!({"content": "<thi"})),
+            chunk(json!({"content": "nk>the file is"})),
+            chunk(json!({"content": " created</thi"})),
+            chunk(json!({"content": "nk>\n\n<predicted_observation>ok</predicted_observation>"})),
+            finish("stop"),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "logprobs" => sse(vec![
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "ok"},
+                    "logprobs": {"content": [{"token": "ok", "logprob": -0.5}]}, "finish_reason": "stop"}]})
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "rambling" => sse(vec![
+            chunk(json!({"content": "<predicted_observation>a</predicted_"})),
+            chunk(json!({"content": "observation> and then more text"})),
+            chunk(json!({"content": " that should never be shown"})),
+            finish("stop"),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "slow" => {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            sse(good_stream("reasoning_content"))
+        }
+        "drop" => {
+            let parts: Vec<Result<Bytes, std::io::Error>> = vec![
+                Ok(Bytes::from(chunk(json!({"content": "<predicted_observation>par"})))),
+                Ok(Bytes::from(chunk(json!({"content": "tial"})))),
+                Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "server crashed")),
+            ];
+            let stream = futures_util::stream::iter(parts).then(|p| async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                p
+            });
+            ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
+        "eof" => sse(vec![chunk(json!({"content": "<predicted_observation>par"}))]),
+        "malformed" => sse(vec![
+            chunk(json!({"content": "<predicted_observation>"})),
+            "data: {\"choices\": [oops\n\n".to_owned(),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "flaky" => {
+            if shared.flaky.fetch_add(1, Ordering::SeqCst) == 0 {
+                (StatusCode::TOO_MANY_REQUESTS, [(header::RETRY_AFTER, "1")], "slow down").into_response()
+            } else {
+                sse(good_stream("reasoning_content"))
+            }
+        }
+        "down" => {
+            shared.down.fetch_add(1, Ordering::SeqCst);
+            (StatusCode::INTERNAL_SERVER_ERROR, "engine overloaded").into_response()
+        }
+        "reasoning-only" if !stream => axum::Json(json!({
+            "choices": [{"index": 0, "finish_reason": "length",
+                "message": {"role": "assistant", "content": "", "reasoning_content": "I am still thinking about it"}}]
+        }))
+        .into_response(),
+        "reasoning-only" => sse(vec![
+            chunk(json!({"content": "", "reasoning_content": "I am still "})),
+            chunk(json!({"content": "", "reasoning_content": "thinking about it"})),
+            finish("length"),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "endless" => {
+            let guard = EndlessGuard(shared.clone());
+            let stream = futures_util::stream::unfold(0usize, |n| async move {
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                Some((Ok::<Bytes, std::io::Error>(Bytes::from(chunk(json!({"reasoning_content": "more "})))), n + 1))
+            })
+            .map(move |item| {
+                let _keep = &guard;
+                item
+            });
+            ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
+        _ => (StatusCode::NOT_FOUND, "{\"error\": {\"message\": \"The model `x` does not exist.\"}}").into_response(),
+    }
+}
+
+struct TestServer {
+    addr: SocketAddr,
+    shared: Shared,
+}
+
+fn start_server() -> TestServer {
+    let shared: Shared = Arc::default();
+    let state = shared.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        runtime.block_on(async move {
+            let app = Router::new()
+                .route("/{scenario}/v1/models", get(models))
+                .route("/{scenario}/v1/chat/completions", post(completions))
+                .with_state(state);
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    let addr = rx.recv().unwrap();
+    TestServer { addr, shared }
+}
+
+impl TestServer {
+    fn engine(&self, scenario: &str, stream: bool, tweak: impl FnOnce(&mut OpenAiConfig)) -> OpenAiEngine {
+        let mut config = OpenAiConfig {
+            base_url: format!("http://{}/{scenario}/v1", self.addr),
+            model: "test-model".into(),
+            stream,
+            read_timeout_ms: 5_000,
+            max_retries: 2,
+            initial_backoff_ms: 10,
+            ..OpenAiConfig::default()
+        };
+        tweak(&mut config);
+        OpenAiEngine::new(config).unwrap()
+    }
+}
+
+fn request() -> PredictRequest {
+    PredictRequest::new(
+        vec![ChatMessage::new(ChatRole::System, "You simulate a shell."), ChatMessage::new(ChatRole::User, "touch a")],
+        GenerationParams { logprobs: true, ..GenerationParams::default() },
+    )
+}
+
+struct Outcome {
+    reasoning: String,
+    content: String,
+    logprobs: Vec<(String, f32)>,
+    last: EngineEvent,
+    elapsed: Duration,
+}
+
+fn run(engine: &OpenAiEngine) -> Outcome {
+    let started = Instant::now();
+    let stream = engine.predict(request()).unwrap();
+    let mut reasoning = String::new();
+    let mut content = String::new();
+    let mut logprobs = Vec::new();
+    loop {
+        let event = stream.events.recv_timeout(Duration::from_secs(20)).expect("the engine went silent");
+        match event {
+            EngineEvent::Reasoning { text } => reasoning.push_str(&text),
+            EngineEvent::Content { text } => content.push_str(&text),
+            EngineEvent::TokenLogprobs { tokens, logprobs: lps } => logprobs.extend(tokens.into_iter().zip(lps)),
+            EngineEvent::Tokens { .. } => {}
+            last @ (EngineEvent::Done { .. } | EngineEvent::Error { .. }) => {
+                return Outcome { reasoning, content, logprobs, last, elapsed: started.elapsed() };
+            }
+        }
+    }
+}
+
+fn error_text(outcome: &Outcome) -> String {
+    match &outcome.last {
+        EngineEvent::Error { error: EngineError::Remote(message) } => message.clone(),
+        other => panic!("expected a remote error, got {other:?}"),
+    }
+}
+
+fn stop_reason(outcome: &Outcome) -> Option<StopReason> {
+    match &outcome.last {
+        EngineEvent::Done { stats } => stats.stop_reason,
+        other => panic!("expected Done, got {other:?}"),
+    }
+}
+
+#[test]
+fn streaming_reasoning_content_and_usage() {
+    let server = start_server();
+    let out = run(&server.engine("ok", true, |_| {}));
+    assert_eq!(out.reasoning, "the file is created");
+    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+    let EngineEvent::Done { stats } = &out.last else { panic!("{:?}", out.last) };
+    // Stopped at the closing tag (stop_after_observation is on by default).
+    assert_eq!(stats.stop_reason, Some(StopReason::ObservationClosed));
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["messages"][1], json!({"role": "user", "content": "touch a"}));
+    assert_eq!(body["top_k"], 20);
+    assert_eq!(body["chat_template_kwargs"]["enable_thinking"], true);
+    assert_eq!(server.shared.last_auth.lock().unwrap().clone(), None);
+}
+
+#[test]
+fn streaming_reads_usage_when_not_stopping_early() {
+    let server = start_server();
+    let engine = server.engine("ok", true, |_| {});
+    let mut req = request();
+    req.params.stop_after_observation = false;
+    let stream = engine.predict(req).unwrap();
+    let last = stream.events.iter().last().unwrap();
+    let EngineEvent::Done { stats } = last else { panic!("{last:?}") };
+    assert_eq!(stats.prompt_tokens, 12);
+    assert_eq!(stats.prompt_tokens_computed, 10);
+    assert_eq!(stats.completion_tokens, 6);
+    assert_eq!(stats.stop_reason, Some(StopReason::EndOfTurn));
+}
+
+#[test]
+fn non_streaming_with_logprobs() {
+    let server = start_server();
+    let out = run(&server.engine("ok", false, |_| {}));
+    assert_eq!(out.reasoning, "the file is created");
+    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+    assert_eq!(out.logprobs, vec![("ok".to_owned(), -0.25), ("!".to_owned(), -1.5)]);
+    let EngineEvent::Done { stats } = &out.last else { panic!("{:?}", out.last) };
+    assert_eq!((stats.prompt_tokens, stats.completion_tokens), (12, 6));
+    assert_eq!(stats.stop_reason, Some(StopReason::ObservationClosed));
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    assert_eq!(body["stream"], false);
+    assert_eq!(body["logprobs"], true);
+}
+
+#[test]
+fn reasoning_field_and_inline_think_map_to_reasoning() {
+    let server = start_server();
+    for scenario in ["reasoning-field", "inline"] {
+        let out = run(&server.engine(scenario, true, |_| {}));
+        assert_eq!(out.reasoning, "the file is created", "{scenario}");
+        assert!(out.content.trim_start().starts_with("<predicted_observation>ok"), "{scenario}: {}", out.content);
+    }
+}
+
+#[test]
+fn streaming_logprobs() {
+    let server = start_server();
+    let out = run(&server.engine("logprobs", true, |_| {}));
+    assert_eq!(out.logprobs, vec![("ok".to_owned(), -0.5)]);
+    assert_eq!(out.content, "ok");
+}
+
+#[test]
+fn output_is_cut_after_the_observation() {
+    let server = start_server();
+    let out = run(&server.engine("rambling", true, |_| {}));
+    assert_eq!(out.content, "<predicted_observation>a</predicted_observation>");
+    assert_eq!(stop_reason(&out), Some(StopReason::ObservationClosed));
+}
+
+#[test]
+fn slow_first_byte_times_out_or_waits() {
+    let server = start_server();
+    let out = run(&server.engine("slow", true, |c| c.read_timeout_ms = 300));
+    let message = error_text(&out);
+    assert!(message.contains("no response") && message.contains("300 ms"), "{message}");
+    assert!(out.elapsed < Duration::from_millis(1400), "{:?}", out.elapsed);
+    let out = run(&server.engine("slow", true, |c| c.read_timeout_ms = 5_000));
+    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+}
+
+#[test]
+fn dropped_connection_mid_stream_is_an_error_after_partial_content() {
+    let server = start_server();
+    let out = run(&server.engine("drop", true, |_| {}));
+    let message = error_text(&out);
+    assert!(message.contains("dropped mid-stream"), "{message}");
+    assert_eq!(out.content, "<predicted_observation>partial");
+}
+
+#[test]
+fn stream_ending_without_done_is_an_error() {
+    let server = start_server();
+    let message = error_text(&run(&server.engine("eof", true, |_| {})));
+    assert!(message.contains("closed the stream"), "{message}");
+}
+
+#[test]
+fn malformed_sse_line_is_quoted() {
+    let server = start_server();
+    let message = error_text(&run(&server.engine("malformed", true, |_| {})));
+    assert!(message.contains("malformed SSE line 3"), "{message}");
+    assert!(message.contains("`data: {\"choices\": [oops`"), "{message}");
+}
+
+#[test]
+fn too_many_requests_then_success_honours_retry_after() {
+    let server = start_server();
+    let out = run(&server.engine("flaky", true, |_| {}));
+    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+    assert_eq!(server.shared.flaky.load(Ordering::SeqCst), 2);
+    // Retry-After: 1 second, although the backoff alone would wait 10 ms.
+    assert!(out.elapsed >= Duration::from_millis(950), "{:?}", out.elapsed);
+}
+
+#[test]
+fn server_error_forever_gives_up_after_bounded_retries() {
+    let server = start_server();
+    let out = run(&server.engine("down", true, |c| c.max_retries = 3));
+    let message = error_text(&out);
+    assert!(message.contains("500") && message.contains("after 4 attempts"), "{message}");
+    assert!(message.contains("engine overloaded"), "{message}");
+    assert_eq!(server.shared.down.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn empty_content_with_full_reasoning() {
+    let server = start_server();
+    for stream in [true, false] {
+        let out = run(&server.engine("reasoning-only", stream, |_| {}));
+        assert_eq!(out.reasoning, "I am still thinking about it", "stream={stream}");
+        assert_eq!(out.content, "", "stream={stream}");
+        assert_eq!(stop_reason(&out), Some(StopReason::MaxTokens), "stream={stream}");
+    }
+}
+
+#[test]
+fn cancel_closes_the_stream_at_once() {
+    let server = start_server();
+    let engine = server.engine("endless", true, |_| {});
+    let stream = engine.predict(request()).unwrap();
+    let first = stream.events.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(first, EngineEvent::Reasoning { .. }), "{first:?}");
+    let cancelled_at = Instant::now();
+    stream.cancel.cancel();
+    let last = loop {
+        match stream.events.recv_timeout(Duration::from_secs(5)).unwrap() {
+            EngineEvent::Reasoning { .. } => {}
+            other => break other,
+        }
+    };
+    assert!(cancelled_at.elapsed() < Duration::from_millis(500), "{:?}", cancelled_at.elapsed());
+    assert!(
+        matches!(&last, EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::Cancelled)),
+        "{last:?}"
+    );
+    // The server notices the client went away.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !server.shared.endless_closed.load(Ordering::SeqCst) {
+        assert!(Instant::now() < deadline, "the server still streams after cancel");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn connection_refused_is_named() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let engine = OpenAiEngine::new(OpenAiConfig {
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+        model: "m".into(),
+        ..OpenAiConfig::default()
+    })
+    .unwrap();
+    let message = error_text(&run(&engine));
+    assert!(message.contains("cannot connect") && message.contains("connection refused"), "{message}");
+    let err = engine.check_model().unwrap_err().to_string();
+    assert!(err.contains("cannot connect"), "{err}");
+}
+
+#[test]
+fn unknown_model_is_reported_with_the_served_ones() {
+    let server = start_server();
+    server.engine("ok", true, |_| {}).check_model().unwrap();
+    let err = server.engine("ok", true, |c| c.model = "qwen-big".into()).check_model().unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::Setup(format!(
+            "model `qwen-big` is not served by http://{}/ok/v1 (it serves: test-model)",
+            server.addr
+        ))
+    );
+    let message = error_text(&run(&server.engine("missing", true, |_| {})));
+    assert!(message.contains("404") && message.contains("/v1/models"), "{message}");
+}
+
+#[test]
+fn api_key_comes_from_the_environment_and_stays_hidden() {
+    let server = start_server();
+    // Cargo sets CARGO_PKG_NAME for test processes; it stands in for a key.
+    let key = std::env::var("CARGO_PKG_NAME").unwrap();
+    let engine = server.engine("ok", true, |c| c.api_key_env = Some("CARGO_PKG_NAME".into()));
+    run(&engine);
+    assert_eq!(server.shared.last_auth.lock().unwrap().clone(), Some(format!("Bearer {key}")));
+    let shown = format!("{engine:?}");
+    assert!(!shown.contains(&key) && shown.contains("<redacted>"), "{shown}");
+    let err = OpenAiEngine::new(OpenAiConfig {
+        model: "m".into(),
+        api_key_env: Some("WORLDLOOM_TEST_SURELY_UNSET_KEY".into()),
+        ..OpenAiConfig::default()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("WORLDLOOM_TEST_SURELY_UNSET_KEY"), "{err}");
+}
