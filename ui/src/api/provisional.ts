@@ -1,0 +1,289 @@
+/**
+ * Provisional TypeScript shapes of the studio API, written by hand until the
+ * types generated from `crates/worldloom-api` (ts-rs, in `src/bindings/`)
+ * cover them. Field names follow the Rust serde names (snake_case).
+ *
+ * Tree shapes mirror `crates/worldloom-obs/src/tree.rs` (`UiTree`, `UiNode`,
+ * `BoundsPx`, `SourceSpan`, `NodeStates`): the tree is a flat pre-order arena,
+ * `nodes[i].id === i`, `nodes[0]` is the root.
+ *
+ * Transport: `POST /api/<command>` with a JSON body, JSON reply; errors are
+ * `{"error": {"code", "message"}}` (see `backend/http.ts`).
+ */
+
+/** The seven domains (`worldloom-core::domain::Domain`, lowercase). */
+export type Domain = "mcp" | "search" | "terminal" | "swe" | "web" | "os" | "android";
+
+/** How an observation's text is read (`Representation`, kebab-case). */
+export type Representation =
+  | "html"
+  | "axtree"
+  | "os-xml"
+  | "os-table"
+  | "android-xml"
+  | "json"
+  | "text";
+
+/** `BoundsPx`: screen rectangle, px; right and bottom exclusive. */
+export interface BoundsPx {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+  anomalies?: Array<"negative" | "empty" | "inverted">;
+}
+
+/** `SourceSpan`: byte offsets into the original text, 1-based line. */
+export interface SourceSpan {
+  start_byte: number;
+  end_byte: number;
+  line: number;
+}
+
+/** `NodeStates`: normalised interaction states; absent = not stated. */
+export interface NodeStates {
+  checked?: boolean;
+  selected?: boolean;
+  focused?: boolean;
+  enabled?: boolean;
+  expanded?: boolean;
+  editable?: boolean;
+}
+
+/** `Attribute`: one attribute in source order. */
+export interface Attribute {
+  name: string;
+  value: string;
+}
+
+/** `UiNode`: one node of a UI tree. */
+export interface UiNode {
+  id: number;
+  parent: number | null;
+  children: number[];
+  depth: number;
+  role: string;
+  name: string;
+  value?: string | null;
+  key?: string | null;
+  attributes?: Attribute[];
+  states?: NodeStates;
+  bounds_px?: BoundsPx | null;
+  span?: SourceSpan | null;
+  synthetic?: boolean;
+}
+
+/** `UiTree`: a parsed observation. */
+export interface UiTree {
+  representation: Representation;
+  nodes: UiNode[];
+}
+
+/**
+ * Per-node diff status. `removed`: in the real tree with no counterpart in
+ * the predicted one; `added`: in the predicted tree only; `changed`: aligned
+ * but name, value, attributes, states or bounds differ.
+ */
+export type DiffStatus = "unchanged" | "changed" | "added" | "removed";
+
+/** The alignment and per-node statuses of a real/predicted tree pair. */
+export interface TreeDiff {
+  /** Status of every real node, indexed by node id. */
+  real: DiffStatus[];
+  /** Status of every predicted node, indexed by node id. */
+  predicted: DiffStatus[];
+  /** Aligned pairs `[real node id, predicted node id]`. */
+  pairs: Array<[number, number]>;
+}
+
+/** One side of a compared representation. */
+export interface SideDocument {
+  /** The exact text of this view. */
+  text: string;
+  /** The parsed tree, for tree representations that parsed. */
+  tree?: UiTree | null;
+  /** Why the text did not parse (`ParseError` display), if it did not. */
+  parse_error?: string | null;
+}
+
+/** One representation of a turn, real and predicted side by side. */
+export interface ComparedView {
+  representation: Representation;
+  /** The source's name for this view (`axtree_txt`, `pruned_html`, `main`). */
+  name: string;
+  real?: SideDocument | null;
+  predicted?: SideDocument | null;
+  /** Present when both sides parsed into trees. */
+  diff?: TreeDiff | null;
+}
+
+/** One fidelity metric (see docs/metrics.md). */
+export interface Metric {
+  /** Machine name (`node_f1`, `text_similarity`, `attribute_accuracy`…). */
+  name: string;
+  /** Value in [0, 1] unless `unit` says otherwise. */
+  value: number | null;
+  unit?: string | null;
+  description?: string | null;
+}
+
+/** A domain anchor: a fact that must carry over (focused bid, URL, package…). */
+export interface Anchor {
+  kind: string;
+  key: string;
+  status: "matched" | "mismatched" | "absent";
+  real?: string | null;
+  predicted?: string | null;
+}
+
+/** LLM-judge scores, 1–5 each (AgentWorldBench rubric). */
+export interface JudgeScores {
+  format?: number | null;
+  factuality?: number | null;
+  consistency?: number | null;
+  realism?: number | null;
+  quality?: number | null;
+  rationale?: string | null;
+  judge?: string | null;
+}
+
+/** The fidelity of one prediction against the real observation. */
+export interface Fidelity {
+  /** The headline score in [0, 1] (drives sparklines and list sorting). */
+  overall: number | null;
+  metrics: Metric[];
+  anchors: Anchor[];
+  judge?: JudgeScores | null;
+}
+
+/** A prediction's provenance, for the picker. */
+export interface PredictionSummary {
+  id: number;
+  engine: string;
+  seed?: number | null;
+  context: "teacher-forced" | "free-running";
+  status: string;
+  created_at?: string | null;
+  overall?: number | null;
+}
+
+/** An action as shown in lists (`worldloom-core::action::Action`). */
+export interface ActionView {
+  raw: string;
+  format: string;
+  summary: string;
+}
+
+/** One trajectory in the sidebar list. */
+export interface TrajectorySummary {
+  id: string;
+  name: string;
+  domain: Domain;
+  source_format: string;
+  goal?: string | null;
+  turn_count: number;
+  branch_count: number;
+  /** Lowest per-turn overall fidelity over all predictions, [0, 1]. */
+  lowest_fidelity?: number | null;
+}
+
+/** A root-to-leaf path of the trajectory tree. */
+export interface BranchSummary {
+  id: string;
+  name: string;
+  /** Node id of the leaf. */
+  leaf_node: number;
+  turn_count: number;
+  /** Whether this is the recorded path. */
+  recorded: boolean;
+}
+
+/** One turn of a branch on the timeline. */
+export interface TurnSummary {
+  /** 1-based turn number (AgentWorldBench counting). */
+  turn: number;
+  /** Node the turn leads into. */
+  node_id: number;
+  edge_id: number;
+  action: ActionView;
+  has_real: boolean;
+  prediction_count: number;
+  /** Overall fidelity of the preferred prediction, [0, 1]. */
+  fidelity?: number | null;
+}
+
+/** Observation facts beside the text (`ObservationMeta`). */
+export interface ObservationMetaView {
+  url?: string | null;
+  title?: string | null;
+  focused_bid?: string | null;
+  screen?: { width_px: number; height_px: number } | null;
+  package?: string | null;
+}
+
+/** Everything the panes show for one turn. */
+export interface TurnDetail {
+  turn: number;
+  node_id: number;
+  action: ActionView | null;
+  real_meta?: ObservationMetaView | null;
+  real_error?: string | null;
+  predictions: PredictionSummary[];
+  /** The prediction the right pane shows. */
+  prediction_id?: number | null;
+  views: ComparedView[];
+  fidelity?: Fidelity | null;
+  /** Raw reasoning of the shown prediction, if any. */
+  reasoning?: string | null;
+}
+
+// ---- commands ------------------------------------------------------------
+
+export interface ListTrajectoriesRequest {
+  query?: string;
+}
+export interface ListTrajectoriesResponse {
+  trajectories: TrajectorySummary[];
+}
+
+export interface GetTrajectoryRequest {
+  trajectory_id: string;
+}
+export interface GetTrajectoryResponse {
+  trajectory: TrajectorySummary;
+  branches: BranchSummary[];
+}
+
+export interface GetBranchRequest {
+  trajectory_id: string;
+  branch_id: string;
+}
+export interface GetBranchResponse {
+  branch: BranchSummary;
+  turns: TurnSummary[];
+}
+
+export interface GetTurnRequest {
+  trajectory_id: string;
+  node_id: number;
+  prediction_id?: number | null;
+}
+export type GetTurnResponse = TurnDetail;
+
+/** Events pushed by the back end (SSE `data:` lines / Tauri channel). */
+export type StudioEvent =
+  | { type: "workspace_changed"; trajectory_id?: string | null }
+  | { type: "prediction_added"; trajectory_id: string; node_id: number }
+  | { type: string; [field: string]: unknown };
+
+/** The command table: name → request and response types. */
+export interface Commands {
+  list_trajectories: [ListTrajectoriesRequest, ListTrajectoriesResponse];
+  get_trajectory: [GetTrajectoryRequest, GetTrajectoryResponse];
+  get_branch: [GetBranchRequest, GetBranchResponse];
+  get_turn: [GetTurnRequest, GetTurnResponse];
+}
+
+export type CommandName = keyof Commands;
+export type RequestOf<C extends CommandName> = Commands[C][0];
+export type ResponseOf<C extends CommandName> = Commands[C][1];

@@ -1,0 +1,127 @@
+/**
+ * HTTP transport for `worldloom serve`: `POST /api/<command>` with a JSON
+ * body and `Authorization: Bearer <token>`; JSON replies; errors as
+ * `{"error": {"code", "message"}}` with a non-2xx status. Events come as
+ * server-sent events from `GET /api/events`, read with `fetch` so the token
+ * travels in the header rather than in a URL.
+ */
+import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
+import { BackendError, errorFromBody, type Backend } from "./backend";
+
+/**
+ * Reads the `token` query parameter the server printed in its URL, then
+ * removes it from the address bar (and history) so it is not left in
+ * bookmarks or screenshots. The token is kept in memory only.
+ */
+export function takeTokenFromLocation(win: Pick<Window, "location" | "history">): string | null {
+  const url = new URL(win.location.href);
+  const token = url.searchParams.get("token");
+  if (token !== null) {
+    url.searchParams.delete("token");
+    win.history.replaceState(win.history.state, "", url.pathname + url.search + url.hash);
+  }
+  return token;
+}
+
+/** Splits a server-sent-events byte stream into `data:` payloads (one per event). */
+export function parseSseChunk(buffer: string): { events: string[]; rest: string } {
+  const events: string[] = [];
+  const normalised = buffer.replace(/\r\n?/g, "\n");
+  const blocks = normalised.split("\n\n");
+  const rest = blocks.pop() ?? "";
+  for (const block of blocks) {
+    const data = block
+      .split("\n")
+      .filter((line) => line.startsWith("data:"))
+      .map((line) => line.slice(5).replace(/^ /, ""));
+    if (data.length > 0) events.push(data.join("\n"));
+  }
+  return { events, rest };
+}
+
+/** The HTTP back end. */
+export class HttpBackend implements Backend {
+  readonly kind = "http";
+  private readonly listeners = new Set<(event: StudioEvent) => void>();
+  private abort: AbortController | null = null;
+
+  constructor(
+    private readonly origin: string,
+    private readonly token: string | null,
+    private readonly fetchImpl: typeof fetch = (...args) => fetch(...args),
+  ) {}
+
+  private headers(): Record<string, string> {
+    const h: Record<string, string> = { "Content-Type": "application/json" };
+    if (this.token) h.Authorization = `Bearer ${this.token}`;
+    return h;
+  }
+
+  async call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>> {
+    let response: Response;
+    try {
+      response = await this.fetchImpl(`${this.origin}/api/${command}`, {
+        method: "POST",
+        headers: this.headers(),
+        body: JSON.stringify(request ?? {}),
+      });
+    } catch (e) {
+      throw new BackendError("transport", `cannot reach the server for ${command}: ${String(e)}`);
+    }
+    const text = await response.text();
+    let body: unknown = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      throw new BackendError("bad_response", `${command}: the server replied with non-JSON (HTTP ${response.status})`);
+    }
+    if (!response.ok) {
+      throw errorFromBody(body, response.status === 401 ? "unauthorized" : `http_${response.status}`, `${command} failed with HTTP ${response.status}`);
+    }
+    return body as ResponseOf<C>;
+  }
+
+  subscribe(listener: (event: StudioEvent) => void): () => void {
+    this.listeners.add(listener);
+    if (this.listeners.size === 1) this.openEvents();
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) {
+        this.abort?.abort();
+        this.abort = null;
+      }
+    };
+  }
+
+  private openEvents(): void {
+    const abort = new AbortController();
+    this.abort = abort;
+    const headers: Record<string, string> = { Accept: "text/event-stream" };
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    void (async () => {
+      try {
+        const response = await this.fetchImpl(`${this.origin}/api/events`, { headers, signal: abort.signal });
+        if (!response.ok || !response.body) return;
+        const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          const { events, rest } = parseSseChunk(buffer + value);
+          buffer = rest;
+          for (const data of events) {
+            try {
+              const event = JSON.parse(data) as StudioEvent;
+              for (const l of this.listeners) l(event);
+            } catch {
+              // A malformed event is dropped; the next one may be fine.
+            }
+          }
+        }
+      } catch {
+        // Aborted or the server went away: events are an optimisation, the
+        // UI still works by polling on navigation.
+      }
+    })();
+  }
+}

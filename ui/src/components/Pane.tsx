@@ -1,0 +1,124 @@
+/**
+ * One side of the comparison: `region "Real observation"` or `region
+ * "Predicted observation"`, with view tabs (shared by both panes) and the
+ * active view.
+ */
+import type { ReactNode } from "react";
+import type { ComparedView, ObservationMetaView } from "../api/types";
+import type { SideBySideLines } from "../model/lineDiff";
+import { plainLines } from "../model/lineDiff";
+import { alignment, statusCounts, type Side } from "../model/tree";
+import { HtmlRender } from "../views/HtmlRender";
+import { SourceView } from "../views/SourceView";
+import type { ViewTab } from "../views/tabs";
+import { TreeView } from "../views/TreeView";
+import { Wireframe } from "../views/Wireframe";
+import { useMemo } from "react";
+
+/** Props of {@link Pane}. */
+export interface PaneProps {
+  side: Side;
+  title: string;
+  tabs: ViewTab[];
+  active: ViewTab | undefined;
+  onTab: (tab: ViewTab) => void;
+  view: ComparedView | undefined;
+  lines: SideBySideLines | null;
+  meta?: ObservationMetaView | null;
+  /** Shown in the header (the prediction picker). */
+  headerExtra?: ReactNode;
+  /** Shown instead of the view (an error step, no prediction). */
+  emptyMessage?: string | null;
+}
+
+export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage }: PaneProps) {
+  const doc = side === "real" ? view?.real : view?.predicted;
+  const diff = view?.diff ?? null;
+  const align = useMemo(() => alignment(diff), [diff]);
+  const statuses = diff ? diff[side] : null;
+  const counts = statusCounts(statuses ?? []);
+  const what = side === "real" ? "Real" : "Predicted";
+
+  let body: ReactNode;
+  if (emptyMessage) body = <div className="pane-empty">{emptyMessage}</div>;
+  else if (!view || !active) body = <div className="pane-empty">No observation.</div>;
+  else if (!doc) body = <div className="pane-empty">No {view.representation} view on this side.</div>;
+  else {
+    const treeOrError = (label: string, showBounds = false) =>
+      doc.tree ? (
+        <TreeView side={side} tree={doc.tree} statuses={statuses} align={align} label={label} showBounds={showBounds} />
+      ) : (
+        <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+      );
+    const source = (label: string) => (
+      <SourceView side={side} lines={lines ? lines[side] : plainLines(doc.text)} text={doc.text} tree={doc.tree} align={align} label={label} />
+    );
+    switch (active.kind) {
+      case "render":
+        body = <HtmlRender side={side} html={doc.text} tree={doc.tree} statuses={statuses} align={align} label={`${what} page render`} />;
+        break;
+      case "dom":
+        body = treeOrError(`${what} DOM tree`);
+        break;
+      case "axtree":
+        body = treeOrError(`${what} accessibility tree`);
+        break;
+      case "tree":
+        body = treeOrError(`${what} accessibility tree`, true);
+        break;
+      case "screen":
+      case "device":
+        body = doc.tree ? (
+          <Wireframe side={side} tree={doc.tree} statuses={statuses} align={align} meta={meta} variant={active.kind} label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`} />
+        ) : (
+          <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+        );
+        break;
+      case "html-source":
+      case "ax-source":
+      case "source":
+        body = source(`${what} source`);
+        break;
+      case "text":
+        body = source(`${what} text`);
+        break;
+    }
+  }
+
+  return (
+    <section className={`pane pane-${side}`} role="region" aria-label={title}>
+      <header className="pane-head">
+        <h2>{title}</h2>
+        {headerExtra}
+        <span className="pane-counts" aria-label={`${what} diff counts`}>
+          {diff ? (
+            <>
+              {side === "real" ? (
+                <span className="c-removed" title="nodes only in the real observation">−{counts.removed}</span>
+              ) : (
+                <span className="c-added" title="nodes only in the prediction">+{counts.added}</span>
+              )}
+              <span className="c-changed" title="aligned nodes that differ">~{counts.changed}</span>
+            </>
+          ) : lines ? (
+            side === "real" ? (
+              <span className="c-removed" title="lines only in the real observation">−{lines.removed} lines</span>
+            ) : (
+              <span className="c-added" title="lines only in the prediction">+{lines.added} lines</span>
+            )
+          ) : null}
+        </span>
+      </header>
+      <div className="tabs" role="tablist" aria-label={`${what} observation views`}>
+        {tabs.map((t) => (
+          <button key={t.id} type="button" role="tab" aria-selected={t.id === active?.id} className={t.id === active?.id ? "tab is-active" : "tab"} onClick={() => onTab(t)}>
+            {t.label}
+          </button>
+        ))}
+      </div>
+      <div className="pane-body" role="tabpanel" aria-label={active ? `${what}: ${active.label}` : what}>
+        {body}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,64 @@
+/**
+ * Line diff of two texts for the source and text views, on the `diff`
+ * package (Myers' algorithm). Each side gets its own numbered lines with a
+ * status; the other side's counterpart line is recorded for hover sync.
+ */
+import { diffLines } from "diff";
+
+/** A line's status: `removed` lines exist only in the real text, `added` only in the predicted one. */
+export type LineStatus = "same" | "removed" | "added";
+
+/** One numbered line of one side. */
+export interface DiffLine {
+  /** 1-based line number in this side's text. */
+  number: number;
+  text: string;
+  status: LineStatus;
+  /** 1-based line number of the same line on the other side, for `same` lines. */
+  other?: number;
+}
+
+/** Both sides, line by line. */
+export interface SideBySideLines {
+  real: DiffLine[];
+  predicted: DiffLine[];
+  /** Number of lines only in the real text / only in the predicted text. */
+  removed: number;
+  added: number;
+}
+
+function splitLines(value: string): string[] {
+  const lines = value.split("\n");
+  if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop();
+  return lines;
+}
+
+/** Diffs `real` against `predicted` line by line. Either side may be empty. */
+export function sideBySideLines(real: string, predicted: string): SideBySideLines {
+  const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
+  let r = 0;
+  let p = 0;
+  for (const part of diffLines(real, predicted)) {
+    const lines = splitLines(part.value);
+    for (const text of lines) {
+      if (part.added) {
+        out.predicted.push({ number: ++p, text, status: "added" });
+        out.added += 1;
+      } else if (part.removed) {
+        out.real.push({ number: ++r, text, status: "removed" });
+        out.removed += 1;
+      } else {
+        r += 1;
+        p += 1;
+        out.real.push({ number: r, text, status: "same", other: p });
+        out.predicted.push({ number: p, text, status: "same", other: r });
+      }
+    }
+  }
+  return out;
+}
+
+/** Only one side present: every line is `same`. */
+export function plainLines(text: string): DiffLine[] {
+  return splitLines(text).map((t, i) => ({ number: i + 1, text: t, status: "same" as const }));
+}

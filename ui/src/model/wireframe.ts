@@ -1,0 +1,111 @@
+/**
+ * Screen geometry for the OS wireframe and the Android device frame: which
+ * nodes have drawable bounds, the screen size, and the scale that fits the
+ * screen into a pane while keeping its aspect ratio.
+ */
+import type { DiffStatus, ObservationMetaView, UiNode, UiTree } from "../api/types";
+
+/** A screen size in px. */
+export interface ScreenSizePx {
+  width_px: number;
+  height_px: number;
+}
+
+/** One drawn box, in pane pixels. */
+export interface LayoutBox {
+  id: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  depth: number;
+  status: DiffStatus;
+}
+
+/** A layout: scale factor (pane px per screen px), the drawn screen rectangle and the boxes. */
+export interface Layout {
+  scale: number;
+  offset_x: number;
+  offset_y: number;
+  screen_width: number;
+  screen_height: number;
+  boxes: LayoutBox[];
+}
+
+/** Whether a node's bounds can be drawn (present, not inverted). Empty boxes are drawn as hairlines. */
+export function hasDrawableBounds(node: UiNode): boolean {
+  const b = node.bounds_px;
+  return !!b && b.right >= b.left && b.bottom >= b.top && !(b.anomalies ?? []).includes("inverted");
+}
+
+/**
+ * The screen size: the observation's metadata when it states one, else the
+ * extent of all drawable bounds (Android dumps' root node spans the screen).
+ */
+export function screenSize(tree: UiTree, meta?: ObservationMetaView | null): ScreenSizePx {
+  if (meta?.screen && meta.screen.width_px > 0 && meta.screen.height_px > 0) return meta.screen;
+  let width = 0;
+  let height = 0;
+  for (const n of tree.nodes) {
+    if (!hasDrawableBounds(n)) continue;
+    const b = n.bounds_px!;
+    width = Math.max(width, b.right);
+    height = Math.max(height, b.bottom);
+  }
+  return { width_px: Math.max(1, width), height_px: Math.max(1, height) };
+}
+
+/**
+ * Lays out every drawable node of `tree` in a pane of `pane_width` ×
+ * `pane_height` px with `padding` px around: one uniform scale (the screen's
+ * aspect ratio is kept), the screen centred.
+ */
+export function layoutBoxes(
+  tree: UiTree,
+  screen: ScreenSizePx,
+  pane_width: number,
+  pane_height: number,
+  statuses?: readonly DiffStatus[] | null,
+  padding = 8,
+): Layout {
+  const availW = Math.max(1, pane_width - 2 * padding);
+  const availH = Math.max(1, pane_height - 2 * padding);
+  const scale = Math.min(availW / screen.width_px, availH / screen.height_px);
+  const offset_x = padding + (availW - screen.width_px * scale) / 2;
+  const offset_y = padding + (availH - screen.height_px * scale) / 2;
+  const boxes: LayoutBox[] = [];
+  for (const n of tree.nodes) {
+    if (!hasDrawableBounds(n)) continue;
+    const b = n.bounds_px!;
+    boxes.push({
+      id: n.id,
+      x: offset_x + b.left * scale,
+      y: offset_y + b.top * scale,
+      width: (b.right - b.left) * scale,
+      height: (b.bottom - b.top) * scale,
+      depth: n.depth,
+      status: statuses?.[n.id] ?? "unchanged",
+    });
+  }
+  return { scale, offset_x, offset_y, screen_width: screen.width_px * scale, screen_height: screen.height_px * scale, boxes };
+}
+
+/**
+ * The deepest (last in pre-order) box containing the pane point, for hover
+ * on the wireframe. Boxes are in pre-order, so later boxes are deeper or later siblings.
+ */
+export function boxAt(layout: Layout, x: number, y: number): LayoutBox | undefined {
+  let hit: LayoutBox | undefined;
+  let hitArea = Infinity;
+  for (const b of layout.boxes) {
+    if (x >= b.x && x <= b.x + b.width && y >= b.y && y <= b.y + b.height) {
+      const area = b.width * b.height;
+      // Prefer the smallest box; ties go to the later (deeper) one.
+      if (area <= hitArea) {
+        hit = b;
+        hitArea = area;
+      }
+    }
+  }
+  return hit;
+}

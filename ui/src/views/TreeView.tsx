@@ -1,0 +1,232 @@
+/**
+ * An indented, virtualised tree of a `UiTree`: keys (`bid`, `resource-id`),
+ * roles, names, values, states, optional bounds; diff colours per node;
+ * hover and selection shared with every other view; search with
+ * previous/next match.
+ */
+import { memo, useCallback, useEffect, useMemo, useState } from "react";
+import type { DiffStatus, UiNode, UiTree } from "../api/types";
+import { VirtualList } from "../components/VirtualList";
+import { ancestors, searchTree, subtreeEnds, visibleRows, type Alignment, type Side } from "../model/tree";
+import { useSelection } from "../state/selection";
+import { resolveOnSide } from "./common";
+
+/** Row height of tree lists, px. */
+export const TREE_ROW_HEIGHT_PX = 20;
+
+const MAX_INDENT_LEVELS = 48;
+const INDENT_PX = 12;
+
+/** Props of {@link TreeView}. */
+export interface TreeViewProps {
+  side: Side;
+  tree: UiTree;
+  statuses?: readonly DiffStatus[] | null;
+  align: Alignment;
+  /** Accessible name of the tree (`Real accessibility tree`…). */
+  label: string;
+  /** Show each node's bounds in px. */
+  showBounds?: boolean;
+}
+
+const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", added: "+", removed: "−" };
+
+function statesOf(node: UiNode): string[] {
+  const s = node.states ?? {};
+  const out: string[] = [];
+  if (s.checked === true) out.push("checked");
+  if (s.checked === false) out.push("unchecked");
+  if (s.selected) out.push("selected");
+  if (s.focused) out.push("focused");
+  if (s.enabled === false) out.push("disabled");
+  if (s.expanded === true) out.push("expanded");
+  if (s.editable) out.push("editable");
+  return out;
+}
+
+interface RowProps {
+  node: UiNode;
+  status: DiffStatus;
+  collapsed: boolean;
+  hasChildren: boolean;
+  hovered: boolean;
+  selected: boolean;
+  matched: boolean;
+  showBounds: boolean;
+  onToggle: (id: number) => void;
+  onHover: (id: number) => void;
+  onSelect: (id: number) => void;
+}
+
+const TreeRow = memo(function TreeRow({ node, status, collapsed, hasChildren, hovered, selected, matched, showBounds, onToggle, onHover, onSelect }: RowProps) {
+  const depth = Math.min(node.depth, MAX_INDENT_LEVELS);
+  const b = node.bounds_px;
+  const cls = ["trow", `diff-${status}`, hovered ? "is-hover" : "", selected ? "is-selected" : "", matched ? "is-match" : "", node.synthetic ? "is-synthetic" : ""]
+    .filter(Boolean)
+    .join(" ");
+  return (
+    <div
+      role="treeitem"
+      aria-level={node.depth + 1}
+      aria-selected={selected}
+      aria-expanded={hasChildren ? !collapsed : undefined}
+      data-node-id={node.id}
+      data-diff={status}
+      className={cls}
+      style={{ paddingLeft: 4 + depth * INDENT_PX }}
+      onMouseEnter={() => onHover(node.id)}
+      onClick={() => onSelect(node.id)}
+      title={node.depth > MAX_INDENT_LEVELS ? `depth ${node.depth}` : undefined}
+    >
+      <span className="tmark" aria-hidden="true">
+        {DIFF_MARK[status]}
+      </span>
+      {hasChildren ? (
+        <span
+          className="twisty"
+          aria-hidden="true"
+          onClick={(e) => {
+            e.stopPropagation();
+            onToggle(node.id);
+          }}
+        >
+          {collapsed ? "▸" : "▾"}
+        </span>
+      ) : (
+        <span className="twisty" aria-hidden="true" />
+      )}
+      {node.key ? <span className="tkey">[{node.key}]</span> : null}
+      <span className="trole">{node.role}</span>
+      {node.name ? <span className="tname">“{node.name.length > 160 ? `${node.name.slice(0, 159)}…` : node.name}”</span> : null}
+      {node.value != null && node.value !== "" && node.value !== node.name ? <span className="tvalue">value=“{node.value.slice(0, 80)}”</span> : null}
+      {statesOf(node).map((s) => (
+        <span key={s} className={`tstate st-${s}`}>
+          {s}
+        </span>
+      ))}
+      {showBounds && b ? (
+        <span className="tbounds">
+          {b.left},{b.top} {b.right - b.left}×{b.bottom - b.top}
+        </span>
+      ) : null}
+    </div>
+  );
+});
+
+export function TreeView({ side, tree, statuses, align, label, showBounds = false }: TreeViewProps) {
+  const [state, store] = useSelection();
+  const { hoverId, selectedId } = resolveOnSide(state, side, align);
+  const [collapsed, setCollapsed] = useState<Set<number>>(() => new Set());
+  const [query, setQuery] = useState("");
+  const [matchIndex, setMatchIndex] = useState(0);
+
+  const ends = useMemo(() => subtreeEnds(tree), [tree]);
+  const rows = useMemo(() => visibleRows(tree, collapsed, ends), [tree, collapsed, ends]);
+  const rowOf = useMemo(() => {
+    const m = new Map<number, number>();
+    rows.forEach((id, i) => m.set(id, i));
+    return m;
+  }, [rows]);
+  const matches = useMemo(() => searchTree(tree, query), [tree, query]);
+  const matchSet = useMemo(() => new Set(matches), [matches]);
+
+  useEffect(() => setCollapsed(new Set()), [tree]);
+
+  // Reveal a node selected elsewhere (other pane, wireframe, source).
+  useEffect(() => {
+    if (selectedId == null) return;
+    const hidden = ancestors(tree, selectedId).filter((a) => collapsed.has(a));
+    if (hidden.length) {
+      setCollapsed((prev) => {
+        const next = new Set(prev);
+        for (const a of hidden) next.delete(a);
+        return next;
+      });
+    }
+  }, [selectedId, tree, collapsed]);
+
+  const onToggle = useCallback((id: number) => {
+    setCollapsed((prev) => {
+      const next = new Set(prev);
+      if (next.has(id)) next.delete(id);
+      else next.add(id);
+      return next;
+    });
+  }, []);
+  const onHover = useCallback((id: number) => store.hover({ side, id }), [store, side]);
+  const onSelect = useCallback((id: number) => store.select({ side, id }), [store, side]);
+
+  const jump = (delta: number) => {
+    if (matches.length === 0) return;
+    const next = (((matchIndex + delta) % matches.length) + matches.length) % matches.length;
+    setMatchIndex(next);
+    store.select({ side, id: matches[next]! });
+  };
+
+  const onKeyDown = (e: React.KeyboardEvent) => {
+    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+    e.preventDefault();
+    const cur = selectedId != null ? (rowOf.get(selectedId) ?? -1) : -1;
+    const next = Math.max(0, Math.min(rows.length - 1, cur + (e.key === "ArrowDown" ? 1 : -1)));
+    store.select({ side, id: rows[next]! });
+  };
+
+  return (
+    <div className="treeview">
+      <div className="tree-toolbar" role="search">
+        <input
+          type="search"
+          aria-label={`Search ${label}`}
+          placeholder="Search role, name, bid…"
+          value={query}
+          onChange={(e) => {
+            setQuery(e.target.value);
+            setMatchIndex(0);
+          }}
+          onKeyDown={(e) => {
+            if (e.key === "Enter") jump(e.shiftKey ? -1 : matchIndex === 0 && !matches.includes(selectedId ?? -1) ? 0 : 1);
+          }}
+        />
+        <span className="tree-count" aria-live="polite">
+          {query ? `${matches.length ? matchIndex + 1 : 0}/${matches.length}` : `${tree.nodes.length} nodes`}
+        </span>
+        <button type="button" aria-label="Previous match" disabled={!matches.length} onClick={() => jump(-1)}>
+          ↑
+        </button>
+        <button type="button" aria-label="Next match" disabled={!matches.length} onClick={() => jump(1)}>
+          ↓
+        </button>
+      </div>
+      <VirtualList
+        role="tree"
+        aria-label={label}
+        tabIndex={0}
+        className="tree-list"
+        count={rows.length}
+        rowHeight={TREE_ROW_HEIGHT_PX}
+        scrollToIndex={selectedId != null ? (rowOf.get(selectedId) ?? null) : null}
+        onKeyDown={onKeyDown}
+        onMouseLeave={() => store.hover(null)}
+        renderRow={(i) => {
+          const id = rows[i]!;
+          const node = tree.nodes[id]!;
+          return (
+            <TreeRow
+              node={node}
+              status={statuses?.[id] ?? "unchanged"}
+              collapsed={collapsed.has(id)}
+              hasChildren={node.children.length > 0}
+              hovered={hoverId === id}
+              selected={selectedId === id}
+              matched={matchSet.has(id)}
+              showBounds={showBounds}
+              onToggle={onToggle}
+              onHover={onHover}
+              onSelect={onSelect}
+            />
+          );
+        }}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,159 @@
+/**
+ * Screen views of GUI trees: the OS screen wireframe (every node with bounds
+ * as a box at its screen position and size) and the Android device frame (the
+ * same, inside a phone bezel at the dump's aspect ratio, with clickable,
+ * focused and checked states drawn). One uniform scale fits the screen into
+ * the pane; diff colours and the shared hover/selection are drawn on top.
+ */
+import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import type { DiffStatus, ObservationMetaView, UiNode, UiTree } from "../api/types";
+import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
+import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
+import { useSelection } from "../state/selection";
+import { resolveOnSide } from "./common";
+
+/** Props of {@link Wireframe}. */
+export interface WireframeProps {
+  side: Side;
+  tree: UiTree;
+  statuses?: readonly DiffStatus[] | null;
+  align: Alignment;
+  meta?: ObservationMetaView | null;
+  /** `screen`: OS desktop; `device`: Android phone frame. */
+  variant: "screen" | "device";
+  label: string;
+  /** Pane size used before measuring (and in DOMs without layout), px. */
+  fallbackSize?: { width: number; height: number };
+}
+
+const BEZEL_PX = 14;
+
+function usePaneSize(fallback: { width: number; height: number }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [size, setSize] = useState(fallback);
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    const measure = () => {
+      const w = el.clientWidth;
+      const h = el.clientHeight;
+      if (w > 0 && h > 0) setSize((s) => (s.width === w && s.height === h ? s : { width: w, height: h }));
+    };
+    measure();
+    if (typeof ResizeObserver === "undefined") return;
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  return [ref, size] as const;
+}
+
+function isClickable(n: UiNode): boolean {
+  return attr(n, "clickable") === "true";
+}
+
+function hasBoundedChildren(tree: UiTree, n: UiNode): boolean {
+  return n.children.some((c) => !!tree.nodes[c]?.bounds_px);
+}
+
+function truncate(text: string, widthPx: number, fontPx: number): string {
+  const max = Math.floor(widthPx / (fontPx * 0.56));
+  if (max <= 1) return "";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+export function Wireframe({ side, tree, statuses, align, meta, variant, label, fallbackSize = { width: 640, height: 480 } }: WireframeProps) {
+  const [state, store] = useSelection();
+  const { hoverId, selectedId } = resolveOnSide(state, side, align);
+  const [ref, size] = usePaneSize(fallbackSize);
+  const screen = useMemo(() => screenSize(tree, meta), [tree, meta]);
+  const padding = variant === "device" ? BEZEL_PX + 10 : 8;
+  const layout = useMemo(() => layoutBoxes(tree, screen, size.width, size.height, statuses, padding), [tree, screen, size, statuses, padding]);
+  const byId = useMemo(() => new Map(layout.boxes.map((b) => [b.id, b])), [layout]);
+
+  const boxes = useMemo(
+    () =>
+      layout.boxes.map((b) => {
+        const n = tree.nodes[b.id]!;
+        const clickable = variant === "device" && isClickable(n);
+        const focused = n.states?.focused === true;
+        const checked = n.states?.checked;
+        const leafish = !hasBoundedChildren(tree, n);
+        const text = n.name && n.value && n.value !== n.name ? `${n.name}: ${n.value}` : n.name || (n.value ?? "");
+        const font = Math.max(8, Math.min(12, b.height * 0.55));
+        const showText = text && leafish && b.width > 18 && b.height > 9;
+        const cls = ["wbox", `diff-${b.status}`, clickable ? "is-clickable" : "", focused ? "is-focused" : "", leafish ? "is-leaf" : ""].filter(Boolean).join(" ");
+        return (
+          <g key={b.id} data-node-id={b.id}>
+            <rect className={cls} data-node-id={b.id} data-diff={b.status} x={b.x} y={b.y} width={Math.max(0.5, b.width)} height={Math.max(0.5, b.height)}>
+              <title>{`${nodeLabel(n, 120)}${n.key ? ` [${n.key}]` : ""}`}</title>
+            </rect>
+            {showText ? (
+              <text className="wlabel" x={b.x + 3} y={b.y + Math.min(b.height - 2, font + 2)} fontSize={font}>
+                {truncate(text, b.width - (checked !== undefined ? 16 : 6), font)}
+              </text>
+            ) : null}
+            {checked !== undefined && b.width > 10 && b.height > 10 ? (
+              <text className={`wcheck ${checked ? "on" : "off"}`} x={b.x + b.width - 13} y={b.y + Math.min(b.height - 2, 14)} fontSize={12}>
+                {checked ? "☑" : "☐"}
+              </text>
+            ) : null}
+          </g>
+        );
+      }),
+    [layout, tree, variant],
+  );
+
+  const overlay = (id: number | null, cls: string) => {
+    if (id == null) return null;
+    const b: LayoutBox | undefined = byId.get(id);
+    if (!b) return null;
+    return <rect className={cls} x={b.x - 1} y={b.y - 1} width={b.width + 2} height={b.height + 2} pointerEvents="none" />;
+  };
+
+  const pick = (e: React.MouseEvent<SVGSVGElement>) => {
+    const r = e.currentTarget.getBoundingClientRect();
+    return boxAt(layout, e.clientX - r.left, e.clientY - r.top);
+  };
+
+  return (
+    <div className={`wireframe wireframe-${variant}`}>
+      <div className="wire-caption">
+        {screen.width_px}×{screen.height_px} px · scale {layout.scale.toFixed(3)} · {layout.boxes.length} boxes
+      </div>
+      <div ref={ref} className="wire-area">
+      <svg
+        role="img"
+        aria-label={label}
+        width={size.width}
+        height={size.height}
+        data-scale={layout.scale.toFixed(4)}
+        onMouseMove={(e) => {
+          const b = pick(e);
+          store.hover(b ? { side, id: b.id } : null);
+        }}
+        onMouseLeave={() => store.hover(null)}
+        onClick={(e) => {
+          const b = pick(e);
+          if (b) store.select({ side, id: b.id });
+        }}
+      >
+        {variant === "device" ? (
+          <rect
+            className="device-bezel"
+            x={layout.offset_x - BEZEL_PX}
+            y={layout.offset_y - BEZEL_PX}
+            width={layout.screen_width + 2 * BEZEL_PX}
+            height={layout.screen_height + 2 * BEZEL_PX}
+            rx={BEZEL_PX * 1.6}
+          />
+        ) : null}
+        <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
+        {boxes}
+        {overlay(hoverId, "whover")}
+        {overlay(selectedId, "wselected")}
+      </svg>
+      </div>
+    </div>
+  );
+}
