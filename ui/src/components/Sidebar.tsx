@@ -22,7 +22,7 @@ export function filterTrajectories(items: readonly TrajectorySummary[], f: Traje
     if (f.domain !== "all" && t.domain !== f.domain) return false;
     if (f.has_branches && t.branch_count < 2) return false;
     if (f.max_lowest_fidelity_pct < 100) {
-      if (t.lowest_fidelity == null || t.lowest_fidelity * 100 > f.max_lowest_fidelity_pct) return false;
+      if (t.lowest_fidelity == null || t.lowest_fidelity * 100 > f.max_lowest_fidelity_pct + 1e-9) return false;
     }
     const hay = `${t.name} ${t.id} ${t.goal ?? ""} ${t.domain} ${t.source_format}`.toLowerCase();
     return words.every((w) => hay.includes(w));

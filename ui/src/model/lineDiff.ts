@@ -5,12 +5,16 @@
  */
 import { diffLines } from "diff";
 
-/** A line's status: `removed` lines exist only in the real text, `added` only in the predicted one. */
-export type LineStatus = "same" | "removed" | "added";
+/**
+ * A line's status: `removed` lines exist only in the real text, `added` only
+ * in the predicted one; `filler` rows are blank padding that keep the two
+ * sides aligned row for row.
+ */
+export type LineStatus = "same" | "removed" | "added" | "filler";
 
 /** One numbered line of one side. */
 export interface DiffLine {
-  /** 1-based line number in this side's text. */
+  /** 1-based line number in this side's text; 0 for filler rows. */
   number: number;
   text: string;
   status: LineStatus;
@@ -18,7 +22,7 @@ export interface DiffLine {
   other?: number;
 }
 
-/** Both sides, line by line. */
+/** Both sides, line by line; `real` and `predicted` have the same length (row i faces row i). */
 export interface SideBySideLines {
   real: DiffLine[];
   predicted: DiffLine[];
@@ -33,21 +37,37 @@ function splitLines(value: string): string[] {
   return lines;
 }
 
-/** Diffs `real` against `predicted` line by line. Either side may be empty. */
+/**
+ * Diffs `real` against `predicted` line by line. Either side may be empty.
+ * A run of removed lines next to a run of added lines faces it row for row;
+ * the shorter run is padded with filler rows.
+ */
 export function sideBySideLines(real: string, predicted: string): SideBySideLines {
   const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
   let r = 0;
   let p = 0;
+  let pendingRemoved: DiffLine[] = [];
+  let pendingAdded: DiffLine[] = [];
+  const flush = () => {
+    const rows = Math.max(pendingRemoved.length, pendingAdded.length);
+    for (let i = 0; i < rows; i++) {
+      out.real.push(pendingRemoved[i] ?? { number: 0, text: "", status: "filler" });
+      out.predicted.push(pendingAdded[i] ?? { number: 0, text: "", status: "filler" });
+    }
+    pendingRemoved = [];
+    pendingAdded = [];
+  };
   for (const part of diffLines(real, predicted)) {
     const lines = splitLines(part.value);
     for (const text of lines) {
       if (part.added) {
-        out.predicted.push({ number: ++p, text, status: "added" });
+        pendingAdded.push({ number: ++p, text, status: "added" });
         out.added += 1;
       } else if (part.removed) {
-        out.real.push({ number: ++r, text, status: "removed" });
+        pendingRemoved.push({ number: ++r, text, status: "removed" });
         out.removed += 1;
       } else {
+        flush();
         r += 1;
         p += 1;
         out.real.push({ number: r, text, status: "same", other: p });
@@ -55,6 +75,7 @@ export function sideBySideLines(real: string, predicted: string): SideBySideLine
       }
     }
   }
+  flush();
   return out;
 }
 

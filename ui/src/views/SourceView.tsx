@@ -107,7 +107,9 @@ export function SourceView({ side, lines, text, tree, align, label }: SourceView
   const index = useMemo(() => (tree ? lineNodeIndex(text, tree) : null), [text, tree]);
   const rowOfLine = useMemo(() => {
     const m = new Map<number, number>();
-    lines.forEach((l, i) => m.set(l.number, i));
+    lines.forEach((l, i) => {
+      if (l.number > 0) m.set(l.number, i);
+    });
     return m;
   }, [lines]);
   const hoverLines = hoverId != null ? index?.nodeLines.get(hoverId) : undefined;
@@ -132,6 +134,7 @@ export function SourceView({ side, lines, text, tree, align, label }: SourceView
       onMouseLeave={() => store.hover(null)}
       renderRow={(i) => {
         const l = lines[i]!;
+        if (l.status === "filler") return <div role="listitem" aria-hidden="true" className="sline line-filler" />;
         const inHover = hoverLines && l.number >= hoverLines[0] && l.number <= hoverLines[1];
         const inSel = selLines && l.number >= selLines[0] && l.number <= selLines[1];
         return (

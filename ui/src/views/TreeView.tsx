@@ -118,7 +118,8 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
   const { hoverId, selectedId } = resolveOnSide(state, side, align);
   const [collapsed, setCollapsed] = useState<Set<number>>(() => new Set());
   const [query, setQuery] = useState("");
-  const [matchIndex, setMatchIndex] = useState(0);
+  // Index into the matches of the last jump; -1 before the first jump.
+  const [matchIndex, setMatchIndex] = useState(-1);
 
   const ends = useMemo(() => subtreeEnds(tree), [tree]);
   const rows = useMemo(() => visibleRows(tree, collapsed, ends), [tree, collapsed, ends]);
@@ -132,18 +133,18 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
 
   useEffect(() => setCollapsed(new Set()), [tree]);
 
-  // Reveal a node selected elsewhere (other pane, wireframe, source).
+  // Reveal a node selected elsewhere (other pane, wireframe, source) — only
+  // when the selection changes, so collapsing a node that holds it sticks.
   useEffect(() => {
     if (selectedId == null) return;
-    const hidden = ancestors(tree, selectedId).filter((a) => collapsed.has(a));
-    if (hidden.length) {
-      setCollapsed((prev) => {
-        const next = new Set(prev);
-        for (const a of hidden) next.delete(a);
-        return next;
-      });
-    }
-  }, [selectedId, tree, collapsed]);
+    const up = ancestors(tree, selectedId);
+    setCollapsed((prev) => {
+      if (!up.some((a) => prev.has(a))) return prev;
+      const next = new Set(prev);
+      for (const a of up) next.delete(a);
+      return next;
+    });
+  }, [selectedId, tree]);
 
   const onToggle = useCallback((id: number) => {
     setCollapsed((prev) => {
@@ -158,7 +159,8 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
 
   const jump = (delta: number) => {
     if (matches.length === 0) return;
-    const next = (((matchIndex + delta) % matches.length) + matches.length) % matches.length;
+    const n = matches.length;
+    const next = matchIndex < 0 ? (delta > 0 ? 0 : n - 1) : (((matchIndex + delta) % n) + n) % n;
     setMatchIndex(next);
     store.select({ side, id: matches[next]! });
   };
@@ -181,14 +183,14 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
           value={query}
           onChange={(e) => {
             setQuery(e.target.value);
-            setMatchIndex(0);
+            setMatchIndex(-1);
           }}
           onKeyDown={(e) => {
-            if (e.key === "Enter") jump(e.shiftKey ? -1 : matchIndex === 0 && !matches.includes(selectedId ?? -1) ? 0 : 1);
+            if (e.key === "Enter") jump(e.shiftKey ? -1 : 1);
           }}
         />
         <span className="tree-count" aria-live="polite">
-          {query ? `${matches.length ? matchIndex + 1 : 0}/${matches.length}` : `${tree.nodes.length} nodes`}
+          {query ? `${matchIndex + 1}/${matches.length}` : `${tree.nodes.length} nodes`}
         </span>
         <button type="button" aria-label="Previous match" disabled={!matches.length} onClick={() => jump(-1)}>
           ↑

@@ -1,0 +1,55 @@
+import { describe, expect, it, vi } from "vitest";
+import { BackendError } from "./backend";
+import { HttpBackend, parseSseChunk, takeTokenFromLocation } from "./http";
+
+describe("takeTokenFromLocation", () => {
+  it("reads the token and removes it from the address bar", () => {
+    const replaceState = vi.fn();
+    const win = { location: { href: "http://127.0.0.1:4100/?token=s3cret&x=1#t=a" }, history: { state: null, replaceState } };
+    expect(takeTokenFromLocation(win as unknown as Window)).toBe("s3cret");
+    expect(replaceState).toHaveBeenCalledWith(null, "", "/?x=1#t=a");
+  });
+  it("returns null and leaves the URL alone without a token", () => {
+    const replaceState = vi.fn();
+    const win = { location: { href: "http://127.0.0.1:4100/" }, history: { state: null, replaceState } };
+    expect(takeTokenFromLocation(win as unknown as Window)).toBeNull();
+    expect(replaceState).not.toHaveBeenCalled();
+  });
+});
+
+describe("HttpBackend.call", () => {
+  it("posts JSON with the bearer token to /api/<command>", async () => {
+    const fetchImpl = vi.fn(async () => new Response(JSON.stringify({ trajectories: [] }), { status: 200 }));
+    const b = new HttpBackend("http://127.0.0.1:4100", "tok", fetchImpl as unknown as typeof fetch);
+    await expect(b.call("list_trajectories", {})).resolves.toEqual({ trajectories: [] });
+    const [url, init] = fetchImpl.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe("http://127.0.0.1:4100/api/list_trajectories");
+    expect(init.method).toBe("POST");
+    expect((init.headers as Record<string, string>).Authorization).toBe("Bearer tok");
+    expect(init.body).toBe("{}");
+  });
+  it("turns an error body into a BackendError with its code", async () => {
+    const fetchImpl = vi.fn(async () => new Response(JSON.stringify({ error: { code: "not_found", message: "no trajectory `x`" } }), { status: 404 }));
+    const b = new HttpBackend("", "tok", fetchImpl as unknown as typeof fetch);
+    const err = await b.call("get_trajectory", { trajectory_id: "x" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(BackendError);
+    expect((err as BackendError).code).toBe("not_found");
+    expect((err as BackendError).message).toBe("no trajectory `x`");
+  });
+  it("reports non-JSON replies and unreachable servers", async () => {
+    const html = new HttpBackend("", null, (async () => new Response("<html>", { status: 502 })) as unknown as typeof fetch);
+    await expect(html.call("list_trajectories", {})).rejects.toMatchObject({ code: "bad_response" });
+    const down = new HttpBackend("", null, (async () => {
+      throw new TypeError("connection refused");
+    }) as unknown as typeof fetch);
+    await expect(down.call("list_trajectories", {})).rejects.toMatchObject({ code: "transport" });
+  });
+});
+
+describe("parseSseChunk", () => {
+  it("splits complete events and keeps the incomplete rest", () => {
+    const { events, rest } = parseSseChunk('data: {"type":"a"}\n\n: comment\n\ndata: {"type":\ndata: "b"}\r\n\r\ndata: {"par');
+    expect(events).toEqual(['{"type":"a"}', '{"type":\n"b"}']);
+    expect(rest).toBe('data: {"par');
+  });
+});

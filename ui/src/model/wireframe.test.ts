@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import type { UiNode, UiTree } from "../api/types";
+import { boxAt, layoutBoxes, screenSize } from "./wireframe";
+
+function tree(bounds: Array<[number, number, number, number] | null>): UiTree {
+  const nodes: UiNode[] = bounds.map((b, i) => ({
+    id: i,
+    parent: i === 0 ? null : 0,
+    children: i === 0 ? bounds.map((_, j) => j).slice(1) : [],
+    depth: i === 0 ? 0 : 1,
+    role: i === 0 ? "hierarchy" : "node",
+    name: `n${i}`,
+    bounds_px: b ? { left: b[0], top: b[1], right: b[2], bottom: b[3] } : null,
+  }));
+  return { representation: "android-xml", nodes };
+}
+
+describe("screenSize", () => {
+  it("uses the metadata when given, else the extent of the bounds", () => {
+    const t = tree([[0, 0, 1080, 2400], [100, 200, 300, 400]]);
+    expect(screenSize(t)).toEqual({ width_px: 1080, height_px: 2400 });
+    expect(screenSize(t, { screen: { width_px: 1440, height_px: 3120 } })).toEqual({ width_px: 1440, height_px: 3120 });
+  });
+});
+
+describe("layoutBoxes", () => {
+  it("scales uniformly, keeps the aspect ratio and centres the screen", () => {
+    const t = tree([[0, 0, 1080, 2400], [100, 200, 300, 400], null, [500, 500, 400, 600]]);
+    // A pane 556 × 1216 px with 8 px padding leaves 540 × 1200: scale 0.5 both ways.
+    const l = layoutBoxes(t, { width_px: 1080, height_px: 2400 }, 556, 1216, null, 8);
+    expect(l.scale).toBe(0.5);
+    expect(l.boxes.map((b) => b.id)).toEqual([0, 1]); // no bounds and inverted bounds are not drawn
+    expect(l.boxes[1]).toMatchObject({ x: 58, y: 108, width: 100, height: 100 });
+
+    // A wide pane: height limits; the screen is centred horizontally.
+    const w = layoutBoxes(t, { width_px: 1080, height_px: 2400 }, 1016, 616, null, 8);
+    expect(w.scale).toBe(0.25);
+    expect(w.offset_x).toBe(8 + (1000 - 270) / 2);
+    expect(w.offset_y).toBe(8);
+    expect(w.boxes[1]).toMatchObject({ x: w.offset_x + 25, y: 8 + 50, width: 50, height: 50 });
+  });
+
+  it("carries diff statuses and finds the smallest box under a point", () => {
+    const t = tree([[0, 0, 100, 100], [10, 10, 60, 60], [20, 20, 30, 30]]);
+    const l = layoutBoxes(t, { width_px: 100, height_px: 100 }, 100, 100, ["unchanged", "changed", "added"], 0);
+    expect(l.boxes.map((b) => b.status)).toEqual(["unchanged", "changed", "added"]);
+    expect(boxAt(l, 25, 25)?.id).toBe(2);
+    expect(boxAt(l, 50, 50)?.id).toBe(1);
+    expect(boxAt(l, 90, 90)?.id).toBe(0);
+    expect(boxAt(l, 150, 10)).toBeUndefined();
+  });
+});
