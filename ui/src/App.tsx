@@ -252,6 +252,7 @@ export function App({ backend }: AppProps) {
     <SelectionContext.Provider value={selection}>
       <div className="app">
         <Sidebar trajectories={trajectories} selectedId={trajectoryId} onSelect={(id) => {
+          if (id === trajectoryId) return;
           setTrajectoryId(id);
           setBranchId(null);
           setTurns([]);

@@ -1,0 +1,301 @@
+// End-to-end check of the studio in a real browser (Debian Chromium driven by
+// playwright-core).
+//
+//   npm run e2e              against `worldloom serve --port 0` on samples/ plus
+//                            the hostile page in e2e/fixtures/ (the binary is
+//                            $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom)
+//   npm run e2e -- --mock    against the Vite dev server with the dev-only mock
+//                            back end (no Rust build needed)
+//
+// Checks: a Web, an OS and an Android trajectory open; both panes render;
+// diff marks appear where real and predicted differ; ←/→, j/k, Home/End move
+// between turns; hovering a node highlights its counterpart in the other pane;
+// the hostile page runs no script and makes no request beyond the app's own
+// origin (a trap server counts hits; a positive control proves the script
+// detector works). Screenshots go to e2e/screenshots/.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { launch } from "./browser.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const uiDir = resolve(here, "..");
+const repo = resolve(uiDir, "..");
+const shots = join(here, "screenshots");
+mkdirSync(shots, { recursive: true });
+const mock = process.argv.includes("--mock") || process.env.WL_E2E_MOCK === "1";
+/** The port the hostile fixtures point at (see src/mocks/fixtures/web-hostile.json). */
+const TRAP_PORT = 47931;
+
+let failures = 0;
+const children = [];
+function check(ok, what) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures += 1;
+}
+
+function cleanupChildren() {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
+}
+process.on("exit", cleanupChildren);
+
+/** Starts a command in its own process group; resolves with the first stdout/stderr match of `pattern`. */
+function startAndWait(cmd, args, pattern, options = {}) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(cmd, args, { detached: true, stdio: ["ignore", "pipe", "pipe"], ...options });
+    children.push(child);
+    let seen = "";
+    const timer = setTimeout(() => reject(new Error(`${cmd} printed no URL within 90 s:\n${seen}`)), 90_000);
+    const onData = (chunk) => {
+      seen += chunk.toString();
+      const m = seen.match(pattern);
+      if (m) {
+        clearTimeout(timer);
+        resolvePromise(m[0]);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${cmd} exited with ${code}:\n${seen}`));
+    });
+  });
+}
+
+async function startApp() {
+  if (mock) {
+    const url = await startAndWait("npx", ["vite", "--port", "5199", "--host", "127.0.0.1"], /http:\/\/127\.0\.0\.1:\d+\//, {
+      cwd: uiDir,
+      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+    });
+    return `${url}?mock`;
+  }
+  const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? "/root/.cache/worldloom-target", "debug", "worldloom");
+  if (!existsSync(bin)) {
+    console.error(`worldloom binary not found at ${bin}: build it (cargo build -p worldloom-cli) or set WORLDLOOM_BIN; or run with --mock`);
+    process.exit(2);
+  }
+  const fixtures = join(here, "fixtures", "agentlab_hostile-page_2steps.json");
+  const url = await startAndWait(bin, ["serve", "--port", "0", join(repo, "samples"), fixtures], /https?:\/\/[^\s]+token=[^\s]+/);
+  return url;
+}
+
+function startTrap() {
+  const hits = [];
+  const server = createServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    res.writeHead(204).end();
+  });
+  return new Promise((ok) => server.listen(TRAP_PORT, "127.0.0.1", () => ok({ hits, server })));
+}
+
+const trap = await startTrap();
+const appUrl = await startApp();
+const appOrigin = new URL(appUrl).origin;
+console.log(`app at ${appOrigin} (${mock ? "mock back end" : "worldloom serve"})`);
+
+const { context, close } = await launch({ width: 1600, height: 900 });
+const foreignRequests = [];
+const dialogs = [];
+const pageErrors = [];
+context.on("request", (req) => {
+  const url = req.url();
+  if (/^(data|about|blob):/.test(url)) return;
+  if (new URL(url).origin !== appOrigin) foreignRequests.push(url);
+});
+// Listen for the hostile page's "I ran" messages in every document, from the start.
+await context.addInitScript(() => {
+  window.__wlScriptRan = [];
+  window.addEventListener("message", (e) => {
+    if (typeof e.data === "string" && e.data.startsWith("wl-script-ran")) window.__wlScriptRan.push(e.data);
+  });
+});
+const page = context.pages()[0] ?? (await context.newPage());
+page.on("dialog", (d) => {
+  dialogs.push(d.message());
+  void d.dismiss();
+});
+page.on("pageerror", (e) => pageErrors.push(e.message));
+
+// Positive control: the detector sees a frame that is allowed to run scripts.
+await page.goto(
+  `data:text/html,${encodeURIComponent(`<iframe sandbox="allow-scripts" srcdoc="<script>parent.postMessage('wl-script-ran:control','*')</script>"></iframe>`)}`,
+);
+await page.waitForFunction(() => window.__wlScriptRan.length > 0, null, { timeout: 5000 }).catch(() => {});
+check((await page.evaluate(() => window.__wlScriptRan)).includes("wl-script-ran:control"), "positive control: a frame with allow-scripts is detected");
+
+await page.goto(appUrl);
+const real = page.getByRole("region", { name: "Real observation" });
+const predicted = page.getByRole("region", { name: "Predicted observation" });
+await real.waitFor({ timeout: 20_000 });
+check(!(await page.url()).includes("token="), "the token is removed from the address bar");
+
+const turnText = () => page.getByLabel("Current turn").innerText();
+
+async function openTrajectory(domain, nameHint) {
+  const items = page.locator("nav[aria-label=Trajectories] .traj").filter({ has: page.locator(`.domain.d-${domain}`) });
+  const target = nameHint ? items.filter({ hasText: nameHint }).first() : items.first();
+  if ((await target.count()) === 0) return false;
+  await target.click();
+  await page.waitForTimeout(600);
+  return true;
+}
+
+async function clickTab(label) {
+  const tab = real.getByRole("tab", { name: label, exact: true });
+  if ((await tab.count()) === 0) return false;
+  await tab.first().click();
+  await page.waitForTimeout(400);
+  return true;
+}
+
+async function diffMarks(region) {
+  return region.locator('[data-diff="added"], [data-diff="changed"], [data-diff="removed"]').count();
+}
+
+async function keyboardNavigation(domain) {
+  await page.keyboard.press("Home");
+  await page.waitForTimeout(250);
+  const atStart = await turnText();
+  await page.keyboard.press("ArrowRight");
+  await page.waitForTimeout(250);
+  const one = await turnText();
+  await page.keyboard.press("j");
+  await page.waitForTimeout(250);
+  const two = await turnText();
+  await page.keyboard.press("k");
+  await page.waitForTimeout(250);
+  const back = await turnText();
+  await page.keyboard.press("End");
+  await page.waitForTimeout(250);
+  const end = await turnText();
+  const total = end.split("/")[1]?.trim();
+  check(atStart.startsWith("initial") && one.startsWith("turn 1 ") && two.startsWith("turn 2 ") && back.startsWith("turn 1 ") && end === `turn ${total} / ${total}`, `${domain}: keyboard turn navigation (${[atStart, one, two, back, end].join(" → ")})`);
+}
+
+/** Walks turns from the first until the predicted pane shows diff marks in the current view. */
+async function findDiffTurn() {
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 12; i++) {
+    await page.keyboard.press("ArrowRight");
+    await page.waitForTimeout(450);
+    if ((await diffMarks(predicted)) + (await diffMarks(real)) > 0) return await turnText();
+  }
+  return null;
+}
+
+// ---- Web ----
+if (await openTrajectory("web", mock ? "harbor" : "tidewell")) {
+  await keyboardNavigation("web");
+  await clickTab("AX tree");
+  const at = await findDiffTurn();
+  check(at !== null, `web: accessibility-tree diff marks appear (${at})`);
+  check((await real.getByRole("treeitem").count()) > 5 && (await predicted.getByRole("treeitem").count()) > 5, "web: both panes show tree rows");
+  // Hover a row in the real pane: its counterpart lights up in the predicted pane.
+  await real.getByRole("treeitem").nth(3).hover();
+  await page.waitForTimeout(200);
+  check((await predicted.locator(".trow.is-hover").count()) === 1, "web: hovering a real node highlights its predicted counterpart");
+  await page.screenshot({ path: join(shots, "web-axtree.png") });
+  if (await clickTab("Render")) {
+    const frames = page.locator("iframe.render-frame");
+    check((await frames.count()) >= 1, "web: HTML render frame present");
+    check((await frames.first().getAttribute("sandbox")) === "", "web: render frame has sandbox=\"\"");
+    const srcdocs = await frames.evaluateAll((fs) => fs.map((f) => f.getAttribute("srcdoc") ?? ""));
+    check(srcdocs.every((s) => s.includes("Content-Security-Policy") && s.includes("default-src 'none'")), "web: every srcdoc carries the no-load policy");
+    await page.screenshot({ path: join(shots, "web-render.png") });
+  } else {
+    check(false, "web: a Render tab exists");
+  }
+  await clickTab("AX source");
+  await page.screenshot({ path: join(shots, "web-source.png") });
+} else check(false, "a web trajectory is listed");
+
+// ---- OS ----
+if (await openTrajectory("os")) {
+  await keyboardNavigation("os");
+  await clickTab("Screen");
+  const at = await findDiffTurn();
+  check(at !== null, `os: wireframe diff marks appear (${at})`);
+  check((await real.locator("rect.wbox").count()) > 3 && (await predicted.locator("rect.wbox").count()) > 3, "os: both panes draw screen boxes");
+  await page.screenshot({ path: join(shots, "os-screen.png") });
+  await clickTab("Tree");
+  await page.screenshot({ path: join(shots, "os-tree.png") });
+} else check(false, "an os trajectory is listed");
+
+// ---- Android ----
+if (await openTrajectory("android")) {
+  await keyboardNavigation("android");
+  await clickTab("Device");
+  const at = await findDiffTurn();
+  check(at !== null, `android: device diff marks appear (${at})`);
+  check((await real.locator("rect.device-bezel").count()) === 1 && (await predicted.locator("rect.device-bezel").count()) === 1, "android: both panes draw the device frame");
+  check((await real.locator("rect.wbox").count()) > 3, "android: node bounds drawn");
+  await page.screenshot({ path: join(shots, "android-device.png") });
+} else check(false, "an android trajectory is listed");
+
+// ---- text domain (mock fixtures include one; samples may not) ----
+if (await openTrajectory("terminal")) {
+  await page.keyboard.press("End");
+  await page.waitForTimeout(400);
+  check((await real.locator(".line-removed").count()) > 0 && (await predicted.locator(".line-added").count()) > 0, "terminal: side-by-side text diff marks lines");
+  await page.screenshot({ path: join(shots, "terminal-text.png") });
+}
+
+// ---- hostile page ----
+const hitsBefore = trap.hits.length;
+const foreignBefore = foreignRequests.length;
+if (await openTrajectory("web", "hostile")) {
+  await page.keyboard.press("End");
+  await page.waitForTimeout(400);
+  check(await clickTab("Render"), "hostile: Render tab");
+  await page.waitForTimeout(2500);
+  const ran = await page.evaluate(() => window.__wlScriptRan);
+  check(ran.length === 0, `hostile: no script ran (${ran.join(", ") || "none"})`);
+  check(dialogs.length === 0, `hostile: no dialog opened (${dialogs.join(", ") || "none"})`);
+  check(trap.hits.length === hitsBefore, `hostile: the trap server got no request (${trap.hits.slice(hitsBefore).join(", ") || "none"})`);
+  check(foreignRequests.length === foreignBefore, `hostile: no request beyond the app's origin (${foreignRequests.slice(foreignBefore).join(", ") || "none"})`);
+  // Clicking the links inside the frame must not navigate anywhere either.
+  const frame = page.frameLocator("iframe.render-frame").first();
+  await frame.locator("#extlink").click({ timeout: 3000 }).catch(() => {});
+  await frame.locator("#jslink").click({ timeout: 3000 }).catch(() => {});
+  await page.waitForTimeout(800);
+  check(trap.hits.length === hitsBefore && (await page.evaluate(() => window.__wlScriptRan.length)) === 0, "hostile: clicking its links runs and loads nothing");
+  await page.screenshot({ path: join(shots, "hostile-render.png") });
+} else check(false, "the hostile page is listed");
+check(foreignRequests.length === 0, `the whole session made no request beyond the app's origin (${foreignRequests.length})`);
+check(trap.hits.length === 0, `the trap server was never reached (${trap.hits.length})`);
+
+// ---- large tree (mock only) ----
+if (mock && (await openTrajectory("web", "large tree"))) {
+  await clickTab("AX tree");
+  const rows = await real.getByRole("treeitem").count();
+  check(rows > 10 && rows < 100, `large tree: only a window of rows is in the DOM (${rows})`);
+  await real.locator("[role=tree]").evaluate((el) => (el.scrollTop = 200_000));
+  await page.waitForTimeout(300);
+  const label = await real.getByRole("treeitem").first().innerText();
+  check(/Row \d{4,}|r\d{4,}/.test(label), `large tree: scrolled rows render (${label.slice(0, 40)})`);
+}
+
+// ---- dark theme ----
+await openTrajectory("android");
+await page.getByRole("button", { name: "Switch to dark theme" }).click();
+await page.waitForTimeout(300);
+await page.screenshot({ path: join(shots, "android-dark.png") });
+check((await page.evaluate(() => document.documentElement.dataset.theme)) === "dark", "dark theme applies");
+
+check(pageErrors.length === 0, `no uncaught page errors (${pageErrors.join(" | ") || "none"})`);
+
+await close();
+trap.server.close();
+cleanupChildren();
+console.log(failures === 0 ? "e2e: all checks passed" : `e2e: ${failures} check(s) failed`);
+process.exit(failures === 0 ? 0 : 1);
