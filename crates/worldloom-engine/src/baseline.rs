@@ -18,8 +18,8 @@ use serde::Deserialize;
 use worldloom_core::{ChatMessage, ChatRole};
 
 use crate::world_model::{
-    CancelToken, EngineError, EngineEvent, GenerationStats, PredictRequest, PredictionStream, StopReason,
-    WorldModel,
+    CancelToken, EngineError, EngineEvent, GenerationStats, PredictRequest, PredictionStream,
+    StopReason, WorldModel,
 };
 
 /// Wraps an observation in the AgentWorldBench answer tags
@@ -34,9 +34,15 @@ fn answered(output: String) -> PredictionStream {
     // The receiver is alive (held below), so these sends cannot fail.
     let _ = tx.send(EngineEvent::Content { text: output });
     let _ = tx.send(EngineEvent::Done {
-        stats: GenerationStats { stop_reason: Some(StopReason::EndOfTurn), ..GenerationStats::default() },
+        stats: GenerationStats {
+            stop_reason: Some(StopReason::EndOfTurn),
+            ..GenerationStats::default()
+        },
     });
-    PredictionStream { events: rx, cancel: CancelToken::new() }
+    PredictionStream {
+        events: rx,
+        cancel: CancelToken::new(),
+    }
 }
 
 /// The stale-state baseline: predicts that the action changes nothing.
@@ -53,7 +59,12 @@ impl CopyEngine {
     /// The current state the engine would copy, if the request has one.
     pub fn current_state(request: &PredictRequest) -> Option<&str> {
         request.current_observation.as_deref().or_else(|| {
-            request.messages.iter().rev().find(|m| m.role == ChatRole::Assistant).map(|m| m.content.as_str())
+            request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == ChatRole::Assistant)
+                .map(|m| m.content.as_str())
         })
     }
 }
@@ -80,7 +91,10 @@ impl WorldModel for CopyEngine {
 type ChatKey = Vec<(ChatRole, String)>;
 
 fn chat_key(messages: &[ChatMessage]) -> ChatKey {
-    messages.iter().map(|m| (m.role, m.content.clone())).collect()
+    messages
+        .iter()
+        .map(|m| (m.role, m.content.clone()))
+        .collect()
 }
 
 /// One line of a replay file (JSON Lines): the chat sent to the model and
@@ -154,17 +168,21 @@ impl ReplayEngine {
     /// naming the line that does not parse.
     pub fn from_jsonl(path: &Path) -> Result<Self, ReplayError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io { path: name.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io {
+            path: name.clone(),
+            source,
+        })?;
         let mut engine = Self::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
-            let record: ReplayRecord = serde_json::from_str(line).map_err(|e| ReplayError::Record {
-                path: name.clone(),
-                line: i + 1,
-                message: e.to_string(),
-            })?;
+            let record: ReplayRecord =
+                serde_json::from_str(line).map_err(|e| ReplayError::Record {
+                    path: name.clone(),
+                    line: i + 1,
+                    message: e.to_string(),
+                })?;
             engine.insert(&record.messages, record.output);
         }
         Ok(engine)
@@ -210,13 +228,21 @@ mod tests {
 
     #[test]
     fn copy_repeats_last_assistant_message() {
-        let events = collect(CopyEngine.predict(PredictRequest::new(chat(), GenerationParams::default())).unwrap());
+        let events = collect(
+            CopyEngine
+                .predict(PredictRequest::new(chat(), GenerationParams::default()))
+                .unwrap(),
+        );
         assert_eq!(events.len(), 2);
         assert_eq!(
             events[0],
-            EngineEvent::Content { text: "<predicted_observation>\na.txt b.txt\n</predicted_observation>".into() }
+            EngineEvent::Content {
+                text: "<predicted_observation>\na.txt b.txt\n</predicted_observation>".into()
+            }
         );
-        assert!(matches!(&events[1], EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::EndOfTurn)));
+        assert!(
+            matches!(&events[1], EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::EndOfTurn))
+        );
     }
 
     #[test]
@@ -224,13 +250,24 @@ mod tests {
         let mut request = PredictRequest::new(chat(), GenerationParams::default());
         request.current_observation = Some("<html/>".into());
         let events = collect(CopyEngine.predict(request).unwrap());
-        assert_eq!(events[0], EngineEvent::Content { text: wrap_observation("<html/>") });
+        assert_eq!(
+            events[0],
+            EngineEvent::Content {
+                text: wrap_observation("<html/>")
+            }
+        );
     }
 
     #[test]
     fn copy_without_state_is_refused() {
-        let request = PredictRequest::new(vec![ChatMessage::new(ChatRole::User, "go")], GenerationParams::default());
-        assert!(matches!(CopyEngine.predict(request), Err(EngineError::InvalidRequest(_))));
+        let request = PredictRequest::new(
+            vec![ChatMessage::new(ChatRole::User, "go")],
+            GenerationParams::default(),
+        );
+        assert!(matches!(
+            CopyEngine.predict(request),
+            Err(EngineError::InvalidRequest(_))
+        ));
     }
 
     #[test]
@@ -241,11 +278,24 @@ mod tests {
         std::fs::write(&path, format!("{record}\n\n")).unwrap();
         let engine = ReplayEngine::from_jsonl(&path).unwrap();
         assert_eq!(engine.len(), 1);
-        let events = collect(engine.predict(PredictRequest::new(chat(), GenerationParams::default())).unwrap());
-        assert_eq!(events[0], EngineEvent::Content { text: "<think>t</think>X".into() });
+        let events = collect(
+            engine
+                .predict(PredictRequest::new(chat(), GenerationParams::default()))
+                .unwrap(),
+        );
+        assert_eq!(
+            events[0],
+            EngineEvent::Content {
+                text: "<think>t</think>X".into()
+            }
+        );
         let mut other = chat();
         other[3].content.push('!');
-        assert!(engine.predict(PredictRequest::new(other, GenerationParams::default())).is_err());
+        assert!(
+            engine
+                .predict(PredictRequest::new(other, GenerationParams::default()))
+                .is_err()
+        );
     }
 
     #[test]

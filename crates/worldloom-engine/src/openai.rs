@@ -187,14 +187,22 @@ impl OpenAiEngine {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
             .build()
-            .map_err(|e| EngineError::Setup(format!("cannot build HTTP client: {}", error_chain(&e))))?;
+            .map_err(|e| {
+                EngineError::Setup(format!("cannot build HTTP client: {}", error_chain(&e)))
+            })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("worldloom-openai")
             .enable_all()
             .build()
             .map_err(|e| EngineError::Setup(format!("cannot start the network runtime: {e}")))?;
-        Ok(Self { config, api_key, api_base, http, runtime: Some(runtime) })
+        Ok(Self {
+            config,
+            api_key,
+            api_base,
+            http,
+            runtime: Some(runtime),
+        })
     }
 
     /// The settings this engine was built with.
@@ -208,7 +216,9 @@ impl OpenAiEngine {
     }
 
     fn runtime(&self) -> Result<&tokio::runtime::Runtime, EngineError> {
-        self.runtime.as_ref().ok_or_else(|| EngineError::Stopped("network runtime stopped".to_owned()))
+        self.runtime
+            .as_ref()
+            .ok_or_else(|| EngineError::Stopped("network runtime stopped".to_owned()))
     }
 
     /// Runs a future on the engine's runtime and waits for it from any thread
@@ -221,7 +231,8 @@ impl OpenAiEngine {
         self.runtime()?.spawn(async move {
             let _ = tx.send(fut.await);
         });
-        rx.recv().map_err(|_| EngineError::Stopped("network runtime stopped".to_owned()))?
+        rx.recv()
+            .map_err(|_| EngineError::Stopped("network runtime stopped".to_owned()))?
     }
 
     /// The model names the server lists at `GET {base}/models` (`data[].id`).
@@ -239,21 +250,36 @@ impl OpenAiEngine {
             let response = tokio::time::timeout(read_timeout, request.send())
                 .await
                 .map_err(|_| {
-                    EngineError::Remote(format!("no answer from {url} within {} ms", read_timeout.as_millis()))
+                    EngineError::Remote(format!(
+                        "no answer from {url} within {} ms",
+                        read_timeout.as_millis()
+                    ))
                 })?
                 .map_err(|e| request_error(&url, &e))?;
             let status = response.status();
             let body = response.text().await.map_err(|e| request_error(&url, &e))?;
             if !status.is_success() {
-                return Err(EngineError::Remote(format!("{url} answered {status}: {}", quote(&body))));
+                return Err(EngineError::Remote(format!(
+                    "{url} answered {status}: {}",
+                    quote(&body)
+                )));
             }
             let value: Value = serde_json::from_str(&body).map_err(|e| {
-                EngineError::Remote(format!("{url} did not answer a model list ({e}): {}", quote(&body)))
+                EngineError::Remote(format!(
+                    "{url} did not answer a model list ({e}): {}",
+                    quote(&body)
+                ))
             })?;
             let data = value.get("data").and_then(Value::as_array).ok_or_else(|| {
-                EngineError::Remote(format!("{url} answered without a `data` array: {}", quote(&body)))
+                EngineError::Remote(format!(
+                    "{url} answered without a `data` array: {}",
+                    quote(&body)
+                ))
             })?;
-            Ok(data.iter().filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned)).collect())
+            Ok(data
+                .iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect())
         })
     }
 
@@ -270,7 +296,11 @@ impl OpenAiEngine {
                 "model `{}` is not served by {} (it serves: {})",
                 self.config.model,
                 self.api_base,
-                if models.is_empty() { "nothing".to_owned() } else { models.join(", ") }
+                if models.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    models.join(", ")
+                }
             )))
         }
     }
@@ -299,7 +329,9 @@ impl OpenAiEngine {
             "seed": params.seed,
             "stream": self.config.stream,
         });
-        let Some(obj) = body.as_object_mut() else { return body };
+        let Some(obj) = body.as_object_mut() else {
+            return body;
+        };
         if self.config.stream {
             obj.insert("stream_options".into(), json!({ "include_usage": true }));
         }
@@ -313,7 +345,10 @@ impl OpenAiEngine {
             if params.top_k > 0 {
                 obj.insert("top_k".into(), json!(params.top_k));
             }
-            obj.insert("chat_template_kwargs".into(), json!({ "enable_thinking": params.enable_thinking }));
+            obj.insert(
+                "chat_template_kwargs".into(),
+                json!({ "enable_thinking": params.enable_thinking }),
+            );
         }
         body
     }
@@ -326,7 +361,9 @@ impl WorldModel for OpenAiEngine {
 
     fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
         if request.messages.is_empty() {
-            return Err(EngineError::InvalidRequest("the chat has no messages".to_owned()));
+            return Err(EngineError::InvalidRequest(
+                "the chat has no messages".to_owned(),
+            ));
         }
         let (tx, rx) = channel();
         let cancel = CancelToken::new();
@@ -344,7 +381,8 @@ impl WorldModel for OpenAiEngine {
             model: self.config.model.clone(),
         };
         let token = cancel.clone();
-        self.runtime()?.spawn(async move { job.run(tx, token).await });
+        self.runtime()?
+            .spawn(async move { job.run(tx, token).await });
         Ok(PredictionStream { events: rx, cancel })
     }
 }
@@ -384,6 +422,20 @@ struct Progress {
     content: String,
     stop_after_observation: bool,
     observation_closed: bool,
+    /// Whether the final `Done`/`Error` was sent.
+    ended: bool,
+}
+
+impl Drop for Progress {
+    /// A prediction dropped before its end (the engine and its runtime were
+    /// dropped) still ends with an event, as the stream contract requires.
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.tx.send(EngineEvent::Error {
+                error: EngineError::Stopped("the OpenAI-compatible engine was dropped".to_owned()),
+            });
+        }
+    }
 }
 
 impl Progress {
@@ -402,7 +454,9 @@ impl Progress {
             return Ok(());
         }
         self.mark_output();
-        self.send(EngineEvent::Reasoning { text: text.to_owned() })
+        self.send(EngineEvent::Reasoning {
+            text: text.to_owned(),
+        })
     }
 
     /// Feeds raw `content` text through the `<think>` splitter.
@@ -434,7 +488,10 @@ impl Progress {
         self.content.push_str(text);
         let mut piece = text;
         if self.stop_after_observation {
-            let search_from = floor_char_boundary(&self.content, before.saturating_sub(OBSERVATION_CLOSE.len()));
+            let search_from = floor_char_boundary(
+                &self.content,
+                before.saturating_sub(OBSERVATION_CLOSE.len()),
+            );
             if let Some(i) = self.content[search_from..].find(OBSERVATION_CLOSE) {
                 let end = search_from + i + OBSERVATION_CLOSE.len();
                 self.content.truncate(end);
@@ -445,7 +502,9 @@ impl Progress {
         if piece.is_empty() {
             return Ok(());
         }
-        self.send(EngineEvent::Content { text: piece.to_owned() })
+        self.send(EngineEvent::Content {
+            text: piece.to_owned(),
+        })
     }
 
     fn finish_text(&mut self) -> Result<(), Halt> {
@@ -467,7 +526,11 @@ impl Progress {
             completion_tokens,
             prefill_ms,
             decode_ms,
-            decode_tokens_per_sec: if decode_ms > 0.0 { completion_tokens as f64 / (decode_ms / 1000.0) } else { 0.0 },
+            decode_tokens_per_sec: if decode_ms > 0.0 {
+                completion_tokens as f64 / (decode_ms / 1000.0)
+            } else {
+                0.0
+            },
             stop_reason,
         }
     }
@@ -502,6 +565,7 @@ impl Job {
             content: String::new(),
             stop_after_observation: self.params.stop_after_observation,
             observation_closed: false,
+            ended: false,
         };
         let outcome = tokio::select! {
             outcome = self.drive(&mut progress) => Some(outcome),
@@ -509,11 +573,17 @@ impl Job {
         };
         // Here the HTTP response (if any) has been dropped: the connection is closed.
         let last = match outcome {
-            None => EngineEvent::Done { stats: progress.stats(Some(StopReason::Cancelled)) },
-            Some(Err(Halt::ReceiverGone)) => return,
+            None => EngineEvent::Done {
+                stats: progress.stats(Some(StopReason::Cancelled)),
+            },
+            Some(Err(Halt::ReceiverGone)) => {
+                progress.ended = true;
+                return;
+            }
             Some(Ok(Err(error))) => EngineEvent::Error { error },
             Some(Ok(Ok(()))) => {
                 if progress.finish_text().is_err() {
+                    progress.ended = true;
                     return;
                 }
                 let reason = if progress.observation_closed {
@@ -521,9 +591,12 @@ impl Job {
                 } else {
                     progress.stop_reason
                 };
-                EngineEvent::Done { stats: progress.stats(reason) }
+                EngineEvent::Done {
+                    stats: progress.stats(reason),
+                }
             }
         };
+        progress.ended = true;
         let _ = progress.send(last);
     }
 
@@ -557,17 +630,29 @@ impl Job {
             let retryable = status.as_u16() == 429 || status.is_server_error();
             if retryable && attempt < self.max_retries {
                 let wait_ms = retry_after_ms(response.headers()).unwrap_or_else(|| {
-                    self.initial_backoff_ms.saturating_mul(1u64 << attempt.min(30)).min(self.max_backoff_ms)
+                    self.initial_backoff_ms
+                        .saturating_mul(1u64 << attempt.min(30))
+                        .min(self.max_backoff_ms)
                 });
                 drop(response);
                 tokio::time::sleep(Duration::from_millis(wait_ms)).await;
                 attempt += 1;
                 continue;
             }
-            let body = tokio::time::timeout(self.read_timeout, response.text()).await.ok().and_then(Result::ok);
+            let body = tokio::time::timeout(self.read_timeout, response.text())
+                .await
+                .ok()
+                .and_then(Result::ok);
             let body = body.unwrap_or_default();
-            let attempts = if retryable { format!(" after {} attempts", attempt + 1) } else { String::new() };
-            let hint = if status.as_u16() == 404 || body.contains("does not exist") || body.contains("not found") {
+            let attempts = if retryable {
+                format!(" after {} attempts", attempt + 1)
+            } else {
+                String::new()
+            };
+            let hint = if status.as_u16() == 404
+                || body.contains("does not exist")
+                || body.contains("not found")
+            {
                 format!(" (is model `{}` served? see GET /v1/models)", self.model)
             } else {
                 String::new()
@@ -578,7 +663,11 @@ impl Job {
                 quote(&body)
             ))));
         };
-        if self.stream { self.read_events(response, progress).await } else { self.read_json(response, progress).await }
+        if self.stream {
+            self.read_events(response, progress).await
+        } else {
+            self.read_json(response, progress).await
+        }
     }
 
     async fn read_json(&self, response: reqwest::Response, progress: &mut Progress) -> Drive {
@@ -604,10 +693,18 @@ impl Job {
             }
         };
         if let Some(error) = value.get("error") {
-            return Ok(Err(EngineError::Remote(format!("{} reported an error: {}", self.url, error_text(error)))));
+            return Ok(Err(EngineError::Remote(format!(
+                "{} reported an error: {}",
+                self.url,
+                error_text(error)
+            ))));
         }
         let Some(choice) = value.get("choices").and_then(|c| c.get(0)) else {
-            return Ok(Err(EngineError::Remote(format!("{} answered without `choices`: {}", self.url, quote(&body)))));
+            return Ok(Err(EngineError::Remote(format!(
+                "{} answered without `choices`: {}",
+                self.url,
+                quote(&body)
+            ))));
         };
         let message = choice.get("message").unwrap_or(&Value::Null);
         progress.chunks = 1;
@@ -805,7 +902,10 @@ impl SseEvent {
                 Ok(())
             }
             "event" | "id" | "retry" => Ok(()),
-            _ => Err(EngineError::Remote(format!("malformed SSE line {line_no}: `{}`", quote(line)))),
+            _ => Err(EngineError::Remote(format!(
+                "malformed SSE line {line_no}: `{}`",
+                quote(line)
+            ))),
         }
     }
 }
@@ -826,7 +926,9 @@ fn finish_reason(choice: &Value) -> Option<StopReason> {
 }
 
 fn take_usage(value: &Value, progress: &mut Progress) {
-    let Some(usage) = value.get("usage").filter(|u| u.is_object()) else { return };
+    let Some(usage) = value.get("usage").filter(|u| u.is_object()) else {
+        return;
+    };
     let count = |v: Option<&Value>| v.and_then(Value::as_u64).map(|n| n as usize);
     if let Some(n) = count(usage.get("prompt_tokens")) {
         progress.prompt_tokens = Some(n);
@@ -834,21 +936,30 @@ fn take_usage(value: &Value, progress: &mut Progress) {
     if let Some(n) = count(usage.get("completion_tokens")) {
         progress.completion_tokens = Some(n);
     }
-    if let Some(n) = count(usage.get("prompt_tokens_details").and_then(|d| d.get("cached_tokens"))) {
+    if let Some(n) = count(
+        usage
+            .get("prompt_tokens_details")
+            .and_then(|d| d.get("cached_tokens")),
+    ) {
         progress.cached_tokens = n;
     }
 }
 
 fn take_logprobs(choice: &Value, progress: &mut Progress) -> Result<(), Halt> {
-    let Some(items) = choice.get("logprobs").and_then(|l| l.get("content")).and_then(Value::as_array) else {
+    let Some(items) = choice
+        .get("logprobs")
+        .and_then(|l| l.get("content"))
+        .and_then(Value::as_array)
+    else {
         return Ok(());
     };
     let mut tokens = Vec::with_capacity(items.len());
     let mut logprobs = Vec::with_capacity(items.len());
     for item in items {
-        if let (Some(token), Some(lp)) =
-            (item.get("token").and_then(Value::as_str), item.get("logprob").and_then(Value::as_f64))
-        {
+        if let (Some(token), Some(lp)) = (
+            item.get("token").and_then(Value::as_str),
+            item.get("logprob").and_then(Value::as_f64),
+        ) {
             tokens.push(token.to_owned());
             logprobs.push(lp as f32);
         }
@@ -922,7 +1033,10 @@ fn request_error(url: &str, error: &reqwest::Error) -> EngineError {
 }
 
 fn body_error(url: &str, error: &reqwest::Error) -> EngineError {
-    EngineError::Remote(format!("reading the response of {url} failed: {}", error_chain(error)))
+    EngineError::Remote(format!(
+        "reading the response of {url} failed: {}",
+        error_chain(error)
+    ))
 }
 
 /// At most [`QUOTE_CHARS`] characters of `text`, with `…` when cut.
@@ -993,7 +1107,10 @@ impl ThinkSplitter {
                     let reasoning = std::mem::take(&mut self.buffer);
                     push_piece(&mut out, Piece::Reasoning(reasoning));
                     self.mode = SplitMode::Answer;
-                    push_piece(&mut out, Piece::Content(rest[THINK_CLOSE.len()..].to_owned()));
+                    push_piece(
+                        &mut out,
+                        Piece::Content(rest[THINK_CLOSE.len()..].to_owned()),
+                    );
                 } else if self.buffer.contains(OBSERVATION_OPEN) {
                     self.mode = SplitMode::Answer;
                     push_piece(&mut out, Piece::Content(std::mem::take(&mut self.buffer)));
@@ -1031,7 +1148,10 @@ impl ThinkSplitter {
             .unwrap_or(0);
         let cut = self.buffer.len() - keep;
         let held = self.buffer.split_off(cut);
-        push_piece(out, Piece::Reasoning(std::mem::replace(&mut self.buffer, held)));
+        push_piece(
+            out,
+            Piece::Reasoning(std::mem::replace(&mut self.buffer, held)),
+        );
     }
 }
 
@@ -1068,14 +1188,23 @@ mod tests {
 
     #[test]
     fn think_tags_split_across_chunks() {
-        let (r, c) = split_all(&["<th", "ink>plan ", "it</th", "ink>\n\n<predicted_observation>x</predicted_observation>"]);
+        let (r, c) = split_all(&[
+            "<th",
+            "ink>plan ",
+            "it</th",
+            "ink>\n\n<predicted_observation>x</predicted_observation>",
+        ]);
         assert_eq!(r, "plan it");
         assert_eq!(c, "\n\n<predicted_observation>x</predicted_observation>");
     }
 
     #[test]
     fn closing_tag_only_means_reasoning_before_it() {
-        let (r, c) = split_all(&["the cursor ", "moves</think>", "<predicted_observation>ok</predicted_observation>"]);
+        let (r, c) = split_all(&[
+            "the cursor ",
+            "moves</think>",
+            "<predicted_observation>ok</predicted_observation>",
+        ]);
         assert_eq!(r, "the cursor moves");
         assert_eq!(c, "<predicted_observation>ok</predicted_observation>");
     }
@@ -1098,9 +1227,18 @@ mod tests {
 
     #[test]
     fn base_url_gets_v1_only_without_path() {
-        assert_eq!(normalize_base_url("http://127.0.0.1:8000").unwrap(), "http://127.0.0.1:8000/v1");
-        assert_eq!(normalize_base_url("http://127.0.0.1:8000/v1/").unwrap(), "http://127.0.0.1:8000/v1");
-        assert_eq!(normalize_base_url("http://h/api/v1").unwrap(), "http://h/api/v1");
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8000").unwrap(),
+            "http://127.0.0.1:8000/v1"
+        );
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8000/v1/").unwrap(),
+            "http://127.0.0.1:8000/v1"
+        );
+        assert_eq!(
+            normalize_base_url("http://h/api/v1").unwrap(),
+            "http://h/api/v1"
+        );
         assert!(normalize_base_url("ftp://h").is_err());
         assert!(normalize_base_url("not a url").is_err());
     }
@@ -1115,7 +1253,10 @@ mod tests {
         assert_eq!(e.data, "{\"a\":\n1}");
         assert_eq!(e.first_line, Some(3));
         let err = e.feed_line("garbage here", 5).unwrap_err();
-        assert_eq!(err, EngineError::Remote("malformed SSE line 5: `garbage here`".to_owned()));
+        assert_eq!(
+            err,
+            EngineError::Remote("malformed SSE line 5: `garbage here`".to_owned())
+        );
     }
 
     #[test]

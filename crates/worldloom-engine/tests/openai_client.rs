@@ -20,7 +20,9 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
-use worldloom_engine::{EngineError, EngineEvent, GenerationParams, PredictRequest, StopReason, WorldModel};
+use worldloom_engine::{
+    EngineError, EngineEvent, GenerationParams, PredictRequest, StopReason, WorldModel,
+};
 
 #[derive(Default)]
 struct Counters {
@@ -34,11 +36,17 @@ struct Counters {
 type Shared = Arc<Counters>;
 
 fn chunk(delta: Value) -> String {
-    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}))
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+    )
 }
 
 fn finish(reason: &str) -> String {
-    format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    )
 }
 
 fn usage(prompt: u64, completion: u64) -> String {
@@ -54,7 +62,11 @@ fn sse(parts: Vec<String>) -> Response {
         tokio::time::sleep(Duration::from_millis(5)).await;
         Ok::<Bytes, std::io::Error>(Bytes::from(p))
     });
-    ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// A well-behaved answer: reasoning in `field`, then the observation.
@@ -91,10 +103,15 @@ async fn completions(
     body: String,
 ) -> Response {
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    *shared.last_auth.lock().unwrap() =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    *shared.last_auth.lock().unwrap() = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     *shared.last_body.lock().unwrap() = Some(request.clone());
-    let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let stream = request
+        .get("stream")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     match scenario.as_str() {
         "ok" if !stream => axum::Json(json!({
             "choices": [{"index": 0, "finish_reason": "length",
@@ -199,7 +216,11 @@ fn start_server() -> TestServer {
     let state = shared.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async move {
             let app = Router::new()
                 .route("/{scenario}/v1/models", get(models))
@@ -215,7 +236,12 @@ fn start_server() -> TestServer {
 }
 
 impl TestServer {
-    fn engine(&self, scenario: &str, stream: bool, tweak: impl FnOnce(&mut OpenAiConfig)) -> OpenAiEngine {
+    fn engine(
+        &self,
+        scenario: &str,
+        stream: bool,
+        tweak: impl FnOnce(&mut OpenAiConfig),
+    ) -> OpenAiEngine {
         let mut config = OpenAiConfig {
             base_url: format!("http://{}/{scenario}/v1", self.addr),
             model: "test-model".into(),
@@ -232,8 +258,14 @@ impl TestServer {
 
 fn request() -> PredictRequest {
     PredictRequest::new(
-        vec![ChatMessage::new(ChatRole::System, "You simulate a shell."), ChatMessage::new(ChatRole::User, "touch a")],
-        GenerationParams { logprobs: true, ..GenerationParams::default() },
+        vec![
+            ChatMessage::new(ChatRole::System, "You simulate a shell."),
+            ChatMessage::new(ChatRole::User, "touch a"),
+        ],
+        GenerationParams {
+            logprobs: true,
+            ..GenerationParams::default()
+        },
     )
 }
 
@@ -252,14 +284,26 @@ fn run(engine: &OpenAiEngine) -> Outcome {
     let mut content = String::new();
     let mut logprobs = Vec::new();
     loop {
-        let event = stream.events.recv_timeout(Duration::from_secs(20)).expect("the engine went silent");
+        let event = stream
+            .events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the engine went silent");
         match event {
             EngineEvent::Reasoning { text } => reasoning.push_str(&text),
             EngineEvent::Content { text } => content.push_str(&text),
-            EngineEvent::TokenLogprobs { tokens, logprobs: lps } => logprobs.extend(tokens.into_iter().zip(lps)),
+            EngineEvent::TokenLogprobs {
+                tokens,
+                logprobs: lps,
+            } => logprobs.extend(tokens.into_iter().zip(lps)),
             EngineEvent::Tokens { .. } => {}
             last @ (EngineEvent::Done { .. } | EngineEvent::Error { .. }) => {
-                return Outcome { reasoning, content, logprobs, last, elapsed: started.elapsed() };
+                return Outcome {
+                    reasoning,
+                    content,
+                    logprobs,
+                    last,
+                    elapsed: started.elapsed(),
+                };
             }
         }
     }
@@ -267,7 +311,9 @@ fn run(engine: &OpenAiEngine) -> Outcome {
 
 fn error_text(outcome: &Outcome) -> String {
     match &outcome.last {
-        EngineEvent::Error { error: EngineError::Remote(message) } => message.clone(),
+        EngineEvent::Error {
+            error: EngineError::Remote(message),
+        } => message.clone(),
         other => panic!("expected a remote error, got {other:?}"),
     }
 }
@@ -284,14 +330,22 @@ fn streaming_reasoning_content_and_usage() {
     let server = start_server();
     let out = run(&server.engine("ok", true, |_| {}));
     assert_eq!(out.reasoning, "the file is created");
-    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
-    let EngineEvent::Done { stats } = &out.last else { panic!("{:?}", out.last) };
+    assert_eq!(
+        out.content,
+        "<predicted_observation>ok</predicted_observation>"
+    );
+    let EngineEvent::Done { stats } = &out.last else {
+        panic!("{:?}", out.last)
+    };
     // Stopped at the closing tag (stop_after_observation is on by default).
     assert_eq!(stats.stop_reason, Some(StopReason::ObservationClosed));
     let body = server.shared.last_body.lock().unwrap().clone().unwrap();
     assert_eq!(body["model"], "test-model");
     assert_eq!(body["stream"], true);
-    assert_eq!(body["messages"][1], json!({"role": "user", "content": "touch a"}));
+    assert_eq!(
+        body["messages"][1],
+        json!({"role": "user", "content": "touch a"})
+    );
     assert_eq!(body["top_k"], 20);
     assert_eq!(body["chat_template_kwargs"]["enable_thinking"], true);
     assert_eq!(server.shared.last_auth.lock().unwrap().clone(), None);
@@ -305,7 +359,9 @@ fn streaming_reads_usage_when_not_stopping_early() {
     req.params.stop_after_observation = false;
     let stream = engine.predict(req).unwrap();
     let last = stream.events.iter().last().unwrap();
-    let EngineEvent::Done { stats } = last else { panic!("{last:?}") };
+    let EngineEvent::Done { stats } = last else {
+        panic!("{last:?}")
+    };
     assert_eq!(stats.prompt_tokens, 12);
     assert_eq!(stats.prompt_tokens_computed, 10);
     assert_eq!(stats.completion_tokens, 6);
@@ -317,9 +373,17 @@ fn non_streaming_with_logprobs() {
     let server = start_server();
     let out = run(&server.engine("ok", false, |_| {}));
     assert_eq!(out.reasoning, "the file is created");
-    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
-    assert_eq!(out.logprobs, vec![("ok".to_owned(), -0.25), ("!".to_owned(), -1.5)]);
-    let EngineEvent::Done { stats } = &out.last else { panic!("{:?}", out.last) };
+    assert_eq!(
+        out.content,
+        "<predicted_observation>ok</predicted_observation>"
+    );
+    assert_eq!(
+        out.logprobs,
+        vec![("ok".to_owned(), -0.25), ("!".to_owned(), -1.5)]
+    );
+    let EngineEvent::Done { stats } = &out.last else {
+        panic!("{:?}", out.last)
+    };
     assert_eq!((stats.prompt_tokens, stats.completion_tokens), (12, 6));
     assert_eq!(stats.stop_reason, Some(StopReason::ObservationClosed));
     let body = server.shared.last_body.lock().unwrap().clone().unwrap();
@@ -333,7 +397,13 @@ fn reasoning_field_and_inline_think_map_to_reasoning() {
     for scenario in ["reasoning-field", "inline"] {
         let out = run(&server.engine(scenario, true, |_| {}));
         assert_eq!(out.reasoning, "the file is created", "{scenario}");
-        assert!(out.content.trim_start().starts_with("<predicted_observation>ok"), "{scenario}: {}", out.content);
+        assert!(
+            out.content
+                .trim_start()
+                .starts_with("<predicted_observation>ok"),
+            "{scenario}: {}",
+            out.content
+        );
     }
 }
 
@@ -349,7 +419,10 @@ fn streaming_logprobs() {
 fn output_is_cut_after_the_observation() {
     let server = start_server();
     let out = run(&server.engine("rambling", true, |_| {}));
-    assert_eq!(out.content, "<predicted_observation>a</predicted_observation>");
+    assert_eq!(
+        out.content,
+        "<predicted_observation>a</predicted_observation>"
+    );
     assert_eq!(stop_reason(&out), Some(StopReason::ObservationClosed));
 }
 
@@ -358,10 +431,20 @@ fn slow_first_byte_times_out_or_waits() {
     let server = start_server();
     let out = run(&server.engine("slow", true, |c| c.read_timeout_ms = 300));
     let message = error_text(&out);
-    assert!(message.contains("no response") && message.contains("300 ms"), "{message}");
-    assert!(out.elapsed < Duration::from_millis(1400), "{:?}", out.elapsed);
+    assert!(
+        message.contains("no response") && message.contains("300 ms"),
+        "{message}"
+    );
+    assert!(
+        out.elapsed < Duration::from_millis(1400),
+        "{:?}",
+        out.elapsed
+    );
     let out = run(&server.engine("slow", true, |c| c.read_timeout_ms = 5_000));
-    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+    assert_eq!(
+        out.content,
+        "<predicted_observation>ok</predicted_observation>"
+    );
 }
 
 #[test]
@@ -392,10 +475,17 @@ fn malformed_sse_line_is_quoted() {
 fn too_many_requests_then_success_honours_retry_after() {
     let server = start_server();
     let out = run(&server.engine("flaky", true, |_| {}));
-    assert_eq!(out.content, "<predicted_observation>ok</predicted_observation>");
+    assert_eq!(
+        out.content,
+        "<predicted_observation>ok</predicted_observation>"
+    );
     assert_eq!(server.shared.flaky.load(Ordering::SeqCst), 2);
     // Retry-After: 1 second, although the backoff alone would wait 10 ms.
-    assert!(out.elapsed >= Duration::from_millis(950), "{:?}", out.elapsed);
+    assert!(
+        out.elapsed >= Duration::from_millis(950),
+        "{:?}",
+        out.elapsed
+    );
 }
 
 #[test]
@@ -403,7 +493,10 @@ fn server_error_forever_gives_up_after_bounded_retries() {
     let server = start_server();
     let out = run(&server.engine("down", true, |c| c.max_retries = 3));
     let message = error_text(&out);
-    assert!(message.contains("500") && message.contains("after 4 attempts"), "{message}");
+    assert!(
+        message.contains("500") && message.contains("after 4 attempts"),
+        "{message}"
+    );
     assert!(message.contains("engine overloaded"), "{message}");
     assert_eq!(server.shared.down.load(Ordering::SeqCst), 4);
 }
@@ -413,9 +506,16 @@ fn empty_content_with_full_reasoning() {
     let server = start_server();
     for stream in [true, false] {
         let out = run(&server.engine("reasoning-only", stream, |_| {}));
-        assert_eq!(out.reasoning, "I am still thinking about it", "stream={stream}");
+        assert_eq!(
+            out.reasoning, "I am still thinking about it",
+            "stream={stream}"
+        );
         assert_eq!(out.content, "", "stream={stream}");
-        assert_eq!(stop_reason(&out), Some(StopReason::MaxTokens), "stream={stream}");
+        assert_eq!(
+            stop_reason(&out),
+            Some(StopReason::MaxTokens),
+            "stream={stream}"
+        );
     }
 }
 
@@ -434,7 +534,11 @@ fn cancel_closes_the_stream_at_once() {
             other => break other,
         }
     };
-    assert!(cancelled_at.elapsed() < Duration::from_millis(500), "{:?}", cancelled_at.elapsed());
+    assert!(
+        cancelled_at.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
     assert!(
         matches!(&last, EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::Cancelled)),
         "{last:?}"
@@ -442,7 +546,10 @@ fn cancel_closes_the_stream_at_once() {
     // The server notices the client went away.
     let deadline = Instant::now() + Duration::from_secs(3);
     while !server.shared.endless_closed.load(Ordering::SeqCst) {
-        assert!(Instant::now() < deadline, "the server still streams after cancel");
+        assert!(
+            Instant::now() < deadline,
+            "the server still streams after cancel"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -460,7 +567,10 @@ fn connection_refused_is_named() {
     })
     .unwrap();
     let message = error_text(&run(&engine));
-    assert!(message.contains("cannot connect") && message.contains("connection refused"), "{message}");
+    assert!(
+        message.contains("cannot connect") && message.contains("connection refused"),
+        "{message}"
+    );
     let err = engine.check_model().unwrap_err().to_string();
     assert!(err.contains("cannot connect"), "{err}");
 }
@@ -469,7 +579,10 @@ fn connection_refused_is_named() {
 fn unknown_model_is_reported_with_the_served_ones() {
     let server = start_server();
     server.engine("ok", true, |_| {}).check_model().unwrap();
-    let err = server.engine("ok", true, |c| c.model = "qwen-big".into()).check_model().unwrap_err();
+    let err = server
+        .engine("ok", true, |c| c.model = "qwen-big".into())
+        .check_model()
+        .unwrap_err();
     assert_eq!(
         err,
         EngineError::Setup(format!(
@@ -478,7 +591,10 @@ fn unknown_model_is_reported_with_the_served_ones() {
         ))
     );
     let message = error_text(&run(&server.engine("missing", true, |_| {})));
-    assert!(message.contains("404") && message.contains("/v1/models"), "{message}");
+    assert!(
+        message.contains("404") && message.contains("/v1/models"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -486,16 +602,55 @@ fn api_key_comes_from_the_environment_and_stays_hidden() {
     let server = start_server();
     // Cargo sets CARGO_PKG_NAME for test processes; it stands in for a key.
     let key = std::env::var("CARGO_PKG_NAME").unwrap();
-    let engine = server.engine("ok", true, |c| c.api_key_env = Some("CARGO_PKG_NAME".into()));
+    let engine = server.engine("ok", true, |c| {
+        c.api_key_env = Some("CARGO_PKG_NAME".into())
+    });
     run(&engine);
-    assert_eq!(server.shared.last_auth.lock().unwrap().clone(), Some(format!("Bearer {key}")));
+    assert_eq!(
+        server.shared.last_auth.lock().unwrap().clone(),
+        Some(format!("Bearer {key}"))
+    );
     let shown = format!("{engine:?}");
-    assert!(!shown.contains(&key) && shown.contains("<redacted>"), "{shown}");
+    assert!(
+        !shown.contains(&key) && shown.contains("<redacted>"),
+        "{shown}"
+    );
     let err = OpenAiEngine::new(OpenAiConfig {
         model: "m".into(),
         api_key_env: Some("WORLDLOOM_TEST_SURELY_UNSET_KEY".into()),
         ..OpenAiConfig::default()
     })
     .unwrap_err();
-    assert!(err.to_string().contains("WORLDLOOM_TEST_SURELY_UNSET_KEY"), "{err}");
+    assert!(
+        err.to_string().contains("WORLDLOOM_TEST_SURELY_UNSET_KEY"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dropping_the_engine_ends_its_predictions_with_an_error() {
+    let server = start_server();
+    let engine = server.engine("endless", true, |_| {});
+    let stream = engine.predict(request()).unwrap();
+    assert!(matches!(
+        stream.events.recv_timeout(Duration::from_secs(10)).unwrap(),
+        EngineEvent::Reasoning { .. }
+    ));
+    drop(engine);
+    let last = loop {
+        match stream.events.recv_timeout(Duration::from_secs(5)).unwrap() {
+            EngineEvent::Reasoning { .. } => {}
+            other => break other,
+        }
+    };
+    // Stopped, or Remote when the runtime's I/O driver closed the socket first.
+    assert!(
+        matches!(
+            last,
+            EngineEvent::Error {
+                error: EngineError::Stopped(_) | EngineError::Remote(_)
+            }
+        ),
+        "{last:?}"
+    );
 }
