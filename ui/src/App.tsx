@@ -6,11 +6,13 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { BranchSummary, TrajectorySummary, TurnDetail, TurnSummary } from "./api/types";
 import type { Backend } from "./backend/backend";
 import { FidelityPanel } from "./components/FidelityPanel";
+import { NodeInspector } from "./components/NodeInspector";
 import { formatScore } from "./components/format";
 import { Pane } from "./components/Pane";
 import { Sidebar } from "./components/Sidebar";
 import { Timeline } from "./components/Timeline";
 import { sideBySideLines } from "./model/lineDiff";
+import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
 import { SelectionContext, SelectionStore } from "./state/selection";
 import { pickTab, tabsFor, type ViewTab } from "./views/tabs";
 
@@ -70,6 +72,7 @@ export function App({ backend }: AppProps) {
   const [playing, setPlaying] = useState(false);
   const [reloadKey, setReloadKey] = useState(0);
   const selection = useMemo(() => new SelectionStore(), []);
+  const scrollSync = useMemo(() => new ScrollSyncStore(), []);
   const pendingTurn = useRef<number | null>(readHash().turn);
 
   useEffect(() => {
@@ -168,6 +171,7 @@ export function App({ backend }: AppProps) {
 
   useEffect(() => writeHash(trajectoryId, current), [trajectoryId, current]);
   useEffect(() => selection.clear(), [nodeId, trajectoryId, selection]);
+  useEffect(() => scrollSync.reset(), [nodeId, trajectoryId, tabId, scrollSync]);
 
   const go = useCallback(
     (index: number) => {
@@ -250,6 +254,7 @@ export function App({ backend }: AppProps) {
 
   return (
     <SelectionContext.Provider value={selection}>
+      <ScrollSyncContext.Provider value={scrollSync}>
       <div className="app">
         <Sidebar trajectories={trajectories} selectedId={trajectoryId} onSelect={(id) => {
           if (id === trajectoryId) return;
@@ -290,7 +295,10 @@ export function App({ backend }: AppProps) {
           <div className="compare">
             <Pane side="real" title="Real observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} emptyMessage={detail?.real_error ? `Error step: ${detail.real_error}` : null} />
             <Pane side="predicted" title="Predicted observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} headerExtra={picker} emptyMessage={predictedEmpty} />
-            <FidelityPanel fidelity={detail?.fidelity} reasoning={detail?.reasoning} engine={shownPrediction?.engine} />
+            <div className="side-column">
+              <NodeInspector view={view} />
+              <FidelityPanel fidelity={detail?.fidelity} reasoning={detail?.reasoning} engine={shownPrediction?.engine} />
+            </div>
           </div>
           <footer className="statusbar">
             <span className="legend">
@@ -308,6 +316,7 @@ export function App({ backend }: AppProps) {
           </footer>
         </main>
       </div>
+      </ScrollSyncContext.Provider>
     </SelectionContext.Provider>
   );
 }

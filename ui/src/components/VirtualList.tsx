@@ -16,6 +16,10 @@ export interface VirtualListProps extends Omit<HTMLAttributes<HTMLDivElement>, "
   scrollToIndex?: number | null;
   /** Viewport height used before the element is measured (and in test DOMs that do not lay out), px. */
   fallbackHeight?: number;
+  /** Scroll offset requested from outside (a linked list), px. */
+  syncScrollTop?: number | null;
+  /** Called with the scroll offset after the user scrolls, px. */
+  onScrollTop?: (top_px: number) => void;
 }
 
 /** The rows a viewport shows: `[first, last)` with overscan, clamped to the count. */
@@ -25,7 +29,7 @@ export function visibleRange(scrollTop: number, viewportHeight: number, rowHeigh
   return [first, Math.max(first, last)];
 }
 
-export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollToIndex, fallbackHeight = 600, style, ...rest }: VirtualListProps) {
+export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollToIndex, fallbackHeight = 600, syncScrollTop, onScrollTop, style, ...rest }: VirtualListProps) {
   const ref = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [height, setHeight] = useState(fallbackHeight);
@@ -53,6 +57,13 @@ export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollT
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [scrollToIndex, rowHeight]);
 
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || syncScrollTop == null || Math.abs(el.scrollTop - syncScrollTop) < 1) return;
+    el.scrollTop = syncScrollTop;
+    setScrollTop(el.scrollTop);
+  }, [syncScrollTop]);
+
   const [first, last] = visibleRange(scrollTop, height, rowHeight, count, overscan);
   const rows: ReactNode[] = [];
   for (let i = first; i < last; i++) {
@@ -63,7 +74,10 @@ export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollT
     );
   }
   return (
-    <div ref={ref} {...rest} style={{ overflow: "auto", position: "relative", ...style }} onScroll={(e) => setScrollTop(e.currentTarget.scrollTop)}>
+    <div ref={ref} {...rest} style={{ overflow: "auto", position: "relative", ...style }} onScroll={(e) => {
+        setScrollTop(e.currentTarget.scrollTop);
+        onScrollTop?.(e.currentTarget.scrollTop);
+      }}>
       <div style={{ height: count * rowHeight, position: "relative", minWidth: "100%" }}>{rows}</div>
     </div>
   );

@@ -9,6 +9,7 @@ import type { UiTree } from "../api/types";
 import { VirtualList } from "../components/VirtualList";
 import type { DiffLine } from "../model/lineDiff";
 import type { Alignment, Side } from "../model/tree";
+import { useScrollSync } from "../state/scrollSync";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
 
@@ -105,6 +106,7 @@ export function SourceView({ side, lines, text, tree, align, label }: SourceView
   const [state, store] = useSelection();
   const { hoverId, selectedId } = resolveOnSide(state, side, align);
   const index = useMemo(() => (tree ? lineNodeIndex(text, tree) : null), [text, tree]);
+  const [syncTop, publishTop] = useScrollSync(side);
   const rowOfLine = useMemo(() => {
     const m = new Map<number, number>();
     lines.forEach((l, i) => {
@@ -131,6 +133,8 @@ export function SourceView({ side, lines, text, tree, align, label }: SourceView
       count={lines.length}
       rowHeight={SOURCE_ROW_HEIGHT_PX}
       scrollToIndex={scrollTo}
+      syncScrollTop={syncTop}
+      onScrollTop={publishTop}
       onMouseLeave={() => store.hover(null)}
       renderRow={(i) => {
         const l = lines[i]!;

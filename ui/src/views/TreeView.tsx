@@ -31,6 +31,32 @@ export interface TreeViewProps {
 
 const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", added: "+", removed: "−" };
 
+const SKIP_PROPS = new Set(["bid", "value", "focused", "checked", "selected", "style", "text", "content-desc", "resource-id", "class", "bounds", "name", "index", "package"]);
+
+/**
+ * Short property labels for a row: BrowserGym properties (`clickable`,
+ * `visible`, `url=…`), HTML attributes, Android flags that are `true`, AT-SPI
+ * states (`st:…`) that are `true`. States shown as badges are left out.
+ */
+export function propsOf(node: UiNode, representation: UiTree["representation"], max = 6): string[] {
+  const out: string[] = [];
+  for (const a of node.attributes ?? []) {
+    if (out.length >= max) break;
+    const name = a.name;
+    if (SKIP_PROPS.has(name)) continue;
+    const short = a.value.length > 48 ? `${a.value.slice(0, 47)}…` : a.value;
+    if (representation === "axtree") out.push(a.value === "" || a.value === "true" ? name : `${name}=${short}`);
+    else if (representation === "html") out.push(a.value === "" ? name : `${name}=${short}`);
+    else if (representation === "android-xml") {
+      if (a.value === "true" && !["enabled", "focusable", "checkable"].includes(name)) out.push(name);
+    } else if (name.startsWith("st:")) {
+      const st = name.slice(3);
+      if (a.value === "true" && !["focused", "checked", "enabled", "sensitive", "showing", "visible"].includes(st)) out.push(st);
+    }
+  }
+  return out;
+}
+
 function statesOf(node: UiNode): string[] {
   const s = node.states ?? {};
   const out: string[] = [];
@@ -46,6 +72,7 @@ function statesOf(node: UiNode): string[] {
 
 interface RowProps {
   node: UiNode;
+  representation: UiTree["representation"];
   status: DiffStatus;
   collapsed: boolean;
   hasChildren: boolean;
@@ -58,9 +85,10 @@ interface RowProps {
   onSelect: (id: number) => void;
 }
 
-const TreeRow = memo(function TreeRow({ node, status, collapsed, hasChildren, hovered, selected, matched, showBounds, onToggle, onHover, onSelect }: RowProps) {
+const TreeRow = memo(function TreeRow({ node, representation, status, collapsed, hasChildren, hovered, selected, matched, showBounds, onToggle, onHover, onSelect }: RowProps) {
   const depth = Math.min(node.depth, MAX_INDENT_LEVELS);
   const b = node.bounds_px;
+  const props = propsOf(node, representation);
   const cls = ["trow", `diff-${status}`, hovered ? "is-hover" : "", selected ? "is-selected" : "", matched ? "is-match" : "", node.synthetic ? "is-synthetic" : ""]
     .filter(Boolean)
     .join(" ");
@@ -96,7 +124,9 @@ const TreeRow = memo(function TreeRow({ node, status, collapsed, hasChildren, ho
         <span className="twisty" aria-hidden="true" />
       )}
       {node.key ? <span className="tkey">[{node.key}]</span> : null}
-      <span className="trole">{node.role}</span>
+      <span className="trole" title={node.role}>
+        {representation === "android-xml" ? node.role.slice(node.role.lastIndexOf(".") + 1) : node.role}
+      </span>
       {node.name ? <span className="tname">“{node.name.length > 160 ? `${node.name.slice(0, 159)}…` : node.name}”</span> : null}
       {node.value != null && node.value !== "" && node.value !== node.name ? <span className="tvalue">value=“{node.value.slice(0, 80)}”</span> : null}
       {statesOf(node).map((s) => (
@@ -104,6 +134,7 @@ const TreeRow = memo(function TreeRow({ node, status, collapsed, hasChildren, ho
           {s}
         </span>
       ))}
+      {props.length ? <span className="tprops">{props.join(" ")}</span> : null}
       {showBounds && b ? (
         <span className="tbounds">
           {b.left},{b.top} {b.right - b.left}×{b.bottom - b.top}
@@ -215,6 +246,7 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
           return (
             <TreeRow
               node={node}
+              representation={tree.representation}
               status={statuses?.[id] ?? "unchanged"}
               collapsed={collapsed.has(id)}
               hasChildren={node.children.length > 0}

@@ -1,0 +1,101 @@
+/**
+ * The selected node on both sides: role, name, value, key, states, bounds and
+ * every attribute, real next to predicted, with the fields that differ marked.
+ */
+import { useMemo } from "react";
+import type { ComparedView, UiNode } from "../api/types";
+import { alignment, counterpart } from "../model/tree";
+import { useSelection } from "../state/selection";
+
+/** One compared field. */
+export interface FieldRow {
+  field: string;
+  real: string | null;
+  predicted: string | null;
+  differs: boolean;
+}
+
+function describeStates(n: UiNode): string {
+  return Object.entries(n.states ?? {})
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+}
+
+function describeBounds(n: UiNode): string {
+  const b = n.bounds_px;
+  return b ? `[${b.left},${b.top}][${b.right},${b.bottom}]` : "";
+}
+
+/** The field-by-field comparison of two aligned nodes (either may be missing). */
+export function compareNodes(real: UiNode | undefined, predicted: UiNode | undefined): FieldRow[] {
+  const rows: FieldRow[] = [];
+  const add = (field: string, get: (n: UiNode) => string | null | undefined) => {
+    const r = real ? (get(real) ?? "") : null;
+    const p = predicted ? (get(predicted) ?? "") : null;
+    if ((r ?? "") === "" && (p ?? "") === "") return;
+    rows.push({ field, real: r, predicted: p, differs: r !== p });
+  };
+  add("role", (n) => n.role);
+  add("name", (n) => n.name);
+  add("value", (n) => n.value);
+  add("key", (n) => n.key);
+  add("states", describeStates);
+  add("bounds", describeBounds);
+  const names: string[] = [];
+  for (const n of [real, predicted]) for (const a of n?.attributes ?? []) if (!names.includes(a.name)) names.push(a.name);
+  for (const name of names) add(`@${name}`, (n) => n.attributes?.find((a) => a.name === name)?.value ?? null);
+  return rows;
+}
+
+/** Props of {@link NodeInspector}. */
+export interface NodeInspectorProps {
+  view: ComparedView | undefined;
+}
+
+export function NodeInspector({ view }: NodeInspectorProps) {
+  const [state, store] = useSelection();
+  const align = useMemo(() => alignment(view?.diff), [view]);
+  const sel = state.selected;
+  if (!sel || !view) return null;
+  const realTree = view.real?.tree;
+  const predTree = view.predicted?.tree;
+  const realId = sel.side === "real" ? sel.id : counterpart(align, "predicted", sel.id);
+  const predId = sel.side === "predicted" ? sel.id : counterpart(align, "real", sel.id);
+  const real = realId !== undefined ? realTree?.nodes[realId] : undefined;
+  const predicted = predId !== undefined ? predTree?.nodes[predId] : undefined;
+  if (!real && !predicted) return null;
+  // Differing fields first, then the rest in their usual order.
+  const all = compareNodes(real, predicted);
+  const rows = [...all.filter((r) => r.differs), ...all.filter((r) => !r.differs)];
+  const status = sel.side === "real" ? view.diff?.real[sel.id] : view.diff?.predicted[sel.id];
+  return (
+    <section className="inspector" role="region" aria-label="Selected node">
+      <header>
+        <h2>Node</h2>
+        {status ? <span className={`istatus s-${status}`}>{status}</span> : null}
+        <button type="button" aria-label="Clear selection" onClick={() => store.select(null)}>
+          ×
+        </button>
+      </header>
+      <table className="inspector-table">
+        <thead>
+          <tr>
+            <th scope="col" />
+            <th scope="col">real</th>
+            <th scope="col">predicted</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr key={r.field} className={r.differs ? "differs" : undefined}>
+              <th scope="row">{r.field}</th>
+              <td>{r.real ?? <span className="muted">∅</span>}</td>
+              <td>{r.predicted ?? <span className="muted">∅</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
