@@ -4,6 +4,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { BranchSummary, TrajectorySummary, TurnDetail, TurnSummary } from "./api/types";
+import { normalizeTurn } from "./api/normalize";
 import type { Backend } from "./backend/backend";
 import { FidelityPanel } from "./components/FidelityPanel";
 import { NodeInspector } from "./components/NodeInspector";
@@ -157,7 +158,7 @@ export function App({ backend }: AppProps) {
       .call("get_turn", { trajectory_id: trajectoryId, node_id: nodeId, prediction_id: predictionId ?? null })
       .then((d) => {
         if (stale) return;
-        setDetail(d);
+        setDetail(normalizeTurn(d));
         setError(null);
       })
       .catch(report)
@@ -303,6 +304,7 @@ export function App({ backend }: AppProps) {
           <footer className="statusbar">
             <span className="legend">
               <span className="lg lg-changed">changed</span>
+              <span className="lg lg-moved">moved</span>
               <span className="lg lg-added">added</span>
               <span className="lg lg-removed">removed</span>
             </span>

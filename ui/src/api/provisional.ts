@@ -80,11 +80,13 @@ export interface UiTree {
 }
 
 /**
- * Per-node diff status. `removed`: in the real tree with no counterpart in
- * the predicted one; `added`: in the predicted tree only; `changed`: aligned
- * but name, value, attributes, states or bounds differ.
+ * Per-node diff status (`worldloom-obs::diff::NodeStatus` names). `removed`:
+ * in the real tree with no counterpart in the predicted one; `added`: in the
+ * predicted tree only; `changed`: aligned but name, value, attributes, states
+ * or bounds differ; `moved`: aligned by stable key but under another parent
+ * or reordered.
  */
-export type DiffStatus = "unchanged" | "changed" | "added" | "removed";
+export type DiffStatus = "unchanged" | "changed" | "moved" | "added" | "removed";
 
 /** The alignment and per-node statuses of a real/predicted tree pair. */
 export interface TreeDiff {
@@ -154,6 +156,8 @@ export interface Fidelity {
   metrics: Metric[];
   anchors: Anchor[];
   judge?: JudgeScores | null;
+  /** Why the turn was not scored, or a note on a prediction that did not parse. */
+  note?: string | null;
 }
 
 /** A prediction's provenance, for the picker. */

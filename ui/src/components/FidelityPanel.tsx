@@ -37,6 +37,7 @@ export function FidelityPanel({ fidelity, reasoning, engine }: FidelityPanelProp
             <span className="overall-num">{formatScore(fidelity.overall)}</span>
             <span className="overall-label">overall{engine ? ` · ${engine}` : ""}</span>
           </div>
+          {fidelity.note ? <p className="fidelity-note">{fidelity.note}</p> : null}
           <table className="metrics" aria-label="Metrics">
             <tbody>
               {fidelity.metrics.map((m) => (

@@ -99,6 +99,9 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
                 <span className="c-added" title="nodes only in the prediction">+{counts.added}</span>
               )}
               <span className="c-changed" title="aligned nodes that differ">~{counts.changed}</span>
+              {counts.moved ? (
+                <span className="c-moved" title="aligned by key, in another place">↕{counts.moved}</span>
+              ) : null}
             </>
           ) : lines ? (
             side === "real" ? (

@@ -70,6 +70,7 @@ const PLACEHOLDER_ELEMENTS = ["iframe", "frame", "object", "embed"];
 /** Outline colours, also used in the app's legend. */
 export const DIFF_OUTLINE_CSS = `
 [data-wl-diff="changed"]{outline:2px solid #d08700 !important;outline-offset:-2px !important}
+[data-wl-diff="moved"]{outline:2px dotted #7c5cd6 !important;outline-offset:-2px !important}
 [data-wl-diff="added"]{outline:2px solid #1f9d55 !important;outline-offset:-2px !important;background-color:rgba(31,157,85,.08) !important}
 [data-wl-diff="removed"]{outline:2px dashed #d03b3b !important;outline-offset:-2px !important;background-color:rgba(208,59,59,.07) !important}
 [data-wl-selected]{outline:3px solid #2f6fde !important;outline-offset:0 !important;box-shadow:0 0 0 5px rgba(47,111,222,.28) !important}

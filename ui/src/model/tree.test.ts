@@ -25,6 +25,6 @@ describe("tree helpers", () => {
     expect(counterpart(a, "real", 3)).toBe(7);
     expect(counterpart(a, "predicted", 2)).toBe(1);
     expect(counterpart(a, "real", 9)).toBeUndefined();
-    expect(statusCounts(["unchanged", "added", "added", "changed"])).toEqual({ unchanged: 1, changed: 1, added: 2, removed: 0 });
+    expect(statusCounts(["unchanged", "added", "added", "changed"])).toEqual({ unchanged: 1, changed: 1, moved: 0, added: 2, removed: 0 });
   });
 });

@@ -108,7 +108,7 @@ export function counterpart(align: Alignment, side: Side, id: number): number | 
 
 /** Counts of each status on one side. */
 export function statusCounts(statuses: readonly DiffStatus[] | undefined): Record<DiffStatus, number> {
-  const counts: Record<DiffStatus, number> = { unchanged: 0, changed: 0, added: 0, removed: 0 };
+  const counts: Record<DiffStatus, number> = { unchanged: 0, changed: 0, moved: 0, added: 0, removed: 0 };
   for (const s of statuses ?? []) counts[s] += 1;
   return counts;
 }

@@ -29,7 +29,7 @@ export interface TreeViewProps {
   showBounds?: boolean;
 }
 
-const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", added: "+", removed: "−" };
+const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", moved: "↕", added: "+", removed: "−" };
 
 const SKIP_PROPS = new Set(["bid", "value", "focused", "checked", "selected", "style", "text", "content-desc", "resource-id", "class", "bounds", "name", "index", "package"]);
 
