@@ -142,8 +142,11 @@ check(!(await page.url()).includes("token="), "the token is removed from the add
 const turnText = () => page.getByLabel("Current turn").innerText();
 
 async function openTrajectory(domain, nameHint) {
-  const items = page.locator("nav[aria-label=Trajectories] .traj").filter({ has: page.locator(`.domain.d-${domain}`) });
-  const target = nameHint ? items.filter({ hasText: nameHint }).first() : items.first();
+  // Filter the (windowed) list down first, as a user would.
+  await page.getByLabel("Domain filter").selectOption(domain);
+  await page.getByLabel("Search trajectories").fill(nameHint ?? "");
+  await page.waitForTimeout(200);
+  const target = page.locator("nav[aria-label=Trajectories] .traj").first();
   if ((await target.count()) === 0) return false;
   await target.click();
   await page.waitForTimeout(600);

@@ -1,6 +1,7 @@
 /** The trajectory list: search, filters (domain, has branches, lowest fidelity) and the list itself. */
 import { useMemo, useState } from "react";
 import type { Domain, TrajectorySummary } from "../api/types";
+import { VirtualList } from "./VirtualList";
 import { fidelityClass, formatScore } from "./format";
 
 /** Filter settings of the list. */
@@ -31,6 +32,9 @@ export function filterTrajectories(items: readonly TrajectorySummary[], f: Traje
   else out.sort((a, b) => a.name.localeCompare(b.name));
   return out;
 }
+
+/** Height of one trajectory entry, px. */
+const TRAJ_ROW_HEIGHT_PX = 46;
 
 const DOMAINS: Domain[] = ["web", "os", "android", "mcp", "search", "terminal", "swe"];
 
@@ -82,25 +86,40 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
           />
         </label>
       </div>
-      <ul className="traj-list" aria-label="Trajectory list">
-        {shown.map((t) => (
-          <li key={t.id}>
-            <button type="button" className={t.id === selectedId ? "traj is-active" : "traj"} aria-current={t.id === selectedId ? "true" : undefined} onClick={() => onSelect(t.id)}>
-              <span className="traj-top">
-                <span className={`domain d-${t.domain}`}>{t.domain}</span>
-                <span className="traj-name">{t.name}</span>
-              </span>
-              <span className="traj-meta">
-                {t.turn_count} turns{t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
-                <span className={`score ${fidelityClass(t.lowest_fidelity)}`} title="lowest per-turn fidelity">
-                  min {formatScore(t.lowest_fidelity)}
-                </span>
-              </span>
-            </button>
-          </li>
-        ))}
-        {shown.length === 0 ? <li className="empty">No trajectory matches.</li> : null}
-      </ul>
+      {shown.length === 0 ? (
+        <p className="empty">No trajectory matches.</p>
+      ) : (
+        // Windowed: an AgentWorldBench import can hold thousands of trajectories.
+        <VirtualList
+          role="list"
+          aria-label="Trajectory list"
+          className="traj-list"
+          count={shown.length}
+          rowHeight={TRAJ_ROW_HEIGHT_PX}
+          fallbackHeight={480}
+          renderRow={(i) => {
+            const t = shown[i]!;
+            return (
+              <div role="listitem" className="traj-item">
+                <button type="button" className={t.id === selectedId ? "traj is-active" : "traj"} aria-current={t.id === selectedId ? "true" : undefined} onClick={() => onSelect(t.id)}>
+                  <span className="traj-top">
+                    <span className={`domain d-${t.domain}`}>{t.domain}</span>
+                    <span className="traj-name" title={t.name}>
+                      {t.name}
+                    </span>
+                  </span>
+                  <span className="traj-meta">
+                    {t.turn_count} turns{t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
+                    <span className={`score ${fidelityClass(t.lowest_fidelity)}`} title="lowest per-turn fidelity">
+                      min {formatScore(t.lowest_fidelity)}
+                    </span>
+                  </span>
+                </button>
+              </div>
+            );
+          }}
+        />
+      )}
       <div className="sidebar-foot">
         {shown.length} of {trajectories.length}
       </div>
