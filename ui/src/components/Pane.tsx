@@ -74,6 +74,19 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
           <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
         );
         break;
+      case "screen-tree":
+      case "device-tree": {
+        const variant = active.kind === "device-tree" ? "device" : "screen";
+        body = doc.tree ? (
+          <div className={`split split-${variant}`}>
+            <Wireframe side={side} tree={doc.tree} statuses={statuses} align={align} meta={meta} variant={variant} label={`${what} ${variant} wireframe`} />
+            {treeOrError(`${what} accessibility tree`, true)}
+          </div>
+        ) : (
+          <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+        );
+        break;
+      }
       case "html-source":
       case "ax-source":
       case "source":

@@ -197,6 +197,11 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
   };
 
   const onKeyDown = (e: React.KeyboardEvent) => {
+    if ((e.key === "Enter" || e.key === " ") && selectedId != null) {
+      e.preventDefault();
+      onToggle(selectedId);
+      return;
+    }
     if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
     e.preventDefault();
     const cur = selectedId != null ? (rowOf.get(selectedId) ?? -1) : -1;

@@ -119,7 +119,7 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
   return (
     <div className={`wireframe wireframe-${variant}`}>
       <div className="wire-caption">
-        {screen.width_px}×{screen.height_px} px · scale {layout.scale.toFixed(3)} · {layout.boxes.length} boxes
+        {screen.width_px}×{screen.height_px} px · ×{layout.scale.toFixed(3)} · {layout.boxes.length} boxes
       </div>
       <div ref={ref} className="wire-area">
       <svg

@@ -2,7 +2,7 @@
 import type { ComparedView, Representation } from "../api/types";
 
 /** A view of one representation. */
-export type ViewKind = "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen" | "device" | "tree" | "source" | "text";
+export type ViewKind = "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen-tree" | "device-tree" | "screen" | "device" | "tree" | "source" | "text";
 
 /** One tab: a view kind of the `view_index`-th compared view. */
 export interface ViewTab {
@@ -23,16 +23,19 @@ const KINDS: Record<Representation, Array<[ViewKind, string]>> = {
     ["ax-source", "AX source"],
   ],
   "os-xml": [
+    ["screen-tree", "Screen + tree"],
     ["screen", "Screen"],
     ["tree", "Tree"],
     ["source", "XML source"],
   ],
   "os-table": [
+    ["screen-tree", "Screen + tree"],
     ["screen", "Screen"],
     ["tree", "Tree"],
     ["source", "Table source"],
   ],
   "android-xml": [
+    ["device-tree", "Device + tree"],
     ["device", "Device"],
     ["tree", "Tree"],
     ["source", "XML source"],
