@@ -1,0 +1,290 @@
+//! `eval` → `judge` → `score` on a small invented AgentWorldBench folder, with
+//! the copy baseline called directly and through `serve-model` over HTTP on
+//! 127.0.0.1, and a scripted judge.
+
+#![allow(clippy::unwrap_used)] // helpers outside #[test] functions unwrap too
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use serde_json::{Map, Value, json};
+use worldloom_engine::baseline::CopyEngine;
+use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::{
+    CancelToken, EngineError, EngineEvent, GenerationStats, PredictRequest, PredictionStream,
+    WorldModel,
+};
+use worldloom_eval::bench::load_rows;
+use worldloom_eval::judge::{JudgeOptions, JudgePrompts, read_jsonl, run_judge};
+use worldloom_eval::run::{RunOptions, run_eval};
+use worldloom_eval::score::score_file;
+use worldloom_model_server::{ServerOptions, spawn};
+
+const MARK: &str = "**Environment Observation:**\n";
+
+/// Two domains, five rows: first turns (the copy baseline has no state to
+/// copy), a repeated call with the same answer (copy is exact) and changes.
+fn write_bench(dir: &Path) {
+    let terminal_prompts = [
+        "### Turn 1\n**Action:** `ls`",
+        "### Turn 2\n**Action:** `cat a.txt`",
+        "### Turn 3\n**Action:** `ls`",
+    ];
+    let terminal_responses = [
+        format!("{MARK}a.txt"),
+        format!("{MARK}hello"),
+        format!("{MARK}a.txt"),
+    ];
+    let mut lines = Vec::new();
+    for turn in 1..=3 {
+        lines.push(json!({"task": "agentworld/terminal", "id": 11, "system_str": "You simulate a Linux shell.",
+            "prompt": terminal_prompts, "response": terminal_responses,
+            "current_prompt": terminal_prompts[turn - 1], "turn_idx": turn, "total_turns": 3, "extra_field": [turn]}));
+    }
+    std::fs::write(
+        dir.join("terminal_test.jsonl"),
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let mcp = [
+        json!({"task": "mcp", "id": 5, "system_str": "You simulate a weather tool.", "prompt": ["call get_weather(city='Oslo')", "call get_weather(city='Oslo')"],
+            "response": ["{\"temp_c\": 3}", "{\"temp_c\": 3}"], "turn_idx": 2, "total_turns": 2}),
+        json!({"task": "mcp", "id": 6, "system_str": "You simulate a weather tool.", "prompt": ["call list_cities()"],
+            "response": ["{\"cities\": [\"Oslo\"]}"], "turn_idx": 1, "total_turns": 1}),
+    ];
+    std::fs::write(
+        dir.join("mcp_test.jsonl"),
+        mcp.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    // Not a *_test.jsonl file: ignored when a folder is given.
+    std::fs::write(dir.join("notes.jsonl"), "not json\n").unwrap();
+}
+
+fn quiet() -> RunOptions {
+    RunOptions {
+        concurrency: 3,
+        progress: false,
+        ..RunOptions::default()
+    }
+}
+
+fn by_key(path: &Path) -> std::collections::BTreeMap<String, Map<String, Value>> {
+    read_jsonl(path)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r["wl_key"].as_str().unwrap().to_owned(), r))
+        .collect()
+}
+
+fn check_copy_output(path: &Path) {
+    let rows = by_key(path);
+    assert_eq!(rows.len(), 5);
+    let keys: Vec<&str> = rows.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "mcp|5|2",
+            "mcp|6|1",
+            "terminal|11|1",
+            "terminal|11|2",
+            "terminal|11|3"
+        ]
+    );
+    // Official fields are kept unchanged and `gen` is added.
+    let t2 = &rows["terminal|11|2"];
+    assert_eq!(t2["extra_field"], json!([2]));
+    assert_eq!(t2["total_turns"], json!(3));
+    assert_eq!(
+        t2["gen"],
+        json!(format!(
+            "<predicted_observation>\n{MARK}a.txt\n</predicted_observation>"
+        ))
+    );
+    assert_eq!(t2["wl_status"], "ok");
+    assert_eq!(t2["wl_observation"], "a.txt");
+    assert_eq!(t2["wl_metrics"]["status"], "scored");
+    assert_eq!(t2["wl_metrics"]["exact"], false);
+    assert_eq!(t2["wl_metrics"]["text_f1"], 0.0);
+    assert_eq!(t2["wl_metrics"]["representation"], "text");
+    let t3 = &rows["terminal|11|3"];
+    assert_eq!(t3["wl_observation"], "hello");
+    assert_eq!(t3["wl_metrics"]["exact"], false);
+    let m = &rows["mcp|5|2"];
+    assert_eq!(m["wl_metrics"]["representation"], "json");
+    assert_eq!(m["wl_metrics"]["exact"], true);
+    // First turns: no state to copy; an error row with an empty generation.
+    for key in ["mcp|6|1", "terminal|11|1"] {
+        assert_eq!(rows[key]["wl_status"], "error", "{key}");
+        assert_eq!(rows[key]["gen"], "", "{key}");
+        assert!(
+            rows[key]["wl_error"]
+                .as_str()
+                .unwrap()
+                .contains("current_observation"),
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn copy_baseline_eval_resume_and_score() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    assert_eq!(rows.len(), 5);
+    let out = dir.path().join("predictions.jsonl");
+    let stop = Arc::new(AtomicBool::new(false));
+    let summary = run_eval(&rows, Arc::new(CopyEngine), &out, &quiet(), stop.clone()).unwrap();
+    assert_eq!(
+        (
+            summary.total,
+            summary.already_done,
+            summary.written,
+            summary.errors
+        ),
+        (5, 0, 5, 2)
+    );
+    check_copy_output(&out);
+
+    // Resume: nothing left to do.
+    let again = run_eval(&rows, Arc::new(CopyEngine), &out, &quiet(), stop.clone()).unwrap();
+    assert_eq!((again.already_done, again.written), (5, 0));
+
+    // A torn last line (killed mid-write) and a missing row: the torn line is
+    // cut, the missing row is predicted again.
+    let text = std::fs::read_to_string(&out).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let dropped = lines.pop().unwrap();
+    let torn = format!("{}\n{}", lines.join("\n"), &dropped[..dropped.len() / 2]);
+    std::fs::write(&out, torn).unwrap();
+    let resumed = run_eval(&rows, Arc::new(CopyEngine), &out, &quiet(), stop).unwrap();
+    assert_eq!((resumed.already_done, resumed.written), (4, 1));
+    check_copy_output(&out);
+
+    let report = score_file(&out).unwrap();
+    assert_eq!(report.all.rows, 5);
+    assert_eq!(report.all.valid, 0, "nothing is judged yet");
+    assert_eq!(report.all.status_counts["error"], 2);
+    assert_eq!(report.all.status_counts["ok"], 3);
+    assert_eq!(report.domains["mcp"].exact_rate, Some(1.0));
+    assert_eq!(report.domains["terminal"].exact_rate, Some(0.0));
+}
+
+#[test]
+fn eval_through_serve_model_matches_the_direct_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    let server = spawn(
+        Arc::new(CopyEngine),
+        ServerOptions {
+            model_id: "copy".into(),
+            max_concurrent: 1,
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    for stream in [true, false] {
+        let client = OpenAiEngine::new(OpenAiConfig {
+            base_url: server.base_url(),
+            model: "copy".into(),
+            stream,
+            ..OpenAiConfig::default()
+        })
+        .unwrap();
+        client.check_model().unwrap();
+        let out = dir.path().join(format!("served-{stream}.jsonl"));
+        let summary = run_eval(
+            &rows,
+            Arc::new(client),
+            &out,
+            &quiet(),
+            Arc::new(AtomicBool::new(false)),
+        )
+        .unwrap();
+        assert_eq!((summary.written, summary.errors), (5, 2), "stream={stream}");
+        check_copy_output(&out);
+        let first_turn = &by_key(&out)["terminal|11|1"];
+        let error = first_turn["wl_error"].as_str().unwrap();
+        assert!(error.contains("400"), "stream={stream}: {error}");
+    }
+}
+
+/// A judge that gives fixed scores, in a reasoning-then-tag answer.
+struct ScriptedJudge;
+
+impl WorldModel for ScriptedJudge {
+    fn name(&self) -> String {
+        "scripted-judge".into()
+    }
+
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        let user = &request.messages[1].content;
+        let exact =
+            user.contains("```\n{\"temp_c\": 3}\n```\n\n# Real observation\n```\n{\"temp_c\": 3}");
+        let s = if exact { 5 } else { 2 };
+        let text = format!(
+            "Comparing both.</think>\n<final_evaluation>\n```json\n{{\"strengths\": [], \"weaknesses\": [\"x\"], \"scores\": {{\"format\": {s}, \"factuality\": {s}, \"consistency\": {s}, \"realism\": {s}, \"quality\": {s}}}}}\n```\n</final_evaluation>"
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        tx.send(EngineEvent::Content { text }).unwrap();
+        tx.send(EngineEvent::Done {
+            stats: GenerationStats::default(),
+        })
+        .unwrap();
+        Ok(PredictionStream {
+            events: rx,
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+#[test]
+fn judge_then_score() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    let predictions = dir.path().join("predictions.jsonl");
+    run_eval(
+        &rows,
+        Arc::new(CopyEngine),
+        &predictions,
+        &quiet(),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    let judged = dir.path().join("judged.jsonl");
+    let options = JudgeOptions {
+        progress: false,
+        ..JudgeOptions::default()
+    };
+    let summary = run_judge(
+        &predictions,
+        Arc::new(ScriptedJudge),
+        &JudgePrompts::builtin(),
+        &judged,
+        &options,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert_eq!((summary.total, summary.written, summary.failed), (5, 5, 2));
+    let rows = by_key(&judged);
+    assert_eq!(rows["mcp|5|2"]["total_score"], json!(5.0));
+    assert_eq!(rows["mcp|5|2"]["failed"], json!(0.0));
+    assert_eq!(rows["mcp|5|2"]["extracted_output"], "{\"temp_c\": 3}");
+    assert_eq!(rows["terminal|11|3"]["format"], json!(2));
+    assert_eq!(
+        rows["terminal|11|1"]["error_message"],
+        "No model generation"
+    );
+    assert_eq!(rows["terminal|11|1"]["failed"], json!(1.0));
+
+    let report = score_file(&judged).unwrap();
+    assert_eq!(report.domains["mcp"].judged["total_score"], Some(100.0));
+    assert_eq!(report.domains["terminal"].judged["total_score"], Some(25.0));
+    assert_eq!((report.all.valid, report.all.failed), (3, 2));
+    // Pooled over rows: mean(5, 2, 2) = 3 → 50.
+    assert_eq!(report.all.judged["total_score"], Some(50.0));
+}
