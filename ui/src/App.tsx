@@ -61,6 +61,7 @@ export function App({ backend }: AppProps) {
   const [theme, setTheme] = useState<Theme>(initialTheme);
   const [error, setError] = useState<string | null>(null);
   const [trajectories, setTrajectories] = useState<TrajectorySummary[]>([]);
+  const [listLoaded, setListLoaded] = useState(false);
   const [trajectoryId, setTrajectoryId] = useState<string | null>(() => readHash().trajectory);
   const [branches, setBranches] = useState<BranchSummary[]>([]);
   const [branchId, setBranchId] = useState<string | null>(null);
@@ -93,6 +94,7 @@ export function App({ backend }: AppProps) {
       .call("list_trajectories", {})
       .then((r) => {
         setTrajectories(r.trajectories);
+        setListLoaded(true);
         setTrajectoryId((id) => (id && r.trajectories.some((t) => t.id === id) ? id : (r.trajectories[0]?.id ?? null)));
       })
       .catch(report);
@@ -293,6 +295,12 @@ export function App({ backend }: AppProps) {
             {detail?.real_meta?.url ? <span className="meta-url" title="URL">{detail.real_meta.url}</span> : null}
             {loading ? <span className="loading" aria-live="polite">loading…</span> : null}
           </div>
+          {listLoaded && trajectories.length === 0 && !error ? (
+            <div className="pane-empty" role="status">
+              The workspace holds no trajectory yet. Start the studio with files to import, for example
+              <code> worldloom serve samples/</code>.
+            </div>
+          ) : null}
           <div className="compare">
             <Pane side="real" title="Real observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} emptyMessage={detail?.real_error ? `Error step: ${detail.real_error}` : null} />
             <Pane side="predicted" title="Predicted observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} headerExtra={picker} emptyMessage={predictedEmpty} />
