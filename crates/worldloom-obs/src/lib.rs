@@ -1,2 +1,20 @@
 //! Observation trees: one UI tree for every GUI representation, tree
 //! alignment and diff, and simulation-fidelity metrics.
+//!
+//! - [`tree`]: the arena [`UiTree`] / [`UiNode`] shared by all formats.
+//! - [`parse`]: parsers for `html`, `axtree`, `os-xml`, `os-table` and
+//!   `android-xml`, returning the tree plus warnings.
+//! - [`align`]: real ↔ predicted node alignment (stable keys, then role +
+//!   name signatures with an LCS over children).
+//! - [`diff`]: per-node statuses on both sides and line diffs.
+//! - [`metrics`]: exact match, visible-text F1, node F1, attribute accuracy,
+//!   transition F1 and domain anchors (formulas in `docs/metrics.md`).
+
+pub mod align;
+pub mod diff;
+pub mod metrics;
+pub mod parse;
+pub mod tree;
+
+pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes};
+pub use tree::{Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree};

@@ -1,0 +1,272 @@
+//! Per-node diff statuses on both sides of an [`Alignment`], and line diffs
+//! of raw text (via the `similar` crate).
+
+use serde::{Deserialize, Serialize};
+use similar::{DiffTag, TextDiff};
+
+use crate::align::{Alignment, align};
+use crate::tree::{NodeId, STATE_NAMES, UiNode, UiTree, collapse_whitespace};
+use worldloom_core::domain::Representation;
+
+/// One field that differs between aligned nodes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldChange {
+    /// `role`, `name`, `value`, `key`, `bounds`, `state:<name>` or
+    /// `attr:<attribute name>`.
+    pub field: String,
+    /// Value on the real side (`null` when absent there).
+    pub real: Option<String>,
+    /// Value on the predicted side (`null` when absent there).
+    pub pred: Option<String>,
+}
+
+/// The diff status of one node, as seen from its own tree.
+///
+/// JSON: `{"status": "unchanged", "counterpart": 7}`,
+/// `{"status": "changed", "counterpart": 7, "changes": [{"field": "name",
+/// "real": "a", "pred": "b"}]}`, `{"status": "moved", …same…}`,
+/// `{"status": "added"}` (predicted side only), `{"status": "removed"}` (real
+/// side only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum NodeStatus {
+    /// Aligned, and every compared field is equal.
+    Unchanged {
+        /// The aligned node in the other tree.
+        counterpart: NodeId,
+    },
+    /// Aligned, some fields differ.
+    Changed {
+        /// The aligned node in the other tree.
+        counterpart: NodeId,
+        /// What differs.
+        changes: Vec<FieldChange>,
+    },
+    /// Aligned by stable key but under a different parent or reordered among
+    /// its siblings (fields may differ too).
+    Moved {
+        /// The aligned node in the other tree.
+        counterpart: NodeId,
+        /// What differs besides the position (may be empty).
+        changes: Vec<FieldChange>,
+    },
+    /// Only in the predicted tree.
+    Added,
+    /// Only in the real tree.
+    Removed,
+}
+
+impl NodeStatus {
+    /// The status name (`unchanged`, `changed`, `moved`, `added`, `removed`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            NodeStatus::Unchanged { .. } => "unchanged",
+            NodeStatus::Changed { .. } => "changed",
+            NodeStatus::Moved { .. } => "moved",
+            NodeStatus::Added => "added",
+            NodeStatus::Removed => "removed",
+        }
+    }
+
+    /// The field changes (empty for unchanged, added, removed).
+    pub fn changes(&self) -> &[FieldChange] {
+        match self {
+            NodeStatus::Changed { changes, .. } | NodeStatus::Moved { changes, .. } => changes,
+            _ => &[],
+        }
+    }
+}
+
+/// Counts of node statuses (synthetic nodes excluded).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffSummary {
+    /// Aligned, equal.
+    pub unchanged: usize,
+    /// Aligned, different fields.
+    pub changed: usize,
+    /// Aligned by key, different place.
+    pub moved: usize,
+    /// Predicted only.
+    pub added: usize,
+    /// Real only.
+    pub removed: usize,
+}
+
+impl DiffSummary {
+    /// True when nothing differs.
+    pub fn is_identical(&self) -> bool {
+        self.changed == 0 && self.moved == 0 && self.added == 0 && self.removed == 0
+    }
+}
+
+/// A tree diff reported on both trees, so each pane can highlight its side.
+///
+/// JSON: `{"real": [NodeStatus per real node index], "pred": [NodeStatus per
+/// predicted node index], "summary": {"unchanged": n, "changed": n, "moved":
+/// n, "added": n, "removed": n}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeDiff {
+    /// Status of each real node, indexed like `real.nodes`.
+    pub real: Vec<NodeStatus>,
+    /// Status of each predicted node, indexed like `pred.nodes`.
+    pub pred: Vec<NodeStatus>,
+    /// Counts over non-synthetic nodes.
+    pub summary: DiffSummary,
+}
+
+/// Attributes left out of field comparison because they encode position,
+/// not content: Android `index` (the child ordinal) changes for every later
+/// sibling when one node is inserted.
+fn positional_attribute(representation: Representation, name: &str) -> bool {
+    representation == Representation::AndroidXml && name == "index"
+}
+
+/// Compares two aligned nodes field by field. Names and values are compared
+/// with whitespace collapsed.
+pub fn compare_nodes(representation: Representation, real: &UiNode, pred: &UiNode) -> Vec<FieldChange> {
+    let mut changes = Vec::new();
+    let mut field = |name: String, a: Option<String>, b: Option<String>| {
+        if a != b {
+            changes.push(FieldChange { field: name, real: a, pred: b });
+        }
+    };
+    field("role".into(), Some(real.role.clone()), Some(pred.role.clone()));
+    field("name".into(), Some(collapse_whitespace(&real.name)), Some(collapse_whitespace(&pred.name)));
+    field(
+        "value".into(),
+        real.value.as_deref().map(collapse_whitespace),
+        pred.value.as_deref().map(collapse_whitespace),
+    );
+    field("key".into(), real.key.clone(), pred.key.clone());
+    for s in STATE_NAMES.iter().chain(["expanded", "editable"].iter()) {
+        let (a, b) = (real.states.get(s), pred.states.get(s));
+        if (a.is_some() || b.is_some()) && real.states.effective(s) != pred.states.effective(s) {
+            field(
+                format!("state:{s}"),
+                Some(real.states.effective(s).to_string()),
+                Some(pred.states.effective(s).to_string()),
+            );
+        }
+    }
+    let bounds = |n: &UiNode| n.bounds_px.as_ref().map(|b| format!("[{},{}][{},{}]", b.left, b.top, b.right, b.bottom));
+    field("bounds".into(), bounds(real), bounds(pred));
+    let mut seen: Vec<&str> = Vec::new();
+    for a in real.attributes.iter().chain(pred.attributes.iter()) {
+        if seen.contains(&a.name.as_str()) || positional_attribute(representation, &a.name) {
+            continue;
+        }
+        seen.push(&a.name);
+        field(format!("attr:{}", a.name), real.attr(&a.name).map(str::to_string), pred.attr(&a.name).map(str::to_string));
+    }
+    changes
+}
+
+/// Diffs two trees: aligns them (see [`crate::align`]) and gives each node
+/// of both trees a [`NodeStatus`].
+pub fn diff_trees(real: &UiTree, pred: &UiTree) -> (Alignment, TreeDiff) {
+    let al = align(real, pred);
+    let diff = statuses(real, pred, &al);
+    (al, diff)
+}
+
+/// Statuses of both trees for a given alignment.
+pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
+    let mut summary = DiffSummary::default();
+    let mut real_status = Vec::with_capacity(real.len());
+    let mut pred_status: Vec<NodeStatus> = vec![NodeStatus::Added; pred.len()];
+    for (i, rn) in real.nodes.iter().enumerate() {
+        let status = match al.real_to_pred[i] {
+            None => NodeStatus::Removed,
+            Some(p) => {
+                let pn = pred.node(p);
+                let changes = compare_nodes(real.representation, rn, pn);
+                let (mine, theirs) = if al.moved[i] {
+                    (
+                        NodeStatus::Moved { counterpart: p, changes: changes.clone() },
+                        NodeStatus::Moved { counterpart: rn.id, changes },
+                    )
+                } else if changes.is_empty() {
+                    (NodeStatus::Unchanged { counterpart: p }, NodeStatus::Unchanged { counterpart: rn.id })
+                } else {
+                    (
+                        NodeStatus::Changed { counterpart: p, changes: changes.clone() },
+                        NodeStatus::Changed { counterpart: rn.id, changes },
+                    )
+                };
+                pred_status[p.index()] = theirs;
+                mine
+            }
+        };
+        if !rn.synthetic {
+            match &status {
+                NodeStatus::Unchanged { .. } => summary.unchanged += 1,
+                NodeStatus::Changed { .. } => summary.changed += 1,
+                NodeStatus::Moved { .. } => summary.moved += 1,
+                NodeStatus::Removed => summary.removed += 1,
+                NodeStatus::Added => {}
+            }
+        }
+        real_status.push(status);
+    }
+    summary.added = pred
+        .nodes
+        .iter()
+        .zip(pred_status.iter())
+        .filter(|(n, s)| !n.synthetic && matches!(s, NodeStatus::Added))
+        .count();
+    TreeDiff { real: real_status, pred: pred_status, summary }
+}
+
+/// One run of a line diff. Line ranges are 0-based, end-exclusive.
+///
+/// JSON: `{"tag": "replace", "real_start": 3, "real_end": 4, "pred_start":
+/// 3, "pred_end": 5}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineOp {
+    /// `equal`, `delete` (real only), `insert` (predicted only) or `replace`.
+    pub tag: String,
+    /// First real line.
+    pub real_start: usize,
+    /// One past the last real line.
+    pub real_end: usize,
+    /// First predicted line.
+    pub pred_start: usize,
+    /// One past the last predicted line.
+    pub pred_end: usize,
+}
+
+/// A line diff of two texts (Myers via `similar::TextDiff::from_lines`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineDiff {
+    /// Runs covering both texts in order.
+    pub ops: Vec<LineOp>,
+    /// `similar`'s ratio: 2·matching lines / (real lines + predicted lines),
+    /// in [0, 1].
+    pub ratio: f64,
+}
+
+/// Line diff of raw real and predicted text.
+pub fn line_diff(real: &str, pred: &str) -> LineDiff {
+    let diff = TextDiff::from_lines(real, pred);
+    let ops = diff
+        .ops()
+        .iter()
+        .map(|op| {
+            let (tag, old, new) = op.as_tag_tuple();
+            LineOp {
+                tag: match tag {
+                    DiffTag::Equal => "equal",
+                    DiffTag::Delete => "delete",
+                    DiffTag::Insert => "insert",
+                    DiffTag::Replace => "replace",
+                }
+                .to_string(),
+                real_start: old.start,
+                real_end: old.end,
+                pred_start: new.start,
+                pred_end: new.end,
+            }
+        })
+        .collect();
+    LineDiff { ops, ratio: f64::from(diff.ratio()) }
+}

@@ -1,0 +1,126 @@
+//! Shared XML plumbing for the Android and OS parsers (`roxmltree`, which
+//! parses without recursion and rejects DTDs, so no entity expansion).
+
+use super::text::{Decoded, LineIndex, WarningSink};
+use super::{ParseError, WarningKind};
+use crate::tree::{NodeId, SourceSpan, UiTree};
+use worldloom_core::domain::Representation;
+
+/// Options used for every XML document: no DTD (so no entity expansion).
+pub(crate) fn options<'a>() -> roxmltree::ParsingOptions<'a> {
+    roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() }
+}
+
+/// Detects a failed capture and blanks text before the first tag and after
+/// the root element (replacing it with spaces keeps byte offsets).
+///
+/// `root_close` is the closing tag that ends a complete dump
+/// (`</hierarchy>`); without one, text after the last `>` is treated as
+/// trailing.
+pub(crate) fn prepare(decoded: &mut Decoded, root_close: Option<&str>, sink: &mut WarningSink) -> Result<(), ParseError> {
+    let trimmed = decoded.text.trim();
+    if trimmed.is_empty() {
+        return Err(ParseError::FailedCapture { message: "empty dump".to_string() });
+    }
+    let Some(first_lt) = decoded.text.find('<') else {
+        let first_line = trimmed.lines().next().unwrap_or(trimmed).trim();
+        let message: String = first_line.chars().take(200).collect();
+        return Err(ParseError::FailedCapture { message });
+    };
+    if !decoded.text[..first_lt].trim().is_empty() {
+        let junk: String = decoded.text[..first_lt].trim().chars().take(120).collect();
+        let byte = decoded.map.original(0);
+        sink.push(
+            WarningKind::TrailingText,
+            decoded.lines.line(byte),
+            byte,
+            format!("ignored text before the first tag: {junk:?}"),
+        );
+        blank(&mut decoded.text, 0, first_lt);
+    }
+    let end = root_close
+        .and_then(|close| decoded.text.rfind(close).map(|i| i + close.len()))
+        .or_else(|| decoded.text.rfind('>').map(|i| i + 1));
+    if let Some(end) = end
+        && !decoded.text[end..].trim().is_empty()
+    {
+        let junk: String = decoded.text[end..].trim().chars().take(120).collect();
+        let byte = decoded.map.original(end);
+        sink.push(
+            WarningKind::TrailingText,
+            decoded.lines.line(byte),
+            byte,
+            format!("ignored text after the root element: {junk:?}"),
+        );
+        let len = decoded.text.len();
+        blank(&mut decoded.text, end, len);
+    }
+    Ok(())
+}
+
+/// Replaces `text[start..end]` with as many spaces as it has bytes.
+pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
+    if start < end && text.is_char_boundary(start) && text.is_char_boundary(end) {
+        let spaces = " ".repeat(end - start);
+        text.replace_range(start..end, &spaces);
+    }
+}
+
+/// Turns a roxmltree error into a [`ParseError::Syntax`] whose line and
+/// column refer to the original input.
+pub(crate) fn syntax_error(err: &roxmltree::Error, text: &str, decoded: &Decoded) -> ParseError {
+    syntax_error_mapped(err, text, decoded, &|p| p)
+}
+
+/// Like [`syntax_error`] for a text that was further edited after
+/// decoding; `to_decoded` maps its offsets back to `decoded.text` offsets.
+pub(crate) fn syntax_error_mapped(
+    err: &roxmltree::Error,
+    text: &str,
+    decoded: &Decoded,
+    to_decoded: &dyn Fn(usize) -> usize,
+) -> ParseError {
+    let pos = err.pos();
+    let idx = LineIndex::new(text.as_bytes());
+    let line_start = idx.line_start(pos.row).unwrap_or(0);
+    let byte = text
+        .get(line_start..)
+        .and_then(|rest| rest.char_indices().nth((pos.col as usize).saturating_sub(1)).map(|(i, _)| line_start + i))
+        .unwrap_or(line_start);
+    let original = decoded.map.original(to_decoded(byte));
+    ParseError::Syntax { line: decoded.lines.line(original), column: pos.col, message: err.to_string() }
+}
+
+/// Builds a [`UiTree`] from every element of `doc`, in document order,
+/// without recursion. `fill` sets role, name, attributes… of each new node.
+pub(crate) fn build_tree(
+    doc: &roxmltree::Document<'_>,
+    representation: Representation,
+    decoded: &Decoded,
+    to_decoded: &dyn Fn(usize) -> usize,
+    mut fill: impl FnMut(&mut UiTree, NodeId, roxmltree::Node<'_, '_>),
+) -> UiTree {
+    let mut tree = UiTree { representation, nodes: Vec::new() };
+    // roxmltree node index → our node id, for elements only.
+    let mut ours: Vec<u32> = Vec::new();
+    for node in doc.root().descendants().filter(|n| n.is_element()) {
+        let parent = node
+            .parent_element()
+            .and_then(|p| ours.get(p.id().get_usize()).copied())
+            .filter(|p| *p != u32::MAX)
+            .map(NodeId);
+        let parent = if tree.is_empty() { None } else { parent.or(Some(NodeId(0))) };
+        let id = tree.push(parent, node.tag_name().name().to_string());
+        let range = node.range();
+        let start = decoded.map.original(to_decoded(range.start));
+        let end = decoded.map.original(to_decoded(range.end)).max(start);
+        tree.node_mut(id).span = Some(SourceSpan { start_byte: start, end_byte: end, line: decoded.lines.line(start) });
+        let idx = node.id().get_usize();
+        if ours.len() <= idx {
+            ours.resize(idx + 1, u32::MAX);
+        }
+        ours[idx] = id.0;
+        fill(&mut tree, id, node);
+    }
+    tree
+}
