@@ -1,0 +1,192 @@
+//! The workspace schema and its migrations.
+//!
+//! The schema version is SQLite's `PRAGMA user_version` (0 for a new, empty
+//! file). Migration `n` takes a workspace from version `n - 1` to `n`; each
+//! runs in its own transaction together with the `user_version` bump, so a
+//! crash during a migration leaves the file at the previous version. A
+//! migration, once released, is never edited: later changes are new
+//! migrations. `tests/fixtures/workspace-v1.worldloom` is a file written at
+//! version 1 that every later build must open.
+//!
+//! Record layout, in brief:
+//! - `changes`: one row per user change (import, prediction, choice, edit,
+//!   note, tag), with its undo state (`applied`, `undone`, `abandoned`).
+//! - every other table's rows are immutable and carry the `change_id` that
+//!   made them; a row is *live* while its change is `applied`. Pointers (the
+//!   chosen prediction of a node, the current text of a note, whether a tag is
+//!   set) are rows too: the newest live row wins. Undo and redo only move a
+//!   change's state, so nothing is ever overwritten or deleted.
+//! - core records (actions, observations, predictions) are stored as the
+//!   JSON of the `worldloom-core` types beside the columns that are queried.
+
+/// One schema migration.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    /// The version the migration produces (1-based).
+    pub version: u32,
+    /// What it changes, for humans.
+    pub description: &'static str,
+    /// The SQL it runs (several statements).
+    pub sql: &'static str,
+}
+
+/// The `application_id` written into every workspace (`PRAGMA
+/// application_id`): the ASCII bytes `WLWS`, so other SQLite files are
+/// recognised and refused.
+pub const APPLICATION_ID: i32 = 0x574C_5753;
+
+/// Every migration, oldest first. `MIGRATIONS[i].version == i + 1`.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "trajectories, branch tree, observations, predictions, chosen-prediction pointers, change log",
+        sql: r#"
+CREATE TABLE workspace_meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+CREATE TABLE changes (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT NOT NULL,
+    trajectory_id INTEGER,
+    summary       TEXT NOT NULL,
+    state         TEXT NOT NULL DEFAULT 'applied' CHECK (state IN ('applied', 'undone', 'abandoned')),
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX changes_state ON changes (state, id);
+
+CREATE TABLE trajectories (
+    id             INTEGER PRIMARY KEY,
+    change_id      INTEGER NOT NULL REFERENCES changes (id),
+    ext_id         TEXT NOT NULL,
+    domain         TEXT NOT NULL,
+    source_format  TEXT NOT NULL,
+    source_path    TEXT,
+    source_sha256  TEXT,
+    goal           TEXT,
+    system_prompt  TEXT,
+    extra_json     TEXT NOT NULL DEFAULT '{}',
+    imported_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX trajectories_sha ON trajectories (source_sha256);
+
+CREATE TABLE nodes (
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id       INTEGER NOT NULL,
+    parent_edge   INTEGER,
+    extra_json    TEXT NOT NULL DEFAULT '{}',
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    PRIMARY KEY (trajectory_id, node_id)
+);
+
+CREATE TABLE edges (
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    edge_id       INTEGER NOT NULL,
+    from_node     INTEGER NOT NULL,
+    to_node       INTEGER NOT NULL,
+    edge_json     TEXT NOT NULL,
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    PRIMARY KEY (trajectory_id, edge_id)
+);
+
+CREATE TABLE observations (
+    id               INTEGER PRIMARY KEY,
+    trajectory_id    INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id          INTEGER NOT NULL,
+    kind             TEXT NOT NULL CHECK (kind IN ('real', 'authored')),
+    representation   TEXT NOT NULL,
+    observation_json TEXT NOT NULL,
+    author           TEXT,
+    based_on         INTEGER,
+    note             TEXT,
+    change_id        INTEGER NOT NULL REFERENCES changes (id),
+    created_at       TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX observations_node ON observations (trajectory_id, node_id, kind, id);
+
+CREATE TABLE predictions (
+    trajectory_id   INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id         INTEGER NOT NULL,
+    prediction_id   INTEGER NOT NULL,
+    engine          TEXT NOT NULL,
+    seed            TEXT,
+    context         TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    prediction_json TEXT NOT NULL,
+    change_id       INTEGER NOT NULL REFERENCES changes (id),
+    created_at      TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (trajectory_id, node_id, prediction_id)
+);
+
+CREATE TABLE chosen_predictions (
+    id            INTEGER PRIMARY KEY,
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id       INTEGER NOT NULL,
+    prediction_id INTEGER,
+    change_id     INTEGER NOT NULL REFERENCES changes (id)
+);
+CREATE INDEX chosen_predictions_node ON chosen_predictions (trajectory_id, node_id, id);
+"#,
+    },
+    Migration {
+        version: 2,
+        description: "notes, tags and metric results",
+        sql: r#"
+CREATE TABLE notes (
+    id            INTEGER PRIMARY KEY,
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id       INTEGER,
+    text          TEXT NOT NULL,
+    supersedes    INTEGER REFERENCES notes (id),
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX notes_trajectory ON notes (trajectory_id, id);
+
+CREATE TABLE tags (
+    id            INTEGER PRIMARY KEY,
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id       INTEGER,
+    tag           TEXT NOT NULL,
+    present       INTEGER NOT NULL CHECK (present IN (0, 1)),
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX tags_trajectory ON tags (trajectory_id, tag, id);
+
+CREATE TABLE metric_results (
+    id             INTEGER PRIMARY KEY,
+    trajectory_id  INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id        INTEGER NOT NULL,
+    subject        TEXT NOT NULL,
+    producer       TEXT NOT NULL,
+    score          REAL,
+    result_json    TEXT NOT NULL,
+    created_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX metric_results_subject ON metric_results (trajectory_id, node_id, subject, producer, id);
+"#,
+    },
+];
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(
+                m.version as usize,
+                i + 1,
+                "migration {} out of order",
+                m.description
+            );
+        }
+        assert_eq!(SCHEMA_VERSION, 2);
+    }
+}

@@ -1,0 +1,547 @@
+//! Integration tests of the workspace store: round trips, undo/redo, branches,
+//! notes and tags, migrations from a committed old file, and crash safety.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use worldloom_core::action::ActionFormat;
+use worldloom_core::{
+    Action, AuthoredObservation, Domain, EdgeId, NodeId, Observation, Prediction, PredictionId,
+    Representation, Trajectory,
+};
+use worldloom_store::{ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex};
+
+fn sample(id: &str, turns: usize) -> Trajectory {
+    let mut t = Trajectory::new(
+        id,
+        Domain::Web,
+        Some(Observation::new(
+            Representation::Axtree,
+            "[1] RootWebArea 'Start'",
+        )),
+    );
+    t.goal = Some(format!("goal of {id}"));
+    let mut at = t.root();
+    for k in 1..=turns {
+        let obs = Observation::new(
+            Representation::Axtree,
+            format!("[1] RootWebArea 'Page {k}'\n\t[{k}0] button 'Next'"),
+        );
+        let (_, n) = t
+            .add_step(
+                at,
+                Action::new(format!("click('{k}0')"), ActionFormat::Browsergym),
+                Some(obs),
+            )
+            .expect("step");
+        at = n;
+    }
+    t
+}
+
+fn temp_ws() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("test.worldloom");
+    (dir, path)
+}
+
+#[test]
+fn import_and_load_round_trip() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let mut t = sample("traj-a", 3);
+    t.add_prediction(
+        NodeId(2),
+        Prediction::from_output("copy", "<predicted_observation>x</predicted_observation>"),
+    )
+    .expect("prediction");
+    let key = ws.import_trajectory(&t, Some("abc")).expect("import");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert_eq!(stored.trajectory, t);
+    assert_eq!(stored.live_nodes.len(), 4);
+    assert_eq!(stored.live_edges.len(), 3);
+    assert_eq!(ws.find_imported("abc", "traj-a").expect("find"), Some(key));
+    assert_eq!(ws.find_imported("abc", "other").expect("find"), None);
+    let rows = ws.list_trajectories().expect("list");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].ext_id, "traj-a");
+    assert_eq!(rows[0].domain, Domain::Web);
+    assert_eq!(rows[0].prediction_count, 1);
+    assert_eq!(rows[0].goal.as_deref(), Some("goal of traj-a"));
+    assert!(is_workspace_file(&path));
+    assert_eq!(
+        ws.schema_version().expect("version"),
+        worldloom_store::SCHEMA_VERSION
+    );
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+}
+
+#[test]
+fn predictions_choices_and_undo_redo() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let key = ws.import_trajectory(&sample("t", 2), None).expect("import");
+    let p0 = ws
+        .add_prediction(
+            key,
+            NodeId(1),
+            &Prediction::from_output("copy", "<predicted_observation>a</predicted_observation>"),
+        )
+        .expect("p0");
+    let p1 = ws
+        .add_prediction(
+            key,
+            NodeId(1),
+            &Prediction::from_output("replay", "<predicted_observation>b</predicted_observation>"),
+        )
+        .expect("p1");
+    assert_eq!((p0, p1), (PredictionId(0), PredictionId(1)));
+    ws.choose_prediction(key, NodeId(1), Some(p0))
+        .expect("choose");
+    let node = |ws: &Workspace| ws.load_trajectory(key).expect("load").trajectory.nodes[1].clone();
+    assert_eq!(node(&ws).chosen_prediction, Some(p0));
+
+    // Undo the choice, then the second prediction.
+    let undone = ws.undo().expect("undo").expect("something to undo");
+    assert_eq!(undone.kind, "choose_prediction");
+    assert_eq!(undone.state, ChangeState::Undone);
+    assert_eq!(node(&ws).chosen_prediction, None);
+    ws.undo().expect("undo");
+    assert_eq!(node(&ws).predictions.len(), 1);
+    // Redo brings the prediction back first, then the choice.
+    assert_eq!(
+        ws.redo().expect("redo").map(|c| c.kind),
+        Some("add_prediction".to_string())
+    );
+    assert_eq!(node(&ws).predictions.len(), 2);
+    assert_eq!(node(&ws).chosen_prediction, None);
+    ws.redo().expect("redo");
+    assert_eq!(node(&ws).chosen_prediction, Some(p0));
+    assert!(ws.redo().expect("redo").is_none());
+
+    // A new change after an undo abandons the redo history, and ids are
+    // never reused.
+    ws.undo().expect("undo");
+    ws.undo().expect("undo");
+    let p2 = ws
+        .add_prediction(
+            key,
+            NodeId(1),
+            &Prediction::from_output("copy", "<predicted_observation>c</predicted_observation>"),
+        )
+        .expect("p2");
+    assert_eq!(p2, PredictionId(2));
+    assert!(ws.redo().expect("redo").is_none());
+    let ids: Vec<u32> = node(&ws).predictions.iter().map(|p| p.id.0).collect();
+    assert_eq!(ids, vec![0, 2]);
+    let states: Vec<ChangeState> = ws
+        .history(10)
+        .expect("history")
+        .iter()
+        .map(|c| c.state)
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ChangeState::Applied,
+            ChangeState::Abandoned,
+            ChangeState::Abandoned,
+            ChangeState::Applied,
+            ChangeState::Applied
+        ]
+    );
+    // Choosing a prediction that does not exist is refused.
+    assert!(matches!(
+        ws.choose_prediction(key, NodeId(1), Some(PredictionId(1))),
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        ws.add_prediction(key, NodeId(9), &Prediction::from_output("copy", "")),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
+fn branches_authored_and_undo_of_import() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let key = ws.import_trajectory(&sample("t", 3), None).expect("import");
+    let (edge, node) = ws
+        .add_branch(
+            key,
+            EdgeId(1),
+            Action::new("click('99')", ActionFormat::Browsergym),
+        )
+        .expect("branch");
+    assert_eq!((edge, node), (EdgeId(3), NodeId(4)));
+    let stored = ws.load_trajectory(key).expect("load");
+    assert_eq!(stored.live_children(NodeId(1)), vec![EdgeId(1), EdgeId(3)]);
+    assert_eq!(stored.trajectory.edges[3].edited_from, Some(EdgeId(1)));
+    assert_eq!(stored.trajectory.edges[3].action.raw, "click('99')");
+    assert!(stored.trajectory.nodes[4].real.is_none());
+
+    let authored = AuthoredObservation {
+        observation: Observation::new(Representation::Axtree, "[1] RootWebArea 'Authored'"),
+        author: Some("tester".into()),
+        based_on: None,
+        note: Some("curriculum step".into()),
+    };
+    ws.set_authored(key, node, &authored).expect("author");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert_eq!(
+        stored.trajectory.nodes[4].current_authored(),
+        Some(&authored)
+    );
+
+    // Undo the authored observation and the branch: the branch node is kept
+    // in the file but no longer live.
+    ws.undo().expect("undo");
+    ws.undo().expect("undo");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert!(!stored.live_nodes.contains(&NodeId(4)));
+    assert_eq!(stored.live_children(NodeId(1)), vec![EdgeId(1)]);
+    assert!(matches!(
+        ws.set_authored(key, NodeId(4), &authored),
+        Err(StoreError::NotFound(_))
+    ));
+    // A new branch gets fresh ids.
+    let (edge, node) = ws
+        .add_branch(
+            key,
+            EdgeId(0),
+            Action::new("click('7')", ActionFormat::Browsergym),
+        )
+        .expect("branch");
+    assert_eq!((edge, node), (EdgeId(4), NodeId(5)));
+
+    // Undoing everything hides the trajectory; redo brings it back.
+    ws.undo().expect("undo");
+    ws.undo().expect("undo");
+    assert!(ws.list_trajectories().expect("list").is_empty());
+    assert!(matches!(
+        ws.load_trajectory(key),
+        Err(StoreError::NotFound(_))
+    ));
+    ws.redo().expect("redo");
+    assert_eq!(ws.list_trajectories().expect("list").len(), 1);
+}
+
+#[test]
+fn notes_tags_and_metrics() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let a = ws.import_trajectory(&sample("a", 2), None).expect("import");
+    let b = ws.import_trajectory(&sample("b", 2), None).expect("import");
+    let note = ws
+        .add_note(a, Some(NodeId(1)), "looks wrong")
+        .expect("note");
+    ws.edit_note(note, "looks wrong: missing button")
+        .expect("edit");
+    let notes = ws.notes(a).expect("notes");
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].text, "looks wrong: missing button");
+    assert_eq!(notes[0].node, Some(NodeId(1)));
+    ws.undo().expect("undo");
+    assert_eq!(ws.notes(a).expect("notes")[0].text, "looks wrong");
+    ws.edit_note(note, "").expect("remove");
+    assert!(ws.notes(a).expect("notes").is_empty());
+
+    ws.set_tag(a, None, "curriculum", true).expect("tag");
+    ws.set_tag(b, Some(NodeId(2)), "curriculum", true)
+        .expect("tag");
+    ws.set_tag(a, None, "curriculum", false).expect("untag");
+    let tags = ws.tags().expect("tags");
+    assert_eq!(tags.len(), 1);
+    assert_eq!(
+        (tags[0].trajectory, tags[0].node, tags[0].tag.as_str()),
+        (b, Some(NodeId(2)), "curriculum")
+    );
+    assert!(matches!(
+        ws.set_tag(a, None, "  ", true),
+        Err(StoreError::Invalid(_))
+    ));
+
+    let r = serde_json::json!({"tree_f1": 0.5});
+    ws.record_metric_result(a, NodeId(1), "prediction:0", "worldloom-obs", Some(0.5), &r)
+        .expect("metric");
+    ws.record_metric_result(
+        a,
+        NodeId(2),
+        "prediction:0",
+        "worldloom-obs",
+        Some(0.25),
+        &r,
+    )
+    .expect("metric");
+    // A newer result for the same subject replaces the older one in reads.
+    ws.record_metric_result(
+        a,
+        NodeId(2),
+        "prediction:0",
+        "worldloom-obs",
+        Some(0.75),
+        &r,
+    )
+    .expect("metric");
+    let results = ws.metric_results(a, NodeId(2)).expect("results");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].score, Some(0.75));
+    let rows = ws.list_trajectories().expect("list");
+    assert_eq!(rows[0].lowest_score, Some(0.5));
+    assert_eq!(rows[1].lowest_score, None);
+    assert!(matches!(
+        ws.record_metric_result(a, NodeId(2), "x", "y", Some(1.5), &r),
+        Err(StoreError::Invalid(_))
+    ));
+}
+
+#[test]
+fn rejects_files_that_are_not_workspaces() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "hello, not a database at all, long enough to have a header of one hundred bytes or so......").expect("write");
+    assert!(matches!(
+        Workspace::open(&text),
+        Err(StoreError::NotAWorkspace { .. })
+    ));
+    assert!(!is_workspace_file(&text));
+
+    // Another program's SQLite database.
+    let other = dir.path().join("other.db");
+    let conn = worldloom_store::rusqlite::Connection::open(&other).expect("open");
+    conn.execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+        .expect("sql");
+    drop(conn);
+    let err = Workspace::open(&other).expect_err("must refuse");
+    assert!(
+        err.to_string().contains("not a Worldloom workspace"),
+        "{err}"
+    );
+
+    // A workspace from a newer build.
+    let newer = dir.path().join("newer.worldloom");
+    drop(Workspace::open(&newer).expect("create"));
+    let conn = worldloom_store::rusqlite::Connection::open(&newer).expect("open");
+    conn.execute_batch("PRAGMA user_version = 99;")
+        .expect("sql");
+    drop(conn);
+    assert!(matches!(
+        Workspace::open(&newer),
+        Err(StoreError::NewerSchema { found: 99, .. })
+    ));
+}
+
+const FIXTURE_V1: &str = "tests/fixtures/workspace-v1.worldloom";
+
+/// Writes the version-1 fixture with the version-1 schema. Run with
+/// `cargo test -p worldloom-store --test store -- --ignored write_v1_fixture`
+/// only when the fixture must be rebuilt (it never should: it stands for
+/// files users already have).
+#[test]
+#[ignore = "writes tests/fixtures/workspace-v1.worldloom"]
+fn write_v1_fixture() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE_V1);
+    let _ = std::fs::remove_file(&path);
+    let mut ws = Workspace::open_to_version(&path, 1).expect("create v1");
+    let key = ws
+        .import_trajectory(&sample("fixture-web", 2), Some(&sha256_hex(b"fixture")))
+        .expect("import");
+    ws.add_prediction(key, NodeId(1), &Prediction::from_output("copy", "<think>same page</think><predicted_observation>[1] RootWebArea 'Page 1'</predicted_observation>"))
+        .expect("prediction");
+    ws.choose_prediction(key, NodeId(1), Some(PredictionId(0)))
+        .expect("choose");
+    // Fold the WAL into the main file so that the fixture is one file.
+    drop(ws);
+    let conn = worldloom_store::rusqlite::Connection::open(&path).expect("reopen");
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;")
+        .expect("checkpoint");
+}
+
+#[test]
+fn opens_and_migrates_a_version_1_workspace() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE_V1);
+    let (_dir, path) = temp_ws();
+    std::fs::copy(&fixture, &path).expect("copy fixture");
+    {
+        let conn = worldloom_store::rusqlite::Connection::open(&path).expect("open raw");
+        let v: u32 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .expect("version");
+        assert_eq!(v, 1, "the fixture must stay at schema version 1");
+    }
+    let mut ws = Workspace::open(&path).expect("open and migrate");
+    assert_eq!(ws.schema_version().expect("version"), 2);
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+    let rows = ws.list_trajectories().expect("list");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].ext_id, "fixture-web");
+    assert_eq!(
+        rows[0].source_sha256.as_deref(),
+        Some(sha256_hex(b"fixture").as_str())
+    );
+    let stored = ws.load_trajectory(rows[0].key).expect("load");
+    assert_eq!(stored.trajectory.edges.len(), 2);
+    assert_eq!(stored.trajectory.edges[1].action.raw, "click('20')");
+    let node = &stored.trajectory.nodes[1];
+    assert_eq!(node.chosen_prediction, Some(PredictionId(0)));
+    assert_eq!(
+        node.predictions[0].observation.as_deref(),
+        Some("[1] RootWebArea 'Page 1'")
+    );
+    assert_eq!(
+        node.real.as_ref().map(|o| o.text.as_str()),
+        Some("[1] RootWebArea 'Page 1'\n\t[10] button 'Next'")
+    );
+    // Tables from version 2 work on the migrated file.
+    ws.add_note(rows[0].key, None, "migrated").expect("note");
+    ws.set_tag(rows[0].key, None, "old", true).expect("tag");
+    assert_eq!(ws.notes(rows[0].key).expect("notes").len(), 1);
+    assert_eq!(
+        ws.meta("created_by").expect("meta").as_deref(),
+        Some("worldloom 0.1.0")
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Crash safety: a child process writes changes and is killed with SIGKILL.
+
+const CHILD_ENV: &str = "WORLDLOOM_STORE_CRASH_CHILD";
+
+/// The writer child. It does nothing unless started by the crash tests
+/// below (with the environment variable set), which is why it is ignored.
+#[test]
+#[ignore = "child process of the crash-safety tests"]
+fn crash_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (mode, path) = spec.split_once(':').expect("mode:path");
+    let mut ws = Workspace::open(Path::new(path)).expect("child open");
+    let stdout = std::io::stdout();
+    for i in 0.. {
+        if mode == "hold" && i == 5 {
+            // Start a change, write part of it, then wait to be killed.
+            let _ = ws.with_change("import", None, "never committed", |tx, change| {
+                tx.execute(
+                    "INSERT INTO trajectories (change_id, ext_id, domain, source_format) VALUES (?1, 'uncommitted', 'web', 'test')",
+                    [change.0],
+                )
+                .expect("insert");
+                writeln!(stdout.lock(), "mid").expect("print");
+                std::thread::sleep(std::time::Duration::from_secs(120));
+                Ok(())
+            });
+            return;
+        }
+        ws.import_trajectory(&sample(&format!("t{i}"), 20), None)
+            .expect("child import");
+        writeln!(stdout.lock(), "committed {i}").expect("print");
+    }
+}
+
+fn spawn_child(mode: &str, path: &Path) -> std::process::Child {
+    Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "crash_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, format!("{mode}:{}", path.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn child")
+}
+
+fn check_after_crash(path: &Path, committed: &[String], may_have_one_more: bool) {
+    let ws = Workspace::open(path).expect("reopen after crash");
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+    let rows = ws.list_trajectories().expect("list");
+    let ids: Vec<String> = rows.iter().map(|r| r.ext_id.clone()).collect();
+    assert!(
+        ids.len() >= committed.len(),
+        "lost committed changes: have {ids:?}, committed {committed:?}"
+    );
+    assert_eq!(
+        &ids[..committed.len()],
+        committed,
+        "committed changes must all be there, in order"
+    );
+    assert!(
+        ids.len() <= committed.len() + usize::from(may_have_one_more),
+        "{ids:?}"
+    );
+    assert!(!ids.iter().any(|i| i == "uncommitted"));
+    for row in rows {
+        // Every change is all-or-nothing: each trajectory has all 21 nodes.
+        let stored = ws.load_trajectory(row.key).expect("load");
+        assert_eq!(
+            stored.trajectory.nodes.len(),
+            21,
+            "{} is partial",
+            row.ext_id
+        );
+    }
+}
+
+#[test]
+fn killed_mid_transaction_loses_nothing_committed() {
+    let (_dir, path) = temp_ws();
+    drop(Workspace::open(&path).expect("create"));
+    let mut child = spawn_child("hold", &path);
+    let reader = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut committed = Vec::new();
+    for line in reader.lines() {
+        let line = line.expect("line");
+        // libtest may print `test crash_child ... ` before the first line.
+        if let Some(pos) = line.find("committed ") {
+            committed.push(format!("t{}", &line[pos + "committed ".len()..]));
+        } else if line.ends_with("mid") {
+            break;
+        }
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    assert_eq!(committed.len(), 5);
+    check_after_crash(&path, &committed, false);
+}
+
+#[test]
+fn killed_at_arbitrary_points_loses_nothing_committed() {
+    for round in 0..5u64 {
+        let (_dir, path) = temp_ws();
+        drop(Workspace::open(&path).expect("create"));
+        let mut child = spawn_child("loop", &path);
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut committed = Vec::new();
+        let stop_after = 3 + round as usize * 2;
+        let record = |line: String, committed: &mut Vec<String>| {
+            // libtest may print `test crash_child ... ` before the first line.
+            if let Some(pos) = line.find("committed ") {
+                committed.push(format!("t{}", &line[pos + "committed ".len()..]));
+            }
+        };
+        while committed.len() < stop_after {
+            let line = lines.next().expect("child ended early").expect("line");
+            record(line, &mut committed);
+        }
+        // Let the next import get under way, then kill at a varying point.
+        std::thread::sleep(std::time::Duration::from_micros(200 + round * 700));
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+        // Lines the child printed before it died are commits too.
+        for line in lines {
+            record(line.expect("line"), &mut committed);
+        }
+        check_after_crash(&path, &committed, true);
+        // Reopening is also a writer: the workspace is usable after a crash.
+        let mut ws = Workspace::open(&path).expect("reopen");
+        let key = ws
+            .import_trajectory(&sample("after", 1), None)
+            .expect("write after crash");
+        assert!(ws.load_trajectory(key).is_ok());
+    }
+}
