@@ -4,13 +4,22 @@
 //!   request, events and statistics.
 //! - [`lm`]: the [`CausalLm`] contract between a model file and the generation
 //!   runtime (tokens in, last-position logits out, explicit decode state).
+//! - [`local`]: [`LocalEngine`], the generation runtime over any [`CausalLm`]
+//!   (engine thread, [`tokenizer`], [`chat_template`], [`sampling`],
+//!   [`snapshot`] reuse of decode state).
 
 pub mod baseline;
+pub mod chat_template;
 pub mod lm;
+pub mod local;
 pub mod openai;
+pub mod sampling;
+pub mod snapshot;
+pub mod tokenizer;
 pub mod world_model;
 
 pub use lm::CausalLm;
+pub use local::{LocalEngine, LocalEngineOptions};
 pub use world_model::{
     CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
     PredictionStream, StopReason, WorldModel,

@@ -182,6 +182,7 @@ fn eval_through_serve_model_matches_the_direct_run() {
         ServerOptions {
             model_id: "copy".into(),
             max_concurrent: 1,
+            ..ServerOptions::default()
         },
         "127.0.0.1:0".parse().unwrap(),
     )

@@ -23,7 +23,7 @@
 //! `seed`, `stop`, `stream`, `stream_options.include_usage`,
 //! `chat_template_kwargs.enable_thinking`, and Worldloom's
 //! `stop_after_observation`. Fields not given keep
-//! [`GenerationParams::default`]. `logprobs` is accepted and answered with
+//! [`ServerOptions::default_params`]. `logprobs` is accepted and answered with
 //! `null` (the server has no tokenizer to name tokens).
 
 use std::convert::Infallible;
@@ -50,13 +50,16 @@ use worldloom_engine::{
 pub const MAX_BODY_BYTES: usize = 256 * 1024 * 1024;
 
 /// Settings of the server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServerOptions {
     /// The model id listed at `/v1/models` and required in requests.
     pub model_id: String,
     /// Predictions run at once; further requests queue. `1` suits engines
     /// with one engine thread (the local model).
     pub max_concurrent: usize,
+    /// Parameters for the fields a request leaves out (e.g. the model
+    /// directory's `generation_config.json` values).
+    pub default_params: GenerationParams,
 }
 
 impl Default for ServerOptions {
@@ -64,6 +67,7 @@ impl Default for ServerOptions {
         Self {
             model_id: "worldloom".to_owned(),
             max_concurrent: 1,
+            default_params: GenerationParams::default(),
         }
     }
 }
@@ -87,6 +91,7 @@ pub enum ServerError {
 struct AppState {
     engine: Arc<dyn WorldModel>,
     model_id: String,
+    default_params: GenerationParams,
     queue: Semaphore,
     next_id: AtomicU64,
 }
@@ -96,6 +101,7 @@ pub fn router(engine: Arc<dyn WorldModel>, options: ServerOptions) -> Router {
     let state = Arc::new(AppState {
         engine,
         model_id: options.model_id,
+        default_params: options.default_params,
         queue: Semaphore::new(options.max_concurrent.max(1)),
         next_id: AtomicU64::new(1),
     });
@@ -250,7 +256,7 @@ struct ChatRequest {
     include_usage: bool,
 }
 
-fn parse_request(body: &[u8], model_id: &str) -> Result<ChatRequest, ApiError> {
+fn parse_request(body: &[u8], model_id: &str, defaults: &GenerationParams) -> Result<ChatRequest, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid("body", format!("the request body is not JSON: {e}")))?;
     let model = value
@@ -318,7 +324,7 @@ fn parse_request(body: &[u8], model_id: &str) -> Result<ChatRequest, ApiError> {
         messages.push(ChatMessage::new(role, content));
     }
 
-    let mut params = GenerationParams::default();
+    let mut params = defaults.clone();
     let number = |field: &'static str| -> Result<Option<f64>, ApiError> {
         match value.get(field) {
             None | Some(Value::Null) => Ok(None),
@@ -482,7 +488,7 @@ async fn start(
 }
 
 async fn chat_completions(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let request = match parse_request(&body, &state.model_id) {
+    let request = match parse_request(&body, &state.model_id, &state.default_params) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
@@ -660,7 +666,7 @@ mod tests {
         let body = br#"{"model": "m", "messages": [{"role": "developer", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, {"role": "user", "content": "x"}],
             "max_tokens": 7, "temperature": 0, "top_k": -1, "stop": "END", "stream": true, "stream_options": {"include_usage": true},
             "chat_template_kwargs": {"enable_thinking": false}}"#;
-        let r = parse_request(body, "m").unwrap();
+        let r = parse_request(body, "m", &GenerationParams::default()).unwrap();
         assert_eq!(
             r.messages,
             vec![
@@ -679,11 +685,12 @@ mod tests {
 
     #[test]
     fn bad_requests_name_the_field() {
-        let e = parse_request(b"{oops", "m").unwrap_err();
+        let e = parse_request(b"{oops", "m", &GenerationParams::default()).unwrap_err();
         assert_eq!((e.status, e.param), (StatusCode::BAD_REQUEST, Some("body")));
         let e = parse_request(
             br#"{"model": "other", "messages": [{"role": "user", "content": "x"}]}"#,
             "m",
+            &GenerationParams::default(),
         )
         .unwrap_err();
         assert_eq!(e.status, StatusCode::NOT_FOUND);
@@ -695,16 +702,18 @@ mod tests {
         let e = parse_request(
             br#"{"model": "m", "messages": [{"role": "tool", "content": "x"}]}"#,
             "m",
+            &GenerationParams::default(),
         )
         .unwrap_err();
         assert!(e.message.contains("messages[0].role"), "{}", e.message);
         let e = parse_request(
             br#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "top_p": 2}"#,
             "m",
+            &GenerationParams::default(),
         )
         .unwrap_err();
         assert_eq!(e.param, Some("top_p"));
-        let e = parse_request(br#"{"model": "m", "messages": []}"#, "m").unwrap_err();
+        let e = parse_request(br#"{"model": "m", "messages": []}"#, "m", &GenerationParams::default()).unwrap_err();
         assert_eq!(e.param, Some("messages"));
     }
 }

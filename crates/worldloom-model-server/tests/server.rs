@@ -84,6 +84,7 @@ fn serve(engine: Arc<dyn WorldModel>) -> RunningServer {
         ServerOptions {
             model_id: "wl-test".into(),
             max_concurrent: 1,
+            ..ServerOptions::default()
         },
         "127.0.0.1:0".parse().unwrap(),
     )
