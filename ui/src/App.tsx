@@ -12,7 +12,7 @@ import { formatScore } from "./components/format";
 import { Pane } from "./components/Pane";
 import { Sidebar } from "./components/Sidebar";
 import { Timeline } from "./components/Timeline";
-import { sideBySideLines } from "./model/lineDiff";
+import { sideBySideFromOps, sideBySideLines } from "./model/lineDiff";
 import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
 import { SelectionContext, SelectionStore } from "./state/selection";
 import { pickTab, tabsFor, type ViewTab } from "./views/tabs";
@@ -223,7 +223,13 @@ export function App({ backend }: AppProps) {
   const view = active ? views[active.view_index] : undefined;
   const needsLines = active && ["html-source", "ax-source", "source", "text"].includes(active.kind);
   const lines = useMemo(
-    () => (needsLines && view ? sideBySideLines(view.real?.text ?? "", view.predicted?.text ?? "") : null),
+    () => {
+      if (!needsLines || !view) return null;
+      const real = view.real?.text ?? "";
+      const predicted = view.predicted?.text ?? "";
+      // Prefer the back end's line diff, so the view and the line-ratio metric agree.
+      return view.line_diff ? sideBySideFromOps(real, predicted, view.line_diff.ops) : sideBySideLines(real, predicted);
+    },
     [needsLines, view],
   );
 

@@ -15,6 +15,7 @@ describe("normalizeDiff", () => {
         [0, 0],
         [1, 2],
       ],
+      real_changes: [[], [{ field: "name", real: "Off", predicted: "On" }], []],
     });
   });
   it("passes flat diffs and nulls through", () => {

@@ -66,6 +66,7 @@ export function normalizeDiff(d: TreeDiff | ObsTreeDiff | null | undefined): Tre
     real: d.real.map((s) => s.status as DiffStatus),
     predicted: d.pred.map((s) => s.status as DiffStatus),
     pairs,
+    real_changes: d.real.map((s) => (s.changes ?? []).map((c) => ({ field: c.field, real: c.real, predicted: c.pred }))),
   };
 }
 

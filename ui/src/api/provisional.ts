@@ -96,6 +96,31 @@ export interface TreeDiff {
   predicted: DiffStatus[];
   /** Aligned pairs `[real node id, predicted node id]`. */
   pairs: Array<[number, number]>;
+  /** Field changes per real node id (empty for unchanged nodes). */
+  real_changes?: FieldChange[][];
+}
+
+/** One differing field of an aligned node pair. */
+export interface FieldChange {
+  /** `role`, `name`, `value`, `key`, `bounds`, `state:<name>`, `attr:<name>`. */
+  field: string;
+  real: string | null;
+  predicted: string | null;
+}
+
+/** One run of a line diff (0-based line indices, end exclusive). */
+export interface LineOp {
+  tag: string;
+  real_start: number;
+  real_end: number;
+  predicted_start: number;
+  predicted_end: number;
+}
+
+/** A line diff of the exact texts. */
+export interface LineDiff {
+  ops: LineOp[];
+  ratio: number;
 }
 
 /** One side of a compared representation. */
@@ -117,6 +142,8 @@ export interface ComparedView {
   predicted?: SideDocument | null;
   /** Present when both sides parsed into trees. */
   diff?: TreeDiff | null;
+  /** Present when both sides exist. */
+  line_diff?: LineDiff | null;
 }
 
 /** One fidelity metric (see docs/metrics.md). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import android from "../mocks/fixtures/android-settings.json";
 import { mockParse } from "../mocks/mockTrees";
 import { propsOf } from "../views/TreeView";
-import { compareNodes } from "./NodeInspector";
+import { compareNodes, rowOfField } from "./NodeInspector";
 
 describe("compareNodes", () => {
   it("lists the fields of both sides and marks the ones that differ", () => {
@@ -20,6 +20,18 @@ describe("compareNodes", () => {
     expect(rows.find((x) => x.field === "bounds")).toMatchObject({ real: "[900,620][1032,700]", differs: false });
     // A node only on one side: the other column is empty.
     expect(compareNodes(r, undefined).every((x) => x.predicted === null && x.differs)).toBe(true);
+  });
+});
+
+describe("compareNodes with the back end's changes", () => {
+  it("marks exactly the fields the diff reports", () => {
+    const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
+    const predicted = mockParse(android.turns[0]!.predictions[0]!.views[0]!.text, "android-xml")!;
+    const r = real.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
+    const p = predicted.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
+    const rows = compareNodes(r, p, [{ field: "state:checked", real: "false", predicted: "true" }]);
+    expect(rows.filter((x) => x.differs).map((x) => x.field)).toEqual(["states"]);
+    expect(rowOfField("attr:resource-id")).toBe("@resource-id");
   });
 });
 

@@ -3,7 +3,7 @@
  * every attribute, real next to predicted, with the fields that differ marked.
  */
 import { useMemo } from "react";
-import type { ComparedView, UiNode } from "../api/types";
+import type { ComparedView, FieldChange, UiNode } from "../api/types";
 import { alignment, counterpart } from "../model/tree";
 import { useSelection } from "../state/selection";
 
@@ -27,8 +27,20 @@ function describeBounds(n: UiNode): string {
   return b ? `[${b.left},${b.top}][${b.right},${b.bottom}]` : "";
 }
 
-/** The field-by-field comparison of two aligned nodes (either may be missing). */
-export function compareNodes(real: UiNode | undefined, predicted: UiNode | undefined): FieldRow[] {
+/** The inspector row a back-end field name (`name`, `state:checked`, `attr:href`) belongs to. */
+export function rowOfField(field: string): string {
+  if (field.startsWith("state:")) return "states";
+  if (field.startsWith("attr:")) return `@${field.slice(5)}`;
+  return field;
+}
+
+/**
+ * The field-by-field comparison of two aligned nodes (either may be missing).
+ * With `changes` from the back end's diff, a row differs exactly when the
+ * diff says so (it compares with whitespace collapsed and ignores positional
+ * attributes such as Android `index`); without, by plain equality.
+ */
+export function compareNodes(real: UiNode | undefined, predicted: UiNode | undefined, changes?: readonly FieldChange[] | null): FieldRow[] {
   const rows: FieldRow[] = [];
   const add = (field: string, get: (n: UiNode) => string | null | undefined) => {
     const r = real ? (get(real) ?? "") : null;
@@ -36,6 +48,7 @@ export function compareNodes(real: UiNode | undefined, predicted: UiNode | undef
     if ((r ?? "") === "" && (p ?? "") === "") return;
     rows.push({ field, real: r, predicted: p, differs: r !== p });
   };
+  const changed = real && predicted && changes ? new Set(changes.map((c) => rowOfField(c.field))) : null;
   add("role", (n) => n.role);
   add("name", (n) => n.name);
   add("value", (n) => n.value);
@@ -45,6 +58,7 @@ export function compareNodes(real: UiNode | undefined, predicted: UiNode | undef
   const names: string[] = [];
   for (const n of [real, predicted]) for (const a of n?.attributes ?? []) if (!names.includes(a.name)) names.push(a.name);
   for (const name of names) add(`@${name}`, (n) => n.attributes?.find((a) => a.name === name)?.value ?? null);
+  if (changed) for (const row of rows) row.differs = changed.has(row.field);
   return rows;
 }
 
@@ -66,7 +80,8 @@ export function NodeInspector({ view }: NodeInspectorProps) {
   const predicted = predId !== undefined ? predTree?.nodes[predId] : undefined;
   if (!real && !predicted) return null;
   // Differing fields first, then the rest in their usual order.
-  const all = compareNodes(real, predicted);
+  const changes = realId !== undefined ? view.diff?.real_changes?.[realId] : null;
+  const all = compareNodes(real, predicted, changes);
   const rows = [...all.filter((r) => r.differs), ...all.filter((r) => !r.differs)];
   const status = sel.side === "real" ? view.diff?.real[sel.id] : view.diff?.predicted[sel.id];
   return (

@@ -83,3 +83,51 @@ export function sideBySideLines(real: string, predicted: string): SideBySideLine
 export function plainLines(text: string): DiffLine[] {
   return splitLines(text).map((t, i) => ({ number: i + 1, text: t, status: "same" as const }));
 }
+
+/** One run of a line diff computed elsewhere (the back end's `similar` ops; 0-based, end exclusive). */
+export interface LineOpLike {
+  tag: string;
+  real_start: number;
+  real_end: number;
+  predicted_start: number;
+  predicted_end: number;
+}
+
+/**
+ * Side-by-side rows from a line diff computed by the back end (so the view
+ * and the line-ratio metric agree). `equal` runs face each other; `delete`,
+ * `insert` and `replace` runs are padded with filler rows. Falls back to
+ * {@link sideBySideLines} when the ops do not cover both texts.
+ */
+export function sideBySideFromOps(real: string, predicted: string, ops: readonly LineOpLike[]): SideBySideLines {
+  const r = splitLines(real);
+  const p = splitLines(predicted);
+  const covered = ops.length > 0 && ops[ops.length - 1]!.real_end === r.length && ops[ops.length - 1]!.predicted_end === p.length;
+  if (!covered && (r.length > 0 || p.length > 0)) return sideBySideLines(real, predicted);
+  const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
+  for (const op of ops) {
+    if (op.tag === "equal") {
+      for (let i = 0; i < op.real_end - op.real_start; i++) {
+        const rn = op.real_start + i + 1;
+        const pn = op.predicted_start + i + 1;
+        out.real.push({ number: rn, text: r[rn - 1] ?? "", status: "same", other: pn });
+        out.predicted.push({ number: pn, text: p[pn - 1] ?? "", status: "same", other: rn });
+      }
+      continue;
+    }
+    const rows = Math.max(op.real_end - op.real_start, op.predicted_end - op.predicted_start);
+    for (let i = 0; i < rows; i++) {
+      const rn = op.real_start + i;
+      const pn = op.predicted_start + i;
+      if (rn < op.real_end) {
+        out.real.push({ number: rn + 1, text: r[rn] ?? "", status: "removed" });
+        out.removed += 1;
+      } else out.real.push({ number: 0, text: "", status: "filler" });
+      if (pn < op.predicted_end) {
+        out.predicted.push({ number: pn + 1, text: p[pn] ?? "", status: "added" });
+        out.added += 1;
+      } else out.predicted.push({ number: 0, text: "", status: "filler" });
+    }
+  }
+  return out;
+}
