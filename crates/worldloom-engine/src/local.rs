@@ -1,0 +1,760 @@
+//! [`LocalEngine`]: a [`WorldModel`] that runs any [`CausalLm`] in-process.
+//!
+//! The model lives on its own thread, fed by a channel of jobs (the design of
+//! mistral.rs' engine loop): [`WorldModel::predict`] renders nothing and
+//! computes nothing on the caller's thread, it only queues the request and
+//! returns the event receiver. One job runs at a time:
+//!
+//! 1. render the chat with the model directory's template
+//!    ([`ChatTemplate`]) and tokenize it ([`Tokenizer`]);
+//! 2. **prefill**: resume from the longest cached state snapshot whose token
+//!    prefix the prompt starts with ([`SnapshotCache`]), then feed the rest in
+//!    chunks cut at turn boundaries (after each end-of-turn token), storing a
+//!    snapshot at every boundary and at the end of the prompt (with its
+//!    logits). Stepping turn k+1 after turn k, or branching at an earlier
+//!    turn, therefore re-reads only the new tokens;
+//! 3. **decode**: sample ([`Sampler`]), detokenize incrementally
+//!    ([`StreamDecoder`]), split reasoning from content, and stream
+//!    [`EngineEvent`]s until a stop condition: the end-of-turn token
+//!    (`<|im_end|>` and `generation_config.json`'s `eos_token_id`), a stop
+//!    string, `</predicted_observation>` (when asked), `max_new_tokens`, or
+//!    cancellation (checked before and after every model call).
+//!
+//! Qwen3.5 templates open `<think>` inside the generation prompt when
+//! thinking is enabled, so output starts as reasoning until `</think>`; a
+//! model that opens `<think>` itself is handled too.
+
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crate::chat_template::{ChatTemplate, RenderOptions};
+use crate::lm::CausalLm;
+use crate::sampling::{GenerationConfig, Sampler};
+use crate::snapshot::SnapshotCache;
+use crate::tokenizer::{StreamDecoder, Tokenizer};
+use crate::world_model::{
+    CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
+    PredictionStream, StopReason, WorldModel,
+};
+
+/// The tag that closes the answer of a Qwen-AgentWorld prediction.
+pub const OBSERVATION_CLOSE_TAG: &str = "</predicted_observation>";
+const THINK_OPEN: &str = "<think>";
+const THINK_CLOSE: &str = "</think>";
+/// The ChatML end-of-turn token of Qwen vocabularies.
+pub const END_OF_TURN_TOKEN: &str = "<|im_end|>";
+
+/// Settings of a [`LocalEngine`].
+#[derive(Debug, Clone)]
+pub struct LocalEngineOptions {
+    /// Name reported by [`WorldModel::name`] (e.g. `qwen3_5_moe@/models/x`).
+    pub name: String,
+    /// Byte budget of the state-snapshot LRU (states plus stored logits).
+    pub snapshot_budget_bytes: usize,
+    /// Longest piece of prompt fed to the model in one call; cancellation is
+    /// checked between pieces.
+    pub prefill_chunk_tokens: usize,
+    /// End-of-turn ids in addition to `<|im_end|>` and the
+    /// `generation_config.json` ones.
+    pub extra_end_of_turn_ids: Vec<u32>,
+}
+
+impl Default for LocalEngineOptions {
+    fn default() -> Self {
+        Self {
+            name: "local".into(),
+            snapshot_budget_bytes: 2 << 30,
+            prefill_chunk_tokens: 512,
+            extra_end_of_turn_ids: Vec::new(),
+        }
+    }
+}
+
+/// A world model running a [`CausalLm`] on its own thread.
+///
+/// Dropping the engine stops the thread after the job in progress.
+pub struct LocalEngine<M: CausalLm> {
+    name: String,
+    jobs: Option<Sender<Job>>,
+    worker: Option<JoinHandle<()>>,
+    default_params: GenerationParams,
+    end_of_turn_ids: Vec<u32>,
+    _model: PhantomData<fn() -> M>,
+}
+
+impl<M: CausalLm> std::fmt::Debug for LocalEngine<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEngine")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+struct Job {
+    request: PredictRequest,
+    events: Sender<EngineEvent>,
+    cancel: CancelToken,
+}
+
+impl<M: CausalLm> LocalEngine<M> {
+    /// Starts an engine for `model` with the tokenizer, chat template and
+    /// `generation_config.json` of model directory `dir`.
+    ///
+    /// # Errors
+    /// [`EngineError::Setup`] naming the file when the tokenizer, template or
+    /// generation config cannot be loaded, or when the tokenizer has more ids
+    /// than the model has logits.
+    pub fn from_dir(
+        model: M,
+        dir: &Path,
+        options: LocalEngineOptions,
+    ) -> Result<Self, EngineError> {
+        let tokenizer = Tokenizer::from_dir(dir).map_err(|e| EngineError::Setup(e.to_string()))?;
+        let template =
+            ChatTemplate::from_dir(dir).map_err(|e| EngineError::Setup(e.to_string()))?;
+        let generation =
+            GenerationConfig::from_dir(dir).map_err(|e| EngineError::Setup(e.to_string()))?;
+        Self::new(model, tokenizer, template, &generation, options)
+    }
+
+    /// Starts an engine from its parts.
+    ///
+    /// # Errors
+    /// [`EngineError::Setup`] when the tokenizer has more ids than the model
+    /// has logits, or the thread cannot be spawned.
+    pub fn new(
+        model: M,
+        tokenizer: Tokenizer,
+        template: ChatTemplate,
+        generation: &GenerationConfig,
+        options: LocalEngineOptions,
+    ) -> Result<Self, EngineError> {
+        if tokenizer.vocab_size() > model.vocab_size() {
+            return Err(EngineError::Setup(format!(
+                "{} has {} ids but the model has {} logits",
+                tokenizer.path().display(),
+                tokenizer.vocab_size(),
+                model.vocab_size()
+            )));
+        }
+        let mut end_of_turn_ids: Vec<u32> =
+            tokenizer.token_id(END_OF_TURN_TOKEN).into_iter().collect();
+        for &id in generation
+            .eos_token_ids
+            .iter()
+            .chain(&options.extra_end_of_turn_ids)
+        {
+            if !end_of_turn_ids.contains(&id) {
+                end_of_turn_ids.push(id);
+            }
+        }
+        let turn_end_id = tokenizer
+            .token_id(END_OF_TURN_TOKEN)
+            .or(end_of_turn_ids.first().copied());
+        let newline_ids: Vec<u32> = ["\n", "Ċ"]
+            .iter()
+            .filter_map(|t| tokenizer.token_id(t))
+            .collect();
+        let worker = Worker {
+            model,
+            tokenizer,
+            template: Arc::new(template),
+            end_of_turn_ids: end_of_turn_ids.clone(),
+            turn_end_id,
+            newline_ids,
+            snapshots: SnapshotCache::new(options.snapshot_budget_bytes),
+            prefill_chunk_tokens: options.prefill_chunk_tokens.max(1),
+        };
+        let (jobs, inbox) = channel::<Job>();
+        let handle = std::thread::Builder::new()
+            .name("worldloom-engine".into())
+            .spawn(move || worker.run(inbox))
+            .map_err(|e| EngineError::Setup(format!("cannot start the engine thread: {e}")))?;
+        Ok(Self {
+            name: options.name,
+            jobs: Some(jobs),
+            worker: Some(handle),
+            default_params: generation.default_params(),
+            end_of_turn_ids,
+            _model: PhantomData,
+        })
+    }
+
+    /// Request parameters this model directory recommends:
+    /// `generation_config.json` over the model card's defaults.
+    pub fn default_params(&self) -> &GenerationParams {
+        &self.default_params
+    }
+
+    /// Token ids that end a turn.
+    pub fn end_of_turn_ids(&self) -> &[u32] {
+        &self.end_of_turn_ids
+    }
+}
+
+impl<M: CausalLm> Drop for LocalEngine<M> {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(handle) = self.worker.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl<M: CausalLm> WorldModel for LocalEngine<M> {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        if request.messages.is_empty() {
+            return Err(EngineError::InvalidRequest(
+                "the chat has no messages".into(),
+            ));
+        }
+        Sampler::from_params(&request.params)
+            .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
+        let (events, receiver) = channel();
+        let cancel = CancelToken::new();
+        let jobs = self
+            .jobs
+            .as_ref()
+            .ok_or_else(|| EngineError::Stopped("the engine was shut down".into()))?;
+        jobs.send(Job {
+            request,
+            events,
+            cancel: cancel.clone(),
+        })
+        .map_err(|_| EngineError::Stopped("the engine thread has exited".into()))?;
+        Ok(PredictionStream {
+            events: receiver,
+            cancel,
+        })
+    }
+}
+
+/// A cached state: the model state after a token prefix, and for the end of
+/// a prompt the logits of its last position.
+struct Snapshot<S> {
+    state: S,
+    logits: Option<Arc<Vec<f32>>>,
+}
+
+/// The outcome of a prefill: the state after the prompt, the logits of its
+/// last position, and how many prompt tokens were fed to the model.
+struct Prefilled<S> {
+    state: S,
+    logits: Arc<Vec<f32>>,
+    computed: usize,
+}
+
+struct Worker<M: CausalLm> {
+    model: M,
+    tokenizer: Tokenizer,
+    template: Arc<ChatTemplate>,
+    end_of_turn_ids: Vec<u32>,
+    turn_end_id: Option<u32>,
+    newline_ids: Vec<u32>,
+    snapshots: SnapshotCache<Snapshot<M::State>>,
+    prefill_chunk_tokens: usize,
+}
+
+/// Why a job ended early without a model error.
+enum Halt {
+    Cancelled,
+    /// The caller dropped the receiver: nobody listens.
+    Gone,
+    Failed(EngineError),
+}
+
+impl<M: CausalLm> Worker<M> {
+    fn run(mut self, inbox: Receiver<Job>) {
+        while let Ok(job) = inbox.recv() {
+            let events = job.events.clone();
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.predict(&job)));
+            match outcome {
+                Ok(Ok(())) | Ok(Err(Halt::Gone)) => {}
+                Ok(Err(Halt::Cancelled)) => {
+                    // Cancelled before generation began.
+                    let stats = GenerationStats {
+                        stop_reason: Some(StopReason::Cancelled),
+                        ..Default::default()
+                    };
+                    let _ = events.send(EngineEvent::Done { stats });
+                }
+                Ok(Err(Halt::Failed(error))) => {
+                    let _ = events.send(EngineEvent::Error { error });
+                }
+                Err(panic) => {
+                    let message = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "unknown panic".into());
+                    let _ = events.send(EngineEvent::Error {
+                        error: EngineError::Model(format!("the model panicked: {message}")),
+                    });
+                    // The state may be inconsistent: start over.
+                    self.snapshots.clear();
+                }
+            }
+        }
+    }
+
+    /// Positions (token counts) right after each end-of-turn token of the
+    /// prompt, including a directly following newline token.
+    fn turn_boundaries(&self, prompt: &[u32]) -> Vec<usize> {
+        let Some(end) = self.turn_end_id else {
+            return Vec::new();
+        };
+        let mut cuts = Vec::new();
+        for (i, &id) in prompt.iter().enumerate() {
+            if id == end {
+                let mut cut = i + 1;
+                if prompt
+                    .get(cut)
+                    .is_some_and(|next| self.newline_ids.contains(next))
+                {
+                    cut += 1;
+                }
+                if cut < prompt.len() {
+                    cuts.push(cut);
+                }
+            }
+        }
+        cuts
+    }
+
+    fn forward(&self, ids: &[u32], state: &mut M::State) -> Result<Vec<f32>, Halt> {
+        let logits = self
+            .model
+            .forward(ids, state)
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+        if logits.len() != self.model.vocab_size() {
+            return Err(Halt::Failed(EngineError::Model(format!(
+                "the model returned {} logits, expected {}",
+                logits.len(),
+                self.model.vocab_size()
+            ))));
+        }
+        Ok(logits)
+    }
+
+    /// Reads the prompt, reusing the longest cached snapshot; returns the
+    /// state after the prompt, its last logits and how many tokens were fed.
+    fn prefill(
+        &mut self,
+        prompt: &[u32],
+        cancel: &CancelToken,
+    ) -> Result<Prefilled<M::State>, Halt> {
+        let total = prompt.len();
+        let hit = self
+            .snapshots
+            .lookup_where(prompt, |len, s| len < total || s.logits.is_some())
+            .map(|hit| {
+                (
+                    hit.prefix_len,
+                    hit.value.state.clone(),
+                    hit.value.logits.clone(),
+                )
+            });
+        let (start, mut state, mut logits) = match hit {
+            Some((len, state, logits)) => (len, state, if len == total { logits } else { None }),
+            None => {
+                let state = self
+                    .model
+                    .new_state()
+                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+                (0, state, None)
+            }
+        };
+        if let Some(logits) = logits.take()
+            && start == total
+        {
+            return Ok(Prefilled {
+                state,
+                logits,
+                computed: 0,
+            });
+        }
+        let boundaries = self.turn_boundaries(prompt);
+        let mut cuts: Vec<usize> = boundaries.iter().copied().filter(|&b| b > start).collect();
+        cuts.push(total);
+        let mut position = start;
+        let mut last = Vec::new();
+        for cut in cuts {
+            while position < cut {
+                if cancel.is_cancelled() {
+                    return Err(Halt::Cancelled);
+                }
+                let end = (position + self.prefill_chunk_tokens).min(cut);
+                last = self.forward(&prompt[position..end], &mut state)?;
+                position = end;
+            }
+            if cut < total && !self.snapshots.contains(&prompt[..cut]) {
+                let size = M::state_size_bytes(&state);
+                self.snapshots.insert(
+                    prompt[..cut].to_vec(),
+                    Snapshot {
+                        state: state.clone(),
+                        logits: None,
+                    },
+                    size,
+                );
+            }
+        }
+        let logits = Arc::new(last);
+        let size = M::state_size_bytes(&state) + logits.len() * std::mem::size_of::<f32>();
+        self.snapshots.insert(
+            prompt.to_vec(),
+            Snapshot {
+                state: state.clone(),
+                logits: Some(Arc::clone(&logits)),
+            },
+            size,
+        );
+        Ok(Prefilled {
+            state,
+            logits,
+            computed: total - start,
+        })
+    }
+
+    fn predict(&mut self, job: &Job) -> Result<(), Halt> {
+        let Job {
+            request,
+            events,
+            cancel,
+        } = job;
+        let params = &request.params;
+        let send = |event: EngineEvent| events.send(event).map_err(|_| Halt::Gone);
+        if cancel.is_cancelled() {
+            return Err(Halt::Cancelled);
+        }
+        let start = Instant::now();
+        let options = RenderOptions {
+            add_generation_prompt: true,
+            enable_thinking: params.enable_thinking,
+        };
+        let text = self
+            .template
+            .render(&request.messages, options)
+            .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
+        let prompt = self
+            .tokenizer
+            .encode(&text)
+            .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
+        if prompt.is_empty() {
+            return Err(Halt::Failed(EngineError::InvalidRequest(format!(
+                "{} rendered an empty prompt",
+                self.template.source_name()
+            ))));
+        }
+        let mut sampler = Sampler::from_params(params)
+            .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
+
+        let Prefilled {
+            mut state,
+            logits: prompt_logits,
+            computed,
+        } = self.prefill(&prompt, cancel)?;
+        let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
+        let decode_start = Instant::now();
+
+        let mut splitter = OutputSplitter::new(
+            opens_reasoning(&text),
+            params
+                .stop
+                .iter()
+                .filter(|s| !s.is_empty())
+                .cloned()
+                .collect(),
+            params.stop_after_observation,
+        );
+        let mut decoder = StreamDecoder::new();
+        let mut logits: Arc<Vec<f32>> = prompt_logits;
+        let mut completion_tokens = 0usize;
+        let emit_pieces = |pieces: Vec<Piece>| -> Result<(), Halt> {
+            for piece in pieces {
+                match piece {
+                    Piece::Reasoning(text) if !text.is_empty() => {
+                        send(EngineEvent::Reasoning { text })?
+                    }
+                    Piece::Content(text) if !text.is_empty() => {
+                        send(EngineEvent::Content { text })?
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        let stop_reason = loop {
+            if cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            if completion_tokens >= params.max_new_tokens {
+                break StopReason::MaxTokens;
+            }
+            let token = sampler
+                .sample(&logits)
+                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            completion_tokens += 1;
+            send(EngineEvent::Tokens {
+                ids: vec![token.id],
+                logprobs: params.logprobs.then(|| vec![token.logprob]),
+            })?;
+            if self.end_of_turn_ids.contains(&token.id) {
+                break StopReason::EndOfTurn;
+            }
+            let piece = decoder
+                .step(&self.tokenizer, token.id)
+                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            if let Some(piece) = piece {
+                let (pieces, stop) = splitter.push(&piece);
+                emit_pieces(pieces)?;
+                if let Some(stop) = stop {
+                    break stop;
+                }
+            }
+            if completion_tokens >= params.max_new_tokens {
+                break StopReason::MaxTokens;
+            }
+            if cancel.is_cancelled() {
+                break StopReason::Cancelled;
+            }
+            logits = Arc::new(self.forward(&[token.id], &mut state)?);
+        };
+        if matches!(
+            stop_reason,
+            StopReason::EndOfTurn | StopReason::MaxTokens | StopReason::Cancelled
+        ) {
+            let tail = decoder
+                .pending_text(&self.tokenizer)
+                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            let (pieces, _) = splitter.push(&tail);
+            emit_pieces(pieces)?;
+            emit_pieces(splitter.finish())?;
+        }
+        let decode_ms = decode_start.elapsed().as_secs_f64() * 1e3;
+        let stats = GenerationStats {
+            prompt_tokens: prompt.len(),
+            prompt_tokens_computed: computed,
+            completion_tokens,
+            prefill_ms,
+            decode_ms,
+            decode_tokens_per_sec: if decode_ms > 0.0 {
+                completion_tokens as f64 / (decode_ms / 1e3)
+            } else {
+                0.0
+            },
+            stop_reason: Some(stop_reason),
+        };
+        send(EngineEvent::Done { stats })
+    }
+}
+
+/// Whether a rendered prompt leaves a `<think>` block open (the generation
+/// prompt of Qwen3.5 templates with thinking enabled), so that output starts
+/// as reasoning.
+pub fn opens_reasoning(prompt: &str) -> bool {
+    match (prompt.rfind(THINK_OPEN), prompt.rfind(THINK_CLOSE)) {
+        (Some(open), Some(close)) => open > close,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// A piece of output text, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Inside `<think>` … `</think>` (tags removed).
+    Reasoning(String),
+    /// After the reasoning.
+    Content(String),
+}
+
+/// Splits streamed output text into reasoning and content and finds stop
+/// strings and the end of the observation.
+///
+/// Text that could be the start of a tag or stop string is held back until
+/// the next piece decides it, so no event ever carries half a `</think>` and
+/// no stop string leaks into the output. Stop strings are matched on the
+/// whole generated text and, like OpenAI's `stop`, are not part of the
+/// output; `</predicted_observation>` (when `stop_after_observation`) is
+/// matched in the content only and is kept.
+#[derive(Debug, Clone)]
+pub struct OutputSplitter {
+    raw: String,
+    processed: usize,
+    in_reasoning: bool,
+    may_open_reasoning: bool,
+    strip_newlines: bool,
+    stop: Vec<String>,
+    stop_after_observation: bool,
+    done: bool,
+}
+
+impl OutputSplitter {
+    /// A splitter; `starts_in_reasoning` when the prompt opened `<think>`.
+    pub fn new(starts_in_reasoning: bool, stop: Vec<String>, stop_after_observation: bool) -> Self {
+        Self {
+            raw: String::new(),
+            processed: 0,
+            in_reasoning: starts_in_reasoning,
+            may_open_reasoning: !starts_in_reasoning,
+            strip_newlines: false,
+            stop,
+            stop_after_observation,
+            done: false,
+        }
+    }
+
+    /// Adds generated text; returns the pieces it releases and the stop
+    /// reason if the output must end here. After a stop, further text is
+    /// ignored.
+    pub fn push(&mut self, text: &str) -> (Vec<Piece>, Option<StopReason>) {
+        if self.done {
+            return (Vec::new(), None);
+        }
+        self.raw.push_str(text);
+        let stop_at = self
+            .stop
+            .iter()
+            .filter_map(|s| {
+                self.raw[self.processed..]
+                    .find(s.as_str())
+                    .map(|i| self.processed + i)
+            })
+            .min();
+        let mut pieces = Vec::new();
+        if let Some(limit) = stop_at {
+            let closed = self.process(limit, true, &mut pieces);
+            self.done = true;
+            return (
+                pieces,
+                Some(if closed {
+                    StopReason::ObservationClosed
+                } else {
+                    StopReason::StopString
+                }),
+            );
+        }
+        let closed = self.process(self.raw.len(), false, &mut pieces);
+        if closed {
+            self.done = true;
+            return (pieces, Some(StopReason::ObservationClosed));
+        }
+        (pieces, None)
+    }
+
+    /// Releases everything held back (end of generation).
+    pub fn finish(&mut self) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        if !self.done {
+            self.process(self.raw.len(), true, &mut pieces);
+            self.done = true;
+        }
+        pieces
+    }
+
+    /// Length of the longest suffix of `text` that is a proper prefix of one
+    /// of `patterns`.
+    fn held_len<'a>(text: &str, patterns: impl Iterator<Item = &'a str>) -> usize {
+        let mut held = 0;
+        for pattern in patterns {
+            for k in (1..pattern.len()).rev() {
+                if k <= held {
+                    break;
+                }
+                if let Some(prefix) = pattern.get(..k)
+                    && text.ends_with(prefix)
+                {
+                    held = k;
+                    break;
+                }
+            }
+        }
+        held
+    }
+
+    /// Consumes `raw[processed..limit]`; returns true when the observation
+    /// closed.
+    fn process(&mut self, limit: usize, last: bool, pieces: &mut Vec<Piece>) -> bool {
+        loop {
+            let rest = &self.raw[self.processed..limit];
+            if rest.is_empty() {
+                return false;
+            }
+            if self.in_reasoning {
+                if let Some(i) = rest.find(THINK_CLOSE) {
+                    pieces.push(Piece::Reasoning(rest[..i].to_string()));
+                    self.processed += i + THINK_CLOSE.len();
+                    self.in_reasoning = false;
+                    self.strip_newlines = true;
+                    continue;
+                }
+                let held = if last {
+                    0
+                } else {
+                    Self::held_len(
+                        rest,
+                        self.stop.iter().map(String::as_str).chain([THINK_CLOSE]),
+                    )
+                };
+                let take = rest.len() - held;
+                pieces.push(Piece::Reasoning(rest[..take].to_string()));
+                self.processed += take;
+                return false;
+            }
+            if self.may_open_reasoning {
+                let trimmed = rest.trim_start();
+                if let Some(after) = trimmed.strip_prefix(THINK_OPEN) {
+                    self.processed += rest.len() - after.len();
+                    self.in_reasoning = true;
+                    self.may_open_reasoning = false;
+                    continue;
+                }
+                if !last && THINK_OPEN.starts_with(trimmed) {
+                    return false;
+                }
+                self.may_open_reasoning = false;
+            }
+            if self.strip_newlines {
+                let trimmed = rest.trim_start_matches(['\n', '\r']);
+                self.processed += rest.len() - trimmed.len();
+                if trimmed.is_empty() {
+                    return false;
+                }
+                self.strip_newlines = false;
+                continue;
+            }
+            if self.stop_after_observation
+                && let Some(i) = rest.find(OBSERVATION_CLOSE_TAG)
+            {
+                let end = i + OBSERVATION_CLOSE_TAG.len();
+                pieces.push(Piece::Content(rest[..end].to_string()));
+                self.processed += end;
+                return true;
+            }
+            let held = if last {
+                0
+            } else {
+                let close = self.stop_after_observation.then_some(OBSERVATION_CLOSE_TAG);
+                Self::held_len(rest, self.stop.iter().map(String::as_str).chain(close))
+            };
+            let take = rest.len() - held;
+            pieces.push(Piece::Content(rest[..take].to_string()));
+            self.processed += take;
+            return false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

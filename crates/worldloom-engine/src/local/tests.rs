@@ -1,0 +1,612 @@
+//! Runtime tests against small mock models and the tiny checkpoint's real
+//! tokenizer and chat template.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use candle_core::{Device, Tensor};
+use worldloom_core::{ChatMessage, ChatRole};
+
+use super::*;
+
+fn tiny_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model")
+}
+
+fn tiny_tokenizer() -> Tokenizer {
+    Tokenizer::from_dir(&tiny_dir()).expect("tiny tokenizer")
+}
+
+fn logits_tensor(values: Vec<f32>) -> candle_core::Result<Tensor> {
+    let n = values.len();
+    Tensor::from_vec(values, n, &Device::Cpu)
+}
+
+/// Deterministic logits from a hash of every token seen; counts fed tokens.
+struct HashLm {
+    vocab: usize,
+    fed_tokens: Arc<AtomicUsize>,
+}
+
+impl CausalLm for HashLm {
+    type State = Vec<u32>;
+
+    fn new_state(&self) -> candle_core::Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
+
+    fn forward(&self, input_ids: &[u32], state: &mut Vec<u32>) -> candle_core::Result<Tensor> {
+        self.fed_tokens.fetch_add(input_ids.len(), Ordering::SeqCst);
+        state.extend_from_slice(input_ids);
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &t in state.iter() {
+            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
+        }
+        let logits = (0..self.vocab as u64)
+            .map(|i| {
+                let x =
+                    (h ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                (x >> 40) as f32 / (1u64 << 24) as f32 * 8.0
+            })
+            .collect();
+        logits_tensor(logits)
+    }
+
+    fn state_len(state: &Vec<u32>) -> usize {
+        state.len()
+    }
+
+    fn state_size_bytes(state: &Vec<u32>) -> usize {
+        state.len() * 4
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+}
+
+/// Emits `script` greedily after the last `anchor` token of what it has
+/// read (skipping `skip` tokens after it), then `end` forever. Decode
+/// steps (one-token forwards) first wait for a permit when `gate` is set.
+struct ScriptedLm {
+    vocab: usize,
+    anchor: u32,
+    skip: usize,
+    script: Vec<u32>,
+    end: u32,
+    gate: Option<Mutex<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl CausalLm for ScriptedLm {
+    type State = Vec<u32>;
+
+    fn new_state(&self) -> candle_core::Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
+
+    fn forward(&self, input_ids: &[u32], state: &mut Vec<u32>) -> candle_core::Result<Tensor> {
+        if input_ids.len() == 1
+            && let Some(gate) = &self.gate
+        {
+            let _ = gate
+                .lock()
+                .map(|rx| rx.recv_timeout(Duration::from_secs(10)));
+        }
+        state.extend_from_slice(input_ids);
+        let next = match state.iter().rposition(|&t| t == self.anchor) {
+            Some(pos) => {
+                let seen = state.len() - pos - 1;
+                seen.checked_sub(self.skip)
+                    .and_then(|i| self.script.get(i).copied())
+                    .unwrap_or(self.end)
+            }
+            None => self.end,
+        };
+        let mut logits = vec![0.0f32; self.vocab];
+        logits[next as usize] = 20.0;
+        logits_tensor(logits)
+    }
+
+    fn state_len(state: &Vec<u32>) -> usize {
+        state.len()
+    }
+
+    fn state_size_bytes(state: &Vec<u32>) -> usize {
+        state.len() * 4
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+}
+
+fn engine<M: CausalLm>(model: M) -> LocalEngine<M> {
+    LocalEngine::from_dir(model, &tiny_dir(), LocalEngineOptions::default()).expect("engine starts")
+}
+
+fn scripted(output: &str, gate: Option<std::sync::mpsc::Receiver<()>>) -> LocalEngine<ScriptedLm> {
+    let tok = tiny_tokenizer();
+    let model = ScriptedLm {
+        vocab: tok.vocab_size(),
+        // the generation prompt ends `<think>` `\n`
+        anchor: tok.token_id("<think>").expect("think id"),
+        skip: 1,
+        script: tok.encode(output).expect("encodes"),
+        end: tok.token_id("<|im_end|>").expect("im_end id"),
+        gate: gate.map(Mutex::new),
+    };
+    engine(model)
+}
+
+fn chat(turns: usize) -> Vec<ChatMessage> {
+    let mut messages = vec![ChatMessage::new(
+        ChatRole::System,
+        "You simulate a Linux terminal.",
+    )];
+    for t in 0..turns {
+        if t > 0 {
+            messages.push(ChatMessage::new(
+                ChatRole::Assistant,
+                format!("<predicted_observation>\nfile{t}.txt\n</predicted_observation>"),
+            ));
+        }
+        messages.push(ChatMessage::new(ChatRole::User, format!("$ ls dir{t}")));
+    }
+    messages
+}
+
+fn greedy() -> GenerationParams {
+    GenerationParams {
+        temperature: 0.0,
+        max_new_tokens: 64,
+        ..GenerationParams::default()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Collected {
+    reasoning: String,
+    content: String,
+    ids: Vec<u32>,
+    logprobs: Vec<f32>,
+    order: Vec<&'static str>,
+    stats: Option<GenerationStats>,
+    error: Option<EngineError>,
+}
+
+fn collect(stream: PredictionStream) -> Collected {
+    let mut c = Collected::default();
+    while let Ok(event) = stream.events.recv_timeout(Duration::from_secs(30)) {
+        match event {
+            EngineEvent::Reasoning { text } => {
+                c.reasoning.push_str(&text);
+                c.order.push("reasoning");
+            }
+            EngineEvent::Content { text } => {
+                c.content.push_str(&text);
+                c.order.push("content");
+            }
+            EngineEvent::Tokens { ids, logprobs } => {
+                c.ids.extend(ids);
+                c.logprobs.extend(logprobs.unwrap_or_default());
+            }
+            EngineEvent::TokenLogprobs { .. } => panic!("local engines report token ids"),
+            EngineEvent::Done { stats } => {
+                c.stats = Some(stats);
+                break;
+            }
+            EngineEvent::Error { error } => {
+                c.error = Some(error);
+                break;
+            }
+        }
+    }
+    c
+}
+
+fn run<M: CausalLm>(
+    engine: &LocalEngine<M>,
+    messages: Vec<ChatMessage>,
+    params: GenerationParams,
+) -> Collected {
+    collect(
+        engine
+            .predict(PredictRequest::new(messages, params))
+            .expect("accepted"),
+    )
+}
+
+const OUTPUT: &str = "plan: list dir 한국어\n</think>\n\n<predicted_observation>\nnotes.txt 😀\n</predicted_observation>\ntrailing words";
+
+#[test]
+fn reasoning_then_content_stop_after_observation() {
+    let e = scripted(OUTPUT, None);
+    let c = run(&e, chat(1), greedy());
+    let stats = c.stats.expect("done");
+    assert_eq!(c.error, None);
+    assert_eq!(c.reasoning, "plan: list dir 한국어\n");
+    assert_eq!(
+        c.content,
+        "<predicted_observation>\nnotes.txt 😀\n</predicted_observation>"
+    );
+    assert_eq!(stats.stop_reason, Some(StopReason::ObservationClosed));
+    let first_content = c
+        .order
+        .iter()
+        .position(|k| *k == "content")
+        .expect("content");
+    assert!(c.order[..first_content].iter().all(|k| *k == "reasoning"));
+    assert!(c.order[first_content..].iter().all(|k| *k == "content"));
+    // the generated ids decode to exactly the reasoning, the tag and the content
+    let text = tiny_tokenizer().decode(&c.ids, false).expect("decodes");
+    assert!(
+        text.starts_with("plan: list dir 한국어\n</think>\n\n<predicted_observation>"),
+        "{text}"
+    );
+    assert_eq!(stats.completion_tokens, c.ids.len());
+    assert_eq!(stats.prompt_tokens, stats.prompt_tokens_computed);
+}
+
+#[test]
+fn end_of_turn_token_ends_generation_when_observation_stop_is_off() {
+    let e = scripted(OUTPUT, None);
+    let params = GenerationParams {
+        stop_after_observation: false,
+        ..greedy()
+    };
+    let c = run(&e, chat(1), params);
+    let stats = c.stats.expect("done");
+    assert_eq!(stats.stop_reason, Some(StopReason::EndOfTurn));
+    assert_eq!(
+        c.content,
+        "<predicted_observation>\nnotes.txt 😀\n</predicted_observation>\ntrailing words"
+    );
+    let tok = tiny_tokenizer();
+    assert_eq!(c.ids.len(), tok.encode(OUTPUT).expect("encodes").len() + 1);
+    assert_eq!(c.ids.last().copied(), tok.token_id("<|im_end|>"));
+}
+
+#[test]
+fn stop_strings_cut_the_output_before_them() {
+    let e = scripted(OUTPUT, None);
+    let params = GenerationParams {
+        stop: vec!["txt".into()],
+        ..greedy()
+    };
+    let c = run(&e, chat(1), params);
+    assert_eq!(
+        c.stats.expect("done").stop_reason,
+        Some(StopReason::StopString)
+    );
+    assert_eq!(c.content, "<predicted_observation>\nnotes.");
+    // a stop string inside the reasoning ends it there
+    let params = GenerationParams {
+        stop: vec!["list".into()],
+        ..greedy()
+    };
+    let c = run(&e, chat(1), params);
+    assert_eq!(
+        c.stats.expect("done").stop_reason,
+        Some(StopReason::StopString)
+    );
+    assert_eq!((c.reasoning.as_str(), c.content.as_str()), ("plan: ", ""));
+}
+
+#[test]
+fn max_new_tokens_bounds_the_output() {
+    let e = scripted(OUTPUT, None);
+    let params = GenerationParams {
+        max_new_tokens: 3,
+        logprobs: true,
+        ..greedy()
+    };
+    let c = run(&e, chat(1), params);
+    let stats = c.stats.expect("done");
+    assert_eq!(stats.stop_reason, Some(StopReason::MaxTokens));
+    assert_eq!(
+        (stats.completion_tokens, c.ids.len(), c.logprobs.len()),
+        (3, 3, 3)
+    );
+    assert!(
+        c.logprobs.iter().all(|&lp| lp <= 0.0 && lp > -1e-3),
+        "{:?}",
+        c.logprobs
+    );
+    let tok = tiny_tokenizer();
+    assert_eq!(
+        c.reasoning,
+        tok.decode(&tok.encode(OUTPUT).expect("encodes")[..3], false)
+            .expect("decodes")
+    );
+    let c = run(
+        &e,
+        chat(1),
+        GenerationParams {
+            max_new_tokens: 0,
+            ..greedy()
+        },
+    );
+    assert_eq!(c.stats.expect("done").completion_tokens, 0);
+}
+
+#[test]
+fn cancellation_stops_at_the_next_token() {
+    let (permits, gate) = std::sync::mpsc::channel();
+    let e = scripted(&"word ".repeat(200), Some(gate));
+    let params = GenerationParams {
+        stop_after_observation: false,
+        max_new_tokens: 10_000,
+        ..greedy()
+    };
+    let stream = e
+        .predict(PredictRequest::new(chat(1), params))
+        .expect("accepted");
+    let mut tokens = 0;
+    let mut stats = None;
+    while let Ok(event) = stream.events.recv_timeout(Duration::from_secs(30)) {
+        match event {
+            EngineEvent::Tokens { ids, .. } => {
+                tokens += ids.len();
+                if tokens == 2 {
+                    // the engine now waits inside its third model call
+                    stream.cancel.cancel();
+                }
+                permits.send(()).expect("engine alive");
+            }
+            EngineEvent::Done { stats: s } => {
+                stats = Some(s);
+                break;
+            }
+            EngineEvent::Error { error } => panic!("{error}"),
+            _ => {}
+        }
+    }
+    let stats = stats.expect("done");
+    assert_eq!(stats.stop_reason, Some(StopReason::Cancelled));
+    assert_eq!((stats.completion_tokens, tokens), (2, 2));
+    // the engine serves the next request
+    let c = run(
+        &e,
+        chat(1),
+        GenerationParams {
+            max_new_tokens: 1,
+            ..greedy()
+        },
+    );
+    assert_eq!(c.stats.expect("done").completion_tokens, 1);
+}
+
+#[test]
+fn cancelling_before_start_reports_cancelled() {
+    let e = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::default(),
+    });
+    let stream = e
+        .predict(PredictRequest::new(chat(1), greedy()))
+        .expect("accepted");
+    stream.cancel.cancel();
+    let c = collect(stream);
+    let stats = c.stats.expect("done");
+    assert_eq!(stats.stop_reason, Some(StopReason::Cancelled));
+    assert!(stats.completion_tokens <= 1, "{stats:?}");
+}
+
+#[test]
+fn snapshots_reuse_turn_prefixes() {
+    let fed = Arc::new(AtomicUsize::new(0));
+    let e = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::clone(&fed),
+    });
+    let tok = tiny_tokenizer();
+    let template = ChatTemplate::from_dir(&tiny_dir()).expect("template");
+    let prefix_tokens = |messages: &[ChatMessage]| {
+        let text = template
+            .render(
+                messages,
+                RenderOptions {
+                    add_generation_prompt: false,
+                    enable_thinking: true,
+                },
+            )
+            .expect("renders");
+        tok.encode(&text).expect("encodes").len()
+    };
+    let params = GenerationParams {
+        max_new_tokens: 4,
+        ..greedy()
+    };
+
+    // turn 1: nothing cached
+    let first = run(&e, chat(1), params.clone()).stats.expect("done");
+    assert_eq!(first.prompt_tokens_computed, first.prompt_tokens);
+    // turn 2 after turn 1: only the assistant observation, the new action and the generation prompt
+    let two = chat(2);
+    let second = run(&e, two.clone(), params.clone()).stats.expect("done");
+    let reused = prefix_tokens(&two[..2]);
+    assert_eq!(second.prompt_tokens_computed, second.prompt_tokens - reused);
+    // turn 3: reuses through the end of turn 2's action
+    let three = chat(3);
+    let third = run(&e, three.clone(), params.clone()).stats.expect("done");
+    assert_eq!(
+        third.prompt_tokens_computed,
+        third.prompt_tokens - prefix_tokens(&three[..4])
+    );
+    // branch at turn 2 with a different action: reuses through turn 1's observation
+    let mut branch = chat(2);
+    branch[3] = ChatMessage::new(ChatRole::User, "$ cat other.txt");
+    let branched = run(&e, branch, params.clone()).stats.expect("done");
+    assert_eq!(
+        branched.prompt_tokens_computed,
+        branched.prompt_tokens - prefix_tokens(&three[..3])
+    );
+    // the same request again: the whole prompt and its logits come from the cache
+    let before = fed.load(Ordering::SeqCst);
+    let again = run(&e, three.clone(), params.clone());
+    let again_stats = again.stats.expect("done");
+    assert_eq!(again_stats.prompt_tokens_computed, 0);
+    // the model read only the decode tokens (completion − 1 forwards)
+    assert_eq!(
+        fed.load(Ordering::SeqCst) - before,
+        again_stats.completion_tokens - 1
+    );
+
+    // reuse changes nothing in the output: a fresh engine gives the same tokens
+    let fresh = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::default(),
+    });
+    let scratch = run(&fresh, three, params);
+    assert_eq!(
+        scratch.stats.expect("done").prompt_tokens_computed,
+        third.prompt_tokens
+    );
+    assert_eq!(scratch.ids, again.ids);
+}
+
+#[test]
+fn sampling_is_seeded() {
+    let e = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::default(),
+    });
+    let params = |seed| GenerationParams {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        seed,
+        max_new_tokens: 12,
+        stop_after_observation: false,
+        ..GenerationParams::default()
+    };
+    let a = run(&e, chat(2), params(5)).ids;
+    assert_eq!(a.len(), 12);
+    assert_eq!(a, run(&e, chat(2), params(5)).ids);
+    assert_ne!(a, run(&e, chat(2), params(6)).ids);
+}
+
+#[test]
+fn bad_requests_are_refused_or_reported() {
+    let e = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::default(),
+    });
+    assert!(matches!(
+        e.predict(PredictRequest::new(Vec::new(), greedy())),
+        Err(EngineError::InvalidRequest(_))
+    ));
+    let bad = GenerationParams {
+        top_p: 0.0,
+        ..greedy()
+    };
+    let err = e
+        .predict(PredictRequest::new(chat(1), bad))
+        .expect_err("refused");
+    assert!(err.to_string().contains("top_p"), "{err}");
+    // a template error arrives as an Error event naming the template
+    let tok = tiny_tokenizer();
+    let template = ChatTemplate::from_source("broken.jinja", "{{ raise_exception('no') }}".into())
+        .expect("compiles");
+    let e = LocalEngine::new(
+        HashLm {
+            vocab: 1024,
+            fed_tokens: Arc::default(),
+        },
+        tok,
+        template,
+        &GenerationConfig::default(),
+        LocalEngineOptions::default(),
+    )
+    .expect("starts");
+    let c = run(&e, chat(1), greedy());
+    match c.error {
+        Some(EngineError::InvalidRequest(message)) => {
+            assert!(message.contains("broken.jinja:1"), "{message}")
+        }
+        other => panic!("expected an invalid-request error, got {other:?}"),
+    }
+    // a model with fewer logits than the tokenizer has ids is refused at setup
+    let small = LocalEngine::from_dir(
+        HashLm {
+            vocab: 10,
+            fed_tokens: Arc::default(),
+        },
+        &tiny_dir(),
+        LocalEngineOptions::default(),
+    );
+    assert!(matches!(small, Err(EngineError::Setup(_))));
+}
+
+#[test]
+fn defaults_and_end_of_turn_ids_come_from_the_directory() {
+    let e = engine(HashLm {
+        vocab: 1024,
+        fed_tokens: Arc::default(),
+    });
+    assert_eq!(e.end_of_turn_ids(), &[1021, 1019]);
+    let p = e.default_params();
+    assert_eq!((p.temperature, p.top_p, p.top_k), (0.6, 0.95, 20));
+}
+
+#[test]
+fn splitter_handles_a_model_that_opens_think_itself() {
+    let mut s = OutputSplitter::new(false, Vec::new(), true);
+    let mut pieces = Vec::new();
+    for chunk in [
+        "\n<th",
+        "ink>",
+        "abc</th",
+        "ink>\n",
+        "\n<predicted_",
+        "observation>x</predicted_observation>more",
+    ] {
+        let (p, stop) = s.push(chunk);
+        pieces.extend(p);
+        if let Some(stop) = stop {
+            assert_eq!(stop, StopReason::ObservationClosed);
+        }
+    }
+    let reasoning: String = pieces
+        .iter()
+        .filter_map(|p| {
+            if let Piece::Reasoning(t) = p {
+                Some(t.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    let content: String = pieces
+        .iter()
+        .filter_map(|p| {
+            if let Piece::Content(t) = p {
+                Some(t.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(reasoning, "abc");
+    assert_eq!(content, "<predicted_observation>x</predicted_observation>");
+    // no piece ever holds part of a tag
+    assert!(pieces.iter().all(|p| !matches!(p, Piece::Reasoning(t) | Piece::Content(t) if t.contains("</th") && !t.contains("</think>"))));
+}
+
+#[test]
+fn splitter_without_reasoning_is_all_content() {
+    let mut s = OutputSplitter::new(false, vec!["STOP".into()], false);
+    let (p1, _) = s.push("hello ST");
+    assert_eq!(p1, vec![Piece::Content("hello ".into())]);
+    let (p2, stop) = s.push("ill here STOP later");
+    assert_eq!(p2, vec![Piece::Content("STill here ".into())]);
+    assert_eq!(stop, Some(StopReason::StopString));
+    assert!(s.finish().is_empty());
+    assert!(opens_reasoning("<|im_start|>assistant\n<think>\n"));
+    assert!(!opens_reasoning(
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    ));
+    assert!(!opens_reasoning("<|im_start|>assistant\n"));
+}

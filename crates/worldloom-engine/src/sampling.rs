@@ -1,0 +1,526 @@
+//! Next-token sampling: temperature, top-k, top-p (nucleus), seeded, greedy
+//! at temperature 0; and the sampling defaults of a model directory.
+//!
+//! The order of the filters follows Hugging Face `transformers`'
+//! `generate` (temperature, then top-k, then top-p): the logits are divided
+//! by the temperature, all but the `top_k` largest are dropped, then the
+//! smallest set of the most likely remaining tokens whose probability mass
+//! reaches `top_p` is kept (always at least one token), and the survivors
+//! are renormalised. Ties in top-k and the nucleus are broken towards the
+//! lower id.
+
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::world_model::GenerationParams;
+
+/// Errors of sampling and of reading sampling defaults.
+#[derive(Debug, thiserror::Error)]
+pub enum SamplingError {
+    /// A parameter is out of range.
+    #[error("invalid sampling parameter `{field}`: {message}")]
+    InvalidParam {
+        /// The parameter (`temperature`, `top_p`…).
+        field: &'static str,
+        /// Why it is invalid.
+        message: String,
+    },
+    /// The logits are empty or contain no finite value.
+    #[error("cannot sample: {0}")]
+    BadLogits(String),
+    /// `generation_config.json` is unreadable or malformed.
+    #[error("{path}: {message}")]
+    Config {
+        /// The file.
+        path: String,
+        /// What is wrong (field and reason).
+        message: String,
+    },
+}
+
+/// A sampled token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampledToken {
+    /// The token id.
+    pub id: u32,
+    /// Natural-log probability of `id` under the model's own distribution
+    /// (softmax of the raw logits, temperature 1, no truncation), the value
+    /// OpenAI-compatible servers report as `logprob`.
+    pub logprob: f32,
+    /// Natural-log probability of `id` under the distribution it was drawn
+    /// from (after temperature, top-k and top-p); `0.0` for greedy decoding.
+    pub sampling_logprob: f32,
+}
+
+/// Temperature, top-k, top-p and a seeded random generator (ChaCha8, so a
+/// seed gives the same tokens on every platform).
+#[derive(Debug, Clone)]
+pub struct Sampler {
+    temperature: f32,
+    top_k: usize,
+    top_p: f32,
+    rng: ChaCha8Rng,
+}
+
+impl Sampler {
+    /// A sampler. `temperature` 0 is greedy; `top_k` 0 and `top_p` 1 disable
+    /// those filters.
+    ///
+    /// # Errors
+    /// [`SamplingError::InvalidParam`] for a negative or non-finite
+    /// temperature, or `top_p` outside (0, 1].
+    pub fn new(
+        temperature: f32,
+        top_k: usize,
+        top_p: f32,
+        seed: u64,
+    ) -> Result<Self, SamplingError> {
+        if !temperature.is_finite() || temperature < 0.0 {
+            return Err(SamplingError::InvalidParam {
+                field: "temperature",
+                message: format!("{temperature} (must be a finite number ≥ 0)"),
+            });
+        }
+        if !(top_p > 0.0 && top_p <= 1.0) {
+            return Err(SamplingError::InvalidParam {
+                field: "top_p",
+                message: format!("{top_p} (must be in (0, 1])"),
+            });
+        }
+        Ok(Self {
+            temperature,
+            top_k,
+            top_p,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        })
+    }
+
+    /// A sampler for a request's parameters.
+    ///
+    /// # Errors
+    /// As [`Sampler::new`].
+    pub fn from_params(params: &GenerationParams) -> Result<Self, SamplingError> {
+        Self::new(params.temperature, params.top_k, params.top_p, params.seed)
+    }
+
+    /// Whether this sampler decodes greedily (temperature 0).
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0
+    }
+
+    /// Picks the next token from last-position logits (`[vocab]`).
+    ///
+    /// # Errors
+    /// [`SamplingError::BadLogits`] when `logits` is empty or has no finite
+    /// value.
+    pub fn sample(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {
+        let model_logprobs = log_softmax(logits)?;
+        if self.is_greedy() {
+            let id = argmax(logits)?;
+            return Ok(SampledToken {
+                id,
+                logprob: model_logprobs[id as usize],
+                sampling_logprob: 0.0,
+            });
+        }
+        let candidates = candidate_distribution(logits, self.temperature, self.top_k, self.top_p)?;
+        let u: f32 = self.rng.random::<f32>();
+        let mut cumulative = 0.0f32;
+        let mut chosen = candidates[candidates.len() - 1];
+        for &(id, p) in &candidates {
+            cumulative += p;
+            if u < cumulative {
+                chosen = (id, p);
+                break;
+            }
+        }
+        Ok(SampledToken {
+            id: chosen.0,
+            logprob: model_logprobs[chosen.0 as usize],
+            sampling_logprob: chosen.1.ln(),
+        })
+    }
+}
+
+/// Index of the largest finite logit (the lowest index among ties).
+///
+/// # Errors
+/// [`SamplingError::BadLogits`] when there is no finite logit.
+pub fn argmax(logits: &[f32]) -> Result<u32, SamplingError> {
+    let mut best: Option<(usize, f32)> = None;
+    for (i, &x) in logits.iter().enumerate() {
+        if x.is_nan() || x == f32::INFINITY {
+            continue;
+        }
+        if best.is_none_or(|(_, b)| x > b) {
+            best = Some((i, x));
+        }
+    }
+    match best {
+        Some((i, x)) if x.is_finite() => Ok(i as u32),
+        _ => Err(SamplingError::BadLogits(format!(
+            "no finite logit among {}",
+            logits.len()
+        ))),
+    }
+}
+
+/// Natural-log softmax of `logits` (`[vocab]` → `[vocab]`), computed stably
+/// in f64 and returned as f32; non-finite logits get `-inf`.
+///
+/// # Errors
+/// [`SamplingError::BadLogits`] when there is no finite logit.
+pub fn log_softmax(logits: &[f32]) -> Result<Vec<f32>, SamplingError> {
+    let max = logits
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if !max.is_finite() {
+        return Err(SamplingError::BadLogits(format!(
+            "no finite logit among {}",
+            logits.len()
+        )));
+    }
+    let sum: f64 = logits
+        .iter()
+        .filter(|x| x.is_finite())
+        .map(|&x| f64::from(x - max).exp())
+        .sum();
+    let log_sum = sum.ln();
+    Ok(logits
+        .iter()
+        .map(|&x| {
+            if x.is_finite() {
+                (f64::from(x - max) - log_sum) as f32
+            } else {
+                f32::NEG_INFINITY
+            }
+        })
+        .collect())
+}
+
+/// The distribution a token is drawn from: `(id, probability)` of the
+/// tokens that survive temperature, top-k and top-p, most likely first
+/// (ties: lower id first), probabilities summing to 1. `temperature` must be
+/// > 0 (greedy decoding does not need a distribution).
+///
+/// # Errors
+/// [`SamplingError::BadLogits`] when there is no finite logit;
+/// [`SamplingError::InvalidParam`] when `temperature` ≤ 0.
+pub fn candidate_distribution(
+    logits: &[f32],
+    temperature: f32,
+    top_k: usize,
+    top_p: f32,
+) -> Result<Vec<(u32, f32)>, SamplingError> {
+    if temperature.is_nan() || temperature <= 0.0 {
+        return Err(SamplingError::InvalidParam {
+            field: "temperature",
+            message: format!("{temperature} (a distribution needs temperature > 0)"),
+        });
+    }
+    let mut order: Vec<(u32, f32)> = logits
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.is_finite())
+        .map(|(i, &x)| (i as u32, x / temperature))
+        .collect();
+    if order.is_empty() {
+        return Err(SamplingError::BadLogits(format!(
+            "no finite logit among {}",
+            logits.len()
+        )));
+    }
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if top_k > 0 && top_k < order.len() {
+        order.truncate(top_k);
+    }
+    let max = order[0].1;
+    let weights: Vec<f64> = order
+        .iter()
+        .map(|&(_, x)| f64::from(x - max).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut kept = Vec::with_capacity(order.len());
+    let mut mass_before = 0.0f64;
+    for (&(id, _), &w) in order.iter().zip(&weights) {
+        if !kept.is_empty() && mass_before >= f64::from(top_p) {
+            break;
+        }
+        let p = w / total;
+        kept.push((id, p));
+        mass_before += p;
+    }
+    let kept_total: f64 = kept.iter().map(|&(_, p)| p).sum();
+    Ok(kept
+        .into_iter()
+        .map(|(id, p)| (id, (p / kept_total) as f32))
+        .collect())
+}
+
+/// The sampling-relevant fields of a model directory's
+/// `generation_config.json` (Hugging Face `GenerationConfig`); absent fields
+/// are `None`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GenerationConfig {
+    /// `temperature`.
+    pub temperature: Option<f32>,
+    /// `top_p`.
+    pub top_p: Option<f32>,
+    /// `top_k`.
+    pub top_k: Option<usize>,
+    /// `do_sample`; `false` means greedy decoding in `transformers`.
+    pub do_sample: Option<bool>,
+    /// `max_new_tokens`.
+    pub max_new_tokens: Option<usize>,
+    /// `eos_token_id`, a number or a list of numbers in the file.
+    pub eos_token_ids: Vec<u32>,
+}
+
+impl GenerationConfig {
+    /// Reads `dir/generation_config.json`; a missing file gives the empty
+    /// config (every field `None`).
+    ///
+    /// # Errors
+    /// [`SamplingError::Config`] naming the file and field when the file is
+    /// not JSON or a field has the wrong type.
+    pub fn from_dir(dir: &Path) -> Result<Self, SamplingError> {
+        let path = dir.join("generation_config.json");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => {
+                return Err(SamplingError::Config {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        Self::from_json(&text).map_err(|message| SamplingError::Config {
+            path: path.display().to_string(),
+            message,
+        })
+    }
+
+    /// Parses the JSON text of a `generation_config.json`.
+    ///
+    /// # Errors
+    /// A message naming the bad field (or the JSON error with line and
+    /// column).
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let object = value.as_object().ok_or("expected a JSON object")?;
+        let number = |field: &str| -> Result<Option<f64>, String> {
+            match object.get(field) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_f64()
+                    .map(Some)
+                    .ok_or(format!("field `{field}`: expected a number, found {v}")),
+            }
+        };
+        let count = |field: &str| -> Result<Option<usize>, String> {
+            match object.get(field) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(v) => v.as_u64().map(|n| Some(n as usize)).ok_or(format!(
+                    "field `{field}`: expected a non-negative integer, found {v}"
+                )),
+            }
+        };
+        let do_sample = match object.get("do_sample") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(v) => Some(v.as_bool().ok_or(format!(
+                "field `do_sample`: expected true or false, found {v}"
+            ))?),
+        };
+        let eos_token_ids = match object.get("eos_token_id") {
+            None | Some(serde_json::Value::Null) => Vec::new(),
+            Some(serde_json::Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or(format!(
+                            "field `eos_token_id`: expected token ids, found {v}"
+                        ))
+                })
+                .collect::<Result<_, _>>()?,
+            Some(v) => vec![
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or(format!(
+                        "field `eos_token_id`: expected a token id, found {v}"
+                    ))?,
+            ],
+        };
+        Ok(Self {
+            temperature: number("temperature")?.map(|x| x as f32),
+            top_p: number("top_p")?.map(|x| x as f32),
+            top_k: count("top_k")?,
+            do_sample,
+            max_new_tokens: count("max_new_tokens")?,
+            eos_token_ids,
+        })
+    }
+
+    /// Default request parameters: the model card's
+    /// ([`GenerationParams::default`]: temperature 0.6, top-p 0.95,
+    /// top-k 20) overridden by every field this file sets;
+    /// `do_sample: false` means temperature 0 (greedy).
+    pub fn default_params(&self) -> GenerationParams {
+        let mut params = GenerationParams::default();
+        if let Some(t) = self.temperature {
+            params.temperature = t;
+        }
+        if let Some(p) = self.top_p {
+            params.top_p = p;
+        }
+        if let Some(k) = self.top_k {
+            params.top_k = k;
+        }
+        if let Some(n) = self.max_new_tokens {
+            params.max_new_tokens = n;
+        }
+        if self.do_sample == Some(false) {
+            params.temperature = 0.0;
+        }
+        params
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ln(p: &[f32]) -> Vec<f32> {
+        p.iter().map(|x| x.ln()).collect()
+    }
+
+    #[test]
+    fn greedy_is_argmax_with_model_logprob() {
+        let logits = [0.5, 3.0, -1.0, 3.0, 2.9];
+        let mut s = Sampler::new(0.0, 20, 0.95, 7).expect("valid");
+        let t = s.sample(&logits).expect("samples");
+        assert_eq!(t.id, 1, "first of the tied maxima");
+        let z: f32 = logits.iter().map(|x| x.exp()).sum();
+        assert!((t.logprob - (3.0f32.exp() / z).ln()).abs() < 1e-6);
+        assert_eq!(t.sampling_logprob, 0.0);
+        assert_eq!(
+            argmax(&[f32::NAN, -2.0, f32::NEG_INFINITY]).expect("finite"),
+            1
+        );
+        assert!(argmax(&[f32::NAN]).is_err());
+    }
+
+    #[test]
+    fn top_k_keeps_the_k_largest_renormalised() {
+        // probabilities 0.4 0.3 0.2 0.1 → top-2 keeps 0.4 and 0.3 → 4/7, 3/7
+        let logits = ln(&[0.1, 0.4, 0.2, 0.3]);
+        let d = candidate_distribution(&logits, 1.0, 2, 1.0).expect("distribution");
+        assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3]);
+        assert!((d[0].1 - 4.0 / 7.0).abs() < 1e-6);
+        assert!((d[1].1 - 3.0 / 7.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn top_p_keeps_the_smallest_set_reaching_the_mass() {
+        let logits = ln(&[0.05, 0.5, 0.15, 0.3]);
+        // 0.5 < 0.7, 0.5 + 0.3 = 0.8 ≥ 0.7 → {1, 3}, renormalised 0.625 / 0.375
+        let d = candidate_distribution(&logits, 1.0, 0, 0.7).expect("distribution");
+        assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3]);
+        assert!((d[0].1 - 0.625).abs() < 1e-6);
+        assert!((d[1].1 - 0.375).abs() < 1e-6);
+        // 0.85 needs the third token: {1, 3, 2}
+        let d = candidate_distribution(&logits, 1.0, 0, 0.85).expect("distribution");
+        assert_eq!(d.len(), 3);
+        assert!((d[2].1 - 0.15 / 0.95).abs() < 1e-6);
+        // a tiny top_p still keeps the most likely token
+        let d = candidate_distribution(&logits, 1.0, 0, 0.01).expect("distribution");
+        assert_eq!(d, vec![(1, 1.0)]);
+    }
+
+    #[test]
+    fn temperature_scales_before_filtering() {
+        // logits 0, ln 3: at temperature 1 → 0.25 / 0.75; at temperature 2 → 1 : √3
+        let logits = [0.0, 3.0f32.ln()];
+        let d = candidate_distribution(&logits, 2.0, 0, 1.0).expect("distribution");
+        let s3 = 3.0f32.sqrt();
+        assert_eq!(d[0].0, 1);
+        assert!((d[0].1 - s3 / (1.0 + s3)).abs() < 1e-6);
+        assert!((d[1].1 - 1.0 / (1.0 + s3)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn seeded_sampling_is_reproducible_and_follows_the_distribution() {
+        let logits = ln(&[0.1, 0.6, 0.3]);
+        let draw = |seed| {
+            let mut s = Sampler::new(1.0, 0, 1.0, seed).expect("valid");
+            (0..2000)
+                .map(|_| s.sample(&logits).expect("samples").id)
+                .collect::<Vec<_>>()
+        };
+        let a = draw(42);
+        assert_eq!(a, draw(42));
+        assert_ne!(a, draw(43));
+        let share = |id| a.iter().filter(|&&x| x == id).count() as f32 / a.len() as f32;
+        assert!((share(1) - 0.6).abs() < 0.05, "{}", share(1));
+        assert!((share(2) - 0.3).abs() < 0.05, "{}", share(2));
+        assert!((share(0) - 0.1).abs() < 0.04, "{}", share(0));
+    }
+
+    #[test]
+    fn sampled_logprobs_are_reported_under_both_distributions() {
+        let logits = ln(&[0.5, 0.3, 0.2]);
+        let mut s = Sampler::new(1.0, 2, 1.0, 1).expect("valid");
+        for _ in 0..50 {
+            let t = s.sample(&logits).expect("samples");
+            assert!(t.id < 2, "top-2 excludes id 2");
+            let model_p = [0.5f32, 0.3][t.id as usize];
+            let sampling_p = [0.5f32 / 0.8, 0.3 / 0.8][t.id as usize];
+            assert!((t.logprob - model_p.ln()).abs() < 1e-5);
+            assert!((t.sampling_logprob - sampling_p.ln()).abs() < 1e-5);
+        }
+    }
+
+    #[test]
+    fn invalid_parameters_are_refused() {
+        assert!(Sampler::new(-0.1, 0, 1.0, 0).is_err());
+        assert!(Sampler::new(f32::NAN, 0, 1.0, 0).is_err());
+        assert!(Sampler::new(1.0, 0, 0.0, 0).is_err());
+        assert!(Sampler::new(1.0, 0, 1.5, 0).is_err());
+        let mut s = Sampler::new(1.0, 0, 1.0, 0).expect("valid");
+        assert!(matches!(s.sample(&[]), Err(SamplingError::BadLogits(_))));
+    }
+
+    #[test]
+    fn generation_config_overrides_the_model_card_defaults() {
+        let c = GenerationConfig::from_json(
+            r#"{"temperature": 0.7, "top_k": 40, "eos_token_id": [5, 9]}"#,
+        )
+        .expect("parses");
+        let p = c.default_params();
+        assert_eq!((p.temperature, p.top_p, p.top_k), (0.7, 0.95, 40));
+        assert_eq!(c.eos_token_ids, vec![5, 9]);
+        let greedy = GenerationConfig::from_json(r#"{"do_sample": false, "eos_token_id": 3}"#)
+            .expect("parses");
+        assert_eq!(greedy.default_params().temperature, 0.0);
+        assert_eq!(greedy.eos_token_ids, vec![3]);
+        let err = GenerationConfig::from_json(r#"{"top_k": "many"}"#).expect_err("bad field");
+        assert!(err.contains("top_k"), "{err}");
+        let missing =
+            GenerationConfig::from_dir(Path::new("/nonexistent")).expect("missing file is fine");
+        assert_eq!(missing.default_params(), GenerationParams::default());
+    }
+
+    #[test]
+    fn tiny_model_generation_config_is_read() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model");
+        let c = GenerationConfig::from_dir(&dir).expect("reads");
+        assert_eq!(c.temperature, Some(0.6));
+        assert_eq!(c.top_k, Some(20));
+        assert_eq!(c.eos_token_ids, vec![1021, 1019]);
+    }
+}
