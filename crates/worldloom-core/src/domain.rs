@@ -67,7 +67,12 @@ impl std::str::FromStr for Domain {
     /// Parses a domain name case-insensitively. AgentWorldBench `task` values
     /// such as `agentworld/web` name the domain in their last `/` part.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let last = s.rsplit('/').next().unwrap_or(s).trim().to_ascii_lowercase();
+        let last = s
+            .rsplit('/')
+            .next()
+            .unwrap_or(s)
+            .trim()
+            .to_ascii_lowercase();
         Domain::ALL
             .into_iter()
             .find(|d| d.as_str() == last)
@@ -75,8 +80,10 @@ impl std::str::FromStr for Domain {
     }
 }
 
-/// How an observation's text is to be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// How an observation's text is to be read. The default is [`Representation::Text`].
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Representation {
     /// An HTML document (full page or BrowserGym `pruned_html`).
@@ -93,6 +100,7 @@ pub enum Representation {
     /// A JSON document (MCP tool results and similar).
     Json,
     /// Plain text (terminal output, search results, SWE tool output).
+    #[default]
     Text,
 }
 
@@ -171,7 +179,10 @@ pub struct ChatMessage {
 impl ChatMessage {
     /// A message with the given role and content.
     pub fn new(role: ChatRole, content: impl Into<String>) -> Self {
-        Self { role, content: content.into() }
+        Self {
+            role,
+            content: content.into(),
+        }
     }
 }
 

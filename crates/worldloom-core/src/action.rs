@@ -1,0 +1,750 @@
+//! Actions: what the agent did at a state, kept as raw text plus a parsed
+//! form where the format is known.
+//!
+//! Formats: BrowserGym action calls (`click('12')`, `fill('41', 'text')`; the
+//! BrowserGym `HighLevelActionSet` functions), Android actions as JSON in the
+//! AndroidWorld / AndroidControl style (`{"action_type": "click", "x": 540,
+//! "y": 1200}`), desktop `pyautogui` code (kept raw), and MCP / terminal / SWE
+//! tool calls (raw text; JSON bodies parsed).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::domain::Domain;
+
+/// One action, as the agent wrote it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// The exact original text of the action (a Python call, a JSON object, a
+    /// shell command, a fenced tool call…).
+    pub raw: String,
+    /// Which action language `raw` is written in.
+    pub format: ActionFormat,
+    /// The parsed form, when `raw` parses in `format`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parsed: Option<ParsedAction>,
+}
+
+impl Action {
+    /// An action in `format`, parsed where the format has a parser.
+    pub fn new(raw: impl Into<String>, format: ActionFormat) -> Self {
+        let raw = raw.into();
+        let parsed = parse_action(&raw, format);
+        Self {
+            raw,
+            format,
+            parsed,
+        }
+    }
+
+    /// An action whose format is the usual one of `domain`: BrowserGym calls
+    /// for web, Android JSON for android, `pyautogui` code for os, tool calls
+    /// for mcp, shell commands for terminal, text otherwise.
+    pub fn for_domain(domain: Domain, raw: impl Into<String>) -> Self {
+        Self::new(raw, ActionFormat::for_domain(domain))
+    }
+
+    /// A one-line summary for lists: the raw text's first line, cut at 80
+    /// characters.
+    pub fn summary(&self) -> String {
+        let line = self.raw.trim().lines().next().unwrap_or("");
+        if line.chars().count() > 80 {
+            let cut: String = line.chars().take(79).collect();
+            format!("{cut}…")
+        } else {
+            line.to_owned()
+        }
+    }
+}
+
+/// The action language of [`Action::raw`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionFormat {
+    /// BrowserGym high-level action calls (Python call syntax).
+    Browsergym,
+    /// Android action JSON (AndroidWorld / AndroidControl style).
+    AndroidJson,
+    /// Desktop Python code using `pyautogui` (kept raw).
+    Pyautogui,
+    /// A tool call (MCP, SWE); JSON bodies, possibly in a code fence, are parsed.
+    ToolCall,
+    /// A shell command or terminal keystrokes.
+    Shell,
+    /// Anything else, kept raw.
+    Text,
+}
+
+impl ActionFormat {
+    /// The usual action format of a domain.
+    pub fn for_domain(domain: Domain) -> Self {
+        match domain {
+            Domain::Web => ActionFormat::Browsergym,
+            Domain::Android => ActionFormat::AndroidJson,
+            Domain::Os => ActionFormat::Pyautogui,
+            Domain::Mcp | Domain::Swe => ActionFormat::ToolCall,
+            Domain::Terminal => ActionFormat::Shell,
+            Domain::Search => ActionFormat::Text,
+        }
+    }
+}
+
+/// A parsed action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ParsedAction {
+    /// One or more BrowserGym calls (one per line in the raw text).
+    Browsergym {
+        /// The calls in order.
+        calls: Vec<PythonCall>,
+    },
+    /// An Android action.
+    Android {
+        /// The action.
+        action: AndroidAction,
+    },
+    /// A JSON body (tool calls): the value as parsed.
+    Json {
+        /// The parsed JSON value.
+        value: Value,
+    },
+}
+
+/// Parses `raw` in `format`; `None` when the format has no parser or the text
+/// does not parse.
+pub fn parse_action(raw: &str, format: ActionFormat) -> Option<ParsedAction> {
+    match format {
+        ActionFormat::Browsergym => {
+            parse_python_calls(raw).map(|calls| ParsedAction::Browsergym { calls })
+        }
+        ActionFormat::AndroidJson => {
+            let value: Value = serde_json::from_str(raw.trim()).ok()?;
+            AndroidAction::from_json(&value).map(|action| ParsedAction::Android { action })
+        }
+        ActionFormat::ToolCall => parse_json_body(raw).map(|value| ParsedAction::Json { value }),
+        ActionFormat::Pyautogui | ActionFormat::Shell | ActionFormat::Text => None,
+    }
+}
+
+/// Parses a JSON body, optionally inside a Markdown code fence.
+fn parse_json_body(raw: &str) -> Option<Value> {
+    let mut text = raw.trim();
+    if let Some(rest) = text.strip_prefix("```") {
+        let newline = rest.find('\n')?;
+        let body = &rest[newline + 1..];
+        text = body.trim_end().strip_suffix("```").unwrap_or(body).trim();
+    }
+    if !(text.starts_with('{') || text.starts_with('[')) {
+        return None;
+    }
+    serde_json::from_str(text).ok()
+}
+
+/// A Python function call with literal arguments, e.g. `fill('41', "it's")`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonCall {
+    /// The function name (dotted names such as `pyautogui.click` allowed).
+    pub function: String,
+    /// Positional arguments, converted to JSON (str → string, int/float →
+    /// number, True/False → bool, None → null, list/tuple → array, dict →
+    /// object).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<Value>,
+    /// Keyword arguments in source order.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub kwargs: Map<String, Value>,
+}
+
+/// Parses one or more Python calls, one per non-empty line (`#` comment lines
+/// are skipped). `None` if any line is not a call with literal arguments.
+pub fn parse_python_calls(raw: &str) -> Option<Vec<PythonCall>> {
+    let mut parser = PyParser {
+        s: raw.as_bytes(),
+        src: raw,
+        i: 0,
+    };
+    let mut calls = Vec::new();
+    loop {
+        parser.skip_ws_and_comments();
+        if parser.i >= parser.s.len() {
+            break;
+        }
+        calls.push(parser.call()?);
+        parser.skip_inline_ws();
+        match parser.peek() {
+            None | Some(b'\n') | Some(b'\r') | Some(b';') | Some(b'#') => {
+                if parser.peek() == Some(b';') {
+                    parser.i += 1;
+                }
+            }
+            Some(_) => return None,
+        }
+    }
+    if calls.is_empty() { None } else { Some(calls) }
+}
+
+/// Parses one Python literal (string, number, bool, None, list, tuple, dict).
+pub fn parse_python_literal(raw: &str) -> Option<Value> {
+    let mut parser = PyParser {
+        s: raw.as_bytes(),
+        src: raw,
+        i: 0,
+    };
+    parser.skip_all_ws();
+    let value = parser.literal()?;
+    parser.skip_all_ws();
+    (parser.i == parser.s.len()).then_some(value)
+}
+
+struct PyParser<'a> {
+    s: &'a [u8],
+    src: &'a str,
+    i: usize,
+}
+
+impl PyParser<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    fn skip_inline_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t')) {
+            self.i += 1;
+        }
+    }
+
+    fn skip_all_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    fn skip_ws_and_comments(&mut self) {
+        loop {
+            self.skip_all_ws();
+            if self.peek() == Some(b'#') {
+                while !matches!(self.peek(), None | Some(b'\n')) {
+                    self.i += 1;
+                }
+            } else {
+                return;
+            }
+        }
+    }
+
+    fn ident(&mut self) -> Option<&str> {
+        let start = self.i;
+        while let Some(c) = self.peek() {
+            if c.is_ascii_alphanumeric() || c == b'_' || (c == b'.' && self.i > start) {
+                self.i += 1;
+            } else {
+                break;
+            }
+        }
+        if self.i == start || self.s[start].is_ascii_digit() {
+            self.i = start;
+            return None;
+        }
+        self.src.get(start..self.i)
+    }
+
+    fn call(&mut self) -> Option<PythonCall> {
+        let function = self.ident()?.to_owned();
+        self.skip_inline_ws();
+        if self.peek() != Some(b'(') {
+            return None;
+        }
+        self.i += 1;
+        let mut call = PythonCall {
+            function,
+            args: Vec::new(),
+            kwargs: Map::new(),
+        };
+        loop {
+            self.skip_all_ws();
+            if self.peek() == Some(b')') {
+                self.i += 1;
+                return Some(call);
+            }
+            // keyword argument?
+            let save = self.i;
+            let mut keyword = None;
+            if let Some(name) = self.ident() {
+                let name = name.to_owned();
+                self.skip_all_ws();
+                if self.peek() == Some(b'=') && self.s.get(self.i + 1) != Some(&b'=') {
+                    self.i += 1;
+                    keyword = Some(name);
+                } else {
+                    self.i = save;
+                }
+            }
+            self.skip_all_ws();
+            let value = self.literal()?;
+            match keyword {
+                Some(name) => {
+                    call.kwargs.insert(name, value);
+                }
+                None if call.kwargs.is_empty() => call.args.push(value),
+                None => return None,
+            }
+            self.skip_all_ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b')' => {}
+                _ => return None,
+            }
+        }
+    }
+
+    fn literal(&mut self) -> Option<Value> {
+        let c = self.peek()?;
+        match c {
+            b'\'' | b'"' => self.string(false),
+            b'r' | b'R' | b'u' | b'U' | b'b' | b'B'
+                if matches!(self.s.get(self.i + 1), Some(b'\'' | b'"')) =>
+            {
+                let raw = matches!(c, b'r' | b'R');
+                self.i += 1;
+                self.string(raw)
+            }
+            b'[' => self.sequence(b']'),
+            b'(' => self.sequence(b')'),
+            b'{' => self.dict(),
+            b'-' | b'+' | b'0'..=b'9' | b'.' => self.number(),
+            _ => {
+                let word = self.ident()?;
+                match word {
+                    "True" => Some(Value::Bool(true)),
+                    "False" => Some(Value::Bool(false)),
+                    "None" => Some(Value::Null),
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    fn sequence(&mut self, close: u8) -> Option<Value> {
+        self.i += 1;
+        let mut items = Vec::new();
+        loop {
+            self.skip_all_ws();
+            if self.peek()? == close {
+                self.i += 1;
+                return Some(Value::Array(items));
+            }
+            items.push(self.literal()?);
+            self.skip_all_ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                c if c == close => {}
+                _ => return None,
+            }
+        }
+    }
+
+    fn dict(&mut self) -> Option<Value> {
+        self.i += 1;
+        let mut map = Map::new();
+        loop {
+            self.skip_all_ws();
+            if self.peek()? == b'}' {
+                self.i += 1;
+                return Some(Value::Object(map));
+            }
+            let key = match self.literal()? {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            self.skip_all_ws();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.i += 1;
+            self.skip_all_ws();
+            let value = self.literal()?;
+            map.insert(key, value);
+            self.skip_all_ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {}
+                _ => return None,
+            }
+        }
+    }
+
+    fn number(&mut self) -> Option<Value> {
+        let start = self.i;
+        while matches!(
+            self.peek(),
+            Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'_' | b'0'..=b'9')
+        ) {
+            self.i += 1;
+        }
+        let text: String = self
+            .src
+            .get(start..self.i)?
+            .chars()
+            .filter(|&c| c != '_')
+            .collect();
+        if let Ok(n) = text.parse::<i64>() {
+            return Some(Value::from(n));
+        }
+        let f = text.parse::<f64>().ok()?;
+        serde_json::Number::from_f64(f).map(Value::Number)
+    }
+
+    /// A quoted string starting at the quote; handles triple quotes and the
+    /// Python escape sequences (`\n`, `\t`, `\\`, `\'`, `\xhh`, `\uXXXX`,
+    /// `\UXXXXXXXX`, octal `\ooo`, line continuation).
+    fn string(&mut self, raw: bool) -> Option<Value> {
+        let quote = self.peek()?;
+        let triple =
+            self.s.get(self.i + 1) == Some(&quote) && self.s.get(self.i + 2) == Some(&quote);
+        self.i += if triple { 3 } else { 1 };
+        let mut out = String::new();
+        loop {
+            let rest = self.src.get(self.i..)?;
+            let c = rest.chars().next()?;
+            if c as u32 == quote as u32 {
+                if !triple {
+                    self.i += 1;
+                    return Some(Value::String(out));
+                }
+                if rest.as_bytes().get(1) == Some(&quote) && rest.as_bytes().get(2) == Some(&quote)
+                {
+                    self.i += 3;
+                    return Some(Value::String(out));
+                }
+                out.push(c);
+                self.i += 1;
+                continue;
+            }
+            if c == '\n' && !triple {
+                return None;
+            }
+            if c != '\\' {
+                out.push(c);
+                self.i += c.len_utf8();
+                continue;
+            }
+            // backslash
+            let next = rest[1..].chars().next()?;
+            if raw {
+                out.push('\\');
+                out.push(next);
+                self.i += 1 + next.len_utf8();
+                continue;
+            }
+            self.i += 1 + next.len_utf8();
+            match next {
+                '\n' => {}
+                '\\' => out.push('\\'),
+                '\'' => out.push('\''),
+                '"' => out.push('"'),
+                'n' => out.push('\n'),
+                't' => out.push('\t'),
+                'r' => out.push('\r'),
+                'a' => out.push('\u{7}'),
+                'b' => out.push('\u{8}'),
+                'f' => out.push('\u{c}'),
+                'v' => out.push('\u{b}'),
+                'x' => out.push(self.hex_escape(2)?),
+                'u' => out.push(self.hex_escape(4)?),
+                'U' => out.push(self.hex_escape(8)?),
+                '0'..='7' => {
+                    let mut value = next as u32 - '0' as u32;
+                    for _ in 0..2 {
+                        match self.peek() {
+                            Some(d @ b'0'..=b'7') => {
+                                value = value * 8 + u32::from(d - b'0');
+                                self.i += 1;
+                            }
+                            _ => break,
+                        }
+                    }
+                    out.push(char::from_u32(value)?);
+                }
+                other => {
+                    // Python keeps unknown escapes as written.
+                    out.push('\\');
+                    out.push(other);
+                }
+            }
+        }
+    }
+
+    fn hex_escape(&mut self, digits: usize) -> Option<char> {
+        let hex = self.src.get(self.i..self.i + digits)?;
+        let value = u32::from_str_radix(hex, 16).ok()?;
+        self.i += digits;
+        // A lone surrogate cannot be a Rust char; use U+FFFD as lossy decoding does.
+        Some(char::from_u32(value).unwrap_or('\u{FFFD}'))
+    }
+}
+
+/// An Android action in the AndroidWorld / AndroidControl JSON style.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action_type", rename_all = "snake_case")]
+pub enum AndroidAction {
+    /// Tap a point or an element.
+    Click {
+        /// Where.
+        target: AndroidTarget,
+    },
+    /// Long-press a point or an element.
+    LongPress {
+        /// Where.
+        target: AndroidTarget,
+    },
+    /// Type text (into the focused field, or into `target`).
+    Type {
+        /// The text typed.
+        text: String,
+        /// The field, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<AndroidTarget>,
+    },
+    /// Scroll (or swipe) in a direction.
+    Scroll {
+        /// `up`, `down`, `left` or `right`, as written.
+        direction: String,
+        /// The scrolled element or point, when given.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<AndroidTarget>,
+    },
+    /// The system back button.
+    NavigateBack,
+    /// The system home button.
+    NavigateHome,
+    /// Press enter on the keyboard.
+    KeyboardEnter,
+    /// Open an app by name.
+    OpenApp {
+        /// The app's name as written.
+        app_name: String,
+    },
+    /// Wait for the screen to change.
+    Wait,
+    /// Any other `action_type`; the whole object is kept in [`Action::raw`].
+    Other {
+        /// The `action_type` value.
+        name: String,
+    },
+}
+
+/// Where an Android action acts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AndroidTarget {
+    /// Screen coordinates in pixels.
+    Point {
+        /// x in pixels from the left edge.
+        x_px: f64,
+        /// y in pixels from the top edge.
+        y_px: f64,
+    },
+    /// An element by `resource-id` or index, as written.
+    Element {
+        /// The element reference.
+        element: String,
+    },
+}
+
+impl AndroidAction {
+    /// Reads an action object; `None` when it has no string `action_type`.
+    pub fn from_json(value: &Value) -> Option<Self> {
+        let obj = value.as_object()?;
+        let kind = obj.get("action_type")?.as_str()?;
+        let target = AndroidTarget::from_json(obj);
+        let text = |key: &str| obj.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(match kind {
+            "click" | "tap" => AndroidAction::Click { target: target? },
+            "long_press" => AndroidAction::LongPress { target: target? },
+            "type" | "input_text" => AndroidAction::Type {
+                text: text("text")?,
+                target,
+            },
+            "scroll" | "swipe" => AndroidAction::Scroll {
+                direction: text("direction")?,
+                target,
+            },
+            "navigate_back" => AndroidAction::NavigateBack,
+            "navigate_home" => AndroidAction::NavigateHome,
+            "keyboard_enter" => AndroidAction::KeyboardEnter,
+            "open_app" => AndroidAction::OpenApp {
+                app_name: text("app_name")?,
+            },
+            "wait" => AndroidAction::Wait,
+            other => AndroidAction::Other {
+                name: other.to_owned(),
+            },
+        })
+    }
+}
+
+impl AndroidTarget {
+    fn from_json(obj: &Map<String, Value>) -> Option<Self> {
+        if let (Some(x), Some(y)) = (
+            obj.get("x").and_then(Value::as_f64),
+            obj.get("y").and_then(Value::as_f64),
+        ) {
+            return Some(AndroidTarget::Point { x_px: x, y_px: y });
+        }
+        for key in ["element", "index", "resource_id", "resource-id"] {
+            match obj.get(key) {
+                Some(Value::String(s)) => {
+                    return Some(AndroidTarget::Element { element: s.clone() });
+                }
+                Some(Value::Number(n)) => {
+                    return Some(AndroidTarget::Element {
+                        element: n.to_string(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn browsergym_click_and_fill() {
+        let a = Action::new("click('12')", ActionFormat::Browsergym);
+        let Some(ParsedAction::Browsergym { calls }) = a.parsed else {
+            panic!("not parsed")
+        };
+        assert_eq!(calls[0].function, "click");
+        assert_eq!(calls[0].args, vec![json!("12")]);
+
+        let calls = parse_python_calls(r#"fill('41', 'it\'s "fine"\n')"#).expect("parses");
+        assert_eq!(calls[0].args, vec![json!("41"), json!("it's \"fine\"\n")]);
+    }
+
+    #[test]
+    fn browsergym_keywords_lists_and_multiple_lines() {
+        let calls = parse_python_calls(
+            "click('a51', button='right', modifiers=['Shift'])\nscroll(0, -120.5)",
+        )
+        .expect("parses");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].kwargs.get("button"), Some(&json!("right")));
+        assert_eq!(calls[0].kwargs.get("modifiers"), Some(&json!(["Shift"])));
+        assert_eq!(calls[1].args, vec![json!(0), json!(-120.5)]);
+        assert_eq!(
+            parse_python_calls("select_option('7', [\"Red\", 'Blue'])").expect("parses")[0].args[1],
+            json!(["Red", "Blue"])
+        );
+    }
+
+    #[test]
+    fn python_strings_escapes_and_triple_quotes() {
+        assert_eq!(
+            parse_python_literal(r"'caf\xe9 \u00e9 \101'"),
+            Some(json!("café é A"))
+        );
+        assert_eq!(parse_python_literal(r"r'C:\new'"), Some(json!("C:\\new")));
+        assert_eq!(
+            parse_python_literal("'''a 'b'\nc'''"),
+            Some(json!("a 'b'\nc"))
+        );
+        assert_eq!(
+            parse_python_literal("\"Ünïcødé 语言\""),
+            Some(json!("Ünïcødé 语言"))
+        );
+        assert_eq!(
+            parse_python_literal("{'a': (1, None, True)}"),
+            Some(json!({"a": [1, null, true]}))
+        );
+        assert_eq!(parse_python_literal("'unterminated"), None);
+    }
+
+    #[test]
+    fn non_calls_do_not_parse() {
+        assert!(parse_python_calls("click(12").is_none());
+        assert!(parse_python_calls("x = 3").is_none());
+        assert!(parse_python_calls("").is_none());
+        assert!(
+            Action::new("noop()", ActionFormat::Browsergym)
+                .parsed
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn android_actions() {
+        let click = AndroidAction::from_json(&json!({"action_type": "click", "x": 540, "y": 1200}));
+        assert_eq!(
+            click,
+            Some(AndroidAction::Click {
+                target: AndroidTarget::Point {
+                    x_px: 540.0,
+                    y_px: 1200.0
+                }
+            })
+        );
+        let by_id = AndroidAction::from_json(
+            &json!({"action_type": "click", "element": "com.app:id/send"}),
+        );
+        assert_eq!(
+            by_id,
+            Some(AndroidAction::Click {
+                target: AndroidTarget::Element {
+                    element: "com.app:id/send".into()
+                }
+            })
+        );
+        assert_eq!(
+            AndroidAction::from_json(&json!({"action_type": "type", "text": "hi"})),
+            Some(AndroidAction::Type {
+                text: "hi".into(),
+                target: None
+            })
+        );
+        assert_eq!(
+            AndroidAction::from_json(&json!({"action_type": "navigate_back"})),
+            Some(AndroidAction::NavigateBack)
+        );
+        assert_eq!(
+            AndroidAction::from_json(&json!({"action_type": "open_app", "app_name": "Settings"})),
+            Some(AndroidAction::OpenApp {
+                app_name: "Settings".into()
+            })
+        );
+        assert_eq!(AndroidAction::from_json(&json!({"x": 1})), None);
+        let a = Action::new(
+            r#"{"action_type": "scroll", "direction": "down"}"#,
+            ActionFormat::AndroidJson,
+        );
+        assert!(matches!(
+            a.parsed,
+            Some(ParsedAction::Android {
+                action: AndroidAction::Scroll { .. }
+            })
+        ));
+    }
+
+    #[test]
+    fn tool_call_json_in_fence() {
+        let a = Action::new(
+            "```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.txt\"}}\n```",
+            ActionFormat::ToolCall,
+        );
+        assert_eq!(
+            a.parsed,
+            Some(ParsedAction::Json {
+                value: json!({"name": "read_file", "arguments": {"path": "a.txt"}})
+            })
+        );
+        assert!(
+            Action::new("pyautogui.click(1, 2)", ActionFormat::Pyautogui)
+                .parsed
+                .is_none()
+        );
+    }
+}
