@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod diff;
+mod model;
 mod parse;
 
 /// Worldloom: a studio for language world models.
@@ -20,6 +21,8 @@ enum Command {
     Parse(parse::ParseArgs),
     /// Compare a predicted observation with the real one (fidelity metrics).
     Diff(diff::DiffArgs),
+    /// Run (token ids in, ids out) or inspect a local Qwen3.5-MoE model directory.
+    Model(model::ModelArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -27,6 +30,7 @@ fn main() -> std::process::ExitCode {
     let result: anyhow::Result<()> = match cli.command {
         Command::Parse(args) => parse::run(&args),
         Command::Diff(args) => diff::run(&args),
+        Command::Model(args) => model::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

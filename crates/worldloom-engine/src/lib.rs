@@ -11,8 +11,10 @@
 pub mod baseline;
 pub mod chat_template;
 pub mod lm;
+pub mod loading;
 pub mod local;
 pub mod openai;
+pub mod qwen3_5_moe;
 pub mod sampling;
 pub mod snapshot;
 pub mod tokenizer;
