@@ -15,6 +15,7 @@ pub mod error;
 pub mod native;
 pub mod observation;
 pub mod output;
+pub mod prompt;
 pub mod text;
 pub mod trajectory;
 
@@ -26,6 +27,7 @@ pub use observation::{
     Observation, ObservationMeta, ObservationView, ScreenSize, StepError, StepErrorKind,
 };
 pub use output::{OutputStatus, ParsedOutput, parse_model_output, parse_openai_message};
+pub use prompt::{PromptOptions, PromptTemplates, build_messages, default_system_prompt};
 pub use trajectory::{
     AuthoredObservation, AwbRowInfo, ContextMode, Edge, EdgeId, Node, NodeId, Prediction,
     PredictionId, Source, Trajectory, TreePath,
