@@ -1,0 +1,115 @@
+//! Reading trajectory files for import and writing exports, on top of the
+//! `worldloom-core` formats.
+
+use std::path::Path;
+
+use worldloom_core as core;
+use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::types::ExportFormat;
+
+/// What reading one path gave.
+pub(crate) struct ReadPath {
+    pub trajectories: Vec<Trajectory>,
+    pub warnings: Vec<String>,
+    /// SHA-256 of the file's bytes (of the folder's files, for a folder).
+    pub sha256: String,
+}
+
+/// Hashes a file, or every file of a folder in name order (path and bytes).
+fn hash_path(path: &Path) -> Result<String, String> {
+    if path.is_dir() {
+        let mut entries: Vec<_> = std::fs::read_dir(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        entries.sort();
+        let mut all = Vec::new();
+        for p in entries {
+            all.extend_from_slice(p.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+            all.push(0);
+            all.extend(std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?);
+            all.push(0);
+        }
+        Ok(worldloom_store::sha256_hex(&all))
+    } else {
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(worldloom_store::sha256_hex(&bytes))
+    }
+}
+
+/// Reads every trajectory in a file or folder. Errors are messages naming
+/// the file and line or field.
+pub(crate) fn read_path(path: &Path) -> Result<ReadPath, String> {
+    if !path.exists() {
+        return Err(format!("{}: no such file or folder", path.display()));
+    }
+    let sha256 = hash_path(path)?;
+    let (trajectories, warnings) = read_trajectories(path)?;
+    Ok(ReadPath { trajectories, warnings, sha256 })
+}
+
+/// The format readers. Native files are read here; the other formats come
+/// from the `worldloom-core` importers.
+fn read_trajectories(path: &Path) -> Result<(Vec<Trajectory>, Vec<String>), String> {
+    if path.is_file() {
+        let head = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = String::from_utf8_lossy(&head[..head.len().min(4096)]).to_string();
+        if text.contains(core::NATIVE_FORMAT) {
+            let file = TrajectoryFile::read(path).map_err(|e| e.to_string())?;
+            return Ok((file.trajectories, Vec::new()));
+        }
+    }
+    Err(format!(
+        "{}: not a native Worldloom trajectory file; this build imports native files only",
+        path.display()
+    ))
+}
+
+/// The tree cut down to the path from the root to `leaf`, renumbered.
+pub(crate) fn only_path(t: &Trajectory, leaf: NodeId) -> core::error::Result<Trajectory> {
+    let path = t.path_to(leaf)?;
+    let mut out = t.clone();
+    out.nodes = path
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let mut node = t.node(*n)?.clone();
+            node.id = NodeId(i as u32);
+            node.parent_edge = (i > 0).then(|| EdgeId(i as u32 - 1));
+            Some(node)
+        })
+        .collect();
+    out.edges = path
+        .edges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| {
+            let mut edge = t.edge(*e)?.clone();
+            edge.id = EdgeId(i as u32);
+            edge.from = NodeId(i as u32);
+            edge.to = NodeId(i as u32 + 1);
+            edge.edited_from = None;
+            Some(edge)
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Writes `t` in `format`: the text, the number of records and a file
+/// extension.
+pub(crate) fn export(t: &Trajectory, format: ExportFormat) -> Result<(String, u32, &'static str), ApiError> {
+    match format {
+        ExportFormat::Native => {
+            Ok((TrajectoryFile::new(vec![t.clone()]).to_json_string(), 1, ".worldloom.json"))
+        }
+        ExportFormat::Agentworldbench | ExportFormat::Sft => Err(ApiError::new(
+            ErrorCode::Unsupported,
+            format!("export as {format:?} needs the worldloom-core JSONL writers, which this build does not have"),
+        )),
+    }
+}

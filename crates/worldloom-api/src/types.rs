@@ -1,0 +1,879 @@
+//! Request, response and view types of every command. These are the contract
+//! with the user interface: TypeScript declarations are generated from them
+//! (see [`crate::bindings`]) into `ui/src/bindings/api.ts`.
+//!
+//! Conventions: field names are snake_case; ids of trajectories and branches
+//! are strings (decimal workspace keys), node, edge and prediction ids are
+//! numbers (the `worldloom-core` ids); optional values are `null`, never
+//! absent; fractions are in `[0, 1]`; times carry their unit in the name.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+/// The seven environment domains (`worldloom-core` `Domain`, lowercase).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum Domain {
+    /// Model Context Protocol tool servers.
+    Mcp,
+    /// Web search engines.
+    Search,
+    /// A shell terminal.
+    Terminal,
+    /// Software-engineering repositories.
+    Swe,
+    /// Web browsers.
+    Web,
+    /// Desktop operating systems.
+    Os,
+    /// Android devices.
+    Android,
+}
+
+/// How an observation's text is read (`worldloom-core` `Representation`,
+/// kebab-case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum Representation {
+    /// HTML document.
+    Html,
+    /// BrowserGym accessibility-tree text.
+    Axtree,
+    /// OS AT-SPI accessibility XML.
+    OsXml,
+    /// OSWorld linearized accessibility table.
+    OsTable,
+    /// Android uiautomator XML.
+    AndroidXml,
+    /// JSON document.
+    Json,
+    /// Plain text.
+    Text,
+}
+
+// ---------------------------------------------------------------------------
+// UI trees (mirrors of `worldloom-obs` `tree.rs`, same JSON).
+
+/// A screen rectangle in pixels; right and bottom exclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BoundsPx {
+    /// Left edge, px.
+    pub left: f64,
+    /// Top edge, px.
+    pub top: f64,
+    /// Right edge, px.
+    pub right: f64,
+    /// Bottom edge, px.
+    pub bottom: f64,
+    /// `negative`, `empty`, `inverted`: reasons not to trust the numbers.
+    pub anomalies: Vec<String>,
+}
+
+/// Byte offsets of a node in the original text, and its 1-based line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SourceSpan {
+    /// First byte.
+    pub start_byte: usize,
+    /// One past the last byte.
+    pub end_byte: usize,
+    /// 1-based line of `start_byte`.
+    pub line: u32,
+}
+
+/// Normalised interaction states; `null` means not stated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct NodeStates {
+    /// Checked.
+    pub checked: Option<bool>,
+    /// Selected.
+    pub selected: Option<bool>,
+    /// Has keyboard focus.
+    pub focused: Option<bool>,
+    /// Enabled.
+    pub enabled: Option<bool>,
+    /// Expanded.
+    pub expanded: Option<bool>,
+    /// Editable text.
+    pub editable: Option<bool>,
+}
+
+/// One attribute, in source order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Attribute {
+    /// Name as written (`bid`, `resource-id`, `st:focused`).
+    pub name: String,
+    /// Value, entity-decoded.
+    pub value: String,
+}
+
+/// One node of a UI tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UiNode {
+    /// Index in [`UiTree::nodes`].
+    pub id: u32,
+    /// Parent index; `null` for the root.
+    pub parent: Option<u32>,
+    /// Children indices in document order.
+    pub children: Vec<u32>,
+    /// Depth below the root (root = 0).
+    pub depth: u32,
+    /// Role, tag or widget class.
+    pub role: String,
+    /// Accessible name or visible text.
+    pub name: String,
+    /// Current value, where the format has one.
+    pub value: Option<String>,
+    /// Stable key (`bid`, `resource-id`, AT-SPI path).
+    pub key: Option<String>,
+    /// Every attribute in source order.
+    pub attributes: Vec<Attribute>,
+    /// Interaction states.
+    pub states: NodeStates,
+    /// Screen rectangle, when the format gives one.
+    pub bounds_px: Option<BoundsPx>,
+    /// Where the node is in the original text.
+    pub span: Option<SourceSpan>,
+    /// Made up by the parser (document roots).
+    pub synthetic: bool,
+}
+
+/// A parsed UI tree: a flat pre-order arena, `nodes[i].id == i`, `nodes[0]`
+/// is the root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UiTree {
+    /// The representation it was parsed from.
+    pub representation: Representation,
+    /// All nodes, pre-order.
+    pub nodes: Vec<UiNode>,
+}
+
+/// Per-node diff status (`worldloom-obs` `NodeStatus` names): `removed` is in
+/// the real tree only, `added` in the predicted tree only, `changed` aligned
+/// with differing fields, `moved` aligned by stable key at another place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DiffStatus {
+    /// Aligned and equal.
+    Unchanged,
+    /// Aligned, fields differ.
+    Changed,
+    /// Aligned by key, different place.
+    Moved,
+    /// Predicted only.
+    Added,
+    /// Real only.
+    Removed,
+}
+
+/// One differing field of an aligned node pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct FieldChange {
+    /// `role`, `name`, `value`, `key`, `bounds`, `state:<name>`,
+    /// `attr:<name>`.
+    pub field: String,
+    /// Real value (`null` when absent).
+    pub real: Option<String>,
+    /// Predicted value (`null` when absent).
+    pub predicted: Option<String>,
+}
+
+/// The alignment and statuses of a real / predicted tree pair.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TreeDiff {
+    /// Status of every real node, indexed by node id.
+    pub real: Vec<DiffStatus>,
+    /// Status of every predicted node, indexed by node id.
+    pub predicted: Vec<DiffStatus>,
+    /// Aligned pairs `[real node id, predicted node id]`.
+    pub pairs: Vec<(u32, u32)>,
+    /// Field changes per real node id (empty lists for unchanged nodes).
+    pub real_changes: Vec<Vec<FieldChange>>,
+}
+
+/// One operation of a line diff (`similar` crate; ranges are 0-based line
+/// indices, end exclusive).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LineOp {
+    /// `equal`, `delete`, `insert` or `replace`.
+    pub tag: String,
+    /// First real line.
+    pub real_start: usize,
+    /// One past the last real line.
+    pub real_end: usize,
+    /// First predicted line.
+    pub predicted_start: usize,
+    /// One past the last predicted line.
+    pub predicted_end: usize,
+}
+
+/// A line diff of the exact texts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LineDiff {
+    /// Operations in order.
+    pub ops: Vec<LineOp>,
+    /// `2 × matching lines / (real lines + predicted lines)`, in `[0, 1]`.
+    pub ratio: f64,
+}
+
+// ---------------------------------------------------------------------------
+// Turn views.
+
+/// One side (real or predicted) of a compared representation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SideDocument {
+    /// The exact text of this view.
+    pub text: String,
+    /// The parsed tree, for tree representations that parsed.
+    pub tree: Option<UiTree>,
+    /// Why the text did not parse, if it did not.
+    pub parse_error: Option<String>,
+}
+
+/// One representation of a turn, real and predicted side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ComparedView {
+    /// The representation.
+    pub representation: Representation,
+    /// The source's name for it (`main`, `pruned_html`, `step_03.tsv`).
+    pub name: String,
+    /// The real side, when the state was recorded in this representation.
+    pub real: Option<SideDocument>,
+    /// The predicted (or authored) side, when it is in this representation.
+    pub predicted: Option<SideDocument>,
+    /// Present when both sides parsed into trees.
+    pub diff: Option<TreeDiff>,
+    /// Present when both sides exist.
+    pub line_diff: Option<LineDiff>,
+}
+
+/// One fidelity metric (`docs/metrics.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Metric {
+    /// Machine name (`node_f1`, `text_f1`, `attribute_accuracy`…).
+    pub name: String,
+    /// Value, in `[0, 1]` unless `unit` says otherwise.
+    pub value: Option<f64>,
+    /// Unit, when not a fraction.
+    pub unit: Option<String>,
+    /// What it measures.
+    pub description: Option<String>,
+}
+
+/// Whether a domain anchor carried over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorStatus {
+    /// Same value on both sides.
+    Matched,
+    /// Different values.
+    Mismatched,
+    /// Missing on one side.
+    Absent,
+}
+
+/// A domain anchor: a fact that must carry over (focused bid, URL, package…).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Anchor {
+    /// The anchor's kind.
+    pub kind: String,
+    /// The anchor's name.
+    pub key: String,
+    /// Whether it matched.
+    pub status: AnchorStatus,
+    /// Real value.
+    pub real: Option<String>,
+    /// Predicted value.
+    pub predicted: Option<String>,
+}
+
+/// LLM-judge scores, 1–5 each (AgentWorldBench rubric).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct JudgeScores {
+    /// Format.
+    pub format: Option<f64>,
+    /// Factuality.
+    pub factuality: Option<f64>,
+    /// Consistency.
+    pub consistency: Option<f64>,
+    /// Realism.
+    pub realism: Option<f64>,
+    /// Quality.
+    pub quality: Option<f64>,
+    /// The judge's rationale.
+    pub rationale: Option<String>,
+    /// The judge model.
+    pub judge: Option<String>,
+}
+
+/// The fidelity of the shown prediction against the real observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct Fidelity {
+    /// Headline score in `[0, 1]`: node F1 for trees, text F1 for text.
+    pub overall: Option<f64>,
+    /// Every metric computed.
+    pub metrics: Vec<Metric>,
+    /// Domain anchors.
+    pub anchors: Vec<Anchor>,
+    /// Judge scores, when a judge result is stored.
+    pub judge: Option<JudgeScores>,
+    /// Why the turn was not scored, or a note on inputs that did not parse.
+    pub note: Option<String>,
+}
+
+/// Which kind of record an observation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservationKind {
+    /// Recorded from the environment.
+    Real,
+    /// Predicted by a world model.
+    Predicted,
+    /// Written or corrected by hand.
+    Authored,
+}
+
+/// Which history a prediction's prompt used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "kebab-case")]
+pub enum ContextMode {
+    /// History from real observations.
+    TeacherForced,
+    /// History from the branch's chosen predictions.
+    FreeRunning,
+}
+
+/// A prediction's provenance, for the picker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PredictionSummary {
+    /// Id within the node.
+    pub id: u32,
+    /// Engine name.
+    pub engine: String,
+    /// Sampler seed, as a decimal string (seeds are 64-bit).
+    pub seed: Option<String>,
+    /// Context mode.
+    pub context: ContextMode,
+    /// Extraction status (`ok`, `truncated`, `no_observation`, `empty`).
+    pub status: String,
+    /// Generation parameters as the engine reported them.
+    pub params: serde_json::Value,
+    /// Prompt length, tokens.
+    pub prompt_tokens: Option<u32>,
+    /// Generated tokens.
+    pub completion_tokens: Option<u32>,
+    /// Total generation time, ms.
+    pub total_ms: Option<f64>,
+    /// When it was made (RFC 3339).
+    pub created_at: Option<String>,
+    /// Its overall fidelity, when scored.
+    pub overall: Option<f64>,
+}
+
+/// An action as shown in lists.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ActionView {
+    /// The exact text.
+    pub raw: String,
+    /// Its format (`browsergym`, `android-json`, `pyautogui`, `tool-call`,
+    /// `shell`, `text`).
+    pub format: String,
+    /// First line, at most 80 characters.
+    pub summary: String,
+    /// The parsed form, when it parsed (`worldloom-core` `ParsedAction`).
+    pub parsed: Option<serde_json::Value>,
+}
+
+/// Observation facts beside the text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ObservationMetaView {
+    /// Page URL.
+    pub url: Option<String>,
+    /// Page or window title.
+    pub title: Option<String>,
+    /// BrowserGym focused element bid.
+    pub focused_bid: Option<String>,
+    /// Screen size.
+    pub screen: Option<ScreenSize>,
+    /// Android foreground package.
+    pub package: Option<String>,
+}
+
+/// A screen size in pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
+pub struct ScreenSize {
+    /// Width, px.
+    pub width_px: u32,
+    /// Height, px.
+    pub height_px: u32,
+}
+
+// ---------------------------------------------------------------------------
+// Trajectories, branches, turns.
+
+/// One trajectory in the sidebar list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TrajectorySummary {
+    /// Workspace id (decimal string).
+    pub id: String,
+    /// Display name: the trajectory's own id.
+    pub name: String,
+    /// Domain.
+    pub domain: Domain,
+    /// Source format (`agentlab`, `osworld`, `android-dumps`,
+    /// `agentworldbench`, `native`).
+    pub source_format: String,
+    /// Source file or folder.
+    pub source_path: Option<String>,
+    /// Task instruction.
+    pub goal: Option<String>,
+    /// Turns on the recorded (main) path.
+    pub turn_count: u32,
+    /// Root-to-leaf paths (1 when never branched).
+    pub branch_count: u32,
+    /// Predictions over all nodes.
+    pub prediction_count: u32,
+    /// Lowest stored overall fidelity over its turns, `[0, 1]`.
+    pub lowest_fidelity: Option<f64>,
+    /// Tags set on it or on its nodes.
+    pub tags: Vec<String>,
+    /// When it was imported (UTC).
+    pub imported_at: String,
+}
+
+/// A root-to-leaf path of the trajectory tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BranchSummary {
+    /// Branch id: the leaf node id as a decimal string.
+    pub id: String,
+    /// Display name (`recorded`, `branch at turn 3: click('12')`).
+    pub name: String,
+    /// Node id of the leaf.
+    pub leaf_node: u32,
+    /// Number of turns.
+    pub turn_count: u32,
+    /// Whether this is the recorded (main) path.
+    pub recorded: bool,
+    /// Turn (1-based) where it leaves its parent branch; `null` for the
+    /// recorded path.
+    pub forks_at_turn: Option<u32>,
+}
+
+/// A node of the branch tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TreeNodeView {
+    /// Node id.
+    pub node_id: u32,
+    /// The edge leading here (`null` for the root).
+    pub parent_edge: Option<u32>,
+    /// Depth = turn number.
+    pub turn: u32,
+    /// What the node shows: real when recorded, else authored when authored,
+    /// else predicted when predicted; `null` for a state with nothing yet.
+    pub kind: Option<ObservationKind>,
+    /// Has a recorded observation.
+    pub has_real: bool,
+    /// Live predictions.
+    pub prediction_count: u32,
+    /// Has an authored observation.
+    pub has_authored: bool,
+    /// Overall fidelity of the shown prediction, when scored.
+    pub fidelity: Option<f64>,
+}
+
+/// An edge (action) of the branch tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TreeEdgeView {
+    /// Edge id.
+    pub edge_id: u32,
+    /// From node.
+    pub from: u32,
+    /// To node.
+    pub to: u32,
+    /// The action.
+    pub action: ActionView,
+    /// The edge this one was edited from (a branch), if any.
+    pub edited_from: Option<u32>,
+}
+
+/// One turn of a branch, for the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TurnSummary {
+    /// 1-based turn number (AgentWorldBench counting).
+    pub turn: u32,
+    /// Node the turn leads into.
+    pub node_id: u32,
+    /// The edge (action) of the turn.
+    pub edge_id: u32,
+    /// The action.
+    pub action: ActionView,
+    /// Whether the reached state was recorded.
+    pub has_real: bool,
+    /// Predictions of the reached state.
+    pub prediction_count: u32,
+    /// Whether it has an authored observation.
+    pub has_authored: bool,
+    /// Overall fidelity of the shown prediction, `[0, 1]`.
+    pub fidelity: Option<f64>,
+}
+
+/// Everything the panes show for one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TurnDetail {
+    /// Workspace id of the trajectory.
+    pub trajectory_id: String,
+    /// 1-based turn number (0 for the initial state).
+    pub turn: u32,
+    /// The node (state) shown.
+    pub node_id: u32,
+    /// The edge that led here (`null` at the root).
+    pub edge_id: Option<u32>,
+    /// The action that led here.
+    pub action: Option<ActionView>,
+    /// Facts of the real observation.
+    pub real_meta: Option<ObservationMetaView>,
+    /// The step's error (`last_action_error`, a failed capture), if any.
+    pub real_error: Option<String>,
+    /// Every live prediction of the node.
+    pub predictions: Vec<PredictionSummary>,
+    /// The prediction the right pane shows (`null` when it shows an authored
+    /// observation or nothing).
+    pub prediction_id: Option<u32>,
+    /// The chosen prediction stored for the node.
+    pub chosen_prediction_id: Option<u32>,
+    /// What the right pane shows.
+    pub predicted_kind: Option<ObservationKind>,
+    /// The representations, real and predicted side by side.
+    pub views: Vec<ComparedView>,
+    /// Fidelity of the right pane against the real observation.
+    pub fidelity: Option<Fidelity>,
+    /// The shown prediction's reasoning, if any.
+    pub reasoning: Option<String>,
+    /// The shown prediction's raw output.
+    pub raw_output: Option<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Commands.
+
+/// `workspace_info` request (no fields).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct WorkspaceInfoRequest {}
+
+/// `workspace_info` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct WorkspaceInfoResponse {
+    /// The workspace file.
+    pub path: String,
+    /// Its schema version.
+    pub schema_version: u32,
+    /// Live trajectories.
+    pub trajectory_count: u32,
+    /// Whether `undo` would do something.
+    pub can_undo: bool,
+    /// Whether `redo` would do something.
+    pub can_redo: bool,
+    /// The Worldloom version serving it.
+    pub version: String,
+}
+
+/// `list_trajectories` request: every filter is optional and they combine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+#[serde(default)]
+pub struct ListTrajectoriesRequest {
+    /// Case-insensitive text matched against name, goal, source path and tags.
+    pub query: Option<String>,
+    /// Only this domain.
+    pub domain: Option<Domain>,
+    /// Only trajectories with (true) or without (false) branches.
+    pub has_branches: Option<bool>,
+    /// Only trajectories whose lowest fidelity is at most this value.
+    pub max_fidelity: Option<f64>,
+    /// Sort: `imported` (default), `name`, `lowest_fidelity`.
+    pub sort: Option<String>,
+}
+
+/// `list_trajectories` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ListTrajectoriesResponse {
+    /// Matching trajectories.
+    pub trajectories: Vec<TrajectorySummary>,
+}
+
+/// `get_trajectory` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetTrajectoryRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+}
+
+/// `get_trajectory` response: the summary, branches and the whole tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetTrajectoryResponse {
+    /// The summary.
+    pub trajectory: TrajectorySummary,
+    /// Every root-to-leaf path; the first is the recorded one.
+    pub branches: Vec<BranchSummary>,
+    /// Live nodes.
+    pub nodes: Vec<TreeNodeView>,
+    /// Live edges.
+    pub edges: Vec<TreeEdgeView>,
+}
+
+/// `get_branch` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetBranchRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// Branch id (leaf node id).
+    pub branch_id: String,
+}
+
+/// `get_branch` response: the timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetBranchResponse {
+    /// The branch.
+    pub branch: BranchSummary,
+    /// Its turns, turn 1 first.
+    pub turns: Vec<TurnSummary>,
+}
+
+/// `get_turn` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetTurnRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node (state) to show.
+    pub node_id: u32,
+    /// The prediction for the right pane; `null` shows the chosen one (else
+    /// the authored observation, else the newest prediction).
+    #[serde(default)]
+    pub prediction_id: Option<u32>,
+}
+
+/// `list_predictions` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ListPredictionsRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node.
+    pub node_id: u32,
+}
+
+/// `list_predictions` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ListPredictionsResponse {
+    /// Live predictions, oldest first.
+    pub predictions: Vec<PredictionSummary>,
+    /// The chosen one.
+    pub chosen_prediction_id: Option<u32>,
+}
+
+/// `choose_prediction` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ChoosePredictionRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node.
+    pub node_id: u32,
+    /// The prediction to show; `null` clears the choice.
+    pub prediction_id: Option<u32>,
+}
+
+/// A change of the undo log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ChangeSummary {
+    /// Change id (decimal string).
+    pub id: String,
+    /// Kind (`import`, `add_prediction`, `choose_prediction`…).
+    pub kind: String,
+    /// Trajectory changed, if one.
+    pub trajectory_id: Option<String>,
+    /// Human description.
+    pub summary: String,
+    /// `applied`, `undone` or `abandoned`.
+    pub state: String,
+    /// When (UTC).
+    pub created_at: String,
+}
+
+/// Response of commands that make one change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ChangeResponse {
+    /// The change made, undone or redone; `null` when there was nothing to
+    /// undo or redo.
+    pub change: Option<ChangeSummary>,
+}
+
+/// `undo` / `redo` / `history` request (no fields).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct EmptyRequest {}
+
+/// `history` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct HistoryResponse {
+    /// The newest 200 changes, newest first.
+    pub changes: Vec<ChangeSummary>,
+}
+
+/// `import_files` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ImportFilesRequest {
+    /// Files or folders on the machine running the back end.
+    pub paths: Vec<String>,
+}
+
+/// One trajectory an import added or found already imported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ImportedTrajectory {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The trajectory's own id.
+    pub name: String,
+    /// The file it came from.
+    pub path: String,
+    /// False when the same file was imported before (nothing added).
+    pub added: bool,
+}
+
+/// A file that could not be imported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ImportFailure {
+    /// The file.
+    pub path: String,
+    /// Why, naming the line or field.
+    pub message: String,
+}
+
+/// `import_files` response. Files are independent: one failing does not stop
+/// the others.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ImportFilesResponse {
+    /// Trajectories added or already present.
+    pub imported: Vec<ImportedTrajectory>,
+    /// Files that failed.
+    pub failed: Vec<ImportFailure>,
+    /// Problems that did not stop an import (`path:line: message`).
+    pub warnings: Vec<String>,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// The native Worldloom JSON file (`worldloom-trajectory`).
+    Native,
+    /// AgentWorldBench JSONL rows.
+    Agentworldbench,
+    /// Supervised fine-tuning chat JSONL.
+    Sft,
+}
+
+/// `export` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// Only this branch (leaf node id); `null` exports the whole tree
+    /// (native) or the recorded path (JSONL formats).
+    #[serde(default)]
+    pub branch_id: Option<String>,
+    /// The format.
+    pub format: ExportFormat,
+    /// Write to this file on the back end's machine; `null` returns the
+    /// content only.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// `export` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportResponse {
+    /// The exported text.
+    pub content: String,
+    /// A file name to save it under.
+    pub file_name: String,
+    /// The file written, when a path was given.
+    pub written_to: Option<String>,
+    /// JSONL rows (or trajectories, for native).
+    pub record_count: u32,
+}
+
+/// `add_note` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AddNoteRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node, for a note on one state.
+    #[serde(default)]
+    pub node_id: Option<u32>,
+    /// The text.
+    pub text: String,
+}
+
+/// A note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct NoteView {
+    /// Note id (decimal string).
+    pub id: String,
+    /// The node, if about one state.
+    pub node_id: Option<u32>,
+    /// Current text.
+    pub text: String,
+    /// When last written (UTC).
+    pub updated_at: String,
+}
+
+/// `list_notes` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ListNotesRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+}
+
+/// `list_notes` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ListNotesResponse {
+    /// Current notes, oldest first.
+    pub notes: Vec<NoteView>,
+}
+
+/// `set_tag` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetTagRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node (a branch's leaf), or `null` for the trajectory.
+    #[serde(default)]
+    pub node_id: Option<u32>,
+    /// The tag.
+    pub tag: String,
+    /// Set (true) or clear (false).
+    pub present: bool,
+}
+
+/// Events the back end pushes (SSE `data:` lines, Tauri channel messages).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StudioEvent {
+    /// Something in the workspace changed (a change, undo, redo or import).
+    WorkspaceChanged {
+        /// The trajectory concerned, if one.
+        trajectory_id: Option<String>,
+        /// The change's kind.
+        kind: String,
+    },
+    /// A prediction was added to a node.
+    PredictionAdded {
+        /// Workspace id.
+        trajectory_id: String,
+        /// The node.
+        node_id: u32,
+        /// The new prediction.
+        prediction_id: u32,
+    },
+    /// Sent once when an event stream opens.
+    Hello {
+        /// The Worldloom version.
+        version: String,
+    },
+}

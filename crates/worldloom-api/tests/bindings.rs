@@ -1,0 +1,38 @@
+//! The committed TypeScript bindings (`ui/src/bindings/api.ts`) must equal
+//! what this build generates. Regenerate with
+//! `WORLDLOOM_UPDATE_BINDINGS=1 cargo test -p worldloom-api --test bindings`.
+
+use std::path::PathBuf;
+
+fn bindings_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(worldloom_api::bindings::BINDINGS_PATH)
+}
+
+#[test]
+fn committed_bindings_match_the_rust_types() {
+    let generated = worldloom_api::bindings::typescript();
+    let path = bindings_file();
+    if std::env::var_os("WORLDLOOM_UPDATE_BINDINGS").is_some() {
+        std::fs::write(&path, &generated).expect("write bindings");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} is out of date with the Rust API types; regenerate it with \
+         `WORLDLOOM_UPDATE_BINDINGS=1 cargo test -p worldloom-api --test bindings` and commit it",
+        path.display()
+    );
+}
+
+#[test]
+fn bindings_are_self_contained_and_list_every_command() {
+    let generated = worldloom_api::bindings::typescript();
+    assert_eq!(worldloom_api::bindings::undeclared_names(&generated), Vec::<String>::new());
+    for command in worldloom_api::COMMANDS {
+        assert!(generated.contains(&format!("  {command}: [")), "command {command} missing from the table");
+    }
+    assert!(generated.contains("export type TurnDetail = {"));
+    assert!(generated.contains("export type DiffStatus = \"unchanged\" | \"changed\" | \"moved\" | \"added\" | \"removed\";"));
+    // No 64-bit integers reach TypeScript as bigint.
+    assert!(!generated.contains("bigint"));
+}
