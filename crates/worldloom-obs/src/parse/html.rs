@@ -21,7 +21,7 @@ pub const MAX_FRAME_NESTING: u32 = 8;
 const SPAN_SEARCH_WINDOW_BYTES: usize = 64 * 1024;
 
 /// Elements whose text content is not visible page text.
-const NON_VISIBLE: [&str; 5] = ["script", "style", "noscript", "template", "head"];
+const NON_VISIBLE: [&str; 4] = ["script", "style", "noscript", "template"];
 
 /// Parses an HTML document. Never fails: the HTML parsing algorithm accepts
 /// any input.

@@ -38,6 +38,7 @@ pub(crate) fn prepare(decoded: &mut Decoded, root_close: Option<&str>, sink: &mu
         );
         blank(&mut decoded.text, 0, first_lt);
     }
+    blank_late_declaration(&mut decoded.text);
     let end = root_close
         .and_then(|close| decoded.text.rfind(close).map(|i| i + close.len()))
         .or_else(|| decoded.text.rfind('>').map(|i| i + 1));
@@ -58,11 +59,24 @@ pub(crate) fn prepare(decoded: &mut Decoded, root_close: Option<&str>, sink: &mu
     Ok(())
 }
 
-/// Replaces `text[start..end]` with as many spaces as it has bytes.
+/// Replaces `text[start..end]` with as many spaces as it has bytes, keeping
+/// line feeds so line numbers stay right.
 pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
     if start < end && text.is_char_boundary(start) && text.is_char_boundary(end) {
-        let spaces = " ".repeat(end - start);
+        let spaces: String =
+            text[start..end].bytes().map(|b| if b == b'\n' { '\n' } else { ' ' }).collect();
         text.replace_range(start..end, &spaces);
+    }
+}
+
+/// Blanks an XML declaration that no longer starts the text (after leading
+/// junk was blanked), since XML allows it only at offset 0.
+fn blank_late_declaration(text: &mut String) {
+    let lead = text.len() - text.trim_start().len();
+    if lead > 0 && text[lead..].starts_with("<?xml") {
+        if let Some(end) = text[lead..].find("?>") {
+            blank(text, lead, lead + end + 2);
+        }
     }
 }
 
