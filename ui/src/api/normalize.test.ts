@@ -19,7 +19,7 @@ describe("normalizeDiff", () => {
     });
   });
   it("passes flat diffs and nulls through", () => {
-    const flat = { real: ["unchanged" as const], predicted: ["unchanged" as const], pairs: [[0, 0]] as Array<[number, number]> };
+    const flat = { real: ["unchanged" as const], predicted: ["unchanged" as const], pairs: [[0, 0]] as Array<[number, number]>, real_changes: [[]] };
     expect(normalizeDiff(flat)).toBe(flat);
     expect(normalizeDiff(null)).toBeNull();
   });

@@ -30,7 +30,8 @@ export interface BoundsPx {
   top: number;
   right: number;
   bottom: number;
-  anomalies?: Array<"negative" | "empty" | "inverted">;
+  /** `negative`, `empty`, `inverted`. */
+  anomalies: string[];
 }
 
 /** `SourceSpan`: byte offsets into the original text, 1-based line. */
@@ -42,12 +43,12 @@ export interface SourceSpan {
 
 /** `NodeStates`: normalised interaction states; absent = not stated. */
 export interface NodeStates {
-  checked?: boolean;
-  selected?: boolean;
-  focused?: boolean;
-  enabled?: boolean;
-  expanded?: boolean;
-  editable?: boolean;
+  checked: boolean | null;
+  selected: boolean | null;
+  focused: boolean | null;
+  enabled: boolean | null;
+  expanded: boolean | null;
+  editable: boolean | null;
 }
 
 /** `Attribute`: one attribute in source order. */
@@ -64,13 +65,13 @@ export interface UiNode {
   depth: number;
   role: string;
   name: string;
-  value?: string | null;
-  key?: string | null;
-  attributes?: Attribute[];
-  states?: NodeStates;
-  bounds_px?: BoundsPx | null;
-  span?: SourceSpan | null;
-  synthetic?: boolean;
+  value: string | null;
+  key: string | null;
+  attributes: Attribute[];
+  states: NodeStates;
+  bounds_px: BoundsPx | null;
+  span: SourceSpan | null;
+  synthetic: boolean;
 }
 
 /** `UiTree`: a parsed observation. */
@@ -97,7 +98,7 @@ export interface TreeDiff {
   /** Aligned pairs `[real node id, predicted node id]`. */
   pairs: Array<[number, number]>;
   /** Field changes per real node id (empty for unchanged nodes). */
-  real_changes?: FieldChange[][];
+  real_changes: FieldChange[][];
 }
 
 /** One differing field of an aligned node pair. */
@@ -128,9 +129,9 @@ export interface SideDocument {
   /** The exact text of this view. */
   text: string;
   /** The parsed tree, for tree representations that parsed. */
-  tree?: UiTree | null;
+  tree: UiTree | null;
   /** Why the text did not parse (`ParseError` display), if it did not. */
-  parse_error?: string | null;
+  parse_error: string | null;
 }
 
 /** One representation of a turn, real and predicted side by side. */
@@ -138,12 +139,12 @@ export interface ComparedView {
   representation: Representation;
   /** The source's name for this view (`axtree_txt`, `pruned_html`, `main`). */
   name: string;
-  real?: SideDocument | null;
-  predicted?: SideDocument | null;
+  real: SideDocument | null;
+  predicted: SideDocument | null;
   /** Present when both sides parsed into trees. */
-  diff?: TreeDiff | null;
+  diff: TreeDiff | null;
   /** Present when both sides exist. */
-  line_diff?: LineDiff | null;
+  line_diff: LineDiff | null;
 }
 
 /** One fidelity metric (see docs/metrics.md). */
@@ -152,8 +153,8 @@ export interface Metric {
   name: string;
   /** Value in [0, 1] unless `unit` says otherwise. */
   value: number | null;
-  unit?: string | null;
-  description?: string | null;
+  unit: string | null;
+  description: string | null;
 }
 
 /** A domain anchor: a fact that must carry over (focused bid, URL, package…). */
@@ -161,19 +162,19 @@ export interface Anchor {
   kind: string;
   key: string;
   status: "matched" | "mismatched" | "absent";
-  real?: string | null;
-  predicted?: string | null;
+  real: string | null;
+  predicted: string | null;
 }
 
 /** LLM-judge scores, 1–5 each (AgentWorldBench rubric). */
 export interface JudgeScores {
-  format?: number | null;
-  factuality?: number | null;
-  consistency?: number | null;
-  realism?: number | null;
-  quality?: number | null;
-  rationale?: string | null;
-  judge?: string | null;
+  format: number | null;
+  factuality: number | null;
+  consistency: number | null;
+  realism: number | null;
+  quality: number | null;
+  rationale: string | null;
+  judge: string | null;
 }
 
 /** The fidelity of one prediction against the real observation. */
@@ -182,20 +183,32 @@ export interface Fidelity {
   overall: number | null;
   metrics: Metric[];
   anchors: Anchor[];
-  judge?: JudgeScores | null;
+  judge: JudgeScores | null;
   /** Why the turn was not scored, or a note on a prediction that did not parse. */
-  note?: string | null;
+  note: string | null;
 }
+
+/** Which kind of record an observation is. */
+export type ObservationKind = "real" | "predicted" | "authored";
+
+/** Which history a prediction's prompt used. */
+export type ContextMode = "teacher-forced" | "free-running";
 
 /** A prediction's provenance, for the picker. */
 export interface PredictionSummary {
   id: number;
   engine: string;
-  seed?: number | null;
-  context: "teacher-forced" | "free-running";
+  /** Sampler seed as a decimal string (seeds are 64-bit). */
+  seed: string | null;
+  context: ContextMode;
+  /** Extraction status (`ok`, `truncated`, `no_observation`, `empty`). */
   status: string;
-  created_at?: string | null;
-  overall?: number | null;
+  params: unknown;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  total_ms: number | null;
+  created_at: string | null;
+  overall: number | null;
 }
 
 /** An action as shown in lists (`worldloom-core::action::Action`). */
@@ -203,30 +216,59 @@ export interface ActionView {
   raw: string;
   format: string;
   summary: string;
+  parsed: unknown;
 }
 
 /** One trajectory in the sidebar list. */
 export interface TrajectorySummary {
+  /** Workspace id (decimal string). */
   id: string;
   name: string;
   domain: Domain;
   source_format: string;
-  goal?: string | null;
+  source_path: string | null;
+  goal: string | null;
   turn_count: number;
   branch_count: number;
-  /** Lowest per-turn overall fidelity over all predictions, [0, 1]. */
-  lowest_fidelity?: number | null;
+  prediction_count: number;
+  /** Lowest per-turn overall fidelity, [0, 1]. */
+  lowest_fidelity: number | null;
+  tags: string[];
+  imported_at: string;
 }
 
 /** A root-to-leaf path of the trajectory tree. */
 export interface BranchSummary {
+  /** The leaf node id as a decimal string. */
   id: string;
   name: string;
-  /** Node id of the leaf. */
   leaf_node: number;
   turn_count: number;
   /** Whether this is the recorded path. */
   recorded: boolean;
+  /** Turn where it leaves its parent branch; null for the recorded path. */
+  forks_at_turn: number | null;
+}
+
+/** A node of the branch tree. */
+export interface TreeNodeView {
+  node_id: number;
+  parent_edge: number | null;
+  turn: number;
+  kind: ObservationKind | null;
+  has_real: boolean;
+  prediction_count: number;
+  has_authored: boolean;
+  fidelity: number | null;
+}
+
+/** An edge (action) of the branch tree. */
+export interface TreeEdgeView {
+  edge_id: number;
+  from: number;
+  to: number;
+  action: ActionView;
+  edited_from: number | null;
 }
 
 /** One turn of a branch on the timeline. */
@@ -239,39 +281,56 @@ export interface TurnSummary {
   action: ActionView;
   has_real: boolean;
   prediction_count: number;
-  /** Overall fidelity of the preferred prediction, [0, 1]. */
-  fidelity?: number | null;
+  has_authored: boolean;
+  /** Overall fidelity of the shown prediction, [0, 1]. */
+  fidelity: number | null;
+}
+
+/** A screen size in px. */
+export interface ScreenSize {
+  width_px: number;
+  height_px: number;
 }
 
 /** Observation facts beside the text (`ObservationMeta`). */
 export interface ObservationMetaView {
-  url?: string | null;
-  title?: string | null;
-  focused_bid?: string | null;
-  screen?: { width_px: number; height_px: number } | null;
-  package?: string | null;
+  url: string | null;
+  title: string | null;
+  focused_bid: string | null;
+  screen: ScreenSize | null;
+  package: string | null;
 }
 
 /** Everything the panes show for one turn. */
 export interface TurnDetail {
+  trajectory_id: string;
+  /** 1-based turn number, 0 for the initial state. */
   turn: number;
   node_id: number;
+  edge_id: number | null;
   action: ActionView | null;
-  real_meta?: ObservationMetaView | null;
-  real_error?: string | null;
+  real_meta: ObservationMetaView | null;
+  real_error: string | null;
   predictions: PredictionSummary[];
   /** The prediction the right pane shows. */
-  prediction_id?: number | null;
+  prediction_id: number | null;
+  chosen_prediction_id: number | null;
+  predicted_kind: ObservationKind | null;
   views: ComparedView[];
-  fidelity?: Fidelity | null;
-  /** Raw reasoning of the shown prediction, if any. */
-  reasoning?: string | null;
+  fidelity: Fidelity | null;
+  /** Reasoning of the shown prediction, if any. */
+  reasoning: string | null;
+  raw_output: string | null;
 }
 
 // ---- commands ------------------------------------------------------------
 
 export interface ListTrajectoriesRequest {
-  query?: string;
+  query?: string | null;
+  domain?: Domain | null;
+  has_branches?: boolean | null;
+  max_fidelity?: number | null;
+  sort?: string | null;
 }
 export interface ListTrajectoriesResponse {
   trajectories: TrajectorySummary[];
@@ -283,6 +342,8 @@ export interface GetTrajectoryRequest {
 export interface GetTrajectoryResponse {
   trajectory: TrajectorySummary;
   branches: BranchSummary[];
+  nodes: TreeNodeView[];
+  edges: TreeEdgeView[];
 }
 
 export interface GetBranchRequest {
@@ -297,15 +358,15 @@ export interface GetBranchResponse {
 export interface GetTurnRequest {
   trajectory_id: string;
   node_id: number;
-  prediction_id?: number | null;
+  prediction_id: number | null;
 }
 export type GetTurnResponse = TurnDetail;
 
 /** Events pushed by the back end (SSE `data:` lines / Tauri channel). */
 export type StudioEvent =
-  | { type: "workspace_changed"; trajectory_id?: string | null }
-  | { type: "prediction_added"; trajectory_id: string; node_id: number }
-  | { type: string; [field: string]: unknown };
+  | { type: "workspace_changed"; trajectory_id: string | null; kind: string }
+  | { type: "prediction_added"; trajectory_id: string; node_id: number; prediction_id: number }
+  | { type: "hello"; version: string };
 
 /** The command table: name → request and response types. */
 export interface Commands {
@@ -313,6 +374,7 @@ export interface Commands {
   get_trajectory: [GetTrajectoryRequest, GetTrajectoryResponse];
   get_branch: [GetBranchRequest, GetBranchResponse];
   get_turn: [GetTurnRequest, GetTurnResponse];
+  choose_prediction: [{ trajectory_id: string; node_id: number; prediction_id: number | null }, { change: unknown }];
 }
 
 export type CommandName = keyof Commands;

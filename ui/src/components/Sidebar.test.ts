@@ -8,9 +8,14 @@ const t = (id: string, domain: TrajectorySummary["domain"], branch_count: number
   name: id,
   domain,
   source_format: "native",
+  source_path: null,
+  goal: null,
   turn_count: 3,
   branch_count,
+  prediction_count: 0,
   lowest_fidelity,
+  tags: [],
+  imported_at: "2026-01-01T00:00:00Z",
 });
 const items = [t("shop", "web", 1, 0.9), t("calc", "os", 3, 0.4), t("settings", "android", 1, null), t("mail", "web", 2, 0.55)];
 

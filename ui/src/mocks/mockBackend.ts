@@ -5,6 +5,7 @@
  * a production build (see `createBackend`).
  */
 import type {
+  ActionView,
   Anchor,
   BranchSummary,
   CommandName,
@@ -30,6 +31,10 @@ import terminal from "./fixtures/terminal-build.json";
 import web from "./fixtures/web-harbor-books.json";
 import hostile from "./fixtures/web-hostile.json";
 
+const NO_JUDGE: JudgeScores = { format: null, factuality: null, consistency: null, realism: null, quality: null, rationale: null, judge: null };
+
+const NO_META: ObservationMetaView = { url: null, title: null, focused_bid: null, screen: null, package: null };
+
 /** A view of an observation in a fixture. */
 interface FixtureView {
   name: string;
@@ -40,7 +45,7 @@ interface FixtureView {
 /** An observation in a fixture. */
 interface FixtureObservation {
   views: FixtureView[];
-  meta?: ObservationMetaView;
+  meta?: Partial<ObservationMetaView>;
 }
 
 /** A prediction in a fixture. */
@@ -49,7 +54,7 @@ interface FixturePrediction {
   seed?: number;
   views: FixtureView[];
   reasoning?: string;
-  judge?: JudgeScores;
+  judge?: Partial<JudgeScores>;
 }
 
 /** A trajectory fixture: an initial observation and a list of turns. */
@@ -116,15 +121,16 @@ function compare(real: FixtureObservation, predicted: FixturePrediction | undefi
     out.push({
       representation: rep,
       name,
-      real: r ? { text: r.text, tree: rt } : null,
-      predicted: p ? { text: p.text, tree: pt } : null,
+      real: r ? { text: r.text, tree: rt, parse_error: null } : null,
+      predicted: p ? { text: p.text, tree: pt, parse_error: null } : null,
       diff: rt && pt ? mockDiff(rt, pt) : null,
+      line_diff: null,
     });
   }
   return out;
 }
 
-function judgeOverall(j: JudgeScores | undefined): number | null {
+function judgeOverall(j: Partial<JudgeScores> | undefined): number | null {
   if (!j) return null;
   const xs = [j.format, j.factuality, j.consistency, j.realism, j.quality].filter((x): x is number => typeof x === "number");
   return xs.length ? (xs.reduce((a, b) => a + b, 0) / xs.length - 1) / 4 : null;
@@ -140,15 +146,15 @@ function fidelityOf(views: ComparedView[], real: FixtureObservation, p: FixtureP
     const matched = main.diff.pairs.length;
     const precision = matched / Math.max(1, main.diff.predicted.length);
     const recall = matched / Math.max(1, main.diff.real.length);
-    metrics.push({ name: "node_f1", value: precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0, description: "F1 of aligned nodes" });
-    metrics.push({ name: "unchanged_fraction", value: r.unchanged / Math.max(1, main.diff.real.length), description: "aligned nodes with nothing changed, over real nodes" });
-    metrics.push({ name: "changed_nodes", value: r.changed, unit: "nodes" });
-    metrics.push({ name: "removed_nodes", value: r.removed, unit: "nodes" });
-    metrics.push({ name: "added_nodes", value: q.added, unit: "nodes" });
+    metrics.push({ name: "node_f1", value: precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0, unit: null, description: "F1 of aligned nodes" });
+    metrics.push({ name: "unchanged_fraction", value: r.unchanged / Math.max(1, main.diff.real.length), unit: null, description: "aligned nodes with nothing changed, over real nodes" });
+    metrics.push({ name: "changed_nodes", value: r.changed, unit: "nodes", description: null });
+    metrics.push({ name: "removed_nodes", value: r.removed, unit: "nodes", description: null });
+    metrics.push({ name: "added_nodes", value: q.added, unit: "nodes", description: null });
   } else if (main?.real && main.predicted) {
     const a = main.real.text.split("\n");
     const b = new Set(main.predicted.text.split("\n"));
-    metrics.push({ name: "line_overlap", value: a.filter((l) => b.has(l)).length / Math.max(1, a.length), description: "real lines found in the prediction" });
+    metrics.push({ name: "line_overlap", value: a.filter((l) => b.has(l)).length / Math.max(1, a.length), unit: null, description: "real lines found in the prediction" });
   }
   const anchors: Anchor[] = [];
   if (real.meta?.url) anchors.push({ kind: "url", key: "url", status: "matched", real: real.meta.url, predicted: real.meta.url });
@@ -161,7 +167,15 @@ function fidelityOf(views: ComparedView[], real: FixtureObservation, p: FixtureP
   if (real.meta?.package) anchors.push({ kind: "package", key: "package", status: "matched", real: real.meta.package, predicted: real.meta.package });
   anchors.push({ kind: "title", key: "window title", status: "absent", real: real.meta?.title ?? null, predicted: null });
   const first = metrics.find((m) => m.unit == null && m.value !== null);
-  return { overall: judgeOverall(p.judge) ?? first?.value ?? null, metrics, anchors, judge: p.judge ?? null };
+  return { overall: judgeOverall(p.judge) ?? first?.value ?? null, metrics, anchors, judge: p.judge ? { ...NO_JUDGE, ...p.judge } : null, note: null };
+}
+
+function actionView(raw: string): ActionView {
+  return { raw, format: "text", summary: raw.split("\n")[0] ?? "", parsed: null };
+}
+
+function meta(o: FixtureObservation): ObservationMetaView | null {
+  return o.meta ? { ...NO_META, ...o.meta } : null;
 }
 
 /** The dev-only mock back end. */
@@ -187,21 +201,41 @@ export class MockBackend implements Backend {
       name: f.name,
       domain: f.domain as TrajectorySummary["domain"],
       source_format: f.source_format,
+      source_path: `${f.id}.json`,
       goal: f.goal ?? null,
       turn_count: f.turns.length,
       branch_count: f.id === "web-harbor-books" ? 2 : 1,
+      prediction_count: f.turns.reduce((n, t) => n + t.predictions.length, 0),
       lowest_fidelity: known.length ? Math.min(...known) : null,
+      tags: [],
+      imported_at: "2026-01-01T00:00:00Z",
     };
   }
 
   private branch(f: Fixture): BranchSummary {
-    return { id: "recorded", name: "recorded", leaf_node: f.turns.length, turn_count: f.turns.length, recorded: true };
+    return { id: String(f.turns.length), name: "recorded", leaf_node: f.turns.length, turn_count: f.turns.length, recorded: true, forks_at_turn: null };
   }
 
   private turn(f: Fixture, nodeId: number, predictionId: number | null | undefined): TurnDetail {
     if (nodeId === 0) {
       const views = compare(f.initial, undefined);
-      return { turn: 0, node_id: 0, action: null, real_meta: f.initial.meta ?? null, predictions: [], prediction_id: null, views, fidelity: null };
+      return {
+        trajectory_id: f.id,
+        turn: 0,
+        node_id: 0,
+        edge_id: null,
+        action: null,
+        real_meta: meta(f.initial),
+        real_error: null,
+        predictions: [],
+        prediction_id: null,
+        chosen_prediction_id: null,
+        predicted_kind: null,
+        views,
+        fidelity: null,
+        reasoning: null,
+        raw_output: null,
+      };
     }
     const t = f.turns[nodeId - 1];
     if (!t) throw new BackendError("not_found", `trajectory \`${f.id}\` has no node ${nodeId}`);
@@ -209,22 +243,33 @@ export class MockBackend implements Backend {
     const p = t.predictions[pid];
     const views = compare(t.real, p);
     return {
+      trajectory_id: f.id,
       turn: nodeId,
       node_id: nodeId,
-      action: { raw: t.action, format: "text", summary: t.action.split("\n")[0] ?? "" },
-      real_meta: t.real.meta ?? null,
+      edge_id: nodeId - 1,
+      action: actionView(t.action),
+      real_meta: meta(t.real),
+      real_error: null,
       predictions: t.predictions.map((q, i) => ({
         id: i,
         engine: q.engine,
-        seed: q.seed ?? null,
+        seed: q.seed !== undefined ? String(q.seed) : null,
         context: "teacher-forced" as const,
-        status: "complete",
+        status: "ok",
+        params: {},
+        prompt_tokens: null,
+        completion_tokens: null,
+        total_ms: null,
+        created_at: null,
         overall: fidelityOf(compare(t.real, q), t.real, q)?.overall ?? null,
       })),
       prediction_id: p ? pid : null,
+      chosen_prediction_id: null,
+      predicted_kind: p ? "predicted" : null,
       views,
       fidelity: fidelityOf(views, t.real, p),
       reasoning: p?.reasoning ?? null,
+      raw_output: null,
     };
   }
 
@@ -235,7 +280,7 @@ export class MockBackend implements Backend {
         return { trajectories: this.fixtures.map((f) => this.summary(f)) } as ResponseOf<C>;
       case "get_trajectory": {
         const f = this.find(String(req.trajectory_id));
-        return { trajectory: this.summary(f), branches: [this.branch(f)] } as ResponseOf<C>;
+        return { trajectory: this.summary(f), branches: [this.branch(f)], nodes: [], edges: [] } as ResponseOf<C>;
       }
       case "get_branch": {
         const f = this.find(String(req.trajectory_id));
@@ -245,9 +290,10 @@ export class MockBackend implements Backend {
             turn: i + 1,
             node_id: i + 1,
             edge_id: i,
-            action: { raw: t.action, format: "text", summary: t.action.split("\n")[0] ?? "" },
+            action: actionView(t.action),
             has_real: true,
             prediction_count: t.predictions.length,
+            has_authored: false,
             fidelity: fidelityOf(compare(t.real, p), t.real, p)?.overall ?? null,
           };
         });

@@ -6,7 +6,20 @@
  * text by tab indentation, alignment by stable key then by role and name.
  * Never part of the production bundle.
  */
-import type { Attribute, BoundsPx, DiffStatus, NodeStates, Representation, TreeDiff, UiNode, UiTree } from "../api/types";
+import type { Attribute, BoundsPx, DiffStatus, FieldChange, NodeStates, Representation, TreeDiff, UiNode, UiTree } from "../api/types";
+
+/** States with nothing stated. */
+function noStates(): NodeStates {
+  return { checked: null, selected: null, focused: null, enabled: null, expanded: null, editable: null };
+}
+
+function bounds(left: number, top: number, right: number, bottom: number): BoundsPx {
+  const anomalies: string[] = [];
+  if (left < 0 || top < 0) anomalies.push("negative");
+  if (right < left || bottom < top) anomalies.push("inverted");
+  else if (right === left || bottom === top) anomalies.push("empty");
+  return { left, top, right, bottom, anomalies };
+}
 
 function lineStarts(text: string): number[] {
   const starts = [0];
@@ -31,7 +44,22 @@ class Builder {
   push(parent: number | null, role: string, fields: Partial<UiNode> = {}): number {
     const id = this.nodes.length;
     const depth = parent === null ? 0 : this.nodes[parent]!.depth + 1;
-    this.nodes.push({ id, parent, children: [], depth, role, name: "", states: {}, ...fields });
+    this.nodes.push({
+      id,
+      parent,
+      children: [],
+      depth,
+      role,
+      name: "",
+      value: null,
+      key: null,
+      attributes: [],
+      states: noStates(),
+      bounds_px: null,
+      span: null,
+      synthetic: false,
+      ...fields,
+    });
     if (parent !== null) this.nodes[parent]!.children.push(id);
     return id;
   }
@@ -64,14 +92,14 @@ function tagOffsets(text: string): Map<string, number[]> {
   return out;
 }
 
-function bool(v: string | null): boolean | undefined {
-  return v === null ? undefined : v === "true";
+function bool(v: string | null): boolean | null {
+  return v === null ? null : v === "true";
 }
 
 function parseAndroidBounds(v: string | null): BoundsPx | null {
   const m = v?.match(/\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]/);
   if (!m) return null;
-  return { left: +m[1]!, top: +m[2]!, right: +m[3]!, bottom: +m[4]! };
+  return bounds(+m[1]!, +m[2]!, +m[3]!, +m[4]!);
 }
 
 function parseXmlLike(text: string, representation: Representation): UiTree {
@@ -98,7 +126,7 @@ function parseXmlLike(text: string, representation: Representation): UiTree {
       fields.name = get("text") || get("content-desc") || "";
       fields.key = get("resource-id") || null;
       fields.bounds_px = parseAndroidBounds(get("bounds"));
-      const states: NodeStates = {};
+      const states: NodeStates = noStates();
       if (get("checkable") === "true") states.checked = bool(get("checked"));
       if (get("focusable") === "true") states.focused = bool(get("focused"));
       if (get("selected") === "true") states.selected = true;
@@ -110,9 +138,9 @@ function parseXmlLike(text: string, representation: Representation): UiTree {
       const pos = get("cp:screencoord")?.match(/\((-?\d+),\s*(-?\d+)\)/);
       const size = get("cp:size")?.match(/\((-?\d+),\s*(-?\d+)\)/);
       if (pos && size) {
-        fields.bounds_px = { left: +pos[1]!, top: +pos[2]!, right: +pos[1]! + +size[1]!, bottom: +pos[2]! + +size[2]! };
+        fields.bounds_px = bounds(+pos[1]!, +pos[2]!, +pos[1]! + +size[1]!, +pos[2]! + +size[2]!);
       }
-      const states: NodeStates = {};
+      const states: NodeStates = noStates();
       if (get("st:checkable") === "true") states.checked = bool(get("st:checked")) ?? false;
       if (get("st:focused") === "true") states.focused = true;
       if (get("st:enabled") === "false") states.enabled = false;
@@ -123,7 +151,7 @@ function parseXmlLike(text: string, representation: Representation): UiTree {
       fields.name = ownText(el) || get("aria-label") || get("alt") || get("placeholder") || "";
       fields.key = get("bid") ?? get("id") ?? null;
       if (get("value") !== null) fields.value = get("value");
-      const states: NodeStates = {};
+      const states: NodeStates = noStates();
       if (el.hasAttribute("checked")) states.checked = true;
       if (el.hasAttribute("disabled")) states.enabled = false;
       fields.states = states;
@@ -150,7 +178,7 @@ function parseAxtree(text: string): UiTree {
     if (!m) return;
     const [, bid, role, name, rest] = m;
     const attributes: Attribute[] = [];
-    const states: NodeStates = {};
+    const states: NodeStates = noStates();
     let value: string | undefined;
     for (const prop of (rest ?? "").split(/,\s*/).map((s) => s.trim()).filter(Boolean)) {
       const [k, ...v] = prop.split("=");
@@ -191,9 +219,6 @@ export function mockParse(text: string, representation: Representation): UiTree 
   }
 }
 
-function signature(n: UiNode): string {
-  return JSON.stringify([n.name, n.value ?? null, n.states ?? {}, n.bounds_px ?? null, (n.attributes ?? []).filter((a) => a.name !== "bid")]);
-}
 
 /**
  * Aligns two trees: nodes with equal stable keys first, then the remaining
@@ -243,9 +268,34 @@ export function mockDiff(real: UiTree, predicted: UiTree): TreeDiff {
   const realStatus: DiffStatus[] = real.nodes.map((n) => {
     const p = pairs.get(n.id);
     if (p === undefined) return "removed";
-    return signature(n) === signature(predicted.nodes[p]!) ? "unchanged" : "changed";
+    return fieldChanges(n, predicted.nodes[p]!).length === 0 ? "unchanged" : "changed";
   });
   const predStatus: DiffStatus[] = predicted.nodes.map(() => "added");
   for (const [r, p] of pairs) predStatus[p] = realStatus[r]!;
-  return { real: realStatus, predicted: predStatus, pairs: Array.from(pairs.entries()) };
+  const real_changes = real.nodes.map((n) => {
+    const p = pairs.get(n.id);
+    return p === undefined ? [] : fieldChanges(n, predicted.nodes[p]!);
+  });
+  return { real: realStatus, predicted: predStatus, pairs: Array.from(pairs.entries()), real_changes };
+}
+
+/** The fields that differ between two aligned nodes, named like the back end's (`name`, `state:checked`, `attr:text`). */
+function fieldChanges(r: UiNode, p: UiNode): FieldChange[] {
+  const out: FieldChange[] = [];
+  const cmp = (field: string, a: string | null, b: string | null) => {
+    if (a !== b) out.push({ field, real: a, predicted: b });
+  };
+  cmp("name", r.name, p.name);
+  cmp("value", r.value, p.value);
+  for (const k of ["checked", "selected", "focused", "enabled", "expanded", "editable"] as const) {
+    cmp(`state:${k}`, r.states[k] === null ? null : String(r.states[k]), p.states[k] === null ? null : String(p.states[k]));
+  }
+  const b = (n: UiNode) => (n.bounds_px ? `[${n.bounds_px.left},${n.bounds_px.top}][${n.bounds_px.right},${n.bounds_px.bottom}]` : null);
+  cmp("bounds", b(r), b(p));
+  const names = new Set([...r.attributes.map((a) => a.name), ...p.attributes.map((a) => a.name)]);
+  for (const name of names) {
+    if (name === "bid" || name === "index") continue;
+    cmp(`attr:${name}`, r.attributes.find((a) => a.name === name)?.value ?? null, p.attributes.find((a) => a.name === name)?.value ?? null);
+  }
+  return out;
 }

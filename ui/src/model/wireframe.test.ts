@@ -10,7 +10,13 @@ function tree(bounds: Array<[number, number, number, number] | null>): UiTree {
     depth: i === 0 ? 0 : 1,
     role: i === 0 ? "hierarchy" : "node",
     name: `n${i}`,
-    bounds_px: b ? { left: b[0], top: b[1], right: b[2], bottom: b[3] } : null,
+    value: null,
+    key: null,
+    attributes: [],
+    states: { checked: null, selected: null, focused: null, enabled: null, expanded: null, editable: null },
+    bounds_px: b ? { left: b[0], top: b[1], right: b[2], bottom: b[3], anomalies: b[2] < b[0] ? ["inverted"] : [] } : null,
+    span: null,
+    synthetic: false,
   }));
   return { representation: "android-xml", nodes };
 }
@@ -19,7 +25,7 @@ describe("screenSize", () => {
   it("uses the metadata when given, else the extent of the bounds", () => {
     const t = tree([[0, 0, 1080, 2400], [100, 200, 300, 400]]);
     expect(screenSize(t)).toEqual({ width_px: 1080, height_px: 2400 });
-    expect(screenSize(t, { screen: { width_px: 1440, height_px: 3120 } })).toEqual({ width_px: 1440, height_px: 3120 });
+    expect(screenSize(t, { url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1440, height_px: 3120 } })).toEqual({ width_px: 1440, height_px: 3120 });
   });
 });
 

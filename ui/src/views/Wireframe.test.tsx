@@ -57,7 +57,7 @@ describe("Wireframe, OS screen", () => {
   it("draws boxes at screen coordinates with the metadata's screen size", () => {
     const real = mockParse(os.turns[1]!.real.views[0]!.text, "os-xml")!;
     const { container } = render(
-      <Wireframe side="real" tree={real} align={alignment(null)} variant="screen" meta={{ screen: { width_px: 1280, height_px: 800 } }} label="Real screen wireframe" fallbackSize={{ width: 656, height: 416 }} />,
+      <Wireframe side="real" tree={real} align={alignment(null)} variant="screen" meta={{ url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1280, height_px: 800 } }} label="Real screen wireframe" fallbackSize={{ width: 656, height: 416 }} />,
     );
     // (656 − 16) / 1280 = 0.5 and (416 − 16) / 800 = 0.5.
     expect(container.querySelector("svg")!.getAttribute("data-scale")).toBe("0.5000");

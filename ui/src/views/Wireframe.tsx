@@ -90,10 +90,10 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
             </rect>
             {showText ? (
               <text className="wlabel" x={b.x + 3} y={b.y + Math.min(b.height - 2, font + 2)} fontSize={font}>
-                {truncate(text, b.width - (checked !== undefined ? 16 : 6), font)}
+                {truncate(text, b.width - (checked != null ? 16 : 6), font)}
               </text>
             ) : null}
-            {checked !== undefined && b.width > 10 && b.height > 10 ? (
+            {checked != null && b.width > 10 && b.height > 10 ? (
               <text className={`wcheck ${checked ? "on" : "off"}`} x={b.x + b.width - 13} y={b.y + Math.min(b.height - 2, 14)} fontSize={12}>
                 {checked ? "☑" : "☐"}
               </text>
