@@ -22,6 +22,9 @@ export type Theme = "light" | "dark";
 
 const PLAY_INTERVAL_MS = 1600;
 
+/** The whole list: the sidebar filters it locally, as the user types. */
+const ALL_TRAJECTORIES = { query: null, domain: null, has_branches: null, max_fidelity: null, sort: null };
+
 function initialTheme(): Theme {
   try {
     const saved = localStorage.getItem("worldloom.theme");
@@ -91,7 +94,7 @@ export function App({ backend }: AppProps) {
   // The trajectory list.
   useEffect(() => {
     backend
-      .call("list_trajectories", {})
+      .call("list_trajectories", ALL_TRAJECTORIES)
       .then((r) => {
         setTrajectories(r.trajectories);
         setListLoaded(true);

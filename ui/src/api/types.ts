@@ -1,6 +1,6 @@
 /**
- * The API types the UI uses. Today they come from `provisional.ts`; when the
- * generated bindings in `../bindings/` cover a type, re-export it from there
- * instead, so every view keeps importing from this one module.
+ * The API types the UI uses: the declarations generated from
+ * `crates/worldloom-api` (ts-rs, `../bindings/api.ts`, never edited by hand).
+ * Every view imports from this one module.
  */
-export * from "./provisional";
+export * from "../bindings/api";

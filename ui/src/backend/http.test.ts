@@ -2,6 +2,8 @@ import { describe, expect, it, vi } from "vitest";
 import { BackendError } from "./backend";
 import { HttpBackend, parseSseChunk, takeTokenFromLocation } from "./http";
 
+const ALL = { query: null, domain: null, has_branches: null, max_fidelity: null, sort: null };
+
 describe("takeTokenFromLocation", () => {
   it("reads the token and removes it from the address bar", () => {
     const replaceState = vi.fn();
@@ -21,12 +23,12 @@ describe("HttpBackend.call", () => {
   it("posts JSON with the bearer token to /api/<command>", async () => {
     const fetchImpl = vi.fn(async () => new Response(JSON.stringify({ trajectories: [] }), { status: 200 }));
     const b = new HttpBackend("http://127.0.0.1:4100", "tok", fetchImpl as unknown as typeof fetch);
-    await expect(b.call("list_trajectories", {})).resolves.toEqual({ trajectories: [] });
+    await expect(b.call("list_trajectories", ALL)).resolves.toEqual({ trajectories: [] });
     const [url, init] = fetchImpl.mock.calls[0] as unknown as [string, RequestInit];
     expect(url).toBe("http://127.0.0.1:4100/api/list_trajectories");
     expect(init.method).toBe("POST");
     expect((init.headers as Record<string, string>).Authorization).toBe("Bearer tok");
-    expect(init.body).toBe("{}");
+    expect(JSON.parse(init.body as string)).toEqual(ALL);
   });
   it("turns an error body into a BackendError with its code", async () => {
     const fetchImpl = vi.fn(async () => new Response(JSON.stringify({ error: { code: "not_found", message: "no trajectory `x`" } }), { status: 404 }));
@@ -38,11 +40,11 @@ describe("HttpBackend.call", () => {
   });
   it("reports non-JSON replies and unreachable servers", async () => {
     const html = new HttpBackend("", null, (async () => new Response("<html>", { status: 502 })) as unknown as typeof fetch);
-    await expect(html.call("list_trajectories", {})).rejects.toMatchObject({ code: "bad_response" });
+    await expect(html.call("list_trajectories", ALL)).rejects.toMatchObject({ code: "bad_response" });
     const down = new HttpBackend("", null, (async () => {
       throw new TypeError("connection refused");
     }) as unknown as typeof fetch);
-    await expect(down.call("list_trajectories", {})).rejects.toMatchObject({ code: "transport" });
+    await expect(down.call("list_trajectories", ALL)).rejects.toMatchObject({ code: "transport" });
   });
 });
 
