@@ -245,8 +245,11 @@ export function App({ backend }: AppProps) {
         className="prediction-picker"
         aria-label="Prediction shown"
         value={detail.prediction_id ?? ""}
-        onChange={(e) => setPredictionByNode((m) => ({ ...m, [nodeId]: Number(e.target.value) }))}
+        onChange={(e) => {
+          if (e.target.value !== "") setPredictionByNode((m) => ({ ...m, [nodeId]: Number(e.target.value) }));
+        }}
       >
+        {detail.prediction_id === null ? <option value="">{detail.predicted_kind === "authored" ? "authored observation" : "—"}</option> : null}
         {detail.predictions.map((p) => (
           <option key={p.id} value={p.id}>
             #{p.id} {p.engine}
@@ -260,7 +263,7 @@ export function App({ backend }: AppProps) {
     ? null
     : detail.turn === 0
       ? "The initial state is observed, not predicted."
-      : detail.predictions.length === 0
+      : detail.predictions.length === 0 && detail.predicted_kind !== "authored"
         ? "No prediction for this turn yet."
         : null;
 
@@ -311,8 +314,8 @@ export function App({ backend }: AppProps) {
             </div>
           ) : null}
           <div className="compare">
-            <Pane side="real" title="Real observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} emptyMessage={detail?.real_error ? `Error step: ${detail.real_error}` : null} />
-            <Pane side="predicted" title="Predicted observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} headerExtra={picker} emptyMessage={predictedEmpty} />
+            <Pane side="real" title="Real observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} banner={detail?.real_error ? `Step error: ${detail.real_error}` : null} emptyMessage={detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null} />
+            <Pane side="predicted" title="Predicted observation" tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} headerExtra={picker} emptyMessage={predictedEmpty} banner={detail?.predicted_kind === "authored" ? "Authored observation (written by hand), not a model prediction." : null} />
             <div className="side-column">
               <NodeInspector view={view} />
               <FidelityPanel fidelity={detail?.fidelity} reasoning={detail?.reasoning} engine={shownPrediction?.engine} />

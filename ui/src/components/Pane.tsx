@@ -27,11 +27,13 @@ export interface PaneProps {
   meta?: ObservationMetaView | null;
   /** Shown in the header (the prediction picker). */
   headerExtra?: ReactNode;
-  /** Shown instead of the view (an error step, no prediction). */
+  /** Shown instead of the view (no prediction yet). */
   emptyMessage?: string | null;
+  /** A notice above the view (the step's action error, an authored observation). */
+  banner?: string | null;
 }
 
-export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage }: PaneProps) {
+export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage, banner }: PaneProps) {
   const doc = side === "real" ? view?.real : view?.predicted;
   const diff = view?.diff ?? null;
   const align = useMemo(() => alignment(diff), [diff]);
@@ -132,6 +134,11 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
           </button>
         ))}
       </div>
+      {banner ? (
+        <div className="pane-banner" role="note">
+          {banner}
+        </div>
+      ) : null}
       <div className="pane-body" role="tabpanel" aria-label={active ? `${what}: ${active.label}` : what}>
         {body}
       </div>
