@@ -44,15 +44,35 @@ const KINDS: Record<Representation, Array<[ViewKind, string]>> = {
   text: [["text", "Text diff"]],
 };
 
-/** The tabs for a turn's compared views, in the views' order. */
+const SHORT: Record<Representation, string> = {
+  html: "HTML",
+  axtree: "AX",
+  "os-xml": "XML",
+  "os-table": "table",
+  "android-xml": "XML",
+  json: "JSON",
+  text: "text",
+};
+
+/**
+ * The tabs for a turn's compared views, in the views' order. A label that
+ * an earlier view already uses gets the representation (or, for a second
+ * view of the same representation, the view's name) appended: `Screen` for the AT-SPI XML, `Screen (table)`
+ * for the linearized table of the same state.
+ */
 export function tabsFor(views: readonly ComparedView[]): ViewTab[] {
-  const seen = new Map<Representation, number>();
-  for (const v of views) seen.set(v.representation, (seen.get(v.representation) ?? 0) + 1);
   const tabs: ViewTab[] = [];
+  const used = new Set<string>();
   views.forEach((v, i) => {
-    const suffix = (seen.get(v.representation) ?? 0) > 1 ? ` (${v.name})` : "";
+    // A second view of the same representation is told apart by its name.
+    const sameRepresentationBefore = views.slice(0, i).some((w) => w.representation === v.representation);
+    const suffix = sameRepresentationBefore ? v.name : (SHORT[v.representation] ?? v.representation);
     for (const [kind, label] of KINDS[v.representation] ?? KINDS.text) {
-      tabs.push({ id: `${v.representation}:${v.name}:${kind}`, view_index: i, kind, label: label + suffix });
+      let text = label;
+      if (used.has(text)) text = `${label} (${suffix})`;
+      if (used.has(text)) text = `${label} (${v.name} ${i})`;
+      used.add(text);
+      tabs.push({ id: `${v.representation}:${v.name}:${kind}`, view_index: i, kind, label: text });
     }
   });
   return tabs;

@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import type { ComparedView, Representation } from "../api/types";
+import { pickTab, tabsFor } from "./tabs";
+
+const v = (representation: Representation, name: string): ComparedView => ({ representation, name, real: null, predicted: null, diff: null, line_diff: null });
+
+describe("tabsFor", () => {
+  it("offers each representation's views and keeps labels unique", () => {
+    const tabs = tabsFor([v("os-xml", "main"), v("os-table", "step_03.tsv")]);
+    expect(tabs.map((t) => t.label)).toEqual([
+      "Screen + tree",
+      "Screen",
+      "Tree",
+      "XML source",
+      "Screen + tree (table)",
+      "Screen (table)",
+      "Tree (table)",
+      "Table source",
+    ]);
+    const web = tabsFor([v("axtree", "main"), v("html", "pruned_html"), v("html", "dom_txt")]);
+    expect(web.map((t) => t.label)).toEqual(["AX tree", "AX source", "Render", "DOM tree", "HTML source", "Render (dom_txt)", "DOM tree (dom_txt)", "HTML source (dom_txt)"]);
+    expect(tabsFor([v("text", "main")]).map((t) => t.kind)).toEqual(["text"]);
+  });
+  it("keeps the chosen view kind across turns", () => {
+    const a = tabsFor([v("android-xml", "dump_01.xml")]);
+    const b = tabsFor([v("android-xml", "dump_02.xml")]);
+    expect(pickTab(b, a[2]!.id)?.kind).toBe("tree");
+    expect(pickTab(b, null)?.kind).toBe("device-tree");
+  });
+});
