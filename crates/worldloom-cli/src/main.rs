@@ -3,8 +3,12 @@
 use clap::{Parser, Subcommand};
 
 mod diff;
+mod eval;
+mod judge;
 mod model;
 mod parse;
+mod score;
+mod serve_model;
 
 /// Worldloom: a studio for language world models.
 #[derive(Parser)]
@@ -23,6 +27,14 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Run (token ids in, ids out) or inspect a local Qwen3.5-MoE model directory.
     Model(model::ModelArgs),
+    /// Serve a world model as an OpenAI-compatible endpoint (127.0.0.1 by default).
+    ServeModel(serve_model::ServeModelArgs),
+    /// Predict every row of an AgentWorldBench folder or file (resumable).
+    Eval(eval::EvalArgs),
+    /// Score predictions with an LLM judge on the five AgentWorldBench dimensions.
+    Judge(judge::JudgeArgs),
+    /// Aggregate a predictions or judged file per domain and overall.
+    Score(score::ScoreArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -31,6 +43,10 @@ fn main() -> std::process::ExitCode {
         Command::Parse(args) => parse::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::ServeModel(args) => serve_model::run(&args),
+        Command::Eval(args) => eval::run(&args),
+        Command::Judge(args) => judge::run(&args),
+        Command::Score(args) => score::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,150 @@
+//! `worldloom eval`: predictions for a whole AgentWorldBench folder or file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use worldloom_engine::WorldModel;
+use worldloom_engine::baseline::CopyEngine;
+use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_eval::bench::load_rows;
+use worldloom_eval::run::{RunOptions, run_eval};
+
+/// Engines `eval` can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalEngine {
+    /// An OpenAI-compatible endpoint (`--base-url`, `--model`).
+    Openai,
+    /// The local Qwen3.5-MoE model of `--model-dir`.
+    Local,
+    /// The stale-state baseline (predicts the current state unchanged).
+    Copy,
+}
+
+/// Arguments of `worldloom eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// An AgentWorldBench JSONL file, or a folder of `*_test.jsonl` files.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// Which engine predicts.
+    #[arg(long, value_enum)]
+    pub engine: EvalEngine,
+    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Model name for `--engine openai` (must be listed by /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Environment variable holding the API key for `--engine openai`.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Model directory for `--engine local`.
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// Device for `--engine local`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Predictions in flight at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Upper bound on generated tokens per row (the official default).
+    #[arg(long, default_value_t = 32_768)]
+    pub max_tokens: usize,
+    /// Sampling temperature (the official default).
+    #[arg(long, default_value_t = 0.6)]
+    pub temperature: f32,
+    /// Use non-streaming requests for `--engine openai`.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Give up on one row after this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    pub row_timeout_s: u64,
+    /// Output JSON Lines file; rows already in it are skipped (resume).
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+}
+
+/// Checks that the engine's arguments are there (before any slow work).
+fn check_args(args: &EvalArgs) -> anyhow::Result<()> {
+    match args.engine {
+        EvalEngine::Local if args.model_dir.is_none() => {
+            bail!("--engine local needs --model-dir DIR")
+        }
+        EvalEngine::Openai if args.base_url.is_none() || args.model.is_none() => {
+            bail!("--engine openai needs --base-url URL and --model NAME")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Makes the engine the arguments ask for.
+fn engine(args: &EvalArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
+    Ok(match args.engine {
+        EvalEngine::Copy => Arc::new(CopyEngine),
+        EvalEngine::Local => {
+            let Some(dir) = &args.model_dir else {
+                bail!("--engine local needs --model-dir DIR")
+            };
+            crate::serve_model::local_engine(dir, &args.device)?.0
+        }
+        EvalEngine::Openai => {
+            let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
+                bail!("--engine openai needs --base-url URL and --model NAME")
+            };
+            let engine = OpenAiEngine::new(OpenAiConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: args.api_key_env.clone(),
+                stream: !args.no_stream,
+                ..OpenAiConfig::default()
+            })?;
+            engine.check_model()?;
+            Arc::new(engine)
+        }
+    })
+}
+
+/// Sets the returned flag on the first Ctrl-C; exits at once on the second.
+pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupted: finishing written rows (Ctrl-C again to quit at once)");
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+/// Runs `worldloom eval`.
+pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
+    check_args(args)?;
+    let rows = load_rows(&args.data)?;
+    let engine = engine(args)?;
+    let mut options = RunOptions {
+        concurrency: args.concurrency.max(1),
+        row_timeout_ms: args.row_timeout_s.saturating_mul(1000),
+        ..RunOptions::default()
+    };
+    options.params.max_new_tokens = args.max_tokens;
+    options.params.temperature = args.temperature;
+    let stop = interrupt_flag()?;
+    let summary = run_eval(&rows, engine, &args.output, &options, stop)?;
+    eprintln!(
+        "{}: {} rows written ({} failed), {} already there, {} in the input",
+        args.output.display(),
+        summary.written,
+        summary.errors,
+        summary.already_done,
+        summary.total
+    );
+    if summary.interrupted {
+        bail!("interrupted; run the same command again to resume");
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! `worldloom serve-model`: serve a world model as an OpenAI-compatible
+//! endpoint (see the `worldloom-model-server` crate for the protocol).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use worldloom_engine::baseline::CopyEngine;
+use worldloom_engine::loading::{LoadOptions, load_model, parse_device};
+use worldloom_engine::{GenerationParams, LocalEngine, LocalEngineOptions, WorldModel};
+use worldloom_model_server::{ServerOptions, serve};
+
+/// Engines `serve-model` can serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServedEngine {
+    /// The Qwen3.5-MoE model of `--model-dir`, on candle.
+    Local,
+    /// The stale-state baseline (predicts the current state unchanged).
+    Copy,
+}
+
+/// Arguments of `worldloom serve-model`.
+#[derive(Debug, Args)]
+pub struct ServeModelArgs {
+    /// Model directory (config.json, *.safetensors, tokenizer.json, chat
+    /// template); required for `--engine local`.
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// Which engine to serve.
+    #[arg(long, value_enum, default_value = "local")]
+    pub engine: ServedEngine,
+    /// Address to listen on. Anything but a loopback address exposes the
+    /// model to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model id listed at /v1/models and required in requests (default: the
+    /// model directory's name, or `copy`).
+    #[arg(long)]
+    pub model_name: Option<String>,
+    /// Device for the local engine: `cpu`, `cuda`, `cuda:N` or `metal`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Predictions run at once; further requests wait in a queue.
+    #[arg(long, default_value_t = 1)]
+    pub max_concurrent: usize,
+}
+
+/// Loads the local Qwen3.5-MoE engine of a model directory; returns it with
+/// the directory's recommended generation parameters.
+pub fn local_engine(
+    dir: &Path,
+    device: &str,
+) -> anyhow::Result<(Arc<dyn WorldModel>, GenerationParams)> {
+    let device = parse_device(device).with_context(|| format!("--device {device}"))?;
+    let model = load_model(
+        dir,
+        &LoadOptions {
+            device,
+            ..LoadOptions::default()
+        },
+    )
+    .with_context(|| format!("loading the model in {}", dir.display()))?;
+    let options = LocalEngineOptions {
+        name: format!("qwen3_5_moe@{}", dir.display()),
+        ..LocalEngineOptions::default()
+    };
+    let engine = LocalEngine::from_dir(model, dir, options)
+        .with_context(|| format!("starting the engine for {}", dir.display()))?;
+    let params = engine.default_params().clone();
+    Ok((Arc::new(engine), params))
+}
+
+/// Runs `worldloom serve-model` until Ctrl-C.
+pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
+    let (engine, default_params, default_name): (Arc<dyn WorldModel>, GenerationParams, String) =
+        match args.engine {
+            ServedEngine::Copy => (
+                Arc::new(CopyEngine),
+                GenerationParams::default(),
+                "copy".to_owned(),
+            ),
+            ServedEngine::Local => {
+                let Some(dir) = &args.model_dir else {
+                    bail!("--engine local needs --model-dir DIR")
+                };
+                let (engine, params) = local_engine(dir, &args.device)?;
+                let name = dir
+                    .canonicalize()
+                    .ok()
+                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| "local".to_owned());
+                (engine, params, name)
+            }
+        };
+    let model_id = args.model_name.clone().unwrap_or(default_name);
+    let ip: std::net::IpAddr = args
+        .host
+        .parse()
+        .with_context(|| format!("--host {} is not an IP address", args.host))?;
+    if !ip.is_loopback() {
+        eprintln!("warning: listening on {ip}, which is reachable from other machines");
+    }
+    let addr = SocketAddr::new(ip, args.port);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        // The first stdout line names the address (tests and scripts read it).
+        println!(
+            "serving `{model_id}` ({}) at http://{bound}/v1",
+            engine.name()
+        );
+        let options = ServerOptions {
+            model_id,
+            max_concurrent: args.max_concurrent,
+            default_params,
+        };
+        serve(listener, engine, options, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("server stopped")
+    })
+}

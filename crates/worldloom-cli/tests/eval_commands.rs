@@ -1,0 +1,307 @@
+//! `worldloom eval`, `score` and `serve-model` as a user runs them: the copy
+//! baseline directly and through `serve-model` over HTTP on 127.0.0.1, and
+//! the tiny random checkpoint in `assets/tiny-world-model` served by the
+//! local engine.
+
+#![allow(clippy::unwrap_used)] // helpers outside #[test] functions unwrap too
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_worldloom");
+
+/// Two domains, four rows; the first turns have no state for the copy
+/// baseline to copy.
+fn write_bench(dir: &Path) {
+    let mark = "**Environment Observation:**\n";
+    let prompts = [
+        "### Turn 1\n**Action:** `ls`",
+        "### Turn 2\n**Action:** `cat a.txt`",
+    ];
+    let responses = [format!("{mark}a.txt"), format!("{mark}hello")];
+    let terminal: String = (1..=2)
+        .map(|t| {
+            json!({"task": "agentworld/terminal", "id": 1, "system_str": "You simulate a Linux shell.",
+                "prompt": prompts, "response": responses, "turn_idx": t, "total_turns": 2})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join("terminal_test.jsonl"), terminal).unwrap();
+    let mcp: String = (1..=2)
+        .map(|t| {
+            json!({"task": "mcp", "id": 2, "system_str": "You simulate a weather tool.",
+                "prompt": ["get_weather('Oslo')", "get_weather('Oslo')"],
+                "response": ["{\"temp_c\": 3}", "{\"temp_c\": 3}"], "turn_idx": t, "total_turns": 2})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join("mcp_test.jsonl"), mcp).unwrap();
+}
+
+fn read_rows(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn worldloom(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+/// A `serve-model` child process and its base URL; killed on drop.
+struct Served {
+    child: Child,
+    base_url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve_model(args: &[&str]) -> Served {
+    let mut child = Command::new(BIN)
+        .arg("serve-model")
+        .args(args)
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base_url = line
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"),
+        "first line: {line:?}"
+    );
+    Served { child, base_url }
+}
+
+fn check_rows(path: &Path) -> Vec<Value> {
+    let mut rows = read_rows(path);
+    rows.sort_by_key(|r| r["wl_key"].as_str().unwrap().to_owned());
+    let keys: Vec<&str> = rows.iter().map(|r| r["wl_key"].as_str().unwrap()).collect();
+    assert_eq!(
+        keys,
+        vec!["mcp|2|1", "mcp|2|2", "terminal|1|1", "terminal|1|2"]
+    );
+    for r in &rows {
+        for field in [
+            "task",
+            "id",
+            "prompt",
+            "response",
+            "system_str",
+            "turn_idx",
+            "total_turns",
+            "gen",
+        ] {
+            assert!(r.get(field).is_some(), "{field} missing in {r}");
+        }
+    }
+    rows
+}
+
+#[test]
+fn eval_copy_then_score() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let out = dir.path().join("predictions.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "copy",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = check_rows(&out);
+    assert_eq!(
+        rows[1]["gen"],
+        "<predicted_observation>\n{\"temp_c\": 3}\n</predicted_observation>"
+    );
+    assert_eq!(rows[1]["wl_metrics"]["exact"], true);
+    assert_eq!(rows[3]["wl_observation"], "a.txt");
+    assert_eq!(rows[0]["wl_status"], "error");
+
+    let s = worldloom(&["score", out.to_str().unwrap()]);
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let table = String::from_utf8_lossy(&s.stdout);
+    assert!(
+        table.contains("prediction status: error 2, ok 2"),
+        "{table}"
+    );
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(
+        lines[1].starts_with("mcp") && lines[2].starts_with("terminal"),
+        "{table}"
+    );
+    let j = worldloom(&["score", out.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&j.stdout).unwrap();
+    assert_eq!(report["domains"]["mcp"]["exact_rate"], 1.0);
+    assert_eq!(report["all"]["rows"], 4);
+}
+
+#[test]
+fn eval_through_serve_model_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let served = serve_model(&["--engine", "copy"]);
+    for (stream, file) in [(true, "stream.jsonl"), (false, "plain.jsonl")] {
+        let out = dir.path().join(file);
+        let mut args = vec![
+            "eval",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "openai",
+            "--base-url",
+        ];
+        args.extend([
+            served.base_url.as_str(),
+            "--model",
+            "copy",
+            "--concurrency",
+            "2",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        if !stream {
+            args.push("--no-stream");
+        }
+        let o = worldloom(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rows = check_rows(&out);
+        assert_eq!(rows[3]["wl_observation"], "a.txt", "stream={stream}");
+        assert_eq!(rows[3]["wl_engine"], "openai:copy");
+    }
+    // A model the server does not serve is refused before any row runs.
+    let out = dir.path().join("none.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "openai",
+        "--base-url",
+        &served.base_url,
+        "--model",
+        "qwen",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("model `qwen` is not served") && err.contains("it serves: copy"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+fn tiny_checkpoint() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model")
+}
+
+#[test]
+fn eval_through_serve_model_tiny_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let served = serve_model(&[
+        "--engine",
+        "local",
+        "--model-dir",
+        tiny_checkpoint().to_str().unwrap(),
+    ]);
+    for (stream, file) in [(true, "stream.jsonl"), (false, "plain.jsonl")] {
+        let out = dir.path().join(file);
+        let mut args = vec![
+            "eval",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "openai",
+            "--base-url",
+        ];
+        args.extend([
+            served.base_url.as_str(),
+            "--model",
+            "tiny-world-model",
+            "--max-tokens",
+            "8",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        if !stream {
+            args.push("--no-stream");
+        }
+        let o = worldloom(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        for r in check_rows(&out) {
+            // Random weights: gibberish, but a real generation of ≤ 8 tokens.
+            assert_ne!(
+                r["wl_status"], "error",
+                "stream={stream}: {}",
+                r["wl_error"]
+            );
+            let n = r["wl_completion_tokens"].as_u64().unwrap();
+            assert!((1..=8).contains(&n), "stream={stream}: {n} tokens");
+            assert!(
+                r["wl_prompt_tokens"].as_u64().unwrap() > 10,
+                "stream={stream}"
+            );
+        }
+    }
+}
+
+#[test]
+fn eval_names_the_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("web_test.jsonl"),
+        "{\"task\": \"web\"}\n{\"task\": \n",
+    )
+    .unwrap();
+    let out = dir.path().join("p.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "copy",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("web_test.jsonl:2: not JSON"), "{err}");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "openai",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--base-url"));
+}
