@@ -42,8 +42,9 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
         EvalError::Real(err) => anyhow::anyhow!("{}: {err}", args.real.display()),
     })?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&eval)?);
-        return Ok(());
+        let mut text = serde_json::to_string_pretty(&eval)?;
+        text.push('\n');
+        return crate::parse::write_stdout(&text);
     }
     let status = match eval.status {
         EvalStatus::Scored => "scored",
@@ -86,7 +87,10 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
                 NodeStatus::Changed { counterpart, changes } | NodeStatus::Moved { counterpart, changes } => {
                     let fields: Vec<String> = changes
                         .iter()
-                        .map(|c| format!("{}: {:?} -> {:?}", c.field, c.real.as_deref().unwrap_or(""), c.pred.as_deref().unwrap_or("")))
+                        .map(|c| {
+                            let show = |v: &Option<String>| v.as_ref().map(|s| format!("{s:?}")).unwrap_or_else(|| "(absent)".into());
+                            format!("{}: {} -> {}", c.field, show(&c.real), show(&c.pred))
+                        })
                         .collect();
                     println!("  {} real#{i} ~ pred#{}: {}", st.name(), counterpart.0, fields.join(", "));
                 }

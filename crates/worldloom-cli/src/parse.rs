@@ -45,21 +45,34 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<()> {
         warnings: &parsed.warnings,
         tree: &parsed.tree,
     };
+    let mut text = String::new();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        text = serde_json::to_string_pretty(&report)?;
+        text.push('\n');
+    } else {
+        text.push_str(&format!(
+            "{}: {} nodes ({} representation), depth {}, {} warning(s)\n",
+            report.file,
+            report.node_count,
+            report.representation,
+            report.max_depth,
+            parsed.warnings.len()
+        ));
+        for w in &parsed.warnings {
+            text.push_str(&format!("warning: line {}: {:?}: {}\n", w.line, w.kind, w.message));
+        }
+        text.push_str(&parsed.tree.outline());
     }
-    println!(
-        "{}: {} nodes ({} representation), depth {}, {} warning(s)",
-        report.file,
-        report.node_count,
-        report.representation,
-        report.max_depth,
-        parsed.warnings.len()
-    );
-    for w in &parsed.warnings {
-        println!("warning: line {}: {:?}: {}", w.line, w.kind, w.message);
+    write_stdout(&text)
+}
+
+/// Writes to stdout; a closed pipe (`worldloom parse … | head`) is not an
+/// error.
+pub(crate) fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
     }
-    print!("{}", parsed.tree.outline());
-    Ok(())
 }
