@@ -289,3 +289,93 @@ fn judge_then_score() {
     // Pooled over rows: mean(5, 2, 2) = 3 → 50.
     assert_eq!(report.all.judged["total_score"], Some(50.0));
 }
+
+/// An engine that answers after a delay, on its own thread, and honours
+/// cancellation.
+struct SlowCopy {
+    delay_ms: u64,
+}
+
+impl WorldModel for SlowCopy {
+    fn name(&self) -> String {
+        "slow-copy".into()
+    }
+
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let cancel = CancelToken::new();
+        let token = cancel.clone();
+        let delay = self.delay_ms;
+        std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            while started.elapsed() < std::time::Duration::from_millis(delay) {
+                if token.is_cancelled() {
+                    let stats = GenerationStats {
+                        stop_reason: Some(worldloom_engine::StopReason::Cancelled),
+                        ..GenerationStats::default()
+                    };
+                    let _ = tx.send(EngineEvent::Done { stats });
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            let state = request.current_observation.unwrap_or_default();
+            let _ = tx.send(EngineEvent::Content {
+                text: format!("<predicted_observation>{state}</predicted_observation>"),
+            });
+            let _ = tx.send(EngineEvent::Done {
+                stats: GenerationStats::default(),
+            });
+        });
+        Ok(PredictionStream { events: rx, cancel })
+    }
+}
+
+#[test]
+fn interrupt_leaves_a_valid_file_and_resume_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    let out = dir.path().join("predictions.jsonl");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    // One row at a time, 300 ms each; interrupt during the second row.
+    let interrupter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(450));
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let options = RunOptions {
+        concurrency: 1,
+        progress: false,
+        ..RunOptions::default()
+    };
+    let summary = run_eval(
+        &rows,
+        Arc::new(SlowCopy { delay_ms: 300 }),
+        &out,
+        &options,
+        stop,
+    )
+    .unwrap();
+    interrupter.join().unwrap();
+    assert!(summary.interrupted);
+    assert_eq!(summary.written, 1, "the cancelled row is not written");
+    // Every line is a whole JSON row.
+    let written = read_jsonl(&out).unwrap();
+    assert_eq!(written.len(), 1);
+    assert!(std::fs::read_to_string(&out).unwrap().ends_with('\n'));
+
+    let resumed = run_eval(
+        &rows,
+        Arc::new(SlowCopy { delay_ms: 1 }),
+        &out,
+        &options,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert_eq!(
+        (resumed.already_done, resumed.written, resumed.interrupted),
+        (1, 4, false)
+    );
+    assert_eq!(by_key(&out).len(), 5);
+}
