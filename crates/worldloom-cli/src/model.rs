@@ -110,7 +110,10 @@ fn generate(args: &GenerateArgs) -> Result<()> {
         .enumerate()
         .find(|(_, id)| **id as usize >= vocab)
     {
-        bail!("--ids: entry {} (token {bad}) is outside the vocabulary of {vocab}", i + 1);
+        bail!(
+            "--ids: entry {} (token {bad}) is outside the vocabulary of {vocab}",
+            i + 1
+        );
     }
     let mut state = model.new_state()?;
     let logits = model.forward(&args.ids, &mut state)?;
@@ -175,18 +178,22 @@ fn info(args: &InfoArgs) -> Result<()> {
     let config = read_config(&args.dir)?;
     let weights = SafetensorsWeights::open(&args.dir).ok();
     let counts = config.param_counts();
-    let memory = [("bf16", DType::BF16), ("f16", DType::F16), ("f32", DType::F32)]
-        .into_iter()
-        .map(|(name, dtype)| {
-            let e = estimate_memory(&config, dtype, args.context_tokens);
-            MemoryRow {
-                dtype: name,
-                weight_gib: e.weight_bytes as f64 / BYTES_PER_GIB,
-                state_gib: e.state_bytes as f64 / BYTES_PER_GIB,
-                total_gib: e.total_gib(),
-            }
-        })
-        .collect();
+    let memory = [
+        ("bf16", DType::BF16),
+        ("f16", DType::F16),
+        ("f32", DType::F32),
+    ]
+    .into_iter()
+    .map(|(name, dtype)| {
+        let e = estimate_memory(&config, dtype, args.context_tokens);
+        MemoryRow {
+            dtype: name,
+            weight_gib: e.weight_bytes as f64 / BYTES_PER_GIB,
+            state_gib: e.state_bytes as f64 / BYTES_PER_GIB,
+            total_gib: e.total_gib(),
+        }
+    })
+    .collect();
     let out = InfoOutput {
         architecture: "qwen3_5_moe",
         model_dir: args.dir.display().to_string(),
@@ -235,7 +242,10 @@ fn info(args: &InfoArgs) -> Result<()> {
     );
     println!(
         "experts        {} routed (top {}) × {} + shared {}",
-        c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.shared_expert_intermediate_size
+        c.num_experts,
+        c.num_experts_per_tok,
+        c.moe_intermediate_size,
+        c.shared_expert_intermediate_size
     );
     println!(
         "parameters     {} total, {} active per token",
@@ -244,7 +254,10 @@ fn info(args: &InfoArgs) -> Result<()> {
     if let (Some(d), Some(n)) = (&out.stored_dtype, out.tensor_count) {
         println!("weights        {n} tensors stored in {d}");
     }
-    println!("memory (weights + state at {} tokens + scratch):", out.context_tokens);
+    println!(
+        "memory (weights + state at {} tokens + scratch):",
+        out.context_tokens
+    );
     for row in &out.memory {
         println!(
             "  {:<5} {:>8.2} GiB (weights {:.2}, state {:.3})",

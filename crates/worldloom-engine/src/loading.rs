@@ -32,7 +32,7 @@ pub const BYTES_PER_GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         /// The file.
         path: PathBuf,
@@ -59,9 +59,7 @@ pub enum LoadError {
         message: String,
     },
     /// No weights file in the directory.
-    #[error(
-        "{dir}: no weights found (expected model.safetensors or model.safetensors.index.json)"
-    )]
+    #[error("{dir}: no weights found (expected model.safetensors or model.safetensors.index.json)")]
     NoWeights {
         /// The model directory.
         dir: PathBuf,
@@ -190,10 +188,11 @@ impl SafetensorsWeights {
         let single = dir.join("model.safetensors");
         let files: Vec<PathBuf> = if index_path.is_file() {
             let text = read_text(&index_path)?;
-            let index: ShardIndex = serde_json::from_str(&text).map_err(|e| LoadError::BadJson {
-                path: index_path.clone(),
-                message: e.to_string(),
-            })?;
+            let index: ShardIndex =
+                serde_json::from_str(&text).map_err(|e| LoadError::BadJson {
+                    path: index_path.clone(),
+                    message: e.to_string(),
+                })?;
             let shard_names: BTreeSet<&String> = index.weight_map.values().collect();
             let mut files = Vec::new();
             for shard in shard_names {
@@ -219,11 +218,9 @@ impl SafetensorsWeights {
         };
         // Open each shard alone first so a broken one is named in the error.
         for file in &files {
-            map_safetensors(std::slice::from_ref(file)).map_err(|e| {
-                LoadError::BadSafetensors {
-                    path: file.clone(),
-                    message: e.to_string(),
-                }
+            map_safetensors(std::slice::from_ref(file)).map_err(|e| LoadError::BadSafetensors {
+                path: file.clone(),
+                message: e.to_string(),
             })?;
         }
         let mmaped = map_safetensors(&files).map_err(|e| LoadError::BadSafetensors {

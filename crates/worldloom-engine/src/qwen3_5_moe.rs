@@ -249,7 +249,10 @@ impl Config {
                 return err(field, "must be at least 1".into());
             }
         }
-        if self.num_attention_heads % self.num_key_value_heads != 0 {
+        if !self
+            .num_attention_heads
+            .is_multiple_of(self.num_key_value_heads)
+        {
             return err(
                 "num_key_value_heads",
                 format!(
@@ -258,7 +261,10 @@ impl Config {
                 ),
             );
         }
-        if self.linear_num_value_heads % self.linear_num_key_heads != 0 {
+        if !self
+            .linear_num_value_heads
+            .is_multiple_of(self.linear_num_key_heads)
+        {
             return err(
                 "linear_num_key_heads",
                 format!(
@@ -270,14 +276,23 @@ impl Config {
         if self.num_experts_per_tok > self.num_experts {
             return err(
                 "num_experts_per_tok",
-                format!("{} exceeds num_experts {}", self.num_experts_per_tok, self.num_experts),
+                format!(
+                    "{} exceeds num_experts {}",
+                    self.num_experts_per_tok, self.num_experts
+                ),
             );
         }
         if self.hidden_act != "silu" {
-            return err("hidden_act", format!("`{}` is not supported (silu)", self.hidden_act));
+            return err(
+                "hidden_act",
+                format!("`{}` is not supported (silu)", self.hidden_act),
+            );
         }
         if self.attention_bias {
-            return err("attention_bias", "attention biases are not supported".into());
+            return err(
+                "attention_bias",
+                "attention biases are not supported".into(),
+            );
         }
         if let Some(types) = &self.layer_types {
             if types.len() != self.num_hidden_layers {
@@ -302,7 +317,10 @@ impl Config {
         } else if self.full_attention_interval == 0 {
             return err("full_attention_interval", "must be at least 1".into());
         }
-        if let Some(kind) = self.rope_parameters.as_ref().and_then(|r| r.rope_type.as_ref())
+        if let Some(kind) = self
+            .rope_parameters
+            .as_ref()
+            .and_then(|r| r.rope_type.as_ref())
             && kind != "default"
         {
             return err(
@@ -311,10 +329,13 @@ impl Config {
             );
         }
         let rot = self.rotary_dim();
-        if rot == 0 || rot % 2 != 0 || rot > self.head_dim {
+        if rot == 0 || !rot.is_multiple_of(2) || rot > self.head_dim {
             return err(
                 "partial_rotary_factor",
-                format!("gives a rotary width of {rot} for head_dim {}", self.head_dim),
+                format!(
+                    "gives a rotary width of {rot} for head_dim {}",
+                    self.head_dim
+                ),
             );
         }
         Ok(())
@@ -327,7 +348,9 @@ impl Config {
                 LayerKind::FullAttention
             }
             Some(_) => LayerKind::LinearAttention,
-            None if (i + 1) % self.full_attention_interval.max(1) == 0 => LayerKind::FullAttention,
+            None if (i + 1).is_multiple_of(self.full_attention_interval.max(1)) => {
+                LayerKind::FullAttention
+            }
             None => LayerKind::LinearAttention,
         }
     }
@@ -539,10 +562,34 @@ impl FullAttention {
             cfg.head_dim,
         );
         Ok(Self {
-            q_proj: weight(src, &format!("{p}q_proj.weight"), &[nh * hd * 2, h], dtype, device)?,
-            k_proj: weight(src, &format!("{p}k_proj.weight"), &[kvh * hd, h], dtype, device)?,
-            v_proj: weight(src, &format!("{p}v_proj.weight"), &[kvh * hd, h], dtype, device)?,
-            o_proj: weight(src, &format!("{p}o_proj.weight"), &[h, nh * hd], dtype, device)?,
+            q_proj: weight(
+                src,
+                &format!("{p}q_proj.weight"),
+                &[nh * hd * 2, h],
+                dtype,
+                device,
+            )?,
+            k_proj: weight(
+                src,
+                &format!("{p}k_proj.weight"),
+                &[kvh * hd, h],
+                dtype,
+                device,
+            )?,
+            v_proj: weight(
+                src,
+                &format!("{p}v_proj.weight"),
+                &[kvh * hd, h],
+                dtype,
+                device,
+            )?,
+            o_proj: weight(
+                src,
+                &format!("{p}o_proj.weight"),
+                &[h, nh * hd],
+                dtype,
+                device,
+            )?,
             q_norm: ZeroCentredRmsNorm::load(
                 src,
                 &format!("{p}q_norm.weight"),
@@ -707,15 +754,45 @@ impl GatedDeltaNet {
         let a_log = weight(src, &a_name, &[n_v], DType::F32, device)?;
         let neg_a = a_log.exp().and_then(|a| a.neg()).map_err(named(&a_name))?;
         Ok(Self {
-            in_proj_qkv: weight(src, &format!("{p}in_proj_qkv.weight"), &[conv_dim, h], dtype, device)?,
-            in_proj_z: weight(src, &format!("{p}in_proj_z.weight"), &[n_v * d_v, h], dtype, device)?,
-            in_proj_b: weight(src, &format!("{p}in_proj_b.weight"), &[n_v, h], dtype, device)?,
-            in_proj_a: weight(src, &format!("{p}in_proj_a.weight"), &[n_v, h], dtype, device)?,
+            in_proj_qkv: weight(
+                src,
+                &format!("{p}in_proj_qkv.weight"),
+                &[conv_dim, h],
+                dtype,
+                device,
+            )?,
+            in_proj_z: weight(
+                src,
+                &format!("{p}in_proj_z.weight"),
+                &[n_v * d_v, h],
+                dtype,
+                device,
+            )?,
+            in_proj_b: weight(
+                src,
+                &format!("{p}in_proj_b.weight"),
+                &[n_v, h],
+                dtype,
+                device,
+            )?,
+            in_proj_a: weight(
+                src,
+                &format!("{p}in_proj_a.weight"),
+                &[n_v, h],
+                dtype,
+                device,
+            )?,
             conv_taps,
             neg_a,
             dt_bias: weight(src, &format!("{p}dt_bias"), &[n_v], DType::F32, device)?,
             norm_weight: weight(src, &format!("{p}norm.weight"), &[d_v], dtype, device)?,
-            out_proj: weight(src, &format!("{p}out_proj.weight"), &[h, n_v * d_v], dtype, device)?,
+            out_proj: weight(
+                src,
+                &format!("{p}out_proj.weight"),
+                &[h, n_v * d_v],
+                dtype,
+                device,
+            )?,
             n_k,
             n_v,
             d_k,
@@ -756,16 +833,19 @@ impl GatedDeltaNet {
             .narrow(0, 0, t)?
             .broadcast_mul(&self.conv_taps.i(0)?)?;
         for j in 1..self.kernel {
-            conv = (conv + padded.narrow(0, j, t)?.broadcast_mul(&self.conv_taps.i(j)?)?)?;
+            conv = (conv
+                + padded
+                    .narrow(0, j, t)?
+                    .broadcast_mul(&self.conv_taps.i(j)?)?)?;
         }
         let conv = candle_nn::ops::silu(&conv)?;
-        state.conv = padded
-            .narrow(0, t, self.kernel - 1)?
-            .contiguous()?;
+        state.conv = padded.narrow(0, t, self.kernel - 1)?.contiguous()?;
 
         let q = conv.narrow(1, 0, key_dim)?.reshape((t, n_k, d_k))?;
         let k = conv.narrow(1, key_dim, key_dim)?.reshape((t, n_k, d_k))?;
-        let v = conv.narrow(1, 2 * key_dim, n_v * d_v)?.reshape((t, n_v, d_v))?;
+        let v = conv
+            .narrow(1, 2 * key_dim, n_v * d_v)?
+            .reshape((t, n_v, d_v))?;
 
         let beta = candle_nn::ops::sigmoid(&b.to_dtype(DType::F32)?)?; // [T, n_v]
         let g = softplus(&a.to_dtype(DType::F32)?.broadcast_add(&self.dt_bias)?)?
@@ -921,7 +1001,11 @@ fn chunk_gated_delta_rule(
         let inter = q_dec.i((.., i))?.contiguous()?.matmul(&s)?;
         outs.push((inter + intra.i((.., i))?.contiguous()?.matmul(&v_new)?)?);
         s = (s.broadcast_mul(&chunk_decay.i((.., i))?)?
-            + k_dec.i((.., i))?.transpose(1, 2)?.contiguous()?.matmul(&v_new)?)?;
+            + k_dec
+                .i((.., i))?
+                .transpose(1, 2)?
+                .contiguous()?
+                .matmul(&v_new)?)?;
     }
     let out = Tensor::cat(&outs, 1)?.narrow(1, 0, t)?; // [H, T, dv]
     Ok((out, s))
@@ -1012,7 +1096,13 @@ impl SparseMoe {
         let (gate_up, down) = if src.contains(&stacked) {
             (
                 weight(src, &stacked, &[e, 2 * i, h], dtype, device)?,
-                weight(src, &format!("{p}experts.down_proj"), &[e, h, i], dtype, device)?,
+                weight(
+                    src,
+                    &format!("{p}experts.down_proj"),
+                    &[e, h, i],
+                    dtype,
+                    device,
+                )?,
             )
         } else {
             let mut gate_ups = Vec::with_capacity(e);
@@ -1023,7 +1113,13 @@ impl SparseMoe {
                 let up = weight(src, &format!("{q}up_proj.weight"), &[i, h], dtype, device)?;
                 let name = format!("{q}gate_proj.weight");
                 gate_ups.push(Tensor::cat(&[&gate, &up], 0).map_err(named(&name))?);
-                downs.push(weight(src, &format!("{q}down_proj.weight"), &[h, i], dtype, device)?);
+                downs.push(weight(
+                    src,
+                    &format!("{q}down_proj.weight"),
+                    &[h, i],
+                    dtype,
+                    device,
+                )?);
             }
             (
                 Tensor::stack(&gate_ups, 0).map_err(named(&stacked))?,
@@ -1036,11 +1132,29 @@ impl SparseMoe {
             gate_up,
             down,
             shared: SwiGlu {
-                gate_proj: weight(src, &format!("{sp}gate_proj.weight"), &[is, h], dtype, device)?,
+                gate_proj: weight(
+                    src,
+                    &format!("{sp}gate_proj.weight"),
+                    &[is, h],
+                    dtype,
+                    device,
+                )?,
                 up_proj: weight(src, &format!("{sp}up_proj.weight"), &[is, h], dtype, device)?,
-                down_proj: weight(src, &format!("{sp}down_proj.weight"), &[h, is], dtype, device)?,
+                down_proj: weight(
+                    src,
+                    &format!("{sp}down_proj.weight"),
+                    &[h, is],
+                    dtype,
+                    device,
+                )?,
             },
-            shared_gate: weight(src, &format!("{p}shared_expert_gate.weight"), &[1, h], dtype, device)?,
+            shared_gate: weight(
+                src,
+                &format!("{p}shared_expert_gate.weight"),
+                &[1, h],
+                dtype,
+                device,
+            )?,
             top_k: cfg.num_experts_per_tok,
             intermediate: i,
         })
@@ -1080,7 +1194,11 @@ impl SparseMoe {
                 continue;
             }
             let idx = Tensor::new(toks.as_slice(), x.device())?;
-            let xs = if t == toks.len() { x.clone() } else { x.index_select(&idx, 0)? };
+            let xs = if t == toks.len() {
+                x.clone()
+            } else {
+                x.index_select(&idx, 0)?
+            };
             let gate_up = linear(&xs, &self.gate_up.i(e)?)?; // [n, 2I]
             let g = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
             let u = gate_up.narrow(1, i, i)?;
@@ -1220,7 +1338,13 @@ impl Qwen3_5Moe {
             "model."
         };
         let (h, v) = (config.hidden_size, config.vocab_size);
-        let embed_tokens = weight(src, &format!("{prefix}embed_tokens.weight"), &[v, h], dtype, device)?;
+        let embed_tokens = weight(
+            src,
+            &format!("{prefix}embed_tokens.weight"),
+            &[v, h],
+            dtype,
+            device,
+        )?;
         let lm_head = if src.contains("lm_head.weight") || !config.tie_word_embeddings {
             weight(src, "lm_head.weight", &[v, h], dtype, device)?
         } else {
@@ -1308,7 +1432,9 @@ impl Qwen3_5Moe {
             .iter()
             .map(|l| match &l.mixer {
                 Mixer::Attention(_) => Ok(LayerState::Attention(None)),
-                Mixer::DeltaNet(d) => Ok(LayerState::DeltaNet(d.new_state(self.dtype, &self.device)?)),
+                Mixer::DeltaNet(d) => {
+                    Ok(LayerState::DeltaNet(d.new_state(self.dtype, &self.device)?))
+                }
             })
             .collect::<candle_core::Result<_>>()?;
         Ok(State {
@@ -1405,7 +1531,9 @@ impl Qwen3_5Moe {
     ) -> candle_core::Result<Tensor> {
         let hidden = self.hidden_states(input_ids, state, mode)?;
         let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
-        linear(&last, &self.lm_head)?.squeeze(0)?.to_dtype(DType::F32)
+        linear(&last, &self.lm_head)?
+            .squeeze(0)?
+            .to_dtype(DType::F32)
     }
 }
 

@@ -54,7 +54,10 @@ fn reference() -> Reference {
         tensors,
         prompt_ids: ids(&meta, "prompt_ids"),
         long_ids: ids(&meta, "long_ids"),
-        chunk_plan: ids(&meta, "chunk_plan").into_iter().map(|n| n as usize).collect(),
+        chunk_plan: ids(&meta, "chunk_plan")
+            .into_iter()
+            .map(|n| n as usize)
+            .collect(),
         greedy_ids: ids(&meta, "greedy_ids"),
     }
 }
@@ -102,14 +105,20 @@ fn full_logits_match_reference_for_every_variant() {
             .expect("forward");
         let diff = max_abs_diff(&logits, &r.tensors["logits_full"]);
         assert!(diff <= F32_TOLERANCE, "{variant}: max abs diff {diff}");
-        assert_eq!(<Qwen3_5Moe as CausalLm>::state_len(&state), r.prompt_ids.len());
+        assert_eq!(
+            <Qwen3_5Moe as CausalLm>::state_len(&state),
+            r.prompt_ids.len()
+        );
     }
 }
 
 #[test]
 fn multi_chunk_prefill_matches_reference() {
     let r = reference();
-    assert!(r.long_ids.len() > 2 * 64, "the long prompt spans several chunks");
+    assert!(
+        r.long_ids.len() > 2 * 64,
+        "the long prompt spans several chunks"
+    );
     for variant in VARIANTS {
         let model = load(variant, None);
         let mut state = model.new_state().expect("state");
@@ -195,7 +204,9 @@ fn snapshot_then_continue_equals_from_scratch() {
     model.forward(prefix, &mut state).expect("prefix");
     let snapshot = state.clone();
     // Move the original on with other tokens: the snapshot must not notice.
-    model.forward(&[1, 2, 3, 4, 5], &mut state).expect("diverge");
+    model
+        .forward(&[1, 2, 3, 4, 5], &mut state)
+        .expect("diverge");
     model.forward(&[6], &mut state).expect("diverge");
 
     let mut restored = snapshot.clone();
@@ -211,7 +222,10 @@ fn snapshot_then_continue_equals_from_scratch() {
         last = Some(model.forward(&[id], &mut restored).expect("decode"));
     }
     let diff = max_abs_diff(&last.expect("some tokens"), &expected);
-    assert!(diff <= F32_TOLERANCE, "snapshot decode continuation: {diff}");
+    assert!(
+        diff <= F32_TOLERANCE,
+        "snapshot decode continuation: {diff}"
+    );
     assert!(<Qwen3_5Moe as CausalLm>::state_size_bytes(&restored) > 0);
 }
 
@@ -266,8 +280,14 @@ fn bf16_stays_within_documented_tolerance() {
         max_abs_diff(bf16_ref, f32_ref)
     );
     assert!(ours <= BF16_MAX_RELATIVE_RMS, "relative RMS {ours}");
-    assert!(ours <= 1.5 * theirs, "ours {ours} vs reference bf16 {theirs}");
-    assert!(agree >= agree_ref - 0.1, "argmax agreement {agree} vs {agree_ref}");
+    assert!(
+        ours <= 1.5 * theirs,
+        "ours {ours} vs reference bf16 {theirs}"
+    );
+    assert!(
+        agree >= agree_ref - 0.1,
+        "argmax agreement {agree} vs {agree_ref}"
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -290,10 +310,9 @@ fn missing_config_field_is_named() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("model");
     copy_dir(&fixtures().join("flat_per_expert"), &dir);
-    let mut config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("config.json")).expect("config"),
-    )
-    .expect("json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).expect("config"))
+            .expect("json");
     config
         .as_object_mut()
         .expect("object")
@@ -302,7 +321,10 @@ fn missing_config_field_is_named() {
     let err = load_err(&dir);
     let msg = err.to_string();
     assert!(matches!(err, LoadError::BadJson { .. }), "{msg}");
-    assert!(msg.contains("config.json") && msg.contains("`num_experts`"), "{msg}");
+    assert!(
+        msg.contains("config.json") && msg.contains("`num_experts`"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -373,8 +395,8 @@ fn directory_without_weights_is_reported() {
 
 #[test]
 fn both_config_forms_parse_to_the_same_text_config() {
-    let flat = worldloom_engine::loading::read_config(&fixtures().join("flat_per_expert"))
-        .expect("flat");
+    let flat =
+        worldloom_engine::loading::read_config(&fixtures().join("flat_per_expert")).expect("flat");
     let nested = worldloom_engine::loading::read_config(&fixtures().join("nested_stacked_sharded"))
         .expect("nested");
     for i in 0..flat.num_hidden_layers {

@@ -1,0 +1,138 @@
+//! `worldloom model generate` on the tiny Qwen3.5-MoE fixture: token ids in,
+//! ids and last-position logits out, equal to the `transformers` reference.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../worldloom-engine/tests/fixtures/qwen3_5_moe")
+}
+
+fn reference() -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("reference.json")).expect("reference.json"),
+    )
+    .expect("json");
+    let ids = |k: &str| -> Vec<u32> {
+        meta[k]
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|v| v.as_u64().expect("id") as u32)
+            .collect()
+    };
+    let tensors = candle_core::safetensors::load(
+        fixtures().join("reference.safetensors"),
+        &candle_core::Device::Cpu,
+    )
+    .expect("reference.safetensors");
+    let full = &tensors["logits_full"];
+    let rows = full.dim(0).expect("rows");
+    let last: Vec<f32> = full
+        .get(rows - 1)
+        .and_then(|t| t.to_vec1())
+        .expect("last row");
+    (ids("prompt_ids"), ids("greedy_ids"), last)
+}
+
+#[test]
+fn generate_json_matches_reference_without_tokenizer() {
+    let (prompt, greedy, last_logits) = reference();
+    let ids: Vec<String> = prompt.iter().map(u32::to_string).collect();
+    for variant in ["flat_per_expert", "nested_stacked_sharded"] {
+        let dir = fixtures().join(variant);
+        assert!(!dir.join("tokenizer.json").exists());
+        let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+            .args(["model", "generate", "--model"])
+            .arg(&dir)
+            .args([
+                "--ids",
+                &ids.join(","),
+                "--max-new-tokens",
+                "8",
+                "--greedy",
+                "--json",
+            ])
+            .output()
+            .expect("run worldloom");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+        let generated: Vec<u32> = json["generated_ids"]
+            .as_array()
+            .expect("generated_ids")
+            .iter()
+            .map(|v| v.as_u64().expect("id") as u32)
+            .collect();
+        assert_eq!(generated, greedy, "{variant}");
+        let logits: Vec<f64> = json["prompt_last_logits"]
+            .as_array()
+            .expect("prompt_last_logits")
+            .iter()
+            .map(|v| v.as_f64().expect("logit"))
+            .collect();
+        assert_eq!(logits.len(), last_logits.len());
+        let diff = logits
+            .iter()
+            .zip(&last_logits)
+            .map(|(a, b)| (a - f64::from(*b)).abs())
+            .fold(0.0, f64::max);
+        assert!(diff <= 1e-4, "{variant}: max abs diff {diff}");
+    }
+}
+
+#[test]
+fn generate_reports_bad_model_dir_and_ids() {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args([
+            "model",
+            "generate",
+            "--model",
+            "/nonexistent-model",
+            "--ids",
+            "1",
+            "--greedy",
+        ])
+        .output()
+        .expect("run worldloom");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent-model/config.json"), "{err}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["model", "generate", "--model"])
+        .arg(fixtures().join("flat_per_expert"))
+        .args(["--ids", "1,99999", "--greedy"])
+        .output()
+        .expect("run worldloom");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("99999") && err.contains("vocabulary of 320"),
+        "{err}"
+    );
+}
+
+#[test]
+fn info_json_reports_counts_and_memory() {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["model", "info", "--json"])
+        .arg(fixtures().join("nested_stacked_sharded"))
+        .output()
+        .expect("run worldloom");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    // 320·64 embed + 320·64 lm_head + norms + 3 DeltaNet + 1 attention + 4 MoE layers.
+    assert_eq!(json["parameters_total"], 362_440);
+    assert_eq!(json["parameters_active_per_token"], 214_984);
+    assert_eq!(json["layer_kinds"][3], "full_attention");
+    assert_eq!(json["stored_dtype"], "f32");
+    assert_eq!(json["memory"].as_array().expect("rows").len(), 3);
+}
