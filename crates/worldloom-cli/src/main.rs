@@ -3,12 +3,18 @@
 use clap::{Parser, Subcommand};
 
 mod diff;
+mod export;
+mod import;
+mod inspect;
+mod parse_output;
 mod eval;
 mod judge;
 mod model;
 mod parse;
+mod rollout;
 mod score;
 mod serve_model;
+mod step;
 
 /// Worldloom: a studio for language world models.
 #[derive(Parser)]
@@ -21,6 +27,14 @@ struct Cli {
 /// Every subcommand. Each lives in its own module.
 #[derive(Subcommand)]
 enum Command {
+    /// Import a trajectory file or folder into a native worldloom-trajectory file.
+    Import(import::ImportArgs),
+    /// Export trajectories as AgentWorldBench JSONL, SFT chat JSONL or native JSON.
+    Export(export::ExportArgs),
+    /// Summarise trajectories: domains, representations, turns, branches.
+    Inspect(inspect::InspectArgs),
+    /// Extract reasoning and the predicted observation from raw model output.
+    ParseOutput(parse_output::ParseOutputArgs),
     /// Parse an observation file into a UI tree (node count, warnings, tree).
     Parse(parse::ParseArgs),
     /// Compare a predicted observation with the real one (fidelity metrics).
@@ -35,11 +49,19 @@ enum Command {
     Judge(judge::JudgeArgs),
     /// Aggregate a predictions or judged file per domain and overall.
     Score(score::ScoreArgs),
+    /// Predict one turn of a trajectory with a local model, streaming.
+    Step(step::StepArgs),
+    /// Continue a trajectory free-running with a local model; writes the predictions into the file.
+    Rollout(rollout::RolloutArgs),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result: anyhow::Result<()> = match cli.command {
+        Command::Import(args) => import::run(&args),
+        Command::Export(args) => export::run(&args),
+        Command::Inspect(args) => inspect::run(&args),
+        Command::ParseOutput(args) => parse_output::run(&args),
         Command::Parse(args) => parse::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Model(args) => model::run(&args),
@@ -47,6 +69,8 @@ fn main() -> std::process::ExitCode {
         Command::Eval(args) => eval::run(&args),
         Command::Judge(args) => judge::run(&args),
         Command::Score(args) => score::run(&args),
+        Command::Step(args) => step::run(&args),
+        Command::Rollout(args) => rollout::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,153 @@
+//! `worldloom rollout`: continue a trajectory free-running with a local model
+//! and write the predictions into the trajectory file.
+//!
+//! `worldloom rollout TRAJECTORY --from K --turns N --model DIR` predicts
+//! turns K, K+1, …, K+N-1 of the main path. Each prompt uses free-running
+//! context (history from the chosen predictions; see
+//! `worldloom_core::prompt`), and each new prediction becomes the node's
+//! chosen one, so errors compound as they would in a simulated rollout.
+//! After every turn the trajectory is written back in the native format
+//! (to `--output`, default the input file itself), so an interrupted run
+//! keeps the turns it finished. Thanks to the engine's state snapshots, turn
+//! k+1 re-reads only the tokens after turn k's action.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use serde::Serialize;
+use worldloom_core::{ContextMode, NodeId, OutputStatus, PromptOptions, build_messages};
+
+use crate::step::{
+    CancelSlot, ModelOptions, generation_params, install_interrupt, load_engine, node_at_turn,
+    predict, prediction_record, read_trajectories, select_trajectory,
+};
+
+/// Arguments of `worldloom rollout`.
+#[derive(Args, Debug)]
+pub struct RolloutArgs {
+    /// The trajectory file (native Worldloom JSON); predictions are added to
+    /// it.
+    pub trajectory: PathBuf,
+    /// The first turn to predict (1-based).
+    #[arg(long)]
+    pub from: usize,
+    /// How many turns to predict.
+    #[arg(long, default_value_t = 1)]
+    pub turns: usize,
+    /// Write the updated trajectory file here instead of over the input.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Print one JSON object per turn (JSON Lines) instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelOptions,
+}
+
+/// One line of `rollout --json`.
+#[derive(Serialize)]
+struct TurnLine<'a> {
+    turn: usize,
+    node: NodeId,
+    prediction_id: u32,
+    status: OutputStatus,
+    observation: Option<&'a str>,
+    prompt_tokens: usize,
+    prompt_tokens_computed: usize,
+    completion_tokens: usize,
+    total_ms: f64,
+}
+
+/// Runs `worldloom rollout`.
+///
+/// # Errors
+/// Unreadable trajectory or model, turns out of range, engine failures,
+/// an unwritable output file.
+pub fn run(args: &RolloutArgs) -> Result<()> {
+    if args.turns == 0 {
+        bail!("--turns must be at least 1");
+    }
+    let mut file = read_trajectories(&args.trajectory)?;
+    let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
+    let last_turn = args.from + args.turns - 1;
+    // Check the whole range before loading the model.
+    node_at_turn(&file.trajectories[index], &args.trajectory, args.from)?;
+    node_at_turn(&file.trajectories[index], &args.trajectory, last_turn)?;
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| args.trajectory.clone());
+
+    let engine = load_engine(&args.model)?;
+    let params = generation_params(&engine, &args.model);
+    let slot = CancelSlot::default();
+    install_interrupt(&slot);
+    let options = PromptOptions {
+        mode: ContextMode::FreeRunning,
+        ..PromptOptions::default()
+    };
+    let mut stdout = std::io::stdout();
+    for turn in args.from..=last_turn {
+        let trajectory = &mut file.trajectories[index];
+        let node = node_at_turn(trajectory, &args.trajectory, turn)?;
+        let messages = build_messages(trajectory, node, &options).map_err(|e| {
+            anyhow::anyhow!(
+                "{}: cannot build the prompt of turn {turn}: {e}",
+                args.trajectory.display()
+            )
+        })?;
+        if !args.json {
+            println!("══ turn {turn} (node {node}) ══");
+        }
+        let echo: Option<&mut dyn Write> = if args.json { None } else { Some(&mut stdout) };
+        let outcome = predict(&engine, messages, params.clone(), echo, &slot)?;
+        let record = prediction_record(
+            &engine,
+            trajectory,
+            node,
+            &params,
+            ContextMode::FreeRunning,
+            &outcome,
+        );
+        let (status, observation) = (record.status, record.observation.clone());
+        let id = trajectory.add_prediction(node, record)?;
+        trajectory.choose_prediction(node, Some(id))?;
+        file.write(&output)?;
+        let s = &outcome.stats;
+        if args.json {
+            let line = TurnLine {
+                turn,
+                node,
+                prediction_id: id.0,
+                status,
+                observation: observation.as_deref(),
+                prompt_tokens: s.prompt_tokens,
+                prompt_tokens_computed: s.prompt_tokens_computed,
+                completion_tokens: s.completion_tokens,
+                total_ms: outcome.total_ms,
+            };
+            println!("{}", serde_json::to_string(&line)?);
+        } else {
+            println!("── observation (status: {status}) ──");
+            println!("{}", observation.as_deref().unwrap_or("(none)"));
+            eprintln!(
+                "turn {turn}: {} prompt tokens ({} computed), {} generated, {:.0} ms",
+                s.prompt_tokens, s.prompt_tokens_computed, s.completion_tokens, outcome.total_ms
+            );
+        }
+        if s.stop_reason == Some(worldloom_engine::StopReason::Cancelled) {
+            eprintln!(
+                "interrupted: turns {}..={turn} were written to {}",
+                args.from,
+                output.display()
+            );
+            return Ok(());
+        }
+    }
+    if !args.json {
+        eprintln!("wrote {} prediction(s) to {}", args.turns, output.display());
+    }
+    Ok(())
+}

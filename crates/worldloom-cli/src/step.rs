@@ -1,0 +1,472 @@
+//! `worldloom step`: predict one turn of a trajectory with a local model.
+//!
+//! `worldloom step TRAJECTORY --turn K --model DIR [--device cpu|cuda:N|metal]
+//! [--teacher-forced|--free-running] [--json] [--max-new-tokens N]
+//! [--temperature T] [--seed S]` builds the AgentWorldBench-layout prompt
+//! for turn K of the trajectory's main path (`worldloom_core::prompt`),
+//! runs the model directory through the local engine
+//! (`worldloom_engine::LocalEngine` over Qwen3.5-MoE), streams the reasoning
+//! and the answer to the terminal, then prints the extracted observation and
+//! its status (`worldloom_core::parse_model_output`). With `--json` nothing
+//! is streamed and one JSON object is printed at the end.
+//!
+//! The shared parts (reading trajectories, loading the engine, running one
+//! prediction) are used by `worldloom rollout` as well.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use serde::Serialize;
+use worldloom_core::{
+    ChatMessage, ContextMode, NodeId, OutputStatus, Prediction, PromptOptions, Trajectory,
+    TrajectoryFile, build_messages, parse_model_output,
+};
+use worldloom_engine::loading::{LoadOptions, load_model, parse_device, parse_dtype};
+use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
+use worldloom_engine::{
+    CancelToken, EngineEvent, GenerationParams, GenerationStats, LocalEngine, LocalEngineOptions,
+    PredictRequest, StopReason, WorldModel,
+};
+
+/// Model, device and sampling options shared by `step` and `rollout`.
+#[derive(Args, Debug, Clone)]
+pub struct ModelOptions {
+    /// Hugging Face model directory (config.json, safetensors, tokenizer.json,
+    /// chat template).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Device: cpu, cuda, cuda:N, metal.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Compute dtype: bf16, f16, f32 (default: the stored dtype).
+    #[arg(long)]
+    pub dtype: Option<String>,
+    /// Upper bound on generated tokens (default: the model directory's
+    /// generation_config.json, else 4096).
+    #[arg(long)]
+    pub max_new_tokens: Option<usize>,
+    /// Sampling temperature; 0 is greedy (default: generation_config.json,
+    /// else 0.6).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Nucleus mass in (0, 1] (default: generation_config.json, else 0.95).
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Keep the k most likely tokens, 0 for all (default:
+    /// generation_config.json, else 20).
+    #[arg(long)]
+    pub top_k: Option<usize>,
+    /// Seed of the sampler.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Render the chat template with enable_thinking=false (no reasoning).
+    #[arg(long)]
+    pub no_thinking: bool,
+    /// Keep generating after `</predicted_observation>` until the end-of-turn
+    /// token.
+    #[arg(long)]
+    pub no_stop_after_observation: bool,
+    /// Which trajectory of a file holding several (default: the first).
+    #[arg(long)]
+    pub trajectory_id: Option<String>,
+}
+
+/// Arguments of `worldloom step`.
+#[derive(Args, Debug)]
+pub struct StepArgs {
+    /// The trajectory file (native Worldloom JSON).
+    pub trajectory: PathBuf,
+    /// The turn to predict, 1-based: the observation after the K-th action
+    /// of the main path.
+    #[arg(long)]
+    pub turn: usize,
+    /// History from the recorded observations (the default; as
+    /// AgentWorldBench evaluates).
+    #[arg(long, conflicts_with = "free_running")]
+    pub teacher_forced: bool,
+    /// History from the chosen predictions along the path.
+    #[arg(long)]
+    pub free_running: bool,
+    /// Print one JSON object instead of streaming text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub model: ModelOptions,
+}
+
+/// Reads a trajectory file.
+///
+/// # Errors
+/// The core reader's message (file, line and column, or field).
+pub fn read_trajectories(path: &Path) -> Result<TrajectoryFile> {
+    TrajectoryFile::read(path)
+        .with_context(|| format!("cannot read trajectory file {}", path.display()))
+}
+
+/// The index of the selected trajectory in `file`.
+///
+/// # Errors
+/// When the file is empty or no trajectory has the requested id.
+pub fn select_trajectory(file: &TrajectoryFile, path: &Path, id: Option<&str>) -> Result<usize> {
+    match id {
+        None if file.trajectories.is_empty() => {
+            bail!("{}: the file holds no trajectory", path.display())
+        }
+        None => Ok(0),
+        Some(id) => file
+            .trajectories
+            .iter()
+            .position(|t| t.id == id)
+            .ok_or_else(|| {
+                let ids: Vec<&str> = file.trajectories.iter().map(|t| t.id.as_str()).collect();
+                anyhow!(
+                    "{}: no trajectory with id `{id}` (ids: {})",
+                    path.display(),
+                    ids.join(", ")
+                )
+            }),
+    }
+}
+
+/// The node reached by turn `turn` (1-based) of the main path.
+///
+/// # Errors
+/// When `turn` is 0 or beyond the path.
+pub fn node_at_turn(trajectory: &Trajectory, path: &Path, turn: usize) -> Result<NodeId> {
+    let main = trajectory.main_path();
+    let turns = main.edges.len();
+    if turn == 0 || turn > turns {
+        bail!(
+            "{}: trajectory `{}`: --turn {turn} is out of range (the main path has turns 1..={turns})",
+            path.display(),
+            trajectory.id
+        );
+    }
+    Ok(main.nodes[turn])
+}
+
+/// A loaded local engine and where it came from.
+pub struct Engine {
+    /// The engine.
+    pub engine: LocalEngine<Qwen3_5Moe>,
+    /// Provenance name (`local:DIRNAME`).
+    pub name: String,
+}
+
+/// Loads the model directory onto the device and starts the engine.
+///
+/// # Errors
+/// Bad device or dtype names, loading errors (file, tensor, memory), and
+/// tokenizer / template / generation-config errors naming the file.
+pub fn load_engine(options: &ModelOptions) -> Result<Engine> {
+    let device = parse_device(&options.device)?;
+    let dtype = options.dtype.as_deref().map(parse_dtype).transpose()?;
+    let load = LoadOptions {
+        device,
+        dtype,
+        ..LoadOptions::default()
+    };
+    let model = load_model(&options.model, &load)
+        .with_context(|| format!("cannot load model {}", options.model.display()))?;
+    let dir_name = options
+        .model
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| options.model.display().to_string());
+    let name = format!("local:{dir_name}");
+    let engine_options = LocalEngineOptions {
+        name: name.clone(),
+        ..LocalEngineOptions::default()
+    };
+    let engine = LocalEngine::from_dir(model, &options.model, engine_options)?;
+    Ok(Engine { engine, name })
+}
+
+/// Request parameters: the model directory's defaults overridden by the
+/// command line.
+pub fn generation_params(engine: &Engine, options: &ModelOptions) -> GenerationParams {
+    let mut params = engine.engine.default_params().clone();
+    if let Some(n) = options.max_new_tokens {
+        params.max_new_tokens = n;
+    }
+    if let Some(t) = options.temperature {
+        params.temperature = t;
+    }
+    if let Some(p) = options.top_p {
+        params.top_p = p;
+    }
+    if let Some(k) = options.top_k {
+        params.top_k = k;
+    }
+    params.seed = options.seed;
+    params.enable_thinking = !options.no_thinking;
+    params.stop_after_observation = !options.no_stop_after_observation;
+    params
+}
+
+/// What one prediction produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// The output as generated: `<think>\n` + reasoning + `</think>\n\n` +
+    /// answer when there was reasoning, else the answer.
+    pub raw_output: String,
+    /// Reasoning text (tags removed).
+    pub reasoning: String,
+    /// Answer text.
+    pub content: String,
+    /// Counts and timings.
+    pub stats: GenerationStats,
+    /// Milliseconds from the request to the first generated token.
+    pub time_to_first_token_ms: Option<f64>,
+    /// Milliseconds from the request to the end.
+    pub total_ms: f64,
+}
+
+/// The cancel token of the prediction in progress, for Ctrl-C.
+pub type CancelSlot = Arc<Mutex<Option<CancelToken>>>;
+
+/// Installs a Ctrl-C handler that cancels the prediction in `slot` (a second
+/// Ctrl-C with nothing to cancel exits).
+pub fn install_interrupt(slot: &CancelSlot) {
+    let slot = Arc::clone(slot);
+    let _ = ctrlc::set_handler(move || {
+        let current = slot.lock().ok().and_then(|s| s.clone());
+        match current {
+            Some(cancel) if !cancel.is_cancelled() => cancel.cancel(),
+            _ => std::process::exit(130),
+        }
+    });
+}
+
+/// Runs one prediction; streams reasoning and answer to `echo` when given.
+///
+/// # Errors
+/// An immediate refusal, an engine error event, or the engine going away.
+pub fn predict(
+    engine: &Engine,
+    messages: Vec<ChatMessage>,
+    params: GenerationParams,
+    mut echo: Option<&mut dyn Write>,
+    slot: &CancelSlot,
+) -> Result<Outcome> {
+    let start = Instant::now();
+    let stream = engine
+        .engine
+        .predict(PredictRequest::new(messages, params))?;
+    if let Ok(mut s) = slot.lock() {
+        *s = Some(stream.cancel.clone());
+    }
+    let (mut reasoning, mut content) = (String::new(), String::new());
+    let mut first_token_ms = None;
+    let mut section = "";
+    let stats = loop {
+        let event = stream
+            .events
+            .recv_timeout(Duration::from_secs(3600))
+            .map_err(|_| anyhow!("the engine stopped without finishing the prediction"))?;
+        match event {
+            EngineEvent::Reasoning { text } => {
+                if let Some(out) = echo.as_deref_mut() {
+                    if section != "reasoning" {
+                        writeln!(out, "── reasoning ──")?;
+                        section = "reasoning";
+                    }
+                    write!(out, "{text}")?;
+                    out.flush()?;
+                }
+                reasoning.push_str(&text);
+            }
+            EngineEvent::Content { text } => {
+                if let Some(out) = echo.as_deref_mut() {
+                    if section != "content" {
+                        if section == "reasoning" && !reasoning.ends_with('\n') {
+                            writeln!(out)?;
+                        }
+                        writeln!(out, "── answer ──")?;
+                        section = "content";
+                    }
+                    write!(out, "{text}")?;
+                    out.flush()?;
+                }
+                content.push_str(&text);
+            }
+            EngineEvent::Tokens { .. } | EngineEvent::TokenLogprobs { .. } => {
+                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
+            }
+            EngineEvent::Done { stats } => break stats,
+            EngineEvent::Error { error } => {
+                if let Ok(mut s) = slot.lock() {
+                    *s = None;
+                }
+                return Err(error.into());
+            }
+        }
+    };
+    if let Ok(mut s) = slot.lock() {
+        *s = None;
+    }
+    if let Some(out) = echo
+        && !section.is_empty()
+    {
+        writeln!(out)?;
+    }
+    let raw_output = if reasoning.is_empty() {
+        content.clone()
+    } else {
+        format!("<think>\n{reasoning}</think>\n\n{content}")
+    };
+    Ok(Outcome {
+        raw_output,
+        reasoning,
+        content,
+        stats,
+        time_to_first_token_ms: first_token_ms,
+        total_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// A trajectory prediction record from an outcome.
+pub fn prediction_record(
+    engine: &Engine,
+    trajectory: &Trajectory,
+    node: NodeId,
+    params: &GenerationParams,
+    mode: ContextMode,
+    outcome: &Outcome,
+) -> Prediction {
+    let mut p = Prediction::from_output(engine.name.clone(), outcome.raw_output.clone());
+    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(params) {
+        p.params = map;
+    }
+    p.seed = Some(params.seed);
+    p.context = mode;
+    if let Some(real) = trajectory.node(node).and_then(|n| n.real.as_ref()) {
+        p.representation = real.representation;
+    }
+    p.prompt_tokens = Some(outcome.stats.prompt_tokens as u64);
+    p.completion_tokens = Some(outcome.stats.completion_tokens as u64);
+    p.time_to_first_token_ms = outcome.time_to_first_token_ms;
+    p.total_ms = Some(outcome.total_ms);
+    if let Ok(serde_json::Value::Object(stats)) = serde_json::to_value(&outcome.stats) {
+        p.extra
+            .insert("stats".into(), serde_json::Value::Object(stats));
+    }
+    p
+}
+
+fn stop_reason_name(reason: Option<StopReason>) -> String {
+    reason
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// `step --json` output.
+#[derive(Serialize)]
+struct StepOutput<'a> {
+    trajectory: &'a str,
+    turn: usize,
+    node: NodeId,
+    context: ContextMode,
+    engine: &'a str,
+    params: &'a GenerationParams,
+    raw_output: &'a str,
+    reasoning: &'a str,
+    observation: Option<&'a str>,
+    status: OutputStatus,
+    warnings: &'a [String],
+    real_observation: Option<&'a str>,
+    stats: &'a GenerationStats,
+    time_to_first_token_ms: Option<f64>,
+    total_ms: f64,
+}
+
+/// Runs `worldloom step`.
+///
+/// # Errors
+/// Unreadable trajectory or model, a turn out of range, a prompt that cannot
+/// be built, an engine failure.
+pub fn run(args: &StepArgs) -> Result<()> {
+    let file = read_trajectories(&args.trajectory)?;
+    let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
+    let trajectory = &file.trajectories[index];
+    let node = node_at_turn(trajectory, &args.trajectory, args.turn)?;
+    let mode = if args.free_running {
+        ContextMode::FreeRunning
+    } else {
+        ContextMode::TeacherForced
+    };
+    let options = PromptOptions {
+        mode,
+        ..PromptOptions::default()
+    };
+    let messages = build_messages(trajectory, node, &options).with_context(|| {
+        format!(
+            "{}: cannot build the prompt of turn {}",
+            args.trajectory.display(),
+            args.turn
+        )
+    })?;
+
+    let engine = load_engine(&args.model)?;
+    let params = generation_params(&engine, &args.model);
+    let slot = CancelSlot::default();
+    install_interrupt(&slot);
+    let mut stdout = std::io::stdout();
+    let echo: Option<&mut dyn Write> = if args.json { None } else { Some(&mut stdout) };
+    let outcome = predict(&engine, messages, params.clone(), echo, &slot)?;
+    let parsed = parse_model_output(&outcome.raw_output);
+    let real = trajectory
+        .node(node)
+        .and_then(|n| n.real.as_ref())
+        .map(|o| o.text.as_str());
+
+    if args.json {
+        let out = StepOutput {
+            trajectory: &trajectory.id,
+            turn: args.turn,
+            node,
+            context: mode,
+            engine: &engine.name,
+            params: &params,
+            raw_output: &outcome.raw_output,
+            reasoning: &outcome.reasoning,
+            observation: parsed.observation.as_deref(),
+            status: parsed.status,
+            warnings: &parsed.warnings,
+            real_observation: real,
+            stats: &outcome.stats,
+            time_to_first_token_ms: outcome.time_to_first_token_ms,
+            total_ms: outcome.total_ms,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("── observation (status: {}) ──", parsed.status);
+    match &parsed.observation {
+        Some(obs) => println!("{obs}"),
+        None => println!("(none)"),
+    }
+    for warning in &parsed.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let s = &outcome.stats;
+    eprintln!(
+        "{} prompt tokens ({} computed, {} from the snapshot cache), {} generated, prefill {:.0} ms, \
+         decode {:.0} ms ({:.1} tokens/s), stop: {}",
+        s.prompt_tokens,
+        s.prompt_tokens_computed,
+        s.prompt_tokens - s.prompt_tokens_computed,
+        s.completion_tokens,
+        s.prefill_ms,
+        s.decode_ms,
+        s.decode_tokens_per_sec,
+        stop_reason_name(s.stop_reason)
+    );
+    Ok(())
+}
