@@ -459,3 +459,44 @@ pub(crate) fn write_parallel<T: Sync>(
         None => Ok((written, errors)),
     }
 }
+
+/// A replay engine answering each benchmark chat with the `gen` recorded for
+/// it in an earlier output of [`run_eval`] (or of the official `infer` step):
+/// re-scoring an old run, or comparing runs, without a model. The chat is
+/// rebuilt from each row as [`BenchRow::messages`] builds it; rows with an
+/// empty `gen` are left out.
+///
+/// Errors: [`EvalError`] when the file cannot be read or a row is malformed.
+pub fn replay_engine(
+    predictions: &Path,
+) -> Result<worldloom_engine::baseline::ReplayEngine, EvalError> {
+    let mut engine = worldloom_engine::baseline::ReplayEngine::new();
+    let text = std::fs::read_to_string(predictions).map_err(|e| EvalError::io(predictions, e))?;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(line) else {
+            return Err(EvalError::Input(format!(
+                "{}:{}: not a JSON object",
+                predictions.display(),
+                i + 1
+            )));
+        };
+        let generation = fields
+            .get("gen")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if generation.is_empty() {
+            continue;
+        }
+        let row = BenchRow {
+            fields,
+            source: predictions.to_path_buf(),
+            line: i + 1,
+        };
+        engine.insert(&row.messages()?, generation);
+    }
+    Ok(engine)
+}

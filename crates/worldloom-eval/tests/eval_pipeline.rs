@@ -17,7 +17,7 @@ use worldloom_engine::{
 };
 use worldloom_eval::bench::load_rows;
 use worldloom_eval::judge::{JudgeOptions, JudgePrompts, read_jsonl, run_judge};
-use worldloom_eval::run::{RunOptions, run_eval};
+use worldloom_eval::run::{RunOptions, replay_engine, run_eval};
 use worldloom_eval::score::score_file;
 use worldloom_model_server::{ServerOptions, spawn};
 
@@ -378,4 +378,37 @@ fn interrupt_leaves_a_valid_file_and_resume_finishes() {
         (1, 4, false)
     );
     assert_eq!(by_key(&out).len(), 5);
+}
+
+#[test]
+fn replay_of_an_earlier_run_reproduces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    let first = dir.path().join("first.jsonl");
+    run_eval(
+        &rows,
+        Arc::new(CopyEngine),
+        &first,
+        &quiet(),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    let replay = replay_engine(&first).unwrap();
+    assert_eq!(replay.len(), 3, "error rows have no generation to replay");
+    let second = dir.path().join("second.jsonl");
+    let summary = run_eval(
+        &rows,
+        Arc::new(replay),
+        &second,
+        &quiet(),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert_eq!((summary.written, summary.errors), (5, 2));
+    let (a, b) = (by_key(&first), by_key(&second));
+    for (key, row) in &a {
+        assert_eq!(row["gen"], b[key]["gen"], "{key}");
+        assert_eq!(b[key]["wl_engine"], "replay");
+    }
 }
