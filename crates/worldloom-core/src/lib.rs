@@ -32,3 +32,5 @@ pub use trajectory::{
     AuthoredObservation, AwbRowInfo, ContextMode, Edge, EdgeId, Node, NodeId, Prediction,
     PredictionId, Source, Trajectory, TreePath,
 };
+pub mod formats;
+pub use formats::{ImportOptions, Imported, InputFormat, detect_format, import_path};

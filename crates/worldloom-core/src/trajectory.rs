@@ -202,6 +202,10 @@ pub struct AwbRowInfo {
     /// `response` was a single string rather than a list.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub response_is_string: bool,
+    /// 0-based position of the row among the rows of its source file, so that
+    /// export can keep the file's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<usize>,
 }
 
 /// One model prediction of a state.

@@ -1,0 +1,563 @@
+//! AgentWorldBench JSONL (Qwen/AgentWorldBench; fields documented in the
+//! QwenLM/Qwen-AgentWorld README and read by its `eval/eval.py`).
+//!
+//! One row per evaluated turn: `task` (a domain name, possibly `x/y` with the
+//! domain last), `id`, `prompt` (every turn's prompt string), `response`
+//! (every turn's ground-truth observation, starting with
+//! `**Environment Observation:**`), `current_prompt` (the evaluated turn's
+//! prompt), `system_str`, `turn_idx` (1-based) and `total_turns`.
+//!
+//! Rows of one trajectory carry the same `task`, `system_str` and
+//! `total_turns`, and `prompt`/`response` lists that agree entry by entry on
+//! their common length; each such row is one turn of the trajectory. Import
+//! groups rows that way (first fit, in file order), so a file of
+//! interleaved trajectories still splits correctly. Every row's raw strings
+//! and field order are kept ([`AwbRowInfo`]) so that export reproduces the row
+//! field for field. A row with a `gen` field (the official script's
+//! inference output) also gets that output as a prediction.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::action::Action;
+use crate::domain::Domain;
+use crate::error::{CoreError, ImportWarning, Result};
+use crate::formats::{dedupe_ids, file_name, guess_representation};
+use crate::observation::{AWB_RESPONSE_MARKER, Observation};
+use crate::trajectory::{AwbRowInfo, NodeId, Prediction, Source, Trajectory};
+
+/// Fields rebuilt from the tree on export (stored as `null` placeholders).
+const REBUILT: [&str; 4] = ["prompt", "response", "current_prompt", "system_str"];
+
+struct Row {
+    line: usize,
+    index: usize,
+    fields: Map<String, Value>,
+    domain: Domain,
+    task: String,
+    system: Option<String>,
+    prompts: Vec<String>,
+    responses: Vec<String>,
+    prompt_is_string: bool,
+    response_is_string: bool,
+    current_prompt: Option<String>,
+    turn: usize,
+    total_turns: Option<Value>,
+}
+
+fn string_list(
+    value: Option<&Value>,
+    path: &Path,
+    line: usize,
+    field: &str,
+) -> Result<(Vec<String>, bool, bool)> {
+    // (list, was a single string, present and rebuilt)
+    match value {
+        None => Ok((Vec::new(), false, false)),
+        Some(Value::String(s)) => Ok((vec![s.clone()], true, true)),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(s) => out.push(s.clone()),
+                    other => {
+                        return Err(CoreError::Field {
+                            path: path.to_path_buf(),
+                            line: Some(line),
+                            field: format!("{field}[{i}]"),
+                            message: format!("expected a string, found {}", type_name(other)),
+                        });
+                    }
+                }
+            }
+            Ok((out, false, true))
+        }
+        Some(other) => Err(CoreError::Field {
+            path: path.to_path_buf(),
+            line: Some(line),
+            field: field.into(),
+            message: format!("expected a list of strings, found {}", type_name(other)),
+        }),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse_row(
+    path: &Path,
+    line: usize,
+    index: usize,
+    value: Value,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<Row> {
+    let field_err = |field: &str, message: String| CoreError::Field {
+        path: path.to_path_buf(),
+        line: Some(line),
+        field: field.into(),
+        message,
+    };
+    let Value::Object(mut fields) = value else {
+        return Err(field_err(
+            "(row)",
+            format!("expected a JSON object, found {}", type_name(&value)),
+        ));
+    };
+    let task = match fields.get("task") {
+        Some(Value::String(s)) => s.clone(),
+        None => {
+            warnings.push(ImportWarning {
+                path: path.display().to_string(),
+                line: Some(line),
+                byte_offset: None,
+                message:
+                    "no `task` field; domain mcp assumed, as the official evaluation script does"
+                        .into(),
+            });
+            "mcp".into()
+        }
+        Some(other) => {
+            return Err(field_err(
+                "task",
+                format!("expected a string, found {}", type_name(other)),
+            ));
+        }
+    };
+    let domain: Domain = task.parse().map_err(|e: String| field_err("task", e))?;
+    let (prompts, prompt_is_string, prompt_rebuilt) =
+        string_list(fields.get("prompt"), path, line, "prompt")?;
+    let (responses, response_is_string, response_rebuilt) =
+        string_list(fields.get("response"), path, line, "response")?;
+    let turn = match fields.get("turn_idx") {
+        None => 1,
+        Some(v) => v.as_u64().map(|t| t.max(1) as usize).ok_or_else(|| {
+            field_err(
+                "turn_idx",
+                format!("expected a positive integer, found {v}"),
+            )
+        })?,
+    };
+    let system = match fields.get("system_str") {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let current_prompt = match fields.get("current_prompt") {
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let total_turns = fields.get("total_turns").cloned();
+    for key in REBUILT {
+        let rebuilt = match key {
+            "prompt" => prompt_rebuilt,
+            "response" => response_rebuilt,
+            "current_prompt" => current_prompt.is_some(),
+            _ => system.is_some(),
+        };
+        if rebuilt && let Some(slot) = fields.get_mut(key) {
+            *slot = Value::Null;
+        }
+    }
+    Ok(Row {
+        line,
+        index,
+        fields,
+        domain,
+        task,
+        system,
+        prompts,
+        responses,
+        prompt_is_string,
+        response_is_string,
+        current_prompt,
+        turn,
+        total_turns,
+    })
+}
+
+fn compatible(a: &[String], b: &[String]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+struct Group {
+    rows: Vec<Row>,
+}
+
+impl Group {
+    fn accepts(&self, row: &Row) -> bool {
+        let first = &self.rows[0];
+        first.task == row.task
+            && first.system == row.system
+            && first.total_turns == row.total_turns
+            && self.rows.iter().all(|r| {
+                r.turn != row.turn
+                    && compatible(&r.prompts, &row.prompts)
+                    && compatible(&r.responses, &row.responses)
+            })
+    }
+}
+
+/// Imports an AgentWorldBench JSONL file. Blank lines are skipped, as the
+/// official script does.
+///
+/// # Errors
+/// [`CoreError::Json`] (with the line number) for a malformed line and
+/// [`CoreError::Field`] for a row of the wrong shape, unless `skip_bad_rows`,
+/// which turns both into warnings; [`CoreError::Format`] for a file with no
+/// rows.
+pub fn import(
+    path: &Path,
+    skip_bad_rows: bool,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<Vec<Trajectory>> {
+    let text = crate::text::read_text_into(path, warnings)?;
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index = 0;
+    for (i, raw_line) in text.lines().enumerate() {
+        let line = i + 1;
+        let trimmed = raw_line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let parsed = serde_json::from_str::<Value>(trimmed)
+            .map_err(|e| CoreError::Json {
+                path: path.to_path_buf(),
+                line,
+                column: e.column(),
+                message: e.to_string(),
+            })
+            .and_then(|v| parse_row(path, line, index, v, warnings));
+        let row = match parsed {
+            Ok(row) => row,
+            Err(err) if skip_bad_rows => {
+                warnings.push(ImportWarning {
+                    path: path.display().to_string(),
+                    line: Some(line),
+                    byte_offset: None,
+                    message: format!("row skipped: {err}"),
+                });
+                continue;
+            }
+            Err(err) => return Err(err),
+        };
+        index += 1;
+        match groups.iter_mut().find(|g| g.accepts(&row)) {
+            Some(g) => g.rows.push(row),
+            None => groups.push(Group { rows: vec![row] }),
+        }
+    }
+    if groups.is_empty() {
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: "no AgentWorldBench rows in this file".into(),
+        });
+    }
+    let mut out: Vec<Trajectory> = groups
+        .into_iter()
+        .map(|g| build(path, g, warnings))
+        .collect();
+    dedupe_ids(&mut out);
+    Ok(out)
+}
+
+/// The text after `**Action:**` up to the next blank-line-separated `**…:**`
+/// heading, with a surrounding code fence removed; the whole prompt when it
+/// has no such section.
+pub fn action_from_prompt(prompt: &str) -> String {
+    let Some(at) = prompt.find("**Action:**") else {
+        return prompt.trim().to_owned();
+    };
+    let mut section = prompt[at + "**Action:**".len()..].trim_start_matches([' ', '\t']);
+    section = section.strip_prefix('\n').unwrap_or(section);
+    // Inside a fence the section ends at the closing fence.
+    let trimmed = section.trim_start();
+    if let Some(rest) = trimmed.strip_prefix("```") {
+        let ticks = 3 + rest.bytes().take_while(|&b| b == b'`').count();
+        let fence = "`".repeat(ticks);
+        let after = &trimmed[ticks..];
+        if let Some(nl) = after.find('\n') {
+            let body = &after[nl + 1..];
+            let close = body
+                .find(&format!("\n{fence}"))
+                .map(|c| c + 1)
+                .or_else(|| body.starts_with(&fence).then_some(0));
+            if let Some(close) = close {
+                return body[..close].trim_end_matches('\n').to_owned();
+            }
+        }
+    }
+    let end = section.find("\n\n**").unwrap_or(section.len());
+    section[..end].trim().to_owned()
+}
+
+fn split_response(response: &str) -> (String, String) {
+    if let Some(rest) = response.strip_prefix(AWB_RESPONSE_MARKER) {
+        let body = rest.trim_start_matches([' ', '\t', '\r', '\n']);
+        let prefix_len = response.len() - body.len();
+        (response[..prefix_len].to_owned(), body.to_owned())
+    } else {
+        (String::new(), response.to_owned())
+    }
+}
+
+fn build(path: &Path, group: Group, warnings: &mut Vec<ImportWarning>) -> Trajectory {
+    let mut rows = group.rows;
+    rows.sort_by_key(|r| r.turn);
+    let first = &rows[0];
+    let domain = first.domain;
+    let longest = |f: fn(&Row) -> &Vec<String>| {
+        rows.iter()
+            .map(f)
+            .max_by_key(|l| l.len())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let prompts = longest(|r| &r.prompts);
+    let responses = longest(|r| &r.responses);
+    let max_turn = rows.iter().map(|r| r.turn).max().unwrap_or(1);
+    let turns = prompts.len().max(responses.len()).max(max_turn);
+    let id = match first.fields.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => format!("awb-line-{}", first.line),
+    };
+    let mut t = Trajectory::new(id, domain, None);
+    t.source = Source {
+        format: "agentworldbench".into(),
+        path: Some(file_name(path)),
+    };
+    t.system_prompt = Some(first.system.clone().unwrap_or_default());
+    let mut node = t.root();
+    for k in 1..=turns {
+        let row = rows.iter().find(|r| r.turn == k);
+        let prompt = prompts
+            .get(k - 1)
+            .cloned()
+            .or_else(|| row.and_then(|r| r.current_prompt.clone()));
+        let action_text = prompt
+            .as_deref()
+            .map(action_from_prompt)
+            .unwrap_or_default();
+        let real = responses.get(k - 1).map(|resp| {
+            let (prefix, body) = split_response(resp);
+            let mut obs = Observation::new(guess_representation(domain, &body), body);
+            obs.prefix = prefix;
+            obs
+        });
+        let Ok((edge, next)) = t.add_step(node, Action::for_domain(domain, action_text), real)
+        else {
+            break;
+        };
+        let e = &mut t.edges[edge.0 as usize];
+        e.prompt = prompt.clone();
+        if let Some(r) = row {
+            let current = r
+                .current_prompt
+                .clone()
+                .filter(|c| Some(c) != prompt.as_ref());
+            let mut info = AwbRowInfo {
+                fields: r.fields.clone(),
+                prompt_count: r.prompts.len(),
+                response_count: r.responses.len(),
+                current_prompt: current,
+                prompt_is_string: r.prompt_is_string,
+                response_is_string: r.response_is_string,
+                row: Some(r.index),
+            };
+            if r.system.is_some() && r.system != first.system {
+                info.fields.insert(
+                    "system_str".into(),
+                    r.system.clone().map(Value::String).unwrap_or(Value::Null),
+                );
+            }
+            e.awb_row = Some(info);
+            if let Some(Value::String(generated)) = r.fields.get("gen") {
+                let mut p = Prediction::from_output("agentworldbench:gen", generated.clone());
+                p.representation = t.nodes[next.0 as usize]
+                    .real
+                    .as_ref()
+                    .map(|o| o.representation)
+                    .unwrap_or_default();
+                let _ = t.add_prediction(next, p);
+            }
+        }
+        node = next;
+    }
+    if rows.len() < turns && rows.iter().all(|r| r.turn != 1) {
+        warnings.push(ImportWarning {
+            path: path.display().to_string(),
+            line: Some(rows[0].line),
+            byte_offset: None,
+            message: format!(
+                "trajectory `{}`: rows for only {} of {turns} turns",
+                t.id,
+                rows.len()
+            ),
+        });
+    }
+    t
+}
+
+/// Writes trajectories as AgentWorldBench JSONL, one row per turn along each
+/// trajectory's main path whose target state has an observation (real, else
+/// authored).
+///
+/// Turns imported from AgentWorldBench are written back exactly: same fields
+/// in the same order with the same values. If every exported row came from an
+/// AgentWorldBench file, rows keep their original file order. Other turns get
+/// `task` = domain, `id` = `"<trajectory id>#<turn>"`, every turn's prompt and
+/// response, `current_prompt`, `system_str` (the trajectory's, or the default
+/// system prompt of its domain), `turn_idx` and `total_turns`.
+pub fn export(trajectories: &[Trajectory]) -> String {
+    let mut rows: Vec<(Option<usize>, Value)> = Vec::new();
+    let options = crate::prompt::PromptOptions::default();
+    for t in trajectories {
+        let path = t.main_path();
+        let mut prompts = Vec::new();
+        let mut responses = Vec::new();
+        for (j, &edge_id) in path.edges.iter().enumerate() {
+            let Some(edge) = t.edge(edge_id) else {
+                continue;
+            };
+            let prompt = match &edge.prompt {
+                Some(p) => p.clone(),
+                None => {
+                    let state = crate::prompt::context_observation(t, edge.from, options.mode);
+                    crate::prompt::render_turn_prompt(
+                        t,
+                        &options.templates,
+                        j + 1,
+                        state.as_ref(),
+                        &edge.action,
+                    )
+                }
+            };
+            prompts.push(prompt);
+            let target = t.node(path.nodes[j + 1]);
+            let obs = target.and_then(|n| {
+                n.real
+                    .clone()
+                    .or_else(|| n.current_authored().map(|a| a.observation.clone()))
+            });
+            responses.push(obs.map(|o| o.as_awb_response()));
+        }
+        let known: Vec<String> = responses.iter().map_while(|r| r.clone()).collect();
+        let system = crate::prompt::system_prompt(t, &options);
+        for (j, &edge_id) in path.edges.iter().enumerate() {
+            let Some(edge) = t.edge(edge_id) else {
+                continue;
+            };
+            if responses[j].is_none() && edge.awb_row.is_none() {
+                continue;
+            }
+            let row = match &edge.awb_row {
+                Some(info) => {
+                    let mut out = Map::new();
+                    for (key, value) in &info.fields {
+                        let rebuilt = match (key.as_str(), value) {
+                            ("prompt", Value::Null) => Some(list_or_string(
+                                &prompts,
+                                info.prompt_count,
+                                info.prompt_is_string,
+                            )),
+                            ("response", Value::Null) => Some(list_or_string(
+                                &known,
+                                info.response_count,
+                                info.response_is_string,
+                            )),
+                            ("current_prompt", Value::Null) => Some(Value::String(
+                                info.current_prompt
+                                    .clone()
+                                    .unwrap_or_else(|| prompts[j].clone()),
+                            )),
+                            ("system_str", Value::Null) => Some(Value::String(system.clone())),
+                            _ => None,
+                        };
+                        out.insert(key.clone(), rebuilt.unwrap_or_else(|| value.clone()));
+                    }
+                    (info.row, Value::Object(out))
+                }
+                None => {
+                    let mut out = Map::new();
+                    out.insert("task".into(), Value::String(t.domain.as_str().into()));
+                    out.insert("id".into(), Value::String(format!("{}#{}", t.id, j + 1)));
+                    out.insert("prompt".into(), Value::from(prompts.clone()));
+                    out.insert("response".into(), Value::from(known.clone()));
+                    out.insert("current_prompt".into(), Value::String(prompts[j].clone()));
+                    out.insert("system_str".into(), Value::String(system.clone()));
+                    out.insert("turn_idx".into(), Value::from(j + 1));
+                    out.insert("total_turns".into(), Value::from(path.edges.len()));
+                    (None, Value::Object(out))
+                }
+            };
+            rows.push(row);
+        }
+    }
+    if rows.iter().all(|(index, _)| index.is_some()) {
+        rows.sort_by_key(|(index, _)| *index);
+    }
+    let mut out = String::new();
+    for (_, row) in rows {
+        out.push_str(&row.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+fn list_or_string(items: &[String], count: usize, as_string: bool) -> Value {
+    if as_string {
+        return Value::String(items.first().cloned().unwrap_or_default());
+    }
+    Value::from(items.iter().take(count).cloned().collect::<Vec<_>>())
+}
+
+/// The node of each turn along the main path whose row came from
+/// AgentWorldBench, by turn (for callers that match rows to nodes).
+pub fn row_nodes(t: &Trajectory) -> Vec<(usize, NodeId)> {
+    let path = t.main_path();
+    path.edges
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| t.edge(**e).is_some_and(|e| e.awb_row.is_some()))
+        .map(|(j, _)| (j + 1, path.nodes[j + 1]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_sections() {
+        assert_eq!(
+            action_from_prompt("### Turn 1\n**Action:**\n```json\n{\"a\": 1}\n```\n\n**Note:** x"),
+            "{\"a\": 1}"
+        );
+        assert_eq!(
+            action_from_prompt("### Turn 2\n**Action:** click('3')\n\n**Current State:**\n..."),
+            "click('3')"
+        );
+        assert_eq!(action_from_prompt("ls -la"), "ls -la");
+        assert_eq!(
+            action_from_prompt("**Action:**\n```bash\necho '```'\n```"),
+            "echo '```'"
+        );
+    }
+
+    #[test]
+    fn response_prefix_split() {
+        assert_eq!(
+            split_response("**Environment Observation:**\n{}"),
+            ("**Environment Observation:**\n".into(), "{}".into())
+        );
+        assert_eq!(split_response("plain"), (String::new(), "plain".into()));
+    }
+}

@@ -1,0 +1,287 @@
+//! Trajectory formats: import (with auto-detection) and export.
+//!
+//! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
+//! ([`agentlab`]), folders of Android uiautomator dumps and OSWorld-style
+//! accessibility trees ([`folder`]), the native file ([`crate::native`]), and
+//! predictions sidecars ([`sidecar`]). Exporters: AgentWorldBench JSONL,
+//! SFT chat JSONL ([`sft`]) and native.
+//!
+//! Every importer reads files through [`crate::text::read_text`], so invalid
+//! UTF-8 anywhere becomes U+FFFD with one warning per file.
+
+pub mod agentlab;
+pub mod awb;
+pub mod folder;
+pub mod sft;
+pub mod sidecar;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{CoreError, ImportWarning, Result};
+use crate::native::{NATIVE_FORMAT, TrajectoryFile};
+use crate::trajectory::Trajectory;
+
+/// An input format, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputFormat {
+    /// Detect from the file or folder contents.
+    Auto,
+    /// The native `worldloom-trajectory` JSON.
+    Native,
+    /// AgentWorldBench JSONL rows.
+    Agentworldbench,
+    /// BrowserGym / AgentLab step records (one JSON file per trajectory).
+    Agentlab,
+    /// A folder of Android uiautomator dumps with `actions.jsonl`.
+    AndroidDumps,
+    /// An OSWorld-style folder of accessibility trees with `actions.jsonl`.
+    Osworld,
+}
+
+impl InputFormat {
+    /// The kebab-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Native => "native",
+            InputFormat::Agentworldbench => "agentworldbench",
+            InputFormat::Agentlab => "agentlab",
+            InputFormat::AndroidDumps => "android-dumps",
+            InputFormat::Osworld => "osworld",
+        }
+    }
+}
+
+impl std::str::FromStr for InputFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        [
+            InputFormat::Auto,
+            InputFormat::Native,
+            InputFormat::Agentworldbench,
+            InputFormat::Agentlab,
+            InputFormat::AndroidDumps,
+            InputFormat::Osworld,
+        ]
+        .into_iter()
+        .find(|f| f.as_str() == s.trim().to_ascii_lowercase())
+        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps or osworld)"))
+    }
+}
+
+/// Options of [`import_path`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// The format, or [`InputFormat::Auto`].
+    pub format: InputFormat,
+    /// Skip malformed JSONL rows with a warning instead of failing.
+    pub skip_bad_rows: bool,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            format: InputFormat::Auto,
+            skip_bad_rows: false,
+        }
+    }
+}
+
+/// The result of an import.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Imported {
+    /// The trajectories read.
+    pub trajectories: Vec<Trajectory>,
+    /// Problems that did not stop the import.
+    pub warnings: Vec<ImportWarning>,
+}
+
+/// Guesses the format of a file or folder from its contents.
+///
+/// A folder with `step_NN.xml` dumps is `android-dumps` when the first dump is
+/// a uiautomator `<hierarchy>`, else `osworld` (also when it holds
+/// `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. A JSON file is
+/// native when its `format` is `worldloom-trajectory`, else AgentLab.
+///
+/// # Errors
+/// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
+pub fn detect_format(path: &Path) -> Result<InputFormat> {
+    if path.is_dir() {
+        return folder::detect(path).ok_or_else(|| CoreError::Format {
+            path: path.to_path_buf(),
+            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder".into(),
+        });
+    }
+    let decoded = crate::text::read_text(path)?;
+    let head = decoded.text.trim_start();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ext == "jsonl"
+        || (head.starts_with('{')
+            && head
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.trim_start().starts_with("{\"")))
+    {
+        return Ok(InputFormat::Agentworldbench);
+    }
+    if head.starts_with('{') || head.starts_with('[') {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(head) {
+            if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
+                return Ok(InputFormat::Native);
+            }
+            if agentlab::looks_like(&value) {
+                return Ok(InputFormat::Agentlab);
+            }
+        } else if head.starts_with('{') && head.contains("\"prompt\"") {
+            return Ok(InputFormat::Agentworldbench);
+        }
+    }
+    Err(CoreError::Format {
+        path: path.to_path_buf(),
+        message: "unrecognised input: expected an AgentWorldBench .jsonl file, an AgentLab step JSON file, a native worldloom-trajectory file, or a trajectory folder".into(),
+    })
+}
+
+/// Imports a file or folder. A folder that is not itself a trajectory folder
+/// is imported entry by entry (files and sub-folders in name order; entries
+/// that are not trajectories give warnings).
+///
+/// # Errors
+/// The format's errors, each naming file, line or field.
+pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
+    let format = match options.format {
+        InputFormat::Auto => match detect_format(path) {
+            Ok(f) => f,
+            Err(err) if path.is_dir() => {
+                return import_folder_of_trajectories(path, options).map_err(|_| err);
+            }
+            Err(err) => return Err(err),
+        },
+        f => f,
+    };
+    let mut warnings = Vec::new();
+    let mut trajectories = match format {
+        InputFormat::Native => {
+            let text = crate::text::read_text_into(path, &mut warnings)?;
+            TrajectoryFile::from_json_str(path, &text)?.trajectories
+        }
+        InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, &mut warnings)?,
+        InputFormat::Agentlab => vec![agentlab::import(path, &mut warnings)?],
+        InputFormat::AndroidDumps => vec![folder::import(
+            path,
+            folder::FolderKind::Android,
+            &mut warnings,
+        )?],
+        InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, &mut warnings)?],
+        InputFormat::Auto => Vec::new(),
+    };
+    if format != InputFormat::Native {
+        sidecar::attach_for(
+            path,
+            &mut trajectories,
+            options.skip_bad_rows,
+            &mut warnings,
+        )?;
+    }
+    Ok(Imported {
+        trajectories,
+        warnings,
+    })
+}
+
+fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result<Imported> {
+    let mut entries: Vec<_> = std::fs::read_dir(path)
+        .map_err(|source| CoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    let mut out = Imported {
+        trajectories: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for entry in entries {
+        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') || name.ends_with(".predictions.jsonl") {
+            continue;
+        }
+        match detect_format(&entry) {
+            Ok(_) => {
+                let imported = import_path(&entry, options)?;
+                out.trajectories.extend(imported.trajectories);
+                out.warnings.extend(imported.warnings);
+            }
+            Err(err) => out.warnings.push(ImportWarning {
+                path: entry.display().to_string(),
+                line: None,
+                byte_offset: None,
+                message: format!("skipped: {err}"),
+            }),
+        }
+    }
+    if out.trajectories.is_empty() {
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: "no trajectories found in this folder".into(),
+        });
+    }
+    dedupe_ids(&mut out.trajectories);
+    Ok(out)
+}
+
+/// Makes trajectory ids unique by appending `-2`, `-3`… to repeats.
+pub fn dedupe_ids(trajectories: &mut [Trajectory]) {
+    let mut seen = std::collections::HashSet::new();
+    for t in trajectories.iter_mut() {
+        if !seen.insert(t.id.clone()) {
+            let mut n = 2;
+            while !seen.insert(format!("{}-{n}", t.id)) {
+                n += 1;
+            }
+            t.id = format!("{}-{n}", t.id);
+        }
+    }
+}
+
+/// The file name of `path` as a string (for [`crate::trajectory::Source`]).
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string())
+}
+
+/// The file stem of `path` (trajectory ids).
+pub(crate) fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trajectory".into())
+}
+
+/// Guesses the representation of an observation text in `domain`.
+pub fn guess_representation(domain: crate::Domain, text: &str) -> crate::Representation {
+    use crate::{Domain, Representation};
+    let t = text.trim_start();
+    match domain {
+        Domain::Web if t.starts_with('<') => Representation::Html,
+        Domain::Web => Representation::Axtree,
+        Domain::Os if t.starts_with('<') => Representation::OsXml,
+        Domain::Os => Representation::OsTable,
+        Domain::Android => Representation::AndroidXml,
+        _ if (t.starts_with('{') || t.starts_with('['))
+            && serde_json::from_str::<serde_json::Value>(t).is_ok() =>
+        {
+            Representation::Json
+        }
+        _ => Representation::Text,
+    }
+}

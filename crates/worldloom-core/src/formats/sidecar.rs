@@ -1,0 +1,169 @@
+//! Predictions sidecars: `predictions.jsonl` inside a trajectory folder, or
+//! `<file stem>.predictions.jsonl` beside a single-file trajectory.
+//!
+//! One line per prediction: `{"step": n, "engine": "<name>", "seed": 0,
+//! "output": "<raw model output>"}`, where `n ≥ 1` is the index of the
+//! predicted state along the main path (the state reached by the action taken
+//! from state `n - 1`). An optional `trajectory` field names the trajectory
+//! when a file holds several. Other fields are kept in the prediction's
+//! `extra`. The observation is extracted with
+//! [`crate::output::parse_model_output`].
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{CoreError, ImportWarning, Result};
+use crate::trajectory::{Prediction, Trajectory};
+
+/// The sidecar path for an imported file or folder.
+pub fn sidecar_path(input: &Path) -> PathBuf {
+    if input.is_dir() {
+        input.join("predictions.jsonl")
+    } else {
+        let stem = input
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        input.with_file_name(format!("{stem}.predictions.jsonl"))
+    }
+}
+
+/// Attaches the sidecar of `input`, if there is one, to `trajectories`.
+///
+/// # Errors
+/// [`CoreError::Json`] / [`CoreError::Field`] with the line number for a bad
+/// line, unless `skip_bad_rows`, which makes them warnings.
+pub fn attach_for(
+    input: &Path,
+    trajectories: &mut [Trajectory],
+    skip_bad_rows: bool,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<()> {
+    let path = sidecar_path(input);
+    if !path.is_file() {
+        return Ok(());
+    }
+    attach(&path, trajectories, skip_bad_rows, warnings)
+}
+
+/// Attaches the predictions of sidecar file `path` to `trajectories`.
+///
+/// # Errors
+/// As [`attach_for`].
+pub fn attach(
+    path: &Path,
+    trajectories: &mut [Trajectory],
+    skip_bad_rows: bool,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<()> {
+    let text = crate::text::read_text_into(path, warnings)?;
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match attach_line(path, line_no, line, trajectories) {
+            Ok(None) => {}
+            Ok(Some(message)) => warnings.push(ImportWarning {
+                path: path.display().to_string(),
+                line: Some(line_no),
+                byte_offset: None,
+                message,
+            }),
+            Err(err) if skip_bad_rows => warnings.push(ImportWarning {
+                path: path.display().to_string(),
+                line: Some(line_no),
+                byte_offset: None,
+                message: format!("prediction skipped: {err}"),
+            }),
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Attaches one line; `Ok(Some(message))` is a warning (no matching state).
+fn attach_line(
+    path: &Path,
+    line: usize,
+    text: &str,
+    trajectories: &mut [Trajectory],
+) -> Result<Option<String>> {
+    let value: Value = serde_json::from_str(text).map_err(|e| CoreError::Json {
+        path: path.to_path_buf(),
+        line,
+        column: e.column(),
+        message: e.to_string(),
+    })?;
+    let field = |name: &str, message: &str| CoreError::Field {
+        path: path.to_path_buf(),
+        line: Some(line),
+        field: name.into(),
+        message: message.into(),
+    };
+    let Value::Object(mut obj) = value else {
+        return Err(field("(line)", "expected a JSON object"));
+    };
+    let step = obj
+        .remove("step")
+        .and_then(|s| s.as_u64())
+        .ok_or_else(|| field("step", "missing or not a non-negative integer"))?;
+    let engine = match obj.remove("engine") {
+        Some(Value::String(s)) => s,
+        _ => return Err(field("engine", "missing or not a string")),
+    };
+    let output = match obj.remove("output") {
+        Some(Value::String(s)) => s,
+        _ => return Err(field("output", "missing or not a string")),
+    };
+    let seed = match obj.remove("seed") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| field("seed", "not a non-negative integer"))?,
+        ),
+    };
+    let wanted = obj
+        .remove("trajectory")
+        .and_then(|v| v.as_str().map(str::to_owned));
+    let trajectory = match &wanted {
+        Some(id) => trajectories.iter_mut().find(|t| &t.id == id),
+        None if trajectories.len() == 1 => trajectories.first_mut(),
+        None => {
+            return Ok(Some(
+                "several trajectories and no `trajectory` field; prediction ignored".into(),
+            ));
+        }
+    };
+    let Some(t) = trajectory else {
+        return Ok(Some(format!(
+            "no trajectory `{}`; prediction ignored",
+            wanted.unwrap_or_default()
+        )));
+    };
+    if step == 0 {
+        return Err(field(
+            "step",
+            "0 is the initial state, which is not predicted (steps start at 1)",
+        ));
+    }
+    let main = t.main_path();
+    let Some(&node) = main.nodes.get(step as usize) else {
+        return Ok(Some(format!(
+            "step {step} is past the last state ({}) of `{}`; prediction ignored",
+            main.nodes.len() - 1,
+            t.id
+        )));
+    };
+    let mut prediction = Prediction::from_output(engine, output);
+    prediction.seed = seed;
+    prediction.representation = t
+        .node(node)
+        .and_then(|n| n.real.as_ref())
+        .map(|o| o.representation)
+        .unwrap_or_default();
+    prediction.extra = obj;
+    t.add_prediction(node, prediction)?;
+    Ok(None)
+}
