@@ -114,10 +114,15 @@ pub fn typescript() -> String {
 pub fn undeclared_names(file: &str) -> Vec<String> {
     let declared: Vec<&str> = file
         .lines()
-        .filter_map(|l| l.strip_prefix("export type ").or_else(|| l.strip_prefix("export interface ")))
+        .filter_map(|l| {
+            l.strip_prefix("export type ")
+                .or_else(|| l.strip_prefix("export interface "))
+        })
         .filter_map(|l| l.split(|c: char| !c.is_alphanumeric() && c != '_').next())
         .collect();
-    let builtin = ["string", "number", "boolean", "null", "Array", "Record", "Partial", "Commands", "C"];
+    let builtin = [
+        "string", "number", "boolean", "null", "Array", "Record", "Partial", "Commands", "C",
+    ];
     let mut missing = Vec::new();
     for line in file.lines().filter(|l| l.starts_with("export type ")) {
         let body = line.split_once('=').map(|(_, b)| b).unwrap_or("");
@@ -135,8 +140,13 @@ pub fn undeclared_names(file: &str) -> Vec<String> {
             if ch.is_alphanumeric() || ch == '_' {
                 word.push(ch);
             } else {
-                let is_type = word.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && ch != ':';
-                if is_type && !declared.contains(&word.as_str()) && !builtin.contains(&word.as_str()) && !missing.contains(&word) {
+                let is_type =
+                    word.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && ch != ':';
+                if is_type
+                    && !declared.contains(&word.as_str())
+                    && !builtin.contains(&word.as_str())
+                    && !missing.contains(&word)
+                {
                     missing.push(word.clone());
                 }
                 word.clear();

@@ -20,17 +20,19 @@ use crate::{Studio, StudioEvent};
 pub const METRICS_PRODUCER: &str = concat!("worldloom-obs ", env!("CARGO_PKG_VERSION"));
 
 pub(crate) fn parse_trajectory_id(id: &str) -> Result<TrajectoryKey, ApiError> {
-    id.trim()
-        .parse::<i64>()
-        .map(TrajectoryKey)
-        .map_err(|_| ApiError::bad_request(format!("trajectory_id `{id}` is not a workspace trajectory id (a decimal number)")))
+    id.trim().parse::<i64>().map(TrajectoryKey).map_err(|_| {
+        ApiError::bad_request(format!(
+            "trajectory_id `{id}` is not a workspace trajectory id (a decimal number)"
+        ))
+    })
 }
 
 fn parse_branch_id(id: &str) -> Result<NodeId, ApiError> {
-    id.trim()
-        .parse::<u32>()
-        .map(NodeId)
-        .map_err(|_| ApiError::bad_request(format!("branch_id `{id}` is not a branch id (a leaf node number)")))
+    id.trim().parse::<u32>().map(NodeId).map_err(|_| {
+        ApiError::bad_request(format!(
+            "branch_id `{id}` is not a branch id (a leaf node number)"
+        ))
+    })
 }
 
 fn change_summary(c: &ChangeRecord) -> ChangeSummary {
@@ -53,7 +55,10 @@ fn change_summary(c: &ChangeRecord) -> ChangeSummary {
 /// recorded path.
 fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     let mut out = Vec::new();
-    let mut stack = vec![core::TreePath { nodes: vec![NodeId(0)], edges: Vec::new() }];
+    let mut stack = vec![core::TreePath {
+        nodes: vec![NodeId(0)],
+        edges: Vec::new(),
+    }];
     while let Some(path) = stack.pop() {
         let last = path.nodes.last().copied().unwrap_or(NodeId(0));
         let children = st.live_children(last);
@@ -73,13 +78,21 @@ fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     out
 }
 
-fn branch_summary(st: &StoredTrajectory, path: &core::TreePath, index: usize, main: &core::TreePath) -> BranchSummary {
+fn branch_summary(
+    st: &StoredTrajectory,
+    path: &core::TreePath,
+    index: usize,
+    main: &core::TreePath,
+) -> BranchSummary {
     let leaf = path.nodes.last().copied().unwrap_or(NodeId(0));
     let forks_at = if index == 0 {
         None
     } else {
         // The first edge not on the recorded path.
-        path.edges.iter().position(|e| !main.edges.contains(e)).map(|i| i as u32 + 1)
+        path.edges
+            .iter()
+            .position(|e| !main.edges.contains(e))
+            .map(|i| i as u32 + 1)
     };
     let name = match forks_at {
         None => "recorded".to_string(),
@@ -111,12 +124,17 @@ enum Shown<'a> {
     Authored(usize, &'a core::AuthoredObservation),
 }
 
-fn shown<'a>(node: &'a core::Node, requested: Option<PredictionId>) -> Result<Option<Shown<'a>>, ApiError> {
+fn shown<'a>(
+    node: &'a core::Node,
+    requested: Option<PredictionId>,
+) -> Result<Option<Shown<'a>>, ApiError> {
     if let Some(id) = requested {
         return node
             .prediction(id)
             .map(|p| Some(Shown::Prediction(p)))
-            .ok_or_else(|| ApiError::not_found(format!("node {} has no prediction {}", node.id, id.0)));
+            .ok_or_else(|| {
+                ApiError::not_found(format!("node {} has no prediction {}", node.id, id.0))
+            });
     }
     if let Some(p) = node.chosen_prediction.and_then(|id| node.prediction(id)) {
         return Ok(Some(Shown::Prediction(p)));
@@ -124,7 +142,12 @@ fn shown<'a>(node: &'a core::Node, requested: Option<PredictionId>) -> Result<Op
     if let Some(a) = node.authored.last() {
         return Ok(Some(Shown::Authored(node.authored.len() - 1, a)));
     }
-    Ok(node.predictions.iter().rev().find(|p| p.observation.is_some()).map(Shown::Prediction))
+    Ok(node
+        .predictions
+        .iter()
+        .rev()
+        .find(|p| p.observation.is_some())
+        .map(Shown::Prediction))
 }
 
 fn subject_of(shown: &Shown<'_>) -> String {
@@ -137,7 +160,10 @@ fn subject_of(shown: &Shown<'_>) -> String {
 fn shown_text<'a>(shown: &Shown<'a>) -> (Option<&'a str>, Option<core::Representation>) {
     match shown {
         Shown::Prediction(p) => (p.observation.as_deref(), Some(p.representation)),
-        Shown::Authored(_, a) => (Some(a.observation.text.as_str()), Some(a.observation.representation)),
+        Shown::Authored(_, a) => (
+            Some(a.observation.text.as_str()),
+            Some(a.observation.representation),
+        ),
     }
 }
 
@@ -148,7 +174,11 @@ fn previous_real<'a>(st: &'a StoredTrajectory, node: &core::Node) -> Option<&'a 
 }
 
 /// Evaluates what the right pane shows against the real observation.
-fn evaluate(st: &StoredTrajectory, node: &core::Node, shown: &Shown<'_>) -> Option<obs::metrics::Evaluation> {
+fn evaluate(
+    st: &StoredTrajectory,
+    node: &core::Node,
+    shown: &Shown<'_>,
+) -> Option<obs::metrics::Evaluation> {
     let real = node.real.as_ref()?;
     let (text, pred_repr) = shown_text(shown);
     let representation = real.representation;
@@ -164,7 +194,11 @@ fn evaluate(st: &StoredTrajectory, node: &core::Node, shown: &Shown<'_>) -> Opti
     };
     let prev = previous_real(st, node).and_then(|o| o.view(repr));
     let prev_bytes = prev.map(str::as_bytes);
-    let real_bytes = if real.is_error_step() { None } else { Some(real_text.as_bytes()) };
+    let real_bytes = if real.is_error_step() {
+        None
+    } else {
+        Some(real_text.as_bytes())
+    };
     match obs::metrics::evaluate(real_bytes, text.map(str::as_bytes), prev_bytes, repr) {
         Ok(e) => Some(e),
         Err(err) => {
@@ -177,17 +211,29 @@ fn evaluate(st: &StoredTrajectory, node: &core::Node, shown: &Shown<'_>) -> Opti
 
 /// The overall score of what a node shows, from the stored results or
 /// computed (and stored) now.
-fn node_score(ws: &mut Workspace, st: &StoredTrajectory, node: &core::Node) -> Result<Option<f64>, ApiError> {
-    let Some(shown) = shown(node, None)? else { return Ok(None) };
+fn node_score(
+    ws: &mut Workspace,
+    st: &StoredTrajectory,
+    node: &core::Node,
+) -> Result<Option<f64>, ApiError> {
+    let Some(shown) = shown(node, None)? else {
+        return Ok(None);
+    };
     if node.real.is_none() {
         return Ok(None);
     }
     let subject = subject_of(&shown);
     let stored = ws.metric_results(st.key, node.id)?;
-    if let Some(r) = stored.iter().rev().find(|r| r.subject == subject && r.producer == METRICS_PRODUCER) {
+    if let Some(r) = stored
+        .iter()
+        .rev()
+        .find(|r| r.subject == subject && r.producer == METRICS_PRODUCER)
+    {
         return Ok(r.score);
     }
-    let Some(e) = evaluate(st, node, &shown) else { return Ok(None) };
+    let Some(e) = evaluate(st, node, &shown) else {
+        return Ok(None);
+    };
     let score = convert::overall(&e).map(|s| s.clamp(0.0, 1.0));
     store_score(ws, st.key, node.id, &subject, score, &e)?;
     Ok(score)
@@ -206,7 +252,8 @@ fn store_score(
     let mut compact = e.clone();
     compact.nodes = None;
     compact.line_diff = None;
-    let value = serde_json::to_value(&compact).map_err(|err| ApiError::internal(err.to_string()))?;
+    let value =
+        serde_json::to_value(&compact).map_err(|err| ApiError::internal(err.to_string()))?;
     ws.record_metric_result(key, node, subject, METRICS_PRODUCER, score, &value)?;
     Ok(())
 }
@@ -243,7 +290,11 @@ fn summary(
         }
     }
     let parents: std::collections::BTreeSet<u32> = children.keys().copied().collect();
-    let leaves = links.iter().filter(|l| !parents.contains(&l.to.0)).count().max(1);
+    let leaves = links
+        .iter()
+        .filter(|l| !parents.contains(&l.to.0))
+        .count()
+        .max(1);
     let _ = ws;
     TrajectorySummary {
         id: row.key.0.to_string(),
@@ -289,7 +340,10 @@ fn all_summaries(ws: &mut Workspace) -> Result<Vec<TrajectorySummary>, ApiError>
 ///
 /// # Errors
 /// [`ErrorCode::Storage`].
-pub fn workspace_info(studio: &Studio, _req: WorkspaceInfoRequest) -> Result<WorkspaceInfoResponse, ApiError> {
+pub fn workspace_info(
+    studio: &Studio,
+    _req: WorkspaceInfoRequest,
+) -> Result<WorkspaceInfoResponse, ApiError> {
     let ws = studio.lock()?;
     let (can_undo, can_redo) = ws.can_undo_redo()?;
     Ok(WorkspaceInfoResponse {
@@ -306,15 +360,27 @@ pub fn workspace_info(studio: &Studio, _req: WorkspaceInfoRequest) -> Result<Wor
 ///
 /// # Errors
 /// [`ErrorCode::BadRequest`] for an unknown sort; [`ErrorCode::Storage`].
-pub fn list_trajectories(studio: &Studio, req: ListTrajectoriesRequest) -> Result<ListTrajectoriesResponse, ApiError> {
+pub fn list_trajectories(
+    studio: &Studio,
+    req: ListTrajectoriesRequest,
+) -> Result<ListTrajectoriesResponse, ApiError> {
     let mut ws = studio.lock()?;
     let mut list = all_summaries(&mut ws)?;
-    if let Some(q) = req.query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+    if let Some(q) = req
+        .query
+        .as_deref()
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+    {
         let q = q.to_lowercase();
         list.retain(|t| {
             t.name.to_lowercase().contains(&q)
-                || t.goal.as_deref().is_some_and(|g| g.to_lowercase().contains(&q))
-                || t.source_path.as_deref().is_some_and(|p| p.to_lowercase().contains(&q))
+                || t.goal
+                    .as_deref()
+                    .is_some_and(|g| g.to_lowercase().contains(&q))
+                || t.source_path
+                    .as_deref()
+                    .is_some_and(|p| p.to_lowercase().contains(&q))
                 || t.tags.iter().any(|tag| tag.to_lowercase().contains(&q))
         });
     }
@@ -348,7 +414,10 @@ pub fn list_trajectories(studio: &Studio, req: ListTrajectoriesRequest) -> Resul
 ///
 /// # Errors
 /// [`ErrorCode::NotFound`], [`ErrorCode::BadRequest`], [`ErrorCode::Storage`].
-pub fn get_trajectory(studio: &Studio, req: GetTrajectoryRequest) -> Result<GetTrajectoryResponse, ApiError> {
+pub fn get_trajectory(
+    studio: &Studio,
+    req: GetTrajectoryRequest,
+) -> Result<GetTrajectoryResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
     let st = ws.load_trajectory(key)?;
@@ -357,8 +426,15 @@ pub fn get_trajectory(studio: &Studio, req: GetTrajectoryRequest) -> Result<GetT
         .find(|t| t.id == req.trajectory_id.trim())
         .ok_or_else(|| ApiError::not_found(format!("no trajectory {}", req.trajectory_id)))?;
     let paths = live_branches(&st);
-    let main = paths.first().cloned().unwrap_or(core::TreePath { nodes: vec![NodeId(0)], edges: Vec::new() });
-    let branches = paths.iter().enumerate().map(|(i, p)| branch_summary(&st, p, i, &main)).collect();
+    let main = paths.first().cloned().unwrap_or(core::TreePath {
+        nodes: vec![NodeId(0)],
+        edges: Vec::new(),
+    });
+    let branches = paths
+        .iter()
+        .enumerate()
+        .map(|(i, p)| branch_summary(&st, p, i, &main))
+        .collect();
     let mut nodes = Vec::new();
     for node in &st.trajectory.nodes {
         if !st.live_nodes.contains(&node.id) {
@@ -398,7 +474,12 @@ pub fn get_trajectory(studio: &Studio, req: GetTrajectoryRequest) -> Result<GetT
             edited_from: e.edited_from.map(|x| x.0),
         })
         .collect();
-    Ok(GetTrajectoryResponse { trajectory, branches, nodes, edges })
+    Ok(GetTrajectoryResponse {
+        trajectory,
+        branches,
+        nodes,
+        edges,
+    })
 }
 
 /// `get_branch`: the timeline of one branch, with per-turn fidelity.
@@ -415,12 +496,20 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
     let index = paths
         .iter()
         .position(|p| p.nodes.last() == Some(&leaf))
-        .ok_or_else(|| ApiError::not_found(format!("trajectory {} has no branch ending at node {}", key.0, leaf.0)))?;
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "trajectory {} has no branch ending at node {}",
+                key.0, leaf.0
+            ))
+        })?;
     let path = &paths[index];
     let branch = branch_summary(&st, path, index, &paths[0]);
     let mut turns = Vec::new();
     for (i, (edge_id, node_id)) in path.edges.iter().zip(path.nodes.iter().skip(1)).enumerate() {
-        let (Some(edge), Some(node)) = (st.trajectory.edge(*edge_id), st.trajectory.node(*node_id)) else { continue };
+        let (Some(edge), Some(node)) = (st.trajectory.edge(*edge_id), st.trajectory.node(*node_id))
+        else {
+            continue;
+        };
         turns.push(TurnSummary {
             turn: i as u32 + 1,
             node_id: node.id.0,
@@ -437,11 +526,23 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
 
 fn side(text: &str, representation: core::Representation) -> SideDocument {
     if !representation.is_tree() {
-        return SideDocument { text: text.to_string(), tree: None, parse_error: None };
+        return SideDocument {
+            text: text.to_string(),
+            tree: None,
+            parse_error: None,
+        };
     }
     match obs::parse(text, representation) {
-        Ok(parsed) => SideDocument { text: text.to_string(), tree: Some(convert::tree(&parsed.tree)), parse_error: None },
-        Err(e) => SideDocument { text: text.to_string(), tree: None, parse_error: Some(e.to_string()) },
+        Ok(parsed) => SideDocument {
+            text: text.to_string(),
+            tree: Some(convert::tree(&parsed.tree)),
+            parse_error: None,
+        },
+        Err(e) => SideDocument {
+            text: text.to_string(),
+            tree: None,
+            parse_error: Some(e.to_string()),
+        },
     }
 }
 
@@ -461,7 +562,11 @@ fn prediction_summary(p: &core::Prediction, overall: Option<f64>) -> PredictionS
     }
 }
 
-fn predictions_of(ws: &Workspace, st: &StoredTrajectory, node: &core::Node) -> Result<Vec<PredictionSummary>, ApiError> {
+fn predictions_of(
+    ws: &Workspace,
+    st: &StoredTrajectory,
+    node: &core::Node,
+) -> Result<Vec<PredictionSummary>, ApiError> {
     let stored = ws.metric_results(st.key, node.id)?;
     Ok(node
         .predictions
@@ -505,7 +610,14 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             .iter()
             .any(|r| r.subject == subject && r.producer == METRICS_PRODUCER);
         if !have {
-            store_score(&mut ws, key, node.id, &subject, convert::overall(e).map(|x| x.clamp(0.0, 1.0)), e)?;
+            store_score(
+                &mut ws,
+                key,
+                node.id,
+                &subject,
+                convert::overall(e).map(|x| x.clamp(0.0, 1.0)),
+                e,
+            )?;
         }
     }
     let (pred_text, pred_repr) = shown.as_ref().map(shown_text).unwrap_or((None, None));
@@ -521,14 +633,28 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         for (name, repr, text) in reals {
             let real_side = side(text, repr);
             let takes_prediction = !pred_placed && pred_repr == Some(repr);
-            let predicted = if takes_prediction { pred_text.map(|t| side(t, repr)) } else { None };
+            let predicted = if takes_prediction {
+                pred_text.map(|t| side(t, repr))
+            } else {
+                None
+            };
             pred_placed |= takes_prediction;
-            views.push(compared(name, repr, Some(real_side), predicted, text, pred_text.filter(|_| takes_prediction)));
+            views.push(compared(
+                name,
+                repr,
+                Some(real_side),
+                predicted,
+                text,
+                pred_text.filter(|_| takes_prediction),
+            ));
         }
     }
     if !pred_placed {
         if let (Some(text), Some(repr)) = (pred_text, pred_repr) {
-            views.insert(0, compared("main".into(), repr, None, Some(side(text, repr)), "", None));
+            views.insert(
+                0,
+                compared("main".into(), repr, None, Some(side(text, repr)), "", None),
+            );
         }
     }
 
@@ -555,7 +681,11 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         edge_id: edge.map(|e| e.id.0),
         action: edge.map(|e| convert::action(&e.action)),
         real_meta: node.real.as_ref().map(|r| convert::meta(&r.metadata)),
-        real_error: node.real.as_ref().and_then(|r| r.error.as_ref()).map(|e| e.message.clone()),
+        real_error: node
+            .real
+            .as_ref()
+            .and_then(|r| r.error.as_ref())
+            .map(|e| e.message.clone()),
         predictions,
         prediction_id,
         chosen_prediction_id: node.chosen_prediction.map(|p| p.0),
@@ -581,21 +711,35 @@ fn compared(
             let rt = obs::parse(&r.text, repr).ok();
             let pt = obs::parse(&p.text, repr).ok();
             match (rt, pt) {
-                (Some(rt), Some(pt)) => Some(convert::tree_diff(&obs::diff::diff_trees(&rt.tree, &pt.tree).1)),
+                (Some(rt), Some(pt)) => Some(convert::tree_diff(
+                    &obs::diff::diff_trees(&rt.tree, &pt.tree).1,
+                )),
                 _ => None,
             }
         }
         _ => None,
     };
-    let line_diff = pred_text.filter(|_| real.is_some()).map(|p| convert::line_diff(&obs::diff::line_diff(real_text, p)));
-    ComparedView { representation: convert::representation(repr), name, real, predicted, diff, line_diff }
+    let line_diff = pred_text
+        .filter(|_| real.is_some())
+        .map(|p| convert::line_diff(&obs::diff::line_diff(real_text, p)));
+    ComparedView {
+        representation: convert::representation(repr),
+        name,
+        real,
+        predicted,
+        diff,
+        line_diff,
+    }
 }
 
 /// `list_predictions`: the predictions of a node, for the picker.
 ///
 /// # Errors
 /// [`ErrorCode::NotFound`], [`ErrorCode::BadRequest`], [`ErrorCode::Storage`].
-pub fn list_predictions(studio: &Studio, req: ListPredictionsRequest) -> Result<ListPredictionsResponse, ApiError> {
+pub fn list_predictions(
+    studio: &Studio,
+    req: ListPredictionsRequest,
+) -> Result<ListPredictionsResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let ws = studio.lock()?;
     let st = ws.load_trajectory(key)?;
@@ -611,15 +755,27 @@ pub fn list_predictions(studio: &Studio, req: ListPredictionsRequest) -> Result<
 ///
 /// # Errors
 /// [`ErrorCode::NotFound`], [`ErrorCode::BadRequest`], [`ErrorCode::Storage`].
-pub fn choose_prediction(studio: &Studio, req: ChoosePredictionRequest) -> Result<ChangeResponse, ApiError> {
+pub fn choose_prediction(
+    studio: &Studio,
+    req: ChoosePredictionRequest,
+) -> Result<ChangeResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let change = {
         let mut ws = studio.lock()?;
-        let id = ws.choose_prediction(key, NodeId(req.node_id), req.prediction_id.map(PredictionId))?;
+        let id = ws.choose_prediction(
+            key,
+            NodeId(req.node_id),
+            req.prediction_id.map(PredictionId),
+        )?;
         ws.history(50)?.into_iter().find(|c| c.id == id)
     };
-    studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: Some(key.0.to_string()), kind: "choose_prediction".into() });
-    Ok(ChangeResponse { change: change.as_ref().map(change_summary) })
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: Some(key.0.to_string()),
+        kind: "choose_prediction".into(),
+    });
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary),
+    })
 }
 
 /// `undo`: undoes the newest change.
@@ -629,9 +785,14 @@ pub fn choose_prediction(studio: &Studio, req: ChoosePredictionRequest) -> Resul
 pub fn undo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiError> {
     let change = studio.lock()?.undo()?;
     if let Some(c) = &change {
-        studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: c.trajectory.map(|t| t.0.to_string()), kind: "undo".into() });
+        studio.emit(StudioEvent::WorkspaceChanged {
+            trajectory_id: c.trajectory.map(|t| t.0.to_string()),
+            kind: "undo".into(),
+        });
     }
-    Ok(ChangeResponse { change: change.as_ref().map(change_summary) })
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary),
+    })
 }
 
 /// `redo`: re-applies the oldest undone change.
@@ -641,9 +802,14 @@ pub fn undo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiEr
 pub fn redo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiError> {
     let change = studio.lock()?.redo()?;
     if let Some(c) = &change {
-        studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: c.trajectory.map(|t| t.0.to_string()), kind: "redo".into() });
+        studio.emit(StudioEvent::WorkspaceChanged {
+            trajectory_id: c.trajectory.map(|t| t.0.to_string()),
+            kind: "redo".into(),
+        });
     }
-    Ok(ChangeResponse { change: change.as_ref().map(change_summary) })
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary),
+    })
 }
 
 /// `history`: the newest 200 changes.
@@ -652,7 +818,9 @@ pub fn redo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiEr
 /// [`ErrorCode::Storage`].
 pub fn history(studio: &Studio, _req: EmptyRequest) -> Result<HistoryResponse, ApiError> {
     let changes = studio.lock()?.history(200)?;
-    Ok(HistoryResponse { changes: changes.iter().map(change_summary).collect() })
+    Ok(HistoryResponse {
+        changes: changes.iter().map(change_summary).collect(),
+    })
 }
 
 /// `import_files`: imports trajectory files or folders (every format
@@ -662,13 +830,23 @@ pub fn history(studio: &Studio, _req: EmptyRequest) -> Result<HistoryResponse, A
 /// # Errors
 /// Never for a bad file (those are listed in `failed`); [`ErrorCode::Storage`]
 /// when the workspace cannot be written.
-pub fn import_files(studio: &Studio, req: ImportFilesRequest) -> Result<ImportFilesResponse, ApiError> {
-    let mut out = ImportFilesResponse { imported: Vec::new(), failed: Vec::new(), warnings: Vec::new() };
+pub fn import_files(
+    studio: &Studio,
+    req: ImportFilesRequest,
+) -> Result<ImportFilesResponse, ApiError> {
+    let mut out = ImportFilesResponse {
+        imported: Vec::new(),
+        failed: Vec::new(),
+        warnings: Vec::new(),
+    };
     for path in &req.paths {
         let read = match import::read_path(Path::new(path)) {
             Ok(r) => r,
             Err(message) => {
-                out.failed.push(ImportFailure { path: path.clone(), message });
+                out.failed.push(ImportFailure {
+                    path: path.clone(),
+                    message,
+                });
                 continue;
             }
         };
@@ -695,14 +873,20 @@ pub fn import_files(studio: &Studio, req: ImportFilesRequest) -> Result<ImportFi
                     });
                 }
                 Err(worldloom_store::StoreError::Invalid(message)) => {
-                    out.failed.push(ImportFailure { path: path.clone(), message });
+                    out.failed.push(ImportFailure {
+                        path: path.clone(),
+                        message,
+                    });
                 }
                 Err(e) => return Err(e.into()),
             }
         }
     }
     if out.imported.iter().any(|i| i.added) {
-        studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: None, kind: "import".into() });
+        studio.emit(StudioEvent::WorkspaceChanged {
+            trajectory_id: None,
+            kind: "import".into(),
+        });
     }
     Ok(out)
 }
@@ -720,23 +904,44 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
     let mut tree = live_tree(&st);
     if let Some(branch) = &req.branch_id {
         let leaf = parse_branch_id(branch)?;
-        if !live_branches(&st).iter().any(|p| p.nodes.last() == Some(&leaf)) {
-            return Err(ApiError::not_found(format!("trajectory {} has no branch ending at node {}", key.0, leaf.0)));
+        if !live_branches(&st)
+            .iter()
+            .any(|p| p.nodes.last() == Some(&leaf))
+        {
+            return Err(ApiError::not_found(format!(
+                "trajectory {} has no branch ending at node {}",
+                key.0, leaf.0
+            )));
         }
         tree = import::only_path(&tree, leaf).map_err(|e| ApiError::internal(e.to_string()))?;
     }
     let (content, record_count, ext) = import::export(&tree, req.format)?;
-    let stem: String =
-        tree.id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let stem: String = tree
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let file_name = format!("{stem}{ext}");
     let written_to = match &req.path {
         Some(p) => {
-            std::fs::write(p, &content).map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
+            std::fs::write(p, &content)
+                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
             Some(p.clone())
         }
         None => None,
     };
-    Ok(ExportResponse { content, file_name, written_to, record_count })
+    Ok(ExportResponse {
+        content,
+        file_name,
+        written_to,
+        record_count,
+    })
 }
 
 /// The stored tree without undone branches: undone nodes and edges are
@@ -747,10 +952,18 @@ fn live_tree(st: &StoredTrajectory) -> core::Trajectory {
         return st.trajectory.clone();
     }
     let mut t = st.trajectory.clone();
-    let node_map: BTreeMap<NodeId, NodeId> =
-        st.live_nodes.iter().enumerate().map(|(i, n)| (*n, NodeId(i as u32))).collect();
-    let edge_map: BTreeMap<EdgeId, EdgeId> =
-        st.live_edges.iter().enumerate().map(|(i, e)| (*e, EdgeId(i as u32))).collect();
+    let node_map: BTreeMap<NodeId, NodeId> = st
+        .live_nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (*n, NodeId(i as u32)))
+        .collect();
+    let edge_map: BTreeMap<EdgeId, EdgeId> = st
+        .live_edges
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (*e, EdgeId(i as u32)))
+        .collect();
     t.nodes.retain(|n| node_map.contains_key(&n.id));
     t.edges.retain(|e| edge_map.contains_key(&e.id));
     for n in &mut t.nodes {
@@ -777,9 +990,17 @@ pub fn add_note(studio: &Studio, req: AddNoteRequest) -> Result<NoteView, ApiErr
         let id = ws.add_note(key, req.node_id.map(NodeId), &req.text)?;
         ws.notes(key)?.into_iter().find(|n| n.id == id)
     };
-    studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: Some(key.0.to_string()), kind: "add_note".into() });
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: Some(key.0.to_string()),
+        kind: "add_note".into(),
+    });
     let note = note.ok_or_else(|| ApiError::bad_request("an empty note is not kept"))?;
-    Ok(NoteView { id: note.id.0.to_string(), node_id: note.node.map(|n| n.0), text: note.text, updated_at: note.updated_at })
+    Ok(NoteView {
+        id: note.id.0.to_string(),
+        node_id: note.node.map(|n| n.0),
+        text: note.text,
+        updated_at: note.updated_at,
+    })
 }
 
 /// `list_notes`: the current notes of a trajectory.
@@ -792,7 +1013,12 @@ pub fn list_notes(studio: &Studio, req: ListNotesRequest) -> Result<ListNotesRes
     Ok(ListNotesResponse {
         notes: notes
             .into_iter()
-            .map(|n| NoteView { id: n.id.0.to_string(), node_id: n.node.map(|x| x.0), text: n.text, updated_at: n.updated_at })
+            .map(|n| NoteView {
+                id: n.id.0.to_string(),
+                node_id: n.node.map(|x| x.0),
+                text: n.text,
+                updated_at: n.updated_at,
+            })
             .collect(),
     })
 }
@@ -808,8 +1034,13 @@ pub fn set_tag(studio: &Studio, req: SetTagRequest) -> Result<ChangeResponse, Ap
         let id = ws.set_tag(key, req.node_id.map(NodeId), &req.tag, req.present)?;
         ws.history(50)?.into_iter().find(|c| c.id == id)
     };
-    studio.emit(StudioEvent::WorkspaceChanged { trajectory_id: Some(key.0.to_string()), kind: "set_tag".into() });
-    Ok(ChangeResponse { change: change.as_ref().map(change_summary) })
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: Some(key.0.to_string()),
+        kind: "set_tag".into(),
+    });
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary),
+    })
 }
 
 /// The domain of a request value, for filters given as core names.

@@ -5,9 +5,9 @@ use worldloom_core as core;
 use worldloom_obs as obs;
 
 use crate::types::{
-    ActionView, Anchor, AnchorStatus, Attribute, BoundsPx, ContextMode, DiffStatus, Domain, FieldChange, Fidelity,
-    LineDiff, LineOp, Metric, NodeStates, ObservationMetaView, Representation, ScreenSize, SourceSpan, TreeDiff, UiNode,
-    UiTree,
+    ActionView, Anchor, AnchorStatus, Attribute, BoundsPx, ContextMode, DiffStatus, Domain,
+    Fidelity, FieldChange, LineDiff, LineOp, Metric, NodeStates, ObservationMetaView,
+    Representation, ScreenSize, SourceSpan, TreeDiff, UiNode, UiTree,
 };
 
 pub(crate) fn domain(d: core::Domain) -> Domain {
@@ -54,7 +54,10 @@ pub(crate) fn context(c: core::ContextMode) -> ContextMode {
 }
 
 pub(crate) fn action(a: &core::Action) -> ActionView {
-    let format = serde_json::to_value(a.format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    let format = serde_json::to_value(a.format)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
     ActionView {
         raw: a.raw.clone(),
         format,
@@ -68,7 +71,10 @@ pub(crate) fn meta(m: &core::ObservationMeta) -> ObservationMetaView {
         url: m.url.clone(),
         title: m.title.clone(),
         focused_bid: m.focused_bid.clone(),
-        screen: m.screen.map(|s| ScreenSize { width_px: s.width_px, height_px: s.height_px }),
+        screen: m.screen.map(|s| ScreenSize {
+            width_px: s.width_px,
+            height_px: s.height_px,
+        }),
         package: m.package.clone(),
     }
 }
@@ -91,7 +97,10 @@ pub(crate) fn tree(t: &obs::UiTree) -> UiTree {
                 attributes: n
                     .attributes
                     .iter()
-                    .map(|a| Attribute { name: a.name.clone(), value: a.value.clone() })
+                    .map(|a| Attribute {
+                        name: a.name.clone(),
+                        value: a.value.clone(),
+                    })
                     .collect(),
                 states: NodeStates {
                     checked: n.states.checked,
@@ -116,7 +125,11 @@ pub(crate) fn tree(t: &obs::UiTree) -> UiTree {
                         })
                         .collect(),
                 }),
-                span: n.span.map(|s| SourceSpan { start_byte: s.start_byte, end_byte: s.end_byte, line: s.line }),
+                span: n.span.map(|s| SourceSpan {
+                    start_byte: s.start_byte,
+                    end_byte: s.end_byte,
+                    line: s.line,
+                }),
                 synthetic: n.synthetic,
             })
             .collect(),
@@ -156,7 +169,11 @@ pub(crate) fn tree_diff(d: &obs::diff::TreeDiff) -> TreeDiff {
             .map(|s| {
                 s.changes()
                     .iter()
-                    .map(|c| FieldChange { field: c.field.clone(), real: c.real.clone(), predicted: c.pred.clone() })
+                    .map(|c| FieldChange {
+                        field: c.field.clone(),
+                        real: c.real.clone(),
+                        predicted: c.pred.clone(),
+                    })
                     .collect()
             })
             .collect(),
@@ -181,13 +198,25 @@ pub(crate) fn line_diff(d: &obs::diff::LineDiff) -> LineDiff {
 }
 
 const METRICS: &[(&str, &str)] = &[
-    ("node_f1", "F1 of aligned nodes (precision over predicted nodes, recall over real nodes)"),
+    (
+        "node_f1",
+        "F1 of aligned nodes (precision over predicted nodes, recall over real nodes)",
+    ),
     ("node_precision", "aligned nodes / predicted nodes"),
     ("node_recall", "aligned nodes / real nodes"),
     ("text_f1", "token F1 of the visible text"),
-    ("attribute_accuracy", "agreement of states, value and text over aligned nodes"),
-    ("transition_f1", "F1 of the changes previous → real against previous → predicted"),
-    ("line_ratio", "2 × matching lines / (real lines + predicted lines)"),
+    (
+        "attribute_accuracy",
+        "agreement of states, value and text over aligned nodes",
+    ),
+    (
+        "transition_f1",
+        "F1 of the changes previous → real against previous → predicted",
+    ),
+    (
+        "line_ratio",
+        "2 × matching lines / (real lines + predicted lines)",
+    ),
 ];
 
 /// The headline score of an evaluation: node F1 for trees, text F1 for text.
@@ -195,7 +224,9 @@ pub(crate) fn overall(e: &obs::metrics::Evaluation) -> Option<f64> {
     if e.status != obs::metrics::EvalStatus::Scored {
         return None;
     }
-    e.node_f1.or(e.text_f1).or(e.line_diff.as_ref().map(|l| l.ratio))
+    e.node_f1
+        .or(e.text_f1)
+        .or(e.line_diff.as_ref().map(|l| l.ratio))
 }
 
 pub(crate) fn fidelity(e: &obs::metrics::Evaluation) -> Fidelity {
@@ -247,5 +278,11 @@ pub(crate) fn fidelity(e: &obs::metrics::Evaluation) -> Fidelity {
         obs::metrics::EvalStatus::Scored => e.reason.clone(),
         _ => Some(e.reason.clone().unwrap_or_else(|| "not scored".into())),
     };
-    Fidelity { overall: overall(e), metrics, anchors, judge: None, note }
+    Fidelity {
+        overall: overall(e),
+        metrics,
+        anchors,
+        judge: None,
+        note,
+    }
 }

@@ -66,7 +66,10 @@ pub struct ErrorBody {
 impl ApiError {
     /// An error with the given code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     /// [`ErrorCode::BadRequest`].
@@ -86,7 +89,9 @@ impl ApiError {
 
     /// The wire body.
     pub fn body(&self) -> ErrorBody {
-        ErrorBody { error: self.clone() }
+        ErrorBody {
+            error: self.clone(),
+        }
     }
 }
 

@@ -29,7 +29,11 @@ fn hash_path(path: &Path) -> Result<String, String> {
         entries.sort();
         let mut all = Vec::new();
         for p in entries {
-            all.extend_from_slice(p.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+            all.extend_from_slice(
+                p.file_name()
+                    .map(|n| n.as_encoded_bytes())
+                    .unwrap_or_default(),
+            );
             all.push(0);
             all.extend(std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?);
             all.push(0);
@@ -49,23 +53,21 @@ pub(crate) fn read_path(path: &Path) -> Result<ReadPath, String> {
     }
     let sha256 = hash_path(path)?;
     let (trajectories, warnings) = read_trajectories(path)?;
-    Ok(ReadPath { trajectories, warnings, sha256 })
+    Ok(ReadPath {
+        trajectories,
+        warnings,
+        sha256,
+    })
 }
 
-/// The format readers. Native files are read here; the other formats come
-/// from the `worldloom-core` importers.
+/// Reads a path with the `worldloom-core` importers (format detected from
+/// the contents; predictions sidecars attached).
 fn read_trajectories(path: &Path) -> Result<(Vec<Trajectory>, Vec<String>), String> {
-    if path.is_file() {
-        let head = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let text = String::from_utf8_lossy(&head[..head.len().min(4096)]).to_string();
-        if text.contains(core::NATIVE_FORMAT) {
-            let file = TrajectoryFile::read(path).map_err(|e| e.to_string())?;
-            return Ok((file.trajectories, Vec::new()));
-        }
-    }
-    Err(format!(
-        "{}: not a native Worldloom trajectory file; this build imports native files only",
-        path.display()
+    let imported =
+        core::import_path(path, &core::ImportOptions::default()).map_err(|e| e.to_string())?;
+    Ok((
+        imported.trajectories,
+        imported.warnings.iter().map(ToString::to_string).collect(),
     ))
 }
 
@@ -102,14 +104,29 @@ pub(crate) fn only_path(t: &Trajectory, leaf: NodeId) -> core::error::Result<Tra
 
 /// Writes `t` in `format`: the text, the number of records and a file
 /// extension.
-pub(crate) fn export(t: &Trajectory, format: ExportFormat) -> Result<(String, u32, &'static str), ApiError> {
+pub(crate) fn export(
+    t: &Trajectory,
+    format: ExportFormat,
+) -> Result<(String, u32, &'static str), ApiError> {
     match format {
-        ExportFormat::Native => {
-            Ok((TrajectoryFile::new(vec![t.clone()]).to_json_string(), 1, ".worldloom.json"))
-        }
-        ExportFormat::Agentworldbench | ExportFormat::Sft => Err(ApiError::new(
-            ErrorCode::Unsupported,
-            format!("export as {format:?} needs the worldloom-core JSONL writers, which this build does not have"),
+        ExportFormat::Native => Ok((
+            TrajectoryFile::new(vec![t.clone()]).to_json_string(),
+            1,
+            ".worldloom.json",
         )),
+        ExportFormat::Agentworldbench => {
+            let text = core::formats::awb::export(std::slice::from_ref(t));
+            let rows = text.lines().count() as u32;
+            Ok((text, rows, ".awb.jsonl"))
+        }
+        ExportFormat::Sft => {
+            let text = core::formats::sft::export(
+                std::slice::from_ref(t),
+                &core::prompt::PromptOptions::default(),
+            )
+            .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
+            let rows = text.lines().count() as u32;
+            Ok((text, rows, ".sft.jsonl"))
+        }
     }
 }

@@ -51,13 +51,17 @@ impl Studio {
     /// [`ErrorCode::Storage`] when the file is not a workspace, is from a
     /// newer build, or cannot be opened.
     pub fn open(path: &Path) -> Result<Self, ApiError> {
-        let ws = Workspace::open(path).map_err(|e| ApiError::new(ErrorCode::Storage, e.to_string()))?;
+        let ws =
+            Workspace::open(path).map_err(|e| ApiError::new(ErrorCode::Storage, e.to_string()))?;
         Ok(Self::new(ws))
     }
 
     /// A studio over an already open workspace.
     pub fn new(workspace: Workspace) -> Self {
-        Self { workspace: Mutex::new(workspace), sinks: Mutex::new(Vec::new()) }
+        Self {
+            workspace: Mutex::new(workspace),
+            sinks: Mutex::new(Vec::new()),
+        }
     }
 
     /// Adds an event listener; it is called on the thread that made the
@@ -83,7 +87,9 @@ impl Studio {
     /// [`ErrorCode::Internal`] when an earlier command panicked while holding
     /// the lock.
     pub fn lock(&self) -> Result<MutexGuard<'_, Workspace>, ApiError> {
-        self.workspace.lock().map_err(|_| ApiError::internal("the workspace lock is poisoned by an earlier failure"))
+        self.workspace
+            .lock()
+            .map_err(|_| ApiError::internal("the workspace lock is poisoned by an earlier failure"))
     }
 }
 

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 fn bindings_file() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(worldloom_api::bindings::BINDINGS_PATH)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(worldloom_api::bindings::BINDINGS_PATH)
 }
 
 #[test]
@@ -27,9 +29,15 @@ fn committed_bindings_match_the_rust_types() {
 #[test]
 fn bindings_are_self_contained_and_list_every_command() {
     let generated = worldloom_api::bindings::typescript();
-    assert_eq!(worldloom_api::bindings::undeclared_names(&generated), Vec::<String>::new());
+    assert_eq!(
+        worldloom_api::bindings::undeclared_names(&generated),
+        Vec::<String>::new()
+    );
     for command in worldloom_api::COMMANDS {
-        assert!(generated.contains(&format!("  {command}: [")), "command {command} missing from the table");
+        assert!(
+            generated.contains(&format!("  {command}: [")),
+            "command {command} missing from the table"
+        );
     }
     assert!(generated.contains("export type TurnDetail = {"));
     assert!(generated.contains("export type DiffStatus = \"unchanged\" | \"changed\" | \"moved\" | \"added\" | \"removed\";"));

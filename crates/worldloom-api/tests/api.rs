@@ -1,0 +1,674 @@
+//! The API functions on the repository's samples (`samples/`): import, list
+//! and filter, branch timeline, side-by-side turns with trees and diffs,
+//! predictions, undo, export, and error classification.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use worldloom_api::types::*;
+use worldloom_api::{ErrorCode, Studio, commands, dispatch};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sample(rel: &str) -> String {
+    repo().join("samples").join(rel).display().to_string()
+}
+
+const WEB: &str = "web/agentlab_larkmail-reply_6steps.json";
+const OS: &str = "os/thunar_rename_trajectory";
+const ANDROID: &str = "android/settings_airplane-mode_trajectory";
+
+fn studio() -> (tempfile::TempDir, Studio) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
+    (dir, studio)
+}
+
+fn import(studio: &Studio, rels: &[&str]) -> ImportFilesResponse {
+    commands::import_files(
+        studio,
+        ImportFilesRequest {
+            paths: rels.iter().map(|r| sample(r)).collect(),
+        },
+    )
+    .expect("import")
+}
+
+fn id_of(resp: &ImportFilesResponse, rel: &str) -> String {
+    resp.imported
+        .iter()
+        .find(|i| i.path == sample(rel))
+        .map(|i| i.trajectory_id.clone())
+        .expect("imported")
+}
+
+fn main_branch(studio: &Studio, id: &str) -> GetBranchResponse {
+    let t = commands::get_trajectory(
+        studio,
+        GetTrajectoryRequest {
+            trajectory_id: id.into(),
+        },
+    )
+    .expect("trajectory");
+    let branch = t
+        .branches
+        .iter()
+        .find(|b| b.recorded)
+        .expect("recorded branch")
+        .id
+        .clone();
+    commands::get_branch(
+        studio,
+        GetBranchRequest {
+            trajectory_id: id.into(),
+            branch_id: branch,
+        },
+    )
+    .expect("branch")
+}
+
+#[test]
+fn imports_the_three_gui_samples_and_lists_them() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[WEB, OS, ANDROID]);
+    assert!(resp.failed.is_empty(), "{:?}", resp.failed);
+    assert_eq!(resp.imported.len(), 3);
+    assert!(resp.imported.iter().all(|i| i.added));
+
+    let all = commands::list_trajectories(&studio, ListTrajectoriesRequest::default())
+        .expect("list")
+        .trajectories;
+    assert_eq!(all.len(), 3);
+    let domains: Vec<Domain> = all.iter().map(|t| t.domain).collect();
+    assert_eq!(domains, vec![Domain::Web, Domain::Os, Domain::Android]);
+    // The web sample has 6 steps: 5 actions from the initial state.
+    assert_eq!(all[0].turn_count, 5);
+    assert_eq!(all[0].branch_count, 1);
+    assert_eq!(all[0].prediction_count, 5);
+    // Android: 5 dumps, 4 actions.
+    assert_eq!(all[2].turn_count, 4);
+    // Every sample's predictions were scored on import.
+    for t in &all {
+        let f = t.lowest_fidelity.expect("scored");
+        assert!((0.0..=1.0).contains(&f), "{f}");
+    }
+
+    let only_os = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            domain: Some(Domain::Os),
+            ..Default::default()
+        },
+    )
+    .expect("list");
+    assert_eq!(only_os.trajectories.len(), 1);
+    assert_eq!(only_os.trajectories[0].domain, Domain::Os);
+    let query = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("AIRPLANE".into()),
+            ..Default::default()
+        },
+    )
+    .expect("list");
+    assert_eq!(query.trajectories.len(), 1);
+    assert_eq!(query.trajectories[0].domain, Domain::Android);
+    let branched = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            has_branches: Some(true),
+            ..Default::default()
+        },
+    )
+    .expect("list");
+    assert!(branched.trajectories.is_empty());
+    let sorted = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            sort: Some("lowest_fidelity".into()),
+            ..Default::default()
+        },
+    )
+    .expect("list")
+    .trajectories;
+    let scores: Vec<f64> = sorted.iter().filter_map(|t| t.lowest_fidelity).collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
+    let threshold = scores[0];
+    let low = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            max_fidelity: Some(threshold),
+            ..Default::default()
+        },
+    )
+    .expect("list");
+    assert!(
+        low.trajectories
+            .iter()
+            .all(|t| t.lowest_fidelity.is_some_and(|f| f <= threshold))
+    );
+    assert!(!low.trajectories.is_empty());
+
+    // Importing the same files again adds nothing.
+    let again = import(&studio, &[WEB, OS]);
+    assert_eq!(again.imported.len(), 2);
+    assert!(again.imported.iter().all(|i| !i.added));
+    assert_eq!(
+        commands::list_trajectories(&studio, ListTrajectoriesRequest::default())
+            .expect("list")
+            .trajectories
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn web_turn_shows_real_and_predicted_trees_with_a_diff() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[WEB]);
+    let id = id_of(&resp, WEB);
+    let branch = main_branch(&studio, &id);
+    assert_eq!(branch.turns.len(), 5);
+    let actions: Vec<&str> = branch.turns.iter().map(|t| t.action.raw.as_str()).collect();
+    assert_eq!(actions[0], "click('32')");
+    assert_eq!(actions[1], "click('39')");
+    assert_eq!(actions[3], "scroll(0, 300)");
+    assert!(
+        branch
+            .turns
+            .iter()
+            .all(|t| t.has_real && t.prediction_count == 1)
+    );
+    assert!(
+        branch
+            .turns
+            .iter()
+            .all(|t| t.fidelity.is_some_and(|f| (0.0..=1.0).contains(&f)))
+    );
+
+    let steps: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sample(WEB)).expect("read")).expect("json");
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.turn, 1);
+    assert_eq!(
+        turn.action.as_ref().map(|a| a.raw.as_str()),
+        Some("click('32')")
+    );
+    assert_eq!(turn.predicted_kind, Some(ObservationKind::Predicted));
+    assert_eq!(turn.prediction_id, Some(0));
+    assert_eq!(turn.predictions.len(), 1);
+    assert_eq!(turn.predictions[0].engine, "sample-author");
+    let reasoning = turn.reasoning.as_deref().expect("reasoning");
+    assert!(
+        reasoning.starts_with("Clicking the row opens the message view"),
+        "{reasoning}"
+    );
+
+    let main = turn
+        .views
+        .iter()
+        .find(|v| v.name == "main")
+        .expect("main view");
+    assert_eq!(main.representation, Representation::Axtree);
+    let real = main.real.as_ref().expect("real side");
+    assert_eq!(
+        real.text,
+        steps["steps"][1]["axtree_txt"].as_str().expect("axtree")
+    );
+    let real_tree = real.tree.as_ref().expect("real tree");
+    assert!(real_tree.nodes.len() > 10);
+    assert_eq!(real_tree.nodes[0].id, 0);
+    let predicted = main.predicted.as_ref().expect("predicted side");
+    assert!(
+        predicted
+            .text
+            .starts_with("RootWebArea 'Venue booking for the spring meetup - Larkmail'")
+    );
+    let pred_tree = predicted.tree.as_ref().expect("predicted tree");
+    let diff = main.diff.as_ref().expect("diff");
+    assert_eq!(diff.real.len(), real_tree.nodes.len());
+    assert_eq!(diff.predicted.len(), pred_tree.nodes.len());
+    assert_eq!(diff.real_changes.len(), real_tree.nodes.len());
+    for (r, p) in &diff.pairs {
+        assert!((*r as usize) < real_tree.nodes.len() && (*p as usize) < pred_tree.nodes.len());
+        assert_ne!(diff.real[*r as usize], DiffStatus::Removed);
+    }
+    let line_diff = main.line_diff.as_ref().expect("line diff");
+    assert!((0.0..=1.0).contains(&line_diff.ratio));
+    // The sample's prediction differs from the real page somewhere.
+    assert!(
+        diff.real
+            .iter()
+            .chain(&diff.predicted)
+            .any(|s| *s != DiffStatus::Unchanged)
+    );
+
+    // The other views of the step (pruned HTML) are shown on the real side.
+    let html = turn
+        .views
+        .iter()
+        .find(|v| v.representation == Representation::Html)
+        .expect("html view");
+    assert_eq!(
+        html.real.as_ref().map(|s| s.text.as_str()),
+        steps["steps"][1]["pruned_html"].as_str()
+    );
+    assert!(html.real.as_ref().and_then(|s| s.tree.as_ref()).is_some());
+
+    let fidelity = turn.fidelity.as_ref().expect("fidelity");
+    let overall = fidelity.overall.expect("overall");
+    let node_f1 = fidelity
+        .metrics
+        .iter()
+        .find(|m| m.name == "node_f1")
+        .and_then(|m| m.value)
+        .expect("node_f1");
+    assert_eq!(overall, node_f1);
+    assert!(fidelity.metrics.iter().any(|m| m.name == "text_f1"));
+    // The timeline's sparkline value is the same number.
+    assert_eq!(branch.turns[0].fidelity, Some(overall));
+
+    // The initial state has no action and nothing predicted.
+    let root = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id,
+            node_id: 0,
+            prediction_id: None,
+        },
+    )
+    .expect("root");
+    assert_eq!(root.turn, 0);
+    assert!(root.action.is_none());
+    assert!(root.predicted_kind.is_none());
+    assert!(root.fidelity.is_none());
+}
+
+#[test]
+fn os_and_android_turns_carry_bounds() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[OS, ANDROID]);
+    for rel in [OS, ANDROID] {
+        let id = id_of(&resp, rel);
+        let branch = main_branch(&studio, &id);
+        let turn = commands::get_turn(
+            &studio,
+            GetTurnRequest {
+                trajectory_id: id.clone(),
+                node_id: branch.turns[0].node_id,
+                prediction_id: None,
+            },
+        )
+        .expect("turn");
+        let main = turn.views.iter().find(|v| v.name == "main").expect("main");
+        let tree = main
+            .real
+            .as_ref()
+            .and_then(|s| s.tree.as_ref())
+            .expect("real tree");
+        let with_bounds = tree.nodes.iter().filter(|n| n.bounds_px.is_some()).count();
+        assert!(with_bounds > 3, "{rel}: {with_bounds} nodes with bounds");
+        assert!(
+            main.predicted
+                .as_ref()
+                .and_then(|s| s.tree.as_ref())
+                .is_some(),
+            "{rel}: predicted tree"
+        );
+        assert!(main.diff.is_some());
+        if rel == ANDROID {
+            assert_eq!(main.representation, Representation::AndroidXml);
+            assert_eq!(
+                turn.action.as_ref().map(|a| a.format.as_str()),
+                Some("android-json")
+            );
+            let parsed = turn
+                .action
+                .as_ref()
+                .and_then(|a| a.parsed.clone())
+                .expect("parsed action");
+            assert_eq!(parsed["action"]["action_type"], json!("click"));
+        } else {
+            assert_eq!(main.representation, Representation::OsXml);
+        }
+    }
+}
+
+#[test]
+fn choosing_predictions_and_undo() {
+    let (dir, studio) = studio();
+    // A terminal trajectory in the native format with two predictions.
+    let native = json!({
+        "format": "worldloom-trajectory",
+        "version": 1,
+        "trajectories": [{
+            "id": "shell-demo",
+            "domain": "terminal",
+            "source": {"format": "manual"},
+            "nodes": [
+                {"id": 0, "real": {"representation": "text", "text": "$ "}},
+                {"id": 1, "parent_edge": 0,
+                 "real": {"representation": "text", "text": "a.txt\nb.txt\n$ "},
+                 "predictions": [
+                    {"id": 0, "engine": "copy", "raw_output": "<predicted_observation>a.txt\n$ </predicted_observation>", "status": "ok", "observation": "a.txt\n$ ", "representation": "text"},
+                    {"id": 1, "engine": "replay", "raw_output": "<predicted_observation>a.txt\nb.txt\n$ </predicted_observation>", "status": "ok", "observation": "a.txt\nb.txt\n$ ", "representation": "text"}
+                 ]}
+            ],
+            "edges": [{"id": 0, "from": 0, "to": 1, "action": {"raw": "ls", "format": "shell"}}]
+        }]
+    });
+    let path = dir.path().join("shell.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&native).expect("json")).expect("write");
+    let resp = commands::import_files(
+        &studio,
+        ImportFilesRequest {
+            paths: vec![path.display().to_string()],
+        },
+    )
+    .expect("import");
+    assert!(resp.failed.is_empty(), "{:?}", resp.failed);
+    let id = resp.imported[0].trajectory_id.clone();
+
+    // Without a choice the newest prediction shows.
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.prediction_id, Some(1));
+    let main = &turn.views[0];
+    assert_eq!(main.representation, Representation::Text);
+    assert!(main.diff.is_none());
+    assert!(main.real.as_ref().is_some_and(|s| s.tree.is_none()));
+    assert_eq!(main.line_diff.as_ref().map(|d| d.ratio), Some(1.0));
+    assert_eq!(turn.fidelity.as_ref().and_then(|f| f.overall), Some(1.0));
+
+    // Asking for prediction 0 shows it without choosing it.
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            prediction_id: Some(0),
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.prediction_id, Some(0));
+    assert_eq!(turn.chosen_prediction_id, None);
+    let ops: Vec<&str> = turn.views[0]
+        .line_diff
+        .as_ref()
+        .expect("diff")
+        .ops
+        .iter()
+        .map(|o| o.tag.as_str())
+        .collect();
+    assert_eq!(ops, vec!["equal", "delete", "equal"]);
+
+    let change = commands::choose_prediction(
+        &studio,
+        ChoosePredictionRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            prediction_id: Some(0),
+        },
+    )
+    .expect("choose");
+    assert_eq!(
+        change.change.as_ref().map(|c| c.kind.as_str()),
+        Some("choose_prediction")
+    );
+    let listed = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+        },
+    )
+    .expect("list");
+    assert_eq!(listed.chosen_prediction_id, Some(0));
+    assert_eq!(
+        listed
+            .predictions
+            .iter()
+            .map(|p| p.engine.as_str())
+            .collect::<Vec<_>>(),
+        vec!["copy", "replay"]
+    );
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.prediction_id, Some(0));
+    assert!(
+        turn.fidelity
+            .as_ref()
+            .and_then(|f| f.overall)
+            .is_some_and(|f| f < 1.0)
+    );
+
+    let undone = commands::undo(&studio, EmptyRequest {}).expect("undo");
+    assert_eq!(
+        undone.change.as_ref().map(|c| c.state.as_str()),
+        Some("undone")
+    );
+    let listed = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+        },
+    )
+    .expect("list");
+    assert_eq!(listed.chosen_prediction_id, None);
+    commands::redo(&studio, EmptyRequest {}).expect("redo");
+    let listed = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id,
+            node_id: 1,
+        },
+    )
+    .expect("list");
+    assert_eq!(listed.chosen_prediction_id, Some(0));
+    let info = commands::workspace_info(&studio, WorkspaceInfoRequest {}).expect("info");
+    assert!(info.can_undo && !info.can_redo);
+    assert_eq!(info.trajectory_count, 1);
+}
+
+#[test]
+fn export_round_trips_through_import() {
+    let (dir, studio) = studio();
+    let resp = import(&studio, &[ANDROID]);
+    let id = id_of(&resp, ANDROID);
+    let out = dir.path().join("out.worldloom.json");
+    let native = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: id.clone(),
+            branch_id: None,
+            format: ExportFormat::Native,
+            path: Some(out.display().to_string()),
+        },
+    )
+    .expect("export");
+    assert_eq!(native.record_count, 1);
+    assert_eq!(std::fs::read_to_string(&out).expect("read"), native.content);
+    assert!(native.file_name.ends_with(".worldloom.json"));
+
+    let (_dir2, other) = self::studio();
+    let back = commands::import_files(
+        &other,
+        ImportFilesRequest {
+            paths: vec![out.display().to_string()],
+        },
+    )
+    .expect("import");
+    assert!(back.failed.is_empty(), "{:?}", back.failed);
+    let a = main_branch(&studio, &id);
+    let b = main_branch(&other, &back.imported[0].trajectory_id);
+    assert_eq!(a.turns, b.turns);
+
+    let awb = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: id.clone(),
+            branch_id: None,
+            format: ExportFormat::Agentworldbench,
+            path: None,
+        },
+    )
+    .expect("awb");
+    assert_eq!(awb.record_count, 4, "one AgentWorldBench row per turn");
+    for line in awb.content.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).expect("row");
+        assert!(row["prompt"].is_array() && row["response"].is_array());
+    }
+    let sft = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: id,
+            branch_id: None,
+            format: ExportFormat::Sft,
+            path: None,
+        },
+    )
+    .expect("sft");
+    assert_eq!(sft.record_count, 4);
+    let first: serde_json::Value =
+        serde_json::from_str(sft.content.lines().next().expect("line")).expect("json");
+    assert_eq!(first["messages"][0]["role"], json!("system"));
+}
+
+#[test]
+fn errors_are_classified() {
+    let (dir, studio) = studio();
+    let err = dispatch(&studio, "no_such_command", json!({})).expect_err("unknown");
+    assert_eq!(err.code, ErrorCode::UnknownCommand);
+    let err = dispatch(
+        &studio,
+        "get_turn",
+        json!({"trajectory_id": "x", "node_id": 0}),
+    )
+    .expect_err("bad id");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    assert!(err.message.contains("trajectory_id `x`"), "{}", err.message);
+    let err = dispatch(&studio, "get_turn", json!({"trajectory_id": 5})).expect_err("bad shape");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    let err =
+        dispatch(&studio, "get_trajectory", json!({"trajectory_id": "99"})).expect_err("missing");
+    assert_eq!(err.code, ErrorCode::NotFound);
+
+    let resp = import(&studio, &[WEB]);
+    let id = id_of(&resp, WEB);
+    let err = dispatch(
+        &studio,
+        "get_turn",
+        json!({"trajectory_id": id, "node_id": 77}),
+    )
+    .expect_err("no node");
+    assert_eq!(err.code, ErrorCode::NotFound);
+    let err = dispatch(
+        &studio,
+        "get_turn",
+        json!({"trajectory_id": id, "node_id": 1, "prediction_id": 9}),
+    )
+    .expect_err("no pred");
+    assert_eq!(err.code, ErrorCode::NotFound);
+    let err = dispatch(
+        &studio,
+        "get_branch",
+        json!({"trajectory_id": id, "branch_id": "2"}),
+    )
+    .expect_err("not a leaf");
+    assert_eq!(err.code, ErrorCode::NotFound);
+
+    // A bad file is reported per file, naming it; the others still import.
+    let bad = dir.path().join("broken.jsonl");
+    std::fs::write(&bad, "{\"prompt\": [\n").expect("write");
+    let resp = commands::import_files(
+        &studio,
+        ImportFilesRequest {
+            paths: vec![bad.display().to_string(), sample(OS)],
+        },
+    )
+    .expect("import");
+    assert_eq!(resp.failed.len(), 1);
+    assert!(
+        resp.failed[0].message.contains("broken.jsonl"),
+        "{}",
+        resp.failed[0].message
+    );
+    assert_eq!(resp.imported.len(), 1);
+
+    // Null requests are read as empty objects.
+    let info = dispatch(&studio, "workspace_info", serde_json::Value::Null).expect("info");
+    assert_eq!(info["trajectory_count"], json!(2));
+}
+
+#[test]
+fn notes_and_tags() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[WEB, ANDROID]);
+    let web = id_of(&resp, WEB);
+    let note = commands::add_note(
+        &studio,
+        AddNoteRequest {
+            trajectory_id: web.clone(),
+            node_id: Some(2),
+            text: "reply box missing".into(),
+        },
+    )
+    .expect("note");
+    assert_eq!(note.node_id, Some(2));
+    let notes = commands::list_notes(
+        &studio,
+        ListNotesRequest {
+            trajectory_id: web.clone(),
+        },
+    )
+    .expect("notes")
+    .notes;
+    assert_eq!(notes.len(), 1);
+    assert_eq!(notes[0].text, "reply box missing");
+    commands::set_tag(
+        &studio,
+        SetTagRequest {
+            trajectory_id: web.clone(),
+            node_id: None,
+            tag: "curriculum".into(),
+            present: true,
+        },
+    )
+    .expect("tag");
+    let tagged = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("curriculum".into()),
+            ..Default::default()
+        },
+    )
+    .expect("list");
+    assert_eq!(tagged.trajectories.len(), 1);
+    assert_eq!(tagged.trajectories[0].id, web);
+    assert_eq!(tagged.trajectories[0].tags, vec!["curriculum".to_string()]);
+}
