@@ -2,23 +2,29 @@
 // playwright-core).
 //
 //   npm run e2e              against `worldloom serve --port 0` on samples/ plus
-//                            the hostile page in e2e/fixtures/ (the binary is
+//                            the dev fixtures written as native files (the binary is
 //                            $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom)
 //   npm run e2e -- --mock    against the Vite dev server with the dev-only mock
 //                            back end (no Rust build needed)
+//   WL_E2E_URL=http://127.0.0.1:PORT/?token=… npm run e2e
+//                            against a server that is already running
 //
 // Checks: a Web, an OS and an Android trajectory open; both panes render;
 // diff marks appear where real and predicted differ; ←/→, j/k, Home/End move
 // between turns; hovering a node highlights its counterpart in the other pane;
-// the hostile page runs no script and makes no request beyond the app's own
-// origin (a trap server counts hits; a positive control proves the script
-// detector works). Screenshots go to e2e/screenshots/.
+// the hostile page (src/mocks/fixtures/web-hostile.json, served as a native
+// trajectory file; real and predicted sides are both hostile HTML) runs no
+// script and makes no request beyond the app's own origin (a trap server
+// counts hits; a positive control proves the script detector works).
+// Sample trajectories are preferred; the fixtures (ids `e2e-…`) stand in for a
+// domain whose samples did not import. Screenshots go to e2e/screenshots/.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { createServer } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launch } from "./browser.mjs";
+import { writeNativeFixtures } from "./nativeFixtures.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const uiDir = resolve(here, "..");
@@ -72,6 +78,7 @@ function startAndWait(cmd, args, pattern, options = {}) {
 }
 
 async function startApp() {
+  if (process.env.WL_E2E_URL) return process.env.WL_E2E_URL; // a server someone else started
   if (mock) {
     const url = await startAndWait("npx", ["vite", "--port", "5199", "--host", "127.0.0.1"], /http:\/\/127\.0\.0\.1:\d+\//, {
       cwd: uiDir,
@@ -84,8 +91,10 @@ async function startApp() {
     console.error(`worldloom binary not found at ${bin}: build it (cargo build -p worldloom-cli) or set WORLDLOOM_BIN; or run with --mock`);
     process.exit(2);
   }
-  const fixtures = join(here, "fixtures", "agentlab_hostile-page_2steps.json");
-  const url = await startAndWait(bin, ["serve", "--port", "0", join(repo, "samples"), fixtures], /https?:\/\/[^\s]+token=[^\s]+/);
+  // The samples, plus the mock's fixtures as native files (the hostile page, a
+  // text domain, and stand-ins should a sample format not import).
+  const fixtures = writeNativeFixtures(join(uiDir, "src", "mocks", "fixtures"));
+  const url = await startAndWait(bin, ["serve", "--port", "0", join(repo, "samples"), ...fixtures], /https?:\/\/[^\s]+token=[^\s]+/);
   return url;
 }
 
@@ -140,17 +149,23 @@ await real.waitFor({ timeout: 20_000 });
 check(!(await page.url()).includes("token="), "the token is removed from the address bar");
 
 const turnText = () => page.getByLabel("Current turn").innerText();
+const opened = [];
 
-async function openTrajectory(domain, nameHint) {
-  // Filter the (windowed) list down first, as a user would.
-  await page.getByLabel("Domain filter").selectOption(domain);
-  await page.getByLabel("Search trajectories").fill(nameHint ?? "");
-  await page.waitForTimeout(200);
-  const target = page.locator("nav[aria-label=Trajectories] .traj").first();
-  if ((await target.count()) === 0) return false;
-  await target.click();
-  await page.waitForTimeout(600);
-  return true;
+/** Opens the first trajectory of `domain` whose name matches one of `hints`, in order. */
+async function openTrajectory(domain, hints = [""]) {
+  for (const hint of hints) {
+    // Filter the (windowed) list down first, as a user would.
+    await page.getByLabel("Domain filter").selectOption(domain);
+    await page.getByLabel("Search trajectories").fill(hint);
+    await page.waitForTimeout(200);
+    const target = page.locator("nav[aria-label=Trajectories] .traj").first();
+    if ((await target.count()) === 0) continue;
+    opened.push(`${domain}: ${(await target.locator(".traj-name").innerText()).trim()}`);
+    await target.click();
+    await page.waitForTimeout(600);
+    return true;
+  }
+  return false;
 }
 
 async function clickTab(label) {
@@ -197,7 +212,7 @@ async function findDiffTurn() {
 }
 
 // ---- Web ----
-if (await openTrajectory("web", mock ? "harbor" : "tidewell")) {
+if (await openTrajectory("web", ["tidewell", "larkmail", "quillpost", "harbor"])) {
   await keyboardNavigation("web");
   await clickTab("AX tree");
   const at = await findDiffTurn();
@@ -223,7 +238,7 @@ if (await openTrajectory("web", mock ? "harbor" : "tidewell")) {
 } else check(false, "a web trajectory is listed");
 
 // ---- OS ----
-if (await openTrajectory("os")) {
+if (await openTrajectory("os", ["thunar", "pluma", "power", "calculator"])) {
   await keyboardNavigation("os");
   await clickTab("Screen");
   const at = await findDiffTurn();
@@ -235,7 +250,7 @@ if (await openTrajectory("os")) {
 } else check(false, "an os trajectory is listed");
 
 // ---- Android ----
-if (await openTrajectory("android")) {
+if (await openTrajectory("android", ["settings_airplane", "harbor-messenger", "pinecone", "settings"])) {
   await keyboardNavigation("android");
   await clickTab("Device");
   const at = await findDiffTurn();
@@ -246,7 +261,7 @@ if (await openTrajectory("android")) {
 } else check(false, "an android trajectory is listed");
 
 // ---- text domain (mock fixtures include one; samples may not) ----
-if (await openTrajectory("terminal")) {
+if (await openTrajectory("terminal", ["build"])) {
   await page.keyboard.press("End");
   await page.waitForTimeout(400);
   check((await real.locator(".line-removed").count()) > 0 && (await predicted.locator(".line-added").count()) > 0, "terminal: side-by-side text diff marks lines");
@@ -256,7 +271,7 @@ if (await openTrajectory("terminal")) {
 // ---- hostile page ----
 const hitsBefore = trap.hits.length;
 const foreignBefore = foreignRequests.length;
-if (await openTrajectory("web", "hostile")) {
+if (await openTrajectory("web", ["hostile"])) {
   await page.keyboard.press("End");
   await page.waitForTimeout(400);
   check(await clickTab("Render"), "hostile: Render tab");
@@ -278,7 +293,7 @@ check(foreignRequests.length === 0, `the whole session made no request beyond th
 check(trap.hits.length === 0, `the trap server was never reached (${trap.hits.length})`);
 
 // ---- large tree (mock only) ----
-if (mock && (await openTrajectory("web", "large tree"))) {
+if (mock && (await openTrajectory("web", ["large tree"]))) {
   await clickTab("AX tree");
   const rows = await real.getByRole("treeitem").count();
   check(rows > 10 && rows < 100, `large tree: only a window of rows is in the DOM (${rows})`);
@@ -289,13 +304,14 @@ if (mock && (await openTrajectory("web", "large tree"))) {
 }
 
 // ---- dark theme ----
-await openTrajectory("android");
+await openTrajectory("android", ["settings_airplane", "settings"]);
 await page.getByRole("button", { name: "Switch to dark theme" }).click();
 await page.waitForTimeout(300);
 await page.screenshot({ path: join(shots, "android-dark.png") });
 check((await page.evaluate(() => document.documentElement.dataset.theme)) === "dark", "dark theme applies");
 
 check(pageErrors.length === 0, `no uncaught page errors (${pageErrors.join(" | ") || "none"})`);
+console.log(`opened: ${opened.join("; ")}`);
 
 await close();
 trap.server.close();

@@ -4,8 +4,10 @@ import { fidelityClass, formatScore, judgeScale } from "./format";
 
 const JUDGE_KEYS: Array<keyof JudgeScores> = ["format", "factuality", "consistency", "realism", "quality"];
 
-function MetricValue({ value, unit }: { value: number | null; unit?: string | null }) {
+function MetricValue({ name, value, unit }: { name: string; value: number | null; unit?: string | null }) {
   if (value == null) return <span className="muted">–</span>;
+  // `exact` is a yes/no fact, not a fraction.
+  if (name === "exact") return <span className={value >= 1 ? "c-added" : "muted"}>{value >= 1 ? "identical" : "differs"}</span>;
   if (unit) return <span>{Number.isInteger(value) ? value : value.toFixed(2)} {unit}</span>;
   return (
     <span className="metric-bar">
@@ -44,7 +46,7 @@ export function FidelityPanel({ fidelity, reasoning, engine }: FidelityPanelProp
                 <tr key={m.name} title={m.description ?? undefined}>
                   <th scope="row">{m.name}</th>
                   <td>
-                    <MetricValue value={m.value} unit={m.unit} />
+                    <MetricValue name={m.name} value={m.value} unit={m.unit} />
                   </td>
                 </tr>
               ))}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import android from "../mocks/fixtures/android-settings.json";
 import { mockParse } from "../mocks/mockTrees";
-import { propsOf } from "../views/TreeView";
+import { propsOf, shortKey } from "../views/TreeView";
 import { compareNodes, rowOfField } from "./NodeInspector";
 
 describe("compareNodes", () => {
@@ -44,5 +44,14 @@ describe("propsOf", () => {
     const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
     const row = real.nodes.find((n) => n.role === "android.widget.LinearLayout" && n.attributes?.some((a) => a.name === "clickable" && a.value === "true"))!;
     expect(propsOf(row, "android-xml")).toEqual(["clickable"]);
+  });
+});
+
+describe("shortKey", () => {
+  it("keeps the informative end of long keys", () => {
+    expect(shortKey("/desktop-frame:main/application:Calculator/frame:Calculator/push-button:7", "os-xml")).toBe("push-button:7");
+    expect(shortKey("com.android.settings:id/switch_1", "android-xml")).toBe("switch_1");
+    expect(shortKey("android:id/title", "android-xml")).toBe("title");
+    expect(shortKey("42", "axtree")).toBe("42");
   });
 });

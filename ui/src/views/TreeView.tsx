@@ -57,6 +57,24 @@ export function propsOf(node: UiNode, representation: UiTree["representation"], 
   return out;
 }
 
+/**
+ * A key short enough for a row: the last step of an AT-SPI path
+ * (`…/frame:Calculator/push-button:7` → `push-button:7`), the id part of an
+ * Android `resource-id` (`com.android.settings:id/title` → `title`). The full
+ * key is in the row's tooltip and in the node inspector.
+ */
+export function shortKey(key: string, representation: UiTree["representation"]): string {
+  if (representation === "android-xml") {
+    const i = key.indexOf(":id/");
+    return i >= 0 ? key.slice(i + 4) : key;
+  }
+  if (representation === "os-xml" || representation === "os-table") {
+    const parts = key.split("/").filter(Boolean);
+    return parts[parts.length - 1] ?? key;
+  }
+  return key;
+}
+
 function statesOf(node: UiNode): string[] {
   const s = node.states ?? {};
   const out: string[] = [];
@@ -123,7 +141,11 @@ const TreeRow = memo(function TreeRow({ node, representation, status, collapsed,
       ) : (
         <span className="twisty" aria-hidden="true" />
       )}
-      {node.key ? <span className="tkey">[{node.key}]</span> : null}
+      {node.key ? (
+        <span className="tkey" title={node.key}>
+          [{shortKey(node.key, representation)}]
+        </span>
+      ) : null}
       <span className="trole" title={node.role}>
         {representation === "android-xml" ? node.role.slice(node.role.lastIndexOf(".") + 1) : node.role}
       </span>
