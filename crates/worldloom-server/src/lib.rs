@@ -1,0 +1,490 @@
+//! The Worldloom studio over HTTP: the `worldloom-api` commands as
+//! `POST /api/<command>` (JSON in, JSON out), events as server-sent events
+//! on `GET /api/events`, and the built user interface (`ui/dist`) as static
+//! files.
+//!
+//! Security model (the server runs on a researcher's machine and shows
+//! hostile model output):
+//! - it binds `127.0.0.1` only;
+//! - every `/api/` request needs the run's random token (`Authorization:
+//!   Bearer <token>` or `?token=<token>`), compared in constant time; the
+//!   token is printed in the URL at start-up;
+//! - the `Host` header must name the loopback address and port (a DNS
+//!   rebinding page cannot talk to it), and a cross-origin `Origin` is refused;
+//! - every response carries a strict Content-Security-Policy
+//!   ([`APP_CSP`]: scripts, styles, fonts, connections and frames from the
+//!   app's own origin only; no plugins, no `<base>`, no form posts, no
+//!   framing by other sites), `X-Content-Type-Options: nosniff`,
+//!   `Referrer-Policy: no-referrer` (the token never leaks in a referrer) and
+//!   `Cache-Control: no-store` for API replies.
+//!
+//! Error replies are `{"error": {"code", "message"}}` with the
+//! [`worldloom_api::ErrorCode`] and an HTTP status from [`status_of`].
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use futures_util::stream::{self, Stream};
+use tokio::sync::broadcast;
+use worldloom_api::{ApiError, ErrorCode, Studio, StudioEvent};
+
+/// The Content-Security-Policy sent with every response. It matches the
+/// policy the UI build puts in its `<meta>` tag and adds `frame-ancestors`,
+/// which only a header can carry.
+pub const APP_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data:; font-src 'self'; connect-src 'self'; frame-src 'self'; object-src 'none'; \
+base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/// Errors of starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The port could not be bound.
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// The port asked for (0 = any free port).
+        port: u16,
+        /// The operating-system error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No random token could be made.
+    #[error("cannot make an access token: {0}")]
+    Token(String),
+}
+
+/// How to run the server.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// The built UI (`ui/dist`); `None` looks in the places
+    /// [`default_ui_dir`] lists.
+    pub ui_dir: Option<PathBuf>,
+    /// The access token; `None` makes a random one (32 bytes, hex).
+    pub token: Option<String>,
+}
+
+/// A running server.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The bound address (127.0.0.1 and the actual port).
+    pub addr: SocketAddr,
+    /// The access token.
+    pub token: String,
+    /// Where the UI is served from, if it was found.
+    pub ui_dir: Option<PathBuf>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RunningServer {
+    /// The URL to open: `http://127.0.0.1:<port>/?token=<token>`.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.addr, self.token)
+    }
+
+    /// Stops accepting connections and waits for the server task to end.
+    ///
+    /// # Errors
+    /// The server task's I/O error, if it failed.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+
+    /// Waits until the server task ends (it does not, unless it fails).
+    ///
+    /// # Errors
+    /// The server task's I/O error.
+    pub async fn wait(self) -> std::io::Result<()> {
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(std::io::Error::other(e.to_string())),
+        }
+    }
+}
+
+/// A random token: 32 bytes from the operating system, lowercase hex.
+///
+/// # Errors
+/// [`ServerError::Token`] when the system has no randomness to give.
+pub fn random_token() -> Result<String, ServerError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| ServerError::Token(e.to_string()))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Where the UI is looked for when none is given: `$WORLDLOOM_UI_DIR`,
+/// `ui/dist` under the current directory, then `ui/dist` of the source
+/// checkout this binary was built from. The first holding `index.html` wins.
+pub fn default_ui_dir() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("WORLDLOOM_UI_DIR") {
+        candidates.push(PathBuf::from(dir));
+    }
+    candidates.push(PathBuf::from("ui/dist"));
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/dist"));
+    candidates
+        .into_iter()
+        .find(|d| d.join("index.html").is_file())
+}
+
+#[derive(Clone)]
+struct AppState {
+    studio: Arc<Studio>,
+    token: Arc<str>,
+    port: u16,
+    ui_dir: Option<Arc<PathBuf>>,
+    events: broadcast::Sender<String>,
+}
+
+/// The HTTP status of an API error code.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::BadRequest => StatusCode::BAD_REQUEST,
+        ErrorCode::UnknownCommand | ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::ImportFailed => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::Unsupported => StatusCode::NOT_IMPLEMENTED,
+        ErrorCode::Unauthorized => StatusCode::UNAUTHORIZED,
+        ErrorCode::ExportFailed | ErrorCode::Storage | ErrorCode::Internal => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    }
+}
+
+fn error_response(err: &ApiError) -> Response {
+    let body = serde_json::to_vec(&err.body())
+        .unwrap_or_else(|_| b"{\"error\":{\"code\":\"internal\",\"message\":\"\"}}".to_vec());
+    let mut resp = (status_of(err.code), body).into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// Builds the router for `studio` (exposed for tests; [`start`] serves it).
+/// `port` is the port the `Host` header must name.
+pub fn router(studio: Arc<Studio>, token: String, port: u16, ui_dir: Option<PathBuf>) -> Router {
+    let (events, _) = broadcast::channel::<String>(256);
+    let sender = events.clone();
+    studio.add_event_sink(Box::new(move |event: &StudioEvent| {
+        if let Ok(json) = serde_json::to_string(event) {
+            // No subscriber is not an error.
+            let _ = sender.send(json);
+        }
+    }));
+    let state = AppState {
+        studio,
+        token: token.into(),
+        port,
+        ui_dir: ui_dir.map(Arc::new),
+        events,
+    };
+    Router::new()
+        .route("/api/events", get(events_handler))
+        .route("/api/{command}", post(api_handler))
+        .fallback(static_handler)
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state)
+}
+
+/// Starts serving `studio` on 127.0.0.1.
+///
+/// # Errors
+/// [`ServerError::Bind`] when the port is taken; [`ServerError::Token`].
+pub async fn start(
+    studio: Arc<Studio>,
+    options: ServeOptions,
+) -> Result<RunningServer, ServerError> {
+    let token = match options.token {
+        Some(t) => t,
+        None => random_token()?,
+    };
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, options.port))
+        .await
+        .map_err(|source| ServerError::Bind {
+            port: options.port,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServerError::Bind {
+        port: options.port,
+        source,
+    })?;
+    // A folder without `index.html` is no built UI: the message page shows.
+    let ui_dir = match options.ui_dir {
+        Some(dir) => Some(dir).filter(|d| d.join("index.html").is_file()),
+        None => default_ui_dir(),
+    };
+    let app = router(studio, token.clone(), addr.port(), ui_dir.clone());
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .await
+    });
+    Ok(RunningServer {
+        addr,
+        token,
+        ui_dir,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn token_of(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(t) = v.strip_prefix("Bearer ") {
+            return Some(t.trim().to_string());
+        }
+    }
+    query?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
+}
+
+fn security_headers(headers: &mut HeaderMap, api: bool) {
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(APP_CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    headers.insert(
+        "permissions-policy",
+        HeaderValue::from_static("camera=(), microphone=(), geolocation=(), usb=(), payment=()"),
+    );
+    if api {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+}
+
+/// Host / Origin / token checks for every request, and security headers on
+/// every response.
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_string();
+    let api = path.starts_with("/api/");
+    let host_ok = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|h| {
+            let port = state.port;
+            h == format!("127.0.0.1:{port}")
+                || h == format!("localhost:{port}")
+                || h == format!("[::1]:{port}")
+        });
+    let origin_ok = match request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+    {
+        None => true,
+        Some(o) => {
+            let port = state.port;
+            o == format!("http://127.0.0.1:{port}") || o == format!("http://localhost:{port}")
+        }
+    };
+    let mut response = if !host_ok {
+        let mut r = error_response(&ApiError::new(
+            ErrorCode::Unauthorized,
+            "the Host header must name this server's loopback address and port",
+        ));
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        r
+    } else if !origin_ok {
+        let mut r = error_response(&ApiError::new(
+            ErrorCode::Unauthorized,
+            "cross-origin requests are refused",
+        ));
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        r
+    } else if api
+        && !token_of(request.headers(), request.uri().query())
+            .is_some_and(|t| constant_time_eq(t.as_bytes(), state.token.as_bytes()))
+    {
+        error_response(&ApiError::new(
+            ErrorCode::Unauthorized,
+            "missing or wrong access token: open the URL `worldloom serve` printed",
+        ))
+    } else {
+        next.run(request).await
+    };
+    security_headers(response.headers_mut(), api);
+    response
+}
+
+async fn api_handler(
+    State(state): State<AppState>,
+    UrlPath(command): UrlPath<String>,
+    body: Bytes,
+) -> Response {
+    let request: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                return error_response(&ApiError::bad_request(format!(
+                    "{command}: body is not JSON: {e}"
+                )));
+            }
+        }
+    };
+    let studio = state.studio.clone();
+    let result =
+        tokio::task::spawn_blocking(move || worldloom_api::dispatch(&studio, &command, request))
+            .await;
+    match result {
+        Ok(Ok(value)) => {
+            let mut resp = axum::Json(value).into_response();
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            resp
+        }
+        Ok(Err(err)) => error_response(&err),
+        Err(join) => error_response(&ApiError::internal(format!("the command failed: {join}"))),
+    }
+}
+
+async fn events_handler(
+    State(state): State<AppState>,
+) -> Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>> {
+    let hello = serde_json::to_string(&StudioEvent::Hello {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    })
+    .unwrap_or_default();
+    let rx = state.events.subscribe();
+    let first = stream::once(async move { Ok(Event::default().data(hello)) });
+    let rest = stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Ok(json) => return Some((Ok(Event::default().data(json)), rx)),
+                // A slow reader missed events: tell it to refresh everything.
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let json = serde_json::to_string(&StudioEvent::WorkspaceChanged {
+                        trajectory_id: None,
+                        kind: "lagged".into(),
+                    })
+                    .unwrap_or_default();
+                    return Some((Ok(Event::default().data(json)), rx));
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    Sse::new(futures_util::StreamExt::chain(first, rest)).keep_alive(KeepAlive::default())
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "ico" => "image/x-icon",
+        "woff2" => "font/woff2",
+        "woff" => "font/woff",
+        "wasm" => "application/wasm",
+        "txt" => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The page served when `ui/dist` is missing.
+pub const MISSING_UI_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+<title>Worldloom studio: user interface not built</title></head>\n<body>\n\
+<h1>The Worldloom user interface is not built</h1>\n\
+<p>The server and its API are running, but no built user interface (<code>ui/dist/index.html</code>) was found.</p>\n\
+<p>Build it with <code>npm --prefix ui ci &amp;&amp; npm --prefix ui run build</code> from the Worldloom checkout, \
+or point <code>worldloom serve --ui-dir DIR</code> (or <code>WORLDLOOM_UI_DIR</code>) at a built copy, then reload this page.</p>\n\
+</body></html>\n";
+
+async fn static_handler(
+    State(state): State<AppState>,
+    method: Method,
+    uri: axum::http::Uri,
+) -> Response {
+    if method != Method::GET && method != Method::HEAD {
+        return error_response(&ApiError::bad_request("only GET serves files"));
+    }
+    let Some(dir) = state.ui_dir.as_deref() else {
+        let mut r = (StatusCode::SERVICE_UNAVAILABLE, MISSING_UI_PAGE).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        return r;
+    };
+    let rel = uri.path().trim_start_matches('/');
+    let rel = if rel.is_empty() { "index.html" } else { rel };
+    let rel_path = Path::new(rel);
+    if rel_path
+        .components()
+        .any(|c| !matches!(c, Component::Normal(_)))
+    {
+        return error_response(&ApiError::not_found(format!("no file {rel}")));
+    }
+    let mut file = dir.join(rel_path);
+    if !file.is_file() && rel_path.extension().is_none() {
+        // Client-side routes load the app.
+        file = dir.join("index.html");
+    }
+    match tokio::fs::read(&file).await {
+        Ok(bytes) => {
+            let mut r = Response::new(Body::from(bytes));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type(&file)),
+            );
+            r
+        }
+        Err(_) => error_response(&ApiError::not_found(format!("no file {rel}"))),
+    }
+}

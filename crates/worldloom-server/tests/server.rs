@@ -1,0 +1,377 @@
+//! The HTTP server on a real loopback socket: token, Host and Origin checks,
+//! security headers, the API convention, server-sent events and static files.
+//! Requests are written by hand over `TcpStream` so that every header is
+//! under the test's control.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use worldloom_api::Studio;
+use worldloom_server::{APP_CSP, ServeOptions, start};
+
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+}
+
+fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (n, v) in headers {
+        req.push_str(&format!("{n}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    stream.write_all(req.as_bytes()).expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, rest) = text.split_once("\r\n\r\n").expect("head");
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            l.split_once(':')
+                .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        out.push_str(&tail[..n]);
+        rest = &tail[n + 2..];
+    }
+    out
+}
+
+fn bearer(token: &str) -> (&'static str, String) {
+    ("Authorization", format!("Bearer {token}"))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn sample(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn api_needs_the_token_and_answers_json() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
+    let server = rt
+        .block_on(start(
+            studio,
+            ServeOptions {
+                port: 0,
+                ui_dir: Some(dir.path().join("no-ui")),
+                token: None,
+            },
+        ))
+        .expect("start");
+    let addr = server.addr;
+    assert_ne!(addr.port(), 0, "--port 0 picks a free port");
+    assert!(addr.ip().is_loopback());
+    assert_eq!(server.token.len(), 64);
+    assert!(
+        server
+            .url()
+            .starts_with(&format!("http://127.0.0.1:{}/?token=", addr.port()))
+    );
+    let token = server.token.clone();
+
+    // No token, a wrong token: 401 with a classified error body.
+    let r = request(addr, "POST", "/api/workspace_info", &[], "{}");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.json()["error"]["code"], "unauthorized");
+    let r = request(
+        addr,
+        "POST",
+        "/api/workspace_info",
+        &[bearer("0".repeat(64).as_str())],
+        "{}",
+    );
+    assert_eq!(r.status, 401);
+    // The token in the header or in the query.
+    let r = request(addr, "POST", "/api/workspace_info", &[bearer(&token)], "{}");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["schema_version"], 2);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    let r = request(
+        addr,
+        "POST",
+        &format!("/api/workspace_info?token={token}"),
+        &[],
+        "",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Every response carries the security headers, errors included.
+    for reply in [&r, &request(addr, "POST", "/api/x", &[], "")] {
+        assert_eq!(reply.header("content-security-policy"), Some(APP_CSP));
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(reply.header("referrer-policy"), Some("no-referrer"));
+        assert_eq!(reply.header("x-frame-options"), Some("DENY"));
+    }
+    assert!(APP_CSP.contains("script-src 'self'") && APP_CSP.contains("frame-ancestors 'none'"));
+    assert!(
+        !APP_CSP.contains("unsafe-eval") && !APP_CSP.contains("script-src 'self' 'unsafe-inline'")
+    );
+
+    // A foreign Host (DNS rebinding) or Origin is refused even with the token.
+    let r = request(
+        addr,
+        "POST",
+        "/api/workspace_info",
+        &[bearer(&token), ("Host", "evil.example:80".into())],
+        "{}",
+    );
+    assert_eq!(r.status, 403);
+    let r = request(
+        addr,
+        "POST",
+        "/api/workspace_info",
+        &[bearer(&token), ("Origin", "http://evil.example".into())],
+        "{}",
+    );
+    assert_eq!(r.status, 403);
+    let r = request(
+        addr,
+        "POST",
+        "/api/workspace_info",
+        &[
+            bearer(&token),
+            ("Origin", format!("http://127.0.0.1:{}", addr.port())),
+        ],
+        "{}",
+    );
+    assert_eq!(r.status, 200);
+
+    // Errors: status and code.
+    let r = request(addr, "POST", "/api/nope", &[bearer(&token)], "{}");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (404, Some("unknown_command"))
+    );
+    let r = request(
+        addr,
+        "POST",
+        "/api/get_turn",
+        &[bearer(&token)],
+        "{not json",
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (400, Some("bad_request"))
+    );
+    let r = request(
+        addr,
+        "POST",
+        "/api/get_trajectory",
+        &[bearer(&token)],
+        "{\"trajectory_id\": \"42\"}",
+    );
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+
+    // A real command round trip: import a sample, list it.
+    let body = serde_json::json!({"paths": [sample("android/settings_airplane-mode_trajectory")]})
+        .to_string();
+    let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.json()["imported"][0]["added"], true);
+    let r = request(
+        addr,
+        "POST",
+        "/api/list_trajectories",
+        &[bearer(&token)],
+        "{}",
+    );
+    assert_eq!(r.json()["trajectories"][0]["domain"], "android");
+
+    // Without a built UI, pages explain how to build it (and the API works).
+    let r = request(addr, "GET", "/", &[], "");
+    assert_eq!(r.status, 503);
+    assert!(r.body.contains("npm --prefix ui ci"), "{}", r.body);
+    assert_eq!(r.header("content-security-policy"), Some(APP_CSP));
+    rt.block_on(server.stop()).expect("stop");
+}
+
+#[test]
+fn serves_the_built_ui_and_refuses_path_escapes() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ui = dir.path().join("dist");
+    std::fs::create_dir_all(ui.join("assets")).expect("mkdir");
+    std::fs::write(
+        ui.join("index.html"),
+        "<!doctype html><title>studio</title>",
+    )
+    .expect("write");
+    std::fs::write(ui.join("assets/app.js"), "console.log(1)").expect("write");
+    std::fs::write(dir.path().join("secret.txt"), "secret").expect("write");
+    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
+    let server = rt
+        .block_on(start(
+            studio,
+            ServeOptions {
+                port: 0,
+                ui_dir: Some(ui),
+                token: Some("t".repeat(64)),
+            },
+        ))
+        .expect("start");
+    let addr = server.addr;
+    let r = request(addr, "GET", "/", &[], "");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, "<!doctype html><title>studio</title>");
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("content-security-policy"), Some(APP_CSP));
+    let r = request(addr, "GET", "/assets/app.js", &[], "");
+    assert_eq!((r.status, r.body.as_str()), (200, "console.log(1)"));
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    // Client-side routes get the app; missing assets are 404.
+    assert_eq!(request(addr, "GET", "/trajectories/3", &[], "").status, 200);
+    assert_eq!(
+        request(addr, "GET", "/assets/missing.js", &[], "").status,
+        404
+    );
+    for escape in [
+        "/../secret.txt",
+        "/assets/../../secret.txt",
+        "/%2e%2e/secret.txt",
+    ] {
+        let r = request(addr, "GET", escape, &[], "");
+        assert!(
+            !r.body.contains("secret") || r.status == 404,
+            "{escape}: {} {}",
+            r.status,
+            r.body
+        );
+        assert_ne!(r.body, "secret");
+    }
+    rt.block_on(server.stop()).expect("stop");
+}
+
+#[test]
+fn events_stream_over_sse() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
+    let server = rt
+        .block_on(start(studio, ServeOptions::default()))
+        .expect("start");
+    let addr = server.addr;
+    let token = server.token.clone();
+
+    // Without the token the stream is refused.
+    assert_eq!(request(addr, "GET", "/api/events", &[], "").status, 401);
+
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut reader = BufReader::new(stream);
+    let mut data_lines = Vec::new();
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("status");
+    assert!(status_line.contains(" 200 "), "{status_line}");
+    let mut triggered = false;
+    let mut line = String::new();
+    while data_lines.len() < 2 {
+        line.clear();
+        reader.read_line(&mut line).expect("read event line");
+        if let Some(data) = line.trim_end().strip_prefix("data:") {
+            data_lines
+                .push(serde_json::from_str::<serde_json::Value>(data.trim()).expect("event JSON"));
+            if !triggered {
+                // Make a change through the API: the stream reports it.
+                let body = serde_json::json!({"paths": [sample("os/thunar_rename_trajectory")]})
+                    .to_string();
+                let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
+                assert_eq!(r.status, 200, "{}", r.body);
+                triggered = true;
+            }
+        }
+    }
+    assert_eq!(data_lines[0]["type"], "hello");
+    assert_eq!(data_lines[1]["type"], "workspace_changed");
+    assert_eq!(data_lines[1]["kind"], "import");
+    // The open stream would hold a graceful shutdown; dropping the runtime
+    // ends the server.
+    drop(reader);
+    drop(server);
+}
