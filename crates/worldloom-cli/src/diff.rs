@@ -38,7 +38,13 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
     let real = read(&args.real)?;
     let pred = read(&args.pred)?;
     let prev = args.prev.as_deref().map(read).transpose()?;
-    let eval = evaluate(Some(&real), Some(&pred), prev.as_deref(), args.representation).map_err(|e| match e {
+    let eval = evaluate(
+        Some(&real),
+        Some(&pred),
+        prev.as_deref(),
+        args.representation,
+    )
+    .map_err(|e| match e {
         EvalError::Real(err) => anyhow::anyhow!("{}: {err}", args.real.display()),
     })?;
     if args.json {
@@ -84,15 +90,31 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
             match st {
                 NodeStatus::Unchanged { .. } | NodeStatus::Added => {}
                 NodeStatus::Removed => println!("  removed real#{i}"),
-                NodeStatus::Changed { counterpart, changes } | NodeStatus::Moved { counterpart, changes } => {
+                NodeStatus::Changed {
+                    counterpart,
+                    changes,
+                }
+                | NodeStatus::Moved {
+                    counterpart,
+                    changes,
+                } => {
                     let fields: Vec<String> = changes
                         .iter()
                         .map(|c| {
-                            let show = |v: &Option<String>| v.as_ref().map(|s| format!("{s:?}")).unwrap_or_else(|| "(absent)".into());
+                            let show = |v: &Option<String>| {
+                                v.as_ref()
+                                    .map(|s| format!("{s:?}"))
+                                    .unwrap_or_else(|| "(absent)".into())
+                            };
                             format!("{}: {} -> {}", c.field, show(&c.real), show(&c.pred))
                         })
                         .collect();
-                    println!("  {} real#{i} ~ pred#{}: {}", st.name(), counterpart.0, fields.join(", "));
+                    println!(
+                        "  {} real#{i} ~ pred#{}: {}",
+                        st.name(),
+                        counterpart.0,
+                        fields.join(", ")
+                    );
                 }
             }
         }

@@ -35,8 +35,10 @@ struct ParseReport<'a> {
 /// Runs `worldloom parse`. Errors name the file and, for syntax errors, the
 /// line and column.
 pub fn run(args: &ParseArgs) -> anyhow::Result<()> {
-    let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    let parsed = parse_bytes(&bytes, args.representation).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let parsed = parse_bytes(&bytes, args.representation)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let report = ParseReport {
         file: args.file.display().to_string(),
         representation: args.representation,
@@ -59,7 +61,10 @@ pub fn run(args: &ParseArgs) -> anyhow::Result<()> {
             parsed.warnings.len()
         ));
         for w in &parsed.warnings {
-            text.push_str(&format!("warning: line {}: {:?}: {}\n", w.line, w.kind, w.message));
+            text.push_str(&format!(
+                "warning: line {}: {:?}: {}\n",
+                w.line, w.kind, w.message
+            ));
         }
         text.push_str(&parsed.tree.outline());
     }

@@ -10,11 +10,16 @@ fn repo() -> PathBuf {
 }
 
 fn airplane(step: u32) -> PathBuf {
-    repo().join(format!("samples/android/settings_airplane-mode_trajectory/step_{step:02}.xml"))
+    repo().join(format!(
+        "samples/android/settings_airplane-mode_trajectory/step_{step:02}.xml"
+    ))
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldloom")).args(args).output().expect("run worldloom");
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(args)
+        .output()
+        .expect("run worldloom");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -23,7 +28,13 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 fn diff_json(real: &Path, pred: &Path, prev: Option<&Path>, repr: &str) -> Value {
-    let mut args = vec!["diff", "--real", real.to_str().expect("path"), "--pred", pred.to_str().expect("path")];
+    let mut args = vec![
+        "diff",
+        "--real",
+        real.to_str().expect("path"),
+        "--pred",
+        pred.to_str().expect("path"),
+    ];
     if let Some(p) = prev {
         args.extend(["--prev", p.to_str().expect("path")]);
     }
@@ -40,7 +51,8 @@ fn prediction(sidecar: &Path, step: u64) -> String {
         let v: Value = serde_json::from_str(line).expect("line");
         if v["step"].as_u64() == Some(step) {
             let out = v["output"].as_str().expect("output");
-            let start = out.rfind("<predicted_observation>").expect("open") + "<predicted_observation>".len();
+            let start = out.rfind("<predicted_observation>").expect("open")
+                + "<predicted_observation>".len();
             let end = out.rfind("</predicted_observation>").expect("close");
             return out[start..end].trim().to_string();
         }
@@ -53,7 +65,13 @@ fn parse_counts_nodes_and_prints_json() {
     let path = airplane(2);
     let text = std::fs::read_to_string(&path).expect("sample");
     let elements = text.matches("<node ").count() + 1; // + <hierarchy>
-    let (code, out, err) = run(&["parse", path.to_str().expect("path"), "--representation", "android-xml", "--json"]);
+    let (code, out, err) = run(&[
+        "parse",
+        path.to_str().expect("path"),
+        "--representation",
+        "android-xml",
+        "--json",
+    ]);
     assert_eq!(code, 0, "{err}");
     let v: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(v["node_count"].as_u64(), Some(elements as u64));
@@ -61,7 +79,10 @@ fn parse_counts_nodes_and_prints_json() {
     assert_eq!(v["warnings"].as_array().map(Vec::len), Some(0));
     let (code, out, _) = run(&["parse", path.to_str().expect("path"), "-r", "android-xml"]);
     assert_eq!(code, 0);
-    assert!(out.starts_with(&format!("{}: {elements} nodes", path.display())), "{out}");
+    assert!(
+        out.starts_with(&format!("{}: {elements} nodes", path.display())),
+        "{out}"
+    );
 }
 
 #[test]
@@ -71,7 +92,10 @@ fn parse_errors_name_file_line_and_column() {
     std::fs::write(&bad, "<hierarchy>\n  <node text=\"x\">\n</hierarchy>\n").expect("write");
     let (code, _, err) = run(&["parse", bad.to_str().expect("path"), "-r", "android-xml"]);
     assert_ne!(code, 0);
-    assert!(err.contains("bad.xml") && err.contains("line 3, column 1"), "{err}");
+    assert!(
+        err.contains("bad.xml") && err.contains("line 3, column 1"),
+        "{err}"
+    );
     let failed = dir.path().join("failed.xml");
     std::fs::write(&failed, "ERROR: could not get idle state.\n").expect("write");
     let (code, _, err) = run(&["parse", failed.to_str().expect("path"), "-r", "android-xml"]);
@@ -110,7 +134,8 @@ fn diff_on_android_sample_gives_hand_checked_numbers() {
     // transition F1 = 2·9 / (11 + 9) = 0.9.
     let dir = tempfile::tempdir().expect("tempdir");
     let pred = dir.path().join("pred.xml");
-    let sidecar = repo().join("samples/android/settings_airplane-mode_trajectory/predictions.jsonl");
+    let sidecar =
+        repo().join("samples/android/settings_airplane-mode_trajectory/predictions.jsonl");
     std::fs::write(&pred, prediction(&sidecar, 2)).expect("write");
     let v = diff_json(&real, &pred, Some(&prev), "android-xml");
     assert_eq!(v["exact"], false);
@@ -119,20 +144,52 @@ fn diff_on_android_sample_gives_hand_checked_numbers() {
     assert_eq!(v["transition"]["pred_changes"], 9);
     assert_eq!(v["transition"]["matched_changes"], 9);
     assert!((v["transition_f1"].as_f64().expect("f1") - 0.9).abs() < 1e-12);
-    let checked = v["attributes"].as_array().expect("tallies").iter().find(|t| t["attribute"] == "checked").expect("checked").clone();
-    assert_eq!(checked["compared"].as_u64().expect("n") - checked["correct"].as_u64().expect("n"), 1);
+    let checked = v["attributes"]
+        .as_array()
+        .expect("tallies")
+        .iter()
+        .find(|t| t["attribute"] == "checked")
+        .expect("checked")
+        .clone();
+    assert_eq!(
+        checked["compared"].as_u64().expect("n") - checked["correct"].as_u64().expect("n"),
+        1
+    );
     let summary = &v["nodes"]["summary"];
-    assert_eq!((summary["changed"].as_u64(), summary["added"].as_u64(), summary["removed"].as_u64()), (Some(1), Some(0), Some(0)));
-    let changed: Vec<&Value> = v["nodes"]["real"].as_array().expect("real").iter().filter(|s| s["status"] == "changed").collect();
+    assert_eq!(
+        (
+            summary["changed"].as_u64(),
+            summary["added"].as_u64(),
+            summary["removed"].as_u64()
+        ),
+        (Some(1), Some(0), Some(0))
+    );
+    let changed: Vec<&Value> = v["nodes"]["real"]
+        .as_array()
+        .expect("real")
+        .iter()
+        .filter(|s| s["status"] == "changed")
+        .collect();
     assert_eq!(changed[0]["changes"][0]["field"], "state:checked");
     assert_eq!(changed[0]["changes"][0]["real"], "true");
     assert_eq!(changed[0]["changes"][0]["pred"], "false");
-    let anchor = v["anchors"].as_array().expect("anchors").iter().find(|a| a["anchor"] == "checked_selected").expect("anchor").clone();
+    let anchor = v["anchors"]
+        .as_array()
+        .expect("anchors")
+        .iter()
+        .find(|a| a["anchor"] == "checked_selected")
+        .expect("anchor")
+        .clone();
     assert_eq!(anchor["status"], "mismatched");
 
     // Step 2 → 3 is a no-op (scroll on a list that fits): predicting the
     // unchanged screen scores transition F1 1.
-    let v = diff_json(&airplane(3), &airplane(2), Some(&airplane(2)), "android-xml");
+    let v = diff_json(
+        &airplane(3),
+        &airplane(2),
+        Some(&airplane(2)),
+        "android-xml",
+    );
     assert_eq!(v["exact"], true);
     assert_eq!(v["transition_f1"], 1.0);
 }
@@ -159,7 +216,8 @@ fn diff_text_output_lists_metrics() {
 #[test]
 fn diff_on_web_sample_axtree() {
     let path = repo().join("samples/web/agentlab_quillpost-profile-settings_6steps.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("sample")).expect("json");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("sample")).expect("json");
     let steps = v["steps"].as_array().expect("steps");
     let dir = tempfile::tempdir().expect("tempdir");
     let write = |name: &str, i: usize| {
@@ -177,6 +235,10 @@ fn diff_on_web_sample_axtree() {
         assert_eq!(same["transition_f1"], 1.0);
         let stale = diff_json(&real, &prev, Some(&prev), "axtree");
         let changed = steps[i]["axtree_txt"] != steps[i - 1]["axtree_txt"];
-        assert_eq!(stale["transition_f1"], if changed { 0.0 } else { 1.0 }, "step {i}");
+        assert_eq!(
+            stale["transition_f1"],
+            if changed { 0.0 } else { 1.0 },
+            "step {i}"
+        );
     }
 }

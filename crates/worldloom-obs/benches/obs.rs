@@ -13,7 +13,9 @@ use worldloom_obs::parse;
 /// A uiautomator dump with `rows` list rows of 4 nodes each under a small
 /// frame (2,000 nodes for 499 rows). `checked_row` has its switch on.
 fn android_dump(rows: usize, checked_row: usize) -> String {
-    let mut s = String::from("<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">");
+    let mut s = String::from(
+        "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
+    );
     s.push_str("<node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,2400]\">");
     s.push_str("<node index=\"0\" text=\"\" resource-id=\"com.example.list:id/list\" class=\"androidx.recyclerview.widget.RecyclerView\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"true\" focused=\"false\" scrollable=\"true\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,2400]\">");
     for r in 0..rows {
@@ -32,7 +34,9 @@ fn android_dump(rows: usize, checked_row: usize) -> String {
 /// A BrowserGym-style pruned HTML page of at least `bytes` bytes: sections
 /// of headings, paragraphs, links and form rows with `bid` attributes.
 fn html_page(bytes: usize, checked_row: usize) -> String {
-    let mut s = String::from("<html><head bid=\"1\"><title bid=\"2\">Generated page</title></head><body bid=\"3\">");
+    let mut s = String::from(
+        "<html><head bid=\"1\"><title bid=\"2\">Generated page</title></head><body bid=\"3\">",
+    );
     let mut i = 0usize;
     while s.len() < bytes {
         let bid = 10 + i * 6;
@@ -51,10 +55,14 @@ fn bench(c: &mut Criterion) {
     let real = android_dump(499, 3);
     let pred = android_dump(499, 4);
     let prev = android_dump(499, usize::MAX);
-    let nodes = parse(&real, Representation::AndroidXml).map(|p| p.tree.real_node_count()).unwrap_or(0);
+    let nodes = parse(&real, Representation::AndroidXml)
+        .map(|p| p.tree.real_node_count())
+        .unwrap_or(0);
     assert_eq!(nodes, 2_000);
     let mut g = c.benchmark_group("android_2000_nodes");
-    g.bench_function("parse", |b| b.iter(|| parse(black_box(&real), Representation::AndroidXml)));
+    g.bench_function("parse", |b| {
+        b.iter(|| parse(black_box(&real), Representation::AndroidXml))
+    });
     g.bench_function("parse_real_pred_prev_and_diff", |b| {
         b.iter(|| {
             let r = parse(black_box(&real), Representation::AndroidXml).map(|p| p.tree);
@@ -70,7 +78,9 @@ fn bench(c: &mut Criterion) {
         parse(&pred, Representation::AndroidXml),
         parse(&prev, Representation::AndroidXml),
     ) {
-        g.bench_function("align_and_metrics_only", |b| b.iter(|| tree_metrics(&r.tree, &p.tree, Some(&q.tree))));
+        g.bench_function("align_and_metrics_only", |b| {
+            b.iter(|| tree_metrics(&r.tree, &p.tree, Some(&q.tree)))
+        });
     }
     g.finish();
 
@@ -79,7 +89,9 @@ fn bench(c: &mut Criterion) {
     let prev = html_page(1 << 20, usize::MAX);
     let mut g = c.benchmark_group("html_1mb");
     g.sample_size(10);
-    g.bench_function("parse", |b| b.iter(|| parse(black_box(&real), Representation::Html)));
+    g.bench_function("parse", |b| {
+        b.iter(|| parse(black_box(&real), Representation::Html))
+    });
     g.bench_function("parse_real_pred_prev_and_diff", |b| {
         b.iter(|| {
             let r = parse(black_box(&real), Representation::Html).map(|p| p.tree);
@@ -90,11 +102,19 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
-    if let (Ok(r), Ok(p), Ok(q)) =
-        (parse(&real, Representation::Html), parse(&pred, Representation::Html), parse(&prev, Representation::Html))
-    {
-        println!("html_1mb: {} bytes, {} nodes", real.len(), r.tree.real_node_count());
-        g.bench_function("align_and_metrics_only", |b| b.iter(|| tree_metrics(&r.tree, &p.tree, Some(&q.tree))));
+    if let (Ok(r), Ok(p), Ok(q)) = (
+        parse(&real, Representation::Html),
+        parse(&pred, Representation::Html),
+        parse(&prev, Representation::Html),
+    ) {
+        println!(
+            "html_1mb: {} bytes, {} nodes",
+            real.len(),
+            r.tree.real_node_count()
+        );
+        g.bench_function("align_and_metrics_only", |b| {
+            b.iter(|| tree_metrics(&r.tree, &p.tree, Some(&q.tree)))
+        });
     }
     g.finish();
 }

@@ -115,7 +115,9 @@ pub fn align(real: &UiTree, pred: &UiTree) -> Alignment {
     // Stage 2: structure, top-down in real document order (parents first).
     for r in 0..real.len() {
         let r_id = NodeId(u32::try_from(r).unwrap_or(u32::MAX));
-        let Some(p_id) = al.real_to_pred[r] else { continue };
+        let Some(p_id) = al.real_to_pred[r] else {
+            continue;
+        };
         align_children(real, pred, r_id, p_id, &mut al);
     }
 
@@ -147,7 +149,11 @@ fn unique_keys(t: &UiTree) -> HashMap<&str, NodeId> {
             e.0 += 1;
         }
     }
-    count.into_iter().filter(|(_, (c, _))| *c == 1).map(|(k, (_, id))| (k, id)).collect()
+    count
+        .into_iter()
+        .filter(|(_, (c, _))| *c == 1)
+        .map(|(k, (_, id))| (k, id))
+        .collect()
 }
 
 fn set(al: &mut Alignment, r: NodeId, p: NodeId, by: MatchedBy) {
@@ -188,30 +194,48 @@ fn align_children(real: &UiTree, pred: &UiTree, r: NodeId, p: NodeId, al: &mut A
     };
     for op in &ops {
         match *op {
-            DiffOp::Equal { old_index, new_index, len } => {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => {
                 flush(&mut gap, al);
                 for k in 0..len {
                     let a = rc[old_index + k];
                     let b = pc[new_index + k];
                     in_lcs[old_index + k] = true;
-                    if al.real_to_pred[a.index()].is_none() && al.pred_to_real[b.index()].is_none() {
+                    if al.real_to_pred[a.index()].is_none() && al.pred_to_real[b.index()].is_none()
+                    {
                         set(al, a, b, MatchedBy::Signature);
                     }
                 }
             }
-            DiffOp::Delete { old_index, old_len, new_index } => {
+            DiffOp::Delete {
+                old_index,
+                old_len,
+                new_index,
+            } => {
                 let g = gap.get_or_insert((old_index, old_index, new_index, new_index));
                 g.1 = g.1.max(old_index + old_len);
                 g.2 = g.2.min(new_index);
                 g.3 = g.3.max(new_index);
             }
-            DiffOp::Insert { old_index, new_index, new_len } => {
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => {
                 let g = gap.get_or_insert((old_index, old_index, new_index, new_index));
                 g.0 = g.0.min(old_index);
                 g.1 = g.1.max(old_index);
                 g.3 = g.3.max(new_index + new_len);
             }
-            DiffOp::Replace { old_index, old_len, new_index, new_len } => {
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => {
                 let g = gap.get_or_insert((old_index, old_index, new_index, new_index));
                 g.1 = g.1.max(old_index + old_len);
                 g.3 = g.3.max(new_index + new_len);

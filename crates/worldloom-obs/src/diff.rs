@@ -123,15 +123,31 @@ fn positional_attribute(representation: Representation, name: &str) -> bool {
 
 /// Compares two aligned nodes field by field. Names and values are compared
 /// with whitespace collapsed.
-pub fn compare_nodes(representation: Representation, real: &UiNode, pred: &UiNode) -> Vec<FieldChange> {
+pub fn compare_nodes(
+    representation: Representation,
+    real: &UiNode,
+    pred: &UiNode,
+) -> Vec<FieldChange> {
     let mut changes = Vec::new();
     let mut field = |name: String, a: Option<String>, b: Option<String>| {
         if a != b {
-            changes.push(FieldChange { field: name, real: a, pred: b });
+            changes.push(FieldChange {
+                field: name,
+                real: a,
+                pred: b,
+            });
         }
     };
-    field("role".into(), Some(real.role.clone()), Some(pred.role.clone()));
-    field("name".into(), Some(collapse_whitespace(&real.name)), Some(collapse_whitespace(&pred.name)));
+    field(
+        "role".into(),
+        Some(real.role.clone()),
+        Some(pred.role.clone()),
+    );
+    field(
+        "name".into(),
+        Some(collapse_whitespace(&real.name)),
+        Some(collapse_whitespace(&pred.name)),
+    );
     field(
         "value".into(),
         real.value.as_deref().map(collapse_whitespace),
@@ -148,7 +164,11 @@ pub fn compare_nodes(representation: Representation, real: &UiNode, pred: &UiNod
             );
         }
     }
-    let bounds = |n: &UiNode| n.bounds_px.as_ref().map(|b| format!("[{},{}][{},{}]", b.left, b.top, b.right, b.bottom));
+    let bounds = |n: &UiNode| {
+        n.bounds_px
+            .as_ref()
+            .map(|b| format!("[{},{}][{},{}]", b.left, b.top, b.right, b.bottom))
+    };
     field("bounds".into(), bounds(real), bounds(pred));
     let mut seen: Vec<&str> = Vec::new();
     for a in real.attributes.iter().chain(pred.attributes.iter()) {
@@ -156,7 +176,11 @@ pub fn compare_nodes(representation: Representation, real: &UiNode, pred: &UiNod
             continue;
         }
         seen.push(&a.name);
-        field(format!("attr:{}", a.name), real.attr(&a.name).map(str::to_string), pred.attr(&a.name).map(str::to_string));
+        field(
+            format!("attr:{}", a.name),
+            real.attr(&a.name).map(str::to_string),
+            pred.attr(&a.name).map(str::to_string),
+        );
     }
     changes
 }
@@ -182,15 +206,30 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
                 let changes = compare_nodes(real.representation, rn, pn);
                 let (mine, theirs) = if al.moved[i] {
                     (
-                        NodeStatus::Moved { counterpart: p, changes: changes.clone() },
-                        NodeStatus::Moved { counterpart: rn.id, changes },
+                        NodeStatus::Moved {
+                            counterpart: p,
+                            changes: changes.clone(),
+                        },
+                        NodeStatus::Moved {
+                            counterpart: rn.id,
+                            changes,
+                        },
                     )
                 } else if changes.is_empty() {
-                    (NodeStatus::Unchanged { counterpart: p }, NodeStatus::Unchanged { counterpart: rn.id })
+                    (
+                        NodeStatus::Unchanged { counterpart: p },
+                        NodeStatus::Unchanged { counterpart: rn.id },
+                    )
                 } else {
                     (
-                        NodeStatus::Changed { counterpart: p, changes: changes.clone() },
-                        NodeStatus::Changed { counterpart: rn.id, changes },
+                        NodeStatus::Changed {
+                            counterpart: p,
+                            changes: changes.clone(),
+                        },
+                        NodeStatus::Changed {
+                            counterpart: rn.id,
+                            changes,
+                        },
                     )
                 };
                 pred_status[p.index()] = theirs;
@@ -214,7 +253,11 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
         .zip(pred_status.iter())
         .filter(|(n, s)| !n.synthetic && matches!(s, NodeStatus::Added))
         .count();
-    TreeDiff { real: real_status, pred: pred_status, summary }
+    TreeDiff {
+        real: real_status,
+        pred: pred_status,
+        summary,
+    }
 }
 
 /// One run of a line diff. Line ranges are 0-based, end-exclusive.
@@ -268,5 +311,8 @@ pub fn line_diff(real: &str, pred: &str) -> LineDiff {
             }
         })
         .collect();
-    LineDiff { ops, ratio: f64::from(diff.ratio()) }
+    LineDiff {
+        ops,
+        ratio: f64::from(diff.ratio()),
+    }
 }

@@ -17,4 +17,6 @@ pub mod parse;
 pub mod tree;
 
 pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes};
-pub use tree::{Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree};
+pub use tree::{
+    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree,
+};

@@ -119,7 +119,10 @@ pub struct TreeMetrics {
 /// value when it differs from the name).
 fn node_tokens(n: &UiNode, out: &mut HashMap<String, usize>) {
     let mut add = |s: &str| {
-        for tok in s.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        for tok in s
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+        {
             *out.entry(tok.to_lowercase()).or_insert(0) += 1;
         }
     };
@@ -138,7 +141,10 @@ fn bag_f1<K: Eq + Hash>(real: &HashMap<K, usize>, pred: &HashMap<K, usize>) -> f
     if nr == 0 && np == 0 {
         return 1.0;
     }
-    let overlap: usize = real.iter().map(|(k, c)| (*c).min(pred.get(k).copied().unwrap_or(0))).sum();
+    let overlap: usize = real
+        .iter()
+        .map(|(k, c)| (*c).min(pred.get(k).copied().unwrap_or(0)))
+        .sum();
     f1(overlap, np, nr)
 }
 
@@ -172,7 +178,10 @@ pub fn text_f1(real: &UiTree, pred: &UiTree) -> f64 {
 pub fn text_token_f1(real: &str, pred: &str) -> f64 {
     let bag = |s: &str| {
         let mut m: HashMap<String, usize> = HashMap::new();
-        for tok in s.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        for tok in s
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+        {
             *m.entry(tok.to_lowercase()).or_insert(0) += 1;
         }
         m
@@ -182,7 +191,11 @@ pub fn text_token_f1(real: &str, pred: &str) -> f64 {
 
 /// Computes every tree metric. `prev` (the real observation before the
 /// action) enables transition F1.
-pub fn tree_metrics(real: &UiTree, pred: &UiTree, prev: Option<&UiTree>) -> (TreeMetrics, Alignment, TreeDiff) {
+pub fn tree_metrics(
+    real: &UiTree,
+    pred: &UiTree,
+    prev: Option<&UiTree>,
+) -> (TreeMetrics, Alignment, TreeDiff) {
     let (al, diff) = diff_trees(real, pred);
     let n_real = real.real_node_count();
     let n_pred = pred.real_node_count();
@@ -190,7 +203,11 @@ pub fn tree_metrics(real: &UiTree, pred: &UiTree, prev: Option<&UiTree>) -> (Tre
     let mut tallies: Vec<AttributeTally> = STATE_NAMES
         .iter()
         .chain(["value", "text"].iter())
-        .map(|a| AttributeTally { attribute: a.to_string(), compared: 0, correct: 0 })
+        .map(|a| AttributeTally {
+            attribute: a.to_string(),
+            compared: 0,
+            correct: 0,
+        })
         .collect();
     for (r, p) in al.pairs() {
         let (rn, pn) = (real.node(r), pred.node(p));
@@ -205,8 +222,16 @@ pub fn tree_metrics(real: &UiTree, pred: &UiTree, prev: Option<&UiTree>) -> (Tre
         for t in tallies.iter_mut() {
             let (compared, correct) = match t.attribute.as_str() {
                 "value" => {
-                    let a = rn.value.as_deref().map(collapse_whitespace).unwrap_or_default();
-                    let b = pn.value.as_deref().map(collapse_whitespace).unwrap_or_default();
+                    let a = rn
+                        .value
+                        .as_deref()
+                        .map(collapse_whitespace)
+                        .unwrap_or_default();
+                    let b = pn
+                        .value
+                        .as_deref()
+                        .map(collapse_whitespace)
+                        .unwrap_or_default();
                     (!a.is_empty() || !b.is_empty(), a == b)
                 }
                 "text" => (!rname.is_empty() || !pname.is_empty(), rname == pname),
@@ -230,8 +255,16 @@ pub fn tree_metrics(real: &UiTree, pred: &UiTree, prev: Option<&UiTree>) -> (Tre
         }
         None => (None, None),
     };
-    let precision = if n_pred == 0 { if n_real == 0 { 1.0 } else { 0.0 } } else { tp as f64 / n_pred as f64 };
-    let recall = if n_real == 0 { if n_pred == 0 { 1.0 } else { 0.0 } } else { tp as f64 / n_real as f64 };
+    let precision = if n_pred == 0 {
+        if n_real == 0 { 1.0 } else { 0.0 }
+    } else {
+        tp as f64 / n_pred as f64
+    };
+    let recall = if n_real == 0 {
+        if n_pred == 0 { 1.0 } else { 0.0 }
+    } else {
+        tp as f64 / n_real as f64
+    };
     let metrics = TreeMetrics {
         exact: diff.summary.is_identical() && n_real == n_pred,
         text_f1: text_f1(real, pred),
@@ -328,9 +361,23 @@ pub fn transition_f1(prev: &UiTree, real: &UiTree, pred: &UiTree) -> (f64, Trans
     let b = change_items(prev, pred);
     let na: usize = a.values().sum();
     let nb: usize = b.values().sum();
-    let matched: usize = a.iter().map(|(k, c)| (*c).min(b.get(k).copied().unwrap_or(0))).sum();
-    let score = if na == 0 && nb == 0 { 1.0 } else { 2.0 * matched as f64 / (na + nb) as f64 };
-    (score, TransitionDetail { real_changes: na, pred_changes: nb, matched_changes: matched })
+    let matched: usize = a
+        .iter()
+        .map(|(k, c)| (*c).min(b.get(k).copied().unwrap_or(0)))
+        .sum();
+    let score = if na == 0 && nb == 0 {
+        1.0
+    } else {
+        2.0 * matched as f64 / (na + nb) as f64
+    };
+    (
+        score,
+        TransitionDetail {
+            real_changes: na,
+            pred_changes: nb,
+            matched_changes: matched,
+        },
+    )
 }
 
 /// The domain whose anchors apply to a representation.
@@ -377,14 +424,22 @@ fn list(items: Vec<String>) -> Option<String> {
 ///   `focused`, `text_values` (nodes with a non-empty value).
 pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
     let real_nodes = || tree.iter().filter(|n| !n.synthetic);
-    let focused = |key: bool| real_nodes().filter(|n| n.states.focused == Some(true)).last().map(|n| ident(n, key));
+    let focused = |key: bool| {
+        real_nodes()
+            .filter(|n| n.states.focused == Some(true))
+            .last()
+            .map(|n| ident(n, key))
+    };
     match domain_of(tree.representation) {
         Some(Domain::Web) => {
             let url = real_nodes()
                 .find_map(|n| n.attr("url").map(str::to_string))
                 .or_else(|| {
                     real_nodes()
-                        .find(|n| n.role == "link" && n.attr("rel") == Some("canonical") || n.role == "base")
+                        .find(|n| {
+                            n.role == "link" && n.attr("rel") == Some("canonical")
+                                || n.role == "base"
+                        })
                         .and_then(|n| n.attr("href").map(str::to_string))
                 })
                 .filter(|u| !u.is_empty());
@@ -393,7 +448,11 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
                 .map(|n| collapse_whitespace(&n.name));
             let forms = list(
                 real_nodes()
-                    .filter(|n| n.value.is_some() || n.states.checked.is_some() || n.states.selected.is_some())
+                    .filter(|n| {
+                        n.value.is_some()
+                            || n.states.checked.is_some()
+                            || n.states.selected.is_some()
+                    })
                     .map(|n| {
                         let mut s = ident(n, true);
                         if let Some(v) = &n.value {
@@ -418,10 +477,20 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
                     .map(|n| ident(n, false))
                     .collect(),
             );
-            vec![("url", url), ("title", title), ("focused", focused(true)), ("form_values", forms), ("dialogs", dialogs)]
+            vec![
+                ("url", url),
+                ("title", title),
+                ("focused", focused(true)),
+                ("form_values", forms),
+                ("dialogs", dialogs),
+            ]
         }
         Some(Domain::Android) => {
-            let package = real_nodes().find_map(|n| n.attr("package").filter(|p| !p.is_empty()).map(str::to_string));
+            let package = real_nodes().find_map(|n| {
+                n.attr("package")
+                    .filter(|p| !p.is_empty())
+                    .map(str::to_string)
+            });
             let checked = list(
                 real_nodes()
                     .filter(|n| n.states.checked == Some(true) || n.states.selected == Some(true))
@@ -429,8 +498,16 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
                         format!(
                             "{}{}{}",
                             ident(n, true),
-                            if n.states.checked == Some(true) { " checked" } else { "" },
-                            if n.states.selected == Some(true) { " selected" } else { "" }
+                            if n.states.checked == Some(true) {
+                                " checked"
+                            } else {
+                                ""
+                            },
+                            if n.states.selected == Some(true) {
+                                " selected"
+                            } else {
+                                ""
+                            }
                         )
                     })
                     .collect(),
@@ -438,12 +515,20 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
             let fields = list(
                 real_nodes()
                     .filter(|n| n.states.editable == Some(true))
-                    .map(|n| format!("{} = {:?}", ident(n, true), n.value.as_deref().unwrap_or("")))
+                    .map(|n| {
+                        format!(
+                            "{} = {:?}",
+                            ident(n, true),
+                            n.value.as_deref().unwrap_or("")
+                        )
+                    })
                     .collect(),
             );
             let keyboard = real_nodes().any(|n| {
                 n.attr("package").is_some_and(|p| p.contains("inputmethod"))
-                    || n.key.as_deref().is_some_and(|k| k.to_ascii_lowercase().contains("keyboard"))
+                    || n.key
+                        .as_deref()
+                        .is_some_and(|k| k.to_ascii_lowercase().contains("keyboard"))
                     || n.role.to_ascii_lowercase().contains("keyboard")
             });
             vec![
@@ -451,33 +536,48 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
                 ("focused", focused(true)),
                 ("checked_selected", checked),
                 ("text_fields", fields),
-                ("keyboard_visible", (!tree.is_empty()).then(|| keyboard.to_string())),
+                (
+                    "keyboard_visible",
+                    (!tree.is_empty()).then(|| keyboard.to_string()),
+                ),
             ]
         }
         Some(Domain::Os) => {
-            let active = real_nodes().find(|n| n.attr("st:active") == Some("true")).map(|n| {
-                let mut app = None;
-                let mut cur = n.parent;
-                while let Some(p) = cur {
-                    let pn = tree.node(p);
-                    if pn.role == "application" {
-                        app = Some(pn.name.clone());
-                        break;
+            let active = real_nodes()
+                .find(|n| n.attr("st:active") == Some("true"))
+                .map(|n| {
+                    let mut app = None;
+                    let mut cur = n.parent;
+                    while let Some(p) = cur {
+                        let pn = tree.node(p);
+                        if pn.role == "application" {
+                            app = Some(pn.name.clone());
+                            break;
+                        }
+                        cur = pn.parent;
                     }
-                    cur = pn.parent;
-                }
-                match app {
-                    Some(a) => format!("{a} / {}", ident(n, false)),
-                    None => ident(n, false),
-                }
-            });
+                    match app {
+                        Some(a) => format!("{a} / {}", ident(n, false)),
+                        None => ident(n, false),
+                    }
+                });
             let texts = list(
                 real_nodes()
                     .filter(|n| n.value.as_deref().is_some_and(|v| !v.trim().is_empty()))
-                    .map(|n| format!("{} = {:?}", ident(n, false), collapse_whitespace(n.value.as_deref().unwrap_or(""))))
+                    .map(|n| {
+                        format!(
+                            "{} = {:?}",
+                            ident(n, false),
+                            collapse_whitespace(n.value.as_deref().unwrap_or(""))
+                        )
+                    })
                     .collect(),
             );
-            vec![("active_window", active), ("focused", focused(false)), ("text_values", texts)]
+            vec![
+                ("active_window", active),
+                ("focused", focused(false)),
+                ("text_values", texts),
+            ]
         }
         _ => Vec::new(),
     }
@@ -489,13 +589,21 @@ pub fn anchors(real: &UiTree, pred: &UiTree) -> Vec<Anchor> {
     anchor_values(real)
         .into_iter()
         .map(|(name, r)| {
-            let pv = p.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.clone());
+            let pv = p
+                .iter()
+                .find(|(n, _)| *n == name)
+                .and_then(|(_, v)| v.clone());
             let status = match (&r, &pv) {
                 (None, None) => AnchorStatus::Absent,
                 (Some(a), Some(b)) if a == b => AnchorStatus::Matched,
                 _ => AnchorStatus::Mismatched,
             };
-            Anchor { anchor: name.to_string(), status, real: r, pred: pv }
+            Anchor {
+                anchor: name.to_string(),
+                status,
+                real: r,
+                pred: pv,
+            }
         })
         .collect()
 }
@@ -608,7 +716,11 @@ fn empty_eval(status: EvalStatus, reason: String, representation: Representation
 /// Normalisation for exact match of text observations: CRLF → LF, trailing
 /// whitespace removed from each line, blank lines dropped.
 pub fn normalize_text(s: &str) -> String {
-    s.lines().map(str::trim_end).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Compares raw observations. `real = None` (no capture) is
@@ -627,15 +739,30 @@ pub fn evaluate(
     representation: Representation,
 ) -> Result<Evaluation, EvalError> {
     let Some(real_bytes) = real else {
-        return Ok(empty_eval(EvalStatus::Skipped, "no real observation".into(), representation));
+        return Ok(empty_eval(
+            EvalStatus::Skipped,
+            "no real observation".into(),
+            representation,
+        ));
     };
     if !representation.is_tree() {
         let real_text = String::from_utf8_lossy(real_bytes);
         if real_text.trim().is_empty() {
-            return Ok(empty_eval(EvalStatus::Skipped, "real observation is empty".into(), representation));
+            return Ok(empty_eval(
+                EvalStatus::Skipped,
+                "real observation is empty".into(),
+                representation,
+            ));
         }
-        let Some(pred_text) = pred.map(String::from_utf8_lossy).filter(|p| !p.trim().is_empty()) else {
-            return Ok(empty_eval(EvalStatus::Missing, "no prediction".into(), representation));
+        let Some(pred_text) = pred
+            .map(String::from_utf8_lossy)
+            .filter(|p| !p.trim().is_empty())
+        else {
+            return Ok(empty_eval(
+                EvalStatus::Missing,
+                "no prediction".into(),
+                representation,
+            ));
         };
         let mut e = empty_eval(EvalStatus::Scored, String::new(), representation);
         e.reason = None;
@@ -656,17 +783,26 @@ pub fn evaluate(
         Err(e) => return Err(EvalError::Real(e)),
     };
     let Some(pred_bytes) = pred.filter(|p| !String::from_utf8_lossy(p).trim().is_empty()) else {
-        return Ok(empty_eval(EvalStatus::Missing, "no prediction".into(), representation));
+        return Ok(empty_eval(
+            EvalStatus::Missing,
+            "no prediction".into(),
+            representation,
+        ));
     };
     let mut notes = Vec::new();
-    let mut warnings = InputWarnings { real: real_parsed.warnings.clone(), ..InputWarnings::default() };
+    let mut warnings = InputWarnings {
+        real: real_parsed.warnings.clone(),
+        ..InputWarnings::default()
+    };
     let pred_tree = match parse_bytes(pred_bytes, representation) {
         Ok(p) => {
             warnings.pred = p.warnings;
             p.tree
         }
         Err(e) => {
-            notes.push(format!("prediction does not parse ({e}); scored as an empty tree"));
+            notes.push(format!(
+                "prediction does not parse ({e}); scored as an empty tree"
+            ));
             UiTree::with_root(representation, "#empty")
         }
     };
@@ -676,7 +812,9 @@ pub fn evaluate(
             Some(p.tree)
         }
         Some(Err(e)) => {
-            notes.push(format!("previous observation does not parse ({e}); no transition F1"));
+            notes.push(format!(
+                "previous observation does not parse ({e}); no transition F1"
+            ));
             None
         }
         None => None,
@@ -697,7 +835,10 @@ pub fn evaluate(
         transition: m.transition,
         anchors: m.anchors,
         nodes: Some(diff),
-        line_diff: Some(line_diff(&String::from_utf8_lossy(real_bytes), &String::from_utf8_lossy(pred_bytes))),
+        line_diff: Some(line_diff(
+            &String::from_utf8_lossy(real_bytes),
+            &String::from_utf8_lossy(pred_bytes),
+        )),
         warnings,
     })
 }

@@ -76,12 +76,18 @@ impl BoundsPx {
         } else if right == left || bottom == top {
             anomalies.push(BoundsAnomaly::Empty);
         }
-        BoundsPx { left, top, right, bottom, anomalies }
+        BoundsPx {
+            left,
+            top,
+            right,
+            bottom,
+            anomalies,
+        }
     }
 
-    /// Builds bounds from a top-left corner and a size (AT-SPI `cp:screencoord`
-    /// + `cp:size`, OSWorld table `position` + `size`). Saturates instead of
-    /// overflowing on absurd numbers.
+    /// Builds bounds from a top-left corner and a size (AT-SPI
+    /// `cp:screencoord` and `cp:size`, OSWorld table `position` and `size`).
+    /// Saturates instead of overflowing on absurd numbers.
     pub fn from_origin_size(x: i64, y: i64, width: i64, height: i64) -> Self {
         Self::from_edges(x, y, x.saturating_add(width), y.saturating_add(height))
     }
@@ -202,7 +208,10 @@ pub struct UiNode {
 impl UiNode {
     /// The first attribute with this name.
     pub fn attr(&self, name: &str) -> Option<&str> {
-        self.attributes.iter().find(|a| a.name == name).map(|a| a.value.as_str())
+        self.attributes
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value.as_str())
     }
 }
 
@@ -219,7 +228,10 @@ pub struct UiTree {
 impl UiTree {
     /// An empty tree holding only a synthetic root of the given role.
     pub fn with_root(representation: Representation, root_role: &str) -> Self {
-        let mut tree = UiTree { representation, nodes: Vec::new() };
+        let mut tree = UiTree {
+            representation,
+            nodes: Vec::new(),
+        };
         let root = tree.push(None, root_role.to_string());
         tree.nodes[root.index()].synthetic = true;
         tree
@@ -294,9 +306,15 @@ impl UiTree {
     /// stack, recomputing depths. Parsers that attach content out of order
     /// (iframe documents) call this last, so that `nodes` is pre-order.
     pub fn into_preorder(self) -> UiTree {
-        let UiTree { representation, nodes } = self;
+        let UiTree {
+            representation,
+            nodes,
+        } = self;
         if nodes.is_empty() {
-            return UiTree { representation, nodes };
+            return UiTree {
+                representation,
+                nodes,
+            };
         }
         let mut order: Vec<usize> = Vec::with_capacity(nodes.len());
         let mut stack = vec![0usize];
@@ -311,14 +329,23 @@ impl UiTree {
         let mut slots: Vec<Option<UiNode>> = nodes.into_iter().map(Some).collect();
         let mut out: Vec<UiNode> = Vec::with_capacity(order.len());
         for old in order {
-            let Some(mut n) = slots[old].take() else { continue };
+            let Some(mut n) = slots[old].take() else {
+                continue;
+            };
             n.id = NodeId(new_id[old]);
             n.parent = n.parent.map(|p| NodeId(new_id[p.index()]));
-            n.children = n.children.iter().map(|c| NodeId(new_id[c.index()])).collect();
+            n.children = n
+                .children
+                .iter()
+                .map(|c| NodeId(new_id[c.index()]))
+                .collect();
             n.depth = n.parent.map(|p| out[p.index()].depth + 1).unwrap_or(0);
             out.push(n);
         }
-        UiTree { representation, nodes: out }
+        UiTree {
+            representation,
+            nodes: out,
+        }
     }
 
     /// Maximum depth of any node.
@@ -345,7 +372,9 @@ impl UiTree {
                 out.push_str(&format!(" [{k}]"));
             }
             let mut states = Vec::new();
-            for s in ["checked", "selected", "focused", "enabled", "expanded", "editable"] {
+            for s in [
+                "checked", "selected", "focused", "enabled", "expanded", "editable",
+            ] {
                 if let Some(b) = n.states.get(s) {
                     states.push(format!("{s}={b}"));
                 }

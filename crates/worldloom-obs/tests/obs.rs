@@ -24,7 +24,9 @@ fn tree(text: &str, r: Representation) -> UiTree {
 }
 
 fn find<'a>(t: &'a UiTree, role: &str, name: &str) -> &'a worldloom_obs::UiNode {
-    t.iter().find(|n| n.role == role && n.name == name).unwrap_or_else(|| panic!("no {role} {name:?}"))
+    t.iter()
+        .find(|n| n.role == role && n.name == name)
+        .unwrap_or_else(|| panic!("no {role} {name:?}"))
 }
 
 // ---------------------------------------------------------------- parsers
@@ -51,12 +53,19 @@ fn axtree_fixture() {
     // Spans point at the line.
     let span = olives.span.expect("span");
     assert_eq!(span.line, 4);
-    assert_eq!(&PIZZA_BEFORE[span.start_byte..span.end_byte], "\t\t[14] checkbox 'Olives', clickable, visible, checked='false'");
+    assert_eq!(
+        &PIZZA_BEFORE[span.start_byte..span.end_byte],
+        "\t\t[14] checkbox 'Olives', clickable, visible, checked='false'"
+    );
 }
 
 #[test]
 fn axtree_indent_jump_is_warned() {
-    let p = parse("RootWebArea 'x'\n\t\t\t[3] button 'Deep'\n", Representation::Axtree).expect("parses");
+    let p = parse(
+        "RootWebArea 'x'\n\t\t\t[3] button 'Deep'\n",
+        Representation::Axtree,
+    )
+    .expect("parses");
     assert_eq!(p.warnings.len(), 1);
     assert_eq!(p.warnings[0].kind, WarningKind::IndentJump);
     assert_eq!(p.warnings[0].line, 2);
@@ -68,21 +77,54 @@ fn html_fixture() {
     let p = parse(SHOP_HTML, Representation::Html).expect("parses");
     insta::assert_snapshot!("html_shop", p.tree.outline());
     let t = &p.tree;
-    assert_eq!(find(t, "title", "Tidy Shop – Cart").key.as_deref(), Some("2"));
+    assert_eq!(
+        find(t, "title", "Tidy Shop – Cart").key.as_deref(),
+        Some("2")
+    );
     assert_eq!(find(t, "h1", "Your cart").key.as_deref(), Some("5"));
-    let gift = t.iter().find(|n| n.key.as_deref() == Some("8")).expect("checkbox");
+    let gift = t
+        .iter()
+        .find(|n| n.key.as_deref() == Some("8"))
+        .expect("checkbox");
     assert_eq!(gift.states.checked, Some(true));
-    assert_eq!(t.iter().find(|n| n.key.as_deref() == Some("9")).and_then(|n| n.value.as_deref()), Some("Ada Lovelace"));
-    assert_eq!(t.iter().find(|n| n.key.as_deref() == Some("12")).and_then(|n| n.states.selected), Some(true));
-    assert_eq!(t.iter().find(|n| n.key.as_deref() == Some("13")).and_then(|n| n.value.as_deref()), Some("Leave at door"));
-    assert_eq!(t.iter().find(|n| n.key.as_deref() == Some("14")).and_then(|n| n.states.enabled), Some(false));
+    assert_eq!(
+        t.iter()
+            .find(|n| n.key.as_deref() == Some("9"))
+            .and_then(|n| n.value.as_deref()),
+        Some("Ada Lovelace")
+    );
+    assert_eq!(
+        t.iter()
+            .find(|n| n.key.as_deref() == Some("12"))
+            .and_then(|n| n.states.selected),
+        Some(true)
+    );
+    assert_eq!(
+        t.iter()
+            .find(|n| n.key.as_deref() == Some("13"))
+            .and_then(|n| n.value.as_deref()),
+        Some("Leave at door")
+    );
+    assert_eq!(
+        t.iter()
+            .find(|n| n.key.as_deref() == Some("14"))
+            .and_then(|n| n.states.enabled),
+        Some(false)
+    );
     // Script text is not page text; nothing ran.
     assert!(t.iter().all(|n| !n.name.contains("hacked")));
     // srcdoc frame, nested srcdoc frame, and a frame without bid with inline content.
     assert!(t.iter().any(|n| n.role == "b" && n.name == "frame"));
     assert!(t.iter().any(|n| n.role == "em" && n.name == "deepest"));
     let span_el = find(t, "span", "inline frame text");
-    let frame = t.node(t.node(span_el.parent.expect("parent")).parent.expect("html")).parent.expect("doc");
+    let frame = t
+        .node(
+            t.node(span_el.parent.expect("parent"))
+                .parent
+                .expect("html"),
+        )
+        .parent
+        .expect("doc");
     assert_eq!(t.node(frame).role, "#document");
     assert_eq!(t.node(t.node(frame).parent.expect("iframe")).role, "iframe");
     // Pre-order arena: every parent precedes its children.
@@ -98,27 +140,51 @@ fn android_fixture_repairs_and_bounds() {
     let p = parse(SETTINGS_XML, Representation::AndroidXml).expect("parses");
     insta::assert_snapshot!("android_settings", p.tree.outline());
     let kinds: Vec<WarningKind> = p.warnings.iter().map(|w| w.kind).collect();
-    assert_eq!(kinds, vec![WarningKind::ForbiddenCharacter, WarningKind::TrailingText, WarningKind::TrailingText]);
+    assert_eq!(
+        kinds,
+        vec![
+            WarningKind::ForbiddenCharacter,
+            WarningKind::TrailingText,
+            WarningKind::TrailingText
+        ]
+    );
     assert_eq!(p.warnings[0].line, 5);
     let t = &p.tree;
     assert_eq!(t.real_node_count(), 5);
-    let title = t.iter().find(|n| n.key.as_deref() == Some("com.example.settings:id/title")).expect("title");
+    let title = t
+        .iter()
+        .find(|n| n.key.as_deref() == Some("com.example.settings:id/title"))
+        .expect("title");
     assert_eq!(title.name, "Wi\u{2011}Fi \u{FFFD}");
     let b = title.bounds_px.as_ref().expect("bounds");
     assert_eq!((b.left, b.top, b.right, b.bottom), (-5, -20, 100, 50));
     assert_eq!(b.anomalies, vec![BoundsAnomaly::Negative]);
-    let sw = t.iter().find(|n| n.role == "android.widget.Switch").expect("switch");
-    assert_eq!((sw.name.as_str(), sw.states.checked, sw.states.focused), ("Wi-Fi", Some(true), Some(true)));
-    let ssid = t.iter().find(|n| n.role == "android.widget.EditText").expect("edit");
+    let sw = t
+        .iter()
+        .find(|n| n.role == "android.widget.Switch")
+        .expect("switch");
+    assert_eq!(
+        (sw.name.as_str(), sw.states.checked, sw.states.focused),
+        ("Wi-Fi", Some(true), Some(true))
+    );
+    let ssid = t
+        .iter()
+        .find(|n| n.role == "android.widget.EditText")
+        .expect("edit");
     assert_eq!(ssid.value.as_deref(), Some("Home"));
-    assert_eq!(ssid.bounds_px.as_ref().map(|b| b.anomalies.clone()), Some(vec![BoundsAnomaly::Inverted]));
+    assert_eq!(
+        ssid.bounds_px.as_ref().map(|b| b.anomalies.clone()),
+        Some(vec![BoundsAnomaly::Inverted])
+    );
 }
 
 #[test]
 fn android_raw_lone_surrogate_keeps_rest_of_dump() {
     let mut bytes = b"<hierarchy><node text=\"a".to_vec();
     bytes.extend_from_slice(b"\xED\xA0\xBD");
-    bytes.extend_from_slice(b"b\" class=\"X\" bounds=\"[0,0][1,1]\"/><node text=\"after\" class=\"Y\"/></hierarchy>");
+    bytes.extend_from_slice(
+        b"b\" class=\"X\" bounds=\"[0,0][1,1]\"/><node text=\"after\" class=\"Y\"/></hierarchy>",
+    );
     let p = parse_bytes(&bytes, Representation::AndroidXml).expect("parses");
     assert_eq!(p.warnings.len(), 1);
     assert_eq!(p.warnings[0].kind, WarningKind::InvalidUtf8);
@@ -132,11 +198,19 @@ fn android_raw_lone_surrogate_keeps_rest_of_dump() {
 
 #[test]
 fn android_failed_capture_and_syntax_error() {
-    match parse("ERROR: could not get idle state.\n", Representation::AndroidXml) {
-        Err(ParseError::FailedCapture { message }) => assert_eq!(message, "ERROR: could not get idle state."),
+    match parse(
+        "ERROR: could not get idle state.\n",
+        Representation::AndroidXml,
+    ) {
+        Err(ParseError::FailedCapture { message }) => {
+            assert_eq!(message, "ERROR: could not get idle state.")
+        }
         other => panic!("expected failed capture, got {other:?}"),
     }
-    match parse("<hierarchy>\n  <node text=\"x\">\n</hierarchy>", Representation::AndroidXml) {
+    match parse(
+        "<hierarchy>\n  <node text=\"x\">\n</hierarchy>",
+        Representation::AndroidXml,
+    ) {
         Err(ParseError::Syntax { line, column, .. }) => assert_eq!((line, column), (3, 1)),
         other => panic!("expected syntax error, got {other:?}"),
     }
@@ -162,7 +236,10 @@ fn os_xml_fixture() {
         Some(vec![BoundsAnomaly::Negative, BoundsAnomaly::Inverted])
     );
     assert_eq!(find(t, "scroll-bar", "").value.as_deref(), Some("0.0"));
-    assert_eq!(find(t, "menu", "File").key.as_deref(), Some("/desktop-frame/application:notepad/frame:Notes - Editor/menu-bar/menu:File"));
+    assert_eq!(
+        find(t, "menu", "File").key.as_deref(),
+        Some("/desktop-frame/application:notepad/frame:Notes - Editor/menu-bar/menu:File")
+    );
 }
 
 #[test]
@@ -170,8 +247,16 @@ fn os_xml_lenient_fallback_says_so() {
     let p = parse(NOTES_NEAR_XML, Representation::OsXml).expect("lenient parse");
     assert_eq!(p.warnings.len(), 1);
     assert_eq!(p.warnings[0].kind, WarningKind::LenientFallback);
-    assert!(p.warnings[0].message.contains("2 stray comma"), "{}", p.warnings[0].message);
-    assert!(p.warnings[0].message.contains("st, cp"), "{}", p.warnings[0].message);
+    assert!(
+        p.warnings[0].message.contains("2 stray comma"),
+        "{}",
+        p.warnings[0].message
+    );
+    assert!(
+        p.warnings[0].message.contains("st, cp"),
+        "{}",
+        p.warnings[0].message
+    );
     let t = &p.tree;
     let frame = find(t, "frame", "Notes - Editor");
     assert_eq!(frame.attr("st:active"), Some("true"));
@@ -204,7 +289,10 @@ fn os_tables_tab_and_space_aligned() {
     assert_eq!(text.value.as_deref(), Some("hello world"));
     let b = text.bounds_px.as_ref().expect("bounds");
     assert_eq!((b.left, b.top, b.right, b.bottom), (100, 100, 900, 600));
-    assert_eq!(find(&spaces.tree, "push-button", "Save").attr("description"), Some("Save file"));
+    assert_eq!(
+        find(&spaces.tree, "push-button", "Save").attr("description"),
+        Some("Save file")
+    );
 }
 
 // ------------------------------------------------------- alignment, diff
@@ -214,7 +302,9 @@ fn inserted_node_does_not_shift_later_siblings() {
     let items = |names: &[&str]| {
         let mut s = String::from("<hierarchy><node class=\"List\">");
         for (i, n) in names.iter().enumerate() {
-            s.push_str(&format!("<node index=\"{i}\" class=\"TextView\" text=\"{n}\"/>"));
+            s.push_str(&format!(
+                "<node index=\"{i}\" class=\"TextView\" text=\"{n}\"/>"
+            ));
         }
         s.push_str("</node></hierarchy>");
         tree(&s, Representation::AndroidXml)
@@ -224,18 +314,30 @@ fn inserted_node_does_not_shift_later_siblings() {
     let (_, diff) = diff_trees(&real, &pred);
     assert_eq!(diff.summary.unchanged, 7);
     assert_eq!(diff.summary.added, 1);
-    assert_eq!(diff.summary.changed + diff.summary.removed + diff.summary.moved, 0);
+    assert_eq!(
+        diff.summary.changed + diff.summary.removed + diff.summary.moved,
+        0
+    );
     assert_eq!(diff.pred[3], NodeStatus::Added);
     insta::assert_json_snapshot!("diff_inserted_node", diff);
 }
 
 #[test]
 fn key_matched_node_under_new_parent_is_moved() {
-    let real = tree("RootWebArea 'p'\n\t[1] group 'A'\n\t\t[5] button 'Go'\n\t[2] group 'B'\n", Representation::Axtree);
-    let pred = tree("RootWebArea 'p'\n\t[1] group 'A'\n\t[2] group 'B'\n\t\t[5] button 'Go!'\n", Representation::Axtree);
+    let real = tree(
+        "RootWebArea 'p'\n\t[1] group 'A'\n\t\t[5] button 'Go'\n\t[2] group 'B'\n",
+        Representation::Axtree,
+    );
+    let pred = tree(
+        "RootWebArea 'p'\n\t[1] group 'A'\n\t[2] group 'B'\n\t\t[5] button 'Go!'\n",
+        Representation::Axtree,
+    );
     let (_, diff) = diff_trees(&real, &pred);
     match &diff.real[3] {
-        NodeStatus::Moved { counterpart, changes } => {
+        NodeStatus::Moved {
+            counterpart,
+            changes,
+        } => {
             assert_eq!(counterpart.0, 4);
             assert_eq!(changes.len(), 1);
             assert_eq!(changes[0].field, "name");
@@ -250,8 +352,14 @@ fn key_matched_node_under_new_parent_is_moved() {
 
 #[test]
 fn renamed_parent_keeps_its_subtree_aligned() {
-    let real = tree("RootWebArea 'p'\n\tgroup 'Old'\n\t\tbutton 'x'\n\t\tbutton 'y'\n", Representation::Axtree);
-    let pred = tree("RootWebArea 'p'\n\tgroup 'New'\n\t\tbutton 'x'\n\t\tbutton 'y'\n", Representation::Axtree);
+    let real = tree(
+        "RootWebArea 'p'\n\tgroup 'Old'\n\t\tbutton 'x'\n\t\tbutton 'y'\n",
+        Representation::Axtree,
+    );
+    let pred = tree(
+        "RootWebArea 'p'\n\tgroup 'New'\n\t\tbutton 'x'\n\t\tbutton 'y'\n",
+        Representation::Axtree,
+    );
     let (_, diff) = diff_trees(&real, &pred);
     assert_eq!(diff.summary.changed, 1);
     assert_eq!(diff.summary.unchanged, 3);
@@ -264,9 +372,16 @@ fn renamed_parent_keeps_its_subtree_aligned() {
 fn checkbox_page(checked: &[usize]) -> String {
     let mut s = String::from("RootWebArea 'Form', focused\n");
     for i in 0..13 {
-        let c = if checked.contains(&i) { "true" } else { "false" };
+        let c = if checked.contains(&i) {
+            "true"
+        } else {
+            "false"
+        };
         s.push_str(&format!("\t[{}] LabelText ''\n", 100 + 3 * i));
-        s.push_str(&format!("\t\t[{}] checkbox 'c{i}', clickable, checked='{c}'\n", 101 + 3 * i));
+        s.push_str(&format!(
+            "\t\t[{}] checkbox 'c{i}', clickable, checked='{c}'\n",
+            101 + 3 * i
+        ));
         s.push_str(&format!("\t\tStaticText 'c{i}'\n"));
     }
     s
@@ -287,20 +402,33 @@ fn one_changed_checkbox_among_40_nodes() {
     // checked: 13 compared, 12 right; text: 27 named nodes, all right;
     // focused: the root, right. 40 / 41.
     assert_eq!(m.attribute_accuracy, Some(40.0 / 41.0));
-    let checked = m.attributes.iter().find(|t| t.attribute == "checked").expect("tally");
+    let checked = m
+        .attributes
+        .iter()
+        .find(|t| t.attribute == "checked")
+        .expect("tally");
     assert_eq!((checked.compared, checked.correct), (13, 12));
     // The real change is one node with two changed fields; the copy has none.
     assert_eq!(m.transition_f1, Some(0.0));
     let t = m.transition.expect("detail");
-    assert_eq!((t.real_changes, t.pred_changes, t.matched_changes), (2, 0, 0));
+    assert_eq!(
+        (t.real_changes, t.pred_changes, t.matched_changes),
+        (2, 0, 0)
+    );
 
     // The right checkbox: transition F1 1; the wrong one: 0; right plus an
     // extra wrong one: 2·2 / (2 + 4).
     let right = tree(&checkbox_page(&[5]), Representation::Axtree);
     let wrong = tree(&checkbox_page(&[6]), Representation::Axtree);
     let extra = tree(&checkbox_page(&[5, 6]), Representation::Axtree);
-    assert_eq!(tree_metrics(&real, &right, Some(&prev)).0.transition_f1, Some(1.0));
-    assert_eq!(tree_metrics(&real, &wrong, Some(&prev)).0.transition_f1, Some(0.0));
+    assert_eq!(
+        tree_metrics(&real, &right, Some(&prev)).0.transition_f1,
+        Some(1.0)
+    );
+    assert_eq!(
+        tree_metrics(&real, &wrong, Some(&prev)).0.transition_f1,
+        Some(0.0)
+    );
     let m_extra = tree_metrics(&real, &extra, Some(&prev)).0;
     assert!((m_extra.transition_f1.expect("f1") - 4.0 / 6.0).abs() < 1e-12);
     assert_eq!(m_extra.attribute_accuracy, Some(40.0 / 41.0));
@@ -339,10 +467,19 @@ fn web_anchors() {
     let before = tree(PIZZA_BEFORE, Representation::Axtree);
     let after = tree(PIZZA_AFTER, Representation::Axtree);
     let m = tree_metrics(&after, &before, None).0;
-    let get = |name: &str| m.anchors.iter().find(|a| a.anchor == name).expect("anchor").clone();
+    let get = |name: &str| {
+        m.anchors
+            .iter()
+            .find(|a| a.anchor == name)
+            .expect("anchor")
+            .clone()
+    };
     assert_eq!(get("title").status, AnchorStatus::Matched);
     assert_eq!(get("url").status, AnchorStatus::Matched);
-    assert_eq!(get("url").real.as_deref(), Some("https://pizza.example/menu"));
+    assert_eq!(
+        get("url").real.as_deref(),
+        Some("https://pizza.example/menu")
+    );
     let focused = get("focused");
     assert_eq!(focused.status, AnchorStatus::Mismatched);
     assert_eq!(focused.real.as_deref(), Some("[14] checkbox 'Olives'"));
@@ -355,24 +492,55 @@ fn web_anchors() {
 fn android_and_os_anchors() {
     let a = tree(SETTINGS_XML, Representation::AndroidXml);
     let m = tree_metrics(&a, &a, None).0;
-    let get = |name: &str| m.anchors.iter().find(|x| x.anchor == name).expect("anchor").clone();
+    let get = |name: &str| {
+        m.anchors
+            .iter()
+            .find(|x| x.anchor == name)
+            .expect("anchor")
+            .clone()
+    };
     assert_eq!(get("package").real.as_deref(), Some("com.example.settings"));
-    assert_eq!(get("focused").real.as_deref(), Some("[com.example.settings:id/wifi_switch] android.widget.Switch 'Wi-Fi'"));
+    assert_eq!(
+        get("focused").real.as_deref(),
+        Some("[com.example.settings:id/wifi_switch] android.widget.Switch 'Wi-Fi'")
+    );
     assert_eq!(get("keyboard_visible").real.as_deref(), Some("false"));
-    assert_eq!(get("text_fields").real.as_deref(), Some("[com.example.settings:id/ssid] android.widget.EditText 'Home' = \"Home\""));
-    assert!(m.anchors.iter().all(|x| x.status != AnchorStatus::Mismatched));
+    assert_eq!(
+        get("text_fields").real.as_deref(),
+        Some("[com.example.settings:id/ssid] android.widget.EditText 'Home' = \"Home\"")
+    );
+    assert!(
+        m.anchors
+            .iter()
+            .all(|x| x.status != AnchorStatus::Mismatched)
+    );
 
     let os = tree(NOTES_XML, Representation::OsXml);
     let m = tree_metrics(&os, &os, None).0;
-    let get = |name: &str| m.anchors.iter().find(|x| x.anchor == name).expect("anchor").clone();
-    assert_eq!(get("active_window").real.as_deref(), Some("notepad / frame 'Notes - Editor'"));
+    let get = |name: &str| {
+        m.anchors
+            .iter()
+            .find(|x| x.anchor == name)
+            .expect("anchor")
+            .clone()
+    };
+    assert_eq!(
+        get("active_window").real.as_deref(),
+        Some("notepad / frame 'Notes - Editor'")
+    );
     assert_eq!(get("focused").real.as_deref(), Some("text ''"));
 }
 
 #[test]
 fn failed_capture_and_missing_prediction_are_not_scored() {
     let r = Representation::AndroidXml;
-    let e = evaluate(Some(b"ERROR: could not get idle state."), Some(SETTINGS_XML.as_bytes()), None, r).expect("eval");
+    let e = evaluate(
+        Some(b"ERROR: could not get idle state."),
+        Some(SETTINGS_XML.as_bytes()),
+        None,
+        r,
+    )
+    .expect("eval");
     assert_eq!(e.status, EvalStatus::Skipped);
     assert_eq!(e.exact, None);
     let e = evaluate(Some(SETTINGS_XML.as_bytes()), Some(b"  \n"), None, r).expect("eval");
@@ -381,23 +549,49 @@ fn failed_capture_and_missing_prediction_are_not_scored() {
     let e = evaluate(Some(SETTINGS_XML.as_bytes()), None, None, r).expect("eval");
     assert_eq!(e.status, EvalStatus::Missing);
     // A prediction that is itself a failed capture is scored, as zero.
-    let e = evaluate(Some(SETTINGS_XML.as_bytes()), Some(b"ERROR: could not get idle state."), None, r).expect("eval");
+    let e = evaluate(
+        Some(SETTINGS_XML.as_bytes()),
+        Some(b"ERROR: could not get idle state."),
+        None,
+        r,
+    )
+    .expect("eval");
     assert_eq!(e.status, EvalStatus::Scored);
     assert_eq!(e.node_f1, Some(0.0));
     assert_eq!(e.exact, Some(false));
-    assert!(e.reason.as_deref().is_some_and(|s| s.contains("failed capture")));
+    assert!(
+        e.reason
+            .as_deref()
+            .is_some_and(|s| s.contains("failed capture"))
+    );
     // A malformed real observation is an error with its line.
-    let err = evaluate(Some(b"<hierarchy>\n<node>"), Some(b"<hierarchy/>"), None, r).expect_err("error");
+    let err =
+        evaluate(Some(b"<hierarchy>\n<node>"), Some(b"<hierarchy/>"), None, r).expect_err("error");
     assert!(err.to_string().contains("line 1, column 1"), "{err}");
     assert!(err.to_string().contains("never closed"), "{err}");
 }
 
 #[test]
 fn evaluation_json_shape() {
-    let e = evaluate(Some(PIZZA_AFTER.as_bytes()), Some(PIZZA_BEFORE.as_bytes()), Some(PIZZA_BEFORE.as_bytes()), Representation::Axtree)
-        .expect("eval");
+    let e = evaluate(
+        Some(PIZZA_AFTER.as_bytes()),
+        Some(PIZZA_BEFORE.as_bytes()),
+        Some(PIZZA_BEFORE.as_bytes()),
+        Representation::Axtree,
+    )
+    .expect("eval");
     let v = serde_json::to_value(&e).expect("json");
-    for key in ["status", "exact", "text_f1", "node_f1", "attribute_accuracy", "transition_f1", "anchors", "nodes", "line_diff"] {
+    for key in [
+        "status",
+        "exact",
+        "text_f1",
+        "node_f1",
+        "attribute_accuracy",
+        "transition_f1",
+        "anchors",
+        "nodes",
+        "line_diff",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["status"], "scored");
@@ -409,10 +603,22 @@ fn evaluation_json_shape() {
 
 #[test]
 fn text_representation_exact_and_f1() {
-    let e = evaluate(Some(b"a b\r\nc  \n\n"), Some(b"a b\nc"), None, Representation::Text).expect("eval");
+    let e = evaluate(
+        Some(b"a b\r\nc  \n\n"),
+        Some(b"a b\nc"),
+        None,
+        Representation::Text,
+    )
+    .expect("eval");
     assert_eq!(e.exact, Some(true));
     assert_eq!(e.text_f1, Some(1.0));
-    let e = evaluate(Some(b"one two"), Some(b"one three"), None, Representation::Text).expect("eval");
+    let e = evaluate(
+        Some(b"one two"),
+        Some(b"one three"),
+        None,
+        Representation::Text,
+    )
+    .expect("eval");
     assert_eq!(e.exact, Some(false));
     assert_eq!(e.text_f1, Some(0.5));
     let ops = e.line_diff.expect("line diff").ops;
@@ -436,12 +642,31 @@ fn check_deep(t: &UiTree) {
 
 #[test]
 fn deep_nesting_does_not_overflow() {
-    let xml = |open: &str, close: &str| format!("<hierarchy>{}{}</hierarchy>", open.repeat(DEPTH), close.repeat(DEPTH));
-    let a = tree(&xml("<node class=\"V\" text=\"t\">", "</node>"), Representation::AndroidXml);
+    let xml = |open: &str, close: &str| {
+        format!(
+            "<hierarchy>{}{}</hierarchy>",
+            open.repeat(DEPTH),
+            close.repeat(DEPTH)
+        )
+    };
+    let a = tree(
+        &xml("<node class=\"V\" text=\"t\">", "</node>"),
+        Representation::AndroidXml,
+    );
     check_deep(&a);
-    let o = tree(&xml("<panel name=\"p\">", "</panel>"), Representation::OsXml);
+    let o = tree(
+        &xml("<panel name=\"p\">", "</panel>"),
+        Representation::OsXml,
+    );
     check_deep(&o);
-    let h = tree(&format!("<body>{}x{}</body>", "<div>".repeat(DEPTH), "</div>".repeat(DEPTH)), Representation::Html);
+    let h = tree(
+        &format!(
+            "<body>{}x{}</body>",
+            "<div>".repeat(DEPTH),
+            "</div>".repeat(DEPTH)
+        ),
+        Representation::Html,
+    );
     check_deep(&h);
     let mut ax = String::new();
     for d in 0..=DEPTH {
@@ -455,7 +680,10 @@ fn deep_nesting_does_not_overflow() {
 fn large_trees_parse_and_diff() {
     let mut xml = String::from("<hierarchy><node class=\"List\">");
     for i in 0..NODES {
-        xml.push_str(&format!("<node index=\"{i}\" class=\"T\" text=\"item {i}\" bounds=\"[0,{i}][10,{}]\"/>", i + 1));
+        xml.push_str(&format!(
+            "<node index=\"{i}\" class=\"T\" text=\"item {i}\" bounds=\"[0,{i}][10,{}]\"/>",
+            i + 1
+        ));
     }
     xml.push_str("</node></hierarchy>");
     let a = tree(&xml, Representation::AndroidXml);
@@ -463,11 +691,15 @@ fn large_trees_parse_and_diff() {
     let (_, diff) = diff_trees(&a, &a);
     assert_eq!(diff.summary.unchanged, NODES + 2);
 
-    let mut table = String::from("tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)\n");
+    let mut table =
+        String::from("tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)\n");
     for i in 0..NODES {
         table.push_str(&format!("label\tL{i}\t\"\"\t\t\t({i}, 0)\t(1, 1)\n"));
     }
-    assert_eq!(tree(&table, Representation::OsTable).real_node_count(), NODES);
+    assert_eq!(
+        tree(&table, Representation::OsTable).real_node_count(),
+        NODES
+    );
 
     let mut html = String::from("<ul>");
     for i in 0..NODES / 2 {
@@ -484,7 +716,15 @@ fn large_trees_parse_and_diff() {
 /// input may panic (a cheap complement to the cargo-fuzz targets).
 #[test]
 fn mutated_fixtures_never_panic() {
-    let fixtures = [PIZZA_BEFORE, SHOP_HTML, SETTINGS_XML, NOTES_XML, NOTES_NEAR_XML, NOTES_TSV, NOTES_SPACES];
+    let fixtures = [
+        PIZZA_BEFORE,
+        SHOP_HTML,
+        SETTINGS_XML,
+        NOTES_XML,
+        NOTES_NEAR_XML,
+        NOTES_TSV,
+        NOTES_SPACES,
+    ];
     let reps = [
         Representation::Html,
         Representation::Axtree,
@@ -499,7 +739,16 @@ fn mutated_fixtures_never_panic() {
         state ^= state << 17;
         state
     };
-    let specials: [&[u8]; 8] = [b"<", b">", b"\"", b"&#xD800;", b"\t\t\t", b"\xED\xA0\x80", b"\n", b"]["];
+    let specials: [&[u8]; 8] = [
+        b"<",
+        b">",
+        b"\"",
+        b"&#xD800;",
+        b"\t\t\t",
+        b"\xED\xA0\x80",
+        b"\n",
+        b"][",
+    ];
     let mut parsed_ok = 0usize;
     for f in fixtures {
         for _ in 0..60 {

@@ -28,58 +28,74 @@ pub fn parse_android_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     let text = decoded.text.clone();
     let doc = roxmltree::Document::parse_with_options(&text, xml::options())
         .map_err(|e| xml::syntax_error(&e, &text, &decoded))?;
-    let tree = xml::build_tree(&doc, Representation::AndroidXml, &decoded, &|p| p, |tree, id, node| {
-        let n = tree.node_mut(id);
-        n.attributes =
-            node.attributes().map(|a| Attribute { name: a.name().to_string(), value: a.value().to_string() }).collect();
-        if node.tag_name().name() != "node" {
-            return;
-        }
-        let get = |k: &str| node.attribute(k).unwrap_or("");
-        let is_true = |k: &str| node.attribute(k) == Some("true");
-        let class = get("class");
-        if !class.is_empty() {
-            n.role = class.to_string();
-        }
-        let text = get("text");
-        n.name = if text.is_empty() { get("content-desc").to_string() } else { text.to_string() };
-        let editable = class.contains("EditText") || class.contains("AutoCompleteTextView");
-        if editable {
-            n.value = Some(text.to_string());
-            n.states.editable = Some(true);
-        }
-        let rid = get("resource-id");
-        if !rid.is_empty() {
-            n.key = Some(rid.to_string());
-        }
-        if is_true("checkable") || is_true("checked") {
-            n.states.checked = Some(is_true("checked"));
-        }
-        if is_true("focusable") || is_true("focused") {
-            n.states.focused = Some(is_true("focused"));
-        }
-        if is_true("selected") {
-            n.states.selected = Some(true);
-        }
-        let interactive = is_true("clickable") || is_true("focusable") || is_true("checkable") || editable;
-        if interactive || node.attribute("enabled") == Some("false") {
-            n.states.enabled = Some(node.attribute("enabled") != Some("false"));
-        }
-        if let Some(b) = node.attribute("bounds") {
-            match parse_bounds(b) {
-                Some(bounds) => n.bounds_px = Some(bounds),
-                None => {
-                    let span = n.span;
-                    sink.push(
-                        WarningKind::Malformed,
-                        span.map(|s| s.line).unwrap_or(0),
-                        span.map(|s| s.start_byte).unwrap_or(0),
-                        format!("bounds {b:?} is not `[l,t][r,b]`; left out"),
-                    );
+    let tree = xml::build_tree(
+        &doc,
+        Representation::AndroidXml,
+        &decoded,
+        &|p| p,
+        |tree, id, node| {
+            let n = tree.node_mut(id);
+            n.attributes = node
+                .attributes()
+                .map(|a| Attribute {
+                    name: a.name().to_string(),
+                    value: a.value().to_string(),
+                })
+                .collect();
+            if node.tag_name().name() != "node" {
+                return;
+            }
+            let get = |k: &str| node.attribute(k).unwrap_or("");
+            let is_true = |k: &str| node.attribute(k) == Some("true");
+            let class = get("class");
+            if !class.is_empty() {
+                n.role = class.to_string();
+            }
+            let text = get("text");
+            n.name = if text.is_empty() {
+                get("content-desc").to_string()
+            } else {
+                text.to_string()
+            };
+            let editable = class.contains("EditText") || class.contains("AutoCompleteTextView");
+            if editable {
+                n.value = Some(text.to_string());
+                n.states.editable = Some(true);
+            }
+            let rid = get("resource-id");
+            if !rid.is_empty() {
+                n.key = Some(rid.to_string());
+            }
+            if is_true("checkable") || is_true("checked") {
+                n.states.checked = Some(is_true("checked"));
+            }
+            if is_true("focusable") || is_true("focused") {
+                n.states.focused = Some(is_true("focused"));
+            }
+            if is_true("selected") {
+                n.states.selected = Some(true);
+            }
+            let interactive =
+                is_true("clickable") || is_true("focusable") || is_true("checkable") || editable;
+            if interactive || node.attribute("enabled") == Some("false") {
+                n.states.enabled = Some(node.attribute("enabled") != Some("false"));
+            }
+            if let Some(b) = node.attribute("bounds") {
+                match parse_bounds(b) {
+                    Some(bounds) => n.bounds_px = Some(bounds),
+                    None => {
+                        let span = n.span;
+                        sink.push(
+                            WarningKind::Malformed,
+                            span.map(|s| s.line).unwrap_or(0),
+                            span.map(|s| s.start_byte).unwrap_or(0),
+                            format!("bounds {b:?} is not `[l,t][r,b]`; left out"),
+                        );
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
     Ok(Parsed { tree, warnings })

@@ -22,7 +22,9 @@ use worldloom_core::domain::Representation;
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
     if input.trim().is_empty() {
-        return Err(ParseError::FailedCapture { message: "empty accessibility tree".to_string() });
+        return Err(ParseError::FailedCapture {
+            message: "empty accessibility tree".to_string(),
+        });
     }
     let lines = LineIndex::new(input.as_bytes());
     let mut sink = WarningSink::default();
@@ -54,7 +56,11 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
                 WarningKind::IndentJump,
                 line_no,
                 start,
-                format!("indentation jumps from level {} to {}", stack.len() - 1, depth - 1),
+                format!(
+                    "indentation jumps from level {} to {}",
+                    stack.len() - 1,
+                    depth - 1
+                ),
             );
             stack.len()
         } else {
@@ -69,14 +75,20 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
             sink.push(WarningKind::Malformed, line_no, start, problem.clone());
         }
         let n = tree.node_mut(id);
-        n.span = Some(SourceSpan { start_byte: start, end_byte: start + line.len(), line: line_no });
+        n.span = Some(SourceSpan {
+            start_byte: start,
+            end_byte: start + line.len(),
+            line: line_no,
+        });
         n.role = row.role;
         n.name = row.name;
         n.key = row.bid;
         for (k, v) in &row.props {
             let flag = || parse_flag(v);
             match k.as_str() {
-                "checked" => n.states.checked = Some(v.eq_ignore_ascii_case("true") || v == "mixed"),
+                "checked" => {
+                    n.states.checked = Some(v.eq_ignore_ascii_case("true") || v == "mixed")
+                }
                 "selected" => n.states.selected = flag(),
                 "focused" => n.states.focused = flag(),
                 "disabled" => n.states.enabled = flag().map(|d| !d),
@@ -86,9 +98,16 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
                 _ => {}
             }
         }
-        n.attributes = row.props.into_iter().map(|(name, value)| Attribute { name, value }).collect();
+        n.attributes = row
+            .props
+            .into_iter()
+            .map(|(name, value)| Attribute { name, value })
+            .collect();
     }
-    Ok(Parsed { tree, warnings: sink.finish() })
+    Ok(Parsed {
+        tree,
+        warnings: sink.finish(),
+    })
 }
 
 fn parse_flag(v: &str) -> Option<bool> {
@@ -128,7 +147,9 @@ fn read_row(content: &str) -> Row {
                 rest = &rest[used..];
             }
             None => {
-                problem = Some(format!("unterminated quoted name {rest:?}; kept the rest of the line as the name"));
+                problem = Some(format!(
+                    "unterminated quoted name {rest:?}; kept the rest of the line as the name"
+                ));
                 name = rest[1..].to_string();
                 rest = "";
             }
@@ -142,7 +163,13 @@ fn read_row(content: &str) -> Row {
     } else {
         webarena_props(rest)
     };
-    Row { bid, role, name, props, problem }
+    Row {
+        bid,
+        role,
+        name,
+        props,
+        problem,
+    }
 }
 
 /// Reads a Python-repr quoted string starting at `s[0] == q`. Returns the
@@ -210,10 +237,13 @@ fn webarena_props(rest: &str) -> Vec<(String, String)> {
     while i < bytes.len() {
         if (i == 0 || bytes[i - 1] == b' ') && bytes[i].is_ascii_alphabetic() {
             let mut j = i;
-            while j < bytes.len() && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_' || bytes[j] == b'-') {
+            while j < bytes.len()
+                && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_' || bytes[j] == b'-')
+            {
                 j += 1;
             }
-            if j < bytes.len() && bytes[j] == b':' && (j + 1 == bytes.len() || bytes[j + 1] == b' ') {
+            if j < bytes.len() && bytes[j] == b':' && (j + 1 == bytes.len() || bytes[j + 1] == b' ')
+            {
                 keys.push((i, j, (j + 2).min(bytes.len())));
                 i = j + 1;
                 continue;
@@ -252,7 +282,8 @@ mod tests {
 
     #[test]
     fn browsergym_properties_and_escapes() {
-        let r = read_row(r#"[a7] button "it's \ue604", clickable, describedby='a, b', checked='true'"#);
+        let r =
+            read_row(r#"[a7] button "it's \ue604", clickable, describedby='a, b', checked='true'"#);
         assert_eq!(r.bid.as_deref(), Some("a7"));
         assert_eq!(r.role, "button");
         assert_eq!(r.name, r"it's \ue604");

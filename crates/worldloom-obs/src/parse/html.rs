@@ -64,10 +64,15 @@ pub fn parse_html(input: &str) -> Parsed {
         tree.node_mut(inner).synthetic = true;
         tree.node_mut(inner).span = span;
         let doc = Html::parse_document(&text);
-        add_document(&doc, &mut tree, inner, level, span, &mut queue, &mut |_| span);
+        add_document(&doc, &mut tree, inner, level, span, &mut queue, &mut |_| {
+            span
+        });
     }
     let tree = tree.into_preorder();
-    Parsed { tree, warnings: sink.finish() }
+    Parsed {
+        tree,
+        warnings: sink.finish(),
+    }
 }
 
 fn add_document(
@@ -86,7 +91,9 @@ fn add_document(
     ours.insert(doc_root.id(), root);
     hidden_text.insert(doc_root.id(), false);
     for node in doc_root.descendants().skip(1) {
-        let Some(parent_ego) = node.parent() else { continue };
+        let Some(parent_ego) = node.parent() else {
+            continue;
+        };
         let parent = ours.get(&parent_ego.id()).copied();
         match node.value() {
             Node::Element(el) => {
@@ -95,17 +102,37 @@ fn add_document(
                 let id = tree.push(Some(parent), tag.clone());
                 ours.insert(node.id(), id);
                 let parent_hidden = hidden_text.get(&parent_ego.id()).copied().unwrap_or(false);
-                hidden_text.insert(node.id(), parent_hidden || NON_VISIBLE.contains(&tag.as_str()));
+                hidden_text.insert(
+                    node.id(),
+                    parent_hidden || NON_VISIBLE.contains(&tag.as_str()),
+                );
                 let n = tree.node_mut(id);
-                n.attributes = el.attrs().map(|(k, v)| Attribute { name: k.to_string(), value: v.to_string() }).collect();
+                n.attributes = el
+                    .attrs()
+                    .map(|(k, v)| Attribute {
+                        name: k.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect();
                 n.span = span_of(&tag);
                 let attr = |k: &str| el.attr(k);
-                n.key = attr("bid").or(attr("id")).filter(|k| !k.is_empty()).map(str::to_string);
+                n.key = attr("bid")
+                    .or(attr("id"))
+                    .filter(|k| !k.is_empty())
+                    .map(str::to_string);
                 let input_type = attr("type").unwrap_or("text").to_ascii_lowercase();
-                let form_control = matches!(tag.as_str(), "input" | "button" | "select" | "textarea" | "option");
+                let form_control = matches!(
+                    tag.as_str(),
+                    "input" | "button" | "select" | "textarea" | "option"
+                );
                 if tag == "input" && matches!(input_type.as_str(), "checkbox" | "radio") {
                     n.states.checked = Some(attr("checked").is_some());
-                } else if tag == "input" && !matches!(input_type.as_str(), "button" | "submit" | "reset" | "image" | "hidden") {
+                } else if tag == "input"
+                    && !matches!(
+                        input_type.as_str(),
+                        "button" | "submit" | "reset" | "image" | "hidden"
+                    )
+                {
                     n.value = Some(attr("value").unwrap_or("").to_string());
                     n.states.editable = Some(attr("readonly").is_none());
                 }
@@ -122,13 +149,18 @@ fn add_document(
                     n.states.expanded = Some(v == "true");
                 }
                 if form_control || attr("disabled").is_some() {
-                    n.states.enabled = Some(attr("disabled").is_none() && attr("aria-disabled") != Some("true"));
+                    n.states.enabled =
+                        Some(attr("disabled").is_none() && attr("aria-disabled") != Some("true"));
                 }
                 if tag == "textarea" || attr("contenteditable").is_some_and(|v| v != "false") {
                     n.states.editable = Some(true);
                 }
                 if tag == "iframe" {
-                    let inline: String = node.children().filter_map(|c| c.value().as_text()).map(|t| &**t).collect();
+                    let inline: String = node
+                        .children()
+                        .filter_map(|c| c.value().as_text())
+                        .map(|t| &**t)
+                        .collect();
                     let content = attr("srcdoc").map(str::to_string).or_else(|| {
                         let trimmed = inline.trim();
                         (!trimmed.is_empty()).then(|| trimmed.to_string())
@@ -167,9 +199,11 @@ fn add_document(
     for id in ours.values() {
         let n = tree.node_mut(*id);
         if n.name.is_empty() && !n.synthetic {
-            let fallback = ["aria-label", "alt", "placeholder"]
-                .iter()
-                .find_map(|k| n.attr(k).filter(|v| !v.trim().is_empty()).map(collapse_whitespace));
+            let fallback = ["aria-label", "alt", "placeholder"].iter().find_map(|k| {
+                n.attr(k)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(collapse_whitespace)
+            });
             if let Some(f) = fallback {
                 n.name = f;
             }
@@ -188,17 +222,29 @@ fn find_start_tag(
     tag: &str,
 ) -> Option<SourceSpan> {
     let needle = format!("<{tag}");
-    let window_end = cursor.saturating_add(SPAN_SEARCH_WINDOW_BYTES).min(lower.len());
+    let window_end = cursor
+        .saturating_add(SPAN_SEARCH_WINDOW_BYTES)
+        .min(lower.len());
     let hay = lower.get(*cursor..window_end)?;
     let mut from = 0;
     while let Some(off) = hay[from..].find(&needle) {
         let start = *cursor + from + off;
         let after = start + needle.len();
         let next = input.as_bytes().get(after).copied();
-        if matches!(next, None | Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'>' | b'/')) {
-            let end = input[after..].find('>').map(|e| after + e + 1).unwrap_or(input.len());
+        if matches!(
+            next,
+            None | Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c' | b'>' | b'/')
+        ) {
+            let end = input[after..]
+                .find('>')
+                .map(|e| after + e + 1)
+                .unwrap_or(input.len());
             *cursor = after;
-            return Some(SourceSpan { start_byte: start, end_byte: end, line: lines.line(start) });
+            return Some(SourceSpan {
+                start_byte: start,
+                end_byte: end,
+                line: lines.line(start),
+            });
         }
         from += off + needle.len();
     }

@@ -11,8 +11,15 @@ use crate::tree::{Attribute, BoundsPx, SourceSpan, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Column names of OSWorld's table, in order.
-pub const OS_TABLE_COLUMNS: [&str; 7] =
-    ["tag", "name", "text", "class", "description", "position (top-left x&y)", "size (w&h)"];
+pub const OS_TABLE_COLUMNS: [&str; 7] = [
+    "tag",
+    "name",
+    "text",
+    "class",
+    "description",
+    "position (top-left x&y)",
+    "size (w&h)",
+];
 
 /// Parses a linearized table (tab-separated or space-aligned).
 ///
@@ -24,7 +31,9 @@ pub const OS_TABLE_COLUMNS: [&str; 7] =
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
     if input.trim().is_empty() {
-        return Err(ParseError::FailedCapture { message: "empty table".to_string() });
+        return Err(ParseError::FailedCapture {
+            message: "empty table".to_string(),
+        });
     }
     let lines_idx = LineIndex::new(input.as_bytes());
     let mut sink = WarningSink::default();
@@ -41,7 +50,11 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
         let line_no = lines_idx.line(start);
         if header.is_none() {
             let h = Header::read(line);
-            if h.names.first().map(|n| n.eq_ignore_ascii_case("tag")).unwrap_or(false) {
+            if h.names
+                .first()
+                .map(|n| n.eq_ignore_ascii_case("tag"))
+                .unwrap_or(false)
+            {
                 header = Some(h);
                 continue;
             }
@@ -49,9 +62,13 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
                 WarningKind::Malformed,
                 line_no,
                 start,
-                "no `tag\tname\ttext…` header; assuming OSWorld's seven tab-separated columns".to_string(),
+                "no `tag\tname\ttext…` header; assuming OSWorld's seven tab-separated columns"
+                    .to_string(),
             );
-            header = Some(Header { names: OS_TABLE_COLUMNS.iter().map(|s| s.to_string()).collect(), starts: None });
+            header = Some(Header {
+                names: OS_TABLE_COLUMNS.iter().map(|s| s.to_string()).collect(),
+                starts: None,
+            });
         }
         let Some(h) = header.as_ref() else { continue };
         let cells = h.split(line);
@@ -60,11 +77,20 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
                 WarningKind::Malformed,
                 line_no,
                 start,
-                format!("row has {} cells, header has {}", cells.len(), h.names.len()),
+                format!(
+                    "row has {} cells, header has {}",
+                    cells.len(),
+                    h.names.len()
+                ),
             );
         }
         let cell = |name: &str| -> String {
-            h.names.iter().position(|n| n.starts_with(name)).and_then(|i| cells.get(i)).cloned().unwrap_or_default()
+            h.names
+                .iter()
+                .position(|n| n.starts_with(name))
+                .and_then(|i| cells.get(i))
+                .cloned()
+                .unwrap_or_default()
         };
         let id = tree.push(Some(tree.root()), String::new());
         let n = tree.node_mut(id);
@@ -81,11 +107,21 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
             .names
             .iter()
             .zip(cells.iter().chain(std::iter::repeat(&String::new())))
-            .map(|(k, v)| Attribute { name: k.clone(), value: v.clone() })
+            .map(|(k, v)| Attribute {
+                name: k.clone(),
+                value: v.clone(),
+            })
             .collect();
-        n.span = Some(SourceSpan { start_byte: start, end_byte: start + line.len(), line: line_no });
+        n.span = Some(SourceSpan {
+            start_byte: start,
+            end_byte: start + line.len(),
+            line: line_no,
+        });
     }
-    Ok(Parsed { tree, warnings: sink.finish() })
+    Ok(Parsed {
+        tree,
+        warnings: sink.finish(),
+    })
 }
 
 struct Header {
@@ -97,7 +133,10 @@ struct Header {
 impl Header {
     fn read(line: &str) -> Self {
         if line.contains('\t') {
-            return Header { names: line.split('\t').map(|s| s.trim().to_string()).collect(), starts: None };
+            return Header {
+                names: line.split('\t').map(|s| s.trim().to_string()).collect(),
+                starts: None,
+            };
         }
         // Space-aligned: columns are separated by two or more spaces.
         let chars: Vec<char> = line.chars().collect();
@@ -112,13 +151,18 @@ impl Header {
                 break;
             }
             let start = i;
-            while i < chars.len() && !(chars[i] == ' ' && chars.get(i + 1).is_none_or(|c| *c == ' ')) {
+            while i < chars.len()
+                && !(chars[i] == ' ' && chars.get(i + 1).is_none_or(|c| *c == ' '))
+            {
                 i += 1;
             }
             names.push(chars[start..i].iter().collect::<String>());
             starts.push(start);
         }
-        Header { names, starts: Some(starts) }
+        Header {
+            names,
+            starts: Some(starts),
+        }
     }
 
     fn split(&self, line: &str) -> Vec<String> {
@@ -126,17 +170,27 @@ impl Header {
             None => line.split('\t').map(unquote).collect(),
             Some(starts) => {
                 let chars: Vec<char> = line.chars().collect();
-                let aligned = starts.iter().skip(1).all(|s| *s == 0 || chars.get(s - 1).is_none_or(|c| *c == ' '));
+                let aligned = starts
+                    .iter()
+                    .skip(1)
+                    .all(|s| *s == 0 || chars.get(s - 1).is_none_or(|c| *c == ' '));
                 if aligned {
                     let mut cells = Vec::with_capacity(starts.len());
                     for (k, s) in starts.iter().enumerate() {
-                        let e = starts.get(k + 1).copied().unwrap_or(chars.len()).min(chars.len());
+                        let e = starts
+                            .get(k + 1)
+                            .copied()
+                            .unwrap_or(chars.len())
+                            .min(chars.len());
                         let s = (*s).min(chars.len());
                         cells.push(unquote(&chars[s..e].iter().collect::<String>()));
                     }
                     cells
                 } else {
-                    line.split("  ").filter(|c| !c.trim().is_empty()).map(unquote).collect()
+                    line.split("  ")
+                        .filter(|c| !c.trim().is_empty())
+                        .map(unquote)
+                        .collect()
                 }
             }
         }

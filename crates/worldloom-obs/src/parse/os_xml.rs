@@ -83,83 +83,124 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     Ok(Parsed { tree, warnings })
 }
 
-fn build(doc: &roxmltree::Document<'_>, decoded: &super::text::Decoded, back: &dyn Fn(usize) -> usize) -> UiTree {
+fn build(
+    doc: &roxmltree::Document<'_>,
+    decoded: &super::text::Decoded,
+    back: &dyn Fn(usize) -> usize,
+) -> UiTree {
     let mut ordinals: HashMap<(u32, String, String), u32> = HashMap::new();
-    xml::build_tree(doc, Representation::OsXml, decoded, back, |tree, id, node| {
-        let mut states: Vec<&str> = Vec::new();
-        let mut attributes = Vec::new();
-        for a in node.attributes() {
-            let prefix = a.namespace().map(|uri| {
-                node.lookup_prefix(uri)
-                    .or_else(|| KNOWN_NAMESPACES.iter().find(|(s, _)| uri.ends_with(s)).map(|(_, p)| *p))
-                    .unwrap_or("ns")
-            });
-            let name = match prefix {
-                Some(p) => format!("{p}:{}", a.name()),
-                None => a.name().to_string(),
+    xml::build_tree(
+        doc,
+        Representation::OsXml,
+        decoded,
+        back,
+        |tree, id, node| {
+            let mut states: Vec<&str> = Vec::new();
+            let mut attributes = Vec::new();
+            for a in node.attributes() {
+                let prefix = a.namespace().map(|uri| {
+                    node.lookup_prefix(uri)
+                        .or_else(|| {
+                            KNOWN_NAMESPACES
+                                .iter()
+                                .find(|(s, _)| uri.ends_with(s))
+                                .map(|(_, p)| *p)
+                        })
+                        .unwrap_or("ns")
+                });
+                let name = match prefix {
+                    Some(p) => format!("{p}:{}", a.name()),
+                    None => a.name().to_string(),
+                };
+                if prefix == Some("st") && a.value() == "true" {
+                    states.push(a.name());
+                }
+                attributes.push(Attribute {
+                    name,
+                    value: a.value().to_string(),
+                });
+            }
+            let has = |s: &str| states.contains(&s);
+            let n = tree.node_mut(id);
+            n.name = node.attribute("name").unwrap_or("").to_string();
+            let own_text: String = node
+                .children()
+                .filter(|c| c.is_text())
+                .filter_map(|c| c.text())
+                .collect();
+            let value_attr = attributes
+                .iter()
+                .find(|a| a.name == "val:value")
+                .map(|a| a.value.clone());
+            n.value = if own_text.is_empty() {
+                value_attr
+            } else {
+                Some(own_text)
             };
-            if prefix == Some("st") && a.value() == "true" {
-                states.push(a.name());
+            if has("checkable") || has("checked") {
+                n.states.checked = Some(has("checked"));
             }
-            attributes.push(Attribute { name, value: a.value().to_string() });
-        }
-        let has = |s: &str| states.contains(&s);
-        let n = tree.node_mut(id);
-        n.name = node.attribute("name").unwrap_or("").to_string();
-        let own_text: String = node.children().filter(|c| c.is_text()).filter_map(|c| c.text()).collect();
-        let value_attr = attributes.iter().find(|a| a.name == "val:value").map(|a| a.value.clone());
-        n.value = if own_text.is_empty() { value_attr } else { Some(own_text) };
-        if has("checkable") || has("checked") {
-            n.states.checked = Some(has("checked"));
-        }
-        if has("selectable") || has("selected") {
-            n.states.selected = Some(has("selected"));
-        }
-        if has("focusable") || has("focused") {
-            n.states.focused = Some(has("focused"));
-        }
-        if !states.is_empty() {
-            n.states.enabled = Some(has("enabled") || has("sensitive"));
-        }
-        if has("expandable") || has("expanded") {
-            n.states.expanded = Some(has("expanded"));
-        }
-        if has("editable") {
-            n.states.editable = Some(true);
-        }
-        let coord = attributes.iter().find(|a| a.name == "cp:screencoord").and_then(|a| pair(&a.value));
-        let size = attributes.iter().find(|a| a.name == "cp:size").and_then(|a| pair(&a.value));
-        if let (Some((x, y)), Some((w, h))) = (coord, size) {
-            n.bounds_px = Some(BoundsPx::from_origin_size(x, y, w, h));
-        }
-        n.attributes = attributes;
-        // AT-SPI path key: `/role:name#k` steps, k = ordinal among earlier
-        // siblings with the same role and name.
-        let role = n.role.clone();
-        let name = n.name.clone();
-        let parent = n.parent;
-        let parent_key = parent.and_then(|p| tree.node(p).key.clone());
-        let parent_ok = parent.is_none() || parent_key.is_some();
-        let k = ordinals.entry((parent.map(|p| p.0).unwrap_or(u32::MAX), role.clone(), name.clone())).or_insert(0);
-        let ordinal = *k;
-        *k += 1;
-        if parent_ok {
-            let mut key = parent_key.unwrap_or_default();
-            key.push('/');
-            key.push_str(&role);
-            if !name.is_empty() {
-                key.push(':');
-                key.push_str(&name);
+            if has("selectable") || has("selected") {
+                n.states.selected = Some(has("selected"));
             }
-            if ordinal > 0 {
-                key.push_str(&format!("#{ordinal}"));
+            if has("focusable") || has("focused") {
+                n.states.focused = Some(has("focused"));
             }
-            if key.len() <= MAX_PATH_KEY_BYTES {
-                tree.node_mut(id).key = Some(key);
+            if !states.is_empty() {
+                n.states.enabled = Some(has("enabled") || has("sensitive"));
             }
-        }
-        let _: NodeId = id;
-    })
+            if has("expandable") || has("expanded") {
+                n.states.expanded = Some(has("expanded"));
+            }
+            if has("editable") {
+                n.states.editable = Some(true);
+            }
+            let coord = attributes
+                .iter()
+                .find(|a| a.name == "cp:screencoord")
+                .and_then(|a| pair(&a.value));
+            let size = attributes
+                .iter()
+                .find(|a| a.name == "cp:size")
+                .and_then(|a| pair(&a.value));
+            if let (Some((x, y)), Some((w, h))) = (coord, size) {
+                n.bounds_px = Some(BoundsPx::from_origin_size(x, y, w, h));
+            }
+            n.attributes = attributes;
+            // AT-SPI path key: `/role:name#k` steps, k = ordinal among earlier
+            // siblings with the same role and name.
+            let role = n.role.clone();
+            let name = n.name.clone();
+            let parent = n.parent;
+            let parent_key = parent.and_then(|p| tree.node(p).key.clone());
+            let parent_ok = parent.is_none() || parent_key.is_some();
+            let k = ordinals
+                .entry((
+                    parent.map(|p| p.0).unwrap_or(u32::MAX),
+                    role.clone(),
+                    name.clone(),
+                ))
+                .or_insert(0);
+            let ordinal = *k;
+            *k += 1;
+            if parent_ok {
+                let mut key = parent_key.unwrap_or_default();
+                key.push('/');
+                key.push_str(&role);
+                if !name.is_empty() {
+                    key.push(':');
+                    key.push_str(&name);
+                }
+                if ordinal > 0 {
+                    key.push_str(&format!("#{ordinal}"));
+                }
+                if key.len() <= MAX_PATH_KEY_BYTES {
+                    tree.node_mut(id).key = Some(key);
+                }
+            }
+            let _: NodeId = id;
+        },
+    )
 }
 
 /// Parses `(x, y)` / `(w, h)` (OSWorld geometry attributes).
@@ -219,7 +260,9 @@ fn repair(text: &str) -> (String, Option<(usize, usize)>, Vec<String>) {
         }
     }
     if commas > 0 {
-        notes.push(format!("{commas} stray comma(s) between attributes ignored"));
+        notes.push(format!(
+            "{commas} stray comma(s) between attributes ignored"
+        ));
     }
     let missing: Vec<&String> = prefixes.iter().filter(|p| !declared.contains(p)).collect();
     let mut inserted = None;
@@ -227,12 +270,19 @@ fn repair(text: &str) -> (String, Option<(usize, usize)>, Vec<String>) {
         // Insert the declarations right after the root element's name.
         let root_start = first_element_start(&out);
         if let Some(at) = root_start {
-            let decl: String = missing.iter().map(|p| format!(" xmlns:{p}=\"urn:worldloom:undeclared:{p}\"")).collect();
+            let decl: String = missing
+                .iter()
+                .map(|p| format!(" xmlns:{p}=\"urn:worldloom:undeclared:{p}\""))
+                .collect();
             out.insert_str(at, &decl);
             inserted = Some((at, decl.len()));
             notes.push(format!(
                 "undeclared prefix(es) {} declared",
-                missing.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
+                missing
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
     }
@@ -250,7 +300,8 @@ fn note_prefix(word: &str, prefixes: &mut Vec<String>, declared: &mut Vec<String
     if let Some((p, local)) = word.split_once(':')
         && !p.is_empty()
         && !local.is_empty()
-        && p.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && p.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
         && !prefixes.iter().any(|x| x == p)
     {
         prefixes.push(p.to_string());
@@ -271,7 +322,11 @@ fn first_element_start(text: &str) -> Option<usize> {
             }
             Some(_) => {
                 let mut end = start + 1;
-                while end < bytes.len() && !bytes[end].is_ascii_whitespace() && bytes[end] != b'>' && bytes[end] != b'/' {
+                while end < bytes.len()
+                    && !bytes[end].is_ascii_whitespace()
+                    && bytes[end] != b'>'
+                    && bytes[end] != b'/'
+                {
                     end += 1;
                 }
                 return Some(end);

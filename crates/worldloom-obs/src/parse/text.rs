@@ -18,7 +18,13 @@ pub(crate) struct LineIndex {
 impl LineIndex {
     pub(crate) fn new(bytes: &[u8]) -> Self {
         let mut starts = vec![0];
-        starts.extend(bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1));
+        starts.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
         LineIndex { starts }
     }
 
@@ -44,7 +50,12 @@ pub(crate) struct OffsetMap {
 
 impl OffsetMap {
     fn mark(&mut self, out: usize, input: usize) {
-        if self.segments.last().map(|(o, i)| out - o != input - i).unwrap_or(out != input) {
+        if self
+            .segments
+            .last()
+            .map(|(o, i)| out - o != input - i)
+            .unwrap_or(out != input)
+        {
             self.segments.push((out, input));
         }
     }
@@ -118,7 +129,12 @@ impl WarningSink {
     pub(crate) fn push(&mut self, kind: WarningKind, line: u32, byte: usize, message: String) {
         let listed = self.warnings.iter().filter(|w| w.kind == kind).count();
         if listed < WARNINGS_PER_KIND {
-            self.warnings.push(ParseWarning { kind, line, byte, message });
+            self.warnings.push(ParseWarning {
+                kind,
+                line,
+                byte,
+                message,
+            });
         } else if let Some(entry) = self.suppressed.iter_mut().find(|(k, _)| *k == kind) {
             entry.1 += 1;
         } else {
@@ -185,7 +201,12 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
     if let Some(start) = pending_invalid.take() {
         flush_invalid(&mut out, &mut map, &mut sink, &lines, start, in_pos);
     }
-    Decoded { text: out, map, warnings: sink.finish(), lines }
+    Decoded {
+        text: out,
+        map,
+        warnings: sink.finish(),
+        lines,
+    }
 }
 
 fn flush_invalid(
@@ -203,7 +224,10 @@ fn flush_invalid(
         WarningKind::InvalidUtf8,
         lines.line(start),
         start,
-        format!("{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD", end - start),
+        format!(
+            "{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD",
+            end - start
+        ),
     );
 }
 
@@ -220,8 +244,11 @@ fn push_xml_checked(
     let mut i = 0usize;
     while i < bytes.len() {
         let b = bytes[i];
-        if b == b'&' && bytes.get(i + 1) == Some(&b'#') {
-            if let Some((len, code)) = char_ref(&bytes[i..]) {
+        if b == b'&'
+            && bytes.get(i + 1) == Some(&b'#')
+            && let Some((len, code)) = char_ref(&bytes[i..])
+        {
+            {
                 if !code.is_some_and(xml_char_allowed) {
                     out.push_str(&valid[copied..i]);
                     map.mark(out.len(), base + i);
@@ -252,7 +279,9 @@ fn push_xml_checked(
                     WarningKind::ForbiddenCharacter,
                     lines.line(base + i),
                     base + i,
-                    format!("control character U+{b:04X} is not allowed in XML; replaced with U+FFFD"),
+                    format!(
+                        "control character U+{b:04X} is not allowed in XML; replaced with U+FFFD"
+                    ),
                 );
                 copied = i + 1;
             }
@@ -260,7 +289,9 @@ fn push_xml_checked(
             continue;
         }
         // Multi-byte character: only U+FFFE and U+FFFF are forbidden here.
-        let Some(c) = valid[i..].chars().next() else { break };
+        let Some(c) = valid[i..].chars().next() else {
+            break;
+        };
         let len = c.len_utf8();
         if matches!(c, '\u{FFFE}' | '\u{FFFF}') {
             out.push_str(&valid[copied..i]);
@@ -271,7 +302,10 @@ fn push_xml_checked(
                 WarningKind::ForbiddenCharacter,
                 lines.line(base + i),
                 base + i,
-                format!("non-character U+{:04X} is not allowed in XML; replaced with U+FFFD", c as u32),
+                format!(
+                    "non-character U+{:04X} is not allowed in XML; replaced with U+FFFD",
+                    c as u32
+                ),
             );
             copied = i + len;
         }

@@ -8,7 +8,10 @@ use worldloom_core::domain::Representation;
 
 /// Options used for every XML document: no DTD (so no entity expansion).
 pub(crate) fn options<'a>() -> roxmltree::ParsingOptions<'a> {
-    roxmltree::ParsingOptions { allow_dtd: false, ..roxmltree::ParsingOptions::default() }
+    roxmltree::ParsingOptions {
+        allow_dtd: false,
+        ..roxmltree::ParsingOptions::default()
+    }
 }
 
 /// Detects a failed capture and blanks text before the first tag and after
@@ -17,10 +20,16 @@ pub(crate) fn options<'a>() -> roxmltree::ParsingOptions<'a> {
 /// `root_close` is the closing tag that ends a complete dump
 /// (`</hierarchy>`); without one, text after the last `>` is treated as
 /// trailing.
-pub(crate) fn prepare(decoded: &mut Decoded, root_close: Option<&str>, sink: &mut WarningSink) -> Result<(), ParseError> {
+pub(crate) fn prepare(
+    decoded: &mut Decoded,
+    root_close: Option<&str>,
+    sink: &mut WarningSink,
+) -> Result<(), ParseError> {
     let trimmed = decoded.text.trim();
     if trimmed.is_empty() {
-        return Err(ParseError::FailedCapture { message: "empty dump".to_string() });
+        return Err(ParseError::FailedCapture {
+            message: "empty dump".to_string(),
+        });
     }
     let Some(first_lt) = decoded.text.find('<') else {
         let first_line = trimmed.lines().next().unwrap_or(trimmed).trim();
@@ -63,8 +72,10 @@ pub(crate) fn prepare(decoded: &mut Decoded, root_close: Option<&str>, sink: &mu
 /// line feeds so line numbers stay right.
 pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
     if start < end && text.is_char_boundary(start) && text.is_char_boundary(end) {
-        let spaces: String =
-            text[start..end].bytes().map(|b| if b == b'\n' { '\n' } else { ' ' }).collect();
+        let spaces: String = text[start..end]
+            .bytes()
+            .map(|b| if b == b'\n' { '\n' } else { ' ' })
+            .collect();
         text.replace_range(start..end, &spaces);
     }
 }
@@ -73,10 +84,11 @@ pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
 /// junk was blanked), since XML allows it only at offset 0.
 fn blank_late_declaration(text: &mut String) {
     let lead = text.len() - text.trim_start().len();
-    if lead > 0 && text[lead..].starts_with("<?xml") {
-        if let Some(end) = text[lead..].find("?>") {
-            blank(text, lead, lead + end + 2);
-        }
+    if lead > 0
+        && text[lead..].starts_with("<?xml")
+        && let Some(end) = text[lead..].find("?>")
+    {
+        blank(text, lead, lead + end + 2);
     }
 }
 
@@ -99,10 +111,18 @@ pub(crate) fn syntax_error_mapped(
     let line_start = idx.line_start(pos.row).unwrap_or(0);
     let byte = text
         .get(line_start..)
-        .and_then(|rest| rest.char_indices().nth((pos.col as usize).saturating_sub(1)).map(|(i, _)| line_start + i))
+        .and_then(|rest| {
+            rest.char_indices()
+                .nth((pos.col as usize).saturating_sub(1))
+                .map(|(i, _)| line_start + i)
+        })
         .unwrap_or(line_start);
     let original = decoded.map.original(to_decoded(byte));
-    ParseError::Syntax { line: decoded.lines.line(original), column: pos.col, message: err.to_string() }
+    ParseError::Syntax {
+        line: decoded.lines.line(original),
+        column: pos.col,
+        message: err.to_string(),
+    }
 }
 
 /// Builds a [`UiTree`] from every element of `doc`, in document order,
@@ -114,7 +134,10 @@ pub(crate) fn build_tree(
     to_decoded: &dyn Fn(usize) -> usize,
     mut fill: impl FnMut(&mut UiTree, NodeId, roxmltree::Node<'_, '_>),
 ) -> UiTree {
-    let mut tree = UiTree { representation, nodes: Vec::new() };
+    let mut tree = UiTree {
+        representation,
+        nodes: Vec::new(),
+    };
     // roxmltree node index → our node id, for elements only.
     let mut ours: Vec<u32> = Vec::new();
     for node in doc.root().descendants().filter(|n| n.is_element()) {
@@ -123,12 +146,20 @@ pub(crate) fn build_tree(
             .and_then(|p| ours.get(p.id().get_usize()).copied())
             .filter(|p| *p != u32::MAX)
             .map(NodeId);
-        let parent = if tree.is_empty() { None } else { parent.or(Some(NodeId(0))) };
+        let parent = if tree.is_empty() {
+            None
+        } else {
+            parent.or(Some(NodeId(0)))
+        };
         let id = tree.push(parent, node.tag_name().name().to_string());
         let range = node.range();
         let start = decoded.map.original(to_decoded(range.start));
         let end = decoded.map.original(to_decoded(range.end)).max(start);
-        tree.node_mut(id).span = Some(SourceSpan { start_byte: start, end_byte: end, line: decoded.lines.line(start) });
+        tree.node_mut(id).span = Some(SourceSpan {
+            start_byte: start,
+            end_byte: end,
+            line: decoded.lines.line(start),
+        });
         let idx = node.id().get_usize();
         if ours.len() <= idx {
             ours.resize(idx + 1, u32::MAX);
