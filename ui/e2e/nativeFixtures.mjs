@@ -45,11 +45,40 @@ export function toNative(f) {
   return { id: `e2e-${f.id}`, domain: f.domain, source: { format: "native" }, goal: f.goal ?? null, nodes, edges };
 }
 
+/** A web trajectory whose accessibility tree has `count` lines (rows of four cells), for the windowed list. */
+export function largeTreeFixture(count = 20000) {
+  const lines = ["RootWebArea 'Large inventory table', focused"];
+  let bid = 1;
+  while (lines.length < count) {
+    lines.push(`\t[${bid++}] row 'Row ${lines.length}', visible`);
+    for (let c = 0; c < 4 && lines.length < count; c++) lines.push(`\t\t[${bid++}] cell 'r${lines.length} c${c}', visible`);
+  }
+  const real = lines.join("\n");
+  const predicted = lines.map((l, i) => (i % 997 === 5 ? l.replace("visible", "visible, focused") : l)).join("\n");
+  return {
+    id: "large-tree",
+    domain: "web",
+    goal: "Scroll a very large accessibility tree.",
+    initial: { views: [{ name: "axtree_txt", representation: "axtree", text: real }] },
+    turns: [
+      {
+        action: "scroll(0, 800)",
+        real: { views: [{ name: "axtree_txt", representation: "axtree", text: real }] },
+        predictions: [{ engine: "copy", seed: 0, views: [{ name: "axtree_txt", representation: "axtree", text: predicted }] }],
+      },
+    ],
+  };
+}
+
 export function writeNativeFixtures(fixtureDir) {
   const out = mkdtempSync(join(tmpdir(), "worldloom-e2e-fixtures-"));
   const paths = [];
-  for (const name of readdirSync(fixtureDir).filter((n) => n.endsWith(".json")).sort()) {
-    const f = JSON.parse(readFileSync(join(fixtureDir, name), "utf8"));
+  const fixtures = readdirSync(fixtureDir)
+    .filter((n) => n.endsWith(".json"))
+    .sort()
+    .map((name) => JSON.parse(readFileSync(join(fixtureDir, name), "utf8")));
+  fixtures.push(largeTreeFixture(20000));
+  for (const f of fixtures) {
     const path = join(out, `e2e-${f.id}.json`);
     writeFileSync(path, `${JSON.stringify({ format: "worldloom-trajectory", version: 1, trajectories: [toNative(f)] }, null, 2)}\n`);
     paths.push(path);
