@@ -147,6 +147,10 @@ const real = page.getByRole("region", { name: "Real observation" });
 const predicted = page.getByRole("region", { name: "Predicted observation" });
 await real.waitFor({ timeout: 20_000 });
 check(!(await page.url()).includes("token="), "the token is removed from the address bar");
+if (!mock) {
+  await page.getByLabel("Live updates").waitFor({ timeout: 10_000 }).catch(() => {});
+  check((await page.getByLabel("Live updates").count()) === 1, "the server's event stream is connected (hello received)");
+}
 
 const turnText = () => page.getByLabel("Current turn").innerText();
 const opened = [];

@@ -76,6 +76,7 @@ export function App({ backend }: AppProps) {
   const [tabId, setTabId] = useState<string | null>(null);
   const [playing, setPlaying] = useState(false);
   const [reloadKey, setReloadKey] = useState(0);
+  const [live, setLive] = useState(false);
   const selection = useMemo(() => new SelectionStore(), []);
   const scrollSync = useMemo(() => new ScrollSyncStore(), []);
   const pendingTurn = useRef<number | null>(readHash().turn);
@@ -107,6 +108,7 @@ export function App({ backend }: AppProps) {
   useEffect(
     () =>
       backend.subscribe((event) => {
+        if (event.type === "hello") setLive(true);
         if (event.type === "workspace_changed" || event.type === "prediction_added") setReloadKey((k) => k + 1);
       }),
     [backend],
@@ -329,7 +331,9 @@ export function App({ backend }: AppProps) {
               <span className="lg lg-removed">removed</span>
             </span>
             <span className="kbd-hint">← → / j k turns · Home End · hover a node to find it in both panes</span>
-            <span className="backend-kind">{backend.kind}</span>
+            <span className="backend-kind" title={live ? "receiving back-end events" : "no event stream"}>
+              {live ? <span className="live-dot" aria-label="Live updates">●</span> : null} {backend.kind}
+            </span>
             {error ? (
               <span className="error" role="alert">
                 {error}
