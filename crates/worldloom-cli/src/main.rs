@@ -13,6 +13,7 @@ mod model;
 mod parse;
 mod rollout;
 mod score;
+mod serve;
 mod serve_model;
 mod step;
 
@@ -41,6 +42,8 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Run (token ids in, ids out) or inspect a local Qwen3.5-MoE model directory.
     Model(model::ModelArgs),
+    /// Open the studio in a browser: serve the API and UI on 127.0.0.1 with an access token.
+    Serve(serve::ServeArgs),
     /// Serve a world model as an OpenAI-compatible endpoint (127.0.0.1 by default).
     ServeModel(serve_model::ServeModelArgs),
     /// Predict every row of an AgentWorldBench folder or file (resumable).
@@ -65,6 +68,7 @@ fn main() -> std::process::ExitCode {
         Command::Parse(args) => parse::run(&args),
         Command::Diff(args) => diff::run(&args),
         Command::Model(args) => model::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::ServeModel(args) => serve_model::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Judge(args) => judge::run(&args),
