@@ -10,14 +10,15 @@ use worldloom_core::domain::Representation;
 use worldloom_obs::metrics::tree_metrics;
 use worldloom_obs::parse;
 
-/// A uiautomator dump with `rows` list rows of 4 nodes each under a small
-/// frame (2,000 nodes for 499 rows). `checked_row` has its switch on.
+/// A uiautomator dump with `rows` list rows of 4 nodes each under a frame,
+/// a title and a list (2,000 nodes for 499 rows). `checked_row` has its switch on.
 fn android_dump(rows: usize, checked_row: usize) -> String {
     let mut s = String::from(
         "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">",
     );
     s.push_str("<node index=\"0\" text=\"\" resource-id=\"\" class=\"android.widget.FrameLayout\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,2400]\">");
-    s.push_str("<node index=\"0\" text=\"\" resource-id=\"com.example.list:id/list\" class=\"androidx.recyclerview.widget.RecyclerView\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"true\" focused=\"false\" scrollable=\"true\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,2400]\">");
+    s.push_str("<node index=\"0\" text=\"Settings\" resource-id=\"com.example.list:id/toolbar_title\" class=\"android.widget.TextView\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"false\" focused=\"false\" scrollable=\"false\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,120]\" />");
+    s.push_str("<node index=\"1\" text=\"\" resource-id=\"com.example.list:id/list\" class=\"androidx.recyclerview.widget.RecyclerView\" package=\"com.example.list\" content-desc=\"\" checkable=\"false\" checked=\"false\" clickable=\"false\" enabled=\"true\" focusable=\"true\" focused=\"false\" scrollable=\"true\" long-clickable=\"false\" password=\"false\" selected=\"false\" bounds=\"[0,0][1080,2400]\">");
     for r in 0..rows {
         let top = r * 120;
         let on = if r == checked_row { "true" } else { "false" };

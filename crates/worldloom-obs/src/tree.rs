@@ -252,7 +252,8 @@ impl UiTree {
         self.nodes.is_empty()
     }
 
-    /// The node at `id`. Panics never: ids come from this tree.
+    /// The node at `id`. Ids are only meaningful for the tree that made them;
+    /// an id from another, larger tree panics (out of bounds).
     pub fn node(&self, id: NodeId) -> &UiNode {
         &self.nodes[id.index()]
     }
