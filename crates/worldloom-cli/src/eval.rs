@@ -10,7 +10,7 @@ use worldloom_engine::WorldModel;
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_eval::bench::load_rows;
-use worldloom_eval::run::{RunOptions, run_eval};
+use worldloom_eval::run::{RunOptions, replay_engine, run_eval};
 
 /// Engines `eval` can use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -21,6 +21,8 @@ pub enum EvalEngine {
     Local,
     /// The stale-state baseline (predicts the current state unchanged).
     Copy,
+    /// Answers recorded in an earlier predictions file (`--replay FILE`).
+    Replay,
 }
 
 /// Arguments of `worldloom eval`.
@@ -62,6 +64,10 @@ pub struct EvalArgs {
     /// Give up on one row after this many seconds.
     #[arg(long, default_value_t = 3600)]
     pub row_timeout_s: u64,
+    /// Earlier predictions file whose `gen` answers are replayed, for
+    /// `--engine replay`.
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
     /// Output JSON Lines file; rows already in it are skipped (resume).
     #[arg(short = 'o', long)]
     pub output: PathBuf,
@@ -84,6 +90,12 @@ fn check_args(args: &EvalArgs) -> anyhow::Result<()> {
 fn engine(args: &EvalArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
     Ok(match args.engine {
         EvalEngine::Copy => Arc::new(CopyEngine),
+        EvalEngine::Replay => {
+            let Some(file) = &args.replay else {
+                bail!("--engine replay needs --replay FILE")
+            };
+            Arc::new(replay_engine(file)?)
+        }
         EvalEngine::Local => {
             let Some(dir) = &args.model_dir else {
                 bail!("--engine local needs --model-dir DIR")

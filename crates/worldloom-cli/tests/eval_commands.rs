@@ -305,3 +305,33 @@ fn eval_names_the_bad_line() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--base-url"));
 }
+
+#[test]
+fn eval_local_engine_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let out = dir.path().join("local.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        dir.path().to_str().unwrap(),
+        "--engine",
+        "local",
+        "--model-dir",
+        tiny_checkpoint().to_str().unwrap(),
+        "--max-tokens",
+        "4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for r in check_rows(&out) {
+        assert_ne!(r["wl_status"], "error", "{}", r["wl_error"]);
+        assert!(
+            r["wl_engine"].as_str().unwrap().starts_with("qwen3_5_moe@"),
+            "{}",
+            r["wl_engine"]
+        );
+        assert!((1..=4).contains(&r["wl_completion_tokens"].as_u64().unwrap()));
+    }
+}
