@@ -6,13 +6,14 @@
 //! context (history from the chosen predictions; see
 //! `worldloom_core::prompt`), and each new prediction becomes the node's
 //! chosen one, so errors compound as they would in a simulated rollout.
-//! After every turn the trajectory is written back in the native format
-//! (to `--output`, default the input file itself), so an interrupted run
-//! keeps the turns it finished. Thanks to the engine's state snapshots, turn
+//! After every turn the trajectory is written in the native format (to
+//! `--output`; by default over the input when it is a native file, else to
+//! `<name>.worldloom.json` beside it), so an interrupted run keeps the turns
+//! it finished. Thanks to the engine's state snapshots, turn
 //! k+1 re-reads only the tokens after turn k's action.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 use clap::Args;
@@ -27,8 +28,9 @@ use crate::step::{
 /// Arguments of `worldloom rollout`.
 #[derive(Args, Debug)]
 pub struct RolloutArgs {
-    /// The trajectory file (native Worldloom JSON); predictions are added to
-    /// it.
+    /// The trajectory: a native Worldloom file (predictions are added to it),
+    /// or any format `worldloom step` reads (then a native file
+    /// `<name>.worldloom.json` is written beside it).
     pub trajectory: PathBuf,
     /// The first turn to predict (1-based).
     #[arg(long)]
@@ -44,6 +46,24 @@ pub struct RolloutArgs {
     pub json: bool,
     #[command(flatten)]
     pub model: ModelOptions,
+}
+
+/// `DIR/NAME.worldloom.json` for input `DIR/NAME.ext` (or folder `DIR/NAME`).
+fn native_path_beside(input: &Path) -> PathBuf {
+    let trimmed = input.components().as_path();
+    let stem = trimmed
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trajectory".into());
+    let stem = if trimmed.is_dir() {
+        trimmed
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or(stem)
+    } else {
+        stem
+    };
+    trimmed.with_file_name(format!("{stem}.worldloom.json"))
 }
 
 /// One line of `rollout --json`.
@@ -69,16 +89,19 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
     if args.turns == 0 {
         bail!("--turns must be at least 1");
     }
-    let mut file = read_trajectories(&args.trajectory)?;
+    let loaded = read_trajectories(&args.trajectory)?;
+    let mut file = loaded.file;
     let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
     let last_turn = args.from + args.turns - 1;
     // Check the whole range before loading the model.
     node_at_turn(&file.trajectories[index], &args.trajectory, args.from)?;
     node_at_turn(&file.trajectories[index], &args.trajectory, last_turn)?;
-    let output = args
-        .output
-        .clone()
-        .unwrap_or_else(|| args.trajectory.clone());
+    let output = match &args.output {
+        Some(path) => path.clone(),
+        None if loaded.native => args.trajectory.clone(),
+        // Never overwrite a file of another format: write a native file beside it.
+        None => native_path_beside(&args.trajectory),
+    };
 
     let engine = load_engine(&args.model)?;
     let params = generation_params(&engine, &args.model);

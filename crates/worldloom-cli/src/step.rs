@@ -22,8 +22,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde::Serialize;
 use worldloom_core::{
-    ChatMessage, ContextMode, NodeId, OutputStatus, Prediction, PromptOptions, Trajectory,
-    TrajectoryFile, build_messages, parse_model_output,
+    ChatMessage, ContextMode, ImportOptions, InputFormat, NodeId, OutputStatus, Prediction,
+    PromptOptions, Trajectory, TrajectoryFile, build_messages, detect_format, import_path,
+    parse_model_output,
 };
 use worldloom_engine::loading::{LoadOptions, load_model, parse_device, parse_dtype};
 use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
@@ -78,7 +79,8 @@ pub struct ModelOptions {
 /// Arguments of `worldloom step`.
 #[derive(Args, Debug)]
 pub struct StepArgs {
-    /// The trajectory file (native Worldloom JSON).
+    /// The trajectory: a native Worldloom file, an AgentWorldBench JSONL
+    /// file, an AgentLab step file, or an Android / OSWorld folder.
     pub trajectory: PathBuf,
     /// The turn to predict, 1-based: the observation after the K-th action
     /// of the main path.
@@ -98,13 +100,38 @@ pub struct StepArgs {
     pub model: ModelOptions,
 }
 
-/// Reads a trajectory file.
+/// A trajectory file read for stepping.
+pub struct Loaded {
+    /// The trajectories, as a native file.
+    pub file: TrajectoryFile,
+    /// The input was already a native file.
+    pub native: bool,
+}
+
+/// Reads a trajectory file or folder in any format the core importers know
+/// (native, AgentWorldBench JSONL, AgentLab steps, Android / OSWorld folders,
+/// with predictions sidecars); import warnings go to stderr.
 ///
 /// # Errors
-/// The core reader's message (file, line and column, or field).
-pub fn read_trajectories(path: &Path) -> Result<TrajectoryFile> {
-    TrajectoryFile::read(path)
-        .with_context(|| format!("cannot read trajectory file {}", path.display()))
+/// The importer's message (file, line and column, or field).
+pub fn read_trajectories(path: &Path) -> Result<Loaded> {
+    let format = detect_format(path)
+        .with_context(|| format!("cannot read trajectory {}", path.display()))?;
+    let imported = import_path(
+        path,
+        &ImportOptions {
+            format,
+            ..ImportOptions::default()
+        },
+    )
+    .with_context(|| format!("cannot read trajectory {}", path.display()))?;
+    for warning in &imported.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(Loaded {
+        file: TrajectoryFile::new(imported.trajectories),
+        native: format == InputFormat::Native,
+    })
 }
 
 /// The index of the selected trajectory in `file`.
@@ -392,7 +419,7 @@ struct StepOutput<'a> {
 /// Unreadable trajectory or model, a turn out of range, a prompt that cannot
 /// be built, an engine failure.
 pub fn run(args: &StepArgs) -> Result<()> {
-    let file = read_trajectories(&args.trajectory)?;
+    let file = read_trajectories(&args.trajectory)?.file;
     let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
     let trajectory = &file.trajectories[index];
     let node = node_at_turn(trajectory, &args.trajectory, args.turn)?;

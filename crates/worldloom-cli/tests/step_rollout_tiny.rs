@@ -220,3 +220,99 @@ fn rollout_writes_chosen_free_running_predictions() {
             .all(|n| n.predictions.is_empty())
     );
 }
+
+fn sample(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples")
+        .join(path)
+}
+
+#[test]
+fn step_runs_a_sample_trajectory() {
+    let file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let model = tiny_model();
+    let out = worldloom(&[
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "1",
+        "--model",
+        model.to_str().expect("utf-8"),
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(v["turn"], 1);
+    assert_eq!(v["params"]["seed"], 7);
+    // the sample's defaults come from the model directory: temperature 0.6, top-k 20
+    assert_eq!(v["params"]["top_k"], 20);
+    let real = v["real_observation"]
+        .as_str()
+        .expect("the sample records turn 1");
+    assert!(!real.is_empty());
+    let stats = &v["stats"];
+    assert!(
+        stats["prompt_tokens"].as_u64().expect("count") > 500,
+        "{stats}"
+    );
+    assert_eq!(stats["completion_tokens"], 8);
+    assert_eq!(stats["stop_reason"], "max_tokens");
+}
+
+#[test]
+fn rollout_of_a_non_native_file_writes_a_native_file_beside_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = "agentlab_larkmail-reply_6steps";
+    let input = dir.path().join(format!("{name}.json"));
+    std::fs::copy(sample(&format!("web/{name}.json")), &input).expect("copy");
+    let before = std::fs::read(&input).expect("read");
+    let model = tiny_model();
+    let out = worldloom(&[
+        "rollout",
+        input.to_str().expect("utf-8"),
+        "--from",
+        "1",
+        "--turns",
+        "2",
+        "--model",
+        model.to_str().expect("utf-8"),
+        "--max-new-tokens",
+        "6",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&input).expect("read"),
+        before,
+        "input untouched"
+    );
+    let written = TrajectoryFile::read(&dir.path().join(format!("{name}.worldloom.json")))
+        .expect("a native file beside the input");
+    let t = &written.trajectories[0];
+    assert_eq!(t.node(NodeId(1)).expect("node").predictions.len(), 1);
+    assert_eq!(t.node(NodeId(2)).expect("node").predictions.len(), 1);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let (p2, c2) = (
+        lines[1]["prompt_tokens"].as_u64().expect("count"),
+        lines[1]["prompt_tokens_computed"].as_u64().expect("count"),
+    );
+    assert!(
+        c2 < p2,
+        "turn 2 reused turn 1's prefix ({c2} of {p2} computed)"
+    );
+}
