@@ -1,0 +1,489 @@
+//! Importers, exporters and bad input, on files the tests write or the
+//! committed samples.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use worldloom_core::formats::{awb, sft};
+use worldloom_core::{
+    ActionFormat, AndroidAction, ChatRole, CoreError, Domain, ImportOptions, InputFormat, NodeId,
+    OutputStatus, ParsedAction, PromptOptions, Representation, StepErrorKind, TrajectoryFile,
+    build_messages, detect_format, import_path,
+};
+
+fn sample_awb() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
+}
+
+fn rows(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect()
+}
+
+#[test]
+fn awb_sample_groups_rows_into_trajectories() {
+    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+    let domains: Vec<Domain> = imported.trajectories.iter().map(|t| t.domain).collect();
+    assert_eq!(
+        domains,
+        vec![
+            Domain::Mcp,
+            Domain::Search,
+            Domain::Terminal,
+            Domain::Swe,
+            Domain::Web,
+            Domain::Os,
+            Domain::Android
+        ]
+    );
+    let turns: Vec<usize> = imported
+        .trajectories
+        .iter()
+        .map(|t| t.main_path().edges.len())
+        .collect();
+    assert_eq!(turns, vec![3, 2, 3, 3, 2, 2, 2]);
+    let mcp = &imported.trajectories[0];
+    let call = &mcp.edges[1].action;
+    assert_eq!(call.format, ActionFormat::ToolCall);
+    let Some(ParsedAction::Json { value }) = &call.parsed else {
+        panic!("tool call not parsed")
+    };
+    assert_eq!(value["name"], json!("update_event"));
+    let obs = mcp
+        .node(NodeId(1))
+        .and_then(|n| n.real.as_ref())
+        .expect("observation");
+    assert_eq!(obs.prefix, "**Environment Observation:**\n");
+    assert_eq!(obs.representation, Representation::Json);
+    let web = &imported.trajectories[4];
+    assert_eq!(web.edges[0].action.raw, "fill('33', '2')");
+    assert!(matches!(
+        web.edges[0].action.parsed,
+        Some(ParsedAction::Browsergym { .. })
+    ));
+    let android = &imported.trajectories[6];
+    assert!(matches!(
+        android.edges[1].action.parsed,
+        Some(ParsedAction::Android {
+            action: AndroidAction::NavigateBack
+        })
+    ));
+}
+
+#[test]
+fn awb_reexport_is_field_for_field_identical() {
+    let original = std::fs::read_to_string(sample_awb()).expect("sample");
+    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    let exported = awb::export(&imported.trajectories);
+    assert_eq!(rows(&exported), rows(&original));
+    // Through the native file too.
+    let native = TrajectoryFile::new(imported.trajectories).to_json_string();
+    let back = TrajectoryFile::from_json_str(Path::new("n.json"), &native).expect("native");
+    assert_eq!(rows(&awb::export(&back.trajectories)), rows(&original));
+}
+
+/// The official script's message construction for one row (eval/eval.py,
+/// inference step), restated: system_str if non-empty, then prompt[j] /
+/// response[j] for j < turn_idx - 1, then current_prompt (or prompt[turn_idx-1]).
+fn official_messages(row: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let system = row["system_str"].as_str().unwrap_or("");
+    if !system.is_empty() {
+        out.push(("system".to_owned(), system.to_owned()));
+    }
+    let prompts = row["prompt"].as_array().cloned().unwrap_or_default();
+    let responses = row["response"].as_array().cloned().unwrap_or_default();
+    let turn = (row["turn_idx"].as_u64().unwrap_or(1) as usize).saturating_sub(1);
+    for j in 0..turn.min(prompts.len()).min(responses.len()) {
+        out.push(("user".into(), prompts[j].as_str().unwrap_or("").into()));
+        out.push((
+            "assistant".into(),
+            responses[j].as_str().unwrap_or("").into(),
+        ));
+    }
+    let mut current = row["current_prompt"].as_str().unwrap_or("").to_owned();
+    if current.is_empty() && turn < prompts.len() {
+        current = prompts[turn].as_str().unwrap_or("").into();
+    }
+    out.push(("user".into(), current));
+    out
+}
+
+#[test]
+fn awb_prompts_match_the_official_construction_for_every_row() {
+    let original = std::fs::read_to_string(sample_awb()).expect("sample");
+    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    let mut checked = 0;
+    for t in &imported.trajectories {
+        for (turn, node) in awb::row_nodes(t) {
+            let messages = build_messages(t, node, &PromptOptions::default()).expect("messages");
+            let row = rows(&original)
+                .into_iter()
+                .find(|r| {
+                    r["turn_idx"] == json!(turn)
+                        && t.edges[turn - 1].awb_row.as_ref().map(|a| &a.fields["id"])
+                            == Some(&r["id"])
+                })
+                .expect("row");
+            let ours: Vec<(String, String)> = messages
+                .iter()
+                .map(|m| {
+                    let role = match m.role {
+                        ChatRole::System => "system",
+                        ChatRole::User => "user",
+                        ChatRole::Assistant => "assistant",
+                    };
+                    (role.to_owned(), m.content.clone())
+                })
+                .collect();
+            assert_eq!(
+                ours,
+                official_messages(&row),
+                "trajectory {} turn {turn}",
+                t.id
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 17);
+}
+
+#[test]
+fn awb_interleaved_rows_split_by_content_and_keep_file_order() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("mixed.jsonl");
+    let row = |id: u64, task: &str, p: &[&str], r: &[&str], k: u64| {
+        json!({"task": task, "id": id, "prompt": p, "response": r, "current_prompt": p[(k - 1) as usize], "system_str": "S", "turn_idx": k, "total_turns": p.len(), "extra_field": {"kept": true}})
+            .to_string()
+    };
+    let text = [
+        row(
+            1,
+            "terminal",
+            &["ls", "pwd"],
+            &[
+                "**Environment Observation:**\na",
+                "**Environment Observation:**\n/home",
+            ],
+            1,
+        ),
+        row(
+            2,
+            "terminal",
+            &["ls", "cat x"],
+            &[
+                "**Environment Observation:**\nb",
+                "**Environment Observation:**\nno such file",
+            ],
+            1,
+        ),
+        row(
+            3,
+            "terminal",
+            &["ls", "pwd"],
+            &[
+                "**Environment Observation:**\na",
+                "**Environment Observation:**\n/home",
+            ],
+            2,
+        ),
+        String::new(),
+        row(
+            4,
+            "terminal",
+            &["ls", "cat x"],
+            &[
+                "**Environment Observation:**\nb",
+                "**Environment Observation:**\nno such file",
+            ],
+            2,
+        ),
+    ]
+    .join("\n");
+    std::fs::write(&path, &text).expect("write");
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    assert_eq!(imported.trajectories.len(), 2);
+    assert_eq!(imported.trajectories[0].edges[1].action.raw, "pwd");
+    assert_eq!(imported.trajectories[1].edges[1].action.raw, "cat x");
+    assert_eq!(rows(&awb::export(&imported.trajectories)), rows(&text));
+}
+
+#[test]
+fn malformed_jsonl_line_fails_with_its_number_or_is_skipped() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("bad.jsonl");
+    let good = json!({"task": "search", "id": 1, "prompt": ["q"], "response": ["**Environment Observation:**\nr"], "current_prompt": "q", "system_str": "", "turn_idx": 1, "total_turns": 1});
+    std::fs::write(
+        &path,
+        format!(
+            "{good}\n{{\"task\": \"search\", \"prompt\": [\n{}\n",
+            good.to_string().replace("\"id\":1", "\"id\":2")
+        ),
+    )
+    .expect("write");
+    let err = import_path(&path, &ImportOptions::default()).expect_err("fails");
+    assert!(matches!(err, CoreError::Json { line: 2, .. }), "{err}");
+    assert!(err.to_string().contains("bad.jsonl:2:"), "{err}");
+    let imported = import_path(
+        &path,
+        &ImportOptions {
+            format: InputFormat::Auto,
+            skip_bad_rows: true,
+        },
+    )
+    .expect("skips");
+    assert_eq!(imported.trajectories.len(), 2);
+    assert_eq!(imported.warnings.len(), 1);
+    assert_eq!(imported.warnings[0].line, Some(2));
+    // A row of the wrong shape names the field.
+    std::fs::write(&path, "{\"task\": \"web\", \"prompt\": [1]}\n").expect("write");
+    let err = import_path(&path, &ImportOptions::default()).expect_err("fails");
+    assert!(err.to_string().contains(":1: field `prompt[0]`"), "{err}");
+    std::fs::write(&path, "{\"task\": \"browser\", \"prompt\": []}\n").expect("write");
+    let err = import_path(&path, &ImportOptions::default()).expect_err("fails");
+    assert!(err.to_string().contains("field `task`"), "{err}");
+}
+
+fn agentlab_step(step: u64, axtree: &str, action: Value, error: &str) -> Value {
+    json!({"step": step, "url": "https://shop.example/cart", "goal": "Check out", "open_pages_urls": ["https://shop.example/cart"],
+        "open_pages_titles": ["Cart"], "focused_element_bid": "", "last_action": "", "last_action_error": error,
+        "axtree_txt": axtree, "pruned_html": if axtree.is_empty() { "" } else { "<button bid=\"5\">Pay</button>" }, "action": action, "think": null,
+        "llm_answer_raw": null, "reward": 0, "terminated": false, "truncated": false, "screenshot_path": "step.png"})
+}
+
+#[test]
+fn agentlab_frame_detached_is_an_error_step_and_sidecar_attaches() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("cart.json");
+    let steps = json!({"source_task": "demo", "steps": [
+        agentlab_step(0, "RootWebArea 'Cart'\n\t[5] button 'Pay'", json!("click('5')"), ""),
+        agentlab_step(1, "", json!("noop()"), "Frame has been detached."),
+        agentlab_step(2, "RootWebArea 'Paid'", Value::Null, ""),
+    ]});
+    std::fs::write(&path, serde_json::to_string_pretty(&steps).expect("json")).expect("write");
+    std::fs::write(
+        dir.path().join("cart.predictions.jsonl"),
+        "{\"step\": 2, \"engine\": \"copy\", \"seed\": 3, \"output\": \"</think><predicted_observation>RootWebArea 'Paid'</predicted_observation>\", \"latency_ms\": 5}\n{\"step\": 9, \"engine\": \"copy\", \"output\": \"x\"}\n",
+    )
+    .expect("write");
+    assert_eq!(
+        detect_format(&path).expect("detects"),
+        InputFormat::Agentlab
+    );
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    let t = &imported.trajectories[0];
+    assert_eq!(t.goal.as_deref(), Some("Check out"));
+    assert_eq!(t.extra.get("source_task"), Some(&json!("demo")));
+    let detached = t
+        .node(NodeId(1))
+        .and_then(|n| n.real.as_ref())
+        .expect("step 1");
+    assert!(detached.is_error_step());
+    let error = detached.error.as_ref().expect("error");
+    assert_eq!(
+        (error.kind, error.message.as_str()),
+        (StepErrorKind::Action, "Frame has been detached.")
+    );
+    let root = t
+        .node(NodeId(0))
+        .and_then(|n| n.real.as_ref())
+        .expect("root");
+    assert_eq!(root.metadata.title.as_deref(), Some("Cart"));
+    assert_eq!(
+        root.view(Representation::Html),
+        Some("<button bid=\"5\">Pay</button>")
+    );
+    assert_eq!(
+        t.nodes[0].extra.get("screenshot_path"),
+        Some(&json!("step.png"))
+    );
+    let node2 = t.node(NodeId(2)).expect("node 2");
+    assert_eq!(node2.predictions.len(), 1);
+    assert_eq!(node2.predictions[0].status, OutputStatus::Ok);
+    assert_eq!(
+        node2.predictions[0].observation.as_deref(),
+        Some("RootWebArea 'Paid'")
+    );
+    assert_eq!(node2.predictions[0].seed, Some(3));
+    assert_eq!(
+        node2.predictions[0].extra.get("latency_ms"),
+        Some(&json!(5))
+    );
+    assert_eq!(imported.warnings.len(), 1);
+    assert!(
+        imported.warnings[0].message.contains("step 9"),
+        "{}",
+        imported.warnings[0]
+    );
+    // The error step's prompt shows the error.
+    let messages = build_messages(t, NodeId(2), &PromptOptions::default()).expect("messages");
+    assert!(
+        messages[3]
+            .content
+            .contains("**Last Action Error:**\nFrame has been detached."),
+        "{}",
+        messages[3].content
+    );
+}
+
+#[test]
+fn latin1_file_imports_with_one_warning() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("latin1.json");
+    let mut bytes = b"[{\"url\": \"https://caf\xE9.example/\", \"axtree_txt\": \"RootWebArea 'Caf\xE9 cr\xE8me'\", \"action\": null}]".to_vec();
+    bytes.push(b'\n');
+    std::fs::write(&path, &bytes).expect("write");
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    assert_eq!(imported.warnings.len(), 1);
+    let w = &imported.warnings[0];
+    assert_eq!(
+        w.byte_offset,
+        bytes.iter().position(|&b| b == 0xE9).map(|p| p as u64)
+    );
+    assert_eq!(w.byte_offset, Some(21));
+    assert!(w.path.ends_with("latin1.json"));
+    let root = imported.trajectories[0].nodes[0]
+        .real
+        .as_ref()
+        .expect("root");
+    assert_eq!(root.text, "RootWebArea 'Caf\u{FFFD} cr\u{FFFD}me'");
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
+    std::fs::write(dir.join(name), bytes).expect("write");
+}
+
+#[test]
+fn android_folder_with_cesu_bytes_and_failed_capture() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().join("settings_run");
+    std::fs::create_dir(&d).expect("mkdir");
+    let head = b"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\"><node text=\"";
+    let mut dump0 = head.to_vec();
+    dump0.extend_from_slice(b"Hi \xED\xA0\xBD\xED\xB8\x80\" resource-id=\"com.chat:id/msg\" bounds=\"[0,0][1080,200]\"/></hierarchy>");
+    write(&d, "step_00.xml", &dump0);
+    write(&d, "step_01.xml", b"ERROR: could not get idle state.\n");
+    write(
+        &d,
+        "step_02.xml",
+        b"<?xml version='1.0' ?><hierarchy rotation=\"0\"><node text=\"Sent\"/></hierarchy>",
+    );
+    write(
+        &d,
+        "actions.jsonl",
+        b"{\"step\": 0, \"action\": {\"action_type\": \"click\", \"element\": \"com.chat:id/send\"}, \"note\": \"send\"}\n{\"step\": 1, \"action\": {\"action_type\": \"wait\"}, \"note\": null}\n{\"step\": 2, \"action\": null, \"note\": \"done\"}\n",
+    );
+    write(&d, "task.json", b"{\"goal\": \"Send the greeting\", \"package\": \"com.chat\", \"screen\": {\"width\": 1080, \"height\": 2400}}");
+    assert_eq!(
+        detect_format(&d).expect("detects"),
+        InputFormat::AndroidDumps
+    );
+    let imported = import_path(&d, &ImportOptions::default()).expect("imports");
+    assert_eq!(imported.warnings.len(), 1, "{:?}", imported.warnings);
+    let w = &imported.warnings[0];
+    assert!(w.path.ends_with("step_00.xml"), "{w}");
+    assert_eq!(w.byte_offset, Some(head.len() as u64 + 3));
+    let t = &imported.trajectories[0];
+    assert_eq!(t.domain, Domain::Android);
+    assert_eq!(t.goal.as_deref(), Some("Send the greeting"));
+    assert_eq!(t.extra.get("package"), Some(&json!("com.chat")));
+    let root = t.nodes[0].real.as_ref().expect("root");
+    assert!(root.text.contains("Hi \u{FFFD}"));
+    assert_eq!(
+        root.metadata.screen.map(|s| (s.width_px, s.height_px)),
+        Some((1080, 2400))
+    );
+    let failed = t.nodes[1].real.as_ref().expect("step 1");
+    assert!(failed.is_error_step());
+    let error = failed.error.as_ref().expect("error");
+    assert_eq!(
+        (error.kind, error.message.as_str()),
+        (StepErrorKind::Capture, "ERROR: could not get idle state.\n")
+    );
+    assert_eq!(t.edges[0].note.as_deref(), Some("send"));
+    assert!(matches!(
+        t.edges[0].action.parsed,
+        Some(ParsedAction::Android {
+            action: AndroidAction::Click { .. }
+        })
+    ));
+    assert_eq!(t.nodes[2].extra.get("note"), Some(&json!("done")));
+}
+
+#[test]
+fn osworld_folder_with_table_view_and_bad_actions_line() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().join("files_run");
+    std::fs::create_dir(&d).expect("mkdir");
+    for (i, name) in ["Downloads", "Receipts"].iter().enumerate() {
+        write(&d, &format!("step_{i:02}.xml"), format!("<desktop-frame><application name=\"files\"><frame name=\"{name}\"/></application></desktop-frame>").as_bytes());
+        write(&d, &format!("step_{i:02}.tsv"), format!("tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)\nframe\t{name}\t\t\t\t(0, 0)\t(800, 600)\n").as_bytes());
+    }
+    write(&d, "actions.jsonl", b"{\"step\": 0, \"action\": \"pyautogui.doubleClick(120, 80)\", \"note\": \"open\"}\n{\"step\": 1, \"action\": null}\n");
+    write(
+        &d,
+        "capture_meta.json",
+        b"[{\"step\": 0, \"nodes\": 3}, {\"step\": 1, \"nodes\": 3}]",
+    );
+    assert_eq!(detect_format(&d).expect("detects"), InputFormat::Osworld);
+    let imported = import_path(&d, &ImportOptions::default()).expect("imports");
+    let t = &imported.trajectories[0];
+    assert_eq!(t.domain, Domain::Os);
+    assert_eq!(
+        t.representations(),
+        vec![Representation::OsXml, Representation::OsTable]
+    );
+    let n1 = t.nodes[1].real.as_ref().expect("node 1");
+    assert!(
+        n1.view(Representation::OsTable)
+            .is_some_and(|v| v.contains("frame\tReceipts"))
+    );
+    assert_eq!(
+        n1.metadata.extra.get("capture"),
+        Some(&json!({"step": 1, "nodes": 3}))
+    );
+    assert_eq!(t.edges[0].action.format, ActionFormat::Pyautogui);
+    assert_eq!(t.edges[0].action.raw, "pyautogui.doubleClick(120, 80)");
+    write(
+        &d,
+        "actions.jsonl",
+        b"{\"step\": 0, \"action\": \"x\"}\n{\"step\": oops}\n",
+    );
+    let err = import_path(&d, &ImportOptions::default()).expect_err("fails");
+    assert!(err.to_string().contains("actions.jsonl:2:"), "{err}");
+}
+
+#[test]
+fn native_export_then_import_gives_the_same_bytes() {
+    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    let dir = tempfile::tempdir().expect("tmp");
+    let first = dir.path().join("a.json");
+    TrajectoryFile::new(imported.trajectories)
+        .write(&first)
+        .expect("write");
+    assert_eq!(detect_format(&first).expect("detects"), InputFormat::Native);
+    let again = import_path(&first, &ImportOptions::default()).expect("imports native");
+    let second = TrajectoryFile::new(again.trajectories).to_json_string();
+    assert_eq!(second, std::fs::read_to_string(&first).expect("read"));
+}
+
+#[test]
+fn sft_export_has_one_line_per_observed_turn() {
+    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    let text = sft::export(&imported.trajectories, &PromptOptions::default()).expect("sft");
+    let lines = rows(&text);
+    assert_eq!(lines.len(), 17);
+    let first = &lines[0]["messages"];
+    assert_eq!(first[0]["role"], json!("system"));
+    assert_eq!(first[1]["role"], json!("user"));
+    assert_eq!(first.as_array().map(Vec::len), Some(3));
+    let answer = first[2]["content"].as_str().expect("answer");
+    assert!(answer.starts_with("<predicted_observation>\n{"), "{answer}");
+    assert!(answer.ends_with("\n</predicted_observation>"));
+    // Turn 3 of the MCP trajectory carries two earlier turns.
+    assert_eq!(lines[2]["messages"].as_array().map(Vec::len), Some(7));
+}
