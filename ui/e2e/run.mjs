@@ -19,8 +19,9 @@
 // Sample trajectories are preferred; the fixtures (ids `e2e-…`) stand in for a
 // domain whose samples did not import. Screenshots go to e2e/screenshots/.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launch } from "./browser.mjs";
@@ -72,7 +73,7 @@ function startAndWait(cmd, args, pattern, options = {}) {
     child.stderr.on("data", onData);
     child.on("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`${cmd} exited with ${code}:\n${seen}`));
+      reject(new Error(`${cmd} exited with ${code}: ${seen}`));
     });
   });
 }
@@ -92,10 +93,43 @@ async function startApp() {
     process.exit(2);
   }
   // The samples, plus the mock's fixtures as native files (the hostile page, a
-  // text domain, and stand-ins should a sample format not import).
+  // text domain, a 20,000-node tree, stand-ins should a sample not import),
+  // in a fresh workspace, serving this checkout's build.
   const fixtures = writeNativeFixtures(join(uiDir, "src", "mocks", "fixtures"));
-  const url = await startAndWait(bin, ["serve", "--port", "0", join(repo, "samples"), ...fixtures], /https?:\/\/[^\s]+token=[^\s]+/);
-  return url;
+  const workspaceDir = mkdtempSync(join(tmpdir(), "worldloom-e2e-workspace-"));
+  const serve = (paths, name) =>
+    startAndWait(
+      bin,
+      ["serve", "--port", "0", "--workspace", join(workspaceDir, `${name}.worldloom`), "--ui-dir", join(uiDir, "dist"), ...paths],
+      /https?:\/\/[^\s]+token=[^\s]+/,
+    );
+  try {
+    const url = await serve([...samplePaths(), ...fixtures], "samples");
+    check(true, "worldloom serve imports every sample trajectory and the fixtures");
+    return url;
+  } catch (e) {
+    // Report it, then run every other check on the fixtures alone.
+    check(false, `worldloom serve imports every sample trajectory (${String(e.message ?? e).trim().split("\n").slice(-2).join(" ")})`);
+    return await serve(fixtures, "fixtures");
+  }
+}
+
+/**
+ * Every sample trajectory: the web JSON files (their `.predictions.jsonl`
+ * sidecars are found by the importer) and each OS / Android trajectory folder.
+ */
+function samplePaths() {
+  const root = join(repo, "samples");
+  const out = [];
+  for (const domain of ["web", "os", "android"]) {
+    const dir = join(root, domain);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir).sort()) {
+      const p = join(dir, name);
+      if (domain === "web" ? name.endsWith(".json") : statSync(p).isDirectory()) out.push(p);
+    }
+  }
+  return out;
 }
 
 function startTrap() {
@@ -204,26 +238,32 @@ async function keyboardNavigation(domain) {
   check(atStart.startsWith("initial") && one.startsWith("turn 1 ") && two.startsWith("turn 2 ") && back.startsWith("turn 1 ") && end === `turn ${total} / ${total}`, `${domain}: keyboard turn navigation (${[atStart, one, two, back, end].join(" → ")})`);
 }
 
-/** Walks turns from the first until the predicted pane shows diff marks in the current view. */
+/** Nodes aligned across the panes (tree rows or wireframe boxes), in the real pane. */
+async function alignedMarks(region) {
+  return region.locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"], rect[data-diff="unchanged"], rect[data-diff="changed"]').count();
+}
+
+/** Walks turns from the first until the panes show diff marks next to aligned nodes. */
 async function findDiffTurn() {
   await page.keyboard.press("Home");
   for (let i = 0; i < 12; i++) {
     await page.keyboard.press("ArrowRight");
-    await page.waitForTimeout(450);
-    if ((await diffMarks(predicted)) + (await diffMarks(real)) > 0) return await turnText();
+    await page.waitForTimeout(600);
+    if ((await diffMarks(predicted)) + (await diffMarks(real)) > 0 && (await alignedMarks(real)) > 0) return await turnText();
   }
   return null;
 }
 
 // ---- Web ----
-if (await openTrajectory("web", ["tidewell", "larkmail", "quillpost", "harbor"])) {
+if (await openTrajectory("web", ["larkmail", "quillpost", "tidewell", "harbor"])) {
   await keyboardNavigation("web");
   await clickTab("AX tree");
   const at = await findDiffTurn();
   check(at !== null, `web: accessibility-tree diff marks appear (${at})`);
   check((await real.getByRole("treeitem").count()) > 5 && (await predicted.getByRole("treeitem").count()) > 5, "web: both panes show tree rows");
-  // Hover a row in the real pane: its counterpart lights up in the predicted pane.
-  await real.getByRole("treeitem").nth(3).hover();
+  // Hover an aligned row in the real pane: its counterpart lights up in the predicted pane.
+  const aligned = real.locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"]');
+  if ((await aligned.count()) > 2) await aligned.nth(2).hover();
   await page.waitForTimeout(200);
   check((await predicted.locator(".trow.is-hover").count()) === 1, "web: hovering a real node highlights its predicted counterpart");
   await page.screenshot({ path: join(shots, "web-axtree.png") });
