@@ -53,8 +53,7 @@ export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollT
       el.scrollTop = Math.max(0, top - height / 3);
       setScrollTop(el.scrollTop);
     }
-    // Only when the target changes, not on every resize.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
+    // Only when the target changes, not on every resize (so `height` is left out).
   }, [scrollToIndex, rowHeight]);
 
   useEffect(() => {

@@ -67,7 +67,7 @@ const REMOVED_ELEMENTS = ["script", "base", "link", "meta[http-equiv]", "portal"
 /** Elements replaced by a labelled placeholder box, so layout keeps a trace of them. */
 const PLACEHOLDER_ELEMENTS = ["iframe", "frame", "object", "embed"];
 
-/** Outline colours, also used in the app's legend. */
+/** The outline rules appended to every render (colours match the app's legend). */
 export const DIFF_OUTLINE_CSS = `
 [data-wl-diff="changed"]{outline:2px solid #d08700 !important;outline-offset:-2px !important}
 [data-wl-diff="moved"]{outline:2px dotted #7c5cd6 !important;outline-offset:-2px !important}

@@ -78,12 +78,6 @@ export function nodeLabel(node: UiNode, maxChars = 60): string {
   return name ? `${node.role} "${name}"` : node.role;
 }
 
-/** Status of a node on one side, `unchanged` when no diff is known. */
-export function statusOf(diff: TreeDiff | null | undefined, side: Side, id: number): DiffStatus {
-  if (!diff) return "unchanged";
-  return (side === "real" ? diff.real[id] : diff.predicted[id]) ?? "unchanged";
-}
-
 /** Both directions of a diff's alignment. */
 export interface Alignment {
   realToPredicted: Map<number, number>;
