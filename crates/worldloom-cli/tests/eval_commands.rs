@@ -335,3 +335,114 @@ fn eval_local_engine_directly() {
         assert!((1..=4).contains(&r["wl_completion_tokens"].as_u64().unwrap()));
     }
 }
+
+fn sample_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
+}
+
+/// The repository's AgentWorldBench sample (all seven domains): the copy
+/// baseline directly, then the tiny checkpoint through `serve-model`; both
+/// outputs keep every row and the official fields, and `score` summarises
+/// them.
+#[test]
+fn samples_with_copy_and_through_serve_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample_file();
+    let input: Vec<Value> = read_rows(&sample);
+    assert!(input.len() >= 7, "the sample has a row per domain");
+    let official = [
+        "task",
+        "id",
+        "prompt",
+        "response",
+        "system_str",
+        "turn_idx",
+        "total_turns",
+    ];
+
+    let copy_out = dir.path().join("copy.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        sample.to_str().unwrap(),
+        "--engine",
+        "copy",
+        "-o",
+        copy_out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let served = serve_model(&[
+        "--engine",
+        "local",
+        "--model-dir",
+        tiny_checkpoint().to_str().unwrap(),
+    ]);
+    let served_out = dir.path().join("served.jsonl");
+    let o = worldloom(&[
+        "eval",
+        "--data",
+        sample.to_str().unwrap(),
+        "--engine",
+        "openai",
+        "--base-url",
+        &served.base_url,
+        "--model",
+        "tiny-world-model",
+        "--max-tokens",
+        "4",
+        "-o",
+        served_out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    for out in [&copy_out, &served_out] {
+        let rows = read_rows(out);
+        assert_eq!(rows.len(), input.len(), "{}", out.display());
+        for row in &rows {
+            let source = input
+                .iter()
+                .find(|i| i["id"] == row["id"] && i["turn_idx"] == row["turn_idx"])
+                .unwrap();
+            for field in official {
+                assert_eq!(
+                    row[field],
+                    source[field],
+                    "{field} changed in {}",
+                    out.display()
+                );
+            }
+            assert!(row["gen"].is_string());
+        }
+        let s = worldloom(&["score", out.to_str().unwrap(), "--json"]);
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        let report: Value = serde_json::from_slice(&s.stdout).unwrap();
+        let domains: Vec<&str> = report["domains"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            domains,
+            vec!["android", "mcp", "os", "search", "swe", "terminal", "web"]
+        );
+        assert_eq!(report["all"]["rows"], json!(input.len()));
+    }
+    // The copy baseline has a state to copy from the second turn on, and is
+    // never exact on this sample (every action changes something).
+    let copy_report: Value =
+        serde_json::from_slice(&worldloom(&["score", copy_out.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
+    let first_turns = input.iter().filter(|r| r["turn_idx"] == 1).count();
+    assert_eq!(
+        copy_report["all"]["status_counts"]["error"],
+        json!(first_turns)
+    );
+    assert_eq!(
+        copy_report["all"]["status_counts"]["ok"],
+        json!(input.len() - first_turns)
+    );
+    assert_eq!(copy_report["all"]["exact_rate"], json!(0.0));
+}
