@@ -1,0 +1,211 @@
+//! `worldloom import`, `export`, `inspect` and `parse-output` on the built binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn worldloom(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(args)
+        .output()
+        .expect("runs the binary")
+}
+
+fn sample_awb() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
+}
+
+fn rows(text: &str) -> Vec<Value> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn import_export_round_trips_agentworldbench_and_native() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let native = dir.path().join("awb.json");
+    let out = worldloom(&["import", s(&sample_awb()), "-o", s(&native)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 7 trajectories (17 turns)"));
+
+    let awb = dir.path().join("awb.jsonl");
+    let out = worldloom(&[
+        "export",
+        s(&native),
+        "--format",
+        "agentworldbench",
+        "-o",
+        s(&awb),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let original = std::fs::read_to_string(sample_awb()).expect("sample");
+    assert_eq!(
+        rows(&std::fs::read_to_string(&awb).expect("export")),
+        rows(&original)
+    );
+
+    let again = dir.path().join("again.json");
+    let out = worldloom(&["export", s(&native), "--format", "native", "-o", s(&again)]);
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read(&again).expect("again"),
+        std::fs::read(&native).expect("native")
+    );
+    let third = dir.path().join("third.json");
+    assert!(
+        worldloom(&["import", s(&again), "-o", s(&third)])
+            .status
+            .success()
+    );
+    assert_eq!(
+        std::fs::read(&third).expect("third"),
+        std::fs::read(&native).expect("native")
+    );
+
+    let sft = dir.path().join("sft.jsonl");
+    assert!(
+        worldloom(&["export", s(&native), "--format", "sft", "-o", s(&sft)])
+            .status
+            .success()
+    );
+    let lines = rows(&std::fs::read_to_string(&sft).expect("sft"));
+    assert_eq!(lines.len(), 17);
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["messages"].as_array().is_some_and(|m| m.len() >= 3))
+    );
+}
+
+#[test]
+fn inspect_json_lists_domains_turns_and_branches() {
+    let out = worldloom(&["inspect", s(&sample_awb()), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let trajectories = report["trajectories"].as_array().expect("list");
+    assert_eq!(trajectories.len(), 7);
+    let domains: Vec<&str> = trajectories
+        .iter()
+        .filter_map(|t| t["domain"].as_str())
+        .collect();
+    assert_eq!(
+        domains,
+        ["mcp", "search", "terminal", "swe", "web", "os", "android"]
+    );
+    assert_eq!(trajectories[0]["turns"], 3);
+    assert_eq!(trajectories[0]["branches"], 1);
+    assert_eq!(
+        trajectories[0]["representations"],
+        serde_json::json!(["json"])
+    );
+    assert_eq!(
+        trajectories[6]["representations"],
+        serde_json::json!(["android-xml"])
+    );
+    let table = worldloom(&["inspect", s(&sample_awb())]);
+    assert!(String::from_utf8_lossy(&table.stdout).contains("7 trajectories"));
+}
+
+#[test]
+fn import_errors_name_file_and_line_and_skip_bad_rows_works() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.jsonl");
+    let mut text = std::fs::read_to_string(sample_awb()).expect("sample");
+    text.insert_str(text.find('\n').expect("line") + 1, "{\"task\": \"web\", \n");
+    std::fs::write(&bad, &text).expect("write");
+    let out_path = dir.path().join("o.json");
+    let out = worldloom(&["import", s(&bad), "-o", s(&out_path)]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.jsonl:2:"), "{stderr}");
+    let out = worldloom(&[
+        "import",
+        s(&bad),
+        "--skip-bad-rows",
+        "--format",
+        "agentworldbench",
+        "-o",
+        s(&out_path),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:2: row skipped"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("imported 7 trajectories"));
+    let out = worldloom(&[
+        "import",
+        s(&dir.path().join("missing.json")),
+        "-o",
+        s(&out_path),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+}
+
+#[test]
+fn parse_output_json_contract() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let raw = dir.path().join("out.txt");
+    std::fs::write(&raw, "Checking the cart.\n</think>\n<predicted_observation>\n**Environment Observation:**\n[5] button 'Pay'\n</predicted_observation>").expect("write");
+    let out = worldloom(&["parse-output", s(&raw), "--json"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["observation"], "[5] button 'Pay'");
+    assert_eq!(v["reasoning"], "Checking the cart.");
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["warnings"], serde_json::json!([]));
+    let keys: Vec<&String> = v.as_object().expect("object").keys().collect();
+    assert_eq!(keys, ["observation", "reasoning", "status", "warnings"]);
+
+    // Reasoning only, OpenAI style, from stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["parse-output", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    {
+        use std::io::Write;
+        let stdin = child.stdin.as_mut().expect("stdin");
+        stdin
+            .write_all(br#"{"choices": [{"message": {"content": "", "reasoning_content": "The page reloads. <predicted_observation>X</predicted_observation>"}}]}"#)
+            .expect("write");
+    }
+    let out = child.wait_with_output().expect("wait");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["status"], "empty");
+    assert_eq!(v["observation"], Value::Null);
+    assert!(
+        v["reasoning"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("The page reloads."))
+    );
+
+    std::fs::write(&raw, "<think>Cut off while think").expect("write");
+    let v: Value = serde_json::from_slice(&worldloom(&["parse-output", s(&raw), "--json"]).stdout)
+        .expect("json");
+    assert_eq!(v["status"], "no_observation");
+    assert_eq!(v["observation"], Value::Null);
+}
