@@ -583,7 +583,7 @@ fn predictions_of(
         .collect())
 }
 
-fn live_node<'a>(st: &'a StoredTrajectory, node: u32) -> Result<&'a core::Node, ApiError> {
+fn live_node(st: &StoredTrajectory, node: u32) -> Result<&core::Node, ApiError> {
     st.trajectory
         .node(NodeId(node))
         .filter(|n| st.live_nodes.contains(&n.id))
@@ -649,13 +649,11 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             ));
         }
     }
-    if !pred_placed {
-        if let (Some(text), Some(repr)) = (pred_text, pred_repr) {
-            views.insert(
-                0,
-                compared("main".into(), repr, None, Some(side(text, repr)), "", None),
-            );
-        }
+    if !pred_placed && let (Some(text), Some(repr)) = (pred_text, pred_repr) {
+        views.insert(
+            0,
+            compared("main".into(), repr, None, Some(side(text, repr)), "", None),
+        );
     }
 
     let predicted_kind = shown.as_ref().map(|s| match s {

@@ -259,10 +259,9 @@ fn token_of(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
     if let Some(v) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
+        && let Some(t) = v.strip_prefix("Bearer ")
     {
-        if let Some(t) = v.strip_prefix("Bearer ") {
-            return Some(t.trim().to_string());
-        }
+        return Some(t.trim().to_string());
     }
     query?
         .split('&')
@@ -400,20 +399,18 @@ async fn events_handler(
     let rx = state.events.subscribe();
     let first = stream::once(async move { Ok(Event::default().data(hello)) });
     let rest = stream::unfold(rx, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(json) => return Some((Ok(Event::default().data(json)), rx)),
-                // A slow reader missed events: tell it to refresh everything.
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let json = serde_json::to_string(&StudioEvent::WorkspaceChanged {
-                        trajectory_id: None,
-                        kind: "lagged".into(),
-                    })
-                    .unwrap_or_default();
-                    return Some((Ok(Event::default().data(json)), rx));
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
+        match rx.recv().await {
+            Ok(json) => Some((Ok(Event::default().data(json)), rx)),
+            // A slow reader missed events: tell it to refresh everything.
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let json = serde_json::to_string(&StudioEvent::WorkspaceChanged {
+                    trajectory_id: None,
+                    kind: "lagged".into(),
+                })
+                .unwrap_or_default();
+                Some((Ok(Event::default().data(json)), rx))
             }
+            Err(broadcast::error::RecvError::Closed) => None,
         }
     });
     Sse::new(futures_util::StreamExt::chain(first, rest)).keep_alive(KeepAlive::default())

@@ -1218,12 +1218,12 @@ impl Workspace {
         score: Option<f64>,
         result: &serde_json::Value,
     ) -> Result<i64> {
-        if let Some(s) = score {
-            if !(0.0..=1.0).contains(&s) {
-                return Err(StoreError::Invalid(format!(
-                    "metric score {s} is outside [0, 1]"
-                )));
-            }
+        if let Some(s) = score
+            && !(0.0..=1.0).contains(&s)
+        {
+            return Err(StoreError::Invalid(format!(
+                "metric score {s} is outside [0, 1]"
+            )));
         }
         self.conn
             .execute(
