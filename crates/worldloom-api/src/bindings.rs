@@ -110,47 +110,65 @@ pub fn typescript() -> String {
 }
 
 /// Names referenced by a declaration that no declaration defines; used by the
-/// bindings test to prove the file is self-contained.
+/// bindings test to prove the file is self-contained. Comments and string
+/// literals are skipped; a capitalised word not followed by `:` (a field
+/// name) is a type reference.
 pub fn undeclared_names(file: &str) -> Vec<String> {
-    let declared: Vec<&str> = file
+    // Drop block and line comments.
+    let mut code = String::new();
+    let mut rest = file;
+    while let Some(start) = rest.find("/*") {
+        code.push_str(&rest[..start]);
+        rest = rest[start..]
+            .find("*/")
+            .map_or("", |end| &rest[start + end + 2..]);
+    }
+    code.push_str(rest);
+    let code: String = code
         .lines()
-        .filter_map(|l| {
-            l.strip_prefix("export type ")
-                .or_else(|| l.strip_prefix("export interface "))
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let declared: Vec<String> = code
+        .split("export ")
+        .filter_map(|d| {
+            d.strip_prefix("type ")
+                .or_else(|| d.strip_prefix("interface "))
         })
-        .filter_map(|l| l.split(|c: char| !c.is_alphanumeric() && c != '_').next())
+        .filter_map(|d| d.split(|c: char| !c.is_alphanumeric() && c != '_').next())
+        .map(str::to_string)
         .collect();
-    let builtin = [
-        "string", "number", "boolean", "null", "Array", "Record", "Partial", "Commands", "C",
-    ];
+    let builtin = ["Array", "Record", "C"];
     let mut missing = Vec::new();
-    for line in file.lines().filter(|l| l.starts_with("export type ")) {
-        let body = line.split_once('=').map(|(_, b)| b).unwrap_or("");
-        let mut word = String::new();
-        let mut in_string = false;
-        for ch in body.chars().chain(std::iter::once(' ')) {
-            if ch == '"' {
-                in_string = !in_string;
-                word.clear();
-                continue;
+    let mut word = String::new();
+    let mut in_string = false;
+    let mut after_keyword = false;
+    for ch in code.chars().chain(std::iter::once(' ')) {
+        if ch == '"' {
+            in_string = !in_string;
+            word.clear();
+            continue;
+        }
+        if in_string {
+            continue;
+        }
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        if !word.is_empty() {
+            let is_type = word.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && ch != ':'
+                && !after_keyword;
+            if is_type
+                && !declared.contains(&word)
+                && !builtin.contains(&word.as_str())
+                && !missing.contains(&word)
+            {
+                missing.push(word.clone());
             }
-            if in_string {
-                continue;
-            }
-            if ch.is_alphanumeric() || ch == '_' {
-                word.push(ch);
-            } else {
-                let is_type =
-                    word.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && ch != ':';
-                if is_type
-                    && !declared.contains(&word.as_str())
-                    && !builtin.contains(&word.as_str())
-                    && !missing.contains(&word)
-                {
-                    missing.push(word.clone());
-                }
-                word.clear();
-            }
+            after_keyword = word == "type" || word == "interface";
+            word.clear();
         }
     }
     missing

@@ -44,3 +44,17 @@ fn bindings_are_self_contained_and_list_every_command() {
     // No 64-bit integers reach TypeScript as bigint.
     assert!(!generated.contains("bigint"));
 }
+
+#[test]
+fn the_self_containment_check_finds_missing_types() {
+    let file = "/** A doc with Words. */\nexport type A = { b: B, c: Array<string>, \"Quoted\": number };\nexport type B = \"X\" | \"Y\";\n";
+    assert_eq!(
+        worldloom_api::bindings::undeclared_names(file),
+        Vec::<String>::new()
+    );
+    let broken = "export type A = { b: Missing, c: B };\nexport type B = number;\n";
+    assert_eq!(
+        worldloom_api::bindings::undeclared_names(broken),
+        vec!["Missing".to_string()]
+    );
+}
