@@ -1,0 +1,216 @@
+//! Speed of the Qwen3.5-MoE engine at the real widths of
+//! Qwen-AgentWorld-35B-A3B (hidden 2048, vocab 248320, 256 experts top-8 +
+//! shared, DeltaNet 16/32 heads × 128, attention 16/2 heads × 256) with
+//! reduced depth (default 4 layers: 3 Gated DeltaNet + 1 gated attention),
+//! random weights built in memory.
+//!
+//! ```text
+//! cargo bench -p worldloom-engine --bench qwen3_5_moe -- [--device cpu|cuda:0]
+//!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
+//!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
+//! ```
+//!
+//! Reports (best of `--repeats`):
+//! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
+//! - decode tokens/s over `--decode-tokens` greedy steps after it;
+//! - stepping turn k+1: the time to the first logits of a new
+//!   `--turn-tokens` turn after the prompt, from scratch (prompt + turn) and
+//!   from a snapshot (clone of the state after the prompt, then the turn);
+//! - the snapshot's size and clone time.
+//!
+//! Prints one Markdown table row and one JSON line.
+
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor};
+use worldloom_engine::CausalLm;
+use worldloom_engine::loading::{RandomWeights, device_name, parse_device, parse_dtype};
+use worldloom_engine::qwen3_5_moe::{Config, Qwen3_5Moe};
+
+struct Options {
+    device: Device,
+    dtype: DType,
+    layers: usize,
+    prompt_tokens: usize,
+    decode_tokens: usize,
+    turn_tokens: usize,
+    repeats: usize,
+}
+
+fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
+    let mut o = Options {
+        device: Device::Cpu,
+        dtype: DType::BF16,
+        layers: 4,
+        prompt_tokens: 512,
+        decode_tokens: 32,
+        turn_tokens: 64,
+        repeats: 2,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--device" => o.device = parse_device(&value()?)?,
+            "--dtype" => o.dtype = parse_dtype(&value()?)?,
+            "--layers" => o.layers = value()?.parse()?,
+            "--prompt-tokens" => o.prompt_tokens = value()?.parse()?,
+            "--decode-tokens" => o.decode_tokens = value()?.parse()?,
+            "--turn-tokens" => o.turn_tokens = value()?.parse()?,
+            "--repeats" => o.repeats = value()?.parse()?,
+            // `cargo bench` passes --bench; ignore flags we do not know.
+            _ => {}
+        }
+    }
+    Ok(o)
+}
+
+/// The released model's text config with `layers` layers.
+fn real_width_config(layers: usize) -> Result<Config, serde_json::Error> {
+    Config::from_json(&format!(
+        r#"{{
+        "vocab_size": 248320, "hidden_size": 2048, "num_hidden_layers": {layers},
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+        "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+        "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+        "shared_expert_intermediate_size": 512, "full_attention_interval": 4,
+        "rope_parameters": {{"rope_type": "default", "rope_theta": 10000000.0,
+                             "partial_rotary_factor": 0.25}}
+    }}"#
+    ))
+}
+
+fn synchronize(device: &Device) -> candle_core::Result<()> {
+    device.synchronize()
+}
+
+fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
+    logits.argmax(0)?.to_scalar::<u32>()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let o = parse_args()?;
+    let config = real_width_config(o.layers)?;
+    let counts = config.param_counts();
+    eprintln!(
+        "building random model: {} layers, {:.2} G parameters ({:.2} G active per token), {:?} on {}",
+        o.layers,
+        counts.total as f64 / 1e9,
+        counts.active_per_token as f64 / 1e9,
+        o.dtype,
+        device_name(&o.device)
+    );
+    let t0 = Instant::now();
+    let model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(7), o.dtype, &o.device)?;
+    synchronize(&o.device)?;
+    let build_s = t0.elapsed().as_secs_f64();
+    eprintln!("built in {build_s:.1} s");
+
+    // Deterministic token ids spread over the vocabulary.
+    let vocab = config.vocab_size as u64;
+    let ids: Vec<u32> = (0..(o.prompt_tokens + o.turn_tokens) as u64)
+        .map(|i| ((i * 2_654_435_761 + 12_345) % vocab) as u32)
+        .collect();
+    let (prompt, turn) = ids.split_at(o.prompt_tokens);
+
+    // Warm-up (allocations, kernels, thread pools).
+    let mut warm = model.new_state()?;
+    model.forward(&prompt[..16.min(prompt.len())], &mut warm)?;
+    model.forward(&[1], &mut warm)?;
+    synchronize(&o.device)?;
+
+    let mut prefill_s = f64::INFINITY;
+    let mut decode_s = f64::INFINITY;
+    let mut scratch_turn_s = f64::INFINITY;
+    let mut snapshot_turn_s = f64::INFINITY;
+    let mut clone_us = f64::INFINITY;
+    let mut state_bytes = 0;
+    for repeat in 0..o.repeats {
+        let mut state = model.new_state()?;
+        let t = Instant::now();
+        let mut logits = model.forward(prompt, &mut state)?;
+        synchronize(&o.device)?;
+        prefill_s = prefill_s.min(t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        let snapshot = state.clone();
+        clone_us = clone_us.min(t.elapsed().as_secs_f64() * 1e6);
+        state_bytes = <Qwen3_5Moe as CausalLm>::state_size_bytes(&snapshot);
+
+        let t = Instant::now();
+        for _ in 0..o.decode_tokens {
+            let next = argmax(&logits)?;
+            logits = model.forward(&[next], &mut state)?;
+        }
+        synchronize(&o.device)?;
+        decode_s = decode_s.min(t.elapsed().as_secs_f64());
+
+        // Turn k+1 with snapshot reuse: restore, feed only the new turn.
+        let t = Instant::now();
+        let mut restored = snapshot.clone();
+        let with = model.forward(turn, &mut restored)?;
+        synchronize(&o.device)?;
+        snapshot_turn_s = snapshot_turn_s.min(t.elapsed().as_secs_f64());
+
+        // Turn k+1 without reuse: the whole history again.
+        let t = Instant::now();
+        let mut fresh = model.new_state()?;
+        let without = model.forward(&ids, &mut fresh)?;
+        synchronize(&o.device)?;
+        scratch_turn_s = scratch_turn_s.min(t.elapsed().as_secs_f64());
+
+        let diff = (with - without)?
+            .abs()?
+            .max(0)?
+            .to_dtype(DType::F32)?
+            .to_scalar::<f32>()?;
+        eprintln!(
+            "repeat {repeat}: prefill {:.2} s, decode {:.2} s, turn from snapshot {:.3} s, from scratch {:.3} s, logit gap {diff:.3e}",
+            prefill_s, decode_s, snapshot_turn_s, scratch_turn_s
+        );
+    }
+
+    let prefill_tokens_per_sec = o.prompt_tokens as f64 / prefill_s;
+    let decode_tokens_per_sec = o.decode_tokens as f64 / decode_s;
+    let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
+        std::thread::available_parallelism()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".into())
+    });
+    println!(
+        "| {} | {:?} | {} | {} | {:.1} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} |",
+        device_name(&o.device),
+        o.dtype,
+        threads,
+        o.layers,
+        prefill_tokens_per_sec,
+        decode_tokens_per_sec,
+        scratch_turn_s * 1e3,
+        snapshot_turn_s * 1e3,
+        state_bytes as f64 / (1024.0 * 1024.0),
+        clone_us,
+    );
+    println!(
+        "{}",
+        serde_json::json!({
+            "device": device_name(&o.device),
+            "dtype": format!("{:?}", o.dtype),
+            "threads": threads,
+            "layers": o.layers,
+            "parameters": counts.total,
+            "parameters_active_per_token": counts.active_per_token,
+            "prompt_tokens": o.prompt_tokens,
+            "decode_tokens": o.decode_tokens,
+            "turn_tokens": o.turn_tokens,
+            "prefill_tokens_per_sec": prefill_tokens_per_sec,
+            "decode_tokens_per_sec": decode_tokens_per_sec,
+            "turn_from_scratch_ms": scratch_turn_s * 1e3,
+            "turn_from_snapshot_ms": snapshot_turn_s * 1e3,
+            "snapshot_bytes": state_bytes,
+            "snapshot_clone_us": clone_us,
+            "build_s": build_s,
+        })
+    );
+    Ok(())
+}
