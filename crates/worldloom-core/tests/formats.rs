@@ -487,3 +487,37 @@ fn sft_export_has_one_line_per_observed_turn() {
     // Turn 3 of the MCP trajectory carries two earlier turns.
     assert_eq!(lines[2]["messages"].as_array().map(Vec::len), Some(7));
 }
+
+#[test]
+fn committed_gui_samples_import_with_their_predictions() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+    for (folder, domain) in [
+        ("web", Domain::Web),
+        ("os", Domain::Os),
+        ("android", Domain::Android),
+    ] {
+        let imported = import_path(&root.join(folder), &ImportOptions::default()).expect("imports");
+        assert!(
+            imported.trajectories.len() >= 3,
+            "{folder}: {} trajectories",
+            imported.trajectories.len()
+        );
+        for t in &imported.trajectories {
+            assert_eq!(t.domain, domain, "{}", t.id);
+            assert!(
+                t.main_path().edges.len() >= 4,
+                "{}: {} turns",
+                t.id,
+                t.main_path().edges.len()
+            );
+            assert!(
+                t.nodes.iter().any(|n| !n.predictions.is_empty()),
+                "{}: no sidecar predictions",
+                t.id
+            );
+            let messages = build_messages(t, t.main_path().nodes[2], &PromptOptions::default())
+                .expect("messages");
+            assert_eq!(messages.len(), 4, "{}", t.id);
+        }
+    }
+}
