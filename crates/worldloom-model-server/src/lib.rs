@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::{
-    EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest, StopReason,
-    WorldModel,
+    CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
+    StopReason, WorldModel,
 };
 
 /// Largest accepted request body, in bytes (long GUI histories are large).
@@ -94,27 +94,36 @@ struct AppState {
     default_params: GenerationParams,
     queue: Semaphore,
     next_id: AtomicU64,
+    /// Set when the server shuts down: predictions in flight are cancelled.
+    stopping: CancelToken,
 }
 
 /// The routes, ready to serve.
 pub fn router(engine: Arc<dyn WorldModel>, options: ServerOptions) -> Router {
+    build(engine, options).0
+}
+
+fn build(engine: Arc<dyn WorldModel>, options: ServerOptions) -> (Router, Arc<AppState>) {
     let state = Arc::new(AppState {
         engine,
         model_id: options.model_id,
         default_params: options.default_params,
         queue: Semaphore::new(options.max_concurrent.max(1)),
         next_id: AtomicU64::new(1),
+        stopping: CancelToken::new(),
     });
-    Router::new()
+    let router = Router::new()
         .route("/v1/models", get(models))
         .route("/v1/chat/completions", post(chat_completions))
         .route("/health", get(|| async { "ok" }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state)
+        .with_state(state.clone());
+    (router, state)
 }
 
-/// Serves on `listener` until `shutdown` completes (then finishes the
-/// requests in flight).
+/// Serves on `listener` until `shutdown` completes; then cancels the
+/// predictions in flight (their streams end with `finish_reason: "stop"`)
+/// and returns once their responses are sent.
 ///
 /// Errors: the listener's I/O errors.
 pub async fn serve(
@@ -123,8 +132,12 @@ pub async fn serve(
     options: ServerOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(engine, options))
-        .with_graceful_shutdown(shutdown)
+    let (router, state) = build(engine, options);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            state.stopping.cancel();
+        })
         .await
 }
 
@@ -256,7 +269,11 @@ struct ChatRequest {
     include_usage: bool,
 }
 
-fn parse_request(body: &[u8], model_id: &str, defaults: &GenerationParams) -> Result<ChatRequest, ApiError> {
+fn parse_request(
+    body: &[u8],
+    model_id: &str,
+    defaults: &GenerationParams,
+) -> Result<ChatRequest, ApiError> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::invalid("body", format!("the request body is not JSON: {e}")))?;
     let model = value
@@ -472,7 +489,18 @@ async fn start(
     let pump_state = state.clone();
     tokio::task::spawn_blocking(move || {
         let mut client_gone = false;
-        for event in prediction.events.iter() {
+        loop {
+            if pump_state.stopping.is_cancelled() {
+                prediction.cancel.cancel();
+            }
+            let event = match prediction
+                .events
+                .recv_timeout(std::time::Duration::from_millis(20))
+            {
+                Ok(event) => event,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            };
             let last = matches!(event, EngineEvent::Done { .. } | EngineEvent::Error { .. });
             if !client_gone && tx.blocking_send(event).is_err() {
                 client_gone = true;
@@ -713,7 +741,12 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.param, Some("top_p"));
-        let e = parse_request(br#"{"model": "m", "messages": []}"#, "m", &GenerationParams::default()).unwrap_err();
+        let e = parse_request(
+            br#"{"model": "m", "messages": []}"#,
+            "m",
+            &GenerationParams::default(),
+        )
+        .unwrap_err();
         assert_eq!(e.param, Some("messages"));
     }
 }

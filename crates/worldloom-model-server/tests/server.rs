@@ -296,3 +296,40 @@ fn official_openai_python_package() {
     );
     assert!(stdout.contains("openai package: OK"), "{stdout}");
 }
+
+#[test]
+fn stopping_the_server_cancels_predictions_in_flight() {
+    let mock = SlowMock {
+        steps: 2_000,
+        ..SlowMock::default()
+    };
+    let cancelled = mock.cancelled.clone();
+    let server = serve(Arc::new(mock));
+    let engine = client(&server, true);
+    let stream = engine
+        .predict(PredictRequest::new(
+            shell_chat(),
+            GenerationParams::default(),
+        ))
+        .unwrap();
+    let first = stream.events.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(first, EngineEvent::Reasoning { .. }), "{first:?}");
+    let started = std::time::Instant::now();
+    server.stop();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "stop took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        cancelled.load(Ordering::SeqCst),
+        "the engine was not cancelled"
+    );
+    let last = loop {
+        match stream.events.recv_timeout(Duration::from_secs(5)).unwrap() {
+            EngineEvent::Reasoning { .. } => {}
+            other => break other,
+        }
+    };
+    assert!(matches!(last, EngineEvent::Done { .. }), "{last:?}");
+}
