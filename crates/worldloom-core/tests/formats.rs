@@ -521,3 +521,28 @@ fn committed_gui_samples_import_with_their_predictions() {
         }
     }
 }
+
+#[test]
+fn sidecar_representation_field_sets_the_prediction_representation() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/web");
+    let path = root.join("agentlab_tidewell-shop_add-to-cart_8steps.json");
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    let t = &imported.trajectories[0];
+    let mut by_engine = std::collections::BTreeMap::new();
+    for p in t.nodes.iter().flat_map(|n| &n.predictions) {
+        by_engine
+            .entry(p.engine.clone())
+            .or_insert_with(std::collections::BTreeSet::new)
+            .insert(p.representation);
+    }
+    // The sample's sidecar predicts the accessibility tree under one engine
+    // name and the HTML under another; each keeps its own representation.
+    assert_eq!(
+        by_engine.get("sample-author"),
+        Some(&[Representation::Axtree].into_iter().collect())
+    );
+    assert_eq!(
+        by_engine.get("sample-author-html"),
+        Some(&[Representation::Html].into_iter().collect())
+    );
+}

@@ -138,7 +138,8 @@ pub enum EngineEvent {
         text: String,
     },
     /// Generated token ids, with their log-probabilities (natural log) under
-    /// the sampling distribution when requested and available.
+    /// the model's own distribution (softmax of the raw logits, as
+    /// OpenAI-compatible servers report them) when requested and available.
     Tokens {
         /// Token ids, in generation order.
         ids: Vec<u32>,

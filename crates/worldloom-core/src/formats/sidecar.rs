@@ -5,7 +5,9 @@
 //! "output": "<raw model output>"}`, where `n ≥ 1` is the index of the
 //! predicted state along the main path (the state reached by the action taken
 //! from state `n - 1`). An optional `trajectory` field names the trajectory
-//! when a file holds several. Other fields are kept in the prediction's
+//! when a file holds several; an optional `representation` (`axtree`, `html`,
+//! …) says how the predicted observation is written, defaulting to the real
+//! state's representation. Other fields are kept in the prediction's
 //! `extra`. The observation is extracted with
 //! [`crate::output::parse_model_output`].
 
@@ -13,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::domain::Representation;
 use crate::error::{CoreError, ImportWarning, Result};
 use crate::trajectory::{Prediction, Trajectory};
 
@@ -124,6 +127,14 @@ fn attach_line(
                 .ok_or_else(|| field("seed", "not a non-negative integer"))?,
         ),
     };
+    let representation = match obj.remove("representation") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(r)) => Some(
+            r.parse::<Representation>()
+                .map_err(|message| field("representation", &message))?,
+        ),
+        Some(_) => return Err(field("representation", "not a string")),
+    };
     let wanted = obj
         .remove("trajectory")
         .and_then(|v| v.as_str().map(str::to_owned));
@@ -158,10 +169,10 @@ fn attach_line(
     };
     let mut prediction = Prediction::from_output(engine, output);
     prediction.seed = seed;
-    prediction.representation = t
-        .node(node)
-        .and_then(|n| n.real.as_ref())
-        .map(|o| o.representation)
+    // The line's own `representation` wins (a web state has both an
+    // accessibility tree and HTML); otherwise the real state's.
+    prediction.representation = representation
+        .or_else(|| t.node(node).and_then(|n| n.real.as_ref()).map(|o| o.representation))
         .unwrap_or_default();
     prediction.extra = obj;
     t.add_prediction(node, prediction)?;
