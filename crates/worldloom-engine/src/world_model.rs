@@ -80,7 +80,11 @@ impl PredictRequest {
     /// A request with the given chat and parameters and no
     /// `current_observation`.
     pub fn new(messages: Vec<ChatMessage>, params: GenerationParams) -> Self {
-        Self { messages, params, current_observation: None }
+        Self {
+            messages,
+            params,
+            current_observation: None,
+        }
     }
 }
 

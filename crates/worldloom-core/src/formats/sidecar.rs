@@ -172,7 +172,11 @@ fn attach_line(
     // The line's own `representation` wins (a web state has both an
     // accessibility tree and HTML); otherwise the real state's.
     prediction.representation = representation
-        .or_else(|| t.node(node).and_then(|n| n.real.as_ref()).map(|o| o.representation))
+        .or_else(|| {
+            t.node(node)
+                .and_then(|n| n.real.as_ref())
+                .map(|o| o.representation)
+        })
         .unwrap_or_default();
     prediction.extra = obj;
     t.add_prediction(node, prediction)?;
