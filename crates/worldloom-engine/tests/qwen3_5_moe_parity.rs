@@ -19,8 +19,20 @@ const F32_TOLERANCE: f32 = 1e-4;
 /// Snapshot-then-continue vs from scratch, f32.
 const SNAPSHOT_TOLERANCE: f32 = 1e-5;
 
+/// The fixture folder; `WORLDLOOM_FIXTURES_DIR` overrides it (to run a
+/// built test binary elsewhere, e.g. on a GPU machine).
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qwen3_5_moe")
+    match std::env::var_os("WORLDLOOM_FIXTURES_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qwen3_5_moe"),
+    }
+}
+
+/// The device the models run on: `WORLDLOOM_TEST_DEVICE` (`cpu`,
+/// `cuda:0`, `metal`), default `cpu`.
+fn device() -> Device {
+    let spec = std::env::var("WORLDLOOM_TEST_DEVICE").unwrap_or_else(|_| "cpu".into());
+    worldloom_engine::loading::parse_device(&spec).expect("WORLDLOOM_TEST_DEVICE")
 }
 
 const VARIANTS: [&str; 2] = ["flat_per_expert", "nested_stacked_sharded"];
@@ -65,6 +77,7 @@ fn reference() -> Reference {
 fn load(variant: &str, dtype: Option<DType>) -> Qwen3_5Moe {
     let options = LoadOptions {
         dtype,
+        device: device(),
         ..LoadOptions::default()
     };
     load_model(&fixtures().join(variant), &options)
@@ -73,6 +86,8 @@ fn load(variant: &str, dtype: Option<DType>) -> Qwen3_5Moe {
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
     assert_eq!(a.dims(), b.dims(), "shapes differ");
+    let a = &a.to_device(&Device::Cpu).expect("to cpu");
+    let b = &b.to_device(&Device::Cpu).expect("to cpu");
     (a - b)
         .expect("sub")
         .abs()
@@ -231,6 +246,7 @@ fn snapshot_then_continue_equals_from_scratch() {
 
 /// Root-mean-square of `a − b` divided by the root-mean-square of `b`.
 fn relative_rms(a: &Tensor, b: &Tensor) -> f32 {
+    let a = &a.to_device(&Device::Cpu).expect("to cpu");
     let rms = |t: &Tensor| -> f32 {
         t.sqr()
             .and_then(|x| x.mean_all())
@@ -243,6 +259,7 @@ fn relative_rms(a: &Tensor, b: &Tensor) -> f32 {
 
 /// Fraction of positions whose argmax agrees.
 fn argmax_agreement(a: &Tensor, b: &Tensor) -> f32 {
+    let a = &a.to_device(&Device::Cpu).expect("to cpu");
     let a: Vec<u32> = a.argmax(1).and_then(|t| t.to_vec1()).expect("argmax");
     let b: Vec<u32> = b.argmax(1).and_then(|t| t.to_vec1()).expect("argmax");
     a.iter().zip(&b).filter(|(x, y)| x == y).count() as f32 / a.len() as f32
