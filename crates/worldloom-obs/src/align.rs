@@ -2,15 +2,19 @@
 //! for which real node.
 //!
 //! Two stages, neither recursive:
-//! 1. **Stable keys.** Nodes whose key (`bid`, `resource-id`, AT-SPI path,
-//!    HTML `id`) occurs exactly once in each tree are paired.
+//! 1. **Stable keys.** Nodes whose key (`bid`, `resource-id`, HTML `id`)
+//!    occurs exactly once in each tree are paired. OS accessibility trees
+//!    have no key: AT-SPI gives no element identity, and a path of ancestor
+//!    names would change for a whole subtree when one window title differs.
 //! 2. **Structure.** Walking the real tree in document order, the children
 //!    of each aligned pair are aligned as sequences: a longest common
 //!    subsequence over `role + name` signatures (Myers' diff, via the
-//!    `similar` crate), then, inside each gap between LCS runs, leftover
-//!    children with the same role are paired in order (they become
-//!    "changed"). An inserted node therefore leaves later siblings aligned
-//!    instead of shifting each of them one place (the tree-diff framing of
+//!    `similar` crate); then leftover children whose signature is left over
+//!    on both sides are paired as reordered ("moved"); then, inside each
+//!    gap between LCS runs, leftover children with the same role are paired
+//!    in order (they become "changed"). An inserted node therefore leaves
+//!    later siblings aligned instead of shifting each of them one place
+//!    (the tree-diff framing of
 //!    Zhang & Shasha 1989 restricted to order-preserving top-down mappings,
 //!    as in Chawathe et al. 1996 "Change detection in hierarchically
 //!    structured information").
@@ -35,6 +39,9 @@ pub enum MatchedBy {
     Key,
     /// Same role and name in the LCS of their parents' children.
     Signature,
+    /// Same role and name, outside the LCS of their parents' children
+    /// (reordered among siblings; reported as moved).
+    Reordered,
     /// Same role, left over in the same gap between LCS runs.
     Role,
 }
@@ -48,9 +55,9 @@ pub struct Alignment {
     pub pred_to_real: Vec<Option<NodeId>>,
     /// For each real node, how it was matched (`None` when unmatched).
     pub matched_by: Vec<Option<MatchedBy>>,
-    /// For each real node matched by key: true when it sits in a different
-    /// place (its parent is not aligned with the counterpart's parent, or
-    /// it was reordered among its siblings).
+    /// For each real node matched by key or as reordered: true when it sits
+    /// in a different place (its parent is not aligned with the
+    /// counterpart's parent, or it was reordered among its siblings).
     pub moved: Vec<bool>,
 }
 
@@ -187,9 +194,11 @@ fn align_children(real: &UiTree, pred: &UiTree, r: NodeId, p: NodeId, al: &mut A
     let ops = capture_diff_slices(Algorithm::Myers, &real_tokens, &pred_tokens);
     let mut in_lcs = vec![false; rc.len()];
     let mut gap: Option<(usize, usize, usize, usize)> = None; // old start/end, new start/end
-    let flush = |gap: &mut Option<(usize, usize, usize, usize)>, al: &mut Alignment| {
-        if let Some((os, oe, ns, ne)) = gap.take() {
-            pair_by_role(real, pred, &rc[os..oe], &pc[ns..ne], al);
+    let mut gaps: Vec<(usize, usize, usize, usize)> = Vec::new();
+    let flush = |gap: &mut Option<(usize, usize, usize, usize)>,
+                 gaps: &mut Vec<(usize, usize, usize, usize)>| {
+        if let Some(g) = gap.take() {
+            gaps.push(g);
         }
     };
     for op in &ops {
@@ -199,7 +208,7 @@ fn align_children(real: &UiTree, pred: &UiTree, r: NodeId, p: NodeId, al: &mut A
                 new_index,
                 len,
             } => {
-                flush(&mut gap, al);
+                flush(&mut gap, &mut gaps);
                 for k in 0..len {
                     let a = rc[old_index + k];
                     let b = pc[new_index + k];
@@ -242,14 +251,54 @@ fn align_children(real: &UiTree, pred: &UiTree, r: NodeId, p: NodeId, al: &mut A
             }
         }
     }
-    flush(&mut gap, al);
-    // Key-matched siblings that fell outside the LCS were reordered.
+    flush(&mut gap, &mut gaps);
+    // Reordered siblings: a child left out of the LCS whose exact `role +
+    // name` signature is also left over on the other side (in another gap)
+    // is the same node in another place, e.g. two swapped icons. Paired
+    // before the per-gap role pairing so that pairing cannot split them.
+    pair_reordered(real, pred, rc, pc, al);
+    for (os, oe, ns, ne) in gaps {
+        pair_by_role(real, pred, &rc[os..oe], &pc[ns..ne], al);
+    }
+    // Key- or signature-matched siblings that fell outside the LCS were
+    // reordered.
     for (k, c) in rc.iter().enumerate() {
         if !in_lcs[k]
-            && al.matched_by[c.index()] == Some(MatchedBy::Key)
+            && matches!(
+                al.matched_by[c.index()],
+                Some(MatchedBy::Key | MatchedBy::Reordered)
+            )
             && al.real_to_pred[c.index()].is_some_and(|q| pred.node(q).parent == Some(p))
         {
             al.moved[c.index()] = true;
+        }
+    }
+}
+
+/// Pairs unmatched real and predicted children with the same signature, in
+/// order (the first unmatched real child with signature s takes the first
+/// unmatched predicted child with s).
+fn pair_reordered(real: &UiTree, pred: &UiTree, rc: &[NodeId], pc: &[NodeId], al: &mut Alignment) {
+    let mut free: HashMap<u64, std::collections::VecDeque<NodeId>> = HashMap::new();
+    for b in pc {
+        if al.pred_to_real[b.index()].is_none() {
+            free.entry(signature(pred.node(*b)))
+                .or_default()
+                .push_back(*b);
+        }
+    }
+    if free.is_empty() {
+        return;
+    }
+    for a in rc {
+        if al.real_to_pred[a.index()].is_some() {
+            continue;
+        }
+        if let Some(b) = free
+            .get_mut(&signature(real.node(*a)))
+            .and_then(|q| q.pop_front())
+        {
+            set(al, *a, b, MatchedBy::Reordered);
         }
     }
 }

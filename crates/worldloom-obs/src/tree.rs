@@ -183,8 +183,9 @@ pub struct UiNode {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// Stable key, when the format has one: BrowserGym `bid`, Android
-    /// `resource-id`, HTML `bid` (else `id`), AT-SPI path of `role:name`
-    /// steps.
+    /// `resource-id`, HTML `bid` (else `id`). OS accessibility trees have
+    /// none (AT-SPI exposes no element identity; they are aligned by
+    /// structure).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// Every attribute or property, in source order.

@@ -15,6 +15,7 @@ const NOTES_XML: &str = include_str!("fixtures/notes.xml");
 const NOTES_NEAR_XML: &str = include_str!("fixtures/notes_near_xml.xml");
 const NOTES_TSV: &str = include_str!("fixtures/notes.tsv");
 const NOTES_SPACES: &str = include_str!("fixtures/notes_spaces.txt");
+const PROFILE_FORM: &str = include_str!("fixtures/profile_form.ax");
 
 fn tree(text: &str, r: Representation) -> UiTree {
     match parse(text, r) {
@@ -236,10 +237,88 @@ fn os_xml_fixture() {
         Some(vec![BoundsAnomaly::Negative, BoundsAnomaly::Inverted])
     );
     assert_eq!(find(t, "scroll-bar", "").value.as_deref(), Some("0.0"));
+    // AT-SPI has no element identity; a path key of ancestor names would
+    // not survive a renamed window, so OS XML nodes carry none.
+    assert!(t.iter().all(|n| n.key.is_none()));
+}
+
+#[test]
+fn axtree_value_after_name_is_a_value_not_part_of_an_attribute() {
+    let t = &tree(PROFILE_FORM, Representation::Axtree);
+    let name = find(t, "textbox", "Name");
+    assert_eq!(name.key.as_deref(), Some("23"));
+    assert_eq!(name.value.as_deref(), Some("Ada"));
+    assert_eq!(name.states.focused, Some(true));
+    let attrs: Vec<(&str, &str)> = name
+        .attributes
+        .iter()
+        .map(|a| (a.name.as_str(), a.value.as_str()))
+        .collect();
     assert_eq!(
-        find(t, "menu", "File").key.as_deref(),
-        Some("/desktop-frame/application:notepad/frame:Notes - Editor/menu-bar/menu:File")
+        attrs,
+        vec![
+            ("value", "Ada"),
+            ("clickable", ""),
+            ("visible", ""),
+            ("focused", ""),
+            ("required", "")
+        ]
     );
+    assert_eq!(find(t, "checkbox", "Newsletter").states.checked, Some(true));
+    let tz = find(t, "combobox", "Time zone");
+    assert_eq!(tz.value.as_deref(), Some("(UTC+01:00) Paris, Madrid"));
+    assert_eq!(tz.states.expanded, Some(false));
+    assert_eq!(tz.attr("hasPopup"), Some("menu"));
+    assert_eq!(find(t, "button", "Save").states.enabled, Some(false));
+    let sort = find(t, "combobox", "Sort");
+    assert_eq!(sort.attr("hasPopup"), Some("menu"));
+    assert_eq!(sort.states.expanded, Some(false));
+
+    // A predicted value change is one changed field, not a renamed node.
+    let pred = tree(
+        &PROFILE_FORM.replace("value='Ada'", "value='Grace'"),
+        Representation::Axtree,
+    );
+    let (m, _, diff) = tree_metrics(t, &pred, None);
+    assert_eq!(diff.summary.changed, 1);
+    match &diff.real[name.id.index()] {
+        NodeStatus::Changed { changes, .. } => {
+            let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
+            assert_eq!(fields, vec!["value", "attr:value"]);
+            assert_eq!(changes[0].real.as_deref(), Some("Ada"));
+            assert_eq!(changes[0].pred.as_deref(), Some("Grace"));
+        }
+        other => panic!("expected changed, got {other:?}"),
+    }
+    // Same role, name and key: still a node-F1 true positive.
+    assert_eq!(m.node_f1, 1.0);
+}
+
+#[test]
+fn os_xml_renamed_window_changes_one_node_not_its_subtree() {
+    let real = tree(NOTES_XML, Representation::OsXml);
+    let pred = tree(
+        &NOTES_XML
+            .replace("Notes - Editor", "Untitled - Editor")
+            .replace("hello world", "hello"),
+        Representation::OsXml,
+    );
+    let (m, _, diff) = tree_metrics(&real, &pred, Some(&real));
+    // 8 nodes: the frame and the text differ, everything else is unchanged.
+    assert_eq!(real.real_node_count(), 8);
+    assert_eq!(diff.summary.changed, 2);
+    assert_eq!(diff.summary.unchanged, 6);
+    assert_eq!(diff.summary.added + diff.summary.removed, 0);
+    // Node F1 counts role + name: only the frame misses (7 of 8).
+    assert!((m.node_f1 - 7.0 / 8.0).abs() < 1e-9, "{}", m.node_f1);
+    let frame = find(&real, "frame", "Notes - Editor");
+    match &diff.real[frame.id.index()] {
+        NodeStatus::Changed { changes, .. } => {
+            let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
+            assert_eq!(fields, vec!["name", "attr:name"]);
+        }
+        other => panic!("expected changed, got {other:?}"),
+    }
 }
 
 #[test]
@@ -348,6 +427,38 @@ fn key_matched_node_under_new_parent_is_moved() {
     }
     assert_eq!(diff.summary.moved, 1);
     assert_eq!(diff.summary.unchanged, 3);
+}
+
+#[test]
+fn swapped_siblings_without_keys_are_moved_not_removed_and_added() {
+    let icons = |names: &[&str]| {
+        let mut s =
+            String::from("<desktop-frame><application name=\"Files\"><frame name=\"Home\">");
+        for n in names {
+            s.push_str(&format!("<icon name=\"{n}\"/>"));
+        }
+        s.push_str("</frame></application></desktop-frame>");
+        tree(&s, Representation::OsXml)
+    };
+    let real = icons(&["a", "b", "c", "d"]);
+    let pred = icons(&["a", "c", "b", "d"]);
+    let (m, _, diff) = tree_metrics(&real, &pred, None);
+    assert_eq!(diff.summary.moved, 1);
+    assert_eq!(diff.summary.unchanged, 6);
+    assert_eq!(
+        diff.summary.added + diff.summary.removed + diff.summary.changed,
+        0
+    );
+    // Every node keeps its role and name: node F1 is 1 although not exact.
+    assert_eq!(m.node_f1, 1.0);
+    assert!(!m.exact);
+    let moved: Vec<&str> = real
+        .iter()
+        .filter(|n| matches!(diff.real[n.id.index()], NodeStatus::Moved { .. }))
+        .map(|n| n.name.as_str())
+        .collect();
+    assert_eq!(moved.len(), 1);
+    assert!(moved[0] == "b" || moved[0] == "c", "{moved:?}");
 }
 
 #[test]

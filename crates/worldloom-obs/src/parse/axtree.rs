@@ -1,6 +1,8 @@
 //! BrowserGym accessibility-tree text (`flatten_axtree_to_str` in
 //! `browsergym/core/src/browsergym/utils/obs.py`): one node per line,
-//! indented with one tab per level, `[bid] role 'name', prop, prop=value`;
+//! indented with one tab per level, `[bid] role 'name', prop, prop=value`,
+//! or `[bid] role 'name' value='v', prop…` for nodes with a value (the value
+//! comes after the name with a space, the properties after commas);
 //! the name is a Python `repr` (so it may be in double quotes and carry
 //! escapes such as `\ue604`). Rows without `[bid]` (`StaticText 'foo'`) are
 //! kept. WebArena's variant writes properties as `key: value` pairs after the
@@ -160,6 +162,10 @@ fn read_row(content: &str) -> Row {
         Vec::new()
     } else if let Some(list) = rest.strip_prefix(',') {
         browsergym_props(list)
+    } else if starts_with_assignment(rest) {
+        // BrowserGym writes the value right after the name, before the
+        // comma-separated properties: `'Name' value='Ada', clickable`.
+        browsergym_props(rest)
     } else {
         webarena_props(rest)
     };
@@ -170,6 +176,16 @@ fn read_row(content: &str) -> Row {
         props,
         problem,
     }
+}
+
+/// True when `s` opens with `identifier=` (BrowserGym `value='…'` after the
+/// name), as opposed to WebArena's `identifier: ` pairs.
+fn starts_with_assignment(s: &str) -> bool {
+    let ident_len = s
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+        .count();
+    ident_len > 0 && s.as_bytes().get(ident_len) == Some(&b'=')
 }
 
 /// Reads a Python-repr quoted string starting at `s[0] == q`. Returns the
@@ -276,6 +292,54 @@ mod tests {
                 ("hasPopup".to_string(), "menu".to_string()),
                 ("expanded".to_string(), "False".to_string()),
                 ("url".to_string(), "http://a.b/c?d=e: f".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn browsergym_value_after_name_then_properties() {
+        let r = read_row("[23] textbox 'Name' value='Ada', clickable, focused");
+        assert_eq!(r.bid.as_deref(), Some("23"));
+        assert_eq!(r.role, "textbox");
+        assert_eq!(r.name, "Name");
+        assert_eq!(
+            r.props,
+            vec![
+                ("value".to_string(), "Ada".to_string()),
+                ("clickable".to_string(), String::new()),
+                ("focused".to_string(), String::new()),
+            ]
+        );
+        let r = read_row(
+            "[30] combobox 'Time zone' value='(UTC, a=b)', hasPopup='menu', expanded=False, required",
+        );
+        assert_eq!(r.name, "Time zone");
+        assert_eq!(
+            r.props,
+            vec![
+                ("value".to_string(), "(UTC, a=b)".to_string()),
+                ("hasPopup".to_string(), "menu".to_string()),
+                ("expanded".to_string(), "False".to_string()),
+                ("required".to_string(), String::new()),
+            ]
+        );
+        // No name at all, value only.
+        let r = read_row("spinbutton value=3, valuemin=1");
+        assert_eq!((r.role.as_str(), r.name.as_str()), ("spinbutton", ""));
+        assert_eq!(
+            r.props,
+            vec![
+                ("value".to_string(), "3".to_string()),
+                ("valuemin".to_string(), "1".to_string()),
+            ]
+        );
+        // WebArena pairs still read as pairs.
+        let r = read_row("[301] combobox 'Sort' hasPopup: menu expanded: False");
+        assert_eq!(
+            r.props,
+            vec![
+                ("hasPopup".to_string(), "menu".to_string()),
+                ("expanded".to_string(), "False".to_string()),
             ]
         );
     }

@@ -5,16 +5,10 @@
 //! values, element text = the Text interface's text (OSWorld
 //! `desktop_env/server/main.py`, `_create_atspi_node`).
 
-use std::collections::HashMap;
-
 use super::text::{WarningSink, sanitize_xml};
 use super::{ParseError, Parsed, WarningKind, xml};
 use crate::tree::{Attribute, BoundsPx, NodeId, UiTree};
 use worldloom_core::domain::Representation;
-
-/// Longest AT-SPI path key kept, in bytes; deeper nodes get no key (so a
-/// 10,000-level tree does not build quadratic-size keys).
-const MAX_PATH_KEY_BYTES: usize = 512;
 
 /// Well-known OSWorld namespace URIs (their last path part) and the prefix
 /// they are written with, used when a document does not declare a prefix.
@@ -88,7 +82,6 @@ fn build(
     decoded: &super::text::Decoded,
     back: &dyn Fn(usize) -> usize,
 ) -> UiTree {
-    let mut ordinals: HashMap<(u32, String, String), u32> = HashMap::new();
     xml::build_tree(
         doc,
         Representation::OsXml,
@@ -167,37 +160,11 @@ fn build(
                 n.bounds_px = Some(BoundsPx::from_origin_size(x, y, w, h));
             }
             n.attributes = attributes;
-            // AT-SPI path key: `/role:name#k` steps, k = ordinal among earlier
-            // siblings with the same role and name.
-            let role = n.role.clone();
-            let name = n.name.clone();
-            let parent = n.parent;
-            let parent_key = parent.and_then(|p| tree.node(p).key.clone());
-            let parent_ok = parent.is_none() || parent_key.is_some();
-            let k = ordinals
-                .entry((
-                    parent.map(|p| p.0).unwrap_or(u32::MAX),
-                    role.clone(),
-                    name.clone(),
-                ))
-                .or_insert(0);
-            let ordinal = *k;
-            *k += 1;
-            if parent_ok {
-                let mut key = parent_key.unwrap_or_default();
-                key.push('/');
-                key.push_str(&role);
-                if !name.is_empty() {
-                    key.push(':');
-                    key.push_str(&name);
-                }
-                if ordinal > 0 {
-                    key.push_str(&format!("#{ordinal}"));
-                }
-                if key.len() <= MAX_PATH_KEY_BYTES {
-                    tree.node_mut(id).key = Some(key);
-                }
-            }
+            // No stable key: AT-SPI has no element identity, and a path key
+            // built from ancestors' names (`/frame:Documents - Thunar/…`)
+            // changes for a whole subtree when one window title differs, so
+            // one wrong title marked every node below it changed. Nodes are
+            // aligned structurally instead (see `crate::align`).
             let _: NodeId = id;
         },
     )
