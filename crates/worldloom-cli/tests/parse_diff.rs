@@ -242,3 +242,33 @@ fn diff_on_web_sample_axtree() {
         );
     }
 }
+
+#[test]
+fn diff_on_os_sample_counts_a_wrong_window_title_once() {
+    // Thunar step 0 → 1 opens Documents. The sample's prediction gets the
+    // new folder right but titles the window "user - Thunar" instead of
+    // "Documents - Thunar". OS trees have no path keys, so the frame is one
+    // changed node and its 51 descendants still align: node F1 = 51/52.
+    let dir = repo().join("samples/os/thunar_rename_trajectory");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let pred = tmp.path().join("pred.xml");
+    std::fs::write(&pred, prediction(&dir.join("predictions.jsonl"), 1)).expect("write");
+    let v = diff_json(
+        &dir.join("step_01.xml"),
+        &pred,
+        Some(&dir.join("step_00.xml")),
+        "os-xml",
+    );
+    assert_eq!(v["status"], "scored");
+    assert_eq!(v["nodes"]["summary"]["changed"], 1);
+    assert_eq!(v["nodes"]["summary"]["unchanged"], 51);
+    assert_eq!(v["nodes"]["summary"]["added"], 0);
+    assert_eq!(v["nodes"]["summary"]["removed"], 0);
+    assert!((v["node_f1"].as_f64().expect("f1") - 51.0 / 52.0).abs() < 1e-12);
+    // 27 real change items; the prediction has all but the title's two
+    // (name + name attribute): 2·25 / (27 + 25).
+    assert_eq!(v["transition"]["real_changes"], 27);
+    assert_eq!(v["transition"]["pred_changes"], 25);
+    assert_eq!(v["transition"]["matched_changes"], 25);
+    assert!((v["transition_f1"].as_f64().expect("f1") - 50.0 / 52.0).abs() < 1e-12);
+}
