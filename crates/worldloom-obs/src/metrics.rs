@@ -22,7 +22,8 @@
 //! - **transition_f1**: the change prev → real and the change prev → pred
 //!   as multisets of items (removed prev node; changed field of a prev node
 //!   with its new value; moved prev node; added node described by its
-//!   nearest aligned ancestor in prev plus the role/name path below it);
+//!   nearest aligned ancestor in prev plus the role/name path below it, with
+//!   its value and its checked/selected/focused/enabled states);
 //!   F1 = 2·|A ∩ B| / (|A| + |B|), both empty → 1. Copying prev after a real
 //!   change scores 0; predicting a no-op correctly scores 1. This follows
 //!   AgentWorldBench's judging emphasis on "the primary post-action effect"
@@ -349,7 +350,16 @@ fn change_items(prev: &UiTree, next: &UiTree) -> HashMap<u64, usize> {
             }
         };
         if al.pred_to_real[i].is_none() && !n.synthetic {
-            add(hash_of(&[&"added", &desc[i]]));
+            // The item carries the added node's content (value and the
+            // compared states) as well as its place, so adding the right
+            // field with the wrong text or a checkbox in the wrong state
+            // does not count as the right change.
+            let value = n.value.as_deref().map(collapse_whitespace);
+            let states: String = STATE_NAMES
+                .iter()
+                .map(|s| if n.states.effective(s) { '1' } else { '0' })
+                .collect();
+            add(hash_of(&[&"added", &desc[i], &value, &states]));
         }
     }
     items

@@ -462,6 +462,32 @@ fn swapped_siblings_without_keys_are_moved_not_removed_and_added() {
 }
 
 #[test]
+fn transition_f1_weighs_the_content_of_added_nodes() {
+    let prev = tree(
+        "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n",
+        Representation::Axtree,
+    );
+    let real = tree(
+        "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n\t[3] textbox 'Email' value='a@b.c', focused\n\t[4] checkbox 'Terms', checked='false'\n",
+        Representation::Axtree,
+    );
+    // Right nodes in the right place, right content: 2 of 2 items.
+    let (m, _, _) = tree_metrics(&real, &real, Some(&prev));
+    assert_eq!(m.transition_f1, Some(1.0));
+    // Same two nodes, but the checkbox added checked: 1 of 2 items match,
+    // F1 = 2·1 / (2 + 2).
+    let pred = tree(
+        "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n\t[3] textbox 'Email' value='a@b.c', focused\n\t[4] checkbox 'Terms', checked='true'\n",
+        Representation::Axtree,
+    );
+    let (m, _, _) = tree_metrics(&real, &pred, Some(&prev));
+    assert_eq!(m.transition_f1, Some(0.5));
+    let t = m.transition.as_ref().expect("transition detail");
+    assert_eq!((t.real_changes, t.pred_changes), (2, 2));
+    assert_eq!(t.matched_changes, 1);
+}
+
+#[test]
 fn renamed_parent_keeps_its_subtree_aligned() {
     let real = tree(
         "RootWebArea 'p'\n\tgroup 'Old'\n\t\tbutton 'x'\n\t\tbutton 'y'\n",
