@@ -199,7 +199,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         model_dir: args.dir.display().to_string(),
         stored_dtype: weights
             .as_ref()
-            .and_then(|w| worldloom_engine::loading::TensorSource::stored_dtype(w))
+            .and_then(worldloom_engine::loading::TensorSource::stored_dtype)
             .map(|d| d.as_str().to_string()),
         tensor_count: weights.as_ref().map(|w| w.names().count()),
         layer_kinds: (0..config.num_hidden_layers)

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every Worldloom test: sample checks, formatting, lints, Rust tests
+# (unit, integration, CLI, HTTP), front-end type check, unit tests and build,
+# and the end-to-end browser test against `worldloom serve`.
+# Usage: scripts/test.sh    (runs scripts/setup.sh first unless WORLDLOOM_SKIP_SETUP=1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/worldloom-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+log="${CARGO_TARGET_DIR}/test-output.txt"
+mkdir -p "$CARGO_TARGET_DIR"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if [ "${WORLDLOOM_SKIP_SETUP:-0}" != "1" ]; then
+  step "setup"
+  scripts/setup.sh
+fi
+
+step "samples are consistent"
+python3 samples/tools/check_samples.py >/dev/null
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "front end: type check, unit tests, build (ui/dist is embedded by the server)"
+npm run --prefix ui typecheck
+npm run --prefix ui build
+npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
+
+step "cargo clippy (all targets, warnings denied)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "cargo test (workspace)"
+cargo test --workspace --locked 2>&1 | tee "$log"
+
+step "end to end: Chromium against worldloom serve"
+cargo build --locked -p worldloom-cli
+WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
+
+# One closing line for the whole run: Rust tests summed over every test binary, plus vitest.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
+     END { printf "%d %d %d\n", p, f, s }' "$log" > "${CARGO_TARGET_DIR}/rust-counts.txt"
+read -r rp rf rs < "${CARGO_TARGET_DIR}/rust-counts.txt"
+vp=$(sed 's/\x1b\[[0-9;]*m//g' "${CARGO_TARGET_DIR}/vitest-output.txt" | awk '/Tests +[0-9]+ passed/ { for (i = 1; i <= NF; i++) if ($i == "passed") print $(i-1) }' | tail -n 1)
+printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} ))" "$rf" "$rs"
