@@ -3,14 +3,14 @@
 use clap::{Parser, Subcommand};
 
 mod diff;
+mod eval;
 mod export;
 mod import;
 mod inspect;
-mod parse_output;
-mod eval;
 mod judge;
 mod model;
 mod parse;
+mod parse_output;
 mod rollout;
 mod score;
 mod serve;
