@@ -58,8 +58,26 @@ enum Command {
     Rollout(rollout::RolloutArgs),
 }
 
+/// Rust ignores SIGPIPE, so printing into a closed pipe (`worldloom inspect
+/// DIR | head`) would make `println!` panic with a backtrace. A command-line
+/// tool should stop quietly instead, as `cat` does. Servers keep the default
+/// Rust behaviour (their sockets never raise SIGPIPE anyway).
+#[cfg(unix)]
+fn stop_quietly_on_closed_pipe() {
+    #[allow(unsafe_code)]
+    // SAFETY: restores the default disposition of one signal at start-up,
+    // before any other thread exists; no handler code is involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    #[cfg(unix)]
+    if !matches!(cli.command, Command::Serve(_) | Command::ServeModel(_)) {
+        stop_quietly_on_closed_pipe();
+    }
     let result: anyhow::Result<()> = match cli.command {
         Command::Import(args) => import::run(&args),
         Command::Export(args) => export::run(&args),
