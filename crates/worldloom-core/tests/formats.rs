@@ -546,3 +546,27 @@ fn sidecar_representation_field_sets_the_prediction_representation() {
         Some(&[Representation::Html].into_iter().collect())
     );
 }
+
+#[test]
+fn auto_detection_names_the_position_of_broken_json_and_refuses_empty_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("run.json");
+    std::fs::write(
+        &broken,
+        "[\n  {\"goal\": \"buy a lamp\",\n   \"url\": \"http://shop.example/",
+    )
+    .unwrap();
+    let err = import_path(&broken, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("run.json"), "{err}");
+    assert!(err.contains(":3:"), "line 3 of the file: {err}");
+    assert!(err.contains("does not parse"), "{err}");
+
+    let empty = dir.path().join("empty.json");
+    std::fs::write(&empty, "  \n").unwrap();
+    let err = import_path(&empty, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("empty.json") && err.contains("empty"), "{err}");
+}

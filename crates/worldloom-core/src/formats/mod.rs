@@ -132,16 +132,35 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
     {
         return Ok(InputFormat::Agentworldbench);
     }
+    if head.is_empty() {
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: "the file is empty (or only whitespace): no trajectory to read".into(),
+        });
+    }
     if head.starts_with('{') || head.starts_with('[') {
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(head) {
-            if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
-                return Ok(InputFormat::Native);
+        // Parse the whole text (not the trimmed head) so that positions in a
+        // JSON error are the file's own lines and columns.
+        match serde_json::from_str::<serde_json::Value>(&decoded.text) {
+            Ok(value) => {
+                if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
+                    return Ok(InputFormat::Native);
+                }
+                if agentlab::looks_like(&value) {
+                    return Ok(InputFormat::Agentlab);
+                }
             }
-            if agentlab::looks_like(&value) {
-                return Ok(InputFormat::Agentlab);
+            Err(_) if head.starts_with('{') && head.contains("\"prompt\"") => {
+                return Ok(InputFormat::Agentworldbench);
             }
-        } else if head.starts_with('{') && head.contains("\"prompt\"") {
-            return Ok(InputFormat::Agentworldbench);
+            Err(e) => {
+                return Err(CoreError::Json {
+                    path: path.to_path_buf(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: format!("the file looks like JSON but does not parse: {e}"),
+                });
+            }
         }
     }
     Err(CoreError::Format {
