@@ -25,8 +25,11 @@ pub struct DomainScore {
     pub rows: usize,
     /// Judged rows with `failed == 0.0`.
     pub valid: usize,
-    /// Rows not validly judged (including not judged at all).
+    /// Judged rows the judge marked failed (`failed != 0.0`).
     pub failed: usize,
+    /// Rows with no judgement at all (no `failed` field: `worldloom judge`
+    /// has not run on them).
+    pub unjudged: usize,
     /// Normalised 0–100 score per dimension, in [`DIMENSIONS`] order, then
     /// `total_score`; `None` without valid rows.
     pub judged: BTreeMap<String, Option<f64>>,
@@ -78,7 +81,8 @@ fn summarise(rows: &[&Map<String, Value>]) -> DomainScore {
         .filter(|r| r.get("failed").and_then(Value::as_f64) == Some(0.0))
         .collect();
     s.valid = valid.len();
-    s.failed = rows.len() - valid.len();
+    s.unjudged = rows.iter().filter(|r| !r.contains_key("failed")).count();
+    s.failed = rows.len() - valid.len() - s.unjudged;
     for dim in DIMENSIONS.iter().copied().chain(["total_score"]) {
         let values: Vec<f64> = valid
             .iter()
@@ -162,18 +166,19 @@ fn cell(x: Option<f64>, scale: f64) -> String {
 pub fn render(report: &ScoreReport) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "{:<10} {:>5} {:>6} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>6} {:>6} {:>7} {:>6} {:>6} {:>6}\n",
-        "domain", "rows", "valid", "failed", "format", "fact", "consist", "realism", "quality", "total", "scored",
+        "{:<10} {:>5} {:>6} {:>6} {:>8} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>6} {:>6} {:>7} {:>6} {:>6} {:>6}\n",
+        "domain", "rows", "valid", "failed", "unjudged", "format", "fact", "consist", "realism", "quality", "total", "scored",
         "exact%", "textF1%", "nodeF1%", "attr%", "trans%"
     ));
     let line = |name: &str, d: &DomainScore| {
         let j = |k: &str| cell(d.judged.get(k).copied().flatten(), 1.0);
         format!(
-            "{:<10} {:>5} {:>6} {:>6} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>6} {:>6} {:>7} {:>6} {:>6} {:>6}\n",
+            "{:<10} {:>5} {:>6} {:>6} {:>8} | {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:>6} {:>6} {:>7} {:>6} {:>6} {:>6}\n",
             name,
             d.rows,
             d.valid,
             d.failed,
+            d.unjudged,
             j("format"),
             j("factuality"),
             j("consistency"),
@@ -237,7 +242,7 @@ mod tests {
         ]);
         let report = score_rows(&r);
         let web = &report.domains["web"];
-        assert_eq!((web.rows, web.valid, web.failed), (3, 2, 1));
+        assert_eq!((web.rows, web.valid, web.failed, web.unjudged), (3, 2, 1, 0));
         assert_eq!(web.judged["format"], Some(75.0));
         assert!((web.judged["total_score"].unwrap() - 35.0).abs() < 1e-9);
         assert_eq!(report.domains["os"].judged["total_score"], Some(100.0));
@@ -256,6 +261,8 @@ mod tests {
         let report = score_rows(&r);
         let t = &report.domains["terminal"];
         assert_eq!((t.rows, t.valid, t.metric_rows), (3, 0, 2));
+        // Never judged: counted apart from rows the judge failed.
+        assert_eq!((t.failed, t.unjudged), (0, 3));
         assert_eq!(t.exact_rate, Some(0.5));
         assert_eq!(t.text_f1, Some(0.75));
         assert_eq!(t.node_f1, None);
