@@ -47,10 +47,12 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         .write(&args.output)
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!(
-        "imported {count} trajectories ({turns} turns) from {} into {} ({} warnings)",
+        "imported {} ({}) from {} into {} ({})",
+        crate::count(count, "trajectory", "trajectories"),
+        crate::count(turns, "turn", "turns"),
         args.path.display(),
         args.output.display(),
-        imported.warnings.len()
+        crate::count(imported.warnings.len(), "warning", "warnings")
     );
     Ok(())
 }

@@ -86,9 +86,9 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{}: {} trajectories",
+        "{}: {}",
         report.path,
-        report.trajectories.len()
+        crate::count(report.trajectories.len(), "trajectory", "trajectories")
     );
     println!(
         "{:<40} {:<9} {:<16} {:>5} {:>8} {:>5} {:>6} {:>6}  representations",

@@ -97,8 +97,53 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", error_message(&err));
             std::process::ExitCode::from(1)
         }
+    }
+}
+
+/// `n` followed by the singular or plural noun: `1 trajectory`, `3 trajectories`.
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The error and its causes joined by `: `, leaving out a cause whose text
+/// the message already holds (typed errors such as `CoreError::Io` print
+/// their source themselves; anyhow's `{:#}` would print it twice).
+fn error_message(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count, error_message};
+
+    #[test]
+    fn counts_agree_with_their_noun() {
+        assert_eq!(count(1, "trajectory", "trajectories"), "1 trajectory");
+        assert_eq!(count(0, "trajectory", "trajectories"), "0 trajectories");
+        assert_eq!(count(2, "row", "rows"), "2 rows");
+    }
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file");
+        let typed = anyhow::Error::new(io).context("/x.json: No such file");
+        let err = typed.context("cannot import");
+        assert_eq!(error_message(&err), "cannot import: /x.json: No such file");
+        let plain = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_message(&plain), "outer: inner");
     }
 }
