@@ -242,7 +242,10 @@ mod tests {
         ]);
         let report = score_rows(&r);
         let web = &report.domains["web"];
-        assert_eq!((web.rows, web.valid, web.failed, web.unjudged), (3, 2, 1, 0));
+        assert_eq!(
+            (web.rows, web.valid, web.failed, web.unjudged),
+            (3, 2, 1, 0)
+        );
         assert_eq!(web.judged["format"], Some(75.0));
         assert!((web.judged["total_score"].unwrap() - 35.0).abs() < 1e-9);
         assert_eq!(report.domains["os"].judged["total_score"], Some(100.0));
