@@ -16,6 +16,14 @@ use crate::import;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
+pub use crate::curriculum::{export_curriculum, import_uploaded};
+pub use crate::editing::{
+    append_turn, author_observation, compare_branches, edit_action, parse_action,
+    set_perturbation, validate_observation,
+};
+pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
+pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
+
 /// The producer name stored with metric results computed here.
 pub const METRICS_PRODUCER: &str = concat!("worldloom-obs ", env!("CARGO_PKG_VERSION"));
 
@@ -519,6 +527,7 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
             prediction_count: node.predictions.len() as u32,
             has_authored: !node.authored.is_empty(),
             fidelity: node_score(&mut ws, &st, node)?,
+            perturbation: None,
         });
     }
     Ok(GetBranchResponse { branch, turns })
@@ -692,6 +701,8 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         fidelity: evaluation.as_ref().map(convert::fidelity),
         reasoning,
         raw_output,
+        tokens: None,
+        perturbation: None,
     })
 }
 

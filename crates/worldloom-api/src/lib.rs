@@ -15,8 +15,12 @@
 pub mod bindings;
 pub mod commands;
 mod convert;
+mod curriculum;
+mod editing;
+mod engine;
 pub mod error;
 mod import;
+mod stepping;
 pub mod types;
 
 use std::path::Path;
@@ -162,4 +166,36 @@ command_table! {
     list_notes(ListNotesRequest) -> ListNotesResponse;
     /// Sets or clears a tag on a trajectory or a branch leaf (undoable).
     set_tag(SetTagRequest) -> ChangeResponse;
+    /// The workspace's engine settings, generation parameters and whether the engine is ready.
+    engine_status(EmptyRequest) -> EngineStatus;
+    /// What a model directory holds (architecture, parameters, memory per dtype), read before loading it.
+    inspect_model_dir(InspectModelDirRequest) -> ModelDirInfo;
+    /// Saves the engine settings and parameters in the workspace (no secrets) and (re)creates the engine.
+    set_engine(SetEngineRequest) -> EngineStatus;
+    /// Exactly the chat messages `step` would send for a node.
+    preview_prompt(PreviewPromptRequest) -> PreviewPromptResponse;
+    /// Predicts a node with the engine on a worker thread; progress arrives as StepDelta / StepFinished events.
+    step(StepRequest) -> StepResponse;
+    /// Cancels a step or rollout job at once.
+    cancel_step(CancelStepRequest) -> CancelStepResponse;
+    /// Continues a branch: for each action, append a turn and step it; RolloutProgress events.
+    rollout(RolloutRequest) -> RolloutResponse;
+    /// Edits a turn's action: a sibling edge from the same state (a branch; undoable).
+    edit_action(EditActionRequest) -> BranchCreated;
+    /// Adds an action from a state: continues a branch past its leaf, or branches from an inner state (undoable).
+    append_turn(AppendTurnRequest) -> BranchCreated;
+    /// Parses an action in its domain's action language, for the edit form.
+    parse_action(ParseActionRequest) -> ParseActionResponse;
+    /// Runs the observation parser on a text: problems with line and column.
+    validate_observation(ValidateObservationRequest) -> ValidationReport;
+    /// Stores a hand-written observation of a state (undoable; stored even with problems).
+    author_observation(AuthorObservationRequest) -> AuthorObservationResponse;
+    /// Sets or clears the control instruction of a turn, added to the world model's prompt (undoable).
+    set_perturbation(SetPerturbationRequest) -> ChangeResponse;
+    /// Two branches turn by turn: actions, kinds, fidelity and the shown observation texts.
+    compare_branches(CompareBranchesRequest) -> CompareBranchesResponse;
+    /// Exports selected or tagged branches as AgentWorldBench or SFT JSONL (deterministic).
+    export_curriculum(ExportCurriculumRequest) -> ExportCurriculumResponse;
+    /// Imports files the browser uploaded (contents in base64, folders with relative paths).
+    import_uploaded(ImportUploadedRequest) -> ImportFilesResponse;
 }

@@ -514,6 +514,8 @@ pub struct TurnSummary {
     pub has_authored: bool,
     /// Overall fidelity of the shown prediction, `[0, 1]`.
     pub fidelity: Option<f64>,
+    /// The control instruction (perturbation) on this turn, if any.
+    pub perturbation: Option<String>,
 }
 
 /// Everything the panes show for one turn.
@@ -550,6 +552,11 @@ pub struct TurnDetail {
     pub reasoning: Option<String>,
     /// The shown prediction's raw output.
     pub raw_output: Option<String>,
+    /// The shown prediction's answer tokens with their log-probabilities,
+    /// when the engine reported them (for uncertainty shading).
+    pub tokens: Option<Vec<TokenView>>,
+    /// The control instruction (perturbation) on the turn leading here.
+    pub perturbation: Option<String>,
 }
 
 // ---------------------------------------------------------------------------
@@ -851,6 +858,539 @@ pub struct SetTagRequest {
     pub present: bool,
 }
 
+// ---------------------------------------------------------------------------
+// Engines.
+
+/// Compute dtype of a local model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelDtype {
+    /// 32-bit float.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE half precision.
+    F16,
+}
+
+/// Which engine steps the world model. Saved per workspace (no secrets: an
+/// endpoint's API key is read from the named environment variable when the
+/// engine is created).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EngineSettings {
+    /// A baseline that needs no weights (`copy`: the current state
+    /// unchanged, `worldloom-engine` `CopyEngine`).
+    Baseline {
+        /// The baseline's name (`copy`).
+        name: String,
+    },
+    /// A Hugging Face model directory run in-process (`LocalEngine` over
+    /// Qwen3.5-MoE).
+    Local {
+        /// The model directory on the back end's machine.
+        model_dir: String,
+        /// `cpu`, `cuda`, `cuda:N`, `metal`.
+        device: String,
+        /// Compute dtype.
+        dtype: ModelDtype,
+    },
+    /// An OpenAI-compatible chat-completions endpoint.
+    Openai {
+        /// Base URL, e.g. `http://127.0.0.1:8000/v1`.
+        base_url: String,
+        /// The served model name.
+        model: String,
+        /// The environment variable holding the API key (`null`: no key).
+        api_key_env: Option<String>,
+    },
+}
+
+/// Generation parameters (`worldloom-engine` `GenerationParams`); defaults
+/// from the Qwen-AgentWorld model card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GenerationParamsView {
+    /// Softmax temperature; 0 is greedy.
+    pub temperature: f64,
+    /// Nucleus mass in (0, 1].
+    pub top_p: f64,
+    /// Keep the k most likely tokens; 0 keeps all.
+    pub top_k: u32,
+    /// Sampler seed, a u64 as a decimal string.
+    pub seed: String,
+    /// Upper bound on generated tokens.
+    pub max_new_tokens: u32,
+    /// Let the model reason before answering (`enable_thinking`).
+    pub enable_thinking: bool,
+    /// Ask for per-token log-probabilities.
+    pub logprobs: bool,
+    /// Stop right after `</predicted_observation>`.
+    pub stop_after_observation: bool,
+}
+
+/// The workspace's engine and whether it is ready.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EngineStatus {
+    /// The saved settings (`null` only when none could be read).
+    pub settings: Option<EngineSettings>,
+    /// The saved generation parameters.
+    pub params: GenerationParamsView,
+    /// Whether an engine instance is loaded and can step now.
+    pub ready: bool,
+    /// The engine's provenance name (`copy`, `local:DIR`, `openai:MODEL`).
+    pub name: Option<String>,
+    /// A human description (`Qwen3.5-MoE 35B-A3B on cuda:0, bf16`).
+    pub description: Option<String>,
+    /// Why the engine could not be created, if it could not.
+    pub error: Option<String>,
+    /// Estimated device memory of a local model, bytes.
+    #[ts(type = "number | null")]
+    pub memory_estimate_bytes: Option<u64>,
+}
+
+/// `inspect_model_dir` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct InspectModelDirRequest {
+    /// The model directory on the back end's machine.
+    pub path: String,
+}
+
+/// Memory a model needs in one dtype.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct DtypeMemory {
+    /// The dtype.
+    pub dtype: ModelDtype,
+    /// Weights, decode state for `context_tokens` tokens and scratch, bytes.
+    #[ts(type = "number")]
+    pub bytes: u64,
+}
+
+/// What a model directory holds, read before loading it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ModelDirInfo {
+    /// The directory.
+    pub path: String,
+    /// `config.json` `model_type` (`qwen3_5_moe`).
+    pub architecture: String,
+    /// Parameters in total.
+    #[ts(type = "number")]
+    pub total_params: u64,
+    /// Parameters active per token (routed experts counted `top_k` times).
+    #[ts(type = "number")]
+    pub active_params: u64,
+    /// Estimated memory per dtype.
+    pub memory: Vec<DtypeMemory>,
+    /// The context length the estimates reserve decode state for, tokens.
+    pub context_tokens: u32,
+    /// Free memory on the CPU (or unified memory), bytes, when readable.
+    #[ts(type = "number | null")]
+    pub available_memory_bytes: Option<u64>,
+    /// `tokenizer.json` is present.
+    pub has_tokenizer: bool,
+    /// A chat template is present (`chat_template.jinja` or in
+    /// `tokenizer_config.json`).
+    pub has_chat_template: bool,
+    /// Devices this build can run on (`cpu`, `cuda:0`, `metal`).
+    pub devices: Vec<String>,
+}
+
+/// `set_engine` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetEngineRequest {
+    /// The engine.
+    pub settings: EngineSettings,
+    /// Generation parameters.
+    pub params: GenerationParamsView,
+}
+
+// ---------------------------------------------------------------------------
+// Stepping.
+
+/// A chat role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRoleView {
+    /// The system prompt.
+    System,
+    /// A turn prompt.
+    User,
+    /// A history observation.
+    Assistant,
+}
+
+/// One chat message sent to the world model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PromptMessage {
+    /// Its role.
+    pub role: ChatRoleView,
+    /// Its text.
+    pub content: String,
+}
+
+/// `preview_prompt` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PreviewPromptRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node to predict.
+    pub node_id: u32,
+    /// Which history the prompt uses.
+    pub context: ContextMode,
+    /// A control instruction to preview for the predicted turn in place of
+    /// the stored one; absent or `null` uses the stored one, `""` none.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub perturbation: Option<String>,
+}
+
+/// `preview_prompt` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct PreviewPromptResponse {
+    /// Exactly the messages `step` sends.
+    pub messages: Vec<PromptMessage>,
+}
+
+/// `step` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct StepRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node to predict (not the root).
+    pub node_id: u32,
+    /// Which history the prompt uses.
+    pub context: ContextMode,
+}
+
+/// `step` response: the job runs on; its progress arrives as events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct StepResponse {
+    /// The job, for `cancel_step` and to match events.
+    pub job_id: String,
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node being predicted.
+    pub node_id: u32,
+}
+
+/// One generated token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TokenView {
+    /// Its text.
+    pub text: String,
+    /// Natural-log probability under the model, when reported.
+    pub logprob: Option<f64>,
+    /// Entropy of the distribution it was drawn from (nats), when reported.
+    pub entropy: Option<f64>,
+}
+
+/// Counts and timings of one step (`worldloom-engine` `GenerationStats`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct StepStats {
+    /// Tokens in the prompt.
+    pub prompt_tokens: u32,
+    /// Prompt tokens the model read (re-read) this time.
+    pub prompt_tokens_computed: u32,
+    /// Prompt tokens taken from a state snapshot.
+    pub prompt_tokens_reused: u32,
+    /// Tokens generated (reasoning included).
+    pub completion_tokens: u32,
+    /// Prompt reading time, ms.
+    pub prefill_ms: f64,
+    /// Generation time, ms.
+    pub decode_ms: f64,
+    /// Generated tokens per second of decode time.
+    pub decode_tokens_per_sec: f64,
+    /// Why generation ended (`end_of_turn`, `observation_closed`,
+    /// `max_tokens`, `stop_string`, `cancelled`).
+    pub stop_reason: Option<String>,
+}
+
+/// `cancel_step` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CancelStepRequest {
+    /// A step or rollout job.
+    pub job_id: String,
+}
+
+/// `cancel_step` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CancelStepResponse {
+    /// False when the job had already finished (or never existed).
+    pub cancelled: bool,
+}
+
+/// `rollout` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RolloutRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The state to continue from.
+    pub node_id: u32,
+    /// One action per turn, in order.
+    pub actions: Vec<String>,
+    /// Which history each step uses (free-running for a rollout).
+    pub context: ContextMode,
+}
+
+/// `rollout` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RolloutResponse {
+    /// The job, for `cancel_step` and to match events.
+    pub job_id: String,
+}
+
+// ---------------------------------------------------------------------------
+// Editing and branching.
+
+/// `edit_action` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EditActionRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The turn (edge) whose action is edited.
+    pub edge_id: u32,
+    /// The new action's exact text.
+    pub raw: String,
+}
+
+/// `append_turn` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AppendTurnRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The state the action is taken from.
+    pub node_id: u32,
+    /// The action's exact text.
+    pub raw: String,
+}
+
+/// A new edge and state (a branch or a longer branch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BranchCreated {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The new edge.
+    pub edge_id: u32,
+    /// The new state.
+    pub node_id: u32,
+    /// The branch it ends: the new node id as a string.
+    pub branch_id: String,
+    /// The change made (undoable).
+    pub change: Option<ChangeSummary>,
+}
+
+/// `parse_action` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ParseActionRequest {
+    /// The domain whose action language applies.
+    pub domain: Domain,
+    /// The action text.
+    pub raw: String,
+}
+
+/// `parse_action` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ParseActionResponse {
+    /// The action language (`browsergym`, `android-json`, `pyautogui`,
+    /// `tool-call`, `shell`, `text`).
+    pub format: String,
+    /// The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
+    pub parsed: Option<serde_json::Value>,
+    /// Why it did not parse, for formats that have a parser.
+    pub error: Option<String>,
+    /// First line, at most 80 characters.
+    pub summary: String,
+}
+
+/// `validate_observation` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ValidateObservationRequest {
+    /// How the text is to be read.
+    pub representation: Representation,
+    /// The text.
+    pub text: String,
+}
+
+/// One problem the observation parser found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ValidationProblem {
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// 1-based column (characters), when known.
+    pub column: Option<u32>,
+    /// `error` (the text does not parse) or `warning` (it parsed after a
+    /// repair).
+    pub severity: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What the observation parser (`worldloom-obs`) says about a text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ValidationReport {
+    /// No error (warnings allowed).
+    pub ok: bool,
+    /// Nodes of the parsed tree (`null` for text and JSON, or when it did
+    /// not parse).
+    pub node_count: Option<u32>,
+    /// Errors and warnings in text order.
+    pub problems: Vec<ValidationProblem>,
+}
+
+/// `author_observation` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuthorObservationRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The state.
+    pub node_id: u32,
+    /// How the text is to be read.
+    pub representation: Representation,
+    /// The observation text.
+    pub text: String,
+    /// The prediction it was corrected from, if any.
+    #[serde(default)]
+    pub based_on_prediction: Option<u32>,
+    /// A note.
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// `author_observation` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuthorObservationResponse {
+    /// The change made (undoable).
+    pub change: ChangeSummary,
+    /// The parser's verdict (stored even with problems).
+    pub validation: ValidationReport,
+}
+
+/// `set_perturbation` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetPerturbationRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The turn (edge).
+    pub edge_id: u32,
+    /// The control instruction; `null` (or blank) clears it.
+    pub instruction: Option<String>,
+}
+
+/// `compare_branches` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CompareBranchesRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// Left branch id (leaf node id).
+    pub left: String,
+    /// Right branch id (leaf node id).
+    pub right: String,
+}
+
+/// One turn of two branches side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CompareRow {
+    /// 1-based turn.
+    pub turn: u32,
+    /// The left branch's turn, if it is that long.
+    pub left: Option<TurnSummary>,
+    /// The right branch's turn, if it is that long.
+    pub right: Option<TurnSummary>,
+    /// Both turns exist and have the same action text.
+    pub same_action: bool,
+    /// The observation the left state shows (real, else authored, else the
+    /// chosen prediction).
+    pub left_text: Option<String>,
+    /// The same for the right state.
+    pub right_text: Option<String>,
+}
+
+/// `compare_branches` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct CompareBranchesResponse {
+    /// One row per turn of the longer branch.
+    pub rows: Vec<CompareRow>,
+}
+
+// ---------------------------------------------------------------------------
+// Curricula and uploads.
+
+/// A branch of a trajectory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct BranchRef {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// Branch id (leaf node id).
+    pub branch_id: String,
+}
+
+/// Curriculum formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum CurriculumFormat {
+    /// AgentWorldBench JSONL rows (for evaluation).
+    Agentworldbench,
+    /// SFT chat JSONL (for fine-tuning).
+    Sft,
+}
+
+/// `export_curriculum` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportCurriculumRequest {
+    /// The branches to export.
+    #[serde(default)]
+    pub selection: Vec<BranchRef>,
+    /// Also every branch whose leaf (or trajectory) carries this tag.
+    #[serde(default)]
+    pub tag: Option<String>,
+    /// The format.
+    pub format: CurriculumFormat,
+    /// How many rows `preview` holds.
+    #[serde(default)]
+    pub preview_limit: u32,
+    /// Write to this file on the back end's machine; `null` returns the
+    /// text in `content`.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// `export_curriculum` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportCurriculumResponse {
+    /// JSONL rows written.
+    pub rows_total: u32,
+    /// The first `preview_limit` lines.
+    pub preview: Vec<String>,
+    /// The file written, when a path was given.
+    pub path: Option<String>,
+    /// Size of the export, bytes.
+    #[ts(type = "number")]
+    pub bytes: u64,
+    /// Turns left out because their state has no observation (nor any turn
+    /// after them on the branch).
+    pub skipped: u32,
+    /// The whole text when no path was given.
+    pub content: Option<String>,
+    /// A file name to save it under.
+    pub file_name: String,
+}
+
+/// One file sent by the browser.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UploadedFile {
+    /// Its path relative to the dropped folder (or its name), `/`-separated.
+    pub relative_path: String,
+    /// Its bytes, base64 (RFC 4648, standard alphabet).
+    pub content_base64: String,
+}
+
+/// `import_uploaded` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ImportUploadedRequest {
+    /// The files.
+    pub files: Vec<UploadedFile>,
+}
+
 /// Events the back end pushes (SSE `data:` lines, Tauri channel messages).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -870,6 +1410,53 @@ pub enum StudioEvent {
         node_id: u32,
         /// The new prediction.
         prediction_id: u32,
+    },
+    /// Text and tokens of a running step (appended to what came before).
+    StepDelta {
+        /// The job.
+        job_id: String,
+        /// Workspace id.
+        trajectory_id: String,
+        /// The node being predicted.
+        node_id: u32,
+        /// New reasoning text.
+        reasoning: String,
+        /// New answer text (it carries the `<predicted_observation>` block).
+        observation: String,
+        /// New answer tokens (not reasoning tokens), with log-probabilities
+        /// when the engine reports them.
+        tokens: Vec<TokenView>,
+    },
+    /// A step ended. Sent exactly once per step.
+    StepFinished {
+        /// The job.
+        job_id: String,
+        /// Workspace id.
+        trajectory_id: String,
+        /// The node predicted.
+        node_id: u32,
+        /// The stored prediction (`null` when cancelled or failed).
+        prediction_id: Option<u32>,
+        /// `ok`, `truncated`, `no_observation`, `empty` (extraction status of
+        /// the stored prediction), `cancelled` or `error`.
+        status: String,
+        /// What went wrong, for `error`.
+        error: Option<String>,
+        /// Counts and timings, when the engine finished.
+        stats: Option<StepStats>,
+    },
+    /// A rollout finished one more turn (or started: `done` = 0).
+    RolloutProgress {
+        /// The rollout job.
+        job_id: String,
+        /// Workspace id.
+        trajectory_id: String,
+        /// Turns finished.
+        done: u32,
+        /// Turns asked for.
+        total: u32,
+        /// The node of the newest turn (the start state when `done` = 0).
+        node_id: u32,
     },
     /// Sent once when an event stream opens.
     Hello {

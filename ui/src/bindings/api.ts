@@ -613,7 +613,11 @@ has_authored: boolean,
 /**
  * Overall fidelity of the shown prediction, `[0, 1]`.
  */
-fidelity: number | null, };
+fidelity: number | null, 
+/**
+ * The control instruction (perturbation) on this turn, if any.
+ */
+perturbation: string | null, };
 
 export type TurnDetail = { 
 /**
@@ -676,7 +680,16 @@ reasoning: string | null,
 /**
  * The shown prediction's raw output.
  */
-raw_output: string | null, };
+raw_output: string | null, 
+/**
+ * The shown prediction's answer tokens with their log-probabilities,
+ * when the engine reported them (for uncertainty shading).
+ */
+tokens: Array<TokenView> | null, 
+/**
+ * The control instruction (perturbation) on the turn leading here.
+ */
+perturbation: string | null, };
 
 export type WorkspaceInfoRequest = Record<string, never>;
 
@@ -1018,6 +1031,623 @@ tag: string,
  */
 present: boolean, };
 
+export type ModelDtype = "f32" | "bf16" | "f16";
+
+export type EngineSettings = { "kind": "baseline", 
+/**
+ * The baseline's name (`copy`).
+ */
+name: string, } | { "kind": "local", 
+/**
+ * The model directory on the back end's machine.
+ */
+model_dir: string, 
+/**
+ * `cpu`, `cuda`, `cuda:N`, `metal`.
+ */
+device: string, 
+/**
+ * Compute dtype.
+ */
+dtype: ModelDtype, } | { "kind": "openai", 
+/**
+ * Base URL, e.g. `http://127.0.0.1:8000/v1`.
+ */
+base_url: string, 
+/**
+ * The served model name.
+ */
+model: string, 
+/**
+ * The environment variable holding the API key (`null`: no key).
+ */
+api_key_env: string | null, };
+
+export type GenerationParamsView = { 
+/**
+ * Softmax temperature; 0 is greedy.
+ */
+temperature: number, 
+/**
+ * Nucleus mass in (0, 1].
+ */
+top_p: number, 
+/**
+ * Keep the k most likely tokens; 0 keeps all.
+ */
+top_k: number, 
+/**
+ * Sampler seed, a u64 as a decimal string.
+ */
+seed: string, 
+/**
+ * Upper bound on generated tokens.
+ */
+max_new_tokens: number, 
+/**
+ * Let the model reason before answering (`enable_thinking`).
+ */
+enable_thinking: boolean, 
+/**
+ * Ask for per-token log-probabilities.
+ */
+logprobs: boolean, 
+/**
+ * Stop right after `</predicted_observation>`.
+ */
+stop_after_observation: boolean, };
+
+export type EngineStatus = { 
+/**
+ * The saved settings (`null` only when none could be read).
+ */
+settings: EngineSettings | null, 
+/**
+ * The saved generation parameters.
+ */
+params: GenerationParamsView, 
+/**
+ * Whether an engine instance is loaded and can step now.
+ */
+ready: boolean, 
+/**
+ * The engine's provenance name (`copy`, `local:DIR`, `openai:MODEL`).
+ */
+name: string | null, 
+/**
+ * A human description (`Qwen3.5-MoE 35B-A3B on cuda:0, bf16`).
+ */
+description: string | null, 
+/**
+ * Why the engine could not be created, if it could not.
+ */
+error: string | null, 
+/**
+ * Estimated device memory of a local model, bytes.
+ */
+memory_estimate_bytes: number | null, };
+
+export type InspectModelDirRequest = { 
+/**
+ * The model directory on the back end's machine.
+ */
+path: string, };
+
+export type DtypeMemory = { 
+/**
+ * The dtype.
+ */
+dtype: ModelDtype, 
+/**
+ * Weights, decode state for `context_tokens` tokens and scratch, bytes.
+ */
+bytes: number, };
+
+export type ModelDirInfo = { 
+/**
+ * The directory.
+ */
+path: string, 
+/**
+ * `config.json` `model_type` (`qwen3_5_moe`).
+ */
+architecture: string, 
+/**
+ * Parameters in total.
+ */
+total_params: number, 
+/**
+ * Parameters active per token (routed experts counted `top_k` times).
+ */
+active_params: number, 
+/**
+ * Estimated memory per dtype.
+ */
+memory: Array<DtypeMemory>, 
+/**
+ * The context length the estimates reserve decode state for, tokens.
+ */
+context_tokens: number, 
+/**
+ * Free memory on the CPU (or unified memory), bytes, when readable.
+ */
+available_memory_bytes: number | null, 
+/**
+ * `tokenizer.json` is present.
+ */
+has_tokenizer: boolean, 
+/**
+ * A chat template is present (`chat_template.jinja` or in
+ * `tokenizer_config.json`).
+ */
+has_chat_template: boolean, 
+/**
+ * Devices this build can run on (`cpu`, `cuda:0`, `metal`).
+ */
+devices: Array<string>, };
+
+export type SetEngineRequest = { 
+/**
+ * The engine.
+ */
+settings: EngineSettings, 
+/**
+ * Generation parameters.
+ */
+params: GenerationParamsView, };
+
+export type ChatRoleView = "system" | "user" | "assistant";
+
+export type PromptMessage = { 
+/**
+ * Its role.
+ */
+role: ChatRoleView, 
+/**
+ * Its text.
+ */
+content: string, };
+
+export type PreviewPromptRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node to predict.
+ */
+node_id: number, 
+/**
+ * Which history the prompt uses.
+ */
+context: ContextMode, 
+/**
+ * A control instruction to preview for the predicted turn in place of
+ * the stored one; absent or `null` uses the stored one, `""` none.
+ */
+perturbation?: string | null, };
+
+export type PreviewPromptResponse = { 
+/**
+ * Exactly the messages `step` sends.
+ */
+messages: Array<PromptMessage>, };
+
+export type StepRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node to predict (not the root).
+ */
+node_id: number, 
+/**
+ * Which history the prompt uses.
+ */
+context: ContextMode, };
+
+export type StepResponse = { 
+/**
+ * The job, for `cancel_step` and to match events.
+ */
+job_id: string, 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node being predicted.
+ */
+node_id: number, };
+
+export type TokenView = { 
+/**
+ * Its text.
+ */
+text: string, 
+/**
+ * Natural-log probability under the model, when reported.
+ */
+logprob: number | null, 
+/**
+ * Entropy of the distribution it was drawn from (nats), when reported.
+ */
+entropy: number | null, };
+
+export type StepStats = { 
+/**
+ * Tokens in the prompt.
+ */
+prompt_tokens: number, 
+/**
+ * Prompt tokens the model read (re-read) this time.
+ */
+prompt_tokens_computed: number, 
+/**
+ * Prompt tokens taken from a state snapshot.
+ */
+prompt_tokens_reused: number, 
+/**
+ * Tokens generated (reasoning included).
+ */
+completion_tokens: number, 
+/**
+ * Prompt reading time, ms.
+ */
+prefill_ms: number, 
+/**
+ * Generation time, ms.
+ */
+decode_ms: number, 
+/**
+ * Generated tokens per second of decode time.
+ */
+decode_tokens_per_sec: number, 
+/**
+ * Why generation ended (`end_of_turn`, `observation_closed`,
+ * `max_tokens`, `stop_string`, `cancelled`).
+ */
+stop_reason: string | null, };
+
+export type CancelStepRequest = { 
+/**
+ * A step or rollout job.
+ */
+job_id: string, };
+
+export type CancelStepResponse = { 
+/**
+ * False when the job had already finished (or never existed).
+ */
+cancelled: boolean, };
+
+export type RolloutRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The state to continue from.
+ */
+node_id: number, 
+/**
+ * One action per turn, in order.
+ */
+actions: Array<string>, 
+/**
+ * Which history each step uses (free-running for a rollout).
+ */
+context: ContextMode, };
+
+export type RolloutResponse = { 
+/**
+ * The job, for `cancel_step` and to match events.
+ */
+job_id: string, };
+
+export type EditActionRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The turn (edge) whose action is edited.
+ */
+edge_id: number, 
+/**
+ * The new action's exact text.
+ */
+raw: string, };
+
+export type AppendTurnRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The state the action is taken from.
+ */
+node_id: number, 
+/**
+ * The action's exact text.
+ */
+raw: string, };
+
+export type BranchCreated = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The new edge.
+ */
+edge_id: number, 
+/**
+ * The new state.
+ */
+node_id: number, 
+/**
+ * The branch it ends: the new node id as a string.
+ */
+branch_id: string, 
+/**
+ * The change made (undoable).
+ */
+change: ChangeSummary | null, };
+
+export type ParseActionRequest = { 
+/**
+ * The domain whose action language applies.
+ */
+domain: Domain, 
+/**
+ * The action text.
+ */
+raw: string, };
+
+export type ParseActionResponse = { 
+/**
+ * The action language (`browsergym`, `android-json`, `pyautogui`,
+ * `tool-call`, `shell`, `text`).
+ */
+format: string, 
+/**
+ * The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
+ */
+parsed: JsonValue | null, 
+/**
+ * Why it did not parse, for formats that have a parser.
+ */
+error: string | null, 
+/**
+ * First line, at most 80 characters.
+ */
+summary: string, };
+
+export type ValidateObservationRequest = { 
+/**
+ * How the text is to be read.
+ */
+representation: Representation, 
+/**
+ * The text.
+ */
+text: string, };
+
+export type ValidationProblem = { 
+/**
+ * 1-based line, when known.
+ */
+line: number | null, 
+/**
+ * 1-based column (characters), when known.
+ */
+column: number | null, 
+/**
+ * `error` (the text does not parse) or `warning` (it parsed after a
+ * repair).
+ */
+severity: string, 
+/**
+ * What is wrong.
+ */
+message: string, };
+
+export type ValidationReport = { 
+/**
+ * No error (warnings allowed).
+ */
+ok: boolean, 
+/**
+ * Nodes of the parsed tree (`null` for text and JSON, or when it did
+ * not parse).
+ */
+node_count: number | null, 
+/**
+ * Errors and warnings in text order.
+ */
+problems: Array<ValidationProblem>, };
+
+export type AuthorObservationRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The state.
+ */
+node_id: number, 
+/**
+ * How the text is to be read.
+ */
+representation: Representation, 
+/**
+ * The observation text.
+ */
+text: string, 
+/**
+ * The prediction it was corrected from, if any.
+ */
+based_on_prediction: number | null, 
+/**
+ * A note.
+ */
+note: string | null, };
+
+export type AuthorObservationResponse = { 
+/**
+ * The change made (undoable).
+ */
+change: ChangeSummary, 
+/**
+ * The parser's verdict (stored even with problems).
+ */
+validation: ValidationReport, };
+
+export type SetPerturbationRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The turn (edge).
+ */
+edge_id: number, 
+/**
+ * The control instruction; `null` (or blank) clears it.
+ */
+instruction: string | null, };
+
+export type CompareBranchesRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * Left branch id (leaf node id).
+ */
+left: string, 
+/**
+ * Right branch id (leaf node id).
+ */
+right: string, };
+
+export type CompareRow = { 
+/**
+ * 1-based turn.
+ */
+turn: number, 
+/**
+ * The left branch's turn, if it is that long.
+ */
+left: TurnSummary | null, 
+/**
+ * The right branch's turn, if it is that long.
+ */
+right: TurnSummary | null, 
+/**
+ * Both turns exist and have the same action text.
+ */
+same_action: boolean, 
+/**
+ * The observation the left state shows (real, else authored, else the
+ * chosen prediction).
+ */
+left_text: string | null, 
+/**
+ * The same for the right state.
+ */
+right_text: string | null, };
+
+export type CompareBranchesResponse = { 
+/**
+ * One row per turn of the longer branch.
+ */
+rows: Array<CompareRow>, };
+
+export type BranchRef = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * Branch id (leaf node id).
+ */
+branch_id: string, };
+
+export type CurriculumFormat = "agentworldbench" | "sft";
+
+export type ExportCurriculumRequest = { 
+/**
+ * The branches to export.
+ */
+selection: Array<BranchRef>, 
+/**
+ * Also every branch whose leaf (or trajectory) carries this tag.
+ */
+tag: string | null, 
+/**
+ * The format.
+ */
+format: CurriculumFormat, 
+/**
+ * How many rows `preview` holds.
+ */
+preview_limit: number, 
+/**
+ * Write to this file on the back end's machine; `null` returns the
+ * text in `content`.
+ */
+path: string | null, };
+
+export type ExportCurriculumResponse = { 
+/**
+ * JSONL rows written.
+ */
+rows_total: number, 
+/**
+ * The first `preview_limit` lines.
+ */
+preview: Array<string>, 
+/**
+ * The file written, when a path was given.
+ */
+path: string | null, 
+/**
+ * Size of the export, bytes.
+ */
+bytes: number, 
+/**
+ * Turns left out because their state has no observation (nor any turn
+ * after them on the branch).
+ */
+skipped: number, 
+/**
+ * The whole text when no path was given.
+ */
+content: string | null, 
+/**
+ * A file name to save it under.
+ */
+file_name: string, };
+
+export type UploadedFile = { 
+/**
+ * Its path relative to the dropped folder (or its name), `/`-separated.
+ */
+relative_path: string, 
+/**
+ * Its bytes, base64 (RFC 4648, standard alphabet).
+ */
+content_base64: string, };
+
+export type ImportUploadedRequest = { 
+/**
+ * The files.
+ */
+files: Array<UploadedFile>, };
+
 export type StudioEvent = { "type": "workspace_changed", 
 /**
  * The trajectory concerned, if one.
@@ -1038,7 +1668,81 @@ node_id: number,
 /**
  * The new prediction.
  */
-prediction_id: number, } | { "type": "hello", 
+prediction_id: number, } | { "type": "step_delta", 
+/**
+ * The job.
+ */
+job_id: string, 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node being predicted.
+ */
+node_id: number, 
+/**
+ * New reasoning text.
+ */
+reasoning: string, 
+/**
+ * New answer text (it carries the `<predicted_observation>` block).
+ */
+observation: string, 
+/**
+ * New answer tokens (not reasoning tokens), with log-probabilities
+ * when the engine reports them.
+ */
+tokens: Array<TokenView>, } | { "type": "step_finished", 
+/**
+ * The job.
+ */
+job_id: string, 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node predicted.
+ */
+node_id: number, 
+/**
+ * The stored prediction (`null` when cancelled or failed).
+ */
+prediction_id: number | null, 
+/**
+ * `ok`, `truncated`, `no_observation`, `empty` (extraction status of
+ * the stored prediction), `cancelled` or `error`.
+ */
+status: string, 
+/**
+ * What went wrong, for `error`.
+ */
+error: string | null, 
+/**
+ * Counts and timings, when the engine finished.
+ */
+stats: StepStats | null, } | { "type": "rollout_progress", 
+/**
+ * The rollout job.
+ */
+job_id: string, 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * Turns finished.
+ */
+done: number, 
+/**
+ * Turns asked for.
+ */
+total: number, 
+/**
+ * The node of the newest turn (the start state when `done` = 0).
+ */
+node_id: number, } | { "type": "hello", 
 /**
  * The Worldloom version.
  */
@@ -1094,6 +1798,38 @@ export interface Commands {
   list_notes: [ListNotesRequest, ListNotesResponse];
   /** Sets or clears a tag on a trajectory or a branch leaf (undoable). */
   set_tag: [SetTagRequest, ChangeResponse];
+  /** The workspace's engine settings, generation parameters and whether the engine is ready. */
+  engine_status: [EmptyRequest, EngineStatus];
+  /** What a model directory holds (architecture, parameters, memory per dtype), read before loading it. */
+  inspect_model_dir: [InspectModelDirRequest, ModelDirInfo];
+  /** Saves the engine settings and parameters in the workspace (no secrets) and (re)creates the engine. */
+  set_engine: [SetEngineRequest, EngineStatus];
+  /** Exactly the chat messages `step` would send for a node. */
+  preview_prompt: [PreviewPromptRequest, PreviewPromptResponse];
+  /** Predicts a node with the engine on a worker thread; progress arrives as StepDelta / StepFinished events. */
+  step: [StepRequest, StepResponse];
+  /** Cancels a step or rollout job at once. */
+  cancel_step: [CancelStepRequest, CancelStepResponse];
+  /** Continues a branch: for each action, append a turn and step it; RolloutProgress events. */
+  rollout: [RolloutRequest, RolloutResponse];
+  /** Edits a turn's action: a sibling edge from the same state (a branch; undoable). */
+  edit_action: [EditActionRequest, BranchCreated];
+  /** Adds an action from a state: continues a branch past its leaf, or branches from an inner state (undoable). */
+  append_turn: [AppendTurnRequest, BranchCreated];
+  /** Parses an action in its domain's action language, for the edit form. */
+  parse_action: [ParseActionRequest, ParseActionResponse];
+  /** Runs the observation parser on a text: problems with line and column. */
+  validate_observation: [ValidateObservationRequest, ValidationReport];
+  /** Stores a hand-written observation of a state (undoable; stored even with problems). */
+  author_observation: [AuthorObservationRequest, AuthorObservationResponse];
+  /** Sets or clears the control instruction of a turn, added to the world model's prompt (undoable). */
+  set_perturbation: [SetPerturbationRequest, ChangeResponse];
+  /** Two branches turn by turn: actions, kinds, fidelity and the shown observation texts. */
+  compare_branches: [CompareBranchesRequest, CompareBranchesResponse];
+  /** Exports selected or tagged branches as AgentWorldBench or SFT JSONL (deterministic). */
+  export_curriculum: [ExportCurriculumRequest, ExportCurriculumResponse];
+  /** Imports files the browser uploaded (contents in base64, folders with relative paths). */
+  import_uploaded: [ImportUploadedRequest, ImportFilesResponse];
 }
 
 /** A command name. */
