@@ -24,6 +24,19 @@ export interface Backend {
   call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>>;
   /** Subscribes to back-end events; returns the unsubscribe function. */
   subscribe(listener: (event: StudioEvent) => void): () => void;
+  /**
+   * Opens a native dialog to pick trajectory files (or, with `folders: true`,
+   * folders: Android and OS trajectories are folders) and resolves with their
+   * absolute paths, empty when cancelled; pass them to `import_files`. Only
+   * the desktop app has it (a browser page cannot learn file paths).
+   */
+  chooseImportPaths?(options?: { folders?: boolean }): Promise<string[]>;
+  /**
+   * Calls `cb` with the absolute paths of files or folders dropped on the
+   * window (native drag-and-drop); returns the function that stops it. Only
+   * the desktop app has it.
+   */
+  onFileDrop?(cb: (paths: string[]) => void): () => void;
 }
 
 /** Turns an `{"error": {"code", "message"}}` body (or anything else) into a {@link BackendError}. */

@@ -30,10 +30,16 @@ export interface PaneProps {
   /** Shown instead of the view (no prediction yet). */
   emptyMessage?: string | null;
   /** A notice above the view (the step's action error, an authored observation). */
-  banner?: string | null;
+  banner?: ReactNode;
+  /** Next to the title (the kind badge). */
+  titleExtra?: ReactNode;
+  /** Between the header and the tabs (the step bar). */
+  toolbar?: ReactNode;
+  /** Shown instead of the view (a streaming step, uncertainty shading). */
+  bodyOverride?: ReactNode;
 }
 
-export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage, banner }: PaneProps) {
+export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage, banner, titleExtra, toolbar, bodyOverride }: PaneProps) {
   const doc = side === "real" ? view?.real : view?.predicted;
   const diff = view?.diff ?? null;
   const align = useMemo(() => alignment(diff), [diff]);
@@ -42,7 +48,8 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
   const what = side === "real" ? "Real" : "Predicted";
 
   let body: ReactNode;
-  if (emptyMessage) body = <div className="pane-empty">{emptyMessage}</div>;
+  if (bodyOverride) body = bodyOverride;
+  else if (emptyMessage) body = <div className="pane-empty">{emptyMessage}</div>;
   else if (!view || !active) body = <div className="pane-empty">No observation.</div>;
   else if (!doc) body = <div className="pane-empty">No {view.representation} view on this side.</div>;
   else {
@@ -104,6 +111,7 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
     <section className={`pane pane-${side}`} role="region" aria-label={title}>
       <header className="pane-head">
         <h2>{title}</h2>
+        {titleExtra}
         {headerExtra}
         <span className="pane-counts" aria-label={`${what} diff counts`}>
           {diff ? (
@@ -127,6 +135,7 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
           ) : null}
         </span>
       </header>
+      {toolbar}
       <div className="tabs" role="tablist" aria-label={`${what} observation views`}>
         {tabs.map((t) => (
           <button key={t.id} type="button" role="tab" aria-selected={t.id === active?.id} className={t.id === active?.id ? "tab is-active" : "tab"} onClick={() => onTab(t)}>

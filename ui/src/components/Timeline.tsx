@@ -5,6 +5,7 @@
  */
 import { useEffect, useRef } from "react";
 import type { TurnSummary } from "../api/types";
+import { KindBadge, kindOfTurn } from "../lab/Kinds";
 import { fidelityClass, formatScore } from "./format";
 
 /** Points of the sparkline polyline, in a `width` × `height` box (pure; tested). */
@@ -85,6 +86,11 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
               onClick={() => onSelect(i)}
             >
               <span className="tnum">{t.turn}</span>
+              <span className="tkinds">
+                {t.has_real ? <KindBadge kind="real" /> : null}
+                {t.has_authored || t.prediction_count > 0 || !t.has_real ? <KindBadge kind={kindOfTurn(t, "right")} /> : null}
+                {t.perturbation ? <span className="perturbation-mark" title={`control instruction: ${t.perturbation}`}>⚡</span> : null}
+              </span>
               <code className="tact">{t.action.summary}</code>
               <span className={`tfid ${fidelityClass(t.fidelity)}`} style={{ width: `${Math.round((t.fidelity ?? 0) * 100)}%` }} />
             </button>

@@ -1,0 +1,83 @@
+/**
+ * Two branches turn by turn, side by side (`compare_branches`): each turn's
+ * action, kind and fidelity, and the shown observation text of both.
+ */
+import { useEffect, useState } from "react";
+import type { CompareRow } from "../api/lab";
+import type { BranchSummary, TurnSummary } from "../api/types";
+import type { Backend } from "../backend/backend";
+import { formatScore } from "../components/format";
+import { KindBadge, kindOfTurn } from "./Kinds";
+
+/** Props of {@link CompareView}. */
+export interface CompareViewProps {
+  backend: Backend;
+  trajectoryId: string;
+  left: BranchSummary;
+  right: BranchSummary;
+  onClose: () => void;
+}
+
+function Side({ t, text }: { t: TurnSummary | null; text: string | null }) {
+  if (!t) return <div className="cmp-cell cmp-none">—</div>;
+  const kind = kindOfTurn(t);
+  return (
+    <div className="cmp-cell">
+      <div className="cmp-meta">
+        <KindBadge kind={kind} />
+        {t.has_real && (t.has_authored || t.prediction_count > 0) ? <KindBadge kind={t.has_authored ? "authored" : "predicted"} /> : null}
+        <code className="cmp-action" title={t.action.raw}>{t.action.summary}</code>
+        <span className="cmp-fid">{formatScore(t.fidelity)}</span>
+        {t.perturbation ? <span className="perturbation-chip" title="control instruction">⚡ {t.perturbation}</span> : null}
+      </div>
+      <pre className="cmp-text">{text ?? "(no observation)"}</pre>
+    </div>
+  );
+}
+
+export function CompareView({ backend, trajectoryId, left, right, onClose }: CompareViewProps) {
+  const [rows, setRows] = useState<CompareRow[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let stale = false;
+    backend
+      .call("compare_branches", { trajectory_id: trajectoryId, left: left.id, right: right.id })
+      .then((r) => !stale && setRows(r.rows))
+      .catch((e) => !stale && setError(e instanceof Error ? e.message : String(e)));
+    return () => {
+      stale = true;
+    };
+  }, [backend, trajectoryId, left.id, right.id]);
+  return (
+    <section className="compare-view" role="region" aria-label="Branch comparison">
+      <header className="compare-head">
+        <h2>Compare branches</h2>
+        <span className="cmp-title">{left.name}</span>
+        <span className="muted">vs</span>
+        <span className="cmp-title">{right.name}</span>
+        <button type="button" onClick={onClose}>
+          Back to the tree
+        </button>
+      </header>
+      {error ? <p className="error" role="alert">{error}</p> : null}
+      <div className="cmp-table" role="table" aria-label="Turns side by side">
+        <div className="cmp-row cmp-header" role="row">
+          <span role="columnheader">turn</span>
+          <span role="columnheader">{left.name}</span>
+          <span role="columnheader">{right.name}</span>
+        </div>
+        {(rows ?? []).map((r) => (
+          <div key={r.turn} className={r.same_action ? "cmp-row" : "cmp-row is-diverged"} role="row" aria-label={`Turn ${r.turn}`}>
+            <span className="cmp-turn" role="cell">
+              {r.turn}
+              {!r.same_action ? <span className="cmp-diverge" title="different actions">≠</span> : null}
+            </span>
+            <div role="cell"><Side t={r.left} text={r.left_text} /></div>
+            <div role="cell"><Side t={r.right} text={r.right_text} /></div>
+          </div>
+        ))}
+        {rows && rows.length === 0 ? <p className="muted">Both branches are empty.</p> : null}
+      </div>
+    </section>
+  );
+}

@@ -1,0 +1,248 @@
+/**
+ * The engine picker (`dialog "Engine"`): a baseline, a local model directory
+ * (inspected before loading: architecture, parameters, memory per dtype) or
+ * an OpenAI-compatible endpoint (the API key is named by an environment
+ * variable of the back end, never typed or stored here), plus generation
+ * parameters with the model card's defaults. Saved per workspace with
+ * `set_engine`.
+ */
+import { useState } from "react";
+import type { EngineSettings, EngineStatus, GenerationParamsView, ModelDirInfo, ModelDtype } from "../api/lab";
+import type { Backend } from "../backend/backend";
+import { formatBytes, formatParams } from "./format";
+import { Modal } from "./Modal";
+
+/** The model card's generation defaults (Qwen3.5 / Qwen-AgentWorld thinking mode). */
+export const MODEL_CARD_PARAMS: GenerationParamsView = {
+  temperature: 0.6,
+  top_p: 0.95,
+  top_k: 20,
+  seed: "0",
+  max_new_tokens: 4096,
+  enable_thinking: true,
+  logprobs: true,
+  stop_after_observation: true,
+};
+
+type Kind = EngineSettings["kind"];
+
+/** Props of {@link EngineDialog}. */
+export interface EngineDialogProps {
+  backend: Backend;
+  status: EngineStatus | null;
+  onClose: () => void;
+  onSaved: (status: EngineStatus) => void;
+}
+
+export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialogProps) {
+  const s = status?.settings ?? { kind: "baseline", name: "copy" };
+  const [kind, setKind] = useState<Kind>(s.kind);
+  const [baseline, setBaseline] = useState(s.kind === "baseline" ? s.name : "copy");
+  const [modelDir, setModelDir] = useState(s.kind === "local" ? s.model_dir : "");
+  const [device, setDevice] = useState(s.kind === "local" ? s.device : "cpu");
+  const [dtype, setDtype] = useState<ModelDtype>(s.kind === "local" ? s.dtype : "bf16");
+  const [baseUrl, setBaseUrl] = useState(s.kind === "openai" ? s.base_url : "http://127.0.0.1:8000/v1");
+  const [model, setModel] = useState(s.kind === "openai" ? s.model : "Qwen-AgentWorld-35B-A3B");
+  const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
+  const [params, setParams] = useState<GenerationParamsView>(status?.params ?? MODEL_CARD_PARAMS);
+  const [info, setInfo] = useState<ModelDirInfo | null>(null);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(status?.error ?? null);
+
+  const inspect = async () => {
+    setBusy("Inspecting…");
+    setError(null);
+    try {
+      const i = await backend.call("inspect_model_dir", { path: modelDir.trim() });
+      setInfo(i);
+      if (i.devices.length > 0 && !i.devices.includes(device)) setDevice(i.devices[0]!);
+    } catch (e) {
+      setInfo(null);
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const settings = (): EngineSettings =>
+    kind === "baseline"
+      ? { kind, name: baseline }
+      : kind === "local"
+        ? { kind, model_dir: modelDir.trim(), device, dtype }
+        : { kind, base_url: baseUrl.trim(), model: model.trim(), api_key_env: keyEnv.trim() || null };
+
+  const save = async () => {
+    setBusy(kind === "local" ? "Loading the model…" : "Saving…");
+    setError(null);
+    try {
+      const st = await backend.call("set_engine", { settings: settings(), params });
+      if (st.error) setError(st.error);
+      else onSaved(st);
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const num = (key: keyof GenerationParamsView, label: string, step: string) => (
+    <label className="field">
+      <span>{label}</span>
+      <input
+        type="number"
+        step={step}
+        aria-label={label}
+        value={String(params[key])}
+        onChange={(e) => setParams({ ...params, [key]: e.target.value === "" ? 0 : Number(e.target.value) })}
+      />
+    </label>
+  );
+  const flag = (key: keyof GenerationParamsView, label: string) => (
+    <label className="check">
+      <input type="checkbox" checked={Boolean(params[key])} onChange={(e) => setParams({ ...params, [key]: e.target.checked })} /> {label}
+    </label>
+  );
+  const chosenMemory = info?.memory.find((m) => m.dtype === dtype)?.bytes ?? null;
+
+  return (
+    <Modal
+      title="Engine"
+      onClose={onClose}
+      wide
+      footer={
+        <>
+          {busy ? <span className="muted" role="status">{busy}</span> : null}
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="button" className="primary" disabled={!!busy || (kind === "local" && !modelDir.trim()) || (kind === "openai" && (!baseUrl.trim() || !model.trim()))} onClick={() => void save()}>
+            Save engine
+          </button>
+        </>
+      }
+    >
+      <fieldset className="engine-kinds">
+        <legend>Engine</legend>
+        {(
+          [
+            ["baseline", "Baseline"],
+            ["local", "Local model directory"],
+            ["openai", "OpenAI-compatible endpoint"],
+          ] as Array<[Kind, string]>
+        ).map(([k, label]) => (
+          <label key={k} className="check">
+            <input type="radio" name="engine-kind" value={k} checked={kind === k} onChange={() => setKind(k)} /> {label}
+          </label>
+        ))}
+      </fieldset>
+      {kind === "baseline" ? (
+        <label className="field">
+          <span>Baseline</span>
+          <select aria-label="Baseline" value={baseline} onChange={(e) => setBaseline(e.target.value)}>
+            <option value="copy">copy — repeat the current observation</option>
+            <option value="replay">replay — the recorded next observation</option>
+          </select>
+        </label>
+      ) : null}
+      {kind === "local" ? (
+        <div className="engine-local">
+          <div className="row">
+            <label className="field grow">
+              <span>Model directory</span>
+              <input aria-label="Model directory" value={modelDir} placeholder="/models/Qwen-AgentWorld-35B-A3B" onChange={(e) => { setModelDir(e.target.value); setInfo(null); }} />
+            </label>
+            <button type="button" disabled={!modelDir.trim() || !!busy} onClick={() => void inspect()}>
+              Inspect
+            </button>
+          </div>
+          {info ? (
+            <table className="kv" aria-label="Model directory details">
+              <tbody>
+                <tr><th scope="row">architecture</th><td>{info.architecture}</td></tr>
+                <tr><th scope="row">parameters</th><td>{formatParams(info.total_params)} total · {formatParams(info.active_params)} active per token</td></tr>
+                <tr><th scope="row">context</th><td>{info.context_tokens.toLocaleString()} tokens</td></tr>
+                <tr>
+                  <th scope="row">memory</th>
+                  <td>
+                    {info.memory.map((m) => (
+                      <span key={m.dtype} className={m.dtype === dtype ? "mem is-chosen" : "mem"}>
+                        {m.dtype}: {formatBytes(m.bytes)}
+                      </span>
+                    ))}
+                  </td>
+                </tr>
+                <tr><th scope="row">available</th><td>{formatBytes(info.available_memory_bytes)}{chosenMemory != null && info.available_memory_bytes != null && chosenMemory > info.available_memory_bytes ? <strong className="warn"> — {dtype} does not fit</strong> : null}</td></tr>
+                <tr><th scope="row">tokenizer</th><td>{info.has_tokenizer ? "yes" : "missing"} · chat template {info.has_chat_template ? "yes" : "missing"}</td></tr>
+              </tbody>
+            </table>
+          ) : (
+            <p className="muted">Inspect the directory to see its architecture, parameters and memory per dtype before loading it.</p>
+          )}
+          <div className="row">
+            <label className="field">
+              <span>Device</span>
+              <select aria-label="Device" value={device} onChange={(e) => setDevice(e.target.value)}>
+                {(info?.devices.length ? info.devices : ["cpu", "cuda:0", "metal"]).map((d) => (
+                  <option key={d} value={d}>{d}</option>
+                ))}
+              </select>
+            </label>
+            <label className="field">
+              <span>Dtype</span>
+              <select aria-label="Dtype" value={dtype} onChange={(e) => setDtype(e.target.value as ModelDtype)}>
+                {(["f32", "bf16", "f16"] as ModelDtype[]).map((d) => (
+                  <option key={d} value={d}>{d}</option>
+                ))}
+              </select>
+            </label>
+          </div>
+        </div>
+      ) : null}
+      {kind === "openai" ? (
+        <div className="engine-openai">
+          <label className="field">
+            <span>Base URL</span>
+            <input aria-label="Base URL" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
+          </label>
+          <label className="field">
+            <span>Model</span>
+            <input aria-label="Model" value={model} onChange={(e) => setModel(e.target.value)} />
+          </label>
+          <label className="field">
+            <span>API key environment variable</span>
+            <input aria-label="API key environment variable" value={keyEnv} placeholder="OPENAI_API_KEY (empty: no key)" onChange={(e) => setKeyEnv(e.target.value)} />
+          </label>
+          <p className="muted">The key is read from this variable of the back end's environment at each call; it is never typed here or stored in the workspace.</p>
+        </div>
+      ) : null}
+      <fieldset className="params">
+        <legend>
+          Generation parameters{" "}
+          <button type="button" className="link" onClick={() => setParams(MODEL_CARD_PARAMS)}>
+            model-card defaults
+          </button>
+        </legend>
+        <div className="param-grid">
+          {num("temperature", "Temperature", "0.05")}
+          {num("top_p", "Top p", "0.01")}
+          {num("top_k", "Top k", "1")}
+          {num("max_new_tokens", "Max new tokens", "1")}
+          <label className="field">
+            <span>Seed</span>
+            <input aria-label="Seed" value={params.seed} inputMode="numeric" onChange={(e) => setParams({ ...params, seed: e.target.value.replace(/[^0-9]/g, "") || "0" })} />
+          </label>
+        </div>
+        <div className="row">
+          {flag("enable_thinking", "Thinking (reasoning)")}
+          {flag("logprobs", "Token log-probabilities")}
+          {flag("stop_after_observation", "Stop after the observation")}
+        </div>
+      </fieldset>
+      {error ? (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      ) : null}
+    </Modal>
+  );
+}
