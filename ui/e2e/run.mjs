@@ -9,6 +9,9 @@
 //   WL_E2E_URL=http://127.0.0.1:PORT/?token=… npm run e2e
 //                            against a server that is already running
 //
+// Then the laboratory checks of e2e/lab.mjs (stepping, branching, authoring,
+// export, Stop on a slow endpoint, a local model); `--lab-only` runs only those.
+//
 // Checks: a Web, an OS and an Android trajectory open; both panes render;
 // diff marks appear where real and predicted differ; ←/→, j/k, Home/End move
 // between turns; hovering a node highlights its counterpart in the other pane;
@@ -25,6 +28,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launch } from "./browser.mjs";
+import { runLab } from "./lab.mjs";
 import { writeNativeFixtures } from "./nativeFixtures.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,6 +37,8 @@ const repo = resolve(uiDir, "..");
 const shots = join(here, "screenshots");
 mkdirSync(shots, { recursive: true });
 const mock = process.argv.includes("--mock") || process.env.WL_E2E_MOCK === "1";
+/** `--lab-only`: skip the viewing checks, run only the laboratory (e2e/lab.mjs). */
+const labOnly = process.argv.includes("--lab-only");
 /** The port the hostile fixtures point at (see src/mocks/fixtures/web-hostile.json). */
 const TRAP_PORT = 47931;
 
@@ -254,6 +260,7 @@ async function findDiffTurn() {
   return null;
 }
 
+if (!labOnly) {
 // ---- Web ----
 if (await openTrajectory("web", ["larkmail", "quillpost", "tidewell", "harbor"])) {
   await keyboardNavigation("web");
@@ -351,6 +358,18 @@ if (await openTrajectory("web", ["large tree", "large-tree"])) {
   check(/Row \d{4,}|r\d{4,}/.test(label), `large tree: scrolled rows render (${label.replace(/\s+/g, " ").slice(0, 40)})`);
   await page.screenshot({ path: join(shots, "large-tree.png") });
 } else check(false, "the large tree is listed");
+
+}
+
+// ---- the laboratory: stepping, branching, authoring, export (e2e/lab.mjs) ----
+const labStarted = Date.now();
+try {
+  await runLab({ page, check, shots, mock, appUrl, repo, openTrajectory });
+} catch (e) {
+  check(false, `lab: stopped by an error: ${String(e?.message ?? e).split("\n")[0]}`);
+  await page.screenshot({ path: join(shots, "lab-error.png") }).catch(() => {});
+}
+console.log(`lab checks took ${((Date.now() - labStarted) / 1000).toFixed(1)} s`);
 
 // ---- dark theme ----
 await openTrajectory("android", ["settings_airplane", "settings"]);

@@ -614,9 +614,9 @@ export function App({ backend }: AppProps) {
 
   const uncertaintyPicker = (
     <select className="unc-picker" aria-label="Uncertainty" value={uncertainty} onChange={(e) => setUncertainty(e.target.value as "off" | UncertaintyMode)} title={hasUncertainty(tokens, "probability") ? "shade the observation by token uncertainty" : "no token log-probabilities for this prediction"}>
-      <option value="off">uncertainty off</option>
-      <option value="probability">shade by probability</option>
-      <option value="entropy">shade by entropy</option>
+      <option value="off">no shading</option>
+      <option value="probability">shade: probability</option>
+      <option value="entropy">shade: entropy</option>
     </select>
   );
 

@@ -15,7 +15,7 @@ import { layoutTree } from "../model/treeLayout";
 import { KindBadge, KindLegend, kindName, type StateKind } from "./Kinds";
 
 /** Grid of the layout, px. */
-const GRID = { column_px: 190, row_px: 78 };
+const GRID = { column_px: 270, row_px: 84 };
 
 interface StateData extends Record<string, unknown> {
   node: TreeNodeView;
@@ -99,7 +99,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
       id: `e${e.edge_id}`,
       source: String(e.from),
       target: String(e.to),
-      label: e.action.summary.length > 28 ? `${e.action.summary.slice(0, 27)}…` : e.action.summary,
+      label: e.action.summary.length > 22 ? `${e.action.summary.slice(0, 21)}…` : e.action.summary,
       className: `flow-edge${e.edited_from !== null ? " is-edited" : ""}${pathNodes.has(e.to) ? " on-path" : ""}`,
       labelBgPadding: [4, 2] as [number, number],
       labelBgBorderRadius: 3,
@@ -125,7 +125,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
           nodeTypes={NODE_TYPES}
           colorMode={colorMode}
           fitView
-          fitViewOptions={{ padding: 0.15, maxZoom: 1.1 }}
+          fitViewOptions={{ padding: 0.12, maxZoom: 1.3 }}
           minZoom={0.1}
           nodesDraggable={false}
           nodesConnectable={false}

@@ -138,7 +138,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       {kind === "baseline" ? (
         <label className="field">
           <span>Baseline</span>
-          <select aria-label="Baseline" value={baseline} onChange={(e) => setBaseline(e.target.value)}>
+          <select aria-label="Baseline engine" value={baseline} onChange={(e) => setBaseline(e.target.value)}>
             <option value="copy">copy — repeat the current observation</option>
             <option value="replay">replay — the recorded next observation</option>
           </select>

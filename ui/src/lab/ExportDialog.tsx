@@ -146,7 +146,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
           <ol className="preview-rows">
             {result.preview.map((row, i) => (
               <li key={i}>
-                <code>{row.length > 600 ? `${row.slice(0, 600)}…` : row}</code>
+                <code>{row.length > 1500 ? `${row.slice(0, 1500)}…` : row}</code>
               </li>
             ))}
           </ol>
