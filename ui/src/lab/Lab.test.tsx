@@ -1,0 +1,79 @@
+import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
+import { afterEach, describe, expect, it } from "vitest";
+import { App } from "../App";
+import { FIXTURES, MockBackend } from "../mocks/mockBackend";
+
+afterEach(() => {
+  cleanup();
+  window.location.hash = "";
+});
+
+function setup() {
+  const backend = new MockBackend(FIXTURES);
+  backend.chunkDelayMs = 1;
+  window.location.hash = "#t=web-harbor-books&turn=1";
+  render(<App backend={backend} />);
+  return backend;
+}
+
+describe("the laboratory on the mock back end", () => {
+  it("steps a turn: streams, stores the prediction as chosen and shows the figures", async () => {
+    setup();
+    await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
+    const predicted = screen.getByRole("region", { name: "Predicted observation" });
+    await waitFor(() => expect(within(predicted).getByRole("button", { name: "Step" })).toHaveProperty("disabled", false));
+    const before = within(predicted).getByRole("combobox", { name: "Prediction shown" }).querySelectorAll("option").length;
+    fireEvent.click(within(predicted).getByRole("button", { name: "Step" }));
+    await waitFor(() => expect(screen.getByLabelText("Step status").textContent).toMatch(/of 1200 prompt tokens re-read/), { timeout: 5000 });
+    await waitFor(() => {
+      const picker = within(predicted).getByRole("combobox", { name: "Prediction shown" }) as HTMLSelectElement;
+      expect(picker.querySelectorAll("option").length).toBe(before + 1);
+      expect(picker.selectedOptions[0]!.textContent).toMatch(/copy .*chosen/);
+    });
+    // The reasoning panel kept what streamed.
+    expect(screen.getByRole("region", { name: "Reasoning" }).textContent).toContain("copy baseline repeats");
+  });
+
+  it("edits an action into a new branch, and Ctrl+Z takes it back", async () => {
+    setup();
+    await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
+    fireEvent.click(screen.getByRole("button", { name: "Edit action" }));
+    const dialog = await screen.findByRole("dialog", { name: "Edit action" });
+    // The action parses into the BrowserGym form.
+    expect((within(dialog).getByLabelText("Action name") as HTMLSelectElement).value).toBe("click");
+    fireEvent.change(within(dialog).getByLabelText("bid"), { target: { value: "77" } });
+    expect(within(dialog).getByLabelText("Raw action preview").textContent).toBe("click('77')");
+    fireEvent.click(within(dialog).getByRole("button", { name: "Save as new branch" }));
+    await waitFor(() => expect(screen.queryByRole("dialog", { name: "Edit action" })).toBeNull());
+    const branchSelect = screen.getByRole("combobox", { name: "Branch" }) as HTMLSelectElement;
+    await waitFor(() => expect(branchSelect.querySelectorAll("option").length).toBe(2));
+    await waitFor(() => expect(branchSelect.selectedOptions[0]!.textContent).toMatch(/branch at turn 2: click\('77'\)/));
+    await waitFor(() => expect(document.querySelector(".action-raw")!.textContent).toBe("click('77')"));
+
+    act(() => {
+      fireEvent.keyDown(window, { key: "z", ctrlKey: true });
+    });
+    await waitFor(() => expect(branchSelect.querySelectorAll("option").length).toBe(1));
+    await waitFor(() => expect(screen.getByLabelText("Notice").textContent).toMatch(/^Undid: edited action/));
+  });
+
+  it("sets a control instruction on a turn and the prediction picker persists the choice", async () => {
+    const backend = setup();
+    await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
+    await waitFor(() => expect(screen.getByRole("button", { name: "Add control instruction" })).toHaveProperty("disabled", false));
+    fireEvent.click(screen.getByRole("button", { name: "Add control instruction" }));
+    fireEvent.change(await screen.findByLabelText("Control instruction"), { target: { value: "the login session has expired" } });
+    fireEvent.click(screen.getByRole("button", { name: "Save instruction" }));
+    await waitFor(() => expect(screen.getByRole("note", { name: "Control instruction" }).textContent).toContain("the login session has expired"));
+
+    const picker = screen.getByRole("combobox", { name: "Prediction shown" }) as HTMLSelectElement;
+    const first = picker.querySelectorAll("option")[0]!.getAttribute("value")!;
+    fireEvent.change(picker, { target: { value: first } });
+    await waitFor(async () => {
+      const turn = await backend.call("get_turn", { trajectory_id: "web-harbor-books", node_id: 2, prediction_id: null });
+      expect(turn.chosen_prediction_id).toBe(Number(first));
+    });
+    const history = await backend.call("history", {});
+    expect(history.changes.map((c) => c.kind)).toEqual(["choose_prediction", "set_perturbation"]);
+  });
+});
