@@ -628,8 +628,10 @@ export function App({ backend }: AppProps) {
         ? "No prediction for this turn yet — press Step."
         : null;
 
-  const predictedBanner =
-    uncertainty !== "off" && !streamHere?.running ? (
+  const engineName = engine?.name ?? (engine?.settings?.kind === "baseline" ? engine.settings.name : engine?.settings?.kind) ?? "engine";
+  const predictedBanner = streamHere?.running ? (
+    `Streaming from ${engineName}… press Stop to cancel; nothing is stored until the step finishes.`
+  ) : uncertainty !== "off" ? (
       canShade ? (
         <UncertaintyLegend mode={uncertainty} />
       ) : (
@@ -639,8 +641,7 @@ export function App({ backend }: AppProps) {
       "Authored observation (written by hand), not a model prediction."
     ) : null;
 
-  const engineName = engine?.name ?? (engine?.settings?.kind === "baseline" ? engine.settings.name : engine?.settings?.kind) ?? "engine";
-  const pathNodes = useMemo(() => new Set(branch ? pathToRoot(branch.leaf_node, treeNodes, treeEdges) : []), [branch, treeNodes, treeEdges]);
+    const pathNodes = useMemo(() => new Set(branch ? pathToRoot(branch.leaf_node, treeNodes, treeEdges) : []), [branch, treeNodes, treeEdges]);
   const perturbedEdges = useMemo(() => new Set(turns.filter((t) => t.perturbation).map((t) => t.edge_id)), [turns]);
   const compareBranches = compareSel.map((id) => branches.find((b) => b.id === id)).filter((b): b is BranchSummary => !!b);
   const predictedKind = detail?.predicted_kind ?? null;

@@ -73,7 +73,7 @@ export function StepBar({ engine, context, onContext, onStep, onStop, canStep, s
         <span className="step-status" role="status" aria-label="Step status">
           {stream
             ? running
-              ? `streaming… ${stream.tokens.length || Math.ceil(stream.observation.length / 4)} tokens`
+              ? `streaming… ${stream.observation.length} characters${stream.tokens.length ? `, ${stream.tokens.length} tokens` : ""}`
               : stream.status === "ok" || stream.status === "truncated"
                 ? stream.stats
                   ? statsLine(stream.stats)
