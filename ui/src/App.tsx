@@ -149,6 +149,7 @@ export function App({ backend }: AppProps) {
   const [importResult, setImportResult] = useState<ImportFilesResponse | null>(null);
   const [dragging, setDragging] = useState(false);
   const [perturbationDraft, setPerturbationDraft] = useState<string | null>(null);
+  const [treePerturbations, setTreePerturbations] = useState<Map<number, string>>(new Map());
   const selection = useMemo(() => new SelectionStore(), []);
   const scrollSync = useMemo(() => new ScrollSyncStore(), []);
   const pendingTurn = useRef<number | null>(readHash().turn);
@@ -317,6 +318,23 @@ export function App({ backend }: AppProps) {
       stale = true;
     };
   }, [backend, trajectoryId, nodeId, predictionId, current, turns.length, report, reloadKey]);
+
+  // The tree view marks every perturbed edge: collect them from each branch's turns.
+  useEffect(() => {
+    if (mainView !== "tree" || !trajectoryId) return;
+    let stale = false;
+    Promise.all(branches.slice(0, 64).map((b) => backend.call("get_branch", { trajectory_id: trajectoryId, branch_id: b.id }).catch(() => null)))
+      .then((replies) => {
+        if (stale) return;
+        const out = new Map<number, string>();
+        for (const r of replies) for (const t of r?.turns ?? []) if (t.perturbation) out.set(t.edge_id, t.perturbation);
+        setTreePerturbations(out);
+      })
+      .catch(() => {});
+    return () => {
+      stale = true;
+    };
+  }, [backend, mainView, trajectoryId, branches]);
 
   useEffect(() => writeHash(trajectoryId, branchId, current), [trajectoryId, branchId, current]);
   useEffect(() => selection.clear(), [nodeId, trajectoryId, selection]);
@@ -642,7 +660,14 @@ export function App({ backend }: AppProps) {
     ) : null;
 
     const pathNodes = useMemo(() => new Set(branch ? pathToRoot(branch.leaf_node, treeNodes, treeEdges) : []), [branch, treeNodes, treeEdges]);
-  const perturbedEdges = useMemo(() => new Set(turns.filter((t) => t.perturbation).map((t) => t.edge_id)), [turns]);
+  const perturbedEdges = useMemo(() => {
+    const out = new Map(treePerturbations);
+    for (const t of turns) {
+      if (t.perturbation) out.set(t.edge_id, t.perturbation);
+      else out.delete(t.edge_id);
+    }
+    return out;
+  }, [turns, treePerturbations]);
   const compareBranches = compareSel.map((id) => branches.find((b) => b.id === id)).filter((b): b is BranchSummary => !!b);
   const predictedKind = detail?.predicted_kind ?? null;
   const authorSource = (() => {

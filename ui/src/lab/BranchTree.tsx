@@ -24,7 +24,7 @@ interface StateData extends Record<string, unknown> {
   onPath: boolean;
   leafOf: BranchSummary | null;
   checked: boolean;
-  perturbed: boolean;
+  perturbed: string | null;
   onCheck: (branchId: string) => void;
 }
 
@@ -39,7 +39,7 @@ function StateNode({ data }: NodeProps<Node<StateData>>) {
       <span className="flow-fid">{node.fidelity != null ? formatScore(node.fidelity) : "–"}</span>
       {node.has_authored && kind !== "authored" ? <KindBadge kind="authored" label="also authored" /> : null}
       {node.prediction_count > 0 ? <span className="flow-preds" title="predictions">{node.prediction_count}P</span> : null}
-      {perturbed ? <span className="flow-perturbed" title="a control instruction leads here">⚡</span> : null}
+      {perturbed ? <span className="flow-perturbed" title={`control instruction: ${perturbed}`} aria-label={`control instruction: ${perturbed}`}>⚡</span> : null}
       {leafOf ? (
         <label className="flow-check nodrag" onClick={(e) => e.stopPropagation()}>
           <input type="checkbox" aria-label={`Select branch ${leafOf.name}`} checked={checked} onChange={() => onCheck(leafOf.id)} />
@@ -61,8 +61,8 @@ export interface BranchTreeProps {
   currentBranch: string | null;
   /** Nodes on the current branch's path. */
   pathNodes: ReadonlySet<number>;
-  /** Edge ids carrying a perturbation (from the branch's turns). */
-  perturbedEdges: ReadonlySet<number>;
+  /** Control instructions by edge id. */
+  perturbedEdges: ReadonlyMap<number, string>;
   selected: string[];
   onSelect: (branchIds: string[]) => void;
   onJump: (nodeId: number) => void;
@@ -90,21 +90,24 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
           onPath: pathNodes.has(n.node_id),
           leafOf: leafOf.get(n.node_id) ?? null,
           checked: selected.includes(String(n.node_id)),
-          perturbed: n.parent_edge !== null && perturbedEdges.has(n.parent_edge),
+          perturbed: n.parent_edge !== null ? (perturbedEdges.get(n.parent_edge) ?? null) : null,
           onCheck: toggle,
         },
       };
     });
-    const fedges: Edge[] = edges.map((e) => ({
-      id: `e${e.edge_id}`,
-      source: String(e.from),
-      target: String(e.to),
-      label: e.action.summary.length > 22 ? `${e.action.summary.slice(0, 21)}…` : e.action.summary,
-      className: `flow-edge${e.edited_from !== null ? " is-edited" : ""}${pathNodes.has(e.to) ? " on-path" : ""}`,
-      labelBgPadding: [4, 2] as [number, number],
-      labelBgBorderRadius: 3,
-      style: e.edited_from !== null ? { strokeDasharray: "5 3" } : undefined,
-    }));
+    const fedges: Edge[] = edges.map((e) => {
+      const summary = e.action.summary.length > 22 ? `${e.action.summary.slice(0, 21)}…` : e.action.summary;
+      return {
+        id: `e${e.edge_id}`,
+        source: String(e.from),
+        target: String(e.to),
+        label: perturbedEdges.has(e.edge_id) ? `⚡ ${summary}` : summary,
+        className: `flow-edge${e.edited_from !== null ? " is-edited" : ""}${pathNodes.has(e.to) ? " on-path" : ""}`,
+        labelBgPadding: [4, 2] as [number, number],
+        labelBgBorderRadius: 3,
+        style: e.edited_from !== null ? { strokeDasharray: "5 3" } : undefined,
+      };
+    });
     return { fnodes, fedges };
   }, [nodes, edges, branches, currentNode, pathNodes, perturbedEdges, selected, onSelect]);
 
