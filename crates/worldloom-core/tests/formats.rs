@@ -458,6 +458,49 @@ fn osworld_folder_with_table_view_and_bad_actions_line() {
 }
 
 #[test]
+fn a_folder_read_with_the_wrong_gui_format_is_refused_and_cut_xml_is_warned() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path().join("os_run");
+    std::fs::create_dir(&d).expect("mkdir");
+    write(
+        &d,
+        "step_00.xml",
+        b"<desktop-frame><application name=\"files\"/></desktop-frame>",
+    );
+    write(
+        &d,
+        "step_01.xml",
+        b"<desktop-frame><application name=\"files\"><frame name=\"Rec",
+    );
+    write(
+        &d,
+        "actions.jsonl",
+        b"{\"step\": 0, \"action\": \"pyautogui.click(1, 2)\"}\n{\"step\": 1, \"action\": null}\n",
+    );
+    let forced = ImportOptions {
+        format: InputFormat::AndroidDumps,
+        ..ImportOptions::default()
+    };
+    let err = import_path(&d, &forced).expect_err("an OS folder is not Android dumps");
+    let text = err.to_string();
+    assert!(text.contains("step_00.xml"), "{text}");
+    assert!(text.contains("`<desktop-frame>`"), "{text}");
+    assert!(text.contains("--format osworld"), "{text}");
+    // With the right format the folder imports; the cut-off step is kept, with a warning at its line.
+    let imported = import_path(&d, &ImportOptions::default()).expect("imports");
+    assert_eq!(imported.warnings.len(), 1, "{:?}", imported.warnings);
+    let w = &imported.warnings[0];
+    assert!(w.path.ends_with("step_01.xml"), "{w}");
+    assert_eq!(w.line, Some(1));
+    assert!(w.message.contains("not well-formed"), "{w}");
+    let kept = imported.trajectories[0].nodes[1]
+        .real
+        .as_ref()
+        .expect("step 1");
+    assert!(kept.text.ends_with("name=\"Rec"), "{}", kept.text);
+}
+
+#[test]
 fn native_export_then_import_gives_the_same_bytes() {
     let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
     let dir = tempfile::tempdir().expect("tmp");

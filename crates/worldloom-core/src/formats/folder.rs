@@ -110,6 +110,12 @@ fn observation_from_file(
         _ => text.trim_start().starts_with('<'),
     };
     if is_tree_text || text.trim().is_empty() && representation == Representation::OsTable {
+        if matches!(
+            representation,
+            Representation::AndroidXml | Representation::OsXml
+        ) {
+            check_xml(path, &text, representation, warnings)?;
+        }
         Ok(Observation::new(representation, text))
     } else {
         let mut obs = Observation::new(representation, String::new());
@@ -119,6 +125,58 @@ fn observation_from_file(
         });
         Ok(obs)
     }
+}
+
+/// Checks a step's XML before it is kept: a document whose root element
+/// belongs to the other GUI format (a uiautomator `<hierarchy>` read as an
+/// OS accessibility tree, or the reverse) is refused, since the folder was
+/// then imported with the wrong `--format`; XML that is not well-formed (a
+/// capture cut short) is kept as is, with a warning naming line and column.
+///
+/// # Errors
+/// [`CoreError::Format`] naming the file, the root element found and the
+/// format that reads it.
+fn check_xml(
+    path: &Path,
+    text: &str,
+    representation: Representation,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<()> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..roxmltree::ParsingOptions::default()
+    };
+    match roxmltree::Document::parse_with_options(text, options) {
+        Ok(doc) => {
+            let root = doc.root_element().tag_name().name();
+            let android = root == "hierarchy";
+            let (expected, other_format) = match representation {
+                Representation::AndroidXml => ("a uiautomator dump (`<hierarchy>`)", "osworld"),
+                _ => ("an OS accessibility tree", "android-dumps"),
+            };
+            if android != (representation == Representation::AndroidXml) {
+                return Err(CoreError::Format {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "root element `<{root}>` is not {expected}; this folder reads as `--format {other_format}`"
+                    ),
+                });
+            }
+        }
+        Err(e) => {
+            let pos = e.pos();
+            warnings.push(ImportWarning {
+                path: path.display().to_string(),
+                line: Some(pos.row as usize),
+                byte_offset: None,
+                message: format!(
+                    "XML is not well-formed (line {}, column {}: {e}); the observation is kept as captured, and its tree shows only what parses",
+                    pos.row, pos.col
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Imports a trajectory folder.
