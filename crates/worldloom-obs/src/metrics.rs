@@ -425,7 +425,10 @@ fn list(items: Vec<String>) -> Option<String> {
 ///   `focused` (the last focused node), `form_values` (every node with a
 ///   value or a checked/selected state), `dialogs` (nodes with role
 ///   `dialog`/`alertdialog`, or `role="dialog"`).
-/// - Android: `package` (first non-empty `package`), `focused`,
+/// - Android: `package` (the foreground app: the first non-empty `package`
+///   that is not the system UI — status bar, navigation bar — nor an input
+///   method; when every node is one of those, the first non-empty one),
+///   `focused`,
 ///   `checked_selected` (nodes checked or selected), `text_fields`
 ///   (editable nodes and their text), `keyboard_visible` (a node from an
 ///   input-method package or with `keyboard` in its resource-id or class —
@@ -496,11 +499,15 @@ pub fn anchor_values(tree: &UiTree) -> Vec<(&'static str, Option<String>)> {
             ]
         }
         Some(Domain::Android) => {
-            let package = real_nodes().find_map(|n| {
-                n.attr("package")
+            let packages = || {
+                real_nodes()
+                    .filter_map(|n| n.attr("package"))
                     .filter(|p| !p.is_empty())
-                    .map(str::to_string)
-            });
+            };
+            let package = packages()
+                .find(|p| *p != "com.android.systemui" && !p.contains("inputmethod"))
+                .or_else(|| packages().next())
+                .map(str::to_string);
             let checked = list(
                 real_nodes()
                     .filter(|n| n.states.checked == Some(true) || n.states.selected == Some(true))

@@ -669,6 +669,32 @@ fn android_and_os_anchors() {
 }
 
 #[test]
+fn android_package_anchor_is_the_foreground_app_not_the_status_bar() {
+    let dump = r#"<hierarchy rotation="0">
+<node index="0" text="" class="android.widget.FrameLayout" package="com.android.systemui" bounds="[0,0][1080,80]"><node index="0" text="12:30" class="android.widget.TextView" package="com.android.systemui" bounds="[20,10][200,70]"/></node>
+<node index="1" text="" class="android.widget.FrameLayout" package="com.example.mail" bounds="[0,80][1080,2400]"><node index="0" text="Inbox" class="android.widget.TextView" package="com.example.mail" bounds="[40,120][400,200]"/></node>
+</hierarchy>"#;
+    let a = tree(dump, Representation::AndroidXml);
+    let m = tree_metrics(&a, &a, None).0;
+    let package = m
+        .anchors
+        .iter()
+        .find(|x| x.anchor == "package")
+        .expect("anchor");
+    assert_eq!(package.real.as_deref(), Some("com.example.mail"));
+    // A dump of the system UI alone (lock screen, notification shade) keeps its package.
+    let shade = r#"<hierarchy rotation="0"><node index="0" text="" class="android.widget.FrameLayout" package="com.android.systemui" bounds="[0,0][1080,2400]"/></hierarchy>"#;
+    let s = tree(shade, Representation::AndroidXml);
+    let m = tree_metrics(&s, &s, None).0;
+    let package = m
+        .anchors
+        .iter()
+        .find(|x| x.anchor == "package")
+        .expect("anchor");
+    assert_eq!(package.real.as_deref(), Some("com.android.systemui"));
+}
+
+#[test]
 fn failed_capture_and_missing_prediction_are_not_scored() {
     let r = Representation::AndroidXml;
     let e = evaluate(
