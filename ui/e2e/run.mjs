@@ -368,6 +368,8 @@ try {
 } catch (e) {
   check(false, `lab: stopped by an error: ${String(e?.message ?? e).split("\n")[0]}`);
   await page.screenshot({ path: join(shots, "lab-error.png") }).catch(() => {});
+  // Close whatever dialog was left open, so the remaining checks can run.
+  for (let i = 0; i < 3; i++) await page.keyboard.press("Escape").catch(() => {});
 }
 console.log(`lab checks took ${((Date.now() - labStarted) / 1000).toFixed(1)} s`);
 

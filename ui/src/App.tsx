@@ -532,7 +532,7 @@ export function App({ backend }: AppProps) {
     }
   };
 
-  const chooseShown = async (id: number) => {
+  const chooseShown = async (id: number | null) => {
     if (!trajectoryId) return;
     try {
       await backend.call("choose_prediction", { trajectory_id: trajectoryId, node_id: nodeId, prediction_id: id });
@@ -609,17 +609,19 @@ export function App({ backend }: AppProps) {
     predictedBody = <ShadedText tokens={tokens} mode={shadeMode} label="Predicted observation text shaded by uncertainty" />;
   }
 
+  const hasAuthored = detail?.predicted_kind === "authored" || !!turns[current]?.has_authored;
   const picker =
-    detail && detail.predictions.length > 0 ? (
+    detail && (detail.predictions.length > 0 || hasAuthored) ? (
       <select
         className="prediction-picker"
         aria-label="Prediction shown"
-        value={detail.prediction_id ?? ""}
+        value={detail.prediction_id ?? (hasAuthored ? "authored" : "")}
         onChange={(e) => {
-          if (e.target.value !== "") void chooseShown(Number(e.target.value));
+          if (e.target.value === "authored") void chooseShown(null);
+          else if (e.target.value !== "") void chooseShown(Number(e.target.value));
         }}
       >
-        {detail.prediction_id === null ? <option value="">{detail.predicted_kind === "authored" ? "authored observation" : "—"}</option> : null}
+        {hasAuthored ? <option value="authored">authored observation</option> : detail.prediction_id === null ? <option value="">—</option> : null}
         {detail.predictions.map((p) => (
           <option key={p.id} value={p.id}>
             #{p.id} {p.engine}
@@ -819,7 +821,7 @@ export function App({ backend }: AppProps) {
             <CompareView backend={backend} trajectoryId={trajectoryId} left={compareBranches[0]!} right={compareBranches[1]!} onClose={() => setMainView("tree")} />
           ) : (
             <div className="compare">
-              <Pane side="real" title="Real observation" titleExtra={<KindBadge kind="real" />} tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} banner={detail?.real_error ? `Step error: ${detail.real_error}` : null} emptyMessage={detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null} />
+              <Pane side="real" title="Real observation" titleExtra={detail?.views.some((v) => v.real) ? <KindBadge kind="real" /> : <KindBadge kind="empty" label="not recorded" />} tabs={tabs} active={active} onTab={(t) => setTabId(t.id)} view={view} lines={lines} meta={detail?.real_meta} banner={detail?.real_error ? `Step error: ${detail.real_error}` : null} emptyMessage={detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null} />
               <Pane
                 side="predicted"
                 title="Predicted observation"
@@ -943,8 +945,13 @@ export function App({ backend }: AppProps) {
             initialText={authorSource.text}
             basedOnPrediction={detail.prediction_id}
             onClose={() => setDialog(null)}
-            onSaved={() => {
+            onSaved={async () => {
               setDialog(null);
+              // A chosen prediction is shown before an authored observation:
+              // clear the choice so the state shows what was just written.
+              if (detail.chosen_prediction_id !== null) {
+                await backend.call("choose_prediction", { trajectory_id: trajectoryId, node_id: detail.node_id, prediction_id: null }).catch(report);
+              }
               setPredictionByNode((m) => {
                 const { [detail.node_id]: _dropped, ...rest } = m;
                 return rest;

@@ -21,7 +21,7 @@ export interface AuthorDialogProps {
   initialText: string;
   basedOnPrediction: number | null;
   onClose: () => void;
-  onSaved: () => void;
+  onSaved: () => void | Promise<void>;
 }
 
 export function AuthorDialog({ backend, trajectoryId, nodeId, representation: rep0, initialText, basedOnPrediction, onClose, onSaved }: AuthorDialogProps) {
@@ -60,7 +60,7 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
         return;
       }
       await backend.call("author_observation", { trajectory_id: trajectoryId, node_id: nodeId, representation, text: textRef.current, based_on_prediction: basedOnPrediction, note: note.trim() || null });
-      onSaved();
+      await onSaved();
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {

@@ -74,13 +74,11 @@ export function StepBar({ engine, context, onContext, onStep, onStop, canStep, s
           {stream
             ? running
               ? `streaming… ${stream.observation.length} characters${stream.tokens.length ? `, ${stream.tokens.length} tokens` : ""}`
-              : stream.status === "ok" || stream.status === "truncated"
-                ? stream.stats
-                  ? statsLine(stream.stats)
-                  : `done (${stream.status})`
-                : stream.status === "cancelled"
-                  ? "stopped — nothing stored"
-                  : `${stream.status ?? "failed"}${stream.error ? `: ${stream.error}` : ""}`
+              : stream.status === "cancelled"
+                ? "stopped — nothing stored"
+                : [stream.status === "ok" ? null : `${stream.status ?? "failed"}${stream.error ? `: ${stream.error}` : ""}`, stream.stats ? statsLine(stream.stats) : stream.status === "ok" ? "done" : null]
+                    .filter(Boolean)
+                    .join(" · ")
             : ""}
         </span>
       </div>
