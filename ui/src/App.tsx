@@ -6,7 +6,7 @@
  * redo, curriculum export, import). All data comes through the `Backend`.
  */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { asLabEvent, type EngineStatus, type NativeImport } from "./api/lab";
+import { asLabEvent, type EngineStatus } from "./api/lab";
 import type { BranchSummary, ContextMode, ImportFilesResponse, StudioEvent, TrajectorySummary, TreeEdgeView, TreeNodeView, TurnDetail, TurnSummary } from "./api/types";
 import { normalizeTurn } from "./api/normalize";
 import type { Backend } from "./backend/backend";
@@ -406,7 +406,6 @@ export function App({ backend }: AppProps) {
   }, [playing, turns.length]);
 
   // Import: native paths in the desktop app, uploaded contents in a browser.
-  const native = backend as Backend & NativeImport;
   const afterImport = useCallback(
     (r: ImportFilesResponse) => {
       setImportResult(r);
@@ -439,20 +438,19 @@ export function App({ backend }: AppProps) {
     },
     [backend, afterImport],
   );
-  const openImport = async () => {
-    if (native.chooseImportPaths) {
-      try {
-        await importPaths(await native.chooseImportPaths());
-      } catch (e) {
-        report(e);
-      }
-    } else {
-      setImportResult(null);
-      setDialog("import");
-    }
+  const openImport = () => {
+    setImportResult(null);
+    setDialog("import");
   };
+  /** Desktop app: the native dialog gives paths for `import_files`. */
+  const chooseNative = backend.chooseImportPaths
+    ? async (folders: boolean) => {
+        const paths = await backend.chooseImportPaths!({ folders });
+        if (paths.length > 0) afterImport(await backend.call("import_files", { paths }));
+      }
+    : undefined;
   useEffect(() => {
-    if (native.onFileDrop) return native.onFileDrop((paths) => void importPaths(paths));
+    if (backend.onFileDrop) return backend.onFileDrop((paths) => void importPaths(paths));
     const hasFiles = (e: DragEvent) => Array.from(e.dataTransfer?.types ?? []).includes("Files");
     const over = (e: DragEvent) => {
       if (!hasFiles(e)) return;
@@ -478,7 +476,7 @@ export function App({ backend }: AppProps) {
       window.removeEventListener("dragleave", leave);
       window.removeEventListener("drop", drop);
     };
-  }, [native, importPaths, upload, report]);
+  }, [backend, importPaths, upload, report]);
 
   const views = useMemo(() => detail?.views ?? [], [detail]);
   const tabs = useMemo(() => tabsFor(views), [views]);
@@ -650,7 +648,7 @@ export function App({ backend }: AppProps) {
 
   const engineName = engine?.name ?? (engine?.settings?.kind === "baseline" ? engine.settings.name : engine?.settings?.kind) ?? "engine";
   const predictedBanner = streamHere?.running ? (
-    `Streaming from ${engineName}… press Stop to cancel; nothing is stored until the step finishes.`
+    `Streaming from ${engineName} — nothing is stored until it finishes.`
   ) : uncertainty !== "off" ? (
       canShade ? (
         <UncertaintyLegend mode={uncertainty} />
@@ -731,7 +729,7 @@ export function App({ backend }: AppProps) {
             <button type="button" onClick={() => setDialog("engine")} title={engine?.description ?? "choose the engine"}>
               Engine: {engineName}
             </button>
-            <button type="button" onClick={() => void openImport()}>
+            <button type="button" onClick={openImport}>
               Import…
             </button>
             <button type="button" disabled={!trajectoryId} onClick={() => setDialog("export")}>
@@ -965,7 +963,7 @@ export function App({ backend }: AppProps) {
           <ExportDialog backend={backend} trajectoryId={trajectoryId} trajectoryName={trajectory?.name ?? trajectoryId} branches={branches} initialSelection={compareSel.length ? compareSel : branchId ? [branchId] : []} onClose={() => setDialog(null)} />
         ) : null}
         {dialog === "history" ? <HistoryDialog backend={backend} version={reloadKey} onClose={() => setDialog(null)} onUndo={() => void undoRedo("undo")} onRedo={() => void undoRedo("redo")} /> : null}
-        {dialog === "import" ? <ImportDialog onUpload={upload} result={importResult} onClose={() => setDialog(null)} /> : null}
+        {dialog === "import" ? <ImportDialog onUpload={upload} onChooseNative={chooseNative} result={importResult} onClose={() => setDialog(null)} /> : null}
         {dialog !== "import" && importResult && importResult.failed.length > 0 ? (
           <div className="toast" role="alert">
             <ImportResult result={importResult} />

@@ -50,9 +50,3 @@ export type LabEvent = Extract<StudioEvent, { type: "step_delta" | "step_finishe
 export function asLabEvent(event: StudioEvent): LabEvent | null {
   return event.type === "step_delta" || event.type === "step_finished" || event.type === "rollout_progress" ? event : null;
 }
-
-/** The optional members a desktop backend adds for native import (see `backend.ts`). */
-export interface NativeImport {
-  chooseImportPaths?: () => Promise<string[]>;
-  onFileDrop?: (cb: (paths: string[]) => void) => () => void;
-}

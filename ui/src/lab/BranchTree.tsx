@@ -15,7 +15,7 @@ import { layoutTree } from "../model/treeLayout";
 import { KindBadge, KindLegend, kindName, type StateKind } from "./Kinds";
 
 /** Grid of the layout, px. */
-const GRID = { column_px: 270, row_px: 84 };
+const GRID = { column_px: 230, row_px: 80 };
 
 interface StateData extends Record<string, unknown> {
   node: TreeNodeView;
@@ -96,7 +96,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
       };
     });
     const fedges: Edge[] = edges.map((e) => {
-      const summary = e.action.summary.length > 22 ? `${e.action.summary.slice(0, 21)}…` : e.action.summary;
+      const summary = e.action.summary.length > 19 ? `${e.action.summary.slice(0, 18)}…` : e.action.summary;
       return {
         id: `e${e.edge_id}`,
         source: String(e.from),

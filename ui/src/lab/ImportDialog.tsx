@@ -1,7 +1,7 @@
 /**
- * "Import…" in a browser: pick files or a whole folder (relative paths kept)
- * and send their contents with `import_uploaded`. (The desktop app uses its
- * native dialog and `import_files` instead; see `App`.)
+ * "Import…": in a browser, pick files or a whole folder (relative paths kept)
+ * and send their contents with `import_uploaded`; in the desktop app, the
+ * native dialog gives paths for `import_files` (`onChooseNative`).
  */
 import { useState } from "react";
 import type { ImportFilesResponse } from "../api/types";
@@ -11,6 +11,8 @@ import { Modal } from "./Modal";
 /** Props of {@link ImportDialog}. */
 export interface ImportDialogProps {
   onUpload: (files: PickedFile[]) => Promise<void>;
+  /** Present in the desktop app: opens the native dialog (files, or folders). */
+  onChooseNative?: (folders: boolean) => Promise<void>;
   result: ImportFilesResponse | null;
   onClose: () => void;
 }
@@ -45,42 +47,53 @@ export function ImportResult({ result }: { result: ImportFilesResponse }) {
   );
 }
 
-export function ImportDialog({ onUpload, result, onClose }: ImportDialogProps) {
+export function ImportDialog({ onUpload, onChooseNative, result, onClose }: ImportDialogProps) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const send = async (files: PickedFile[]) => {
-    if (files.length === 0) return;
+  const run = async (what: () => Promise<void>) => {
     setBusy(true);
     setError(null);
     try {
-      await onUpload(files);
+      await what();
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));
     } finally {
       setBusy(false);
     }
   };
+  const send = (files: PickedFile[]) => (files.length === 0 ? Promise.resolve() : run(() => onUpload(files)));
   return (
     <Modal title="Import" onClose={onClose}>
       <p>Trajectory files (AgentLab JSON, OSWorld and Android folders, AgentWorldBench JSONL, Worldloom native) — or drop them anywhere on the window.</p>
-      <div className="row">
-        <label className="file-pick">
-          <span>Choose files…</span>
-          <input type="file" multiple aria-label="Choose files" disabled={busy} onChange={(e) => void send(filesFromInput(e.target.files))} />
-        </label>
-        <label className="file-pick">
-          <span>Choose a folder…</span>
-          <input
-            type="file"
-            aria-label="Choose a folder"
-            disabled={busy}
-            ref={(el) => {
-              if (el) el.setAttribute("webkitdirectory", "");
-            }}
-            onChange={(e) => void send(filesFromInput(e.target.files))}
-          />
-        </label>
-      </div>
+      {onChooseNative ? (
+        <div className="row">
+          <button type="button" disabled={busy} onClick={() => void run(() => onChooseNative(false))}>
+            Choose files…
+          </button>
+          <button type="button" disabled={busy} onClick={() => void run(() => onChooseNative(true))}>
+            Choose folders…
+          </button>
+        </div>
+      ) : (
+        <div className="row">
+          <label className="file-pick">
+            <span>Choose files…</span>
+            <input type="file" multiple aria-label="Choose files" disabled={busy} onChange={(e) => void send(filesFromInput(e.target.files))} />
+          </label>
+          <label className="file-pick">
+            <span>Choose a folder…</span>
+            <input
+              type="file"
+              aria-label="Choose a folder"
+              disabled={busy}
+              ref={(el) => {
+                if (el) el.setAttribute("webkitdirectory", "");
+              }}
+              onChange={(e) => void send(filesFromInput(e.target.files))}
+            />
+          </label>
+        </div>
+      )}
       {busy ? <p role="status">Uploading…</p> : null}
       {result ? <ImportResult result={result} /> : null}
       {error ? (

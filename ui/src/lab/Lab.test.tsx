@@ -77,3 +77,30 @@ describe("the laboratory on the mock back end", () => {
     expect(history.changes.map((c) => c.kind)).toEqual(["choose_prediction", "set_perturbation"]);
   });
 });
+
+describe("import", () => {
+  it("uses the desktop app's native dialog and import_files when the backend has one", async () => {
+    const calls: Array<{ command: string; request: unknown }> = [];
+    class DesktopLike extends MockBackend {
+      async chooseImportPaths(options?: { folders?: boolean }): Promise<string[]> {
+        return options?.folders ? ["/data/run-7/thunar_rename"] : ["/data/run-7/larkmail.json"];
+      }
+    }
+    const backend = new DesktopLike(FIXTURES);
+    const call = backend.call.bind(backend);
+    backend.call = (async (command: string, request: unknown) => {
+      calls.push({ command, request });
+      return call(command as never, request as never);
+    }) as typeof backend.call;
+    window.location.hash = "#t=web-harbor-books&turn=1";
+    render(<App backend={backend} />);
+    fireEvent.click(await screen.findByRole("button", { name: "Import…" }));
+    const dialog = await screen.findByRole("dialog", { name: "Import" });
+    // No browser file inputs in the desktop app: its own dialog gives real paths.
+    expect(within(dialog).queryByLabelText("Choose files")).toBeNull();
+    fireEvent.click(within(dialog).getByRole("button", { name: "Choose folders…" }));
+    await waitFor(() => expect(calls.find((c) => c.command === "import_files")?.request).toEqual({ paths: ["/data/run-7/thunar_rename"] }));
+    expect(calls.some((c) => c.command === "import_uploaded")).toBe(false);
+    await waitFor(() => expect(within(dialog).getByLabelText("Import result").textContent).toContain("/data/run-7/thunar_rename: the mock back end does not import files"));
+  });
+});
