@@ -106,8 +106,8 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   const shot = (name) => page.screenshot({ path: join(shots, name) });
 
   async function goTurn(n) {
-    await page.keyboard.press("Home");
-    for (let i = 0; i < n; i++) await page.keyboard.press("ArrowRight");
+    // Click the turn's cell (keys would go to a focused render frame, if any).
+    await page.getByRole("list", { name: "Turns" }).getByRole("button", { name: new RegExp(`^Turn ${n}: `) }).click();
     await until(async () => (await turnText()).startsWith(`turn ${n} `), 5000);
     await page.waitForTimeout(300);
   }
