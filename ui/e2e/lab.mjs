@@ -393,7 +393,7 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     await imp.getByLabel("Choose a folder").setInputFiles(join(repo, "samples", "os", "pluma_edit-menu_trajectory"));
     const folderResult = await until(async () => ((await imp.getByLabel("Import result").count()) ? imp.getByLabel("Import result").innerText() : null), 20_000);
     check(!!folderResult && /pluma/i.test(folderResult) && !/failed/.test(folderResult.split("\n")[0]), `lab: a folder picked in the browser imports (${(folderResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`);
-    await imp.getByLabel("Choose files").setInputFiles([join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json"), join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.predictions.jsonl")]);
+    await imp.getByLabel("Choose files").setInputFiles([join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json")]);
     const fileResult = await until(async () => {
       const t = (await imp.getByLabel("Import result").innerText().catch(() => "")) || "";
       return /larkmail/i.test(t) ? t : null;

@@ -644,7 +644,9 @@ export function App({ backend }: AppProps) {
       ? "The initial state is observed, not predicted."
       : detail.predictions.length === 0 && detail.predicted_kind !== "authored"
         ? "No prediction for this turn yet — press Step."
-        : null;
+        : shownPrediction && shownPrediction.status !== "ok" && detail.views.every((v) => !v.predicted)
+          ? `This prediction has no observation (status ${shownPrediction.status}); its raw output is in the fidelity panel.`
+          : null;
 
   const engineName = engine?.name ?? (engine?.settings?.kind === "baseline" ? engine.settings.name : engine?.settings?.kind) ?? "engine";
   const predictedBanner = streamHere?.running ? (
@@ -698,7 +700,7 @@ export function App({ backend }: AppProps) {
               {trajectory?.goal ? <p className="goal" title={trajectory.goal}>{trajectory.goal}</p> : null}
             </div>
             {branches.length > 0 ? (
-              <select aria-label="Branch" value={branchId ?? ""} onChange={(e) => setBranchId(e.target.value)}>
+              <select className="branch-picker" aria-label="Branch" value={branchId ?? ""} onChange={(e) => setBranchId(e.target.value)}>
                 {branches.map((b) => (
                   <option key={b.id} value={b.id}>
                     {b.name}
@@ -856,7 +858,7 @@ export function App({ backend }: AppProps) {
               />
               <div className="side-column">
                 <NodeInspector view={view} />
-                <FidelityPanel fidelity={detail?.fidelity} reasoning={detail?.reasoning} engine={predictedKind === "authored" ? "authored" : shownPrediction?.engine} />
+                <FidelityPanel fidelity={detail?.fidelity} reasoning={detail?.reasoning} engine={predictedKind === "authored" ? "authored" : shownPrediction?.engine} rawOutput={shownPrediction && shownPrediction.status !== "ok" && detail?.views.every((v) => !v.predicted) ? detail.raw_output : null} />
               </div>
             </div>
           )}

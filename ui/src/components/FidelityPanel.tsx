@@ -22,9 +22,11 @@ export interface FidelityPanelProps {
   fidelity: Fidelity | null | undefined;
   reasoning?: string | null;
   engine?: string | null;
+  /** The prediction's raw model output, shown when it yielded no observation. */
+  rawOutput?: string | null;
 }
 
-export function FidelityPanel({ fidelity, reasoning, engine }: FidelityPanelProps) {
+export function FidelityPanel({ fidelity, reasoning, engine, rawOutput }: FidelityPanelProps) {
   const judge = fidelity?.judge;
   const judgeVals = JUDGE_KEYS.map((k) => judge?.[k]).filter((v): v is number => typeof v === "number");
   const judgeMean = judgeVals.length ? judgeVals.reduce((a, b) => a + b, 0) / judgeVals.length : null;
@@ -108,6 +110,12 @@ export function FidelityPanel({ fidelity, reasoning, engine }: FidelityPanelProp
         <details className="reasoning">
           <summary>Reasoning</summary>
           <pre>{reasoning}</pre>
+        </details>
+      ) : null}
+      {rawOutput ? (
+        <details className="reasoning" open>
+          <summary>Raw output</summary>
+          <pre>{rawOutput}</pre>
         </details>
       ) : null}
     </aside>

@@ -15,7 +15,7 @@ import { layoutTree } from "../model/treeLayout";
 import { KindBadge, KindLegend, kindName, type StateKind } from "./Kinds";
 
 /** Grid of the layout, px. */
-const GRID = { column_px: 230, row_px: 80 };
+const GRID = { column_px: 250, row_px: 80 };
 
 interface StateData extends Record<string, unknown> {
   node: TreeNodeView;

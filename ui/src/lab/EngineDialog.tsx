@@ -26,6 +26,12 @@ export const MODEL_CARD_PARAMS: GenerationParamsView = {
 
 type Kind = EngineSettings["kind"];
 
+/** Parameters as a person typed them: the back end keeps 32-bit floats (0.95 comes back as 0.949999988…). */
+export function roundParams(p: GenerationParamsView): GenerationParamsView {
+  const r = (x: number) => Number(x.toPrecision(6));
+  return { ...p, temperature: r(p.temperature), top_p: r(p.top_p) };
+}
+
 /** Props of {@link EngineDialog}. */
 export interface EngineDialogProps {
   backend: Backend;
@@ -44,7 +50,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
   const [baseUrl, setBaseUrl] = useState(s.kind === "openai" ? s.base_url : "http://127.0.0.1:8000/v1");
   const [model, setModel] = useState(s.kind === "openai" ? s.model : "Qwen-AgentWorld-35B-A3B");
   const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
-  const [params, setParams] = useState<GenerationParamsView>(status?.params ?? MODEL_CARD_PARAMS);
+  const [params, setParams] = useState<GenerationParamsView>(() => roundParams(status?.params ?? MODEL_CARD_PARAMS));
   const [info, setInfo] = useState<ModelDirInfo | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(status?.error ?? null);

@@ -104,3 +104,10 @@ describe("import", () => {
     await waitFor(() => expect(within(dialog).getByLabelText("Import result").textContent).toContain("/data/run-7/thunar_rename: the mock back end does not import files"));
   });
 });
+
+describe("engine parameters", () => {
+  it("shows 32-bit floats from the back end as typed", async () => {
+    const { roundParams, MODEL_CARD_PARAMS } = await import("./EngineDialog");
+    expect(roundParams({ ...MODEL_CARD_PARAMS, top_p: 0.949999988079071, temperature: 0.6000000238418579 })).toMatchObject({ top_p: 0.95, temperature: 0.6 });
+  });
+});
