@@ -13,7 +13,7 @@
 // - the tiny real checkpoint assets/tiny-world-model as a local engine (cpu, f32).
 //
 // Screenshots: lab-step-*.png, lab-branch-tree.png, lab-streaming.png,
-// lab-authored-editor.png, lab-authored.png, lab-compare.png, lab-export.png,
+// lab-authored-editor.png, lab-authored.png, lab-compare.png, lab-export.png, lab-uncertainty.png,
 // lab-engine-local.png, lab-tree-dark.png.
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -45,9 +45,15 @@ export function startSlowEndpoint() {
       } catch {
         // answered below as a plain completion
       }
+      // "slow-model": one chunk every SLOW_CHUNK_MS, for about a minute; "fast-model": a short answer at once,
+      // with log-probabilities when asked (lines mentioning "unsure" get p = 0.12, the rest p = 0.97).
+      const fast = request.model === "fast-model";
       const pieces = ["<think>", "The page ", "probably ", "shows ", "an error. ", "</think>\n", "<predicted_observation>\n"];
-      for (let i = 0; i < 200; i++) pieces.push(`<p>slow line ${i}</p>\n`);
+      const answerFrom = pieces.length;
+      for (let i = 0; i < (fast ? 6 : 200); i++) pieces.push(fast && i % 3 === 1 ? `<p>unsure line ${i}</p>\n` : `<p>slow line ${i}</p>\n`);
       pieces.push("</predicted_observation>");
+      const every = fast ? 5 : SLOW_CHUNK_MS;
+      const logprob = (i) => (i >= answerFrom && pieces[i].includes("unsure") ? Math.log(0.12) : Math.log(0.97));
       if (!request.stream) {
         res.writeHead(200, { "Content-Type": "application/json" }).end(
           JSON.stringify({ id: "cmpl-1", object: "chat.completion", model: "slow-model", choices: [{ index: 0, message: { role: "assistant", content: pieces.join("") }, finish_reason: "stop" }], usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } }),
@@ -65,11 +71,13 @@ export function startSlowEndpoint() {
           clearInterval(timer);
           return;
         }
-        const chunk = { id: "cmpl-1", object: "chat.completion.chunk", created: 0, model: "slow-model", choices: [{ index: 0, delta: i === 0 ? { role: "assistant", content: pieces[i] } : { content: pieces[i] }, finish_reason: null }] };
+        const choice = { index: 0, delta: i === 0 ? { role: "assistant", content: pieces[i] } : { content: pieces[i] }, finish_reason: null };
+        if (request.logprobs) choice.logprobs = { content: [{ token: pieces[i], logprob: logprob(i), bytes: null, top_logprobs: [] }] };
+        const chunk = { id: "cmpl-1", object: "chat.completion.chunk", created: 0, model: request.model ?? "slow-model", choices: [choice] };
         res.write(`data: ${JSON.stringify(chunk)}\n\n`);
         record.chunks += 1;
         i += 1;
-      }, SLOW_CHUNK_MS);
+      }, every);
       res.on("close", () => {
         clearInterval(timer);
         record.closed_ms ??= Date.now();
@@ -449,6 +457,33 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     }
     const predsAfter = (await predictionOptions()).length;
     check(predsShown === predsBefore && predsAfter === predsBefore, `lab: a stopped step stores nothing (${predsBefore} predictions before, ${predsShown} after Stop, ${predsAfter} after a reload)`);
+
+    // ---- uncertainty shading from the endpoint's log-probabilities ----
+    const fastSet = await setEngine(async (d) => {
+      await d.getByRole("radio", { name: "OpenAI-compatible endpoint" }).check();
+      await d.getByLabel("Base URL").fill(`http://127.0.0.1:${slow.port}/v1`);
+      await d.getByLabel("Model", { exact: true }).fill("fast-model");
+      await d.getByLabel("API key environment variable").fill("");
+      await d.getByLabel("Token log-probabilities").check();
+    });
+    check(fastSet.ok, `lab: the engine dialog saves an endpoint with log-probabilities ${fastSet.error ?? ""}`);
+    await goTurn(2);
+    const fastStatus = await stepAndWait(30_000);
+    check(/tokens\/s/.test(fastStatus), `lab: a step on the endpoint finishes (${fastStatus})`);
+    await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("probability");
+    const shaded = await until(async () => {
+      const n = await predicted.locator(".shaded .unc").count();
+      return n > 0 ? n : null;
+    }, 5000);
+    const unsure = await predicted.locator(".shaded .unc-4").allInnerTexts();
+    const sure = await predicted.locator(".shaded .unc-0").allInnerTexts();
+    check(!!shaded && unsure.join("").includes("unsure line 1") && !unsure.join("").includes("slow line 0") && sure.join("").includes("slow line 0"), `lab: shading by probability marks the unsure tokens darkest (${unsure.length} darkest runs, ${sure.length} lightest)`);
+    check((await predicted.getByLabel("Uncertainty legend (probability)").count()) === 1, "lab: the shading has a legend");
+    await shot("lab-uncertainty.png");
+    await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("entropy");
+    const noEntropy = await predicted.getByRole("note").innerText().catch(() => "");
+    check(/No token entropies/.test(noEntropy), `lab: entropy shading says when the engine gave no entropies (${noEntropy})`);
+    await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("off");
   } finally {
     slow.server.closeAllConnections?.();
     slow.server.close();
