@@ -8,7 +8,13 @@
 //! cargo bench -p worldloom-engine --bench qwen3_5_moe -- [--device cpu|cuda:0]
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
+//!     [--moe auto|fused|per-expert] [--profile-decode N]
 //! ```
+//!
+//! `--moe` picks the MoE dispatch (`auto`: the fused CUDA kernels for
+//! bf16/f16 on CUDA, else per expert). `--profile-decode N` (CUDA builds)
+//! runs N decode steps between `cuProfilerStart` and `cuProfilerStop` after
+//! a warm-up and exits, for `ncu --profile-from-start off`.
 //!
 //! Reports (best of `--repeats`):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
@@ -16,7 +22,10 @@
 //! - stepping turn k+1: the time to the first logits of a new
 //!   `--turn-tokens` turn after the prompt, from scratch (prompt + turn) and
 //!   from a snapshot (clone of the state after the prompt, then the turn);
-//! - the snapshot's size and clone time.
+//! - the snapshot's size and clone time;
+//! - of the decode time, the share the host spends inside `forward` (on a
+//!   GPU the kernels run asynchronously: a share near 100 % means the step
+//!   is bound by the host issuing launches, not by the device).
 //!
 //! Prints one Markdown table row and one JSON line.
 
@@ -25,7 +34,7 @@ use std::time::Instant;
 use candle_core::{DType, Device, Tensor};
 use worldloom_engine::CausalLm;
 use worldloom_engine::loading::{RandomWeights, device_name, parse_device, parse_dtype};
-use worldloom_engine::qwen3_5_moe::{Config, Qwen3_5Moe};
+use worldloom_engine::qwen3_5_moe::{Config, MoeDispatch, Qwen3_5Moe};
 
 struct Options {
     device: Device,
@@ -35,6 +44,9 @@ struct Options {
     decode_tokens: usize,
     turn_tokens: usize,
     repeats: usize,
+    /// `None`: what loading picks.
+    moe: Option<MoeDispatch>,
+    profile_decode: usize,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -46,6 +58,8 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         decode_tokens: 32,
         turn_tokens: 64,
         repeats: 2,
+        moe: None,
+        profile_decode: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -58,6 +72,15 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             "--decode-tokens" => o.decode_tokens = value()?.parse()?,
             "--turn-tokens" => o.turn_tokens = value()?.parse()?,
             "--repeats" => o.repeats = value()?.parse()?,
+            "--moe" => {
+                o.moe = match value()?.as_str() {
+                    "auto" => None,
+                    "fused" => Some(MoeDispatch::FusedCuda),
+                    "per-expert" => Some(MoeDispatch::PerExpert),
+                    other => return Err(format!("--moe {other}: auto, fused or per-expert").into()),
+                }
+            }
+            "--profile-decode" => o.profile_decode = value()?.parse()?,
             // `cargo bench` passes --bench; ignore flags we do not know.
             _ => {}
         }
@@ -85,6 +108,23 @@ fn synchronize(device: &Device) -> candle_core::Result<()> {
     device.synchronize()
 }
 
+/// Starts (`on`) or stops the CUDA profiler's collection; a no-op elsewhere.
+fn profiler(device: &Device, on: bool) -> Result<(), Box<dyn std::error::Error>> {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(dev) = device {
+        use candle_core::cuda_backend::cudarc::driver;
+        dev.cuda_stream().context().bind_to_thread()?;
+        if on {
+            driver::profiler_start()?;
+        } else {
+            driver::profiler_stop()?;
+        }
+        return Ok(());
+    }
+    let _ = (device, on);
+    Ok(())
+}
+
 fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
     logits.argmax(0)?.to_scalar::<u32>()
 }
@@ -102,10 +142,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         device_name(&o.device)
     );
     let t0 = Instant::now();
-    let model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(7), o.dtype, &o.device)?;
+    let mut model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(7), o.dtype, &o.device)?;
+    if let Some(moe) = o.moe {
+        model.set_moe_dispatch(moe)?;
+    }
     synchronize(&o.device)?;
     let build_s = t0.elapsed().as_secs_f64();
-    eprintln!("built in {build_s:.1} s");
+    let moe = model.moe_dispatch();
+    eprintln!("built in {build_s:.1} s; MoE dispatch {moe:?}");
 
     // Deterministic token ids spread over the vocabulary.
     let vocab = config.vocab_size as u64;
@@ -120,8 +164,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     model.forward(&[1], &mut warm)?;
     synchronize(&o.device)?;
 
+    if o.profile_decode > 0 {
+        let mut logits = model.forward(&[2], &mut warm)?;
+        synchronize(&o.device)?;
+        profiler(&o.device, true)?;
+        for _ in 0..o.profile_decode {
+            let next = argmax(&logits)?;
+            logits = model.forward(&[next], &mut warm)?;
+        }
+        synchronize(&o.device)?;
+        profiler(&o.device, false)?;
+        eprintln!("profiled {} decode steps", o.profile_decode);
+        return Ok(());
+    }
+
     let mut prefill_s = f64::INFINITY;
     let mut decode_s = f64::INFINITY;
+    let mut decode_host_share = f64::NAN;
     let mut scratch_turn_s = f64::INFINITY;
     let mut snapshot_turn_s = f64::INFINITY;
     let mut clone_us = f64::INFINITY;
@@ -139,12 +198,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         state_bytes = <Qwen3_5Moe as CausalLm>::state_size_bytes(&snapshot);
 
         let t = Instant::now();
+        let mut in_forward_s = 0.0;
         for _ in 0..o.decode_tokens {
             let next = argmax(&logits)?;
+            let f = Instant::now();
             logits = model.forward(&[next], &mut state)?;
+            in_forward_s += f.elapsed().as_secs_f64();
         }
         synchronize(&o.device)?;
-        decode_s = decode_s.min(t.elapsed().as_secs_f64());
+        let elapsed = t.elapsed().as_secs_f64();
+        if elapsed < decode_s {
+            decode_s = elapsed;
+            decode_host_share = in_forward_s / elapsed;
+        }
 
         // Turn k+1 with snapshot reuse: restore, feed only the new turn.
         let t = Instant::now();
@@ -179,13 +245,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .unwrap_or_else(|_| "?".into())
     });
     println!(
-        "| {} | {:?} | {} | {} | {:.1} | {:.2} | {:.0} | {:.0} | {:.2} | {:.1} |",
+        "| {} | {:?} | {} | {} | {} | {:.1} | {:.2} | {:.0} % | {:.0} | {:.0} | {:.2} | {:.1} |",
         device_name(&o.device),
         o.dtype,
         threads,
         o.layers,
+        match moe {
+            MoeDispatch::FusedCuda => "fused",
+            MoeDispatch::PerExpert => "per expert",
+        },
         prefill_tokens_per_sec,
         decode_tokens_per_sec,
+        decode_host_share * 100.0,
         scratch_turn_s * 1e3,
         snapshot_turn_s * 1e3,
         state_bytes as f64 / (1024.0 * 1024.0),
@@ -210,6 +281,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "snapshot_bytes": state_bytes,
             "snapshot_clone_us": clone_us,
             "build_s": build_s,
+            "moe_dispatch": moe,
+            "decode_ms_per_token": decode_s * 1e3 / o.decode_tokens as f64,
+            "decode_host_share": decode_host_share,
         })
     );
     Ok(())

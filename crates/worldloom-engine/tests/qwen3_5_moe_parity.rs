@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use worldloom_engine::CausalLm;
-use worldloom_engine::loading::{LoadError, LoadOptions, load_model};
-use worldloom_engine::qwen3_5_moe::{DeltaNetMode, Qwen3_5Moe};
+use worldloom_engine::loading::{LoadError, LoadOptions, RandomWeights, load_model};
+use worldloom_engine::qwen3_5_moe::{Config, DeltaNetMode, MoeDispatch, Qwen3_5Moe};
 
 /// Parity tolerance in f32 (max abs logit difference), from the issue.
 const F32_TOLERANCE: f32 = 1e-4;
@@ -305,6 +305,73 @@ fn bf16_stays_within_documented_tolerance() {
         agree >= agree_ref - 0.1,
         "argmax agreement {agree} vs {agree_ref}"
     );
+}
+
+/// The fused CUDA MoE kernels against the per-expert dispatch, on the test
+/// device. One DeltaNet layer (so no routing decision downstream of a
+/// rounding difference), random weights, 16 experts top-4 (≈ 40 rows per
+/// expert at 150 tokens, more than one 32-row tile), bf16 and f16, a
+/// chunked prefill and three decode steps. The two dispatches round
+/// differently (the fused kernel accumulates in f32 and scales before
+/// rounding), so the bound is relative: 3 % RMS of the logits. A routing or
+/// pair-order mistake moves them by far more. On a device where the fused
+/// kernels do not apply (the CPU, a build without `cuda`), it checks that
+/// they are refused instead.
+#[test]
+fn fused_moe_matches_per_expert_dispatch() {
+    let config = Config::from_json(
+        r#"{"vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 1,
+            "layer_types": ["linear_attention"],
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+            "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+            "linear_key_head_dim": 32, "linear_value_head_dim": 32,
+            "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 64,
+            "shared_expert_intermediate_size": 64}"#,
+    )
+    .expect("config");
+    let device = device();
+    let ids: Vec<u32> = (0..150u32).map(|i| (i * 37 + 11) % 512).collect();
+    for dtype in [DType::BF16, DType::F16] {
+        let mut model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(3), dtype, &device)
+            .expect("random model");
+        if !MoeDispatch::fused_applies(&config, dtype, &device) {
+            assert_eq!(model.moe_dispatch(), MoeDispatch::PerExpert);
+            assert!(model.set_moe_dispatch(MoeDispatch::FusedCuda).is_err());
+            continue;
+        }
+        assert_eq!(
+            model.moe_dispatch(),
+            MoeDispatch::FusedCuda,
+            "picked at load"
+        );
+        let mut run = |dispatch: MoeDispatch| -> Vec<Tensor> {
+            model.set_moe_dispatch(dispatch).expect("dispatch");
+            let mut state = model.new_state().expect("state");
+            let mut out = vec![
+                model
+                    .forward_all(&ids, &mut state, DeltaNetMode::Auto)
+                    .expect("prefill"),
+            ];
+            for id in [5u32, 77, 300] {
+                let logits = model.forward(&[id], &mut state).expect("decode");
+                out.push(logits.unsqueeze(0).expect("row"));
+            }
+            out
+        };
+        let fused = run(MoeDispatch::FusedCuda);
+        let per_expert = run(MoeDispatch::PerExpert);
+        for (step, (a, b)) in fused.iter().zip(&per_expert).enumerate() {
+            let b = b.to_device(&Device::Cpu).expect("to cpu");
+            let rel = relative_rms(a, &b);
+            let agree = argmax_agreement(a, &b);
+            eprintln!("{dtype:?} step {step}: relative RMS {rel}, argmax agreement {agree}");
+            assert!(rel <= 0.03, "{dtype:?} step {step}: relative RMS {rel}");
+            if step == 0 {
+                // 150 positions; a single decode row may flip a near tie.
+                assert!(agree >= 0.9, "{dtype:?} prefill: argmax agreement {agree}");
+            }
+        }
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
