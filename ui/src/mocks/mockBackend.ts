@@ -511,7 +511,7 @@ export class MockBackend implements Backend {
     const text = source?.text ?? "";
     const pieces = text.match(/[\s\S]{1,24}/g) ?? [];
     const reasoning = ["The action ", "changes nothing I can predict, ", "so the copy baseline repeats ", "the previous observation."];
-    const slow = this.engine.settings.kind === "openai";
+    const slow = this.engine.settings.kind === "openai" && /slow/.test(this.engine.settings.model);
     const delay = slow ? 300 : this.chunkDelayMs;
     const job = { timer: null as number | null, cancelled: false };
     this.jobs.set(jobId, job);
