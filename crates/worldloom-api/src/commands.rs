@@ -18,8 +18,8 @@ use crate::{Studio, StudioEvent};
 
 pub use crate::curriculum::{export_curriculum, import_uploaded};
 pub use crate::editing::{
-    append_turn, author_observation, compare_branches, edit_action, parse_action,
-    set_perturbation, validate_observation,
+    append_turn, author_observation, compare_branches, edit_action, parse_action, set_perturbation,
+    validate_observation,
 };
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
 pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
@@ -35,7 +35,7 @@ pub(crate) fn parse_trajectory_id(id: &str) -> Result<TrajectoryKey, ApiError> {
     })
 }
 
-fn parse_branch_id(id: &str) -> Result<NodeId, ApiError> {
+pub(crate) fn parse_branch_id(id: &str) -> Result<NodeId, ApiError> {
     id.trim().parse::<u32>().map(NodeId).map_err(|_| {
         ApiError::bad_request(format!(
             "branch_id `{id}` is not a branch id (a leaf node number)"
@@ -43,7 +43,7 @@ fn parse_branch_id(id: &str) -> Result<NodeId, ApiError> {
     })
 }
 
-fn change_summary(c: &ChangeRecord) -> ChangeSummary {
+pub(crate) fn change_summary(c: &ChangeRecord) -> ChangeSummary {
     ChangeSummary {
         id: c.id.0.to_string(),
         kind: c.kind.clone(),
@@ -61,7 +61,7 @@ fn change_summary(c: &ChangeRecord) -> ChangeSummary {
 
 /// Live root-to-leaf paths, depth first, older edges first; the first is the
 /// recorded path.
-fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
+pub(crate) fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     let mut out = Vec::new();
     let mut stack = vec![core::TreePath {
         nodes: vec![NodeId(0)],
@@ -86,7 +86,7 @@ fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     out
 }
 
-fn branch_summary(
+pub(crate) fn branch_summary(
     st: &StoredTrajectory,
     path: &core::TreePath,
     index: usize,
@@ -127,12 +127,12 @@ fn branch_summary(
 /// What the right pane shows for a node: a chosen or requested prediction,
 /// else the current authored observation, else the newest prediction with an
 /// observation.
-enum Shown<'a> {
+pub(crate) enum Shown<'a> {
     Prediction(&'a core::Prediction),
     Authored(usize, &'a core::AuthoredObservation),
 }
 
-fn shown<'a>(
+pub(crate) fn shown<'a>(
     node: &'a core::Node,
     requested: Option<PredictionId>,
 ) -> Result<Option<Shown<'a>>, ApiError> {
@@ -158,7 +158,7 @@ fn shown<'a>(
         .map(Shown::Prediction))
 }
 
-fn subject_of(shown: &Shown<'_>) -> String {
+pub(crate) fn subject_of(shown: &Shown<'_>) -> String {
     match shown {
         Shown::Prediction(p) => format!("prediction:{}", p.id.0),
         Shown::Authored(i, _) => format!("authored:{i}"),
@@ -182,7 +182,7 @@ fn previous_real<'a>(st: &'a StoredTrajectory, node: &core::Node) -> Option<&'a 
 }
 
 /// Evaluates what the right pane shows against the real observation.
-fn evaluate(
+pub(crate) fn evaluate(
     st: &StoredTrajectory,
     node: &core::Node,
     shown: &Shown<'_>,
@@ -219,7 +219,7 @@ fn evaluate(
 
 /// The overall score of what a node shows, from the stored results or
 /// computed (and stored) now.
-fn node_score(
+pub(crate) fn node_score(
     ws: &mut Workspace,
     st: &StoredTrajectory,
     node: &core::Node,
@@ -247,7 +247,7 @@ fn node_score(
     Ok(score)
 }
 
-fn store_score(
+pub(crate) fn store_score(
     ws: &mut Workspace,
     key: TrajectoryKey,
     node: NodeId,
@@ -512,6 +512,18 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
         })?;
     let path = &paths[index];
     let branch = branch_summary(&st, path, index, &paths[0]);
+    let perturbations = ws.perturbations(key)?;
+    let turns = path_turns(&mut ws, &st, path, &perturbations)?;
+    Ok(GetBranchResponse { branch, turns })
+}
+
+/// The timeline rows of a root-to-leaf path.
+pub(crate) fn path_turns(
+    ws: &mut Workspace,
+    st: &StoredTrajectory,
+    path: &core::TreePath,
+    perturbations: &BTreeMap<EdgeId, String>,
+) -> Result<Vec<TurnSummary>, ApiError> {
     let mut turns = Vec::new();
     for (i, (edge_id, node_id)) in path.edges.iter().zip(path.nodes.iter().skip(1)).enumerate() {
         let (Some(edge), Some(node)) = (st.trajectory.edge(*edge_id), st.trajectory.node(*node_id))
@@ -526,11 +538,11 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
             has_real: node.real.is_some(),
             prediction_count: node.predictions.len() as u32,
             has_authored: !node.authored.is_empty(),
-            fidelity: node_score(&mut ws, &st, node)?,
-            perturbation: None,
+            fidelity: node_score(ws, st, node)?,
+            perturbation: perturbations.get(edge_id).cloned(),
         });
     }
-    Ok(GetBranchResponse { branch, turns })
+    Ok(turns)
 }
 
 fn side(text: &str, representation: core::Representation) -> SideDocument {
@@ -592,7 +604,7 @@ fn predictions_of(
         .collect())
 }
 
-fn live_node(st: &StoredTrajectory, node: u32) -> Result<&core::Node, ApiError> {
+pub(crate) fn live_node(st: &StoredTrajectory, node: u32) -> Result<&core::Node, ApiError> {
     st.trajectory
         .node(NodeId(node))
         .filter(|n| st.live_nodes.contains(&n.id))
@@ -681,6 +693,17 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         _ => (None, None, None),
     };
     let predictions = predictions_of(&ws, &st, node)?;
+    let tokens = match &shown {
+        Some(Shown::Prediction(p)) => p
+            .extra
+            .get(crate::stepping::TOKENS_FIELD)
+            .and_then(|v| serde_json::from_value::<Vec<TokenView>>(v.clone()).ok()),
+        _ => None,
+    };
+    let perturbation = match edge {
+        Some(e) => ws.perturbations(key)?.remove(&e.id),
+        None => None,
+    };
     Ok(TurnDetail {
         trajectory_id: key.0.to_string(),
         turn: st.trajectory.turn_of(node.id).unwrap_or(0) as u32,
@@ -701,8 +724,8 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         fidelity: evaluation.as_ref().map(convert::fidelity),
         reasoning,
         raw_output,
-        tokens: None,
-        perturbation: None,
+        tokens,
+        perturbation,
     })
 }
 
@@ -843,25 +866,45 @@ pub fn import_files(
     studio: &Studio,
     req: ImportFilesRequest,
 ) -> Result<ImportFilesResponse, ApiError> {
+    import_paths(studio, &req.paths, None)
+}
+
+/// Imports `paths`; with `strip`, that prefix is removed from every path
+/// stored or reported (uploads written under a temporary folder).
+pub(crate) fn import_paths(
+    studio: &Studio,
+    paths: &[String],
+    strip: Option<&str>,
+) -> Result<ImportFilesResponse, ApiError> {
+    let shown = |s: &str| -> String {
+        match strip {
+            Some(prefix) => s.replace(prefix, ""),
+            None => s.to_string(),
+        }
+    };
     let mut out = ImportFilesResponse {
         imported: Vec::new(),
         failed: Vec::new(),
         warnings: Vec::new(),
     };
-    for path in &req.paths {
-        let read = match import::read_path(Path::new(path)) {
+    for full_path in paths {
+        let path = &shown(full_path);
+        let read = match import::read_path(Path::new(full_path)) {
             Ok(r) => r,
             Err(message) => {
                 out.failed.push(ImportFailure {
                     path: path.clone(),
-                    message,
+                    message: shown(&message),
                 });
                 continue;
             }
         };
-        out.warnings.extend(read.warnings);
+        out.warnings.extend(read.warnings.iter().map(|w| shown(w)));
         let mut ws = studio.lock()?;
-        for t in read.trajectories {
+        for mut t in read.trajectories {
+            if let Some(p) = &t.source.path {
+                t.source.path = Some(shown(p));
+            }
             if let Some(existing) = ws.find_imported(&read.sha256, &t.id)? {
                 out.imported.push(ImportedTrajectory {
                     trajectory_id: existing.0.to_string(),
@@ -884,7 +927,7 @@ pub fn import_files(
                 Err(worldloom_store::StoreError::Invalid(message)) => {
                     out.failed.push(ImportFailure {
                         path: path.clone(),
-                        message,
+                        message: shown(&message),
                     });
                 }
                 Err(e) => return Err(e.into()),
@@ -956,7 +999,7 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
 /// The stored tree without undone branches: undone nodes and edges are
 /// dropped and the rest renumbered in order (ids in an export are the file's
 /// own).
-fn live_tree(st: &StoredTrajectory) -> core::Trajectory {
+pub(crate) fn live_tree(st: &StoredTrajectory) -> core::Trajectory {
     if st.live_nodes.len() == st.trajectory.nodes.len() {
         return st.trajectory.clone();
     }

@@ -46,6 +46,25 @@ pub(crate) fn representation(r: core::Representation) -> Representation {
     }
 }
 
+pub(crate) fn core_representation(r: Representation) -> core::Representation {
+    match r {
+        Representation::Html => core::Representation::Html,
+        Representation::Axtree => core::Representation::Axtree,
+        Representation::OsXml => core::Representation::OsXml,
+        Representation::OsTable => core::Representation::OsTable,
+        Representation::AndroidXml => core::Representation::AndroidXml,
+        Representation::Json => core::Representation::Json,
+        Representation::Text => core::Representation::Text,
+    }
+}
+
+pub(crate) fn core_context(c: ContextMode) -> core::ContextMode {
+    match c {
+        ContextMode::TeacherForced => core::ContextMode::TeacherForced,
+        ContextMode::FreeRunning => core::ContextMode::FreeRunning,
+    }
+}
+
 pub(crate) fn context(c: core::ContextMode) -> ContextMode {
     match c {
         core::ContextMode::TeacherForced => ContextMode::TeacherForced,

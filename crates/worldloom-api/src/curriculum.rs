@@ -1,21 +1,275 @@
-//! Curriculum export and browser uploads.
-use crate::error::{ApiError, ErrorCode};
-use crate::types::*;
+//! Curriculum export (selected or tagged branches as AgentWorldBench or SFT
+//! JSONL) and browser uploads.
+//!
+//! A curriculum row's target observation for a turn is the state's current
+//! authored observation when there is one, else the real one, else the
+//! chosen (or newest) prediction's. A branch is cut at the first turn with
+//! none: that turn and the rest of the branch are left out and counted in
+//! `skipped` (later turns would need its observation in their history).
+//!
+//! The export is deterministic: branches are written in (trajectory id,
+//! leaf node) order, each at most once, rows by `worldloom-core`'s writers
+//! (`formats::awb::export`, `formats::sft::export`). The recorded branch
+//! of a trajectory imported from AgentWorldBench keeps its rows' original
+//! fields; other branches are named `<trajectory id>@<leaf node>` and their
+//! rows are rebuilt, so that they are read back as trajectories of their own.
+//! AgentWorldBench exports round-trip through import.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Component, Path};
+
+use base64::Engine as _;
+use worldloom_core as core;
+use worldloom_core::NodeId;
+
 use crate::Studio;
+use crate::commands::{
+    import_paths, live_branches, live_tree, parse_branch_id, parse_trajectory_id,
+};
+use crate::error::{ApiError, ErrorCode};
+use crate::import;
+use crate::types::*;
 
-/// `export_curriculum` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn export_curriculum(_studio: &Studio, _req: ExportCurriculumRequest) -> Result<ExportCurriculumResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "export_curriculum is not yet available in this build"))
+/// One branch cut to its exportable turns.
+fn branch_trajectory(
+    st: &worldloom_store::StoredTrajectory,
+    leaf: NodeId,
+    recorded: bool,
+) -> Result<(core::Trajectory, u32), ApiError> {
+    // Work on the live tree (renumbered) so that ids match what exports of
+    // the same workspace always give.
+    let tree = live_tree(st);
+    let live_leaf = st
+        .live_nodes
+        .iter()
+        .position(|n| *n == leaf)
+        .map(|i| NodeId(i as u32))
+        .unwrap_or(leaf);
+    let mut t =
+        import::only_path(&tree, live_leaf).map_err(|e| ApiError::internal(e.to_string()))?;
+    if !recorded {
+        t.id = format!("{}@{}", t.id, leaf.0);
+        for e in &mut t.edges {
+            e.awb_row = None;
+        }
+    }
+    let mut keep = t.nodes.len();
+    for (i, node) in t.nodes.iter_mut().enumerate().skip(1) {
+        let target = node
+            .current_authored()
+            .map(|a| a.observation.clone())
+            .or_else(|| node.real.clone())
+            .or_else(|| {
+                node.preferred_prediction().and_then(|p| {
+                    p.observation
+                        .as_ref()
+                        .map(|text| core::Observation::new(p.representation, text.clone()))
+                })
+            });
+        node.predictions.clear();
+        node.authored.clear();
+        node.chosen_prediction = None;
+        match target {
+            Some(o) => node.real = Some(o),
+            None => {
+                keep = i;
+                break;
+            }
+        }
+    }
+    let skipped = (t.nodes.len() - keep) as u32;
+    t.nodes.truncate(keep);
+    t.edges.truncate(keep.saturating_sub(1));
+    Ok((t, skipped))
 }
 
-/// `import_uploaded` (not yet available in this build).
+/// `export_curriculum`: selected (and tagged) branches as JSONL.
 ///
 /// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn import_uploaded(_studio: &Studio, _req: ImportUploadedRequest) -> Result<ImportFilesResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "import_uploaded is not yet available in this build"))
+/// [`ErrorCode::BadRequest`] for an empty selection, bad ids or a blank
+/// tag; [`ErrorCode::NotFound`] for an unknown branch;
+/// [`ErrorCode::ExportFailed`] when the file cannot be written.
+pub fn export_curriculum(
+    studio: &Studio,
+    req: ExportCurriculumRequest,
+) -> Result<ExportCurriculumResponse, ApiError> {
+    let mut wanted: BTreeSet<(i64, u32)> = BTreeSet::new();
+    for b in &req.selection {
+        let key = parse_trajectory_id(&b.trajectory_id)?;
+        let leaf = parse_branch_id(&b.branch_id)?;
+        wanted.insert((key.0, leaf.0));
+    }
+    let ws = studio.lock()?;
+    if let Some(tag) = &req.tag {
+        let tag = tag.trim();
+        if tag.is_empty() {
+            return Err(ApiError::bad_request("tag: empty"));
+        }
+        for t in ws.tags()?.into_iter().filter(|t| t.tag == tag) {
+            match t.node {
+                Some(n) => {
+                    wanted.insert((t.trajectory.0, n.0));
+                }
+                None => {
+                    // A tagged trajectory: every branch.
+                    let st = ws.load_trajectory(t.trajectory)?;
+                    for p in live_branches(&st) {
+                        if let Some(leaf) = p.nodes.last() {
+                            wanted.insert((t.trajectory.0, leaf.0));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Err(ApiError::bad_request(
+            "selection: no branch selected (and no branch carries the tag)",
+        ));
+    }
+    let mut trajectories = Vec::new();
+    let mut skipped = 0u32;
+    let mut loaded: Option<worldloom_store::StoredTrajectory> = None;
+    for (key, leaf) in &wanted {
+        if loaded.as_ref().map(|s| s.key.0) != Some(*key) {
+            loaded = Some(ws.load_trajectory(worldloom_store::TrajectoryKey(*key))?);
+        }
+        let Some(st) = loaded.as_ref() else { continue };
+        let paths = live_branches(st);
+        let index = paths
+            .iter()
+            .position(|p| p.nodes.last() == Some(&NodeId(*leaf)))
+            .ok_or_else(|| {
+                ApiError::not_found(format!(
+                    "trajectory {key} has no branch ending at node {leaf}"
+                ))
+            })?;
+        let (t, s) = branch_trajectory(st, NodeId(*leaf), index == 0)?;
+        skipped += s;
+        if !t.edges.is_empty() {
+            trajectories.push(t);
+        }
+    }
+    drop(ws);
+    let (content, ext) = match req.format {
+        CurriculumFormat::Agentworldbench => {
+            (core::formats::awb::export(&trajectories), ".awb.jsonl")
+        }
+        CurriculumFormat::Sft => (
+            core::formats::sft::export(&trajectories, &core::PromptOptions::default())
+                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?,
+            ".sft.jsonl",
+        ),
+    };
+    let rows_total = content.lines().count() as u32;
+    let preview = content
+        .lines()
+        .take(req.preview_limit as usize)
+        .map(str::to_owned)
+        .collect();
+    let bytes = content.len() as u64;
+    let path = match &req.path {
+        Some(p) => {
+            std::fs::write(p, &content)
+                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
+            Some(p.clone())
+        }
+        None => None,
+    };
+    Ok(ExportCurriculumResponse {
+        rows_total,
+        preview,
+        content: path.is_none().then_some(content),
+        path,
+        bytes,
+        skipped,
+        file_name: format!("curriculum{ext}"),
+    })
 }
 
+/// A relative upload path as safe components, or why it is refused.
+fn safe_relative(path: &str) -> Result<std::path::PathBuf, String> {
+    let normalised = path.replace('\\', "/");
+    if normalised.trim().is_empty() {
+        return Err("empty path".into());
+    }
+    if normalised.starts_with('/') || normalised.contains(':') {
+        return Err("absolute paths are refused".into());
+    }
+    let p = Path::new(&normalised);
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            _ => return Err("`..` and absolute components are refused".into()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        return Err("empty path".into());
+    }
+    Ok(out)
+}
+
+/// `import_uploaded`: writes the browser's files under a private temporary
+/// folder (keeping relative paths, refusing `..` and absolute ones) and
+/// imports each top-level entry (a file, or a folder such as an Android or
+/// OSWorld trajectory). The folder is removed afterwards; source paths in
+/// the workspace are the uploaded relative paths.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] for no files, a refused path or bad base64
+/// (naming the file); [`ErrorCode::ImportFailed`] when the temporary folder
+/// cannot be written.
+pub fn import_uploaded(
+    studio: &Studio,
+    req: ImportUploadedRequest,
+) -> Result<ImportFilesResponse, ApiError> {
+    if req.files.is_empty() {
+        return Err(ApiError::bad_request("files: nothing uploaded"));
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("worldloom-upload-")
+        .tempdir()
+        .map_err(|e| ApiError::new(ErrorCode::ImportFailed, format!("temporary folder: {e}")))?;
+    let mut tops: BTreeSet<String> = BTreeSet::new();
+    for (i, f) in req.files.iter().enumerate() {
+        let rel = safe_relative(&f.relative_path).map_err(|m| {
+            ApiError::bad_request(format!(
+                "files[{i}].relative_path `{}`: {m}",
+                f.relative_path
+            ))
+        })?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(f.content_base64.trim())
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "files[{i}] `{}`: content_base64 is not base64: {e}",
+                    f.relative_path
+                ))
+            })?;
+        let target = dir.path().join(&rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
+            })?;
+        }
+        let mut file = std::fs::File::create(&target).map_err(|e| {
+            ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
+        })?;
+        file.write_all(&bytes).map_err(|e| {
+            ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
+        })?;
+        if let Some(first) = rel.components().next() {
+            tops.insert(first.as_os_str().to_string_lossy().into_owned());
+        }
+    }
+    let paths: Vec<String> = tops
+        .iter()
+        .map(|t| dir.path().join(t).display().to_string())
+        .collect();
+    let prefix = format!("{}/", dir.path().display());
+    let resp = import_paths(studio, &paths, Some(&prefix))?;
+    Ok(resp)
+}

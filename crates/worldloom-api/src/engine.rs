@@ -1,29 +1,475 @@
 //! Engine settings and the engine instance of a studio.
+//!
+//! The settings and generation parameters are saved in the workspace's
+//! `workspace_meta` table under [`ENGINE_META_KEY`] as JSON
+//! (`{"settings": EngineSettings, "params": GenerationParamsView}`). No secret
+//! is ever saved: an endpoint's API key is read from the environment variable
+//! the settings name, when the engine is created.
+//!
+//! One engine instance is kept per studio and reused by every step until the
+//! settings change, so a local model keeps its state snapshots (stepping turn
+//! k+1 after turn k re-reads only the new tokens).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use worldloom_engine::baseline::CopyEngine;
+use worldloom_engine::loading::{
+    LoadOptions, available_memory_bytes, estimate_memory, load_model, parse_device, parse_dtype,
+    read_config,
+};
+use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::tokenizer::Tokenizer;
+use worldloom_engine::{GenerationParams, LocalEngine, LocalEngineOptions, WorldModel};
+
 use crate::error::{ApiError, ErrorCode};
 use crate::types::*;
-use crate::Studio;
+use crate::{Studio, StudioEvent};
 
-/// `engine_status` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn engine_status(_studio: &Studio, _req: EmptyRequest) -> Result<EngineStatus, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "engine_status is not yet available in this build"))
+/// The `workspace_meta` key holding the studio's engine settings.
+pub const ENGINE_META_KEY: &str = "studio.engine";
+
+/// The context length memory estimates reserve decode state for, tokens.
+pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
+
+/// A created engine and what it was made from.
+pub(crate) struct LoadedEngine {
+    pub settings: EngineSettings,
+    pub model: Arc<dyn WorldModel>,
+    pub name: String,
+    pub description: String,
+    pub memory_estimate_bytes: Option<u64>,
+    /// The model directory's tokenizer, to show token texts (local engines).
+    pub tokenizer: Option<Arc<Tokenizer>>,
 }
 
-/// `inspect_model_dir` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn inspect_model_dir(_studio: &Studio, _req: InspectModelDirRequest) -> Result<ModelDirInfo, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "inspect_model_dir is not yet available in this build"))
+/// The studio's engine: the instance (if created) and the last creation
+/// error.
+#[derive(Default)]
+pub(crate) struct EngineSlot {
+    pub loaded: Option<Arc<LoadedEngine>>,
+    pub error: Option<(EngineSettings, String)>,
 }
 
-/// `set_engine` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn set_engine(_studio: &Studio, _req: SetEngineRequest) -> Result<EngineStatus, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "set_engine is not yet available in this build"))
+/// What is saved in the workspace.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct SavedEngine {
+    settings: EngineSettings,
+    params: GenerationParamsView,
 }
 
+/// The model card's generation parameters (`worldloom-engine` defaults).
+pub fn default_params() -> GenerationParamsView {
+    params_view(&GenerationParams::default())
+}
+
+/// The default engine: the `copy` baseline.
+pub fn default_settings() -> EngineSettings {
+    EngineSettings::Baseline {
+        name: "copy".into(),
+    }
+}
+
+pub(crate) fn params_view(p: &GenerationParams) -> GenerationParamsView {
+    GenerationParamsView {
+        temperature: f64::from(p.temperature),
+        top_p: f64::from(p.top_p),
+        top_k: p.top_k.min(u32::MAX as usize) as u32,
+        seed: p.seed.to_string(),
+        max_new_tokens: p.max_new_tokens.min(u32::MAX as usize) as u32,
+        enable_thinking: p.enable_thinking,
+        logprobs: p.logprobs,
+        stop_after_observation: p.stop_after_observation,
+    }
+}
+
+/// The engine parameters of a view.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] naming the field: a negative or non-finite
+/// temperature, `top_p` outside (0, 1], a seed that is not a u64, zero
+/// `max_new_tokens`.
+pub(crate) fn engine_params(v: &GenerationParamsView) -> Result<GenerationParams, ApiError> {
+    if !v.temperature.is_finite() || v.temperature < 0.0 {
+        return Err(ApiError::bad_request(format!(
+            "params.temperature: {} is not a number ≥ 0",
+            v.temperature
+        )));
+    }
+    if !(v.top_p > 0.0 && v.top_p <= 1.0) {
+        return Err(ApiError::bad_request(format!(
+            "params.top_p: {} is not in (0, 1]",
+            v.top_p
+        )));
+    }
+    if v.max_new_tokens == 0 {
+        return Err(ApiError::bad_request(
+            "params.max_new_tokens: must be at least 1",
+        ));
+    }
+    let seed = v.seed.trim().parse::<u64>().map_err(|_| {
+        ApiError::bad_request(format!(
+            "params.seed: `{}` is not an unsigned 64-bit decimal number",
+            v.seed
+        ))
+    })?;
+    Ok(GenerationParams {
+        temperature: v.temperature as f32,
+        top_p: v.top_p as f32,
+        top_k: v.top_k as usize,
+        seed,
+        max_new_tokens: v.max_new_tokens as usize,
+        stop: Vec::new(),
+        stop_after_observation: v.stop_after_observation,
+        enable_thinking: v.enable_thinking,
+        logprobs: v.logprobs,
+    })
+}
+
+/// The saved settings and parameters (defaults when none are saved or the
+/// saved JSON does not read).
+pub(crate) fn saved(studio: &Studio) -> Result<(EngineSettings, GenerationParamsView), ApiError> {
+    let text = studio.lock()?.meta(ENGINE_META_KEY)?;
+    Ok(text
+        .and_then(|t| serde_json::from_str::<SavedEngine>(&t).ok())
+        .map(|s| (s.settings, s.params))
+        .unwrap_or_else(|| (default_settings(), default_params())))
+}
+
+fn dtype_name(d: ModelDtype) -> &'static str {
+    match d {
+        ModelDtype::F32 => "f32",
+        ModelDtype::Bf16 => "bf16",
+        ModelDtype::F16 => "f16",
+    }
+}
+
+/// Provenance name of a local model directory: `local:<dir name>`.
+pub fn local_engine_name(model_dir: &Path) -> String {
+    let dir_name = model_dir
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| model_dir.display().to_string());
+    format!("local:{dir_name}")
+}
+
+/// A local model loaded from a Hugging Face directory.
+pub struct LocalModel {
+    /// The engine (its own thread; keeps state snapshots between requests).
+    pub engine: LocalEngine<worldloom_engine::qwen3_5_moe::Qwen3_5Moe>,
+    /// Provenance name (`local:DIRNAME`).
+    pub name: String,
+    /// `qwen3_5_moe, 35.1B params (3.0B active) on cpu, bf16`.
+    pub description: String,
+    /// Estimated device memory (weights, decode state for
+    /// [`ESTIMATE_CONTEXT_TOKENS`], scratch), bytes.
+    pub memory_estimate_bytes: u64,
+}
+
+/// Loads a model directory onto a device (memory checked first) and starts
+/// its engine. Shared by the studio and `worldloom step` / `rollout`.
+///
+/// `dtype` `None` keeps the stored dtype.
+///
+/// # Errors
+/// A message naming the device, dtype, file or tensor: bad device or dtype
+/// names, `cannot load model DIR: …` (config, weights, not enough memory:
+/// needed and available GiB), tokenizer / template / generation-config
+/// errors.
+pub fn load_local_model(
+    model_dir: &Path,
+    device: &str,
+    dtype: Option<&str>,
+) -> Result<LocalModel, String> {
+    let device_value = parse_device(device).map_err(|e| e.to_string())?;
+    let dtype_value = dtype
+        .map(parse_dtype)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    let config = read_config(model_dir)
+        .map_err(|e| format!("cannot load model {}: {e}", model_dir.display()))?;
+    let load = LoadOptions {
+        device: device_value,
+        dtype: dtype_value,
+        ..LoadOptions::default()
+    };
+    let model = load_model(model_dir, &load)
+        .map_err(|e| format!("cannot load model {}: {e}", model_dir.display()))?;
+    let name = local_engine_name(model_dir);
+    let options = LocalEngineOptions {
+        name: name.clone(),
+        ..LocalEngineOptions::default()
+    };
+    let engine = LocalEngine::from_dir(model, model_dir, options).map_err(|e| e.to_string())?;
+    let counts = config.param_counts();
+    let estimate_dtype = match dtype_value {
+        Some(d) => d,
+        None => parse_dtype("bf16").map_err(|e| e.to_string())?,
+    };
+    let memory = estimate_memory(&config, estimate_dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes();
+    let description = format!(
+        "{}, {} params ({} active) on {device}, {}",
+        architecture(model_dir),
+        billions(counts.total),
+        billions(counts.active_per_token),
+        dtype.unwrap_or("stored dtype")
+    );
+    Ok(LocalModel {
+        engine,
+        name,
+        description,
+        memory_estimate_bytes: memory,
+    })
+}
+
+fn billions(n: u64) -> String {
+    if n >= 1_000_000_000 {
+        format!("{:.1}B", n as f64 / 1e9)
+    } else if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else {
+        format!("{:.1}K", n as f64 / 1e3)
+    }
+}
+
+/// `config.json` `model_type` (the released form nests it under
+/// `text_config` too); `unknown` when missing.
+fn architecture(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| {
+            v.get("model_type")
+                .or_else(|| v.get("text_config").and_then(|t| t.get("model_type")))
+                .and_then(|m| m.as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Creates the engine for `settings` (a local model loads here: slow).
+fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
+    match settings {
+        EngineSettings::Baseline { name } => match name.as_str() {
+            "copy" => Ok(LoadedEngine {
+                settings: settings.clone(),
+                model: Arc::new(CopyEngine),
+                name: "copy".into(),
+                description: "copy baseline: predicts the current state unchanged".into(),
+                memory_estimate_bytes: None,
+                tokenizer: None,
+            }),
+            other => Err(format!(
+                "settings.name: `{other}` is not a baseline this studio runs (known: copy)"
+            )),
+        },
+        EngineSettings::Openai {
+            base_url,
+            model,
+            api_key_env,
+        } => {
+            let config = OpenAiConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: api_key_env.clone().filter(|v| !v.trim().is_empty()),
+                ..OpenAiConfig::default()
+            };
+            let engine = OpenAiEngine::new(config).map_err(|e| e.to_string())?;
+            let description = format!("{model} at {}", engine.api_base());
+            Ok(LoadedEngine {
+                settings: settings.clone(),
+                name: engine.name(),
+                model: Arc::new(engine),
+                description,
+                memory_estimate_bytes: None,
+                tokenizer: None,
+            })
+        }
+        EngineSettings::Local {
+            model_dir,
+            device,
+            dtype,
+        } => {
+            let dir = Path::new(model_dir);
+            let local = load_local_model(dir, device, Some(dtype_name(*dtype)))?;
+            let tokenizer = Tokenizer::from_dir(dir).ok().map(Arc::new);
+            Ok(LoadedEngine {
+                settings: settings.clone(),
+                name: local.name,
+                description: local.description,
+                memory_estimate_bytes: Some(local.memory_estimate_bytes),
+                model: Arc::new(local.engine),
+                tokenizer,
+            })
+        }
+    }
+}
+
+fn lock_slot(studio: &Studio) -> Result<std::sync::MutexGuard<'_, EngineSlot>, ApiError> {
+    studio
+        .inner
+        .engine
+        .lock()
+        .map_err(|_| ApiError::internal("the engine lock is poisoned by an earlier failure"))
+}
+
+/// The engine for the saved settings, created now if it is not yet (or was
+/// made from other settings). The engine lock is held while a model loads,
+/// so two steps never load it twice.
+///
+/// # Errors
+/// [`ErrorCode::Unsupported`] with the creation error (memory, files,
+/// unset key variable…).
+pub(crate) fn ensure(studio: &Studio) -> Result<Arc<LoadedEngine>, ApiError> {
+    let (settings, _) = saved(studio)?;
+    let mut slot = lock_slot(studio)?;
+    if let Some(loaded) = &slot.loaded
+        && loaded.settings == settings
+    {
+        return Ok(Arc::clone(loaded));
+    }
+    // Drop the old engine first: a local model frees its memory.
+    slot.loaded = None;
+    match create(&settings) {
+        Ok(loaded) => {
+            let loaded = Arc::new(loaded);
+            slot.loaded = Some(Arc::clone(&loaded));
+            slot.error = None;
+            Ok(loaded)
+        }
+        Err(message) => {
+            slot.error = Some((settings, message.clone()));
+            Err(ApiError::new(ErrorCode::Unsupported, message))
+        }
+    }
+}
+
+fn status(studio: &Studio) -> Result<EngineStatus, ApiError> {
+    let (settings, params) = saved(studio)?;
+    let slot = lock_slot(studio)?;
+    let loaded = slot.loaded.as_ref().filter(|l| l.settings == settings);
+    let error = slot
+        .error
+        .as_ref()
+        .filter(|(s, _)| *s == settings)
+        .map(|(_, m)| m.clone());
+    Ok(EngineStatus {
+        ready: loaded.is_some(),
+        name: loaded.map(|l| l.name.clone()),
+        description: loaded.map(|l| l.description.clone()),
+        memory_estimate_bytes: loaded.and_then(|l| l.memory_estimate_bytes),
+        error,
+        settings: Some(settings),
+        params,
+    })
+}
+
+/// `engine_status`: the saved engine and whether it is ready. Engines that
+/// cost nothing to create (baselines, endpoints) are created here; a local
+/// model loads only on `set_engine` or the first step.
+///
+/// # Errors
+/// [`ErrorCode::Storage`].
+pub fn engine_status(studio: &Studio, _req: EmptyRequest) -> Result<EngineStatus, ApiError> {
+    let (settings, _) = saved(studio)?;
+    if !matches!(settings, EngineSettings::Local { .. }) {
+        // A failure is reported in `error`.
+        let _ = ensure(studio);
+    }
+    status(studio)
+}
+
+/// `set_engine`: saves the settings and parameters (no secrets) and
+/// (re)creates the engine; a local model loads now (memory checked first).
+/// A creation failure is reported in the status's `error`, with the
+/// settings saved.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] for invalid parameters or empty settings
+/// fields; [`ErrorCode::Storage`].
+pub fn set_engine(studio: &Studio, req: SetEngineRequest) -> Result<EngineStatus, ApiError> {
+    engine_params(&req.params)?;
+    match &req.settings {
+        EngineSettings::Local { model_dir, .. } if model_dir.trim().is_empty() => {
+            return Err(ApiError::bad_request("settings.model_dir: empty"));
+        }
+        EngineSettings::Openai {
+            base_url, model, ..
+        } if base_url.trim().is_empty() || model.trim().is_empty() => {
+            return Err(ApiError::bad_request(
+                "settings.base_url and settings.model must not be empty",
+            ));
+        }
+        _ => {}
+    }
+    let saved = SavedEngine {
+        settings: req.settings.clone(),
+        params: req.params.clone(),
+    };
+    let json = serde_json::to_string(&saved).map_err(|e| ApiError::internal(e.to_string()))?;
+    studio.lock()?.set_meta(ENGINE_META_KEY, &json)?;
+    let _ = ensure(studio);
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: None,
+        kind: "set_engine".into(),
+    });
+    status(studio)
+}
+
+/// Devices this build can open.
+fn devices() -> Vec<String> {
+    let mut out = vec!["cpu".to_string()];
+    if parse_device("cuda:0").is_ok() {
+        out.push("cuda:0".into());
+    }
+    if parse_device("metal").is_ok() {
+        out.push("metal".into());
+    }
+    out
+}
+
+/// `inspect_model_dir`: what a model directory holds, before loading it.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] naming the file: no such folder, a
+/// `config.json` that is missing or invalid.
+pub fn inspect_model_dir(
+    _studio: &Studio,
+    req: InspectModelDirRequest,
+) -> Result<ModelDirInfo, ApiError> {
+    let dir = Path::new(&req.path);
+    if !dir.is_dir() {
+        return Err(ApiError::bad_request(format!(
+            "{}: no such folder",
+            dir.display()
+        )));
+    }
+    let config = read_config(dir).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let counts = config.param_counts();
+    let mut memory = Vec::new();
+    for d in [ModelDtype::Bf16, ModelDtype::F16, ModelDtype::F32] {
+        let dtype = parse_dtype(dtype_name(d)).map_err(|e| ApiError::internal(e.to_string()))?;
+        memory.push(DtypeMemory {
+            dtype: d,
+            bytes: estimate_memory(&config, dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+        });
+    }
+    let cpu = parse_device("cpu").map_err(|e| ApiError::internal(e.to_string()))?;
+    let has_template = dir.join("chat_template.jinja").is_file()
+        || std::fs::read_to_string(dir.join("tokenizer_config.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| v.get("chat_template").is_some());
+    Ok(ModelDirInfo {
+        path: req.path.clone(),
+        architecture: architecture(dir),
+        total_params: counts.total,
+        active_params: counts.active_per_token,
+        memory,
+        context_tokens: ESTIMATE_CONTEXT_TOKENS as u32,
+        available_memory_bytes: available_memory_bytes(&cpu),
+        has_tokenizer: dir.join("tokenizer.json").is_file(),
+        has_chat_template: has_template,
+        devices: devices(),
+    })
+}

@@ -17,14 +17,16 @@ pub mod commands;
 mod convert;
 mod curriculum;
 mod editing;
-mod engine;
+pub mod engine;
 pub mod error;
 mod import;
-mod stepping;
+pub mod stepping;
 pub mod types;
 
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use error::{ApiError, ErrorBody, ErrorCode};
 pub use types::StudioEvent;
@@ -34,12 +36,22 @@ use worldloom_store::Workspace;
 /// shell's channel).
 pub type EventSink = Box<dyn Fn(&StudioEvent) + Send + Sync>;
 
-/// The application state every command works on: one open workspace and the
-/// event listeners. Share it between threads (`Arc<Studio>`); commands
-/// serialise on the workspace lock.
+/// The application state every command works on: one open workspace, the
+/// event listeners, the world-model engine (one instance, kept between steps
+/// so that a local model reuses its state snapshots) and the running step
+/// jobs. Share it between threads (`Arc<Studio>`); commands serialise on the
+/// workspace lock. Step and rollout jobs run on their own threads and hold a
+/// handle to the same state.
 pub struct Studio {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     workspace: Mutex<Workspace>,
     sinks: Mutex<Vec<EventSink>>,
+    engine: Mutex<engine::EngineSlot>,
+    jobs: Mutex<BTreeMap<String, Arc<stepping::Job>>>,
+    next_job: AtomicU64,
 }
 
 impl std::fmt::Debug for Studio {
@@ -63,22 +75,34 @@ impl Studio {
     /// A studio over an already open workspace.
     pub fn new(workspace: Workspace) -> Self {
         Self {
-            workspace: Mutex::new(workspace),
-            sinks: Mutex::new(Vec::new()),
+            inner: Arc::new(Inner {
+                workspace: Mutex::new(workspace),
+                sinks: Mutex::new(Vec::new()),
+                engine: Mutex::new(engine::EngineSlot::default()),
+                jobs: Mutex::new(BTreeMap::new()),
+                next_job: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    /// Another handle to the same studio, for job threads.
+    pub(crate) fn handle(&self) -> Studio {
+        Studio {
+            inner: Arc::clone(&self.inner),
         }
     }
 
     /// Adds an event listener; it is called on the thread that made the
     /// change, so it must not block.
     pub fn add_event_sink(&self, sink: EventSink) {
-        if let Ok(mut sinks) = self.sinks.lock() {
+        if let Ok(mut sinks) = self.inner.sinks.lock() {
             sinks.push(sink);
         }
     }
 
     /// Sends `event` to every listener.
     pub fn emit(&self, event: StudioEvent) {
-        if let Ok(sinks) = self.sinks.lock() {
+        if let Ok(sinks) = self.inner.sinks.lock() {
             for s in sinks.iter() {
                 s(&event);
             }
@@ -91,7 +115,8 @@ impl Studio {
     /// [`ErrorCode::Internal`] when an earlier command panicked while holding
     /// the lock.
     pub fn lock(&self) -> Result<MutexGuard<'_, Workspace>, ApiError> {
-        self.workspace
+        self.inner
+            .workspace
             .lock()
             .map_err(|_| ApiError::internal("the workspace lock is poisoned by an earlier failure"))
     }

@@ -1,37 +1,735 @@
-//! Prompt preview, streaming steps, cancellation and rollouts.
-use crate::error::{ApiError, ErrorCode};
+//! Prompt preview, streaming steps, cancellation and rollouts, and the
+//! prediction loop shared with `worldloom step` / `worldloom rollout`.
+//!
+//! A step runs on its own thread: it builds the prompt
+//! (`worldloom_core::prompt::build_messages`, with the turn's control
+//! instructions), asks the studio's engine, forwards reasoning, answer text
+//! and answer tokens as [`StudioEvent::StepDelta`] events, and on success
+//! stores the prediction (provenance: engine, settings, parameters, seed,
+//! context mode, perturbation, token log-probabilities, statistics) as the
+//! node's chosen one in one undoable change, scores it against the real
+//! observation (the metric result is stored) and sends
+//! [`StudioEvent::StepFinished`]. `cancel_step` sends `StepFinished` with
+//! status `cancelled` at once, stops forwarding, and the job stores nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use worldloom_core as core;
+use worldloom_core::{ChatMessage, ChatRole, ContextMode, NodeId, Prediction, Trajectory};
+use worldloom_engine::tokenizer::Tokenizer;
+use worldloom_engine::{
+    CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
+    StopReason, WorldModel,
+};
+use worldloom_store::TrajectoryKey;
+
+use crate::commands::{node_score, parse_trajectory_id};
+use crate::convert;
+use crate::engine::{self, LoadedEngine};
+use crate::error::ApiError;
 use crate::types::*;
-use crate::Studio;
+use crate::{Studio, StudioEvent};
 
-/// `preview_prompt` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn preview_prompt(_studio: &Studio, _req: PreviewPromptRequest) -> Result<PreviewPromptResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "preview_prompt is not yet available in this build"))
+/// The `Prediction::extra` field holding the answer tokens
+/// (`[{text, logprob, entropy}]`, [`TokenView`]).
+pub const TOKENS_FIELD: &str = "tokens";
+/// The `Prediction::extra` field holding the engine settings (no secrets).
+pub const SETTINGS_FIELD: &str = "engine_settings";
+/// The `Prediction::extra` field holding the turn's control instruction.
+pub const PERTURBATION_FIELD: &str = "perturbation";
+/// The `Prediction::extra` field holding the generation statistics.
+pub const STATS_FIELD: &str = "stats";
+
+/// A piece of a streaming prediction, as [`run_prediction`] hands it on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    /// Reasoning text.
+    Reasoning(String),
+    /// Answer text.
+    Content(String),
+    /// Answer tokens (reasoning tokens are left out).
+    Tokens(Vec<TokenView>),
 }
 
-/// `step` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn step(_studio: &Studio, _req: StepRequest) -> Result<StepResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "step is not yet available in this build"))
+/// What one prediction produced.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Outcome {
+    /// The output as generated: `<think>\n` + reasoning + `</think>\n\n` +
+    /// answer when there was reasoning, else the answer.
+    pub raw_output: String,
+    /// Reasoning text (tags removed).
+    pub reasoning: String,
+    /// Answer text.
+    pub content: String,
+    /// Answer tokens with log-probabilities, when the engine reported them.
+    #[serde(skip)]
+    pub tokens: Vec<TokenView>,
+    /// Counts and timings.
+    pub stats: GenerationStats,
+    /// Milliseconds from the request to the first generated token.
+    pub time_to_first_token_ms: Option<f64>,
+    /// Milliseconds from the request to the end.
+    pub total_ms: f64,
 }
 
-/// `cancel_step` (not yet available in this build).
-///
-/// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn cancel_step(_studio: &Studio, _req: CancelStepRequest) -> Result<CancelStepResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "cancel_step is not yet available in this build"))
+/// Why [`run_prediction`] gave no outcome.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PredictError {
+    /// The engine refused the request or failed while generating.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// `should_stop` said stop (the caller cancelled).
+    #[error("cancelled")]
+    Cancelled,
 }
 
-/// `rollout` (not yet available in this build).
+/// Runs one prediction to the end, handing text and tokens to `on_delta` as
+/// they come. `on_start` receives the engine's cancel token as soon as the
+/// request is accepted. `should_stop` is polled every 20 ms: when it says
+/// stop, the engine is cancelled and the function returns
+/// [`PredictError::Cancelled`] at once, without waiting for the engine.
+/// `tokenizer` turns token ids into text (local engines report ids).
 ///
 /// # Errors
-/// [`ErrorCode::Unsupported`].
-pub fn rollout(_studio: &Studio, _req: RolloutRequest) -> Result<RolloutResponse, ApiError> {
-    Err(ApiError::new(ErrorCode::Unsupported, "rollout is not yet available in this build"))
+/// An immediate refusal or an engine error event
+/// ([`PredictError::Engine`]), or [`PredictError::Cancelled`].
+pub fn run_prediction(
+    model: &dyn WorldModel,
+    request: PredictRequest,
+    tokenizer: Option<&Tokenizer>,
+    on_start: &mut dyn FnMut(CancelToken),
+    should_stop: &dyn Fn() -> bool,
+    on_delta: &mut dyn FnMut(Delta),
+) -> Result<Outcome, PredictError> {
+    let start = Instant::now();
+    let stream = model.predict(request)?;
+    on_start(stream.cancel.clone());
+    let (mut reasoning, mut content) = (String::new(), String::new());
+    let mut tokens: Vec<TokenView> = Vec::new();
+    // Tokens not yet known to be reasoning or answer: the text events of a
+    // token come before its token event, so tokens seen after answer text
+    // belong to the answer until reasoning text shows up again.
+    let mut pending: Vec<TokenView> = Vec::new();
+    let mut last_was_content = false;
+    let mut first_token_ms = None;
+    let stats = loop {
+        if should_stop() {
+            stream.cancel.cancel();
+            return Err(PredictError::Cancelled);
+        }
+        let event = match stream.events.recv_timeout(Duration::from_millis(20)) {
+            Ok(e) => e,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(PredictError::Engine(EngineError::Stopped(
+                    "the engine stopped without finishing the prediction".into(),
+                )));
+            }
+        };
+        match event {
+            EngineEvent::Reasoning { text } => {
+                pending.clear();
+                last_was_content = false;
+                reasoning.push_str(&text);
+                on_delta(Delta::Reasoning(text));
+            }
+            EngineEvent::Content { text } => {
+                last_was_content = true;
+                content.push_str(&text);
+                on_delta(Delta::Content(text));
+                if !pending.is_empty() {
+                    let batch = std::mem::take(&mut pending);
+                    tokens.extend(batch.iter().cloned());
+                    on_delta(Delta::Tokens(batch));
+                }
+            }
+            EngineEvent::Tokens { ids, logprobs } => {
+                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
+                if let (Some(tok), Some(lps)) = (tokenizer, logprobs) {
+                    let batch: Vec<TokenView> = ids
+                        .iter()
+                        .zip(lps)
+                        .map(|(id, lp)| TokenView {
+                            text: tok.decode(&[*id], false).unwrap_or_default(),
+                            logprob: Some(f64::from(lp)),
+                            entropy: None,
+                        })
+                        .collect();
+                    if last_was_content {
+                        tokens.extend(batch.iter().cloned());
+                        on_delta(Delta::Tokens(batch));
+                    } else {
+                        pending.extend(batch);
+                    }
+                }
+            }
+            EngineEvent::TokenLogprobs {
+                tokens: texts,
+                logprobs,
+            } => {
+                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
+                let batch: Vec<TokenView> = texts
+                    .into_iter()
+                    .zip(logprobs)
+                    .map(|(text, lp)| TokenView {
+                        text,
+                        logprob: Some(f64::from(lp)),
+                        entropy: None,
+                    })
+                    .collect();
+                if last_was_content {
+                    tokens.extend(batch.iter().cloned());
+                    on_delta(Delta::Tokens(batch));
+                } else {
+                    pending.extend(batch);
+                }
+            }
+            EngineEvent::Done { stats } => break stats,
+            EngineEvent::Error { error } => return Err(error.into()),
+        }
+    };
+    if last_was_content && !pending.is_empty() {
+        tokens.extend(pending.iter().cloned());
+        on_delta(Delta::Tokens(pending));
+    }
+    let raw_output = if reasoning.is_empty() {
+        content.clone()
+    } else {
+        format!("<think>\n{reasoning}</think>\n\n{content}")
+    };
+    Ok(Outcome {
+        raw_output,
+        reasoning,
+        content,
+        tokens,
+        stats,
+        time_to_first_token_ms: first_token_ms,
+        total_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
 }
 
+/// A prediction record from an outcome: output parsed
+/// (`worldloom_core::parse_model_output`), parameters, seed, context mode,
+/// the real observation's representation, token counts, timings, and the
+/// statistics under `extra.stats`. Shared with `worldloom step` / `rollout`.
+pub fn prediction_record(
+    engine_name: &str,
+    trajectory: &Trajectory,
+    node: NodeId,
+    params: &GenerationParams,
+    mode: ContextMode,
+    outcome: &Outcome,
+) -> Prediction {
+    let mut p = Prediction::from_output(engine_name.to_owned(), outcome.raw_output.clone());
+    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(params) {
+        p.params = map;
+    }
+    p.seed = Some(params.seed);
+    p.context = mode;
+    let n = trajectory.node(node);
+    if let Some(real) = n.and_then(|n| n.real.as_ref()) {
+        p.representation = real.representation;
+    } else if let Some(r) = representation_guess(trajectory, node) {
+        p.representation = r;
+    }
+    p.prompt_tokens = Some(outcome.stats.prompt_tokens as u64);
+    p.completion_tokens = Some(outcome.stats.completion_tokens as u64);
+    p.time_to_first_token_ms = outcome.time_to_first_token_ms;
+    p.total_ms = Some(outcome.total_ms);
+    if let Ok(serde_json::Value::Object(stats)) = serde_json::to_value(&outcome.stats) {
+        p.extra
+            .insert(STATS_FIELD.into(), serde_json::Value::Object(stats));
+    }
+    p
+}
+
+/// For a state never recorded: the representation of the nearest ancestor
+/// with an observation.
+fn representation_guess(t: &Trajectory, node: NodeId) -> Option<core::Representation> {
+    let path = t.path_to(node).ok()?;
+    path.nodes.iter().rev().find_map(|n| {
+        let n = t.node(*n)?;
+        n.real
+            .as_ref()
+            .map(|o| o.representation)
+            .or_else(|| n.current_authored().map(|a| a.observation.representation))
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Jobs.
+
+/// A running step or rollout.
+pub(crate) struct Job {
+    id: String,
+    trajectory_id: String,
+    cancelled: AtomicBool,
+    engine_cancel: Mutex<Option<CancelToken>>,
+    /// The current step: its node and whether its `StepFinished` was sent.
+    current: Mutex<Option<(u32, Arc<AtomicBool>)>>,
+}
+
+impl Job {
+    fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+fn new_job(studio: &Studio, trajectory_id: &str) -> Result<Arc<Job>, ApiError> {
+    let n = studio.inner.next_job.fetch_add(1, Ordering::SeqCst);
+    let job = Arc::new(Job {
+        id: format!("job-{n}"),
+        trajectory_id: trajectory_id.to_string(),
+        cancelled: AtomicBool::new(false),
+        engine_cancel: Mutex::new(None),
+        current: Mutex::new(None),
+    });
+    studio
+        .inner
+        .jobs
+        .lock()
+        .map_err(|_| ApiError::internal("the job table lock is poisoned"))?
+        .insert(job.id.clone(), Arc::clone(&job));
+    Ok(job)
+}
+
+fn end_job(studio: &Studio, job: &Job) {
+    if let Ok(mut jobs) = studio.inner.jobs.lock() {
+        jobs.remove(&job.id);
+    }
+}
+
+fn finished(
+    studio: &Studio,
+    job: &Job,
+    node_id: u32,
+    prediction_id: Option<u32>,
+    status: &str,
+    error: Option<String>,
+    stats: Option<StepStats>,
+) {
+    studio.emit(StudioEvent::StepFinished {
+        job_id: job.id.clone(),
+        trajectory_id: job.trajectory_id.clone(),
+        node_id,
+        prediction_id,
+        status: status.into(),
+        error,
+        stats,
+    });
+}
+
+fn step_stats(s: &GenerationStats) -> StepStats {
+    let clamp = |n: usize| n.min(u32::MAX as usize) as u32;
+    StepStats {
+        prompt_tokens: clamp(s.prompt_tokens),
+        prompt_tokens_computed: clamp(s.prompt_tokens_computed),
+        prompt_tokens_reused: clamp(s.prompt_tokens.saturating_sub(s.prompt_tokens_computed)),
+        completion_tokens: clamp(s.completion_tokens),
+        prefill_ms: s.prefill_ms,
+        decode_ms: s.decode_ms,
+        decode_tokens_per_sec: s.decode_tokens_per_sec,
+        stop_reason: s
+            .stop_reason
+            .and_then(|r| serde_json::to_value(r).ok())
+            .and_then(|v| v.as_str().map(str::to_owned)),
+    }
+}
+
+/// A prompt ready to send.
+pub(crate) struct Prepared {
+    messages: Vec<ChatMessage>,
+    current_observation: Option<String>,
+    perturbation: Option<String>,
+    mode: ContextMode,
+}
+
+/// Builds the messages for `node` with the workspace locked.
+fn prepare(
+    ws: &worldloom_store::Workspace,
+    key: TrajectoryKey,
+    node: NodeId,
+    mode: ContextMode,
+    perturbation_override: Option<&str>,
+) -> Result<Prepared, ApiError> {
+    let st = ws.load_trajectory(key)?;
+    let n = crate::commands::live_node(&st, node.0)?;
+    let Some(edge) = n.parent_edge.and_then(|e| st.trajectory.edge(e)) else {
+        return Err(ApiError::bad_request(format!(
+            "node_id: node {} is the initial state; it has no turn to predict",
+            node.0
+        )));
+    };
+    let mut perturbations = ws.perturbations(key)?;
+    if let Some(p) = perturbation_override {
+        if p.trim().is_empty() {
+            perturbations.remove(&edge.id);
+        } else {
+            perturbations.insert(edge.id, p.to_string());
+        }
+    }
+    let perturbation = perturbations.get(&edge.id).cloned();
+    let options = core::PromptOptions {
+        mode,
+        perturbations,
+        ..core::PromptOptions::default()
+    };
+    let messages = core::build_messages(&st.trajectory, node, &options)
+        .map_err(|e| ApiError::bad_request(format!("cannot build the prompt: {e}")))?;
+    let current_observation =
+        core::prompt::context_observation(&st.trajectory, edge.from, mode).map(|o| o.text);
+    Ok(Prepared {
+        messages,
+        current_observation,
+        perturbation,
+        mode,
+    })
+}
+
+/// `preview_prompt`: exactly the messages `step` would send.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] for the initial state or a history state with
+/// no observation in the mode; [`ErrorCode::NotFound`].
+pub fn preview_prompt(
+    studio: &Studio,
+    req: PreviewPromptRequest,
+) -> Result<PreviewPromptResponse, ApiError> {
+    let key = parse_trajectory_id(&req.trajectory_id)?;
+    let ws = studio.lock()?;
+    let prepared = prepare(
+        &ws,
+        key,
+        NodeId(req.node_id),
+        convert::core_context(req.context),
+        req.perturbation.as_deref(),
+    )?;
+    Ok(PreviewPromptResponse {
+        messages: prepared
+            .messages
+            .into_iter()
+            .map(|m| PromptMessage {
+                role: match m.role {
+                    ChatRole::System => ChatRoleView::System,
+                    ChatRole::User => ChatRoleView::User,
+                    ChatRole::Assistant => ChatRoleView::Assistant,
+                },
+                content: m.content,
+            })
+            .collect(),
+    })
+}
+
+/// Runs one step of `job` on the calling (job) thread: predict, store,
+/// score, and send `StepFinished` (unless a cancel already did). Returns the
+/// stored prediction id, `None` when nothing was stored.
+fn run_step(
+    studio: &Studio,
+    job: &Job,
+    key: TrajectoryKey,
+    node: NodeId,
+    prepared: Prepared,
+) -> Option<u32> {
+    let done = Arc::new(AtomicBool::new(false));
+    if let Ok(mut c) = job.current.lock() {
+        *c = Some((node.0, Arc::clone(&done)));
+    }
+    let fail = |message: String| {
+        if !done.swap(true, Ordering::SeqCst) {
+            finished(studio, job, node.0, None, "error", Some(message), None);
+        }
+        None
+    };
+    let engine: Arc<LoadedEngine> = match engine::ensure(studio) {
+        Ok(e) => e,
+        Err(e) => return fail(e.message),
+    };
+    let params_view = match engine::saved(studio) {
+        Ok((_, p)) => p,
+        Err(e) => return fail(e.message),
+    };
+    let params = match engine::engine_params(&params_view) {
+        Ok(p) => p,
+        Err(e) => return fail(e.message),
+    };
+    let mut request = PredictRequest::new(prepared.messages, params.clone());
+    request.current_observation = prepared.current_observation;
+    let job_id = job.id.clone();
+    let trajectory_id = job.trajectory_id.clone();
+    let mut on_delta = |d: Delta| {
+        if job.is_cancelled() {
+            return;
+        }
+        let (reasoning, observation, tokens) = match d {
+            Delta::Reasoning(t) => (t, String::new(), Vec::new()),
+            Delta::Content(t) => (String::new(), t, Vec::new()),
+            Delta::Tokens(t) => (String::new(), String::new(), t),
+        };
+        studio.emit(StudioEvent::StepDelta {
+            job_id: job_id.clone(),
+            trajectory_id: trajectory_id.clone(),
+            node_id: node.0,
+            reasoning,
+            observation,
+            tokens,
+        });
+    };
+    let mut on_start = |cancel: CancelToken| {
+        if let Ok(mut c) = job.engine_cancel.lock() {
+            *c = Some(cancel.clone());
+        }
+        if job.is_cancelled() {
+            cancel.cancel();
+        }
+    };
+    let should_stop = || job.is_cancelled();
+    let outcome = match run_prediction(
+        engine.model.as_ref(),
+        request,
+        engine.tokenizer.as_deref(),
+        &mut on_start,
+        &should_stop,
+        &mut on_delta,
+    ) {
+        Ok(o) => o,
+        Err(PredictError::Cancelled) => return None,
+        Err(PredictError::Engine(e)) => return fail(e.to_string()),
+    };
+    if outcome.stats.stop_reason == Some(StopReason::Cancelled) || job.is_cancelled() {
+        if !done.swap(true, Ordering::SeqCst) {
+            let stats = step_stats(&outcome.stats);
+            finished(studio, job, node.0, None, "cancelled", None, Some(stats));
+        }
+        return None;
+    }
+    // Claim the end of the step before storing, so that a cancel arriving
+    // now cannot report "cancelled" for a stored prediction.
+    if done.swap(true, Ordering::SeqCst) {
+        return None;
+    }
+    let stats = step_stats(&outcome.stats);
+    let stored = (|| -> Result<(u32, String), ApiError> {
+        let mut ws = studio.lock()?;
+        let st = ws.load_trajectory(key)?;
+        let mut record = prediction_record(
+            &engine.name,
+            &st.trajectory,
+            node,
+            &params,
+            prepared.mode,
+            &outcome,
+        );
+        if let Ok(v) = serde_json::to_value(&engine.settings) {
+            record.extra.insert(SETTINGS_FIELD.into(), v);
+        }
+        if let Some(p) = &prepared.perturbation {
+            record.extra.insert(
+                PERTURBATION_FIELD.into(),
+                serde_json::Value::String(p.clone()),
+            );
+        }
+        if !outcome.tokens.is_empty()
+            && let Ok(v) = serde_json::to_value(&outcome.tokens)
+        {
+            record.extra.insert(TOKENS_FIELD.into(), v);
+        }
+        let status = record.status.as_str().to_string();
+        let id = ws.add_chosen_prediction(key, node, &record)?;
+        // Score the new chosen prediction against the real observation
+        // (stored as a metric result).
+        let st = ws.load_trajectory(key)?;
+        if let Some(n) = st.trajectory.node(node) {
+            node_score(&mut ws, &st, n)?;
+        }
+        Ok((id.0, status))
+    })();
+    match stored {
+        Ok((id, status)) => {
+            studio.emit(StudioEvent::PredictionAdded {
+                trajectory_id: job.trajectory_id.clone(),
+                node_id: node.0,
+                prediction_id: id,
+            });
+            studio.emit(StudioEvent::WorkspaceChanged {
+                trajectory_id: Some(job.trajectory_id.clone()),
+                kind: "add_prediction".into(),
+            });
+            finished(studio, job, node.0, Some(id), &status, None, Some(stats));
+            Some(id)
+        }
+        Err(e) => {
+            finished(
+                studio,
+                job,
+                node.0,
+                None,
+                "error",
+                Some(e.message),
+                Some(stats),
+            );
+            None
+        }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(f)
+        .map(|_| ())
+        .map_err(|e| ApiError::internal(format!("cannot start a job thread: {e}")))
+}
+
+/// `step`: predicts a node on a job thread and returns at once; progress
+/// arrives as `StepDelta` and one `StepFinished` event.
+///
+/// # Errors
+/// Prompt problems ([`ErrorCode::BadRequest`]: the initial state, a history
+/// state without an observation) and unknown ids ([`ErrorCode::NotFound`])
+/// are answered at once; engine failures arrive as `StepFinished` with
+/// status `error`.
+pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError> {
+    let key = parse_trajectory_id(&req.trajectory_id)?;
+    let node = NodeId(req.node_id);
+    let prepared = {
+        let ws = studio.lock()?;
+        prepare(&ws, key, node, convert::core_context(req.context), None)?
+    };
+    let trajectory_id = key.0.to_string();
+    let job = new_job(studio, &trajectory_id)?;
+    let handle = studio.handle();
+    let job_thread = Arc::clone(&job);
+    spawn("worldloom-step", move || {
+        run_step(&handle, &job_thread, key, node, prepared);
+        end_job(&handle, &job_thread);
+    })?;
+    Ok(StepResponse {
+        job_id: job.id.clone(),
+        trajectory_id,
+        node_id: req.node_id,
+    })
+}
+
+/// `cancel_step`: stops a step or rollout at once. The running step's
+/// `StepFinished` (status `cancelled`) is sent before this returns, no
+/// further `StepDelta` follows, and nothing is stored.
+///
+/// # Errors
+/// [`ErrorCode::Internal`] only for a poisoned lock.
+pub fn cancel_step(
+    studio: &Studio,
+    req: CancelStepRequest,
+) -> Result<CancelStepResponse, ApiError> {
+    let job = studio
+        .inner
+        .jobs
+        .lock()
+        .map_err(|_| ApiError::internal("the job table lock is poisoned"))?
+        .get(&req.job_id)
+        .cloned();
+    let Some(job) = job else {
+        return Ok(CancelStepResponse { cancelled: false });
+    };
+    job.cancelled.store(true, Ordering::SeqCst);
+    if let Some(c) = job.engine_cancel.lock().ok().and_then(|c| c.clone()) {
+        c.cancel();
+    }
+    let current = job.current.lock().ok().and_then(|c| c.clone());
+    let cancelled = match current {
+        Some((node_id, done)) => {
+            if done.swap(true, Ordering::SeqCst) {
+                false
+            } else {
+                finished(studio, &job, node_id, None, "cancelled", None, None);
+                true
+            }
+        }
+        // A rollout between steps.
+        None => true,
+    };
+    Ok(CancelStepResponse { cancelled })
+}
+
+/// `rollout`: for each action, appends a turn from the current state and
+/// steps it, continuing from the new state; `RolloutProgress` after each
+/// turn. Stops at the first failure or on `cancel_step`.
+///
+/// # Errors
+/// [`ErrorCode::BadRequest`] for an empty action list or an empty action;
+/// [`ErrorCode::NotFound`] for an unknown state.
+pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, ApiError> {
+    let key = parse_trajectory_id(&req.trajectory_id)?;
+    if req.actions.is_empty() {
+        return Err(ApiError::bad_request(
+            "actions: at least one action is needed",
+        ));
+    }
+    if let Some(i) = req.actions.iter().position(|a| a.trim().is_empty()) {
+        return Err(ApiError::bad_request(format!("actions[{i}]: empty action")));
+    }
+    {
+        let ws = studio.lock()?;
+        let st = ws.load_trajectory(key)?;
+        crate::commands::live_node(&st, req.node_id)?;
+    }
+    let trajectory_id = key.0.to_string();
+    let job = new_job(studio, &trajectory_id)?;
+    let handle = studio.handle();
+    let job_thread = Arc::clone(&job);
+    let mode = convert::core_context(req.context);
+    let total = req.actions.len() as u32;
+    let start = NodeId(req.node_id);
+    let actions = req.actions;
+    spawn("worldloom-rollout", move || {
+        let studio = handle;
+        let job = job_thread;
+        let progress = |done: u32, node: NodeId| {
+            studio.emit(StudioEvent::RolloutProgress {
+                job_id: job.id.clone(),
+                trajectory_id: job.trajectory_id.clone(),
+                done,
+                total,
+                node_id: node.0,
+            });
+        };
+        progress(0, start);
+        let mut at = start;
+        for (i, raw) in actions.iter().enumerate() {
+            if job.is_cancelled() {
+                break;
+            }
+            let appended = (|| -> Result<(NodeId, Prepared), ApiError> {
+                let mut ws = studio.lock()?;
+                let (_, node) = crate::editing::append_locked(&mut ws, key, at, raw)?;
+                let prepared = prepare(&ws, key, node, mode, None)?;
+                Ok((node, prepared))
+            })();
+            let (node, prepared) = match appended {
+                Ok(x) => x,
+                Err(e) => {
+                    finished(&studio, &job, at.0, None, "error", Some(e.message), None);
+                    break;
+                }
+            };
+            studio.emit(StudioEvent::WorkspaceChanged {
+                trajectory_id: Some(job.trajectory_id.clone()),
+                kind: "add_turn".into(),
+            });
+            let stored = run_step(&studio, &job, key, node, prepared);
+            if let Ok(mut c) = job.current.lock() {
+                *c = None;
+            }
+            at = node;
+            progress(i as u32 + 1, node);
+            if stored.is_none() {
+                break;
+            }
+        }
+        end_job(&studio, &job);
+    })?;
+    Ok(RolloutResponse {
+        job_id: job.id.clone(),
+    })
+}

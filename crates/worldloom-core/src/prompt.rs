@@ -19,6 +19,9 @@
 //!   uses the authored observation, else the chosen (or newest) prediction,
 //!   and the real observation only where a state has neither (the initial
 //!   state).
+//! - A turn with a control instruction ([`PromptOptions::perturbations`],
+//!   a "perturbation" such as "the server returns an error page") gets it
+//!   appended to its user message under [`CONTROL_INSTRUCTION_HEADING`].
 //! - Source prompt strings are used as given in both modes, so for
 //!   AgentWorldBench GUI rows, whose prompts embed the current state, only the
 //!   assistant history changes in free-running mode.
@@ -90,6 +93,27 @@ pub struct PromptOptions {
     pub templates: PromptTemplates,
     /// A system prompt that replaces the trajectory's and the default.
     pub system_prompt: Option<String>,
+    /// Control instructions (perturbations) by turn: each is appended to
+    /// the user message of its turn as a [`CONTROL_INSTRUCTION_HEADING`]
+    /// section, in history turns as well as the predicted one, so that a
+    /// branch's prompts stay prefixes of each other.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub perturbations: BTreeMap<EdgeId, String>,
+}
+
+/// The heading of the section a control instruction adds to a turn's user
+/// message: `\n\n**Control Instruction:**\n<instruction>` after the turn's
+/// prompt.
+pub const CONTROL_INSTRUCTION_HEADING: &str = "**Control Instruction:**";
+
+/// `prompt` with the control instruction section appended (unchanged for a
+/// blank instruction).
+pub fn with_control_instruction(prompt: &str, instruction: &str) -> String {
+    let instruction = instruction.trim();
+    if instruction.is_empty() {
+        return prompt.to_owned();
+    }
+    format!("{prompt}\n\n{CONTROL_INSTRUCTION_HEADING}\n{instruction}")
 }
 
 /// Renders `template` with `values` (see [`PromptTemplates`] for the syntax).
@@ -295,10 +319,11 @@ pub fn build_messages(
     }
     for (j, &edge) in path.edges.iter().enumerate() {
         let is_current = j + 1 == turns;
-        messages.push(ChatMessage::new(
-            ChatRole::User,
-            turn_prompt(trajectory, options, edge, j + 1, is_current)?,
-        ));
+        let mut prompt = turn_prompt(trajectory, options, edge, j + 1, is_current)?;
+        if let Some(instruction) = options.perturbations.get(&edge) {
+            prompt = with_control_instruction(&prompt, instruction);
+        }
+        messages.push(ChatMessage::new(ChatRole::User, prompt));
         if !is_current {
             let node = path.nodes[j + 1];
             let obs = context_observation(trajectory, node, options.mode).ok_or_else(|| {
@@ -457,6 +482,25 @@ mod tests {
         // Teacher-forced still uses the real one.
         let msgs = build_messages(&t, NodeId(2), &PromptOptions::default()).expect("messages");
         assert_eq!(msgs[2].content, "**Environment Observation:**\nS1");
+    }
+
+    #[test]
+    fn control_instructions_are_appended_to_their_turns() {
+        let t = web();
+        let mut opts = PromptOptions::default();
+        opts.perturbations
+            .insert(EdgeId(1), "the login session has expired".into());
+        opts.perturbations.insert(EdgeId(0), "  ".into());
+        let msgs = build_messages(&t, NodeId(2), &opts).expect("messages");
+        let plain = build_messages(&t, NodeId(2), &PromptOptions::default()).expect("m");
+        assert_eq!(msgs[1], plain[1]);
+        assert_eq!(
+            msgs[3].content,
+            format!(
+                "{}\n\n**Control Instruction:**\nthe login session has expired",
+                plain[3].content
+            )
+        );
     }
 
     #[test]

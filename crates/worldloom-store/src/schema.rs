@@ -16,6 +16,9 @@
 //!   chosen prediction of a node, the current text of a note, whether a tag is
 //!   set) are rows too: the newest live row wins. Undo and redo only move a
 //!   change's state, so nothing is ever overwritten or deleted.
+//! - `perturbations`: a control instruction on a turn (edge), added to the
+//!   world model's prompt; the newest live row per edge wins and a `NULL`
+//!   instruction clears it.
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -168,6 +171,21 @@ CREATE TABLE metric_results (
 CREATE INDEX metric_results_subject ON metric_results (trajectory_id, node_id, subject, producer, id);
 "#,
     },
+    Migration {
+        version: 3,
+        description: "perturbations (control instructions on turns)",
+        sql: r#"
+CREATE TABLE perturbations (
+    id            INTEGER PRIMARY KEY,
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    edge_id       INTEGER NOT NULL,
+    instruction   TEXT,
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX perturbations_edge ON perturbations (trajectory_id, edge_id, id);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -187,6 +205,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
     }
 }

@@ -64,7 +64,8 @@ pub struct ChangeRecord {
     /// The change's id.
     pub id: ChangeId,
     /// What kind of change (`import`, `add_prediction`, `choose_prediction`,
-    /// `set_authored`, `add_branch`, `add_note`, `edit_note`, `set_tag`).
+    /// `set_authored`, `add_branch`, `add_turn`, `set_perturbation`,
+    /// `add_note`, `edit_note`, `set_tag`).
     pub kind: String,
     /// The trajectory it changed, if one.
     pub trajectory: Option<TrajectoryKey>,
@@ -919,6 +920,42 @@ impl Workspace {
         })
     }
 
+    /// Adds a prediction of `node` and makes it the chosen one, as one change
+    /// (a studio step: one undo removes both). Returns its id.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for an unknown or undone node;
+    /// [`StoreError::Sqlite`].
+    pub fn add_chosen_prediction(
+        &mut self,
+        key: TrajectoryKey,
+        node: NodeId,
+        prediction: &Prediction,
+    ) -> Result<PredictionId> {
+        let summary = format!("step node {} with `{}`", node.0, prediction.engine);
+        let path = self.path.clone();
+        self.with_change("add_prediction", Some(key), &summary, |tx, change| {
+            check_live_node(tx, &path, key, node)?;
+            let next: u32 = tx
+                .query_row(
+                    "SELECT coalesce(max(prediction_id) + 1, 0) FROM predictions WHERE trajectory_id = ?1 AND node_id = ?2",
+                    params![key.0, node.0],
+                    |r| r.get(0),
+                )
+                .map_err(tx_err(&path, "numbering a prediction"))?;
+            let mut record = prediction.clone();
+            record.id = PredictionId(next);
+            insert_prediction(tx, key.0, node, &record, change)
+                .map_err(tx_err(&path, "adding a prediction"))?;
+            tx.execute(
+                "INSERT INTO chosen_predictions (trajectory_id, node_id, prediction_id, change_id) VALUES (?1, ?2, ?3, ?4)",
+                params![key.0, node.0, next, change.0],
+            )
+            .map_err(tx_err(&path, "choosing a prediction"))?;
+            Ok(PredictionId(next))
+        })
+    }
+
     /// Chooses which prediction stands for `node` (shown in the predicted
     /// pane, used in free-running context); `None` clears the choice. One
     /// change.
@@ -1032,6 +1069,115 @@ impl Workspace {
                 .map_err(tx_err(&path, "adding a branch"))?;
             Ok((new_edge, new_node))
         })
+    }
+
+    /// Adds an action from state `from` (a leaf continues its branch; an
+    /// inner state gets a new branch), leading to a new node with no
+    /// observation (see [`Trajectory::add_step`]). One change.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for an unknown or undone node.
+    pub fn add_turn(
+        &mut self,
+        key: TrajectoryKey,
+        from: NodeId,
+        action: Action,
+    ) -> Result<(EdgeId, NodeId)> {
+        let stored = self.load_trajectory(key)?;
+        if !stored.live_nodes.contains(&from) {
+            return Err(StoreError::NotFound(format!(
+                "trajectory {} has no node {}",
+                key.0, from.0
+            )));
+        }
+        let mut tree = stored.trajectory;
+        let summary = format!("new turn from node {}: {}", from.0, action.summary());
+        let (new_edge, new_node) = tree
+            .add_step(from, action, None)
+            .map_err(|e| StoreError::NotFound(e.to_string()))?;
+        let edge_record = tree.edges[new_edge.0 as usize].clone();
+        let node_record = tree.nodes[new_node.0 as usize].clone();
+        let path = self.path.clone();
+        self.with_change("add_turn", Some(key), &summary, |tx, change| {
+            insert_node(tx, key.0, &node_record, change).map_err(tx_err(&path, "adding a turn"))?;
+            insert_edge(tx, key.0, &edge_record, change).map_err(tx_err(&path, "adding a turn"))?;
+            Ok((new_edge, new_node))
+        })
+    }
+
+    /// Sets (or, with `None` or a blank text, clears) the control instruction
+    /// of turn `edge`: a perturbation added to the world model's prompt for
+    /// that turn (`worldloom_core::prompt`). One change.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for an unknown or undone edge.
+    pub fn set_perturbation(
+        &mut self,
+        key: TrajectoryKey,
+        edge: EdgeId,
+        instruction: Option<&str>,
+    ) -> Result<ChangeId> {
+        let instruction = instruction.map(str::trim).filter(|i| !i.is_empty());
+        let summary = match instruction {
+            Some(i) => {
+                let short: String = i.chars().take(60).collect();
+                format!("perturb turn at edge {}: {short}", edge.0)
+            }
+            None => format!("clear the perturbation of edge {}", edge.0),
+        };
+        let path = self.path.clone();
+        self.with_change("set_perturbation", Some(key), &summary, |tx, change| {
+            let live: Option<i64> = tx
+                .query_row(
+                    "SELECT 1 FROM edges e JOIN changes c ON c.id = e.change_id
+                     JOIN trajectories t ON t.id = e.trajectory_id JOIN changes tc ON tc.id = t.change_id
+                     WHERE e.trajectory_id = ?1 AND e.edge_id = ?2 AND c.state = 'applied' AND tc.state = 'applied'",
+                    params![key.0, edge.0],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(tx_err(&path, "checking an edge"))?;
+            if live.is_none() {
+                return Err(StoreError::NotFound(format!(
+                    "trajectory {} has no edge {}",
+                    key.0, edge.0
+                )));
+            }
+            tx.execute(
+                "INSERT INTO perturbations (trajectory_id, edge_id, instruction, change_id) VALUES (?1, ?2, ?3, ?4)",
+                params![key.0, edge.0, instruction, change.0],
+            )
+            .map_err(tx_err(&path, "setting a perturbation"))?;
+            Ok(change)
+        })
+    }
+
+    /// The current control instructions of a trajectory's turns, by edge.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn perturbations(&self, key: TrajectoryKey) -> Result<BTreeMap<EdgeId, String>> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT p.edge_id, p.instruction FROM perturbations p JOIN changes c ON c.id = p.change_id
+                 WHERE p.trajectory_id = ?1 AND c.state = 'applied' ORDER BY p.id",
+            )
+            .map_err(self.sql_err("reading perturbations"))?;
+        let rows = stmt
+            .query_map(params![key.0], |r| {
+                Ok((r.get::<_, u32>(0)?, r.get::<_, Option<String>>(1)?))
+            })
+            .map_err(self.sql_err("reading perturbations"))?;
+        let mut current: BTreeMap<EdgeId, Option<String>> = BTreeMap::new();
+        for row in rows {
+            let (edge, instruction) = row.map_err(self.sql_err("reading perturbations"))?;
+            current.insert(EdgeId(edge), instruction);
+        }
+        Ok(current
+            .into_iter()
+            .filter_map(|(e, i)| i.map(|i| (e, i)))
+            .collect())
     }
 
     /// Adds a note on a trajectory (or one of its nodes) as one change.
@@ -1377,6 +1523,21 @@ impl Workspace {
                 self.path.display()
             )))
         }
+    }
+
+    /// Writes a value of the `workspace_meta` table (settings such as the
+    /// studio's engine; not a change, not undone). Never store secrets here.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn set_meta(&mut self, key: &str, value: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO workspace_meta (key, value) VALUES (?1, ?2)",
+                params![key, value],
+            )
+            .map(|_| ())
+            .map_err(self.sql_err("writing workspace metadata"))
     }
 
     /// A value from the `workspace_meta` table (`created_by`, `migrated_by`).

@@ -228,6 +228,89 @@ fn branches_authored_and_undo_of_import() {
 }
 
 #[test]
+fn appended_turns_and_perturbations_undo() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let key = ws.import_trajectory(&sample("t", 2), None).expect("import");
+    // From the leaf: the branch gets longer.
+    let (e, n) = ws
+        .add_turn(
+            key,
+            NodeId(2),
+            Action::new("click('5')", ActionFormat::Browsergym),
+        )
+        .expect("turn");
+    assert_eq!((e, n), (EdgeId(2), NodeId(3)));
+    // From an inner state: a second child, no `edited_from`.
+    let (e2, n2) = ws
+        .add_turn(
+            key,
+            NodeId(0),
+            Action::new("click('6')", ActionFormat::Browsergym),
+        )
+        .expect("turn");
+    assert_eq!((e2, n2), (EdgeId(3), NodeId(4)));
+    let stored = ws.load_trajectory(key).expect("load");
+    assert_eq!(stored.live_children(NodeId(2)), vec![EdgeId(2)]);
+    assert_eq!(stored.live_children(NodeId(0)), vec![EdgeId(0), EdgeId(3)]);
+    assert_eq!(stored.trajectory.edges[3].edited_from, None);
+    assert!(matches!(
+        ws.add_turn(key, NodeId(40), Action::new("x", ActionFormat::Text)),
+        Err(StoreError::NotFound(_))
+    ));
+
+    ws.set_perturbation(key, EdgeId(1), Some("  the login session has expired "))
+        .expect("set");
+    ws.set_perturbation(key, EdgeId(2), Some("an error page"))
+        .expect("set");
+    ws.set_perturbation(key, EdgeId(2), None).expect("clear");
+    let p = ws.perturbations(key).expect("read");
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[&EdgeId(1)], "the login session has expired");
+    assert!(matches!(
+        ws.set_perturbation(key, EdgeId(9), Some("x")),
+        Err(StoreError::NotFound(_))
+    ));
+    // Undo the clear: edge 2's instruction is back; undo twice more: none.
+    ws.undo().expect("undo");
+    assert_eq!(
+        ws.perturbations(key).expect("read")[&EdgeId(2)],
+        "an error page"
+    );
+    ws.undo().expect("undo");
+    ws.undo().expect("undo");
+    assert!(ws.perturbations(key).expect("read").is_empty());
+    // Undo the second appended turn: its node is no longer live.
+    ws.undo().expect("undo");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert!(!stored.live_nodes.contains(&NodeId(4)));
+
+    // A step's prediction is added and chosen in one change.
+    let p = ws
+        .add_chosen_prediction(
+            key,
+            NodeId(3),
+            &Prediction::from_output("copy", "<predicted_observation>S</predicted_observation>"),
+        )
+        .expect("step");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert_eq!(stored.trajectory.nodes[3].chosen_prediction, Some(p));
+    ws.undo().expect("undo");
+    let stored = ws.load_trajectory(key).expect("load");
+    assert!(stored.trajectory.nodes[3].predictions.is_empty());
+    assert_eq!(stored.trajectory.nodes[3].chosen_prediction, None);
+
+    // Metadata is written in place.
+    ws.set_meta("studio.engine", "{\"kind\":\"baseline\"}")
+        .expect("meta");
+    ws.set_meta("studio.engine", "{}").expect("meta");
+    assert_eq!(
+        ws.meta("studio.engine").expect("meta").as_deref(),
+        Some("{}")
+    );
+}
+
+#[test]
 fn notes_tags_and_metrics() {
     let (_dir, path) = temp_ws();
     let mut ws = Workspace::open(&path).expect("open");
@@ -371,7 +454,7 @@ fn opens_and_migrates_a_version_1_workspace() {
         assert_eq!(v, 1, "the fixture must stay at schema version 1");
     }
     let mut ws = Workspace::open(&path).expect("open and migrate");
-    assert_eq!(ws.schema_version().expect("version"), 2);
+    assert_eq!(ws.schema_version().expect("version"), 3);
     assert_eq!(ws.integrity_check().ok(), Some(()));
     let rows = ws.list_trajectories().expect("list");
     assert_eq!(rows.len(), 1);
@@ -397,6 +480,20 @@ fn opens_and_migrates_a_version_1_workspace() {
     ws.add_note(rows[0].key, None, "migrated").expect("note");
     ws.set_tag(rows[0].key, None, "old", true).expect("tag");
     assert_eq!(ws.notes(rows[0].key).expect("notes").len(), 1);
+    // And the version 3 table.
+    ws.set_perturbation(
+        rows[0].key,
+        EdgeId(1),
+        Some("the server returns an error page"),
+    )
+    .expect("perturbation");
+    assert_eq!(
+        ws.perturbations(rows[0].key)
+            .expect("perturbations")
+            .get(&EdgeId(1))
+            .map(String::as_str),
+        Some("the server returns an error page")
+    );
     assert_eq!(
         ws.meta("created_by").expect("meta").as_deref(),
         Some("worldloom 0.1.0")

@@ -1,0 +1,1175 @@
+//! Studio part 2 through the API: branching semantics (edited actions are
+//! siblings, appended turns), the exact teacher-forced and free-running
+//! prompts, perturbations in the prompt, undo of every edit, streaming steps
+//! with the `copy` baseline, a slow OpenAI-compatible endpoint (cancel) and
+//! the tiny local checkpoint (snapshot reuse), curriculum exports against
+//! committed expected files and their re-import, and browser uploads.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use worldloom_api::types::*;
+use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
+use worldloom_core::action::ActionFormat;
+use worldloom_core::{
+    Action, Domain as CoreDomain, NodeId, Observation, Prediction,
+    Representation as CoreRepresentation, Trajectory, TrajectoryFile,
+};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sample(rel: &str) -> String {
+    repo().join("samples").join(rel).display().to_string()
+}
+
+const WEB: &str = "web/agentlab_larkmail-reply_6steps.json";
+const OS: &str = "os/thunar_rename_trajectory";
+
+fn studio() -> (tempfile::TempDir, Studio) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
+    (dir, studio)
+}
+
+fn events(studio: &Studio) -> Receiver<StudioEvent> {
+    let (tx, rx) = channel();
+    let tx = Mutex::new(tx);
+    studio.add_event_sink(Box::new(move |e: &StudioEvent| {
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send(e.clone());
+        }
+    }));
+    rx
+}
+
+fn import_paths(studio: &Studio, paths: Vec<String>) -> Vec<String> {
+    let resp = commands::import_files(studio, ImportFilesRequest { paths }).expect("import");
+    assert!(resp.failed.is_empty(), "{:?}", resp.failed);
+    resp.imported
+        .iter()
+        .map(|i| i.trajectory_id.clone())
+        .collect()
+}
+
+/// A three-turn web trajectory: S0 -click('3')-> S1 -fill('4','wool')-> S2
+/// -click('5')-> S3, with a chosen prediction P1 of S1.
+fn small_web(dir: &Path) -> String {
+    let mut t = Trajectory::new(
+        "socks",
+        CoreDomain::Web,
+        Some(Observation::new(
+            CoreRepresentation::Axtree,
+            "[1] RootWebArea 'S0'",
+        )),
+    );
+    t.goal = Some("Buy socks".into());
+    let mut at = t.root();
+    for (raw, obs) in [
+        ("click('3')", "[1] RootWebArea 'S1'"),
+        ("fill('4', 'wool')", "[1] RootWebArea 'S2'"),
+        ("click('5')", "[1] RootWebArea 'S3'"),
+    ] {
+        let (_, n) = t
+            .add_step(
+                at,
+                Action::new(raw, ActionFormat::Browsergym),
+                Some(Observation::new(CoreRepresentation::Axtree, obs)),
+            )
+            .expect("step");
+        at = n;
+    }
+    let mut p = Prediction::from_output(
+        "m",
+        "<predicted_observation>[1] RootWebArea 'P1'</predicted_observation>",
+    );
+    p.representation = CoreRepresentation::Axtree;
+    let id = t.add_prediction(NodeId(1), p).expect("prediction");
+    t.choose_prediction(NodeId(1), Some(id)).expect("choose");
+    let path = dir.join("socks.worldloom.json");
+    TrajectoryFile::new(vec![t]).write(&path).expect("write");
+    path.display().to_string()
+}
+
+fn preview(studio: &Studio, id: &str, node: u32, context: ContextMode) -> Vec<PromptMessage> {
+    commands::preview_prompt(
+        studio,
+        PreviewPromptRequest {
+            trajectory_id: id.into(),
+            node_id: node,
+            context,
+            perturbation: None,
+        },
+    )
+    .expect("preview")
+    .messages
+}
+
+fn msg(role: ChatRoleView, content: &str) -> PromptMessage {
+    PromptMessage {
+        role,
+        content: content.into(),
+    }
+}
+
+#[test]
+fn teacher_forced_and_free_running_prompts_hold_the_right_observations() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let system = worldloom_core::prompt::default_system_prompt(CoreDomain::Web);
+    let turn1 = "### Turn 1\n**Task Instruction:**\nBuy socks\n\n**Current State:**\n[1] RootWebArea 'S0'\n\n**Action:**\n```python\nclick('3')\n```";
+    let tf = preview(&studio, &id, 2, ContextMode::TeacherForced);
+    assert_eq!(
+        tf,
+        vec![
+            msg(ChatRoleView::System, &system),
+            msg(ChatRoleView::User, turn1),
+            msg(
+                ChatRoleView::Assistant,
+                "**Environment Observation:**\n[1] RootWebArea 'S1'"
+            ),
+            msg(
+                ChatRoleView::User,
+                "### Turn 2\n**Task Instruction:**\nBuy socks\n\n**Current State:**\n[1] RootWebArea 'S1'\n\n**Action:**\n```python\nfill('4', 'wool')\n```"
+            ),
+        ]
+    );
+    let fr = preview(&studio, &id, 2, ContextMode::FreeRunning);
+    assert_eq!(
+        fr,
+        vec![
+            msg(ChatRoleView::System, &system),
+            msg(ChatRoleView::User, turn1),
+            msg(
+                ChatRoleView::Assistant,
+                "**Environment Observation:**\n[1] RootWebArea 'P1'"
+            ),
+            msg(
+                ChatRoleView::User,
+                "### Turn 2\n**Task Instruction:**\nBuy socks\n\n**Current State:**\n[1] RootWebArea 'P1'\n\n**Action:**\n```python\nfill('4', 'wool')\n```"
+            ),
+        ]
+    );
+    // The initial state has no turn.
+    let err = commands::preview_prompt(
+        &studio,
+        PreviewPromptRequest {
+            trajectory_id: id.clone(),
+            node_id: 0,
+            context: ContextMode::TeacherForced,
+            perturbation: None,
+        },
+    )
+    .expect_err("root");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+}
+
+#[test]
+fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let before = preview(&studio, &id, 2, ContextMode::TeacherForced);
+
+    // Perturbation on turn 2 (edge 1).
+    commands::set_perturbation(
+        &studio,
+        SetPerturbationRequest {
+            trajectory_id: id.clone(),
+            edge_id: 1,
+            instruction: Some("the login session has expired".into()),
+        },
+    )
+    .expect("perturb");
+    let with = preview(&studio, &id, 2, ContextMode::TeacherForced);
+    assert_eq!(with[..3], before[..3]);
+    assert_eq!(
+        with[3].content,
+        format!(
+            "{}\n\n**Control Instruction:**\nthe login session has expired",
+            before[3].content
+        )
+    );
+    // It stays in the history of the next turn.
+    let next = preview(&studio, &id, 3, ContextMode::TeacherForced);
+    assert_eq!(next[3].content, with[3].content);
+    // A preview override replaces it; "" removes it.
+    let over = commands::preview_prompt(
+        &studio,
+        PreviewPromptRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+            perturbation: Some(String::new()),
+        },
+    )
+    .expect("preview");
+    assert_eq!(over.messages, before);
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(
+        turn.perturbation.as_deref(),
+        Some("the login session has expired")
+    );
+
+    // Edit the action of turn 2: a sibling of edge 1 from node 1.
+    let branch = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: id.clone(),
+            edge_id: 1,
+            raw: "fill('4', 'cotton')".into(),
+        },
+    )
+    .expect("edit");
+    assert_eq!((branch.edge_id, branch.node_id), (3, 4));
+    assert_eq!(branch.branch_id, "4");
+    let t = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: id.clone(),
+        },
+    )
+    .expect("trajectory");
+    let from_1: Vec<(u32, &str)> = t
+        .edges
+        .iter()
+        .filter(|e| e.from == 1)
+        .map(|e| (e.edge_id, e.action.raw.as_str()))
+        .collect();
+    assert_eq!(
+        from_1,
+        vec![(1, "fill('4', 'wool')"), (3, "fill('4', 'cotton')")]
+    );
+    assert_eq!(t.edges[3].edited_from, Some(1));
+    assert_eq!(t.branches.len(), 2);
+    assert_eq!(t.branches[1].forks_at_turn, Some(2));
+    // The original is unchanged.
+    assert_eq!(t.edges[1].action.raw, "fill('4', 'wool')");
+    // Empty actions and unknown edges are refused.
+    let err = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: id.clone(),
+            edge_id: 1,
+            raw: "  ".into(),
+        },
+    )
+    .expect_err("empty");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    let err = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: id.clone(),
+            edge_id: 40,
+            raw: "click('1')".into(),
+        },
+    )
+    .expect_err("unknown");
+    assert_eq!(err.code, ErrorCode::NotFound);
+
+    // Author the new state (a syntax problem is stored but reported).
+    let authored = commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: id.clone(),
+            node_id: 4,
+            representation: Representation::AndroidXml,
+            text: "<hierarchy><node text='a'></hierarchy>".into(),
+            based_on_prediction: None,
+            note: Some("curriculum step".into()),
+        },
+    )
+    .expect("author");
+    assert!(!authored.validation.ok);
+    assert_eq!(authored.validation.problems[0].line, Some(1));
+    assert!(authored.validation.problems[0].column.is_some());
+    assert_eq!(authored.change.kind, "set_authored");
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 4,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.predicted_kind, Some(ObservationKind::Authored));
+
+    // Continue the branch past its leaf.
+    let appended = commands::append_turn(
+        &studio,
+        AppendTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 4,
+            raw: "click('9')".into(),
+        },
+    )
+    .expect("append");
+    assert_eq!((appended.edge_id, appended.node_id), (4, 5));
+
+    // Compare the recorded branch and the new one.
+    let cmp = commands::compare_branches(
+        &studio,
+        CompareBranchesRequest {
+            trajectory_id: id.clone(),
+            left: "3".into(),
+            right: "5".into(),
+        },
+    )
+    .expect("compare");
+    assert_eq!(cmp.rows.len(), 3);
+    assert!(cmp.rows[0].same_action);
+    assert!(!cmp.rows[1].same_action);
+    assert_eq!(
+        cmp.rows[1].left_text.as_deref(),
+        Some("[1] RootWebArea 'S2'")
+    );
+    assert_eq!(
+        cmp.rows[1].right_text.as_deref(),
+        Some("<hierarchy><node text='a'></hierarchy>")
+    );
+    assert_eq!(cmp.rows[2].right_text, None);
+    assert_eq!(
+        cmp.rows[1].right.as_ref().map(|t| t.has_authored),
+        Some(true)
+    );
+
+    // Undo: appended turn, authored observation, branch, perturbation.
+    let history: Vec<String> = commands::history(&studio, EmptyRequest {})
+        .expect("history")
+        .changes
+        .iter()
+        .take(4)
+        .map(|c| c.kind.clone())
+        .collect();
+    assert_eq!(
+        history,
+        vec!["add_turn", "set_authored", "add_branch", "set_perturbation"]
+    );
+    for _ in 0..2 {
+        commands::undo(&studio, EmptyRequest {}).expect("undo");
+    }
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 4,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(
+        turn.predicted_kind, None,
+        "the authored observation is undone"
+    );
+    commands::undo(&studio, EmptyRequest {}).expect("undo");
+    let t = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: id.clone(),
+        },
+    )
+    .expect("trajectory");
+    assert_eq!(t.branches.len(), 1, "the branch is undone");
+    commands::undo(&studio, EmptyRequest {}).expect("undo");
+    assert_eq!(preview(&studio, &id, 2, ContextMode::TeacherForced), before);
+    // Redo brings the perturbation back.
+    commands::redo(&studio, EmptyRequest {}).expect("redo");
+    assert_eq!(preview(&studio, &id, 2, ContextMode::TeacherForced), with);
+}
+
+#[test]
+fn parse_and_validate_for_the_forms() {
+    let (_dir, studio) = studio();
+    let ok = commands::parse_action(
+        &studio,
+        ParseActionRequest {
+            domain: CoreDomain::Web.into_api(),
+            raw: "click('12')".into(),
+        },
+    )
+    .expect("parse");
+    assert_eq!(ok.format, "browsergym");
+    assert_eq!(ok.error, None);
+    assert_eq!(
+        ok.parsed
+            .as_ref()
+            .and_then(|p| p["calls"][0]["function"].as_str()),
+        Some("click")
+    );
+    let bad = commands::parse_action(
+        &studio,
+        ParseActionRequest {
+            domain: Domain::Android,
+            raw: "{\"action_type\": ".into(),
+        },
+    )
+    .expect("parse");
+    assert_eq!(bad.parsed, None);
+    assert!(
+        bad.error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("line 1, column")),
+        "{bad:?}"
+    );
+    let report = commands::validate_observation(
+        &studio,
+        ValidateObservationRequest {
+            representation: Representation::AndroidXml,
+            text: "<hierarchy>\n  <node text='x'/>\n</hierarchy>".into(),
+        },
+    )
+    .expect("validate");
+    assert!(report.ok);
+    assert!(report.node_count.is_some_and(|n| n >= 1));
+    let report = commands::validate_observation(
+        &studio,
+        ValidateObservationRequest {
+            representation: Representation::Json,
+            text: "{\"a\": [1,\n 2,}".into(),
+        },
+    )
+    .expect("validate");
+    assert!(!report.ok);
+    assert_eq!(report.problems[0].line, Some(2));
+}
+
+trait IntoApi {
+    fn into_api(self) -> Domain;
+}
+impl IntoApi for CoreDomain {
+    fn into_api(self) -> Domain {
+        commands::domain_from_core(self)
+    }
+}
+
+/// Waits for the `StepFinished` of `job`, collecting the deltas before it.
+fn wait_finished(rx: &Receiver<StudioEvent>, job: &str) -> (Vec<StudioEvent>, StudioEvent) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut deltas = Vec::new();
+    while Instant::now() < deadline {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(e @ StudioEvent::StepFinished { .. }) => {
+                if matches!(&e, StudioEvent::StepFinished { job_id, .. } if job_id == job) {
+                    return (deltas, e);
+                }
+            }
+            Ok(e @ StudioEvent::StepDelta { .. }) => deltas.push(e),
+            _ => {}
+        }
+    }
+    panic!("no StepFinished for {job}");
+}
+
+#[test]
+fn step_with_the_copy_baseline_stores_a_scored_chosen_prediction() {
+    let (_dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![sample(WEB)]).remove(0);
+    let status = commands::engine_status(&studio, EmptyRequest {}).expect("status");
+    assert_eq!(
+        status.settings,
+        Some(EngineSettings::Baseline {
+            name: "copy".into()
+        })
+    );
+    assert!(status.ready);
+    assert_eq!(status.params.top_k, 20);
+    assert_eq!(status.params.seed, "0");
+    let branch = commands::get_branch(
+        &studio,
+        GetBranchRequest {
+            trajectory_id: id.clone(),
+            branch_id: commands::get_trajectory(
+                &studio,
+                GetTrajectoryRequest {
+                    trajectory_id: id.clone(),
+                },
+            )
+            .expect("t")
+            .branches[0]
+                .id
+                .clone(),
+        },
+    )
+    .expect("branch");
+    let node = branch.turns[1].node_id;
+    let before = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: node,
+        },
+    )
+    .expect("list")
+    .predictions
+    .len();
+    let resp = commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: node,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    let (deltas, fin) = wait_finished(&rx, &resp.job_id);
+    let StudioEvent::StepFinished {
+        prediction_id,
+        status,
+        error,
+        stats,
+        ..
+    } = fin
+    else {
+        unreachable!()
+    };
+    assert_eq!(error, None);
+    assert_eq!(status, "ok");
+    assert!(stats.is_some());
+    let streamed: String = deltas
+        .iter()
+        .filter_map(|d| match d {
+            StudioEvent::StepDelta { observation, .. } => Some(observation.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The copy of the state the action was taken from (the turn-1 state).
+    let turn1 = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: branch.turns[0].node_id,
+            prediction_id: None,
+        },
+    )
+    .expect("turn 1");
+    let real1 = turn1.views[0].real.as_ref().expect("real").text.clone();
+    assert_eq!(
+        streamed,
+        format!("<predicted_observation>\n{real1}\n</predicted_observation>")
+    );
+    let list = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: node,
+        },
+    )
+    .expect("list");
+    assert_eq!(list.predictions.len(), before + 1);
+    let new = list.predictions.last().expect("new");
+    assert_eq!(Some(new.id), prediction_id);
+    assert_eq!(list.chosen_prediction_id, prediction_id);
+    assert_eq!(new.engine, "copy");
+    assert_eq!(new.context, ContextMode::TeacherForced);
+    assert_eq!(new.seed.as_deref(), Some("0"));
+    // Scored against the real observation, and the result stored.
+    let overall = new.overall.expect("scored");
+    assert!((0.0..=1.0).contains(&overall));
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: node,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.prediction_id, prediction_id);
+    assert_eq!(turn.fidelity.and_then(|f| f.overall), Some(overall));
+    // One undo removes the step.
+    commands::undo(&studio, EmptyRequest {}).expect("undo");
+    let list = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: node,
+        },
+    )
+    .expect("list");
+    assert_eq!(list.predictions.len(), before);
+}
+
+#[test]
+fn rollout_appends_and_steps_each_action_free_running() {
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let resp = commands::rollout(
+        &studio,
+        RolloutRequest {
+            trajectory_id: id.clone(),
+            node_id: 3,
+            actions: vec!["click('6')".into(), "click('7')".into()],
+            context: ContextMode::FreeRunning,
+        },
+    )
+    .expect("rollout");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut progress = Vec::new();
+    while Instant::now() < deadline && progress.last() != Some(&2) {
+        if let Ok(StudioEvent::RolloutProgress { job_id, done, .. }) =
+            rx.recv_timeout(Duration::from_millis(200))
+            && job_id == resp.job_id
+        {
+            progress.push(done);
+        }
+    }
+    assert_eq!(progress, vec![0, 1, 2]);
+    let t = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: id.clone(),
+        },
+    )
+    .expect("trajectory");
+    // Nodes 4 and 5 continue the recorded branch, each with a chosen copy
+    // of the state before it (free-running: the previous prediction).
+    assert_eq!(t.branches.len(), 1);
+    assert_eq!(t.branches[0].turn_count, 5);
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 5,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(turn.predicted_kind, Some(ObservationKind::Predicted));
+    assert_eq!(
+        turn.views[0].predicted.as_ref().map(|s| s.text.as_str()),
+        Some("[1] RootWebArea 'S3'")
+    );
+}
+
+/// An OpenAI-compatible endpoint that streams one content chunk every
+/// 100 ms for a minute (an open `<think>` block: reasoning that never ends).
+fn slow_endpoint() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    use axum::routing::post;
+    let (tx, rx) = channel();
+    let handle = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                post(|| async {
+                    let stream = futures_util::stream::unfold(0u32, |i| async move {
+                        if i >= 600 {
+                            return None;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        // Reasoning that streams: `<think>` first, then words.
+                        let text = if i == 0 {
+                            "<think>\n".to_string()
+                        } else {
+                            format!("w{i} ")
+                        };
+                        let chunk = serde_json::json!({
+                            "choices": [{"index": 0, "delta": {"content": text}}]
+                        });
+                        Some((
+                            Ok::<_, std::convert::Infallible>(format!("data: {chunk}\n\n")),
+                            i + 1,
+                        ))
+                    });
+                    axum::response::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(axum::body::Body::from_stream(stream))
+                        .expect("response")
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let _ = tx.send(listener.local_addr().expect("addr"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    (rx.recv().expect("address"), handle)
+}
+
+#[test]
+fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
+    let (addr, _server) = slow_endpoint();
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Openai {
+                base_url: format!("http://{addr}/v1"),
+                model: "slow".into(),
+                api_key_env: None,
+            },
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    assert_eq!(status.name.as_deref(), Some("openai:slow"));
+    let resp = commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    // Wait for streaming to start.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut streamed = false;
+    let mut seen = Vec::new();
+    while Instant::now() < deadline && !streamed {
+        if let Ok(e) = rx.recv_timeout(Duration::from_millis(200)) {
+            streamed = matches!(e, StudioEvent::StepDelta { .. });
+            seen.push(e);
+        }
+    }
+    assert!(streamed, "no StepDelta from the slow endpoint: {seen:?}");
+    let cancelled = commands::cancel_step(
+        &studio,
+        CancelStepRequest {
+            job_id: resp.job_id.clone(),
+        },
+    )
+    .expect("cancel");
+    assert!(cancelled.cancelled);
+    // StepFinished(cancelled) was sent before cancel_step returned.
+    let mut after = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        after.push(e);
+    }
+    let fin: Vec<&StudioEvent> = after
+        .iter()
+        .filter(|e| matches!(e, StudioEvent::StepFinished { .. }))
+        .collect();
+    assert_eq!(fin.len(), 1, "{after:?}");
+    assert!(
+        matches!(fin[0], StudioEvent::StepFinished { status, prediction_id: None, .. } if status == "cancelled")
+    );
+    // Nothing more arrives, nothing is stored.
+    std::thread::sleep(Duration::from_millis(600));
+    let late: Vec<StudioEvent> = rx.try_iter().collect();
+    assert!(
+        late.iter().all(|e| !matches!(
+            e,
+            StudioEvent::StepDelta { .. } | StudioEvent::StepFinished { .. }
+        )),
+        "{late:?}"
+    );
+    let list = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+        },
+    )
+    .expect("list");
+    assert!(list.predictions.is_empty());
+    // A second cancel has nothing to stop.
+    assert!(
+        !commands::cancel_step(
+            &studio,
+            CancelStepRequest {
+                job_id: resp.job_id
+            }
+        )
+        .expect("cancel")
+        .cancelled
+    );
+    // The engine settings were saved without a secret and survive a reopen.
+    let ws_path = dir.path().join("ws.worldloom");
+    drop(studio);
+    let reopened = Studio::open(&ws_path).expect("reopen");
+    let status = commands::engine_status(&reopened, EmptyRequest {}).expect("status");
+    assert!(
+        matches!(status.settings, Some(EngineSettings::Openai { model, .. }) if model == "slow")
+    );
+}
+
+fn tiny_model() -> PathBuf {
+    repo().join("assets/tiny-world-model")
+}
+
+#[test]
+fn tiny_checkpoint_steps_and_reuses_state_snapshots() {
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let info = commands::inspect_model_dir(
+        &studio,
+        InspectModelDirRequest {
+            path: tiny_model().display().to_string(),
+        },
+    )
+    .expect("inspect");
+    assert!(
+        info.architecture.starts_with("qwen3_5_moe"),
+        "{}",
+        info.architecture
+    );
+    assert!(info.has_tokenizer && info.has_chat_template);
+    assert!(info.active_params > 0 && info.active_params < info.total_params);
+    assert_eq!(info.memory.len(), 3);
+    assert!(info.devices.contains(&"cpu".to_string()));
+    let mut params = worldloom_api::engine::default_params();
+    params.max_new_tokens = 6;
+    params.temperature = 0.0;
+    params.logprobs = true;
+    params.enable_thinking = false;
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Local {
+                model_dir: tiny_model().display().to_string(),
+                device: "cpu".into(),
+                dtype: ModelDtype::F32,
+            },
+            params,
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    assert_eq!(status.name.as_deref(), Some("local:tiny-world-model"));
+    assert!(status.memory_estimate_bytes.is_some_and(|b| b > 0));
+
+    let mut stats = Vec::new();
+    for node in [1, 2] {
+        let resp = commands::step(
+            &studio,
+            StepRequest {
+                trajectory_id: id.clone(),
+                node_id: node,
+                context: ContextMode::TeacherForced,
+            },
+        )
+        .expect("step");
+        let (_, fin) = wait_finished(&rx, &resp.job_id);
+        let StudioEvent::StepFinished {
+            prediction_id,
+            error,
+            stats: s,
+            ..
+        } = fin
+        else {
+            unreachable!()
+        };
+        assert_eq!(error, None);
+        assert!(prediction_id.is_some());
+        stats.push(s.expect("stats"));
+    }
+    assert!(stats[0].prompt_tokens > 0);
+    assert!(
+        stats[1].prompt_tokens_reused > 0,
+        "turn 2 after turn 1 reuses the snapshot: {:?}",
+        stats[1]
+    );
+    assert_eq!(
+        stats[1].prompt_tokens_reused + stats[1].prompt_tokens_computed,
+        stats[1].prompt_tokens
+    );
+    let list = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+        },
+    )
+    .expect("list");
+    let p = list.predictions.last().expect("prediction");
+    assert_eq!(p.engine, "local:tiny-world-model");
+    assert_eq!(p.params["max_new_tokens"], 6);
+}
+
+fn expected_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expected")
+        .join(name)
+}
+
+fn check_expected(name: &str, content: &str) {
+    let path = expected_file(name);
+    if std::env::var_os("WORLDLOOM_UPDATE_EXPECTED").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write expected");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == content,
+        "{} differs from the export; regenerate with WORLDLOOM_UPDATE_EXPECTED=1 if the change is intended",
+        path.display()
+    );
+}
+
+#[test]
+fn curriculum_exports_match_the_expected_files_and_round_trip() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    // A branch at turn 2 with an authored state, continued by one turn that
+    // has no observation (skipped).
+    let b = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: id.clone(),
+            edge_id: 1,
+            raw: "fill('4', 'cotton')".into(),
+        },
+    )
+    .expect("edit");
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: id.clone(),
+            node_id: b.node_id,
+            representation: Representation::Axtree,
+            text: "[1] RootWebArea 'Cotton socks'".into(),
+            based_on_prediction: None,
+            note: None,
+        },
+    )
+    .expect("author");
+    let leaf = commands::append_turn(
+        &studio,
+        AppendTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: b.node_id,
+            raw: "click('8')".into(),
+        },
+    )
+    .expect("append");
+    commands::set_tag(
+        &studio,
+        SetTagRequest {
+            trajectory_id: id.clone(),
+            node_id: Some(leaf.node_id),
+            tag: "curriculum".into(),
+            present: true,
+        },
+    )
+    .expect("tag");
+    let export = |format: CurriculumFormat| {
+        commands::export_curriculum(
+            &studio,
+            ExportCurriculumRequest {
+                selection: vec![BranchRef {
+                    trajectory_id: id.clone(),
+                    branch_id: "3".into(),
+                }],
+                tag: Some("curriculum".into()),
+                format,
+                preview_limit: 2,
+                path: None,
+            },
+        )
+        .expect("export")
+    };
+    let awb = export(CurriculumFormat::Agentworldbench);
+    // 3 recorded turns + 2 branch turns; the appended turn is skipped.
+    assert_eq!(awb.rows_total, 5);
+    assert_eq!(awb.skipped, 1);
+    assert_eq!(awb.preview.len(), 2);
+    let content = awb.content.clone().expect("content");
+    assert_eq!(awb.bytes, content.len() as u64);
+    assert_eq!(
+        export(CurriculumFormat::Agentworldbench).content,
+        Some(content.clone())
+    );
+    check_expected("curriculum.awb.jsonl", &content);
+    let sft = export(CurriculumFormat::Sft);
+    assert_eq!(sft.rows_total, 5);
+    check_expected("curriculum.sft.jsonl", sft.content.as_deref().unwrap_or(""));
+
+    // Written to a file and imported again: the same rows come back out.
+    let file = dir.path().join("curriculum.awb.jsonl");
+    let written = commands::export_curriculum(
+        &studio,
+        ExportCurriculumRequest {
+            selection: Vec::new(),
+            tag: Some("curriculum".into()),
+            format: CurriculumFormat::Agentworldbench,
+            preview_limit: 0,
+            path: Some(file.display().to_string()),
+        },
+    )
+    .expect("write");
+    assert_eq!(written.content, None);
+    let (_dir2, other) = self::studio();
+    let ids = import_paths(&other, vec![file.display().to_string()]);
+    assert_eq!(ids.len(), 1, "one branch trajectory");
+    let reexport = commands::export_curriculum(
+        &other,
+        ExportCurriculumRequest {
+            selection: vec![BranchRef {
+                trajectory_id: ids[0].clone(),
+                branch_id: "2".into(),
+            }],
+            tag: None,
+            format: CurriculumFormat::Agentworldbench,
+            preview_limit: 0,
+            path: None,
+        },
+    )
+    .expect("re-export");
+    assert_eq!(
+        reexport.content.as_deref(),
+        std::fs::read_to_string(&file).ok().as_deref()
+    );
+    // No selection at all is a bad request.
+    let err = commands::export_curriculum(
+        &studio,
+        ExportCurriculumRequest {
+            selection: Vec::new(),
+            tag: None,
+            format: CurriculumFormat::Sft,
+            preview_limit: 0,
+            path: None,
+        },
+    )
+    .expect_err("empty");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[test]
+fn uploads_import_files_and_folders_and_refuse_escapes() {
+    let (_dir, studio) = studio();
+    let web = std::fs::read(sample(WEB)).expect("web sample");
+    let mut files = vec![UploadedFile {
+        relative_path: "agentlab_larkmail-reply_6steps.json".into(),
+        content_base64: b64(&web),
+    }];
+    let os_dir = PathBuf::from(sample(OS));
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&os_dir)
+        .expect("os sample")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    names.sort();
+    for p in &names {
+        files.push(UploadedFile {
+            relative_path: format!(
+                "thunar_rename_trajectory/{}",
+                p.file_name().and_then(|n| n.to_str()).expect("name")
+            ),
+            content_base64: b64(&std::fs::read(p).expect("read")),
+        });
+    }
+    let resp = commands::import_uploaded(&studio, ImportUploadedRequest { files }).expect("upload");
+    assert!(resp.failed.is_empty(), "{:?}", resp.failed);
+    let mut paths: Vec<&str> = resp.imported.iter().map(|i| i.path.as_str()).collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        vec![
+            "agentlab_larkmail-reply_6steps.json",
+            "thunar_rename_trajectory"
+        ]
+    );
+    let list =
+        commands::list_trajectories(&studio, ListTrajectoriesRequest::default()).expect("list");
+    assert_eq!(list.trajectories.len(), 2);
+    assert!(
+        list.trajectories.iter().all(|t| !t
+            .source_path
+            .as_deref()
+            .unwrap_or("")
+            .contains("worldloom-upload-")),
+        "{:?}",
+        list.trajectories
+    );
+    for bad in ["../evil.json", "/etc/passwd", "a/../../b.json"] {
+        let err = commands::import_uploaded(
+            &studio,
+            ImportUploadedRequest {
+                files: vec![UploadedFile {
+                    relative_path: bad.into(),
+                    content_base64: b64(b"{}"),
+                }],
+            },
+        )
+        .expect_err("refused");
+        assert_eq!(err.code, ErrorCode::BadRequest, "{bad}");
+        assert!(err.message.contains(bad), "{}", err.message);
+    }
+    let err = commands::import_uploaded(
+        &studio,
+        ImportUploadedRequest {
+            files: vec![UploadedFile {
+                relative_path: "x.json".into(),
+                content_base64: "not base64!".into(),
+            }],
+        },
+    )
+    .expect_err("bad base64");
+    assert!(err.message.contains("x.json"));
+}
+
+#[test]
+fn engine_settings_are_checked() {
+    let (_dir, studio) = studio();
+    let mut params = worldloom_api::engine::default_params();
+    params.seed = "-1".into();
+    let err = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Baseline {
+                name: "copy".into(),
+            },
+            params,
+        },
+    )
+    .expect_err("bad seed");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    assert!(err.message.contains("params.seed"));
+    // A key variable that is not set: saved, reported, not ready.
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Openai {
+                base_url: "http://127.0.0.1:9/v1".into(),
+                model: "m".into(),
+                api_key_env: Some("WORLDLOOM_TEST_UNSET_KEY_VARIABLE".into()),
+            },
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("saved");
+    assert!(!status.ready);
+    assert!(
+        status
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("WORLDLOOM_TEST_UNSET_KEY_VARIABLE")),
+        "{status:?}"
+    );
+    let err = commands::inspect_model_dir(
+        &studio,
+        InspectModelDirRequest {
+            path: "/nonexistent/model".into(),
+        },
+    )
+    .expect_err("missing");
+    assert!(err.message.contains("/nonexistent/model"));
+}
