@@ -728,8 +728,9 @@ export function App({ backend }: AppProps) {
                 History
               </button>
             </div>
-            <button type="button" onClick={() => setDialog("engine")} title={engine?.description ?? "choose the engine"}>
+            <button type="button" className={engine && !engine.ready ? "engine-button not-ready" : "engine-button"} onClick={() => setDialog("engine")} title={engine?.error ?? engine?.description ?? "choose the engine"}>
               Engine: {engineName}
+              {engine && !engine.ready ? " ⚠" : ""}
             </button>
             <button type="button" onClick={openImport}>
               Import…
