@@ -180,7 +180,9 @@ fn error_response(err: &ApiError) -> Response {
 /// Builds the router for `studio` (exposed for tests; [`start`] serves it).
 /// `port` is the port the `Host` header must name.
 pub fn router(studio: Arc<Studio>, token: String, port: u16, ui_dir: Option<PathBuf>) -> Router {
-    let (events, _) = broadcast::channel::<String>(256);
+    // Steps stream one event per text piece: room for a burst of them
+    // before a slow reader is told to refresh ("lagged").
+    let (events, _) = broadcast::channel::<String>(4096);
     let sender = events.clone();
     studio.add_event_sink(Box::new(move |event: &StudioEvent| {
         if let Ok(json) = serde_json::to_string(event) {

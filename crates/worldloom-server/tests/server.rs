@@ -160,7 +160,7 @@ fn api_needs_the_token_and_answers_json() {
     // The token in the header or in the query.
     let r = request(addr, "POST", "/api/workspace_info", &[bearer(&token)], "{}");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["schema_version"], 2);
+    assert_eq!(r.json()["schema_version"], 3);
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(r.header("cache-control"), Some("no-store"));
     let r = request(
@@ -372,6 +372,88 @@ fn events_stream_over_sse() {
     assert_eq!(data_lines[1]["kind"], "import");
     // The open stream would hold a graceful shutdown; dropping the runtime
     // ends the server.
+    drop(reader);
+    drop(server);
+}
+
+/// A step with the `copy` baseline over HTTP: `POST /api/step` answers at
+/// once with a job id, and `/api/events` carries its `step_delta` events and
+/// one `step_finished` with the stored prediction.
+#[test]
+fn a_step_streams_deltas_and_its_end_over_sse() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
+    let server = rt
+        .block_on(start(studio, ServeOptions::default()))
+        .expect("start");
+    let addr = server.addr;
+    let token = server.token.clone();
+    let body = serde_json::json!({"paths": [sample("web/agentlab_larkmail-reply_6steps.json")]})
+        .to_string();
+    let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.json()["imported"][0]["trajectory_id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut reader = BufReader::new(stream);
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let mut job = None;
+    let mut line = String::new();
+    while !events.iter().any(|e| e["type"] == "step_finished") {
+        line.clear();
+        reader.read_line(&mut line).expect("read event line");
+        let Some(data) = line.trim_end().strip_prefix("data:") else {
+            continue;
+        };
+        let event: serde_json::Value = serde_json::from_str(data.trim()).expect("event JSON");
+        if event["type"] == "hello" && job.is_none() {
+            let body =
+                serde_json::json!({"trajectory_id": id, "node_id": 2, "context": "teacher-forced"})
+                    .to_string();
+            let r = request(addr, "POST", "/api/step", &[bearer(&token)], &body);
+            assert_eq!(r.status, 200, "{}", r.body);
+            job = r.json()["job_id"].as_str().map(str::to_string);
+        }
+        events.push(event);
+    }
+    let job = job.expect("job id");
+    let deltas: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["type"] == "step_delta" && e["job_id"] == job.as_str())
+        .collect();
+    assert!(!deltas.is_empty());
+    let text: String = deltas
+        .iter()
+        .filter_map(|d| d["observation"].as_str())
+        .collect();
+    assert!(text.starts_with("<predicted_observation>\n"), "{text}");
+    let fin = events
+        .iter()
+        .find(|e| e["type"] == "step_finished")
+        .expect("finished");
+    assert_eq!(fin["job_id"], job.as_str());
+    assert_eq!(fin["status"], "ok");
+    assert_eq!(fin["node_id"], 2);
+    let prediction = fin["prediction_id"].as_u64().expect("stored prediction");
+    // The stored prediction is the node's chosen one.
+    let body = serde_json::json!({"trajectory_id": id, "node_id": 2}).to_string();
+    let r = request(
+        addr,
+        "POST",
+        "/api/list_predictions",
+        &[bearer(&token)],
+        &body,
+    );
+    assert_eq!(r.json()["chosen_prediction_id"].as_u64(), Some(prediction));
     drop(reader);
     drop(server);
 }
