@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what Worldloom needs to build, test and run on Debian/Ubuntu:
-# system packages (apt), Rust components, the front end's npm packages, and
-# the Python package used by the OpenAI-client compatibility test.
+# system packages (apt: build tools, WebKitGTK for the desktop app, Chromium,
+# Xvfb and WebKitWebDriver for the end-to-end tests), Rust components,
+# tauri-driver, the front end's npm packages, and the Python package used by
+# the OpenAI-client compatibility test.
 # Safe to re-run; quick when everything is already there.
 # Usage: scripts/setup.sh
 set -euo pipefail
@@ -13,19 +15,28 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # Build tools; Chromium and fonts for the end-to-end tests and screenshots.
 APT_PACKAGES=(build-essential pkg-config python3 python3-pip ca-certificates curl git
   nodejs npm chromium fonts-dejavu-core)
+# The desktop app (Tauri 2 on WebKitGTK): headers and libraries to build it.
+APT_PACKAGES+=(libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev
+  libayatana-appindicator3-dev libxdo-dev libssl-dev file)
+# Its end-to-end test: a virtual display, WebKitWebDriver, screenshots.
+APT_PACKAGES+=(xvfb xauth webkit2gtk-driver xdotool imagemagick)
 
 if command -v apt-get >/dev/null 2>&1; then
-  echo "==> apt packages"
-  $SUDO apt-get update -qq
   # Keep an already-installed newer Node.js (e.g. from NodeSource) rather than Debian's.
   pkgs=()
   for p in "${APT_PACKAGES[@]}"; do
     case "$p" in
       nodejs|npm) command -v "$p" >/dev/null 2>&1 || pkgs+=("$p") ;;
-      *) pkgs+=("$p") ;;
+      *) dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || pkgs+=("$p") ;;
     esac
   done
-  $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  if [ "${#pkgs[@]}" -gt 0 ]; then
+    echo "==> apt packages: ${pkgs[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  else
+    echo "==> apt packages: all present"
+  fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
@@ -34,13 +45,27 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# tauri-driver drives the desktop app in its end-to-end test (WebDriver).
+# The version is pinned: `tauri-driver@2` is not accepted as a version.
+TAURI_DRIVER_VERSION=2.1.0
+if ! command -v tauri-driver >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/tauri-driver" ]; then
+  echo "==> cargo install tauri-driver $TAURI_DRIVER_VERSION (about 2 minutes)"
+  cargo install tauri-driver --version "$TAURI_DRIVER_VERSION" --locked --quiet
+fi
+
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 20 ]; then
   echo "error: Node.js >= 20 is needed for the front end (found $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
-echo "==> npm packages (ui/)"
-npm ci --prefix ui --no-audit --no-fund --loglevel=error
+# npm packages are per checkout: install when ui/node_modules is missing or
+# older than the lock file.
+if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+  echo "==> npm packages (ui/)"
+  npm ci --prefix ui --no-audit --no-fund --loglevel=error
+else
+  echo "==> npm packages (ui/): up to date"
+fi
 
 # The `openai` Python package proves `worldloom serve-model` works with the
 # clients researchers use.

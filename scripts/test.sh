@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every Worldloom test: sample checks, formatting, lints, Rust tests
 # (unit, integration, CLI, HTTP), front-end type check, unit tests and build,
-# and the end-to-end browser test against `worldloom serve`.
+# the end-to-end browser test against `worldloom serve`, and the desktop app
+# (`worldloom-studio`) under Xvfb driven by tauri-driver + WebKitWebDriver.
 # Usage: scripts/test.sh    (runs scripts/setup.sh first unless WORLDLOOM_SKIP_SETUP=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,11 @@ python3 samples/tools/check_samples.py >/dev/null
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "front end: type check, unit tests, build (ui/dist is embedded by the server)"
+# The front end is built before any cargo command: the desktop app
+# (src-tauri) embeds ui/dist when it compiles, clippy and tests included.
+step "front end: type check, unit tests, build (ui/dist is served by the server and embedded by the desktop app)"
+# npm packages are per checkout (WORLDLOOM_SKIP_SETUP=1 in a fresh clone has none).
+[ -d ui/node_modules ] || npm ci --prefix ui --no-audit --no-fund --loglevel=error
 npm run --prefix ui typecheck
 npm run --prefix ui build
 npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
@@ -38,9 +43,15 @@ step "end to end: Chromium against worldloom serve"
 cargo build --locked -p worldloom-cli
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
 
-# One closing line for the whole run: Rust tests summed over every test binary, plus vitest.
+step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
+cargo build --locked -p worldloom-studio
+WORLDLOOM_STUDIO_BIN="${CARGO_TARGET_DIR}/debug/worldloom-studio" node ui/e2e/desktop.mjs 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-e2e-output.txt"
+
+# One closing line for the whole run: Rust tests summed over every test binary, plus vitest and the desktop checks.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
      END { printf "%d %d %d\n", p, f, s }' "$log" > "${CARGO_TARGET_DIR}/rust-counts.txt"
 read -r rp rf rs < "${CARGO_TARGET_DIR}/rust-counts.txt"
 vp=$(sed 's/\x1b\[[0-9;]*m//g' "${CARGO_TARGET_DIR}/vitest-output.txt" | awk '/Tests +[0-9]+ passed/ { for (i = 1; i <= NF; i++) if ($i == "passed") print $(i-1) }' | tail -n 1)
-printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} ))" "$rf" "$rs"
+dp=$(grep -c '^ok  ' "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" || true)
+df=$(grep -c '^FAIL' "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" || true)
+printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} + ${dp:-0} ))" "$(( rf + ${df:-0} ))" "$rs"

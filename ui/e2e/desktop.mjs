@@ -34,8 +34,8 @@ const uiDir = resolve(here, "..");
 const repo = resolve(uiDir, "..");
 const shots = join(here, "screenshots");
 mkdirSync(shots, { recursive: true });
-/** The port the hostile fixture points at (see src/mocks/fixtures/web-hostile.json). */
-const TRAP_PORT = 47931;
+/** The port the hostile fixture points at (src/mocks/fixtures/web-hostile.json); rewritten to a free one here. */
+const FIXTURE_TRAP_PORT = 47931;
 const ANDROID_SAMPLE = join(repo, "samples", "android", "harbor-messenger_send_trajectory");
 const WEB_SAMPLE = join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json");
 const started = Date.now();
@@ -121,7 +121,8 @@ function which(name, extra = []) {
 // ---- W3C WebDriver over fetch ----
 let base = "";
 let session = "";
-const ELEMENT = "element-6066-11e4-a23a-4000-53c8-a0a6a1d9f1b2";
+/** The W3C WebDriver element reference key. */
+const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
 
 async function wd(method, path, body) {
   const res = await fetch(`${base}${path}`, {
@@ -185,7 +186,12 @@ if (!nativeDriver) fatal("WebKitWebDriver not found: apt-get install webkit2gtk-
 // ---- scratch folders and inputs ----
 scratch = mkdtempSync(join(tmpdir(), "worldloom-desktop-e2e-"));
 const workspace = join(scratch, "desktop.worldloom");
-const hostileFixture = JSON.parse(readFileSync(join(uiDir, "src", "mocks", "fixtures", "web-hostile.json"), "utf8"));
+// The fixture's URLs point at a trap port; use a free one so a browser e2e run
+// at the same time (which listens on the fixture's port) does not collide.
+const TRAP_PORT = await freePort();
+const hostileFixture = JSON.parse(
+  readFileSync(join(uiDir, "src", "mocks", "fixtures", "web-hostile.json"), "utf8").replaceAll(`127.0.0.1:${FIXTURE_TRAP_PORT}`, `127.0.0.1:${TRAP_PORT}`),
+);
 const hostilePath = join(scratch, "e2e-web-hostile.json");
 writeFileSync(hostilePath, JSON.stringify({ format: "worldloom-trajectory", version: 1, trajectories: [toNative(hostileFixture)] }));
 const env = {
@@ -266,11 +272,20 @@ try {
 
   // ---- Android sample: real content in the real pane ----
   const android = trajectories.find((t) => t.domain === "android");
-  const turn = 2;
   if (android) {
-    await exec(`location.hash = arguments[0]; location.reload();`, [`t=${encodeURIComponent(android.id)}&turn=${turn}`]);
+    // The hash keeps the place: `t=<trajectory>&turn=<index>` (index 2 is the third turn).
+    await exec(`location.hash = arguments[0]; location.reload();`, [`t=${encodeURIComponent(android.id)}&turn=2`]);
     await sleep(500);
-    const expected = dumpTexts(join(ANDROID_SAMPLE, `step_0${turn}.xml`));
+    const label = await waitFor("the turn label", async () => {
+      const [el] = await find('[aria-label="Current turn"]');
+      const t = el ? await textOf(el) : "";
+      return /^turn \d+/.test(t) ? t : null;
+    }, 60_000).catch(() => "");
+    const turn = Number(/^turn (\d+)/.exec(label)?.[1] ?? NaN);
+    check(turn === 3, `the place in the URL hash opens the Android trajectory at turn 3 ("${label}")`);
+    // The real observation after the third action is the fourth dump, step_03.xml.
+    const dump = `step_${String(Number.isNaN(turn) ? 3 : turn).padStart(2, "0")}.xml`;
+    const expected = dumpTexts(join(ANDROID_SAMPLE, dump));
     let shown = [];
     let realText = "";
     await waitFor("the Android turn's texts in the real pane", async () => {
@@ -279,7 +294,7 @@ try {
       shown = expected.filter((t) => realText.includes(t));
       return shown.length >= 3;
     }, 60_000).catch(() => {});
-    check(shown.length >= 3, `Real observation shows texts of step_0${turn}.xml (${shown.length}/${expected.length}: ${shown.slice(0, 5).join(" | ")})`);
+    check(shown.length >= 3, `Real observation shows texts of ${dump} (${shown.length}/${expected.length}: ${shown.slice(0, 5).join(" | ")})`);
     const [pred] = await find(predSel);
     const predText = pred ? await textOf(pred) : "";
     check(predText.trim().length > 40 && expected.some((t) => predText.includes(t)), `Predicted observation shows the prediction (${predText.length} characters)`);
