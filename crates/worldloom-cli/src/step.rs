@@ -11,26 +11,28 @@
 //! is streamed and one JSON object is printed at the end.
 //!
 //! The shared parts (reading trajectories, loading the engine, running one
-//! prediction) are used by `worldloom rollout` as well.
+//! prediction) are used by `worldloom rollout` as well; loading a model
+//! directory and the prediction loop live in `worldloom_api` (`engine`,
+//! `stepping`), shared with the studio.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde::Serialize;
+use worldloom_api::engine::load_local_model;
+pub use worldloom_api::stepping::Outcome;
+use worldloom_api::stepping::{Delta, run_prediction};
 use worldloom_core::{
     ChatMessage, ContextMode, ImportOptions, InputFormat, NodeId, OutputStatus, Prediction,
     PromptOptions, Trajectory, TrajectoryFile, build_messages, detect_format, import_path,
     parse_model_output,
 };
-use worldloom_engine::loading::{LoadOptions, load_model, parse_device, parse_dtype};
 use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
 use worldloom_engine::{
-    CancelToken, EngineEvent, GenerationParams, GenerationStats, LocalEngine, LocalEngineOptions,
-    PredictRequest, StopReason, WorldModel,
+    CancelToken, GenerationParams, GenerationStats, LocalEngine, PredictRequest, StopReason,
 };
 
 /// Model, device and sampling options shared by `step` and `rollout`.
@@ -184,34 +186,19 @@ pub struct Engine {
     pub name: String,
 }
 
-/// Loads the model directory onto the device and starts the engine.
+/// Loads the model directory onto the device and starts the engine
+/// (`worldloom_api::engine::load_local_model`, shared with the studio).
 ///
 /// # Errors
 /// Bad device or dtype names, loading errors (file, tensor, memory), and
 /// tokenizer / template / generation-config errors naming the file.
 pub fn load_engine(options: &ModelOptions) -> Result<Engine> {
-    let device = parse_device(&options.device)?;
-    let dtype = options.dtype.as_deref().map(parse_dtype).transpose()?;
-    let load = LoadOptions {
-        device,
-        dtype,
-        ..LoadOptions::default()
-    };
-    let model = load_model(&options.model, &load)
-        .with_context(|| format!("cannot load model {}", options.model.display()))?;
-    let dir_name = options
-        .model
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| options.model.display().to_string());
-    let name = format!("local:{dir_name}");
-    let engine_options = LocalEngineOptions {
-        name: name.clone(),
-        ..LocalEngineOptions::default()
-    };
-    let engine = LocalEngine::from_dir(model, &options.model, engine_options)?;
-    Ok(Engine { engine, name })
+    let local = load_local_model(&options.model, &options.device, options.dtype.as_deref())
+        .map_err(|e| anyhow!(e))?;
+    Ok(Engine {
+        engine: local.engine,
+        name: local.name,
+    })
 }
 
 /// Request parameters: the model directory's defaults overridden by the
@@ -236,24 +223,6 @@ pub fn generation_params(engine: &Engine, options: &ModelOptions) -> GenerationP
     params
 }
 
-/// What one prediction produced.
-#[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
-    /// The output as generated: `<think>\n` + reasoning + `</think>\n\n` +
-    /// answer when there was reasoning, else the answer.
-    pub raw_output: String,
-    /// Reasoning text (tags removed).
-    pub reasoning: String,
-    /// Answer text.
-    pub content: String,
-    /// Counts and timings.
-    pub stats: GenerationStats,
-    /// Milliseconds from the request to the first generated token.
-    pub time_to_first_token_ms: Option<f64>,
-    /// Milliseconds from the request to the end.
-    pub total_ms: f64,
-}
-
 /// The cancel token of the prediction in progress, for Ctrl-C.
 pub type CancelSlot = Arc<Mutex<Option<CancelToken>>>;
 
@@ -270,7 +239,8 @@ pub fn install_interrupt(slot: &CancelSlot) {
     });
 }
 
-/// Runs one prediction; streams reasoning and answer to `echo` when given.
+/// Runs one prediction (`worldloom_api::stepping::run_prediction`, shared
+/// with the studio); streams reasoning and answer to `echo` when given.
 ///
 /// # Errors
 /// An immediate refusal, an engine error event, or the engine going away.
@@ -281,83 +251,71 @@ pub fn predict(
     mut echo: Option<&mut dyn Write>,
     slot: &CancelSlot,
 ) -> Result<Outcome> {
-    let start = Instant::now();
-    let stream = engine
-        .engine
-        .predict(PredictRequest::new(messages, params))?;
-    if let Ok(mut s) = slot.lock() {
-        *s = Some(stream.cancel.clone());
-    }
-    let (mut reasoning, mut content) = (String::new(), String::new());
-    let mut first_token_ms = None;
     let mut section = "";
-    let stats = loop {
-        let event = stream
-            .events
-            .recv_timeout(Duration::from_secs(3600))
-            .map_err(|_| anyhow!("the engine stopped without finishing the prediction"))?;
-        match event {
-            EngineEvent::Reasoning { text } => {
-                if let Some(out) = echo.as_deref_mut() {
+    let mut ended_with_newline = true;
+    let mut write_error: Option<std::io::Error> = None;
+    let mut on_delta = |d: Delta| {
+        let Some(out) = echo.as_deref_mut() else {
+            return;
+        };
+        let result = (|| -> std::io::Result<()> {
+            match d {
+                Delta::Reasoning(text) => {
                     if section != "reasoning" {
                         writeln!(out, "── reasoning ──")?;
                         section = "reasoning";
                     }
                     write!(out, "{text}")?;
-                    out.flush()?;
+                    ended_with_newline = text.ends_with('\n');
                 }
-                reasoning.push_str(&text);
-            }
-            EngineEvent::Content { text } => {
-                if let Some(out) = echo.as_deref_mut() {
+                Delta::Content(text) => {
                     if section != "content" {
-                        if section == "reasoning" && !reasoning.ends_with('\n') {
+                        if section == "reasoning" && !ended_with_newline {
                             writeln!(out)?;
                         }
                         writeln!(out, "── answer ──")?;
                         section = "content";
                     }
                     write!(out, "{text}")?;
-                    out.flush()?;
                 }
-                content.push_str(&text);
+                Delta::Tokens(_) => {}
             }
-            EngineEvent::Tokens { .. } | EngineEvent::TokenLogprobs { .. } => {
-                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
-            }
-            EngineEvent::Done { stats } => break stats,
-            EngineEvent::Error { error } => {
-                if let Ok(mut s) = slot.lock() {
-                    *s = None;
-                }
-                return Err(error.into());
-            }
+            out.flush()
+        })();
+        if let Err(e) = result {
+            write_error.get_or_insert(e);
         }
     };
+    let mut on_start = |cancel: CancelToken| {
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(cancel);
+        }
+    };
+    let result = run_prediction(
+        &engine.engine,
+        PredictRequest::new(messages, params),
+        None,
+        &mut on_start,
+        &|| false,
+        &mut on_delta,
+    );
     if let Ok(mut s) = slot.lock() {
         *s = None;
     }
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    let outcome = result.map_err(|e| anyhow!(e))?;
     if let Some(out) = echo
         && !section.is_empty()
     {
         writeln!(out)?;
     }
-    let raw_output = if reasoning.is_empty() {
-        content.clone()
-    } else {
-        format!("<think>\n{reasoning}</think>\n\n{content}")
-    };
-    Ok(Outcome {
-        raw_output,
-        reasoning,
-        content,
-        stats,
-        time_to_first_token_ms: first_token_ms,
-        total_ms: start.elapsed().as_secs_f64() * 1e3,
-    })
+    Ok(outcome)
 }
 
-/// A trajectory prediction record from an outcome.
+/// A trajectory prediction record from an outcome
+/// (`worldloom_api::stepping::prediction_record`).
 pub fn prediction_record(
     engine: &Engine,
     trajectory: &Trajectory,
@@ -366,24 +324,14 @@ pub fn prediction_record(
     mode: ContextMode,
     outcome: &Outcome,
 ) -> Prediction {
-    let mut p = Prediction::from_output(engine.name.clone(), outcome.raw_output.clone());
-    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(params) {
-        p.params = map;
-    }
-    p.seed = Some(params.seed);
-    p.context = mode;
-    if let Some(real) = trajectory.node(node).and_then(|n| n.real.as_ref()) {
-        p.representation = real.representation;
-    }
-    p.prompt_tokens = Some(outcome.stats.prompt_tokens as u64);
-    p.completion_tokens = Some(outcome.stats.completion_tokens as u64);
-    p.time_to_first_token_ms = outcome.time_to_first_token_ms;
-    p.total_ms = Some(outcome.total_ms);
-    if let Ok(serde_json::Value::Object(stats)) = serde_json::to_value(&outcome.stats) {
-        p.extra
-            .insert("stats".into(), serde_json::Value::Object(stats));
-    }
-    p
+    worldloom_api::stepping::prediction_record(
+        &engine.name,
+        trajectory,
+        node,
+        params,
+        mode,
+        outcome,
+    )
 }
 
 fn stop_reason_name(reason: Option<StopReason>) -> String {
