@@ -704,6 +704,27 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         Some(e) => ws.perturbations(key)?.remove(&e.id),
         None => None,
     };
+    // Judge scores: a stored `judge:<model>` result for what is shown, else
+    // the fields of a judged predictions file the prediction came from.
+    let judge = match &shown {
+        Some(s) => {
+            let subject = subject_of(s);
+            let stored = ws.metric_results(key, node.id)?;
+            let from_store = stored
+                .iter()
+                .rev()
+                .filter(|r| r.subject == subject)
+                .find_map(|r| {
+                    let model = r.producer.strip_prefix("judge:")?;
+                    convert::judge_scores(r.result.as_object()?, Some(model))
+                });
+            from_store.or_else(|| match s {
+                Shown::Prediction(p) => convert::judge_scores(&p.extra, None),
+                Shown::Authored(..) => None,
+            })
+        }
+        None => None,
+    };
     Ok(TurnDetail {
         trajectory_id: key.0.to_string(),
         turn: st.trajectory.turn_of(node.id).unwrap_or(0) as u32,
@@ -721,7 +742,11 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         chosen_prediction_id: node.chosen_prediction.map(|p| p.0),
         predicted_kind,
         views,
-        fidelity: evaluation.as_ref().map(convert::fidelity),
+        fidelity: evaluation.as_ref().map(|e| {
+            let mut f = convert::fidelity(e);
+            f.judge = judge;
+            f
+        }),
         reasoning,
         raw_output,
         tokens,

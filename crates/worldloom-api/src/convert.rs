@@ -6,7 +6,7 @@ use worldloom_obs as obs;
 
 use crate::types::{
     ActionView, Anchor, AnchorStatus, Attribute, BoundsPx, ContextMode, DiffStatus, Domain,
-    Fidelity, FieldChange, LineDiff, LineOp, Metric, NodeStates, ObservationMetaView,
+    Fidelity, FieldChange, JudgeScores, LineDiff, LineOp, Metric, NodeStates, ObservationMetaView,
     Representation, ScreenSize, SourceSpan, TreeDiff, UiNode, UiTree,
 };
 
@@ -304,4 +304,70 @@ pub(crate) fn fidelity(e: &obs::metrics::Evaluation) -> Fidelity {
         judge: None,
         note,
     }
+}
+
+/// Judge scores from a judged row (`worldloom judge` output, official
+/// AgentWorldBench `judge` step): `format`, `factuality`, `consistency`,
+/// `realism`, `quality` (1–5), `strengths` / `weaknesses` as the rationale,
+/// and the judge model (`judge_model` field, else `model`). `None` when no
+/// dimension is present or the row is marked `failed`.
+pub(crate) fn judge_scores(
+    row: &serde_json::Map<String, serde_json::Value>,
+    model: Option<&str>,
+) -> Option<JudgeScores> {
+    if row.get("failed").and_then(serde_json::Value::as_f64) == Some(1.0) {
+        return None;
+    }
+    let score = |name: &str| {
+        row.get(name)
+            .and_then(|v| v.as_f64().or_else(|| v.as_str()?.trim().parse().ok()))
+            .filter(|x| (1.0..=5.0).contains(x))
+    };
+    let scores = JudgeScores {
+        format: score("format"),
+        factuality: score("factuality"),
+        consistency: score("consistency"),
+        realism: score("realism"),
+        quality: score("quality"),
+        rationale: None,
+        judge: model.map(str::to_owned).or_else(|| {
+            row.get("judge_model")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        }),
+    };
+    if [
+        scores.format,
+        scores.factuality,
+        scores.consistency,
+        scores.realism,
+        scores.quality,
+    ]
+    .iter()
+    .all(Option::is_none)
+    {
+        return None;
+    }
+    let list = |name: &str| -> Vec<String> {
+        row.get(name)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (strengths, weaknesses) = (list("strengths"), list("weaknesses"));
+    let mut rationale = Vec::new();
+    if !strengths.is_empty() {
+        rationale.push(format!("Strengths: {}", strengths.join("; ")));
+    }
+    if !weaknesses.is_empty() {
+        rationale.push(format!("Weaknesses: {}", weaknesses.join("; ")));
+    }
+    Some(JudgeScores {
+        rationale: (!rationale.is_empty()).then(|| rationale.join("\n")),
+        ..scores
+    })
 }

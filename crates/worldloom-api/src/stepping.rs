@@ -494,7 +494,14 @@ fn run_step(
         &mut on_delta,
     ) {
         Ok(o) => o,
-        Err(PredictError::Cancelled) => return None,
+        Err(PredictError::Cancelled) => {
+            // Cancelled before the step was registered with the job (a
+            // rollout between turns): end it here.
+            if !done.swap(true, Ordering::SeqCst) {
+                finished(studio, job, node.0, None, "cancelled", None, None);
+            }
+            return None;
+        }
         Err(PredictError::Engine(e)) => return fail(e.to_string()),
     };
     if outcome.stats.stop_reason == Some(StopReason::Cancelled) || job.is_cancelled() {

@@ -1173,3 +1173,70 @@ fn engine_settings_are_checked() {
     .expect_err("missing");
     assert!(err.message.contains("/nonexistent/model"));
 }
+
+#[test]
+fn judge_scores_of_a_judged_prediction_reach_the_fidelity() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut t = Trajectory::new(
+        "judged",
+        CoreDomain::Web,
+        Some(Observation::new(
+            CoreRepresentation::Axtree,
+            "[1] RootWebArea 'S0'",
+        )),
+    );
+    let (_, n1) = t
+        .add_step(
+            t.root(),
+            Action::new("click('3')", ActionFormat::Browsergym),
+            Some(Observation::new(
+                CoreRepresentation::Axtree,
+                "[1] RootWebArea 'S1'",
+            )),
+        )
+        .expect("step");
+    let mut p = Prediction::from_output(
+        "m",
+        "<predicted_observation>[1] RootWebArea 'S1'</predicted_observation>",
+    );
+    p.representation = CoreRepresentation::Axtree;
+    // The fields `worldloom judge` adds to a predictions row.
+    for (k, v) in [
+        ("format", serde_json::json!(5)),
+        ("factuality", serde_json::json!(4)),
+        ("consistency", serde_json::json!(3)),
+        ("realism", serde_json::json!(5)),
+        ("quality", serde_json::json!(4)),
+        ("failed", serde_json::json!(0.0)),
+        ("weaknesses", serde_json::json!(["title casing"])),
+    ] {
+        p.extra.insert(k.into(), v);
+    }
+    let id = t.add_prediction(n1, p).expect("prediction");
+    t.choose_prediction(n1, Some(id)).expect("choose");
+    let path = dir.path().join("judged.worldloom.json");
+    TrajectoryFile::new(vec![t]).write(&path).expect("write");
+    let (_wdir, studio) = studio();
+    let tid = import_paths(&studio, vec![path.display().to_string()]).remove(0);
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: tid,
+            node_id: n1.0,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    let judge = turn.fidelity.and_then(|f| f.judge).expect("judge scores");
+    assert_eq!(
+        (
+            judge.format,
+            judge.factuality,
+            judge.consistency,
+            judge.realism,
+            judge.quality
+        ),
+        (Some(5.0), Some(4.0), Some(3.0), Some(5.0), Some(4.0))
+    );
+    assert_eq!(judge.rationale.as_deref(), Some("Weaknesses: title casing"));
+}
