@@ -123,16 +123,22 @@ fn context() -> tauri::Context<tauri::Wry> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let startup = start(&args);
-    if let Err(e) = &startup {
-        eprintln!("worldloom-studio: error: {e}");
-    }
     if !has_display() {
+        // Check the paths all the same, but open and import nothing.
+        if let Err(e) =
+            launch::plan_paths(&args.paths, args.workspace.as_deref(), &default_workspace())
+        {
+            eprintln!("worldloom-studio: error: {e}");
+        }
         eprintln!(
             "worldloom-studio: no display ($DISPLAY and $WAYLAND_DISPLAY are empty); \
              run `worldloom serve` with the same paths and open its URL in a browser"
         );
         return ExitCode::from(2);
+    }
+    let startup = start(&args);
+    if let Err(e) = &startup {
+        eprintln!("worldloom-studio: error: {e}");
     }
     match run(startup) {
         Ok(()) => ExitCode::SUCCESS,
