@@ -1877,6 +1877,46 @@ mod cpu_linear {
             use half::slice::HalfFloatSliceExt;
             src.convert_to_f32_slice(dst);
         }
+
+        /// Like bf16's: converted in registers while multiplying, with the
+        /// branch-free conversion [`f16_bits_to_f32`] (which vectorises;
+        /// `half`'s per-value conversion does not).
+        #[inline(always)]
+        fn dot_row(src: &[Self], x: &[f32], _scratch: &mut [f32]) -> f32 {
+            let mut acc = [0f32; LANES];
+            let mut w_chunks = src.chunks_exact(LANES);
+            let mut x_chunks = x.chunks_exact(LANES);
+            for (cw, cx) in (&mut w_chunks).zip(&mut x_chunks) {
+                for l in 0..LANES {
+                    acc[l] += f16_bits_to_f32(cw[l].to_bits()) * cx[l];
+                }
+            }
+            let tail: f32 = w_chunks
+                .remainder()
+                .iter()
+                .zip(x_chunks.remainder())
+                .map(|(w, x)| w.to_f32() * x)
+                .sum();
+            acc.iter().sum::<f32>() + tail
+        }
+    }
+
+    /// IEEE binary16 bits to f32, exactly, without branches: exponent and
+    /// mantissa moved into f32 position and scaled by 2¹¹² (the exponent
+    /// bias difference; this also normalises f16 subnormals, which land in
+    /// f32's subnormal range), infinities and NaNs (exponent 31) mapped to
+    /// exponent 255, then the sign.
+    #[inline(always)]
+    fn f16_bits_to_f32(bits: u16) -> f32 {
+        const TWO_POW_112: f32 = f32::from_bits(0x7780_0000);
+        let h = u32::from(bits);
+        let exp_mant = (h & 0x7fff) << 13;
+        let magnitude = if h & 0x7c00 == 0x7c00 {
+            f32::from_bits(exp_mant | 0x7f80_0000)
+        } else {
+            f32::from_bits(exp_mant) * TWO_POW_112
+        };
+        f32::from_bits(magnitude.to_bits() | ((h & 0x8000) << 16))
     }
 
     /// f32 dot product with [`LANES`] independent partial sums (vectorises).
@@ -2001,6 +2041,25 @@ mod cpu_linear {
     mod tests {
         use super::*;
         use candle_core::Device;
+
+        /// The branch-free f16 conversion equals `half`'s for every one of
+        /// the 65536 bit patterns (NaNs stay NaNs).
+        #[test]
+        fn f16_conversion_is_exact_for_every_value() {
+            for bits in 0..=u16::MAX {
+                let want = half::f16::from_bits(bits).to_f32();
+                let got = f16_bits_to_f32(bits);
+                if want.is_nan() {
+                    assert!(got.is_nan(), "{bits:#06x}: {got}");
+                } else {
+                    assert_eq!(
+                        got.to_bits(),
+                        want.to_bits(),
+                        "{bits:#06x}: {got} vs {want}"
+                    );
+                }
+            }
+        }
 
         /// The kernel agrees with candle's f32 matmul on widened weights,
         /// for plain and narrowed (expert-slice) weights and several row
