@@ -17,8 +17,10 @@
 // with the API's error shape); the event channel says hello; the workspace is
 // remembered in the recent list; the hostile page (src/mocks/fixtures/
 // web-hostile.json) renders in its frame yet runs no script, opens no dialog
-// and reaches no server (a trap server on its port counts hits); the page
-// loads nothing beyond the app's own protocol and the IPC. Screenshots:
+// and reaches no server (a trap server on its port counts hits); the app's
+// own page cannot fetch or load an image from the network, under the shell's
+// Content-Security-Policy; the page loads nothing beyond the app's own
+// protocol and the IPC. Screenshots:
 // e2e/screenshots/desktop-*.png. Exit status: the number of failed checks.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -372,6 +374,23 @@ try {
     check(alertText === null, `hostile: no dialog opened (${alertText ?? "none"})`);
     await screenshot("hostile");
   } else check(false, "the hostile page is listed");
+
+  // The app's own page cannot reach the network either: its policy (the
+  // shell's CSP, src-tauri/tauri.conf.json) blocks a fetch and an image.
+  const probe = await execAsync(
+    `const [base, done] = arguments;
+     const policies = new Set();
+     document.addEventListener("securitypolicyviolation", (e) => policies.add(e.originalPolicy));
+     const img = new Promise((ok) => { const i = new Image(); i.onload = () => ok("loaded"); i.onerror = () => ok("blocked"); i.src = base + "/probe.png"; });
+     const fetched = fetch(base + "/probe-fetch").then(() => "loaded", () => "blocked");
+     Promise.all([fetched, img]).then(([f, i]) => setTimeout(() => done({ fetch: f, img: i, policies: [...policies] }), 300));`,
+    [`http://127.0.0.1:${TRAP_PORT}`],
+  );
+  check(probe.fetch === "blocked" && probe.img === "blocked", `the app page's own fetch and image to 127.0.0.1 are blocked (fetch ${probe.fetch}, image ${probe.img})`);
+  check(
+    probe.policies.some((p) => p.includes("frame-src 'none'") && p.includes("connect-src ipc: http://ipc.localhost")),
+    `the shell's Content-Security-Policy is in force (violations reported by: ${probe.policies.map((p) => p.slice(0, 60)).join(" | ") || "none"})`,
+  );
 
   await sleep(1000);
   check(trapHits.length === 0, `no request reached the trap server on 127.0.0.1:${TRAP_PORT} (${trapHits.join(", ") || "none"})`);
