@@ -655,7 +655,10 @@ export function App({ backend }: AppProps) {
       canShade ? (
         <UncertaintyLegend mode={uncertainty} />
       ) : (
-        <span>No token {uncertainty === "probability" ? "log-probabilities" : "entropies"} for this prediction (turn on “Token log-probabilities” in the engine).</span>
+        <span>
+          No token {uncertainty === "probability" ? "log-probabilities" : "entropies"} for this prediction
+          {hasUncertainty(tokens, "probability") ? " (its engine reported log-probabilities only: shade by probability)." : " (turn on “Token log-probabilities” in the engine and step again)."}
+        </span>
       )
     ) : detail?.predicted_kind === "authored" ? (
       "Authored observation (written by hand), not a model prediction."

@@ -135,7 +135,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
         <div className="export-preview" role="region" aria-label="Export preview">
           <p>
             <strong>{result.rows_total}</strong> rows · {formatBytes(result.bytes)}
-            {result.skipped ? ` · ${result.skipped} turns skipped (no observation)` : ""}
+            {result.skipped ? ` · ${result.skipped} turn${result.skipped === 1 ? "" : "s"} skipped (no observation)` : ""}
             {written ? (
               <>
                 {" "}
