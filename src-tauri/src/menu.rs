@@ -7,8 +7,13 @@
 //! | File › Import files… | Ctrl+I | dialog, then `import_files`; the page refreshes on its `workspace_changed` event |
 //! | File › Import folders… | Ctrl+Shift+I | the same for trajectory folders (Android, OS) |
 //! | File › Quit | Ctrl+Q | exits |
-//! | Edit › Undo / Redo | Ctrl+Z / Ctrl+Shift+Z | the API's `undo` / `redo`; the page refreshes on the event |
+//! | Edit › Undo / Redo | Ctrl+Z / Ctrl+Shift+Z | sent to the page as a [`MENU_EVENT`]: the page undoes the workspace change (the API's `undo` / `redo`), or the text edit when a text field has the focus |
 //! | Go › Previous turn / Next turn | Alt+Left / Alt+Right | sent to the page as a [`MENU_EVENT`] (the page also takes ←/→ and j/k) |
+//!
+//! GTK gives menu shortcuts the key before the webview, so Undo and Redo go
+//! through the page (which knows what has the focus) rather than straight to
+//! the API. Cut, copy, paste and select-all are left to the webview (no menu
+//! items: a GTK menu item would take those keys from it).
 //!
 //! Everything slow (dialogs, opening, importing) runs on its own thread,
 //! never in the menu handler, which runs on the UI thread.
@@ -58,11 +63,6 @@ pub fn build<R: Runtime>(app: &AppHandle<R>, recent: &[PathBuf]) -> tauri::Resul
     let edit = SubmenuBuilder::new(app, "Edit")
         .item(&item("undo", "Undo", "CmdOrCtrl+Z")?)
         .item(&item("redo", "Redo", "CmdOrCtrl+Shift+Z")?)
-        .separator()
-        .cut()
-        .copy()
-        .paste()
-        .select_all()
         .build()?;
     let go = SubmenuBuilder::new(app, "Go")
         .item(&item("previous_turn", "Previous turn", "Alt+Left")?)
@@ -77,7 +77,7 @@ pub fn on_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
     let app = app.clone();
     match id.as_str() {
         "quit" => app.exit(0),
-        "previous_turn" | "next_turn" => {
+        "previous_turn" | "next_turn" | "undo" | "redo" => {
             if let Err(e) = app.emit_to(MAIN_WINDOW, MENU_EVENT, id.as_str()) {
                 eprintln!("warning: menu {id}: {e}");
             }
@@ -93,14 +93,6 @@ pub fn on_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
             std::thread::spawn(move || {
                 let paths = shell::pick_import_paths(&app, id == "import_folders");
                 import(&app, &paths);
-            });
-        }
-        "undo" | "redo" => {
-            std::thread::spawn(move || {
-                let studio = app.state::<Shell>().studio();
-                if let Err(e) = worldloom_api::dispatch(&studio, &id, serde_json::Value::Null) {
-                    error_dialog(&app, &format!("{id}: {e}"));
-                }
             });
         }
         other => {

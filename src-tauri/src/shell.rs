@@ -19,7 +19,7 @@ use worldloom_api::{ApiError, Studio, StudioEvent};
 use crate::recent;
 
 /// The event name menu actions that act in the page are sent under, with the
-/// action as payload (`"next_turn"`, `"previous_turn"`).
+/// action as payload (`"next_turn"`, `"previous_turn"`, `"undo"`, `"redo"`).
 pub const MENU_EVENT: &str = "worldloom://menu";
 
 /// The label of the studio window.

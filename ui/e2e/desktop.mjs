@@ -302,6 +302,39 @@ try {
     check(predText.trim().length > 40 && expected.some((t) => predText.includes(t)), `Predicted observation shows the prediction (${predText.length} characters)`);
     console.log(`     real pane (first 300 characters): ${JSON.stringify(realText.slice(0, 300))}`);
     await screenshot("android");
+
+    // Native menu shortcuts, pressed on the X display: Go › Next / Previous
+    // turn (Alt+Right / Alt+Left) and Edit › Undo (Ctrl+Z) reach the page
+    // through the shell's menu event.
+    const turnLabel = async () => {
+      const [el] = await find('[aria-label="Current turn"]');
+      return el ? await textOf(el) : "";
+    };
+    const xdotool = which("xdotool", ["/usr/bin"]);
+    if (xdotool) {
+      const press = (keys) =>
+        new Promise((ok) => {
+          const p = spawn(xdotool, ["mousemove", "700", "450", "key", "--clearmodifiers", keys], { env, stdio: "ignore" });
+          p.on("exit", ok);
+          p.on("error", ok);
+        });
+      await press("alt+Right");
+      const next = await waitFor("turn 4", async () => ((await turnLabel()).startsWith("turn 4") ? turnLabel() : null), 5000).catch(() => turnLabel());
+      await press("alt+Left");
+      const back = await waitFor("turn 3", async () => ((await turnLabel()).startsWith("turn 3") ? turnLabel() : null), 5000).catch(() => turnLabel());
+      check(next.startsWith("turn 4") && back.startsWith("turn 3"), `menu shortcuts Alt+Right / Alt+Left move between turns ("${label}" → "${next}" → "${back}")`);
+      // Undo then redo (the newest change is the last import: redo brings it back).
+      const noticeAfter = async (keys, pattern) => {
+        await press(keys);
+        return waitFor(`the notice after ${keys}`, async () => {
+          const m = (await exec("return document.body.innerText;")).match(pattern);
+          return m ? m[0] : null;
+        }, 5000).catch(() => "");
+      };
+      const undone = await noticeAfter("ctrl+z", /(Nothing to undo|Undid)[^\n]*/);
+      const redone = await noticeAfter("ctrl+shift+z", /(Nothing to redo|Redid)[^\n]*/);
+      check(undone.startsWith("Undid") && redone.startsWith("Redid"), `menu shortcuts Ctrl+Z / Ctrl+Shift+Z run the page's undo and redo ("${undone}", "${redone}")`);
+    } else check(false, "xdotool is installed (apt xdotool) to press the menu shortcuts");
   } else check(false, "the Android sample is listed");
 
   // ---- Web sample ----

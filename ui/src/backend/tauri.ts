@@ -9,9 +9,12 @@
  * - `chooseImportPaths` opens the native Import dialog (`choose_import_paths`).
  * - `onFileDrop` reports paths of files dropped on the window (the webview's
  *   native drag-and-drop, which gives real paths, unlike HTML5 drops).
- * - Menu items that act in the page (Go › Previous turn / Next turn) arrive
- *   as the `worldloom://menu` event and are replayed as the ←/→ key the page
- *   already handles.
+ * - Menu items that act in the page arrive as the `worldloom://menu` event
+ *   and are replayed as the keys the page already handles: Go › Previous /
+ *   Next turn as ←/→; Edit › Undo / Redo as Ctrl+Z / Ctrl+Shift+Z, sent to the
+ *   focused text field when there is one (so it undoes its own edit: the menu
+ *   shortcut reaches the shell before the page), else to the window (the
+ *   workspace's undo).
  */
 import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
@@ -22,8 +25,30 @@ import { errorFromBody, type Backend } from "./backend";
 /** The event the shell sends menu actions under (`src-tauri/src/shell.rs`, `MENU_EVENT`). */
 export const MENU_EVENT = "worldloom://menu";
 
-/** The key each page-side menu action stands for. */
-const MENU_KEYS: Record<string, string> = { next_turn: "ArrowRight", previous_turn: "ArrowLeft" };
+/** The key each page-side menu action stands for; `focused`: sent to a focused text field first. */
+const MENU_KEYS: Record<string, { key: string; ctrlKey?: boolean; shiftKey?: boolean; focused?: boolean }> = {
+  next_turn: { key: "ArrowRight" },
+  previous_turn: { key: "ArrowLeft" },
+  undo: { key: "z", ctrlKey: true, focused: true },
+  redo: { key: "z", ctrlKey: true, shiftKey: true, focused: true },
+};
+
+function editableFocus(): HTMLElement | null {
+  const el = document.activeElement;
+  if (!(el instanceof HTMLElement)) return null;
+  return el.isContentEditable || el instanceof HTMLInputElement || el instanceof HTMLTextAreaElement ? el : null;
+}
+
+/** Replays a menu action as its key. Exported for tests. */
+export function replayMenuAction(action: string): void {
+  const k = MENU_KEYS[action];
+  if (!k) return;
+  const field = k.focused ? editableFocus() : null;
+  const event = new KeyboardEvent("keydown", { key: k.key, ctrlKey: k.ctrlKey ?? false, shiftKey: k.shiftKey ?? false, bubbles: true, cancelable: true });
+  const unhandled = (field ?? window).dispatchEvent(event);
+  // A plain text field has no key handler of its own for a synthetic key: run its edit command.
+  if (field && unhandled) document.execCommand(k.shiftKey ? "redo" : "undo");
+}
 
 /** Subscribes to a Tauri event source that resolves its unlisten function later; the returned function works at any time. */
 function lateUnlisten(start: Promise<UnlistenFn>): () => void {
@@ -53,10 +78,7 @@ export class TauriBackend implements Backend {
   constructor() {
     // Registered once, at start-up, so a menu click is never missed.
     lateUnlisten(
-      listen<string>(MENU_EVENT, (event) => {
-        const key = MENU_KEYS[event.payload];
-        if (key) window.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true, cancelable: true }));
-      }),
+      listen<string>(MENU_EVENT, (event) => replayMenuAction(event.payload)),
     );
   }
 
