@@ -45,3 +45,19 @@ describe("token uncertainty", () => {
     expect(legendFor("entropy")[4]!.label).toBe("H 2.8–∞");
   });
 });
+
+describe("observation tokens", () => {
+  const tk = (text: string) => ({ text, logprob: -0.1, entropy: null });
+  it("keeps only the text between the observation tags, cutting straddling tokens", async () => {
+    const { observationTokens } = await import("./tokens");
+    const tokens = ["an error. ", "</think>\n", "<predicted_", "observation>\n<p>", "a</p>\n", "</predicted_observation>"].map(tk);
+    const out = observationTokens(tokens);
+    expect(out.map((t) => t.text)).toEqual(["<p>", "a</p>"]);
+    expect(out.every((t) => t.logprob === -0.1)).toBe(true);
+  });
+  it("leaves tokens without the wrapper alone and keeps an unclosed tail", async () => {
+    const { observationTokens } = await import("./tokens");
+    expect(observationTokens(["<div>", "x"].map(tk)).map((t) => t.text)).toEqual(["<div>", "x"]);
+    expect(observationTokens(["<predicted_observation>\n", "<div>", "x"].map(tk)).map((t) => t.text)).toEqual(["<div>", "x"]);
+  });
+});
