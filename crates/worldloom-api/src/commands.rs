@@ -62,6 +62,14 @@ pub(crate) fn change_summary(c: &ChangeRecord) -> ChangeSummary {
 /// Live root-to-leaf paths, depth first, older edges first; the first is the
 /// recorded path.
 pub(crate) fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
+    // Children of every node, oldest edge first, in one pass (a per-node
+    // scan of all edges is quadratic on large trees).
+    let mut children_of: BTreeMap<NodeId, Vec<EdgeId>> = BTreeMap::new();
+    for e in &st.trajectory.edges {
+        if st.live_edges.contains(&e.id) {
+            children_of.entry(e.from).or_default().push(e.id);
+        }
+    }
     let mut out = Vec::new();
     let mut stack = vec![core::TreePath {
         nodes: vec![NodeId(0)],
@@ -69,12 +77,12 @@ pub(crate) fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     }];
     while let Some(path) = stack.pop() {
         let last = path.nodes.last().copied().unwrap_or(NodeId(0));
-        let children = st.live_children(last);
+        let children = children_of.get(&last).map(Vec::as_slice).unwrap_or(&[]);
         if children.is_empty() || path.edges.len() > st.trajectory.edges.len() {
             out.push(path);
             continue;
         }
-        for e in children.into_iter().rev() {
+        for &e in children.iter().rev() {
             if let Some(edge) = st.trajectory.edge(e) {
                 let mut p = path.clone();
                 p.nodes.push(edge.to);
@@ -499,7 +507,17 @@ pub fn get_branch(studio: &Studio, req: GetBranchRequest) -> Result<GetBranchRes
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let leaf = parse_branch_id(&req.branch_id)?;
     let mut ws = studio.lock()?;
-    let st = ws.load_trajectory(key)?;
+    // The records of the branch's own states suffice (the tree's shape is
+    // always complete).
+    let st = match ws.load_trajectory_path(key, leaf) {
+        Err(worldloom_store::StoreError::NotFound(_)) if ws.load_trajectory(key).is_ok() => {
+            return Err(ApiError::not_found(format!(
+                "trajectory {} has no branch ending at node {}",
+                key.0, leaf.0
+            )));
+        }
+        other => other?,
+    };
     let paths = live_branches(&st);
     let index = paths
         .iter()
@@ -619,7 +637,9 @@ pub(crate) fn live_node(st: &StoredTrajectory, node: u32) -> Result<&core::Node,
 pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
-    let st = ws.load_trajectory(key)?;
+    // Only the path to the node is needed (its state, the previous one, the
+    // action): large trees are not read whole.
+    let st = ws.load_trajectory_path(key, NodeId(req.node_id))?;
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
     let shown = shown(node, req.prediction_id.map(PredictionId))?;

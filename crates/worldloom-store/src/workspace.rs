@@ -651,7 +651,81 @@ impl Workspace {
     /// [`StoreError::Invalid`] when the stored tree is inconsistent;
     /// [`StoreError::Sqlite`].
     pub fn load_trajectory(&self, key: TrajectoryKey) -> Result<StoredTrajectory> {
+        self.load_inner(key, None)
+    }
+
+    /// Reads a live trajectory with the records of only the states on the
+    /// path from the root to `node` (and `node` itself): their observations,
+    /// predictions, choices and edges are complete; every other node and
+    /// edge is present (ids equal indices, the tree shape and live sets are
+    /// exact) but empty: no observation, prediction or extra fields, and an
+    /// edge action with an empty text. For views of one state on large trees
+    /// (`cargo bench -p worldloom-api --bench get_turn`; figures in
+    /// `docs/api.md`).
+    ///
+    /// # Errors
+    /// As [`Workspace::load_trajectory`]; [`StoreError::NotFound`] when
+    /// `node` does not exist.
+    pub fn load_trajectory_path(
+        &self,
+        key: TrajectoryKey,
+        node: NodeId,
+    ) -> Result<StoredTrajectory> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT edge_id, from_node, to_node FROM edges WHERE trajectory_id = ?1")
+            .map_err(self.sql_err("reading the tree shape"))?;
+        let rows = stmt
+            .query_map(params![key.0], |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, u32>(2)?,
+                ))
+            })
+            .map_err(self.sql_err("reading the tree shape"))?;
+        let mut parent: BTreeMap<u32, u32> = BTreeMap::new();
+        for row in rows {
+            let (_, from, to) = row.map_err(self.sql_err("reading the tree shape"))?;
+            parent.insert(to, from);
+        }
+        let mut on_path = BTreeSet::from([node.0]);
+        let mut at = node.0;
+        while let Some(&from) = parent.get(&at) {
+            if !on_path.insert(from) {
+                break;
+            }
+            at = from;
+        }
+        let loaded = self.load_inner(key, Some(&on_path))?;
+        if loaded.trajectory.node(node).is_none() {
+            return Err(StoreError::NotFound(format!(
+                "trajectory {} has no node {}",
+                key.0, node.0
+            )));
+        }
+        Ok(loaded)
+    }
+
+    /// Reads a trajectory; with `only`, records are read for those nodes
+    /// (and the edges into them) only.
+    fn load_inner(
+        &self,
+        key: TrajectoryKey,
+        only: Option<&BTreeSet<u32>>,
+    ) -> Result<StoredTrajectory> {
+        let wanted = |n: u32| only.is_none_or(|set| set.contains(&n));
+        // An SQL filter on node ids (integers only, so it is safe to inline).
+        let node_filter = |column: &str| match only {
+            None => String::new(),
+            Some(set) => format!(
+                " AND {column} IN ({})",
+                set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            ),
+        };
         let ctx = || format!("reading trajectory {}", key.0);
+        let node_template = empty_node(NodeId(0), None);
+        let edge_template = empty_edge(EdgeId(0), NodeId(0), NodeId(0));
         type Head = (
             String,
             String,
@@ -728,8 +802,14 @@ impl Workspace {
                     key.0
                 )));
             }
-            let mut node = empty_node(NodeId(id), parent_edge.map(EdgeId));
-            node.extra = self.parse_json("nodes", &format!("{}/{id}", key.0), &extra)?;
+            // One empty node built once and cloned: building each through
+            // serde costs more than the rest of a large tree's shape.
+            let mut node = node_template.clone();
+            node.id = NodeId(id);
+            node.parent_edge = parent_edge.map(EdgeId);
+            if wanted(id) {
+                node.extra = self.parse_json("nodes", &format!("{}/{id}", key.0), &extra)?;
+            }
             if state == "applied" {
                 live_nodes.insert(NodeId(id));
             }
@@ -740,7 +820,7 @@ impl Workspace {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT e.edge_id, e.edge_json, c.state FROM edges e JOIN changes c ON c.id = e.change_id
+                "SELECT e.edge_id, e.edge_json, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
                  WHERE e.trajectory_id = ?1 ORDER BY e.edge_id",
             )
             .map_err(self.sql_err(ctx()))?;
@@ -750,12 +830,22 @@ impl Workspace {
                     r.get::<_, u32>(0)?,
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
+                    r.get::<_, u32>(3)?,
+                    r.get::<_, u32>(4)?,
                 ))
             })
             .map_err(self.sql_err(ctx()))?;
         for row in rows {
-            let (id, json, state) = row.map_err(self.sql_err(ctx()))?;
-            let edge: Edge = self.parse_json("edges", &format!("{}/{id}", key.0), &json)?;
+            let (id, json, state, from, to) = row.map_err(self.sql_err(ctx()))?;
+            let edge: Edge = if wanted(to) {
+                self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
+            } else {
+                let mut e = edge_template.clone();
+                e.id = EdgeId(id);
+                e.from = NodeId(from);
+                e.to = NodeId(to);
+                e
+            };
             if edge.id.0 != id || id as usize != trajectory.edges.len() {
                 return Err(StoreError::Invalid(format!(
                     "trajectory {}: edge ids are not contiguous at {id}",
@@ -771,9 +861,9 @@ impl Workspace {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT o.id, o.node_id, o.kind, o.observation_json, o.author, o.based_on, o.note FROM observations o
+                &format!("SELECT o.id, o.node_id, o.kind, o.observation_json, o.author, o.based_on, o.note FROM observations o
                  JOIN changes c ON c.id = o.change_id
-                 WHERE o.trajectory_id = ?1 AND c.state = 'applied' ORDER BY o.id",
+                 WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id", node_filter("o.node_id")),
             )
             .map_err(self.sql_err(ctx()))?;
         type ObsRow = (
@@ -819,8 +909,8 @@ impl Workspace {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT p.node_id, p.prediction_id, p.prediction_json FROM predictions p JOIN changes c ON c.id = p.change_id
-                 WHERE p.trajectory_id = ?1 AND c.state = 'applied' ORDER BY p.node_id, p.prediction_id",
+                &format!("SELECT p.node_id, p.prediction_id, p.prediction_json FROM predictions p JOIN changes c ON c.id = p.change_id
+                 WHERE p.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY p.node_id, p.prediction_id", node_filter("p.node_id")),
             )
             .map_err(self.sql_err(ctx()))?;
         let rows = stmt
@@ -848,8 +938,8 @@ impl Workspace {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT cp.node_id, cp.prediction_id FROM chosen_predictions cp JOIN changes c ON c.id = cp.change_id
-                 WHERE cp.trajectory_id = ?1 AND c.state = 'applied' ORDER BY cp.id",
+                &format!("SELECT cp.node_id, cp.prediction_id FROM chosen_predictions cp JOIN changes c ON c.id = cp.change_id
+                 WHERE cp.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY cp.id", node_filter("cp.node_id")),
             )
             .map_err(self.sql_err(ctx()))?;
         let rows = stmt
@@ -1614,6 +1704,25 @@ fn empty_node(id: NodeId, parent_edge: Option<EdgeId>) -> Node {
         n.id = id;
         n.parent_edge = parent_edge;
         n
+    })
+}
+
+fn empty_edge(id: EdgeId, from: NodeId, to: NodeId) -> Edge {
+    // Through serde, as for nodes: fields the core adds later get defaults.
+    let value = serde_json::json!({
+        "id": id, "from": from, "to": to,
+        "action": { "raw": "", "format": "text" },
+    });
+    serde_json::from_value(value).unwrap_or_else(|_| Edge {
+        id,
+        from,
+        to,
+        action: Action::new("", worldloom_core::action::ActionFormat::Text),
+        prompt: None,
+        edited_from: None,
+        note: None,
+        awb_row: None,
+        extra: serde_json::Map::new(),
     })
 }
 

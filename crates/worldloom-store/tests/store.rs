@@ -311,6 +311,48 @@ fn appended_turns_and_perturbations_undo() {
 }
 
 #[test]
+fn loading_one_path_reads_only_its_records() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let mut t = sample("t", 3);
+    t.add_prediction(
+        NodeId(2),
+        Prediction::from_output("copy", "<predicted_observation>x</predicted_observation>"),
+    )
+    .expect("prediction");
+    let key = ws.import_trajectory(&t, None).expect("import");
+    let (_, branch) = ws
+        .add_branch(
+            key,
+            EdgeId(0),
+            Action::new("click('7')", ActionFormat::Browsergym),
+        )
+        .expect("branch");
+    let full = ws.load_trajectory(key).expect("full");
+    let part = ws.load_trajectory_path(key, NodeId(2)).expect("path");
+    assert_eq!(part.live_nodes, full.live_nodes);
+    assert_eq!(part.live_edges, full.live_edges);
+    assert_eq!(part.trajectory.nodes.len(), full.trajectory.nodes.len());
+    for n in [0, 1, 2] {
+        assert_eq!(
+            part.trajectory.nodes[n], full.trajectory.nodes[n],
+            "node {n}"
+        );
+    }
+    assert_eq!(part.trajectory.edges[..2], full.trajectory.edges[..2]);
+    // Off the path: shape only.
+    assert!(part.trajectory.nodes[3].real.is_none());
+    assert!(full.trajectory.nodes[3].real.is_some());
+    assert_eq!(part.trajectory.edges[2].action.raw, "");
+    assert_eq!(part.trajectory.edges[3].to, branch);
+    assert_eq!(part.trajectory.turn_of(NodeId(2)).ok(), Some(2));
+    assert!(matches!(
+        ws.load_trajectory_path(key, NodeId(99)),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
 fn notes_tags_and_metrics() {
     let (_dir, path) = temp_ws();
     let mut ws = Workspace::open(&path).expect("open");
