@@ -14,7 +14,9 @@
 //! interleaved trajectories still splits correctly. Every row's raw strings
 //! and field order are kept ([`AwbRowInfo`]) so that export reproduces the row
 //! field for field. A row with a `gen` field (the official script's
-//! inference output) also gets that output as a prediction.
+//! inference output) also gets that output as a prediction. SFT chat lines
+//! (`{"messages": [...]}`, as [`crate::formats::sft`] writes them) are read as
+//! the rows they stand for.
 
 use std::path::Path;
 
@@ -112,6 +114,10 @@ fn parse_row(
             format!("expected a JSON object, found {}", type_name(&value)),
         ));
     };
+    if fields.contains_key("messages") && !fields.contains_key("prompt") {
+        // An SFT chat line (`formats::sft`): the same row in chat form.
+        fields = crate::formats::sft::to_awb_row(path, line, fields)?;
+    }
     let task = match fields.get("task") {
         Some(Value::String(s)) => s.clone(),
         None => {
