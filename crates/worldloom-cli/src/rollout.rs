@@ -94,8 +94,22 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
     let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
     let last_turn = args.from + args.turns - 1;
     // Check the whole range before loading the model.
-    node_at_turn(&file.trajectories[index], &args.trajectory, args.from)?;
-    node_at_turn(&file.trajectories[index], &args.trajectory, last_turn)?;
+    node_at_turn(
+        &file.trajectories[index],
+        &args.trajectory,
+        args.from,
+        "--from",
+    )?;
+    let turns = file.trajectories[index].main_path().edges.len();
+    if last_turn > turns {
+        bail!(
+            "{}: trajectory `{}`: --from {} --turns {} reaches turn {last_turn}, past the main path's last turn ({turns})",
+            args.trajectory.display(),
+            file.trajectories[index].id,
+            args.from,
+            args.turns
+        );
+    }
     let output = match &args.output {
         Some(path) => path.clone(),
         None if loaded.native => args.trajectory.clone(),
@@ -114,7 +128,7 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
     let mut stdout = std::io::stdout();
     for turn in args.from..=last_turn {
         let trajectory = &mut file.trajectories[index];
-        let node = node_at_turn(trajectory, &args.trajectory, turn)?;
+        let node = node_at_turn(trajectory, &args.trajectory, turn, "turn")?;
         let messages = build_messages(trajectory, node, &options).map_err(|e| {
             anyhow::anyhow!(
                 "{}: cannot build the prompt of turn {turn}: {e}",

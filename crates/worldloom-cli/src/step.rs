@@ -164,13 +164,19 @@ pub fn select_trajectory(file: &TrajectoryFile, path: &Path, id: Option<&str>) -
 /// The node reached by turn `turn` (1-based) of the main path.
 ///
 /// # Errors
-/// When `turn` is 0 or beyond the path.
-pub fn node_at_turn(trajectory: &Trajectory, path: &Path, turn: usize) -> Result<NodeId> {
+/// When `turn` is 0 or beyond the path; the message names `option`, the
+/// command-line option that gave the turn (`--turn`, `--from`).
+pub fn node_at_turn(
+    trajectory: &Trajectory,
+    path: &Path,
+    turn: usize,
+    option: &str,
+) -> Result<NodeId> {
     let main = trajectory.main_path();
     let turns = main.edges.len();
     if turn == 0 || turn > turns {
         bail!(
-            "{}: trajectory `{}`: --turn {turn} is out of range (the main path has turns 1..={turns})",
+            "{}: trajectory `{}`: {option} {turn} is out of range (the main path has turns 1..={turns})",
             path.display(),
             trajectory.id
         );
@@ -370,7 +376,7 @@ pub fn run(args: &StepArgs) -> Result<()> {
     let file = read_trajectories(&args.trajectory)?.file;
     let index = select_trajectory(&file, &args.trajectory, args.model.trajectory_id.as_deref())?;
     let trajectory = &file.trajectories[index];
-    let node = node_at_turn(trajectory, &args.trajectory, args.turn)?;
+    let node = node_at_turn(trajectory, &args.trajectory, args.turn, "--turn")?;
     let mode = if args.free_running {
         ContextMode::FreeRunning
     } else {

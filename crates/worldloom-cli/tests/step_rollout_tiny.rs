@@ -142,6 +142,36 @@ fn step_errors_name_the_problem() {
         err.contains("--turn 9 is out of range") && err.contains("1..=3"),
         "{err}"
     );
+    // rollout names its own options.
+    let out = worldloom(&[
+        "rollout",
+        file.to_str().expect("utf-8"),
+        "--from",
+        "7",
+        "--turns",
+        "1",
+        "--model",
+        model,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--from 7 is out of range"), "{err}");
+    let out = worldloom(&[
+        "rollout",
+        file.to_str().expect("utf-8"),
+        "--from",
+        "2",
+        "--turns",
+        "4",
+        "--model",
+        model,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--from 2 --turns 4 reaches turn 5, past the main path's last turn (3)"),
+        "{err}"
+    );
 
     let out = worldloom(&[
         "step",
