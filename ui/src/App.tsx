@@ -951,11 +951,8 @@ export function App({ backend }: AppProps) {
             onClose={() => setDialog(null)}
             onSaved={async () => {
               setDialog(null);
-              // A chosen prediction is shown before an authored observation:
-              // clear the choice so the state shows what was just written.
-              if (detail.chosen_prediction_id !== null) {
-                await backend.call("choose_prediction", { trajectory_id: trajectoryId, node_id: detail.node_id, prediction_id: null }).catch(report);
-              }
+              // Authoring clears the node's chosen prediction (same change), so
+              // the state shows what was just written; drop any local pick too.
               setPredictionByNode((m) => {
                 const { [detail.node_id]: _dropped, ...rest } = m;
                 return rest;

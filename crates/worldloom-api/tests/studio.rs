@@ -1107,8 +1107,49 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
             content_base64: b64(&std::fs::read(p).expect("read")),
         });
     }
+    // The web file's predictions sidecar travels with it.
+    let sidecar =
+        std::fs::read(sample(WEB).replace(".json", ".predictions.jsonl")).expect("sidecar");
+    files.push(UploadedFile {
+        relative_path: "agentlab_larkmail-reply_6steps.predictions.jsonl".into(),
+        content_base64: b64(&sidecar),
+    });
     let resp = commands::import_uploaded(&studio, ImportUploadedRequest { files }).expect("upload");
     assert!(resp.failed.is_empty(), "{:?}", resp.failed);
+    let web_import = resp
+        .imported
+        .iter()
+        .find(|i| i.path.ends_with(".json"))
+        .expect("web imported");
+    let web_summary = commands::list_trajectories(&studio, ListTrajectoriesRequest::default())
+        .expect("list")
+        .trajectories
+        .into_iter()
+        .find(|t| t.id == web_import.trajectory_id)
+        .expect("web listed");
+    assert!(
+        web_summary.prediction_count > 0,
+        "the sidecar's predictions are attached"
+    );
+    // A sidecar alone is refused by name, not read as a trajectory.
+    let lone = commands::import_uploaded(
+        &studio,
+        ImportUploadedRequest {
+            files: vec![UploadedFile {
+                relative_path: "lonely.predictions.jsonl".into(),
+                content_base64: b64(&sidecar),
+            }],
+        },
+    )
+    .expect("upload");
+    assert!(lone.imported.is_empty());
+    assert_eq!(lone.failed.len(), 1);
+    assert_eq!(lone.failed[0].path, "lonely.predictions.jsonl");
+    assert!(
+        lone.failed[0].message.contains("upload `lonely.json`"),
+        "{}",
+        lone.failed[0].message
+    );
     let mut paths: Vec<&str> = resp.imported.iter().map(|i| i.path.as_str()).collect();
     paths.sort();
     assert_eq!(
@@ -1270,4 +1311,44 @@ fn judge_scores_of_a_judged_prediction_reach_the_fidelity() {
         (Some(5.0), Some(4.0), Some(3.0), Some(5.0), Some(4.0))
     );
     assert_eq!(judge.rationale.as_deref(), Some("Weaknesses: title casing"));
+}
+
+#[test]
+fn an_authored_observation_is_shown_over_the_chosen_prediction_until_undone() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let turn = |studio: &Studio| {
+        commands::get_turn(
+            studio,
+            GetTurnRequest {
+                trajectory_id: id.clone(),
+                node_id: 1,
+                prediction_id: None,
+            },
+        )
+        .expect("turn")
+    };
+    let before = turn(&studio);
+    assert_eq!(before.predicted_kind, Some(ObservationKind::Predicted));
+    assert_eq!(before.chosen_prediction_id, Some(0));
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: id.clone(),
+            node_id: 1,
+            representation: Representation::Axtree,
+            text: "[1] RootWebArea 'A1'".into(),
+            based_on_prediction: Some(0),
+            note: None,
+        },
+    )
+    .expect("author");
+    let after = turn(&studio);
+    assert_eq!(after.predicted_kind, Some(ObservationKind::Authored));
+    assert_eq!(after.chosen_prediction_id, None);
+    // One change: one undo brings back the chosen prediction.
+    commands::undo(&studio, EmptyRequest {}).expect("undo");
+    let undone = turn(&studio);
+    assert_eq!(undone.predicted_kind, Some(ObservationKind::Predicted));
+    assert_eq!(undone.chosen_prediction_id, Some(0));
 }

@@ -1091,8 +1091,10 @@ impl Workspace {
         })
     }
 
-    /// Adds an authored observation of `node` (it becomes the current one)
-    /// as one change.
+    /// Adds an authored observation of `node` as one change. It becomes the
+    /// current one: the node's chosen prediction, if any, is cleared in the
+    /// same change, so the state shows what was written until a prediction
+    /// is chosen again (a later step chooses its own).
     ///
     /// # Errors
     /// [`StoreError::NotFound`] for an unknown node.
@@ -1119,6 +1121,13 @@ impl Workspace {
                     authored.note,
                     change.0
                 ],
+            )
+            .map_err(tx_err(&path, "authoring an observation"))?;
+            // The state now shows what was written: a chosen prediction is
+            // cleared in the same change (undo brings the choice back).
+            tx.execute(
+                "INSERT INTO chosen_predictions (trajectory_id, node_id, prediction_id, change_id) VALUES (?1, ?2, NULL, ?3)",
+                params![key.0, node.0, change.0],
             )
             .map_err(tx_err(&path, "authoring an observation"))?;
             Ok(change)
