@@ -19,6 +19,8 @@ const COMMANDS: &[&str] = &["api", "subscribe_events", "choose_import_paths"];
 fn main() {
     let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ui/dist");
     let index = dist.join("index.html");
+    // Run again when the front end is rebuilt or removed.
+    println!("cargo:rerun-if-changed={}", index.display());
     if !index.is_file() {
         println!(
             "cargo:warning=ui/dist/index.html is missing: embedding a page that says how to build the front end (npm --prefix ui ci && npm --prefix ui run build)"
