@@ -37,8 +37,11 @@ describe("the laboratory on the mock back end", () => {
   it("edits an action into a new branch, and Ctrl+Z takes it back", async () => {
     setup();
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
+    // The button is enabled once the turn's detail has loaded (slow on a busy machine).
+    await waitFor(() => expect(screen.getByRole("button", { name: "Edit action" })).toHaveProperty("disabled", false), { timeout: 5000 });
+    await waitFor(() => expect(document.querySelector(".action-raw")).not.toBeNull(), { timeout: 5000 });
     fireEvent.click(screen.getByRole("button", { name: "Edit action" }));
-    const dialog = await screen.findByRole("dialog", { name: "Edit action" });
+    const dialog = await screen.findByRole("dialog", { name: "Edit action" }, { timeout: 5000 });
     // The action parses into the BrowserGym form.
     expect((within(dialog).getByLabelText("Action name") as HTMLSelectElement).value).toBe("click");
     fireEvent.change(within(dialog).getByLabelText("bid"), { target: { value: "77" } });
