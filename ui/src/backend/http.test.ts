@@ -11,6 +11,18 @@ describe("takeTokenFromLocation", () => {
     expect(takeTokenFromLocation(win as unknown as Window)).toBe("s3cret");
     expect(replaceState).toHaveBeenCalledWith(null, "", "/?x=1#t=a");
   });
+  it("keeps the token for the tab so a reload stays signed in, and a new URL token replaces it", () => {
+    const store = new Map<string, string>();
+    const sessionStorage = { getItem: (k: string) => store.get(k) ?? null, setItem: (k: string, v: string) => void store.set(k, v) };
+    const history = { state: null, replaceState: vi.fn() };
+    const first = { location: { href: "http://127.0.0.1:4100/?token=one" }, history, sessionStorage };
+    expect(takeTokenFromLocation(first as unknown as Window)).toBe("one");
+    const reload = { location: { href: "http://127.0.0.1:4100/#t=a" }, history, sessionStorage };
+    expect(takeTokenFromLocation(reload as unknown as Window)).toBe("one");
+    const restarted = { location: { href: "http://127.0.0.1:4100/?token=two" }, history, sessionStorage };
+    expect(takeTokenFromLocation(restarted as unknown as Window)).toBe("two");
+    expect(takeTokenFromLocation(reload as unknown as Window)).toBe("two");
+  });
   it("returns null and leaves the URL alone without a token", () => {
     const replaceState = vi.fn();
     const win = { location: { href: "http://127.0.0.1:4100/" }, history: { state: null, replaceState } };

@@ -8,19 +8,35 @@
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
 import { BackendError, errorFromBody, type Backend } from "./backend";
 
+/** Where the access token is kept for this tab (`sessionStorage`: it survives reloads, not the tab). */
+export const TOKEN_STORAGE_KEY = "worldloom.token";
+
 /**
  * Reads the `token` query parameter the server printed in its URL, then
  * removes it from the address bar (and history) so it is not left in
- * bookmarks or screenshots. The token is kept in memory only.
+ * bookmarks or screenshots. The token is kept in the tab's `sessionStorage`
+ * (per origin, gone when the tab closes), so a reload stays signed in; a URL
+ * with a token replaces the stored one (a restarted server prints a new one).
  */
-export function takeTokenFromLocation(win: Pick<Window, "location" | "history">): string | null {
+export function takeTokenFromLocation(win: Pick<Window, "location" | "history"> & Partial<Pick<Window, "sessionStorage">>): string | null {
   const url = new URL(win.location.href);
   const token = url.searchParams.get("token");
+  const storage = win.sessionStorage;
   if (token !== null) {
     url.searchParams.delete("token");
     win.history.replaceState(win.history.state, "", url.pathname + url.search + url.hash);
+    try {
+      storage?.setItem(TOKEN_STORAGE_KEY, token);
+    } catch {
+      // Storage refused (privacy mode): the token stays in memory only.
+    }
+    return token;
   }
-  return token;
+  try {
+    return storage?.getItem(TOKEN_STORAGE_KEY) ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** Splits a server-sent-events byte stream into `data:` payloads (one per event). */
