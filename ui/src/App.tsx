@@ -224,7 +224,8 @@ export function App({ backend }: AppProps) {
       setReloadKey((k) => k + 1);
       return;
     }
-    if (ro?.running && ro.job_id === lab.job_id) {
+    // A rollout's events can arrive before its `rollout` call has returned the job id.
+    if (ro?.running && (ro.job_id === null || ro.job_id === lab.job_id)) {
       if (lab.type === "step_finished" && lab.status !== "ok" && lab.status !== "truncated") {
         setRollout({ ...ro, running: false, status: lab.status === "cancelled" ? "stopped" : `${lab.status}${lab.error ? `: ${lab.error}` : ""}` });
       }

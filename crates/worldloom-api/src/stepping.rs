@@ -664,8 +664,10 @@ pub fn cancel_step(
 /// turn. Stops at the first failure or on `cancel_step`.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for an empty action list or an empty action;
-/// [`ErrorCode::NotFound`] for an unknown state.
+/// [`ErrorCode::BadRequest`] for an empty action list or an empty action,
+/// or when a state on the path to the start has no observation in the
+/// context mode (nothing is appended then); [`ErrorCode::NotFound`] for an
+/// unknown state.
 pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     if req.actions.is_empty() {
@@ -676,16 +678,31 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
     if let Some(i) = req.actions.iter().position(|a| a.trim().is_empty()) {
         return Err(ApiError::bad_request(format!("actions[{i}]: empty action")));
     }
+    let mode = convert::core_context(req.context);
     {
         let ws = studio.lock()?;
         let st = ws.load_trajectory(key)?;
         crate::commands::live_node(&st, req.node_id)?;
+        // Every state from the first turn to the start goes into the first
+        // prompt's history: refuse before appending anything when one has no
+        // observation in this context mode.
+        let path = st
+            .trajectory
+            .path_to(NodeId(req.node_id))
+            .map_err(|e| ApiError::not_found(e.to_string()))?;
+        for (turn, &node) in path.nodes.iter().enumerate().skip(1) {
+            if core::prompt::context_observation(&st.trajectory, node, mode).is_none() {
+                return Err(ApiError::bad_request(format!(
+                    "node_id: the rollout would start after state {} (turn {turn}), which has no observation to show the world model in its history; step it or author its observation first",
+                    node.0
+                )));
+            }
+        }
     }
     let trajectory_id = key.0.to_string();
     let job = new_job(studio, &trajectory_id)?;
     let handle = studio.handle();
     let job_thread = Arc::clone(&job);
-    let mode = convert::core_context(req.context);
     let total = req.actions.len() as u32;
     let start = NodeId(req.node_id);
     let actions = req.actions;

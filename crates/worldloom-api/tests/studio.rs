@@ -1352,3 +1352,51 @@ fn an_authored_observation_is_shown_over_the_chosen_prediction_until_undone() {
     assert_eq!(undone.predicted_kind, Some(ObservationKind::Predicted));
     assert_eq!(undone.chosen_prediction_id, Some(0));
 }
+
+#[test]
+fn a_rollout_after_a_state_with_no_observation_is_refused_and_appends_nothing() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    // An edited action at turn 2 leads to a state with nothing recorded yet.
+    let b = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: id.clone(),
+            edge_id: 1,
+            raw: "click('9')".into(),
+        },
+    )
+    .expect("edit");
+    let count_nodes = || {
+        commands::get_trajectory(
+            &studio,
+            GetTrajectoryRequest {
+                trajectory_id: id.clone(),
+            },
+        )
+        .expect("trajectory")
+        .nodes
+        .len()
+    };
+    let before = count_nodes();
+    let err = commands::rollout(
+        &studio,
+        RolloutRequest {
+            trajectory_id: id.clone(),
+            node_id: b.node_id,
+            actions: vec!["click('6')".into()],
+            context: ContextMode::FreeRunning,
+        },
+    )
+    .expect_err("refused");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    assert!(
+        err.message.contains(&format!(
+            "after state {} (turn 2), which has no observation",
+            b.node_id
+        )),
+        "{}",
+        err.message
+    );
+    assert_eq!(count_nodes(), before, "nothing appended");
+}
