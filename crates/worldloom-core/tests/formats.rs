@@ -557,6 +557,42 @@ fn sft_export_reads_back_as_the_same_trajectories() {
 }
 
 #[test]
+fn awb_export_reads_back_under_the_same_trajectory_ids_and_a_lone_sidecar_is_refused() {
+    let original = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
+    let mut fresh = original.trajectories.clone();
+    for t in &mut fresh {
+        // Rows written from the tree (no stored AgentWorldBench row info).
+        for e in &mut t.edges {
+            e.awb_row = None;
+        }
+    }
+    let text = awb::export(&fresh);
+    assert!(
+        text.contains(&format!("\"id\":\"{}#1\"", fresh[0].id)),
+        "{}",
+        &text[..200]
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("again.jsonl");
+    std::fs::write(&file, &text).expect("write");
+    let again = import_path(&file, &ImportOptions::default()).expect("imports");
+    let ids =
+        |ts: &[worldloom_core::Trajectory]| ts.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&again.trajectories), ids(&original.trajectories));
+
+    let sidecar = dir.path().join("run.predictions.jsonl");
+    std::fs::write(
+        &sidecar,
+        "{\"step\": 1, \"engine\": \"m\", \"output\": \"x\"}\n",
+    )
+    .expect("write");
+    let err = import_path(&sidecar, &ImportOptions::default()).expect_err("a sidecar alone");
+    let msg = err.to_string();
+    assert!(msg.contains("run.predictions.jsonl"), "{msg}");
+    assert!(msg.contains("import `run.json` beside it"), "{msg}");
+}
+
+#[test]
 fn sft_lines_out_of_order_are_refused_by_field() {
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("bad.sft.jsonl");

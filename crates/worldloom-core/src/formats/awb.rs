@@ -330,8 +330,14 @@ fn build(path: &Path, group: Group, warnings: &mut Vec<ImportWarning>) -> Trajec
     let responses = longest(|r| &r.responses);
     let max_turn = rows.iter().map(|r| r.turn).max().unwrap_or(1);
     let turns = prompts.len().max(responses.len()).max(max_turn);
+    // A row id `<trajectory id>#<turn>` (as Worldloom writes them) names
+    // the row; the trajectory is `<trajectory id>`.
     let id = match first.fields.get("id") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s
+            .strip_suffix(&format!("#{}", first.turn))
+            .filter(|stem| !stem.is_empty())
+            .unwrap_or(s)
+            .to_owned(),
         Some(Value::Number(n)) => n.to_string(),
         _ => format!("awb-line-{}", first.line),
     };

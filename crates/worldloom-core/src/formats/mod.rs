@@ -174,8 +174,25 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
 /// that are not trajectories give warnings).
 ///
 /// # Errors
-/// The format's errors, each naming file, line or field.
+/// The format's errors, each naming file, line or field;
+/// [`CoreError::Format`] for a predictions sidecar given on its own
+/// (`predictions.jsonl`, `X.predictions.jsonl`: see [`sidecar`]).
 pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
+    if path.is_file()
+        && let Some(name) = path.file_name().and_then(|n| n.to_str())
+        && (name == "predictions.jsonl" || name.ends_with(".predictions.jsonl"))
+    {
+        let owner = match name.strip_suffix(".predictions.jsonl") {
+            Some(stem) => format!("`{stem}.json` beside it"),
+            None => "the folder that holds it".to_owned(),
+        };
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "a predictions sidecar, not a trajectory: it is read with its trajectory; import {owner}"
+            ),
+        });
+    }
     let format = match options.format {
         InputFormat::Auto => match detect_format(path) {
             Ok(f) => f,

@@ -81,8 +81,8 @@ pub fn export(trajectories: &[Trajectory], options: &PromptOptions) -> Result<St
 /// messages (the last one, the target, unwrapped from
 /// `<predicted_observation>` and given the `**Environment Observation:**`
 /// heading like the others), `turn_idx` = the number of user messages,
-/// `current_prompt` = the last user message, `id` without its `#<turn>`
-/// suffix (the trajectory's id). Other fields are kept.
+/// `current_prompt` = the last user message. Other fields are kept (`id`
+/// `<trajectory id>#<turn>` names the trajectory as for any row).
 ///
 /// # Errors
 /// [`CoreError::Field`] naming `path`, `line` and the message index for a
@@ -153,13 +153,6 @@ pub fn to_awb_row(
         if !body.starts_with(AWB_RESPONSE_MARKER) {
             *target = format!("{AWB_RESPONSE_MARKER}\n{body}");
         }
-    }
-    // `<trajectory id>#<turn>` names the line; the row's `id` is the trajectory's.
-    let suffix = format!("#{}", prompts.len());
-    if let Some(Value::String(id)) = fields.get_mut("id")
-        && let Some(stripped) = id.strip_suffix(&suffix)
-    {
-        *id = stripped.to_owned();
     }
     fields.insert("turn_idx".into(), Value::from(prompts.len()));
     if let Some(last) = prompts.last() {
