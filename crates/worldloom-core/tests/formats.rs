@@ -593,6 +593,36 @@ fn awb_export_reads_back_under_the_same_trajectory_ids_and_a_lone_sidecar_is_ref
 }
 
 #[test]
+fn a_format_given_by_hand_that_does_not_fit_names_the_one_that_does() {
+    let forced = |format: InputFormat| ImportOptions {
+        format,
+        ..ImportOptions::default()
+    };
+    let err = import_path(&sample_awb(), &forced(InputFormat::Agentlab)).expect_err("not agentlab");
+    assert!(
+        err.to_string()
+            .contains("reads as `--format agentworldbench`"),
+        "{err}"
+    );
+    let web = sample_awb()
+        .parent()
+        .and_then(Path::parent)
+        .expect("samples")
+        .join("web/agentlab_larkmail-reply_6steps.json");
+    let err = import_path(&web, &forced(InputFormat::Agentworldbench)).expect_err("not awb");
+    assert!(
+        err.to_string().contains("reads as `--format agentlab`"),
+        "{err}"
+    );
+    let err = import_path(&web, &forced(InputFormat::Osworld)).expect_err("not a folder");
+    assert!(
+        err.to_string()
+            .contains("`--format osworld` reads a folder, and this is a file"),
+        "{err}"
+    );
+}
+
+#[test]
 fn sft_lines_out_of_order_are_refused_by_field() {
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("bad.sft.jsonl");

@@ -204,20 +204,56 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
         f => f,
     };
     let mut warnings = Vec::new();
-    let mut trajectories = match format {
-        InputFormat::Native => {
-            let text = crate::text::read_text_into(path, &mut warnings)?;
-            TrajectoryFile::from_json_str(path, &text)?.trajectories
+    let read = |warnings: &mut Vec<ImportWarning>| -> Result<Vec<Trajectory>> {
+        let is_folder = matches!(format, InputFormat::AndroidDumps | InputFormat::Osworld);
+        if path.exists() && path.is_dir() != is_folder {
+            return Err(CoreError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "`--format {}` reads {}, and this is {}",
+                    format.as_str(),
+                    if is_folder { "a folder" } else { "a file" },
+                    if is_folder { "a file" } else { "a folder" }
+                ),
+            });
         }
-        InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, &mut warnings)?,
-        InputFormat::Agentlab => vec![agentlab::import(path, &mut warnings)?],
-        InputFormat::AndroidDumps => vec![folder::import(
-            path,
-            folder::FolderKind::Android,
-            &mut warnings,
-        )?],
-        InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, &mut warnings)?],
-        InputFormat::Auto => Vec::new(),
+        Ok(match format {
+            InputFormat::Native => {
+                let text = crate::text::read_text_into(path, warnings)?;
+                TrajectoryFile::from_json_str(path, &text)?.trajectories
+            }
+            InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, warnings)?,
+            InputFormat::Agentlab => vec![agentlab::import(path, warnings)?],
+            InputFormat::AndroidDumps => {
+                vec![folder::import(path, folder::FolderKind::Android, warnings)?]
+            }
+            InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, warnings)?],
+            InputFormat::Auto => Vec::new(),
+        })
+    };
+    let mut trajectories = match read(&mut warnings) {
+        Ok(t) => t,
+        // A format given by hand that does not fit: say which one does.
+        Err(err) if options.format != InputFormat::Auto => {
+            return Err(match detect_format(path) {
+                Ok(detected)
+                    if detected != format
+                        && !err
+                            .to_string()
+                            .contains(&format!("--format {}", detected.as_str())) =>
+                {
+                    CoreError::Format {
+                        path: path.to_path_buf(),
+                        message: format!(
+                            "{err} (this input reads as `--format {}`)",
+                            detected.as_str()
+                        ),
+                    }
+                }
+                _ => err,
+            });
+        }
+        Err(err) => return Err(err),
     };
     if format != InputFormat::Native {
         sidecar::attach_for(
