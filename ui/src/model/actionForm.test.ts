@@ -37,6 +37,9 @@ describe("action form ↔ raw text", () => {
     expect(formToRaw("android-json", { name: "click", values: { x: "540", y: "559" } })).toBe('{"action_type":"click","x":540,"y":559}');
     expect(formToRaw("android-json", { name: "input_text", values: { text: "hello", x: "", y: "" } })).toBe('{"action_type":"input_text","text":"hello"}');
     expect(rawToForm("android-json", '{"action_type": "scroll", "direction": "down"}')).toEqual({ name: "scroll", values: { direction: "down" } });
+    // The sample trajectories' AndroidControl-style actions fit the form too.
+    expect(rawToForm("android-json", '{"action_type": "type", "text": "Running 10 min late"}')).toEqual({ name: "type", values: { text: "Running 10 min late" } });
+    expect(formToRaw("android-json", { name: "click", values: { x: "", y: "", element: "com.chat:id/send" } })).toBe('{"action_type":"click","element":"com.chat:id/send"}');
   });
 
   it("writes tool calls from a name and JSON arguments, also reading fenced bodies", () => {

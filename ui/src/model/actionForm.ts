@@ -81,10 +81,13 @@ const PYAUTOGUI: ActionSpec[] = [
   { name: "FAIL", params: [] },
 ];
 
+// AndroidWorld's actions, plus the AndroidControl-style `type` and a click
+// or long press on an `element` (a resource-id or index) instead of x/y.
 const ANDROID: ActionSpec[] = [
-  { name: "click", params: [n("x"), n("y")] },
-  { name: "long_press", params: [n("x"), n("y")] },
+  { name: "click", params: [n("x", true), n("y", true), s("element", true)] },
+  { name: "long_press", params: [n("x", true), n("y", true), s("element", true)] },
   { name: "input_text", params: [s("text"), n("x", true), n("y", true)] },
+  { name: "type", params: [s("text")] },
   { name: "scroll", params: [s("direction")] },
   { name: "navigate_back", params: [] },
   { name: "navigate_home", params: [] },
