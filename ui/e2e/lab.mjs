@@ -318,11 +318,13 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   await add.getByLabel("Action name").selectOption("go_back");
   check((await add.getByLabel("Raw action preview").innerText()) === "go_back()", "lab: Add turn builds go_back() from the form");
   await add.getByRole("button", { name: "Add turn" }).click();
+  // The turn number moves first; the turn's action shows once its detail has loaded.
   const added = await until(async () => {
     const t = await turnText();
-    return /^turn 5 \/ 5/.test(t) ? t : null;
-  }, 5000);
-  check(!!added && (await page.locator(".action-raw").innerText()) === "go_back()", `lab: the new turn continues the branch (${added})`);
+    const raw = await page.locator(".action-raw").innerText().catch(() => "");
+    return /^turn 5 \/ 5/.test(t) && raw === "go_back()" ? `${t}, ${raw}` : null;
+  }, 10000);
+  check(!!added, `lab: the new turn continues the branch (${added ?? (await turnText())})`);
 
   // ---- compare two branches ----
   await page.getByRole("button", { name: "Branch tree" }).click();
