@@ -937,10 +937,7 @@ pub(crate) fn import_paths(
         let read = match import::read_path(Path::new(full_path)) {
             Ok(r) => r,
             Err(message) => {
-                out.failed.push(ImportFailure {
-                    path: path.clone(),
-                    message: shown(&message),
-                });
+                out.failed.push(ImportFailure::new(path, &shown(&message)));
                 continue;
             }
         };
@@ -970,10 +967,7 @@ pub(crate) fn import_paths(
                     });
                 }
                 Err(worldloom_store::StoreError::Invalid(message)) => {
-                    out.failed.push(ImportFailure {
-                        path: path.clone(),
-                        message: shown(&message),
-                    });
+                    out.failed.push(ImportFailure::new(path, &shown(&message)));
                 }
                 Err(e) => return Err(e.into()),
             }

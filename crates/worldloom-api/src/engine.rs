@@ -70,10 +70,16 @@ pub fn default_settings() -> EngineSettings {
     }
 }
 
+/// An `f32` parameter as the decimal it was written as: the shortest text
+/// that reads back as the same `f32` (`0.6`, not `0.6000000238418579`).
+fn f32_as_written(x: f32) -> f64 {
+    x.to_string().parse().unwrap_or(f64::from(x))
+}
+
 pub(crate) fn params_view(p: &GenerationParams) -> GenerationParamsView {
     GenerationParamsView {
-        temperature: f64::from(p.temperature),
-        top_p: f64::from(p.top_p),
+        temperature: f32_as_written(p.temperature),
+        top_p: f32_as_written(p.top_p),
         top_k: p.top_k.min(u32::MAX as usize) as u32,
         seed: p.seed.to_string(),
         max_new_tokens: p.max_new_tokens.min(u32::MAX as usize) as u32,

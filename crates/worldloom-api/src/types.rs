@@ -751,6 +751,21 @@ pub struct ImportFailure {
     pub message: String,
 }
 
+impl ImportFailure {
+    /// A failure of `path`; a leading `path: ` in `message` (errors name
+    /// their file) is dropped so the path is not shown twice.
+    pub fn new(path: &str, message: &str) -> Self {
+        let message = message
+            .strip_prefix(path)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .unwrap_or(message);
+        Self {
+            path: path.to_owned(),
+            message: message.to_owned(),
+        }
+    }
+}
+
 /// `import_files` response. Files are independent: one failing does not stop
 /// the others.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]

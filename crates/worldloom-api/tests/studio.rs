@@ -1215,6 +1215,12 @@ fn engine_settings_are_checked() {
     .expect_err("bad seed");
     assert_eq!(err.code, ErrorCode::BadRequest);
     assert!(err.message.contains("params.seed"));
+    // Parameters come back as written (model-card defaults), not as f32 noise.
+    let defaults = commands::engine_status(&studio, EmptyRequest {}).expect("status");
+    assert_eq!(
+        (defaults.params.temperature, defaults.params.top_p),
+        (0.6, 0.95)
+    );
     // A key variable that is not set: saved, reported, not ready.
     let status = commands::set_engine(
         &studio,

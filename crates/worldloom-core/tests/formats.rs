@@ -470,7 +470,7 @@ fn a_folder_read_with_the_wrong_gui_format_is_refused_and_cut_xml_is_warned() {
     write(
         &d,
         "step_01.xml",
-        b"<desktop-frame><application name=\"files\"><frame name=\"Rec",
+        b"<desktop-frame>\n<application name=\"files\">\n<frame name=\"Rec",
     );
     write(
         &d,
@@ -491,8 +491,11 @@ fn a_folder_read_with_the_wrong_gui_format_is_refused_and_cut_xml_is_warned() {
     assert_eq!(imported.warnings.len(), 1, "{:?}", imported.warnings);
     let w = &imported.warnings[0];
     assert!(w.path.ends_with("step_01.xml"), "{w}");
-    assert_eq!(w.line, Some(1));
-    assert!(w.message.contains("not well-formed"), "{w}");
+    assert_eq!(w.line, Some(3), "where the text stops");
+    assert!(
+        w.message.contains("not well-formed (line 3, column 17"),
+        "{w}"
+    );
     let kept = imported.trajectories[0].nodes[1]
         .real
         .as_ref()

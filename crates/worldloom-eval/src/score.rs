@@ -152,9 +152,17 @@ pub fn score_rows(rows: &[Map<String, Value>]) -> ScoreReport {
 
 /// Reads and aggregates a predictions or judged file.
 ///
-/// Errors: [`EvalError::Io`]; [`EvalError::Input`] naming a bad line.
+/// Errors: [`EvalError::Io`]; [`EvalError::Input`] naming a bad line, or
+/// the file when it holds no rows.
 pub fn score_file(path: &Path) -> Result<ScoreReport, EvalError> {
-    Ok(score_rows(&read_jsonl(path)?))
+    let rows = read_jsonl(path)?;
+    if rows.is_empty() {
+        return Err(EvalError::Input(format!(
+            "{}: no rows to score (an empty file; `worldloom eval` writes the predictions to score)",
+            path.display()
+        )));
+    }
+    Ok(score_rows(&rows))
 }
 
 fn cell(x: Option<f64>, scale: f64) -> String {
@@ -252,6 +260,18 @@ mod tests {
         // Pooled: mean(3.4, 1.4, 5.0) = 3.2667 → 56.67; macro: (35 + 100) / 2.
         assert!((report.all.judged["total_score"].unwrap() - 56.666_666).abs() < 1e-3);
         assert!((report.macro_overall.unwrap() - 67.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn an_empty_file_is_refused_by_name() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("empty.jsonl");
+        std::fs::write(&path, "\n\n").expect("write");
+        let err = score_file(&path).expect_err("nothing to score");
+        assert!(
+            err.to_string().contains("empty.jsonl: no rows to score"),
+            "{err}"
+        );
     }
 
     #[test]

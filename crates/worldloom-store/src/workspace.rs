@@ -474,11 +474,12 @@ impl Workspace {
             .validate()
             .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
         let path = self.path.clone();
+        let turns = trajectory.edges.len();
         let summary = format!(
-            "import `{}` ({}, {} turns)",
+            "import `{}` ({}, {turns} {})",
             trajectory.id,
             trajectory.domain,
-            trajectory.edges.len()
+            if turns == 1 { "turn" } else { "turns" }
         );
         self.with_change("import", None, &summary, |tx, change| {
             let err = |source| StoreError::Sqlite { path: path.clone(), context: "importing a trajectory".into(), source };

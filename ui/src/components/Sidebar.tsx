@@ -109,7 +109,7 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
                     </span>
                   </span>
                   <span className="traj-meta">
-                    {t.turn_count} turns{t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
+                    {t.turn_count} {t.turn_count === 1 ? "turn" : "turns"}{t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
                     <span className={`score ${fidelityClass(t.lowest_fidelity)}`} title="lowest per-turn fidelity">
                       min {formatScore(t.lowest_fidelity)}
                     </span>

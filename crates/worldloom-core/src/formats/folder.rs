@@ -164,14 +164,31 @@ fn check_xml(
             }
         }
         Err(e) => {
-            let pos = e.pos();
+            // A document cut short ends early: say where the text ends (the
+            // parser reports that error at the start).
+            let (row, col) = if matches!(e, roxmltree::Error::UnexpectedEndOfStream) {
+                let last = text.trim_end().lines().count().max(1);
+                let col = text
+                    .trim_end()
+                    .lines()
+                    .last()
+                    .map_or(0, |l| l.chars().count())
+                    + 1;
+                (last as u32, col as u32)
+            } else {
+                (e.pos().row, e.pos().col)
+            };
+            let what = if matches!(e, roxmltree::Error::UnexpectedEndOfStream) {
+                "the document ends before its elements are closed (a capture cut short?)".to_owned()
+            } else {
+                e.to_string()
+            };
             warnings.push(ImportWarning {
                 path: path.display().to_string(),
-                line: Some(pos.row as usize),
+                line: Some(row as usize),
                 byte_offset: None,
                 message: format!(
-                    "XML is not well-formed (line {}, column {}: {e}); the observation is kept as captured, and its tree shows only what parses",
-                    pos.row, pos.col
+                    "XML is not well-formed (line {row}, column {col}: {what}); the observation is kept as captured, and its tree shows only what parses"
                 ),
             });
         }
