@@ -481,7 +481,7 @@ export function App({ backend }: AppProps) {
 
   const views = useMemo(() => detail?.views ?? [], [detail]);
   const tabs = useMemo(() => tabsFor(views), [views]);
-  const active: ViewTab | undefined = pickTab(tabs, tabId);
+  const active: ViewTab | undefined = pickTab(tabs, tabId, views);
   const view = active ? views[active.view_index] : undefined;
   const needsLines = active && ["html-source", "ax-source", "source", "text"].includes(active.kind);
   const lines = useMemo(

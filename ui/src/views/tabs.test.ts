@@ -27,4 +27,16 @@ describe("tabsFor", () => {
     expect(pickTab(b, a[2]!.id)?.kind).toBe("tree");
     expect(pickTab(b, null)?.kind).toBe("device-tree");
   });
+  it("opens, with no choice yet, on the first view that both sides have", () => {
+    const views = [
+      { ...v("os-xml", "main"), real: { text: "<desktop-frame/>", tree: null, statuses: [] } as unknown as ComparedView["real"] },
+      { ...v("os-table", "step_01.tsv"), real: { text: "t" } as unknown as ComparedView["real"], predicted: { text: "t" } as unknown as ComparedView["predicted"] },
+    ];
+    const tabs = tabsFor(views);
+    expect(pickTab(tabs, null, views)?.label).toBe("Screen + tree (table)");
+    // A tab the user chose stays chosen.
+    expect(pickTab(tabs, tabs[3]!.id, views)?.label).toBe("XML source");
+    // Nothing on both sides: the first tab.
+    expect(pickTab(tabs, null, [views[0]!])?.label).toBe("Screen + tree");
+  });
 });

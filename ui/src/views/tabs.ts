@@ -78,7 +78,18 @@ export function tabsFor(views: readonly ComparedView[]): ViewTab[] {
   return tabs;
 }
 
-/** Keeps the chosen tab's kind when the turn changes, else the first tab. */
-export function pickTab(tabs: readonly ViewTab[], previousId: string | null): ViewTab | undefined {
-  return tabs.find((t) => t.id === previousId) ?? tabs.find((t) => previousId?.endsWith(`:${t.kind}`)) ?? tabs[0];
+/**
+ * Keeps the chosen tab's kind when the turn changes. With no choice yet, the
+ * first tab whose view has both a real and a predicted side (so a prediction
+ * given only as, say, the OS table opens on the table's tabs), else the
+ * first tab.
+ */
+export function pickTab(tabs: readonly ViewTab[], previousId: string | null, views: readonly ComparedView[] = []): ViewTab | undefined {
+  const chosen = tabs.find((t) => t.id === previousId) ?? tabs.find((t) => previousId?.endsWith(`:${t.kind}`));
+  if (chosen) return chosen;
+  const both = (t: ViewTab) => {
+    const view = views[t.view_index];
+    return !!view?.real && !!view.predicted;
+  };
+  return tabs.find(both) ?? tabs[0];
 }
