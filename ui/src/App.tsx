@@ -353,13 +353,16 @@ export function App({ backend }: AppProps) {
     async (which: "undo" | "redo") => {
       try {
         const r = await backend.call(which, {});
-        setNotice(r.change ? `${which === "undo" ? "Undid" : "Redid"}: ${r.change.summary}` : `Nothing to ${which}.`);
+        // The undo log is the workspace's: say so when the change was in another trajectory.
+        const other = r.change?.trajectory_id != null && r.change.trajectory_id !== trajectoryId ? trajectories.find((t) => t.id === r.change?.trajectory_id) : undefined;
+        const where = other ? ` (in ${other.name})` : "";
+        setNotice(r.change ? `${which === "undo" ? "Undid" : "Redid"}: ${r.change.summary}${where}` : `Nothing to ${which}.`);
         reload();
       } catch (e) {
         report(e);
       }
     },
-    [backend, reload, report],
+    [backend, reload, report, trajectoryId, trajectories],
   );
 
   // Keyboard: ←/→ and j/k between turns, Home/End to the ends; Ctrl/Cmd+Z undo, Ctrl/Cmd+Shift+Z (or Ctrl+Y) redo.
