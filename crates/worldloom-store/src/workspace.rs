@@ -996,18 +996,7 @@ impl Workspace {
         let summary = format!("prediction of node {} by `{}`", node.0, prediction.engine);
         let path = self.path.clone();
         self.with_change("add_prediction", Some(key), &summary, |tx, change| {
-            check_live_node(tx, &path, key, node)?;
-            let next: u32 = tx
-                .query_row(
-                    "SELECT coalesce(max(prediction_id) + 1, 0) FROM predictions WHERE trajectory_id = ?1 AND node_id = ?2",
-                    params![key.0, node.0],
-                    |r| r.get(0),
-                )
-                .map_err(tx_err(&path, "numbering a prediction"))?;
-            let mut record = prediction.clone();
-            record.id = PredictionId(next);
-            insert_prediction(tx, key.0, node, &record, change).map_err(tx_err(&path, "adding a prediction"))?;
-            Ok(PredictionId(next))
+            add_next_prediction(tx, &path, key, node, prediction, change)
         })
     }
 
@@ -1026,24 +1015,13 @@ impl Workspace {
         let summary = format!("step node {} with `{}`", node.0, prediction.engine);
         let path = self.path.clone();
         self.with_change("add_prediction", Some(key), &summary, |tx, change| {
-            check_live_node(tx, &path, key, node)?;
-            let next: u32 = tx
-                .query_row(
-                    "SELECT coalesce(max(prediction_id) + 1, 0) FROM predictions WHERE trajectory_id = ?1 AND node_id = ?2",
-                    params![key.0, node.0],
-                    |r| r.get(0),
-                )
-                .map_err(tx_err(&path, "numbering a prediction"))?;
-            let mut record = prediction.clone();
-            record.id = PredictionId(next);
-            insert_prediction(tx, key.0, node, &record, change)
-                .map_err(tx_err(&path, "adding a prediction"))?;
+            let id = add_next_prediction(tx, &path, key, node, prediction, change)?;
             tx.execute(
                 "INSERT INTO chosen_predictions (trajectory_id, node_id, prediction_id, change_id) VALUES (?1, ?2, ?3, ?4)",
-                params![key.0, node.0, next, change.0],
+                params![key.0, node.0, id.0, change.0],
             )
             .map_err(tx_err(&path, "choosing a prediction"))?;
-            Ok(PredictionId(next))
+            Ok(id)
         })
     }
 
@@ -1663,6 +1641,31 @@ fn tx_err(path: &Path, context: &'static str) -> impl Fn(rusqlite::Error) -> Sto
         context: context.into(),
         source,
     }
+}
+
+/// Inserts `prediction` for a live `node` under the next free id (one more
+/// than the highest the node ever had, so ids are never reused).
+fn add_next_prediction(
+    tx: &Transaction<'_>,
+    path: &Path,
+    key: TrajectoryKey,
+    node: NodeId,
+    prediction: &Prediction,
+    change: ChangeId,
+) -> Result<PredictionId> {
+    check_live_node(tx, path, key, node)?;
+    let next: u32 = tx
+        .query_row(
+            "SELECT coalesce(max(prediction_id) + 1, 0) FROM predictions WHERE trajectory_id = ?1 AND node_id = ?2",
+            params![key.0, node.0],
+            |r| r.get(0),
+        )
+        .map_err(tx_err(path, "numbering a prediction"))?;
+    let mut record = prediction.clone();
+    record.id = PredictionId(next);
+    insert_prediction(tx, key.0, node, &record, change)
+        .map_err(tx_err(path, "adding a prediction"))?;
+    Ok(PredictionId(next))
 }
 
 fn check_live_node(
