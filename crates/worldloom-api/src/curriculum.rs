@@ -265,45 +265,21 @@ pub fn import_uploaded(
             tops.insert(first.as_os_str().to_string_lossy().into_owned());
         }
     }
-    // `X.predictions.jsonl` beside an uploaded `X.*` is that file's
-    // predictions sidecar (read with it), not a trajectory of its own.
+    // `X.predictions.jsonl` beside an uploaded `X.*` is read with that file
+    // (the importer looks for it there); one uploaded alone goes to the
+    // importer, which refuses it by name.
     let sidecar_of = |name: &str| name.strip_suffix(".predictions.jsonl").map(str::to_owned);
-    let mut lone_sidecars = Vec::new();
     let paths: Vec<String> = tops
         .iter()
         .filter(|t| match sidecar_of(t.as_str()) {
             None => true,
-            Some(stem) => {
-                let has_trajectory = tops.iter().any(|o| {
-                    sidecar_of(o).is_none()
-                        && Path::new(o).file_stem().is_some_and(|s| s == stem.as_str())
-                });
-                if !has_trajectory {
-                    lone_sidecars.push((*t).clone());
-                }
-                false
-            }
+            Some(stem) => !tops.iter().any(|o| {
+                sidecar_of(o).is_none()
+                    && Path::new(o).file_stem().is_some_and(|s| s == stem.as_str())
+            }),
         })
         .map(|t| dir.path().join(t).display().to_string())
         .collect();
     let prefix = format!("{}/", dir.path().display());
-    let mut resp = if paths.is_empty() {
-        ImportFilesResponse {
-            imported: Vec::new(),
-            failed: Vec::new(),
-            warnings: Vec::new(),
-        }
-    } else {
-        import_paths(studio, &paths, Some(&prefix))?
-    };
-    for name in lone_sidecars {
-        let stem = name.trim_end_matches(".predictions.jsonl");
-        resp.failed.push(ImportFailure {
-            message: format!(
-                "a predictions sidecar is read with its trajectory: upload `{stem}.json` (or the trajectory it belongs to) together with it"
-            ),
-            path: name,
-        });
-    }
-    Ok(resp)
+    import_paths(studio, &paths, Some(&prefix))
 }

@@ -1146,7 +1146,10 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
     assert_eq!(lone.failed.len(), 1);
     assert_eq!(lone.failed[0].path, "lonely.predictions.jsonl");
     assert!(
-        lone.failed[0].message.contains("upload `lonely.json`"),
+        lone.failed[0]
+            .message
+            .contains("a predictions sidecar, not a trajectory")
+            && lone.failed[0].message.contains("`lonely.json`"),
         "{}",
         lone.failed[0].message
     );
