@@ -166,22 +166,15 @@ fn check_xml(
         Err(e) => {
             // A document cut short ends early: say where the text ends (the
             // parser reports that error at the start).
-            let (row, col) = if matches!(e, roxmltree::Error::UnexpectedEndOfStream) {
-                let last = text.trim_end().lines().count().max(1);
-                let col = text
-                    .trim_end()
-                    .lines()
-                    .last()
-                    .map_or(0, |l| l.chars().count())
-                    + 1;
-                (last as u32, col as u32)
+            let (row, col, what) = if matches!(e, roxmltree::Error::UnexpectedEndOfStream) {
+                let body = text.trim_end();
+                let row = body.lines().count().max(1);
+                let col = body.lines().last().map_or(0, |l| l.chars().count()) + 1;
+                let what =
+                    "the document ends before its elements are closed (a capture cut short?)";
+                (row as u32, col as u32, what.to_owned())
             } else {
-                (e.pos().row, e.pos().col)
-            };
-            let what = if matches!(e, roxmltree::Error::UnexpectedEndOfStream) {
-                "the document ends before its elements are closed (a capture cut short?)".to_owned()
-            } else {
-                e.to_string()
+                (e.pos().row, e.pos().col, e.to_string())
             };
             warnings.push(ImportWarning {
                 path: path.display().to_string(),
