@@ -2,7 +2,7 @@
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
-import { createBackend } from "./backend/backend";
+import { createBackend } from "./backend/create";
 import "./styles/app.css";
 
 const root = createRoot(document.getElementById("root")!);

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { BackendError } from "./backend";
+import { BackendError } from "./error";
 import { HttpBackend, parseSseChunk, takeTokenFromLocation } from "./http";
 
 const ALL = { query: null, domain: null, has_branches: null, max_fidelity: null, sort: null };

@@ -6,7 +6,8 @@
  * travels in the header rather than in a URL.
  */
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
-import { BackendError, errorFromBody, type Backend } from "./backend";
+import type { Backend } from "./backend";
+import { BackendError, errorFromBody } from "./error";
 
 /** Where the access token is kept for this tab (`sessionStorage`: it survives reloads, not the tab). */
 export const TOKEN_STORAGE_KEY = "worldloom.token";

@@ -20,7 +20,8 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
-import { errorFromBody, type Backend } from "./backend";
+import type { Backend } from "./backend";
+import { errorFromBody } from "./error";
 
 /** The event the shell sends menu actions under (`src-tauri/src/shell.rs`, `MENU_EVENT`). */
 export const MENU_EVENT = "worldloom://menu";

@@ -43,7 +43,8 @@ import type {
   ValidationProblem,
   ValidationReport,
 } from "../api/lab";
-import { BackendError, type Backend } from "../backend/backend";
+import type { Backend } from "../backend/backend";
+import { BackendError } from "../backend/error";
 import { rawToForm, syntaxFor } from "../model/actionForm";
 import { statusCounts } from "../model/tree";
 import { mockDiff, mockParse } from "./mockTrees";
