@@ -477,6 +477,7 @@ pub fn get_trajectory(
             fidelity,
         });
     }
+    let mut perturbations = ws.perturbations(key)?;
     let edges = st
         .trajectory
         .edges
@@ -488,6 +489,7 @@ pub fn get_trajectory(
             to: e.to.0,
             action: convert::action(&e.action),
             edited_from: e.edited_from.map(|x| x.0),
+            perturbation: perturbations.remove(&e.id),
         })
         .collect();
     Ok(GetTrajectoryResponse {

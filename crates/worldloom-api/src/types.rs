@@ -493,6 +493,9 @@ pub struct TreeEdgeView {
     pub action: ActionView,
     /// The edge this one was edited from (a branch), if any.
     pub edited_from: Option<u32>,
+    /// The control instruction added to the world model's prompt for this
+    /// edge's turn (`set_perturbation`), if any.
+    pub perturbation: Option<String>,
 }
 
 /// One turn of a branch, for the timeline.

@@ -256,6 +256,13 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     assert_eq!(t.branches[1].forks_at_turn, Some(2));
     // The original is unchanged.
     assert_eq!(t.edges[1].action.raw, "fill('4', 'wool')");
+    // The tree carries each edge's control instruction; the edited sibling has none.
+    let perturbed: Vec<(u32, &str)> = t
+        .edges
+        .iter()
+        .filter_map(|e| Some((e.edge_id, e.perturbation.as_deref()?)))
+        .collect();
+    assert_eq!(perturbed, vec![(1, "the login session has expired")]);
     // Empty actions and unknown edges are refused.
     let err = commands::edit_action(
         &studio,

@@ -579,7 +579,12 @@ action: ActionView,
 /**
  * The edge this one was edited from (a branch), if any.
  */
-edited_from: number | null, };
+edited_from: number | null, 
+/**
+ * The control instruction added to the world model's prompt for this
+ * edge's turn (`set_perturbation`), if any.
+ */
+perturbation: string | null, };
 
 export type TurnSummary = { 
 /**

@@ -679,7 +679,7 @@ export class MockBackend implements Backend {
           has_authored: n.authored !== null,
           fidelity: this.fidelity(n, this.shown(n, null)),
         }));
-        const edges: TreeEdgeView[] = t.edges.map((e) => ({ edge_id: e.id, from: e.from, to: e.to, action: actionView(e.action, t.fixture.domain), edited_from: e.edited_from }));
+        const edges: TreeEdgeView[] = t.edges.map((e) => ({ edge_id: e.id, from: e.from, to: e.to, action: actionView(e.action, t.fixture.domain), edited_from: e.edited_from, perturbation: e.perturbation }));
         return { trajectory: this.summary(t), branches: this.branches(t), nodes, edges };
       }
       case "get_branch": {
