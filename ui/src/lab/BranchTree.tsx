@@ -2,7 +2,8 @@
  * The branch tree (`region "Branch tree"`) drawn with React Flow (xyflow):
  * one node per state, coloured by kind (real / predicted / authored / empty)
  * with its fidelity, one edge per action labelled with its summary (dashed
- * when the action was edited from another). Clicking a node jumps to that
+ * when the action was edited from another, marked ⚡ when the edge carries a
+ * control instruction). Clicking a node jumps to that
  * branch and turn. Leaves carry a checkbox; with two checked, "Compare"
  * opens the side-by-side comparison.
  */
@@ -61,8 +62,6 @@ export interface BranchTreeProps {
   currentBranch: string | null;
   /** Nodes on the current branch's path. */
   pathNodes: ReadonlySet<number>;
-  /** Control instructions by edge id. */
-  perturbedEdges: ReadonlyMap<number, string>;
   selected: string[];
   onSelect: (branchIds: string[]) => void;
   onJump: (nodeId: number) => void;
@@ -70,9 +69,10 @@ export interface BranchTreeProps {
   colorMode: "light" | "dark";
 }
 
-export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, perturbedEdges, selected, onSelect, onJump, onCompare, colorMode }: BranchTreeProps) {
+export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, selected, onSelect, onJump, onCompare, colorMode }: BranchTreeProps) {
   const flow = useMemo(() => {
     const placed = layoutTree(nodes, edges, GRID);
+    const perturbation = new Map(edges.map((e) => [e.edge_id, e.perturbation]));
     const leafOf = new Map(branches.map((b) => [b.leaf_node, b]));
     const toggle = (id: string) => onSelect(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected.slice(-1), id]);
     const fnodes: Array<Node<StateData>> = nodes.map((n) => {
@@ -90,7 +90,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
           onPath: pathNodes.has(n.node_id),
           leafOf: leafOf.get(n.node_id) ?? null,
           checked: selected.includes(String(n.node_id)),
-          perturbed: n.parent_edge !== null ? (perturbedEdges.get(n.parent_edge) ?? null) : null,
+          perturbed: n.parent_edge !== null ? (perturbation.get(n.parent_edge) ?? null) : null,
           onCheck: toggle,
         },
       };
@@ -101,7 +101,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
         id: `e${e.edge_id}`,
         source: String(e.from),
         target: String(e.to),
-        label: perturbedEdges.has(e.edge_id) ? `⚡ ${summary}` : summary,
+        label: e.perturbation ? `⚡ ${summary}` : summary,
         className: `flow-edge${e.edited_from !== null ? " is-edited" : ""}${pathNodes.has(e.to) ? " on-path" : ""}`,
         labelBgPadding: [4, 2] as [number, number],
         labelBgBorderRadius: 3,
@@ -109,7 +109,7 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, per
       };
     });
     return { fnodes, fedges };
-  }, [nodes, edges, branches, currentNode, pathNodes, perturbedEdges, selected, onSelect]);
+  }, [nodes, edges, branches, currentNode, pathNodes, selected, onSelect]);
 
   return (
     <section className="branch-tree" role="region" aria-label="Branch tree">

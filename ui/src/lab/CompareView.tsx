@@ -2,10 +2,9 @@
  * Two branches turn by turn, side by side (`compare_branches`): each turn's
  * action, kind and fidelity, and the shown observation text of both.
  */
-import { useEffect, useState } from "react";
-import type { CompareRow } from "../api/lab";
 import type { BranchSummary, TurnSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
+import { useCompare } from "../data/queries";
 import { formatScore } from "../components/format";
 import { KindBadge, kindOfTurn } from "./Kinds";
 
@@ -36,18 +35,9 @@ function Side({ t, text }: { t: TurnSummary | null; text: string | null }) {
 }
 
 export function CompareView({ backend, trajectoryId, left, right, onClose }: CompareViewProps) {
-  const [rows, setRows] = useState<CompareRow[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    let stale = false;
-    backend
-      .call("compare_branches", { trajectory_id: trajectoryId, left: left.id, right: right.id })
-      .then((r) => !stale && setRows(r.rows))
-      .catch((e) => !stale && setError(e instanceof Error ? e.message : String(e)));
-    return () => {
-      stale = true;
-    };
-  }, [backend, trajectoryId, left.id, right.id]);
+  const compare = useCompare(backend, trajectoryId, left.id, right.id);
+  const rows = compare.data?.rows ?? null;
+  const error = compare.error ? compare.error.message : null;
   return (
     <section className="compare-view" role="region" aria-label="Branch comparison">
       <header className="compare-head">

@@ -1,27 +1,20 @@
 /** The undo log (`history`): newest first, with each change's state. */
-import { useEffect, useState } from "react";
-import type { ChangeSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
+import { useHistory } from "../data/queries";
 import { Modal } from "./Modal";
 
 /** Props of {@link HistoryDialog}. */
 export interface HistoryDialogProps {
   backend: Backend;
-  version: number;
   onClose: () => void;
   onUndo: () => void;
   onRedo: () => void;
 }
 
-export function HistoryDialog({ backend, version, onClose, onUndo, onRedo }: HistoryDialogProps) {
-  const [changes, setChanges] = useState<ChangeSummary[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    backend
-      .call("history", {})
-      .then((r) => setChanges(r.changes))
-      .catch((e) => setError(e instanceof Error ? e.message : String(e)));
-  }, [backend, version]);
+export function HistoryDialog({ backend, onClose, onUndo, onRedo }: HistoryDialogProps) {
+  const history = useHistory(backend);
+  const changes = history.data?.changes ?? [];
+  const error = history.error ? history.error.message : null;
   return (
     <Modal
       title="History"

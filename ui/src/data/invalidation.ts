@@ -1,0 +1,51 @@
+/**
+ * Which cached replies a change touches. A studio event (or a command this
+ * window ran) names the trajectory it changed; only that trajectory's keys,
+ * the list (its counts and fidelity) and the undo state are refetched.
+ */
+import type { QueryClient, QueryKey } from "@tanstack/react-query";
+import type { StudioEvent } from "../api/types";
+import { keys } from "./keys";
+
+/**
+ * The key prefixes a stored change touches: one trajectory's tree, branches,
+ * turns and comparisons, or every trajectory's when `trajectoryId` is `null`
+ * (a workspace-wide change such as an import); always the list, the undo
+ * state and the history.
+ */
+export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
+  const ids = trajectoryId === null ? [] : [trajectoryId];
+  return [
+    keys.trajectories(),
+    ["get_trajectory", ...ids],
+    ["get_branch", ...ids],
+    ["get_turn", ...ids],
+    ["compare_branches", ...ids],
+    keys.workspace(),
+    keys.history(),
+  ];
+}
+
+/**
+ * The key prefixes a studio event touches; none for events that change
+ * nothing stored (`hello`, `step_delta`, a step that stored nothing).
+ */
+export function keysTouchedBy(event: StudioEvent): QueryKey[] {
+  switch (event.type) {
+    case "workspace_changed":
+      // The engine is a workspace setting, not a trajectory change.
+      return event.kind === "set_engine" ? [keys.engine()] : keysTouchedByChange(event.trajectory_id);
+    case "prediction_added":
+    case "rollout_progress":
+      return keysTouchedByChange(event.trajectory_id);
+    case "step_finished":
+      return event.prediction_id === null ? [] : keysTouchedByChange(event.trajectory_id);
+    default:
+      return [];
+  }
+}
+
+/** Marks the replies under each prefix stale; those on screen refetch. */
+export function invalidate(client: QueryClient, prefixes: QueryKey[]): Promise<void> {
+  return Promise.all(prefixes.map((queryKey) => client.invalidateQueries({ queryKey }))).then(() => undefined);
+}

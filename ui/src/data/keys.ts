@@ -1,0 +1,30 @@
+/**
+ * Query keys of the studio's data: `[command, ...ids]`, one key per API
+ * command and the ids that select its reply. A key's prefix names every
+ * reply of one command for one trajectory (`["get_branch", trajectory_id]`),
+ * which is what a change to that trajectory invalidates (`invalidation.ts`).
+ */
+import type { QueryKey } from "@tanstack/react-query";
+
+/** The request every `list_trajectories` call sends: the whole list (the sidebar filters it locally). */
+export const ALL_TRAJECTORIES = { query: null, domain: null, has_branches: null, max_fidelity: null, sort: null };
+
+/** Key builders, one per command the views read. */
+export const keys = {
+  /** `list_trajectories` (the whole list). */
+  trajectories: () => ["list_trajectories"] as const,
+  /** `get_trajectory`: summary, branches and the live tree. */
+  trajectory: (trajectoryId: string) => ["get_trajectory", trajectoryId] as const,
+  /** `get_branch`: one branch's turns. */
+  branch: (trajectoryId: string, branchId: string) => ["get_branch", trajectoryId, branchId] as const,
+  /** `get_turn`: one state, with the prediction shown (`null`: the chosen one). */
+  turn: (trajectoryId: string, nodeId: number, predictionId: number | null) => ["get_turn", trajectoryId, nodeId, predictionId] as const,
+  /** `compare_branches`. */
+  compare: (trajectoryId: string, left: string, right: string) => ["compare_branches", trajectoryId, left, right] as const,
+  /** `workspace_info` (undo / redo availability). */
+  workspace: () => ["workspace_info"] as const,
+  /** `history` (the undo log). */
+  history: () => ["history"] as const,
+  /** `engine_status`. */
+  engine: () => ["engine_status"] as const,
+} satisfies Record<string, (...ids: never[]) => QueryKey>;
