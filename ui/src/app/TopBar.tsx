@@ -5,6 +5,7 @@
  */
 import type { EngineStatus } from "../api/lab";
 import type { BranchSummary, TrajectorySummary } from "../api/types";
+import { RadioSeg } from "../lab/DialogParts";
 import type { DialogName } from "./Dialogs";
 import type { MainView } from "./navigation";
 import type { Theme } from "./preferences";
@@ -50,14 +51,16 @@ export function TopBar({ trajectory, branches, branchId, onBranch, mainView, onV
           ))}
         </select>
       ) : null}
-      <div className="seg" role="group" aria-label="Main view">
-        <button type="button" aria-pressed={mainView === "turn"} onClick={() => onView("turn")}>
-          Turn
-        </button>
-        <button type="button" aria-pressed={mainView === "tree"} onClick={() => onView("tree")}>
-          Branch tree
-        </button>
-      </div>
+      <RadioSeg<MainView>
+        as="pressed"
+        label="Main view"
+        options={[
+          ["turn", "Turn"],
+          ["tree", "Branch tree"],
+        ]}
+        value={mainView}
+        onChange={onView}
+      />
       <div className="toolbar-group" role="group" aria-label="Edit history">
         <button type="button" aria-label="Undo" title="Undo (Ctrl/Cmd+Z)" disabled={!canUndo} onClick={() => onUndoRedo("undo")}>
           ↶

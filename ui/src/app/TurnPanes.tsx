@@ -66,7 +66,8 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
     // Prefer the back end's line diff, so the view and the line-ratio metric agree.
     return view.line_diff ? sideBySideFromOps(real, predicted, view.line_diff.ops) : sideBySideLines(real, predicted);
   }, [needsLines, view]);
-  const onTab = (t: ViewTab) => setTabId(t.id);
+  /** What both panes show alike: the tabs, the view and its lines, the real state's metadata. */
+  const shared = { tabs, active, onTab: (t: ViewTab) => setTabId(t.id), view, lines, meta: detail?.real_meta };
 
   const shownPrediction = detail?.predictions.find((p) => p.id === detail.prediction_id) ?? null;
   const predictedKind = detail?.predicted_kind ?? null;
@@ -156,12 +157,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
         side="real"
         title="Real observation"
         titleExtra={detail?.views.some((v) => v.real) ? <KindBadge kind="real" /> : <KindBadge kind="empty" label="not recorded" />}
-        tabs={tabs}
-        active={active}
-        onTab={onTab}
-        view={view}
-        lines={lines}
-        meta={detail?.real_meta}
+        {...shared}
         banner={detail?.real_error ? `Step error: ${detail.real_error}` : null}
         emptyMessage={detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null}
       />
@@ -169,12 +165,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
         side="predicted"
         title="Predicted observation"
         titleExtra={predictedKind ? <KindBadge kind={predictedKind} /> : null}
-        tabs={tabs}
-        active={active}
-        onTab={onTab}
-        view={view}
-        lines={lines}
-        meta={detail?.real_meta}
+        {...shared}
         headerExtra={
           <>
             {picker}

@@ -9,6 +9,7 @@ import type { ParsedActionReply } from "../api/lab";
 import type { Domain } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { actionSpace, emptyForm, formProblem, formToRaw, rawToForm, syntaxFor, type ActionForm } from "../model/actionForm";
+import { DialogFooter, ErrorLine, Field, RadioSeg, errorMessage, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** Props of {@link ActionDialog}. */
@@ -30,8 +31,7 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
   const [form, setForm] = useState<ActionForm>(initialForm ?? emptyForm(syntax));
   const [raw, setRaw] = useState(initialRaw);
   const [check, setCheck] = useState<ParsedActionReply | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useBusyAction();
 
   const problem = mode === "form" ? formProblem(syntax, form) : raw.trim() === "" ? "the action is empty" : null;
   const text = mode === "form" && !problem ? formToRaw(syntax, form) : mode === "raw" ? raw : "";
@@ -47,7 +47,7 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
       backend
         .call("parse_action", { domain, raw: text })
         .then((r) => !stale && setCheck(r))
-        .catch((e) => !stale && setCheck({ format: "", parsed: null, error: e instanceof Error ? e.message : String(e), summary: "" }));
+        .catch((e) => !stale && setCheck({ format: "", parsed: null, error: errorMessage(e), summary: "" }));
     }, 200);
     return () => {
       stale = true;
@@ -71,46 +71,28 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
   };
 
   const spec = space.find((a) => a.name === form.name);
-  const save = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await onSave(text);
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-      setBusy(false);
-    }
-  };
 
   return (
     <Modal
       title={title}
       onClose={onClose}
-      footer={
-        <>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="primary" disabled={busy || !!problem} onClick={() => void save()}>
-            {saveLabel}
-          </button>
-        </>
-      }
+      footer={<DialogFooter closeLabel="Cancel" onClose={onClose} primary={{ label: saveLabel, disabled: !!busy || !!problem, onClick: () => void run(() => onSave(text)) }} />}
     >
       {space.length > 0 ? (
-        <div className="seg" role="group" aria-label="Action editor mode">
-          <button type="button" aria-pressed={mode === "form"} onClick={() => switchMode("form")}>
-            Form
-          </button>
-          <button type="button" aria-pressed={mode === "raw"} onClick={() => switchMode("raw")}>
-            Raw text
-          </button>
-        </div>
+        <RadioSeg
+          as="pressed"
+          label="Action editor mode"
+          options={[
+            ["form", "Form"],
+            ["raw", "Raw text"],
+          ]}
+          value={mode}
+          onChange={switchMode}
+        />
       ) : null}
       {mode === "form" && spec ? (
         <div className="action-form">
-          <label className="field">
-            <span>Action</span>
+          <Field label="Action">
             <select aria-label="Action name" value={form.name} onChange={(e) => setForm({ name: e.target.value, values: { ...emptyForm(syntax, e.target.value).values, ...pick(form.values, e.target.value, syntax) } })}>
               {space.map((a) => (
                 <option key={a.name} value={a.name}>
@@ -118,27 +100,30 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
                 </option>
               ))}
             </select>
-          </label>
+          </Field>
           {spec.params.map((p) =>
             p.kind === "json" ? (
-              <label key={p.name} className="field">
-                <span>{p.name} (JSON)</span>
+              <Field key={p.name} label={`${p.name} (JSON)`}>
                 <textarea aria-label={p.name} rows={5} value={form.values[p.name] ?? ""} onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })} />
-              </label>
+              </Field>
             ) : (
-              <label key={p.name} className="field">
-                <span>
-                  {p.name}
-                  {p.optional ? " (optional)" : ""}
-                  {p.kind === "list" ? " (comma-separated)" : ""}
-                </span>
+              <Field
+                key={p.name}
+                label={
+                  <>
+                    {p.name}
+                    {p.optional ? " (optional)" : ""}
+                    {p.kind === "list" ? " (comma-separated)" : ""}
+                  </>
+                }
+              >
                 <input
                   aria-label={p.name}
                   inputMode={p.kind === "number" ? "decimal" : undefined}
                   value={form.values[p.name] ?? ""}
                   onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })}
                 />
-              </label>
+              </Field>
             ),
           )}
           <div className="field">
@@ -147,19 +132,14 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           </div>
         </div>
       ) : (
-        <label className="field">
-          <span>Raw action</span>
+        <Field label="Raw action">
           <textarea aria-label="Raw action" className="mono" rows={6} value={raw} onChange={(e) => setRaw(e.target.value)} />
-        </label>
+        </Field>
       )}
       <p className={problem || check?.error ? "check-line warn" : "check-line"} role="status" aria-label="Action check">
         {problem ? problem : check ? (check.error ? `${check.format || "action"}: ${check.error}` : `${check.format}: ${check.summary}${check.parsed ? " ✓ parsed" : ""}`) : "checking…"}
       </p>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

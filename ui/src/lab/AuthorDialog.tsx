@@ -8,6 +8,7 @@ import type { ValidationReport } from "../api/lab";
 import type { Representation } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { CodeEditor, type CodeEditorHandle } from "./CodeEditor";
+import { DialogFooter, ErrorLine, Field, errorMessage, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 const REPRESENTATIONS: Representation[] = ["html", "axtree", "os-xml", "os-table", "android-xml", "json", "text"];
@@ -31,8 +32,7 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
   const [report, setReport] = useState<ValidationReport | null>(null);
   const [checkedText, setCheckedText] = useState<string | null>(null);
   const [confirm, setConfirm] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useBusyAction();
   const editor = useRef<CodeEditorHandle>(null);
   const textRef = useRef(text);
 
@@ -44,15 +44,13 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
       setCheckedText(current);
       return r;
     } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
+      setError(errorMessage(e));
       return null;
     }
   };
 
-  const save = async (force: boolean) => {
-    setBusy(true);
-    setError(null);
-    try {
+  const save = (force: boolean) =>
+    run(async () => {
       const r = checkedText === textRef.current && report ? report : await validate();
       if (!r) return;
       if (!r.ok && !force) {
@@ -61,12 +59,7 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
       }
       await backend.call("author_observation", { trajectory_id: trajectoryId, node_id: nodeId, representation, text: textRef.current, based_on_prediction: basedOnPrediction, note: note.trim() || null });
       await onSaved();
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   return (
     <Modal
@@ -74,28 +67,24 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
       onClose={onClose}
       wide
       footer={
-        <>
-          <button type="button" onClick={() => void validate()} disabled={busy}>
-            Validate
-          </button>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          {confirm ? (
-            <button type="button" className="danger" onClick={() => void save(true)} disabled={busy}>
-              Save with problems
+        <DialogFooter
+          before={
+            <button type="button" onClick={() => void validate()} disabled={!!busy}>
+              Validate
             </button>
-          ) : (
-            <button type="button" className="primary" onClick={() => void save(false)} disabled={busy}>
-              Save authored observation
-            </button>
-          )}
-        </>
+          }
+          closeLabel="Cancel"
+          onClose={onClose}
+          primary={
+            confirm
+              ? { label: "Save with problems", tone: "danger", disabled: !!busy, onClick: () => void save(true) }
+              : { label: "Save authored observation", disabled: !!busy, onClick: () => void save(false) }
+          }
+        />
       }
     >
       <div className="row">
-        <label className="field">
-          <span>Representation</span>
+        <Field label="Representation">
           <select aria-label="Representation" value={representation} onChange={(e) => { setRepresentation(e.target.value as Representation); setReport(null); }}>
             {REPRESENTATIONS.map((r) => (
               <option key={r} value={r}>
@@ -103,11 +92,10 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
               </option>
             ))}
           </select>
-        </label>
-        <label className="field grow">
-          <span>Note (why this state)</span>
+        </Field>
+        <Field label="Note (why this state)" grow>
           <input aria-label="Note" value={note} onChange={(e) => setNote(e.target.value)} placeholder="e.g. the cart is empty after a timeout" />
-        </label>
+        </Field>
       </div>
       <CodeEditor
         ref={editor}
@@ -144,11 +132,7 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
           <p className="muted">Validate to run the observation parser.</p>
         )}
       </div>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

@@ -6,6 +6,7 @@ import type { BranchSummary, TurnSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { useCompare } from "../data/queries";
 import { formatScore } from "../components/format";
+import { ErrorLine } from "./DialogParts";
 import { KindBadge, kindOfTurn } from "./Kinds";
 
 /** Props of {@link CompareView}. */
@@ -49,7 +50,7 @@ export function CompareView({ backend, trajectoryId, left, right, onClose }: Com
           Back to the tree
         </button>
       </header>
-      {error ? <p className="error" role="alert">{error}</p> : null}
+      <ErrorLine error={error} />
       <div className="cmp-table" role="table" aria-label="Turns side by side">
         <div className="cmp-row cmp-header" role="row">
           <span role="columnheader">turn</span>

@@ -10,6 +10,7 @@ import { useState } from "react";
 import type { EngineSettings, EngineStatus, GenerationParamsView, ModelDirInfo, ModelDtype } from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { formatBytes, formatParams } from "./format";
+import { DialogFooter, ErrorLine, Field, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** The model card's generation defaults (Qwen3.5 / Qwen-AgentWorld thinking mode). */
@@ -52,23 +53,17 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
   const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
   const [params, setParams] = useState<GenerationParamsView>(() => roundParams(status?.params ?? MODEL_CARD_PARAMS));
   const [info, setInfo] = useState<ModelDirInfo | null>(null);
-  const [busy, setBusy] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(status?.error ?? null);
+  const { busy, error, setError, run } = useBusyAction(status?.error ?? null);
 
-  const inspect = async () => {
-    setBusy("Inspecting…");
-    setError(null);
-    try {
-      const i = await backend.call("inspect_model_dir", { path: modelDir.trim() });
+  const inspect = () =>
+    run(async () => {
+      const i = await backend.call("inspect_model_dir", { path: modelDir.trim() }).catch((e: unknown) => {
+        setInfo(null);
+        throw e;
+      });
       setInfo(i);
       if (i.devices.length > 0 && !i.devices.includes(device)) setDevice(i.devices[0]!);
-    } catch (e) {
-      setInfo(null);
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(null);
-    }
-  };
+    }, "Inspecting…");
 
   const settings = (): EngineSettings =>
     kind === "baseline"
@@ -77,23 +72,18 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
         ? { kind, model_dir: modelDir.trim(), device, dtype }
         : { kind, base_url: baseUrl.trim(), model: model.trim(), api_key_env: keyEnv.trim() || null };
 
-  const save = async () => {
-    setBusy(kind === "local" ? "Loading the model…" : "Saving…");
-    setError(null);
-    try {
-      const st = await backend.call("set_engine", { settings: settings(), params });
-      if (st.error) setError(st.error);
-      else onSaved(st);
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(null);
-    }
-  };
+  const save = () =>
+    run(
+      async () => {
+        const st = await backend.call("set_engine", { settings: settings(), params });
+        if (st.error) setError(st.error);
+        else onSaved(st);
+      },
+      kind === "local" ? "Loading the model…" : "Saving…",
+    );
 
   const num = (key: keyof GenerationParamsView, label: string, step: string) => (
-    <label className="field">
-      <span>{label}</span>
+    <Field label={label}>
       <input
         type="number"
         step={step}
@@ -101,7 +91,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
         value={String(params[key])}
         onChange={(e) => setParams({ ...params, [key]: e.target.value === "" ? 0 : Number(e.target.value) })}
       />
-    </label>
+    </Field>
   );
   const flag = (key: keyof GenerationParamsView, label: string) => (
     <label className="check">
@@ -116,15 +106,16 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       onClose={onClose}
       wide
       footer={
-        <>
-          {busy ? <span className="muted" role="status">{busy}</span> : null}
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="primary" disabled={!!busy || (kind === "local" && !modelDir.trim()) || (kind === "openai" && (!baseUrl.trim() || !model.trim()))} onClick={() => void save()}>
-            Save engine
-          </button>
-        </>
+        <DialogFooter
+          before={busy ? <span className="muted" role="status">{busy}</span> : null}
+          closeLabel="Cancel"
+          onClose={onClose}
+          primary={{
+            label: "Save engine",
+            disabled: !!busy || (kind === "local" && !modelDir.trim()) || (kind === "openai" && (!baseUrl.trim() || !model.trim())),
+            onClick: () => void save(),
+          }}
+        />
       }
     >
       <fieldset className="engine-kinds">
@@ -142,21 +133,27 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
         ))}
       </fieldset>
       {kind === "baseline" ? (
-        <label className="field">
-          <span>Baseline</span>
+        <Field label="Baseline">
           <select aria-label="Baseline engine" value={baseline} onChange={(e) => setBaseline(e.target.value)}>
             <option value="copy">copy — repeat the current observation</option>
             <option value="replay">replay — the recorded next observation</option>
           </select>
-        </label>
+        </Field>
       ) : null}
       {kind === "local" ? (
         <div className="engine-local">
           <div className="row">
-            <label className="field grow">
-              <span>Model directory</span>
-              <input aria-label="Model directory" value={modelDir} placeholder="/models/Qwen-AgentWorld-35B-A3B" onChange={(e) => { setModelDir(e.target.value); setInfo(null); }} />
-            </label>
+            <Field label="Model directory" grow>
+              <input
+                aria-label="Model directory"
+                value={modelDir}
+                placeholder="/models/Qwen-AgentWorld-35B-A3B"
+                onChange={(e) => {
+                  setModelDir(e.target.value);
+                  setInfo(null);
+                }}
+              />
+            </Field>
             <button type="button" disabled={!modelDir.trim() || !!busy} onClick={() => void inspect()}>
               Inspect
             </button>
@@ -185,39 +182,34 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
             <p className="muted">Inspect the directory to see its architecture, parameters and memory per dtype before loading it.</p>
           )}
           <div className="row">
-            <label className="field">
-              <span>Device</span>
+            <Field label="Device">
               <select aria-label="Device" value={device} onChange={(e) => setDevice(e.target.value)}>
                 {(info?.devices.length ? info.devices : ["cpu", "cuda:0", "metal"]).map((d) => (
                   <option key={d} value={d}>{d}</option>
                 ))}
               </select>
-            </label>
-            <label className="field">
-              <span>Dtype</span>
+            </Field>
+            <Field label="Dtype">
               <select aria-label="Dtype" value={dtype} onChange={(e) => setDtype(e.target.value as ModelDtype)}>
                 {(["f32", "bf16", "f16"] as ModelDtype[]).map((d) => (
                   <option key={d} value={d}>{d}</option>
                 ))}
               </select>
-            </label>
+            </Field>
           </div>
         </div>
       ) : null}
       {kind === "openai" ? (
         <div className="engine-openai">
-          <label className="field">
-            <span>Base URL</span>
+          <Field label="Base URL">
             <input aria-label="Base URL" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
-          </label>
-          <label className="field">
-            <span>Model</span>
+          </Field>
+          <Field label="Model">
             <input aria-label="Model" value={model} onChange={(e) => setModel(e.target.value)} />
-          </label>
-          <label className="field">
-            <span>API key environment variable</span>
+          </Field>
+          <Field label="API key environment variable">
             <input aria-label="API key environment variable" value={keyEnv} placeholder="OPENAI_API_KEY (empty: no key)" onChange={(e) => setKeyEnv(e.target.value)} />
-          </label>
+          </Field>
           <p className="muted">The key is read from this variable of the back end's environment at each call; it is never typed here or stored in the workspace.</p>
         </div>
       ) : null}
@@ -233,10 +225,9 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           {num("top_p", "Top p", "0.01")}
           {num("top_k", "Top k", "1")}
           {num("max_new_tokens", "Max new tokens", "1")}
-          <label className="field">
-            <span>Seed</span>
+          <Field label="Seed">
             <input aria-label="Seed" value={params.seed} inputMode="numeric" onChange={(e) => setParams({ ...params, seed: e.target.value.replace(/[^0-9]/g, "") || "0" })} />
-          </label>
+          </Field>
         </div>
         <div className="row">
           {flag("enable_thinking", "Thinking (reasoning)")}
@@ -244,11 +235,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           {flag("stop_after_observation", "Stop after the observation")}
         </div>
       </fieldset>
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

@@ -9,6 +9,7 @@ import type { CurriculumExport } from "../api/lab";
 import type { BranchSummary, CurriculumFormat } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { formatBytes } from "./format";
+import { DialogFooter, ErrorLine, Field, RadioSeg, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 const PREVIEW_ROWS = 5;
@@ -31,8 +32,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
   const [path, setPath] = useState("");
   const [result, setResult] = useState<CurriculumExport | null>(null);
   const [written, setWritten] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useBusyAction();
 
   const request = (preview_limit: number, p: string | null) => ({
     selection: byTag ? [] : picked.map((branch_id) => ({ trajectory_id: trajectoryId, branch_id })),
@@ -43,10 +43,8 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
   });
   const ready = byTag ? tag.trim() !== "" : picked.length > 0;
 
-  const run = async (what: "preview" | "write" | "download") => {
-    setBusy(true);
-    setError(null);
-    try {
+  const exportAs = (what: "preview" | "write" | "download") =>
+    run(async () => {
       if (what === "preview") {
         setResult(await backend.call("export_curriculum", request(PREVIEW_ROWS, null)));
       } else if (what === "write") {
@@ -66,12 +64,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
         a.remove();
         window.setTimeout(() => URL.revokeObjectURL(url), 1000);
       }
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   return (
     <Modal
@@ -79,35 +72,36 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
       onClose={onClose}
       wide
       footer={
-        <>
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button type="button" disabled={!ready || busy} onClick={() => void run("preview")}>
-            Preview
-          </button>
-          <button type="button" disabled={!ready || busy} onClick={() => void run("download")}>
-            Download
-          </button>
-          <button type="button" className="primary" disabled={!ready || busy || !path.trim()} onClick={() => void run("write")}>
-            Write file
-          </button>
-        </>
+        <DialogFooter
+          closeLabel="Close"
+          onClose={onClose}
+          after={
+            <>
+              <button type="button" disabled={!ready || !!busy} onClick={() => void exportAs("preview")}>
+                Preview
+              </button>
+              <button type="button" disabled={!ready || !!busy} onClick={() => void exportAs("download")}>
+                Download
+              </button>
+            </>
+          }
+          primary={{ label: "Write file", disabled: !ready || !!busy || !path.trim(), onClick: () => void exportAs("write") }}
+        />
       }
     >
-      <div className="seg" role="radiogroup" aria-label="Select by">
-        <button type="button" role="radio" aria-checked={!byTag} onClick={() => setByTag(false)}>
-          Branches
-        </button>
-        <button type="button" role="radio" aria-checked={byTag} onClick={() => setByTag(true)}>
-          Tag
-        </button>
-      </div>
+      <RadioSeg
+        label="Select by"
+        options={[
+          ["branches", "Branches"],
+          ["tag", "Tag"],
+        ]}
+        value={byTag ? "tag" : "branches"}
+        onChange={(v) => setByTag(v === "tag")}
+      />
       {byTag ? (
-        <label className="field">
-          <span>Every branch with the tag</span>
+        <Field label="Every branch with the tag">
           <input aria-label="Tag" value={tag} onChange={(e) => setTag(e.target.value)} placeholder="curriculum" />
-        </label>
+        </Field>
       ) : (
         <fieldset className="branch-picks">
           <legend>Branches of {trajectoryName}</legend>
@@ -119,17 +113,15 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
         </fieldset>
       )}
       <div className="row">
-        <label className="field">
-          <span>Format</span>
+        <Field label="Format">
           <select aria-label="Format" value={format} onChange={(e) => setFormat(e.target.value as CurriculumFormat)}>
             <option value="agentworldbench">AgentWorldBench JSONL (evaluation)</option>
             <option value="sft">SFT chat JSONL (fine-tuning)</option>
           </select>
-        </label>
-        <label className="field grow">
-          <span>File on the back end's machine</span>
+        </Field>
+        <Field label="File on the back end's machine" grow>
           <input aria-label="Output path" className="mono" value={path} onChange={(e) => setPath(e.target.value)} placeholder="/data/curricula/web-adversarial.jsonl" />
-        </label>
+        </Field>
       </div>
       {result ? (
         <div className="export-preview" role="region" aria-label="Export preview">
@@ -152,11 +144,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
           </ol>
         </div>
       ) : null}
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

@@ -1,6 +1,7 @@
 /** The undo log (`history`): newest first, with each change's state. */
 import type { Backend } from "../backend/backend";
 import { useHistory } from "../data/queries";
+import { DialogFooter, ErrorLine } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** Props of {@link HistoryDialog}. */
@@ -20,20 +21,23 @@ export function HistoryDialog({ backend, onClose, onUndo, onRedo }: HistoryDialo
       title="History"
       onClose={onClose}
       footer={
-        <>
-          <button type="button" onClick={onUndo}>
-            Undo
-          </button>
-          <button type="button" onClick={onRedo}>
-            Redo
-          </button>
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-        </>
+        <DialogFooter
+          before={
+            <>
+              <button type="button" onClick={onUndo}>
+                Undo
+              </button>
+              <button type="button" onClick={onRedo}>
+                Redo
+              </button>
+            </>
+          }
+          closeLabel="Close"
+          onClose={onClose}
+        />
       }
     >
-      {error ? <p className="error" role="alert">{error}</p> : null}
+      <ErrorLine error={error} />
       <ol className="history-list" aria-label="Changes">
         {changes.map((c) => (
           <li key={c.id} className={`change change-${c.state}`}>

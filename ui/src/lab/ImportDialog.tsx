@@ -3,9 +3,9 @@
  * and send their contents with `import_uploaded`; in the desktop app, the
  * native dialog gives paths for `import_files` (`onChooseNative`).
  */
-import { useState } from "react";
 import type { ImportFilesResponse } from "../api/types";
 import { filesFromInput, type PickedFile } from "../model/upload";
+import { ErrorLine, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** Props of {@link ImportDialog}. */
@@ -48,29 +48,17 @@ export function ImportResult({ result }: { result: ImportFilesResponse }) {
 }
 
 export function ImportDialog({ onUpload, onChooseNative, result, onClose }: ImportDialogProps) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const run = async (what: () => Promise<void>) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await what();
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useBusyAction();
   const send = (files: PickedFile[]) => (files.length === 0 ? Promise.resolve() : run(() => onUpload(files)));
   return (
     <Modal title="Import" onClose={onClose}>
       <p>Trajectory files (AgentLab JSON, OSWorld and Android folders, AgentWorldBench JSONL, Worldloom native) — or drop them anywhere on the window.</p>
       {onChooseNative ? (
         <div className="row">
-          <button type="button" disabled={busy} onClick={() => void run(() => onChooseNative(false))}>
+          <button type="button" disabled={!!busy} onClick={() => void run(() => onChooseNative(false))}>
             Choose files…
           </button>
-          <button type="button" disabled={busy} onClick={() => void run(() => onChooseNative(true))}>
+          <button type="button" disabled={!!busy} onClick={() => void run(() => onChooseNative(true))}>
             Choose folders…
           </button>
         </div>
@@ -78,14 +66,14 @@ export function ImportDialog({ onUpload, onChooseNative, result, onClose }: Impo
         <div className="row">
           <label className="file-pick">
             <span>Choose files…</span>
-            <input type="file" multiple aria-label="Choose files" disabled={busy} onChange={(e) => void send(filesFromInput(e.target.files))} />
+            <input type="file" multiple aria-label="Choose files" disabled={!!busy} onChange={(e) => void send(filesFromInput(e.target.files))} />
           </label>
           <label className="file-pick">
             <span>Choose a folder…</span>
             <input
               type="file"
               aria-label="Choose a folder"
-              disabled={busy}
+              disabled={!!busy}
               ref={(el) => {
                 if (el) el.setAttribute("webkitdirectory", "");
               }}
@@ -96,11 +84,7 @@ export function ImportDialog({ onUpload, onChooseNative, result, onClose }: Impo
       )}
       {busy ? <p role="status">Uploading…</p> : null}
       {result ? <ImportResult result={result} /> : null}
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

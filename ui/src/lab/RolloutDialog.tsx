@@ -6,6 +6,7 @@
 import { useState } from "react";
 import type { ContextMode } from "../api/types";
 import { splitActionList } from "../model/actionForm";
+import { DialogFooter, ErrorLine, Field, RadioSeg, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** Props of {@link RolloutDialog}. */
@@ -20,7 +21,7 @@ export interface RolloutDialogProps {
 export function RolloutDialog({ placeholder, progress, onStart, onStop, onClose }: RolloutDialogProps) {
   const [text, setText] = useState("");
   const [context, setContext] = useState<ContextMode>("free-running");
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useBusyAction();
   const actions = splitActionList(text);
   const running = !!progress?.running;
   return (
@@ -28,49 +29,29 @@ export function RolloutDialog({ placeholder, progress, onStart, onStop, onClose 
       title="Roll out"
       onClose={onClose}
       footer={
-        <>
-          <button type="button" onClick={onStop} disabled={!running} className={running ? "danger" : undefined}>
-            Stop
-          </button>
-          <button type="button" onClick={onClose}>
-            Close
-          </button>
-          <button
-            type="button"
-            className="primary"
-            disabled={actions.length === 0 || running}
-            onClick={() => {
-              setError(null);
-              onStart(actions, context).catch((e) => setError(e instanceof Error ? e.message : String(e)));
-            }}
-          >
-            Roll out {actions.length}
-          </button>
-        </>
+        <DialogFooter
+          before={
+            <button type="button" onClick={onStop} disabled={!running} className={running ? "danger" : undefined}>
+              Stop
+            </button>
+          }
+          closeLabel="Close"
+          onClose={onClose}
+          primary={{ label: `Roll out ${actions.length}`, disabled: actions.length === 0 || running, onClick: () => void run(() => onStart(actions, context)) }}
+        />
       }
     >
-      <label className="field">
-        <span>Actions, one per line (or separated by lines of ---)</span>
+      <Field label="Actions, one per line (or separated by lines of ---)">
         <textarea aria-label="Rollout actions" className="mono" rows={8} value={text} placeholder={placeholder} onChange={(e) => setText(e.target.value)} />
-      </label>
-      <div className="seg" role="radiogroup" aria-label="Rollout context">
-        {(["free-running", "teacher-forced"] as ContextMode[]).map((c) => (
-          <button key={c} type="button" role="radio" aria-checked={context === c} onClick={() => setContext(c)}>
-            {c}
-          </button>
-        ))}
-      </div>
+      </Field>
+      <RadioSeg<ContextMode> label="Rollout context" options={["free-running", "teacher-forced"]} value={context} onChange={setContext} />
       {progress ? (
         <div className="rollout-progress" role="status" aria-label="Rollout progress">
           <progress max={progress.total} value={progress.done} /> {progress.done} of {progress.total} turns
           {progress.running ? " — running" : progress.status ? ` — ${progress.status}` : ""}
         </div>
       ) : null}
-      {error ? (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      ) : null}
+      <ErrorLine error={error} />
     </Modal>
   );
 }

@@ -6,6 +6,7 @@
  */
 import type { StepStats, TokenView } from "../api/lab";
 import type { ContextMode } from "../api/types";
+import { RadioSeg } from "./DialogParts";
 
 /** A step (or rollout) in progress or just finished. */
 export interface StepStream {
@@ -57,13 +58,13 @@ export function StepBar({ engine, context, onContext, onStep, onStop, canStep, s
         <button type="button" className="primary" onClick={onStep} disabled={!canStep || running} title="Predict this turn with the engine">
           Step
         </button>
-        <div className="seg" role="radiogroup" aria-label="Context">
-          {(["teacher-forced", "free-running"] as ContextMode[]).map((c) => (
-            <button key={c} type="button" role="radio" aria-checked={context === c} onClick={() => onContext(c)} title={c === "teacher-forced" ? "history from the real observations" : "history from this branch's chosen predictions"}>
-              {c}
-            </button>
-          ))}
-        </div>
+        <RadioSeg<ContextMode>
+          label="Context"
+          options={["teacher-forced", "free-running"]}
+          value={context}
+          onChange={onContext}
+          title={(c) => (c === "teacher-forced" ? "history from the real observations" : "history from this branch's chosen predictions")}
+        />
         <button type="button" onClick={onStop} disabled={!running} className={running ? "danger" : undefined}>
           Stop
         </button>
