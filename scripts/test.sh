@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Worldloom test: sample checks, formatting, lints, Rust tests
-# (unit, integration, CLI, HTTP), front-end type check, unit tests and build,
+# (unit, integration, CLI, HTTP), front-end type check, lint, format check, unit tests and build,
 # the end-to-end browser test against `worldloom serve`, and the desktop app
 # (`worldloom-studio`) under Xvfb driven by tauri-driver + WebKitWebDriver.
 # Usage: scripts/test.sh    (runs scripts/setup.sh first unless WORLDLOOM_SKIP_SETUP=1)
@@ -26,10 +26,12 @@ cargo fmt --all -- --check
 
 # The front end is built before any cargo command: the desktop app
 # (src-tauri) embeds ui/dist when it compiles, clippy and tests included.
-step "front end: type check, unit tests, build (ui/dist is served by the server and embedded by the desktop app)"
+step "front end: type check, lint, format check, unit tests, build (ui/dist is served by the server and embedded by the desktop app)"
 # npm packages are per checkout (WORLDLOOM_SKIP_SETUP=1 in a fresh clone has none).
 [ -d ui/node_modules ] || npm ci --prefix ui --no-audit --no-fund --loglevel=error
 npm run --prefix ui typecheck
+npm run --prefix ui lint
+npm run --prefix ui format:check
 npm run --prefix ui build
 npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
 

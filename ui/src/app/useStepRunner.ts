@@ -3,7 +3,7 @@
  * (`stepStream.ts`) and the commands that start and stop them (`step`,
  * `rollout`, `cancel_step`). Events reach the reducer through `onLabEvent`.
  */
-import { useCallback, useReducer, useRef } from "react";
+import { useCallback, useLayoutEffect, useReducer, useRef } from "react";
 import type { LabEvent } from "../api/lab";
 import type { ContextMode } from "../api/types";
 import type { Backend } from "../backend/backend";
@@ -16,8 +16,11 @@ function message(e: unknown): string {
 /** The step stream and its commands. `onChanged` is told when a stop may have stored something. */
 export function useStepRunner(backend: Backend, report: (e: unknown) => void, onChanged: (trajectoryId: string) => void) {
   const [state, dispatch] = useReducer(stepReducer, NO_STEP);
+  // The state last rendered, for event handlers and commands that run between renders.
   const latest = useRef(state);
-  latest.current = state;
+  useLayoutEffect(() => {
+    latest.current = state;
+  }, [state]);
 
   /** Feeds an event to the stream; returns the node a finished rollout landed on, if this event finished it. */
   const onLabEvent = useCallback((event: LabEvent): number | null => {

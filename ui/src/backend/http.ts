@@ -86,7 +86,7 @@ export class HttpBackend implements Backend {
       throw new BackendError("transport", `cannot reach the server for ${command}: ${String(e)}`);
     }
     const text = await response.text();
-    let body: unknown = null;
+    let body: unknown;
     try {
       body = text ? JSON.parse(text) : null;
     } catch {

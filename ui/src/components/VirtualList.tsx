@@ -54,6 +54,7 @@ export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollT
       setScrollTop(el.scrollTop);
     }
     // Only when the target changes, not on every resize (so `height` is left out).
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [scrollToIndex, rowHeight]);
 
   useEffect(() => {

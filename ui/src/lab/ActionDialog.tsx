@@ -4,7 +4,7 @@
  * hands the raw text to the caller (`edit_action` makes a sibling branch,
  * `append_turn` a new turn).
  */
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useState } from "react";
 import type { ParsedActionReply } from "../api/lab";
 import type { Domain } from "../api/types";
 import type { Backend } from "../backend/backend";
@@ -26,22 +26,20 @@ export interface ActionDialogProps {
 export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, onClose, onSave }: ActionDialogProps) {
   const syntax = syntaxFor(domain);
   const space = actionSpace(syntax);
-  const initialForm = useMemo(() => rawToForm(syntax, initialRaw), [syntax, initialRaw]);
-  const [mode, setMode] = useState<"form" | "raw">(space.length > 0 && (initialForm || initialRaw.trim() === "") ? "form" : "raw");
-  const [form, setForm] = useState<ActionForm>(initialForm ?? emptyForm(syntax));
+  const [mode, setMode] = useState<"form" | "raw">(() => (space.length > 0 && (rawToForm(syntax, initialRaw) || initialRaw.trim() === "") ? "form" : "raw"));
+  const [form, setForm] = useState<ActionForm>(() => rawToForm(syntax, initialRaw) ?? emptyForm(syntax));
   const [raw, setRaw] = useState(initialRaw);
-  const [check, setCheck] = useState<ParsedActionReply | null>(null);
+  // The back end's check of the text; none shown while the text is empty.
+  const [lastCheck, setCheck] = useState<ParsedActionReply | null>(null);
   const { busy, error, setError, run } = useBusyAction();
 
   const problem = mode === "form" ? formProblem(syntax, form) : raw.trim() === "" ? "the action is empty" : null;
   const text = mode === "form" && !problem ? formToRaw(syntax, form) : mode === "raw" ? raw : "";
 
   // Check the text with the back end's parser as it changes.
+  const check = text.trim() ? lastCheck : null;
   useEffect(() => {
-    if (!text.trim()) {
-      setCheck(null);
-      return;
-    }
+    if (!text.trim()) return;
     let stale = false;
     const timer = window.setTimeout(() => {
       backend

@@ -201,7 +201,7 @@ export function formToRaw(syntax: ActionSyntax, form: ActionForm): string {
       try {
         args = JSON.parse(form.values.arguments?.trim() || "{}");
       } catch (e) {
-        throw new Error(`arguments: not JSON (${e instanceof Error ? e.message : String(e)})`);
+        throw new Error(`arguments: not JSON (${e instanceof Error ? e.message : String(e)})`, { cause: e });
       }
       if (!args || typeof args !== "object" || Array.isArray(args)) throw new Error("arguments: a JSON object is needed");
       return JSON.stringify({ name: (form.values.name ?? "").trim(), arguments: args });

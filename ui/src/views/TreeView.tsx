@@ -4,7 +4,7 @@
  * hover and selection shared with every other view; search with
  * previous/next match.
  */
-import { memo, useCallback, useEffect, useMemo, useState } from "react";
+import { memo, useCallback, useMemo, useState } from "react";
 import type { DiffStatus, UiNode, UiTree } from "../api/types";
 import { VirtualList } from "../components/VirtualList";
 import { ancestors, searchTree, subtreeEnds, visibleRows, type Alignment, type Side } from "../model/tree";
@@ -184,20 +184,21 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
   const matches = useMemo(() => searchTree(tree, query), [tree, query]);
   const matchSet = useMemo(() => new Set(matches), [matches]);
 
-  useEffect(() => setCollapsed(new Set()), [tree]);
-
-  // Reveal a node selected elsewhere (other pane, wireframe, source) — only
-  // when the selection changes, so collapsing a node that holds it sticks.
-  useEffect(() => {
-    if (selectedId == null) return;
-    const up = ancestors(tree, selectedId);
-    setCollapsed((prev) => {
-      if (!up.some((a) => prev.has(a))) return prev;
-      const next = new Set(prev);
+  // A new tree opens fully expanded. A node selected elsewhere (other pane,
+  // wireframe, source) is revealed — only when the selection changes, so
+  // collapsing a node that holds it sticks. Adjusted while rendering, from
+  // the tree and selection last seen.
+  const [seen, setSeen] = useState({ tree, selectedId });
+  if (seen.tree !== tree || seen.selectedId !== selectedId) {
+    setSeen({ tree, selectedId });
+    let next = seen.tree !== tree ? new Set<number>() : collapsed;
+    const up = selectedId == null ? [] : ancestors(tree, selectedId);
+    if (up.some((a) => next.has(a))) {
+      next = new Set(next);
       for (const a of up) next.delete(a);
-      return next;
-    });
-  }, [selectedId, tree]);
+    }
+    if (next !== collapsed) setCollapsed(next);
+  }
 
   const onToggle = useCallback((id: number) => {
     setCollapsed((prev) => {
@@ -206,7 +207,7 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
       else next.add(id);
       return next;
     });
-  }, []);
+  }, [setCollapsed]);
   const onHover = useCallback((id: number) => store.hover({ side, id }), [store, side]);
   const onSelect = useCallback((id: number) => store.select({ side, id }), [store, side]);
 
