@@ -85,15 +85,16 @@ function Studio({ backend }: AppProps) {
   const runner = useStepRunner(backend, report, changed);
 
   // Back-end events refetch what they touched; a finished rollout shows its last state on its branch.
+  const { onLabEvent } = runner;
   const onLab = useCallback(
     (event: LabEvent) => {
-      const landed = runner.onLabEvent(event);
+      const landed = onLabEvent(event);
       if (landed !== null) {
         dispatch({ type: "select_branch", branchId: String(landed), pendingTurn: 1_000_000 });
         dispatch({ type: "view", mainView: "turn" });
       }
     },
-    [runner, dispatch],
+    [onLabEvent, dispatch],
   );
   const live = useStudioEvents(backend, onLab);
 

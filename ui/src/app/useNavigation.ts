@@ -24,11 +24,13 @@ export function useNavigation(backend: Backend, report: (e: unknown) => void, cl
   const turns = branch.data?.turns ?? [];
   const branchSettled = !!branch.data && !branch.isPlaceholderData;
 
-  // The branch's turns arrived: show the pending turn, or keep the index within them.
+  // The branch's turns arrived (or a turn is wanted on turns already here):
+  // show the pending turn, or keep the index within them.
   const settledTurns = branchSettled ? branch.data : undefined;
+  const pending = nav.pendingTurn;
   useEffect(() => {
     if (settledTurns) dispatch({ type: "turns_loaded", count: settledTurns.turns.length });
-  }, [settledTurns]);
+  }, [settledTurns, pending]);
 
   const { current } = nav;
   const nodeId = current < 0 ? 0 : (turns[current]?.node_id ?? 0);
