@@ -8,13 +8,15 @@
  * - what is shown: `app/navigation.ts` (a reducer) via `app/useNavigation.ts`;
  * - steps and rollouts streaming: `app/stepStream.ts` (a reducer over step
  *   events) via `app/useStepRunner.ts`;
+ * - edits of the place shown (undo / redo, choosing a prediction, control
+ *   instructions, imports, jumps): `app/useEdits.ts`;
  * - the parts on screen: `app/TopBar.tsx`, `app/TurnTools.tsx`,
  *   `app/TurnPanes.tsx`, `app/StatusBar.tsx`, `app/Dialogs.tsx`.
  */
 import { QueryClientProvider, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useState } from "react";
 import type { EngineStatus, LabEvent } from "./api/lab";
-import type { BranchSummary, ContextMode, ImportFilesResponse } from "./api/types";
+import type { BranchSummary, ContextMode } from "./api/types";
 import { Dialogs, type DialogName } from "./app/Dialogs";
 import { StatusBar } from "./app/StatusBar";
 import { TopBar, engineName } from "./app/TopBar";
@@ -26,6 +28,7 @@ import { useNavigation } from "./app/useNavigation";
 import { useStepRunner } from "./app/useStepRunner";
 import { useStudioEvents } from "./app/useStudioEvents";
 import { useTurnKeys } from "./app/useTurnKeys";
+import { useEdits } from "./app/useEdits";
 import type { Backend } from "./backend/backend";
 import { Sidebar } from "./components/Sidebar";
 import { Timeline } from "./components/Timeline";
@@ -35,7 +38,7 @@ import { createQueryClient, useEngineStatus, useWorkspaceInfo } from "./data/que
 import { BranchTree } from "./lab/BranchTree";
 import { CompareView } from "./lab/CompareView";
 import type { UncertaintyMode } from "./model/tokens";
-import { branchForNode, pathToRoot } from "./model/treeLayout";
+import { pathToRoot } from "./model/treeLayout";
 import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
 import { SelectionContext, SelectionStore } from "./state/selection";
 
@@ -98,63 +101,15 @@ function Studio({ backend }: AppProps) {
   );
   const live = useStudioEvents(backend, onLab);
 
-  const undoRedo = useCallback(
-    async (which: "undo" | "redo") => {
-      try {
-        const r = await backend.call(which, {});
-        // The undo log is the workspace's: say so when the change was in another trajectory.
-        const other = r.change?.trajectory_id != null && r.change.trajectory_id !== trajectoryId ? place.trajectories.find((t) => t.id === r.change?.trajectory_id) : undefined;
-        const where = other ? ` (in ${other.name})` : "";
-        setNotice(r.change ? `${which === "undo" ? "Undid" : "Redid"}: ${r.change.summary}${where}` : `Nothing to ${which}.`);
-        changed(r.change?.trajectory_id ?? null);
-      } catch (e) {
-        report(e);
-      }
-    },
-    [backend, changed, report, trajectoryId, place.trajectories],
-  );
+  const edits = useEdits({ backend, place, report, setNotice, changed });
+  const { undoRedo } = edits;
   const undoRedoNow = useCallback((which: "undo" | "redo") => void undoRedo(which), [undoRedo]);
   useTurnKeys(turns.length, nav.playing, dialog !== null, dispatch, undoRedoNow);
-
-  const onImported = useCallback(
-    (r: ImportFilesResponse) => {
-      setNotice(`Imported ${r.imported.filter((i) => i.added).length} trajectories${r.failed.length ? `, ${r.failed.length} failed` : ""}.`);
-      changed(null);
-      const first = r.imported[0];
-      if (first) dispatch({ type: "open_trajectory", trajectoryId: first.trajectory_id });
-    },
-    [changed, dispatch],
-  );
-  const importer = useImport(backend, report, onImported);
+  const importer = useImport(backend, report, edits.onImported);
 
   // Keep the selection and the scroll positions to one state and tab.
   useEffect(() => selection.clear(), [nodeId, trajectoryId, selection]);
   useEffect(() => scrollSync.reset(), [nodeId, trajectoryId, tabId, scrollSync]);
-
-  const chooseShown = async (id: number | null) => {
-    if (!trajectoryId) return;
-    try {
-      await backend.call("choose_prediction", { trajectory_id: trajectoryId, node_id: nodeId, prediction_id: id });
-      changed(trajectoryId);
-    } catch (e) {
-      report(e);
-    }
-  };
-  const savePerturbation = async (instruction: string | null): Promise<boolean> => {
-    if (!trajectoryId || detail?.edge_id == null) return false;
-    try {
-      await backend.call("set_perturbation", { trajectory_id: trajectoryId, edge_id: detail.edge_id, instruction });
-      changed(trajectoryId);
-      return true;
-    } catch (e) {
-      report(e);
-      return false;
-    }
-  };
-  const jumpToNode = (node: number) => {
-    const hit = branchForNode(node, branches, treeNodes, treeEdges, branchId);
-    if (hit) dispatch({ type: "jump", branchId: hit.branch_id, turnIndex: hit.turn_index, count: turns.length, sameBranch: hit.branch_id === branchId });
-  };
 
   const trajectory = place.trajectory;
   const branch = branches.find((b) => b.id === branchId) ?? null;
@@ -194,7 +149,7 @@ function Studio({ backend }: AppProps) {
               onTheme={setTheme}
             />
             <Timeline turns={turns} current={current} onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })} playing={nav.playing} onPlay={() => dispatch({ type: "play", playing: !nav.playing })} />
-            <TurnTools key={`${trajectoryId}/${nodeId}`} detail={detail} loading={place.loading} atLeaf={current === turns.length - 1} notice={notice} onDialog={setDialog} onPerturbation={savePerturbation} />
+            <TurnTools key={`${trajectoryId}/${nodeId}`} detail={detail} loading={place.loading} atLeaf={current === turns.length - 1} notice={notice} onDialog={setDialog} onPerturbation={edits.savePerturbation} />
             {place.listLoaded && place.trajectories.length === 0 && !error ? (
               <div className="pane-empty" role="status">
                 The workspace holds no trajectory yet. Use Import… or drop files onto the window, or start the studio with files to import, for example
@@ -211,7 +166,7 @@ function Studio({ backend }: AppProps) {
                 pathNodes={pathNodes}
                 selected={nav.compareSel}
                 onSelect={(selection) => dispatch({ type: "compare", selection })}
-                onJump={jumpToNode}
+                onJump={edits.jumpToNode}
                 onCompare={() => dispatch({ type: "view", mainView: "compare" })}
                 colorMode={theme}
               />
@@ -230,7 +185,7 @@ function Studio({ backend }: AppProps) {
                 }}
                 onStop={() => void runner.stop()}
                 onEngine={() => setDialog("engine")}
-                onChoose={(id) => void chooseShown(id)}
+                onChoose={(id) => void edits.chooseShown(id)}
                 settings={{ tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen }}
               />
             )}
