@@ -10,6 +10,8 @@ describe("navigation", () => {
     const start = initialNav("#t=web&b=4&turn=9");
     expect(start).toMatchObject({ trajectoryId: "web", branchId: "4", current: 0, pendingTurn: 9 });
     expect(navigate(start, { type: "turns_loaded", count: 3 })).toMatchObject({ current: 2, pendingTurn: null });
+    // A branch that does not exist (undone) gives way to the recorded one; the wanted turn still waits.
+    expect(navigate(start, { type: "branch_lost" })).toMatchObject({ branchId: null, pendingTurn: 9 });
   });
 
   it("keeps the turn within the branch's turns and moves by keys and play", () => {

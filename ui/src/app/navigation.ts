@@ -31,6 +31,7 @@ export type NavAction =
   | { type: "select_trajectory"; trajectoryId: string }
   | { type: "open_trajectory"; trajectoryId: string }
   | { type: "select_branch"; branchId: string | null; pendingTurn?: number | null }
+  | { type: "branch_lost" }
   | { type: "turns_loaded"; count: number }
   | { type: "go"; index: number; count: number }
   | { type: "step"; by: 1 | -1; count: number }
@@ -63,6 +64,9 @@ export function navigate(state: NavState, action: NavAction): NavState {
       return { ...state, trajectoryId: action.trajectoryId, branchId: null };
     case "select_branch":
       return { ...state, branchId: action.branchId, pendingTurn: action.pendingTurn ?? null };
+    case "branch_lost":
+      // The recorded branch is shown instead; a wanted turn waits for its turns.
+      return { ...state, branchId: null };
     case "turns_loaded": {
       if (state.pendingTurn !== null) return { ...state, current: clamp(state.pendingTurn, action.count), pendingTurn: null };
       return state.current >= action.count ? { ...state, current: action.count - 1 } : state;

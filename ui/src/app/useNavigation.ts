@@ -46,7 +46,7 @@ export function useNavigation(backend: Backend, report: (e: unknown) => void, cl
   }, [tree.error, report]);
   useEffect(() => {
     if (!branch.error) return;
-    dispatch({ type: "select_branch", branchId: null });
+    dispatch({ type: "branch_lost" });
     report(branch.error);
   }, [branch.error, report]);
   useEffect(() => {
