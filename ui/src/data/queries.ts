@@ -57,6 +57,9 @@ export function useBranch(backend: Backend, trajectoryId: string | null, branchI
   });
 }
 
+/** How long a turn no longer shown stays cached: a turn's reply can be tens of megabytes (a 20,000-node tree). */
+const TURN_CACHE_MS = 30_000;
+
 /** `get_turn`: one state (the previous turn's stays shown while it loads); `enabled: false` until the turn is known. */
 export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: number, predictionId: number | null, enabled: boolean) {
   return useQuery({
@@ -64,6 +67,7 @@ export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: n
     enabled: enabled && trajectoryId !== null,
     placeholderData: sameTrajectory<ResponseOf<"get_turn">>(trajectoryId),
     select: normalizeTurn,
+    gcTime: TURN_CACHE_MS,
   });
 }
 
