@@ -26,10 +26,7 @@ function cspMeta(): Plugin {
     name: "worldloom-csp-meta",
     apply: "build",
     transformIndexHtml(html) {
-      return html.replace(
-        "<head>",
-        `<head>\n    <meta http-equiv="Content-Security-Policy" content="${APP_CSP}" />`,
-      );
+      return html.replace("<head>", `<head>\n    <meta http-equiv="Content-Security-Policy" content="${APP_CSP}" />`);
     },
   };
 }

@@ -171,14 +171,22 @@ function dumpTexts(xmlPath) {
   const xml = readFileSync(xmlPath, "utf8");
   const out = new Set();
   for (const m of xml.matchAll(/\s(?:text|content-desc)="([^"]+)"/g)) {
-    const t = m[1].replace(/&amp;/g, "&").replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").trim();
+    const t = m[1]
+      .replace(/&amp;/g, "&")
+      .replace(/&quot;/g, '"')
+      .replace(/&apos;/g, "'")
+      .replace(/&lt;/g, "<")
+      .replace(/&gt;/g, ">")
+      .trim();
     if (t.length >= 4) out.add(t);
   }
   return [...out];
 }
 
 // ---- tools ----
-const bin = resolve(process.env.WORLDLOOM_STUDIO_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(homedir(), ".cache", "worldloom-target"), "debug", "worldloom-studio"));
+const bin = resolve(
+  process.env.WORLDLOOM_STUDIO_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(homedir(), ".cache", "worldloom-target"), "debug", "worldloom-studio"),
+);
 if (!existsSync(bin)) fatal(`app not found at ${bin}: build it (cargo build -p worldloom-studio) or set WORLDLOOM_STUDIO_BIN`);
 const tauriDriver = process.env.TAURI_DRIVER ?? which("tauri-driver", [join(homedir(), ".cargo", "bin")]);
 if (!tauriDriver) fatal("tauri-driver not found: cargo install tauri-driver --version 2.1.0 --locked (scripts/setup.sh does)");
@@ -257,9 +265,15 @@ try {
   // ---- the generic IPC command ----
   const list = await callApi("list_trajectories", {});
   const trajectories = list.ok?.trajectories ?? [];
-  check(trajectories.length === 3, `api(list_trajectories) through IPC lists the 3 imported trajectories (${trajectories.map((t) => `${t.domain}:${t.name}`).join(", ")})`);
+  check(
+    trajectories.length === 3,
+    `api(list_trajectories) through IPC lists the 3 imported trajectories (${trajectories.map((t) => `${t.domain}:${t.name}`).join(", ")})`,
+  );
   const unknown = await callApi("no_such_command", {});
-  check(unknown.err?.error?.code === "unknown_command", `an unknown command is refused with the API's error shape (${JSON.stringify(unknown.err ?? unknown.ok).slice(0, 120)})`);
+  check(
+    unknown.err?.error?.code === "unknown_command",
+    `an unknown command is refused with the API's error shape (${JSON.stringify(unknown.err ?? unknown.ok).slice(0, 120)})`,
+  );
   const bad = await callApi("get_turn", { nonsense: true });
   check(bad.err?.error?.code === "bad_request", `a malformed request is refused as bad_request (${bad.err?.error?.message ?? "no error"})`);
 
@@ -278,11 +292,15 @@ try {
     // The hash keeps the place: `t=<trajectory>&turn=<index>` (index 2 is the third turn).
     await exec(`location.hash = arguments[0]; location.reload();`, [`t=${encodeURIComponent(android.id)}&turn=2`]);
     await sleep(500);
-    const label = await waitFor("the turn label", async () => {
-      const [el] = await find('[aria-label="Current turn"]');
-      const t = el ? await textOf(el) : "";
-      return /^turn \d+/.test(t) ? t : null;
-    }, 60_000).catch(() => "");
+    const label = await waitFor(
+      "the turn label",
+      async () => {
+        const [el] = await find('[aria-label="Current turn"]');
+        const t = el ? await textOf(el) : "";
+        return /^turn \d+/.test(t) ? t : null;
+      },
+      60_000,
+    ).catch(() => "");
     const turn = Number(/^turn (\d+)/.exec(label)?.[1] ?? NaN);
     check(turn === 3, `the place in the URL hash opens the Android trajectory at turn 3 ("${label}")`);
     // The real observation after the third action is the fourth dump, step_03.xml.
@@ -290,16 +308,23 @@ try {
     const expected = dumpTexts(join(ANDROID_SAMPLE, dump));
     let shown = [];
     let realText = "";
-    await waitFor("the Android turn's texts in the real pane", async () => {
-      const [real] = await find(realSel);
-      realText = real ? await textOf(real) : "";
-      shown = expected.filter((t) => realText.includes(t));
-      return shown.length >= 3;
-    }, 60_000).catch(() => {});
+    await waitFor(
+      "the Android turn's texts in the real pane",
+      async () => {
+        const [real] = await find(realSel);
+        realText = real ? await textOf(real) : "";
+        shown = expected.filter((t) => realText.includes(t));
+        return shown.length >= 3;
+      },
+      60_000,
+    ).catch(() => {});
     check(shown.length >= 3, `Real observation shows texts of ${dump} (${shown.length}/${expected.length}: ${shown.slice(0, 5).join(" | ")})`);
     const [pred] = await find(predSel);
     const predText = pred ? await textOf(pred) : "";
-    check(predText.trim().length > 40 && expected.some((t) => predText.includes(t)), `Predicted observation shows the prediction (${predText.length} characters)`);
+    check(
+      predText.trim().length > 40 && expected.some((t) => predText.includes(t)),
+      `Predicted observation shows the prediction (${predText.length} characters)`,
+    );
     console.log(`     real pane (first 300 characters): ${JSON.stringify(realText.slice(0, 300))}`);
     await screenshot("android");
 
@@ -322,18 +347,28 @@ try {
       const next = await waitFor("turn 4", async () => ((await turnLabel()).startsWith("turn 4") ? turnLabel() : null), 5000).catch(() => turnLabel());
       await press("alt+Left");
       const back = await waitFor("turn 3", async () => ((await turnLabel()).startsWith("turn 3") ? turnLabel() : null), 5000).catch(() => turnLabel());
-      check(next.startsWith("turn 4") && back.startsWith("turn 3"), `menu shortcuts Alt+Right / Alt+Left move between turns ("${label}" → "${next}" → "${back}")`);
+      check(
+        next.startsWith("turn 4") && back.startsWith("turn 3"),
+        `menu shortcuts Alt+Right / Alt+Left move between turns ("${label}" → "${next}" → "${back}")`,
+      );
       // Undo then redo (the newest change is the last import: redo brings it back).
       const noticeAfter = async (keys, pattern) => {
         await press(keys);
-        return waitFor(`the notice after ${keys}`, async () => {
-          const m = (await exec("return document.body.innerText;")).match(pattern);
-          return m ? m[0] : null;
-        }, 5000).catch(() => "");
+        return waitFor(
+          `the notice after ${keys}`,
+          async () => {
+            const m = (await exec("return document.body.innerText;")).match(pattern);
+            return m ? m[0] : null;
+          },
+          5000,
+        ).catch(() => "");
       };
       const undone = await noticeAfter("ctrl+z", /(Nothing to undo|Undid)[^\n]*/);
       const redone = await noticeAfter("ctrl+shift+z", /(Nothing to redo|Redid)[^\n]*/);
-      check(undone.startsWith("Undid") && redone.startsWith("Redid"), `menu shortcuts Ctrl+Z / Ctrl+Shift+Z run the page's undo and redo ("${undone}", "${redone}")`);
+      check(
+        undone.startsWith("Undid") && redone.startsWith("Redid"),
+        `menu shortcuts Ctrl+Z / Ctrl+Shift+Z run the page's undo and redo ("${undone}", "${redone}")`,
+      );
     } else check(false, "xdotool is installed (apt xdotool) to press the menu shortcuts");
   } else check(false, "the Android sample is listed");
 
@@ -343,11 +378,15 @@ try {
     await exec(`location.hash = arguments[0]; location.reload();`, [`t=${encodeURIComponent(web.id)}&turn=1`]);
     await sleep(500);
     let realText = "";
-    await waitFor("the web turn", async () => {
-      const [real] = await find(realSel);
-      realText = real ? await textOf(real) : "";
-      return realText.length > 100;
-    }, 60_000).catch(() => {});
+    await waitFor(
+      "the web turn",
+      async () => {
+        const [real] = await find(realSel);
+        realText = real ? await textOf(real) : "";
+        return realText.length > 100;
+      },
+      60_000,
+    ).catch(() => {});
     check(realText.length > 100, `web sample: the real pane has content (${realText.length} characters)`);
     await screenshot("web");
   }
@@ -419,7 +458,10 @@ try {
      Promise.all([fetched, img]).then(([f, i]) => setTimeout(() => done({ fetch: f, img: i, policies: [...policies] }), 300));`,
     [`http://127.0.0.1:${TRAP_PORT}`],
   );
-  check(probe.fetch === "blocked" && probe.img === "blocked", `the app page's own fetch and image to 127.0.0.1 are blocked (fetch ${probe.fetch}, image ${probe.img})`);
+  check(
+    probe.fetch === "blocked" && probe.img === "blocked",
+    `the app page's own fetch and image to 127.0.0.1 are blocked (fetch ${probe.fetch}, image ${probe.img})`,
+  );
   check(
     probe.policies.some((p) => p.includes("frame-src 'none'") && p.includes("connect-src ipc: http://ipc.localhost")),
     `the shell's Content-Security-Policy is in force (violations reported by: ${probe.policies.map((p) => p.slice(0, 60)).join(" | ") || "none"})`,

@@ -56,7 +56,13 @@ export function startSlowEndpoint() {
       const logprob = (i) => (i >= answerFrom && pieces[i].includes("unsure") ? Math.log(0.12) : Math.log(0.97));
       if (!request.stream) {
         res.writeHead(200, { "Content-Type": "application/json" }).end(
-          JSON.stringify({ id: "cmpl-1", object: "chat.completion", model: "slow-model", choices: [{ index: 0, message: { role: "assistant", content: pieces.join("") }, finish_reason: "stop" }], usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length } }),
+          JSON.stringify({
+            id: "cmpl-1",
+            object: "chat.completion",
+            model: "slow-model",
+            choices: [{ index: 0, message: { role: "assistant", content: pieces.join("") }, finish_reason: "stop" }],
+            usage: { prompt_tokens: 10, completion_tokens: pieces.length, total_tokens: 10 + pieces.length },
+          }),
         );
         return;
       }
@@ -115,7 +121,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
 
   async function goTurn(n) {
     // Click the turn's cell (keys would go to a focused render frame, if any).
-    await page.getByRole("list", { name: "Turns" }).getByRole("button", { name: new RegExp(`^Turn ${n}: `) }).click();
+    await page
+      .getByRole("list", { name: "Turns" })
+      .getByRole("button", { name: new RegExp(`^Turn ${n}: `) })
+      .click();
     await until(async () => (await turnText()).startsWith(`turn ${n} `), 5000);
     await page.waitForTimeout(300);
   }
@@ -134,8 +143,14 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     await dialog.getByRole("button", { name: "Save engine" }).click();
     const closed = await until(async () => (await dialog.count()) === 0, 120_000, 250);
     if (!closed) {
-      const err = await dialog.getByRole("alert").allInnerTexts().catch(() => []);
-      await dialog.getByRole("button", { name: "Cancel" }).click().catch(() => {});
+      const err = await dialog
+        .getByRole("alert")
+        .allInnerTexts()
+        .catch(() => []);
+      await dialog
+        .getByRole("button", { name: "Cancel" })
+        .click()
+        .catch(() => {});
       return { ok: false, error: err.join(" ") };
     }
     return { ok: true, error: null };
@@ -150,10 +165,14 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   /** Presses Step and waits for the step to finish; returns the status text. */
   async function stepAndWait(timeoutMs = 30_000) {
     await page.getByRole("button", { name: "Step", exact: true }).click();
-    const done = await until(async () => {
-      const t = await stepStatus.innerText();
-      return /tokens\/s|done \(|stopped|error|failed|no_observation|empty|truncated/.test(t) && !t.startsWith("streaming") ? t : null;
-    }, timeoutMs, 150);
+    const done = await until(
+      async () => {
+        const t = await stepStatus.innerText();
+        return /tokens\/s|done \(|stopped|error|failed|no_observation|empty|truncated/.test(t) && !t.startsWith("streaming") ? t : null;
+      },
+      timeoutMs,
+      150,
+    );
     await page.waitForTimeout(600); // the turn reloads with the stored prediction
     return done ?? (await stepStatus.innerText());
   }
@@ -178,9 +197,15 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       const opts = (await predictionOptions()).filter((o) => o.includes("copy"));
       return opts.length > before ? opts : null;
     }, 8000);
-    check(/\d+(\.\d+)? tokens\/s/.test(status) && /\d+ of \d+ prompt tokens re-read/.test(status), `lab ${domain}: Step with copy finishes with figures (${status})`);
+    check(
+      /\d+(\.\d+)? tokens\/s/.test(status) && /\d+ of \d+ prompt tokens re-read/.test(status),
+      `lab ${domain}: Step with copy finishes with figures (${status})`,
+    );
     check(!!after, `lab ${domain}: the new copy prediction is stored and listed (${after?.length ?? 0} copy predictions, ${before} before)`);
-    const fid = await page.getByLabel("Overall fidelity").innerText().catch(() => "");
+    const fid = await page
+      .getByLabel("Overall fidelity")
+      .innerText()
+      .catch(() => "");
     check(/\d/.test(fid), `lab ${domain}: the stored prediction is scored against the real observation (${fid.replace(/\s+/g, " ")})`);
     await shot(`lab-step-${domain}.png`);
   }
@@ -225,13 +250,19 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   check((await edgeLabel.count()) === 1, "lab: the branch tree shows the edited action on its edge");
   const states = await tree.locator(".flow-state").count();
   check(states >= 4, `lab: the branch tree draws every state (${states})`);
-  check((await tree.locator(".flow-state.kind-real").count()) > 0 && (await tree.locator(".flow-state.kind-empty, .flow-state.kind-predicted").count()) > 0, "lab: tree nodes are coloured by kind (real and not-yet-real)");
+  check(
+    (await tree.locator(".flow-state.kind-real").count()) > 0 && (await tree.locator(".flow-state.kind-empty, .flow-state.kind-predicted").count()) > 0,
+    "lab: tree nodes are coloured by kind (real and not-yet-real)",
+  );
   await shot("lab-branch-tree.png");
   // Click the new state: the turn view opens on that branch and turn.
   await tree.locator(`.flow-state[data-node-id="${newBranch}"]`).click();
   await until(async () => (await page.getByRole("region", { name: "Predicted observation" }).count()) === 1, 5000);
   await page.waitForTimeout(500);
-  check((await page.locator(".action-raw").innerText()) === "click('7')" && (await page.getByLabel("Branch", { exact: true }).inputValue()) === newBranch, "lab: clicking a tree node jumps to its branch and turn");
+  check(
+    (await page.locator(".action-raw").innerText()) === "click('7')" && (await page.getByLabel("Branch", { exact: true }).inputValue()) === newBranch,
+    "lab: clicking a tree node jumps to its branch and turn",
+  );
 
   // ---- step the branch ----
   const branchStep = await stepAndWait();
@@ -255,10 +286,15 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   await replaceText('{\n  "status": 500,\n  "error": \n}\n');
   await author.getByRole("button", { name: "Validate" }).click();
   const problems = await until(async () => ((await author.getByLabel("Problems").count()) ? author.getByLabel("Problems").innerText() : null), 5000);
-  check(!!problems && (mock ? /error/ : /line 4, column 1/).test(problems), `lab: validate_observation reports a broken observation with its line and column (${(problems ?? "").replace(/\s+/g, " ").slice(0, 120)})`);
+  check(
+    !!problems && (mock ? /error/ : /line 4, column 1/).test(problems),
+    `lab: validate_observation reports a broken observation with its line and column (${(problems ?? "").replace(/\s+/g, " ").slice(0, 120)})`,
+  );
   // Back to HTML: highlighted, validated, saved.
   await repSelect.selectOption("html");
-  await replaceText('<html>\n  <body>\n    <h1 class="error">500 Internal Server Error</h1>\n    <p>The server returned an error page.</p>\n  </body>\n</html>\n');
+  await replaceText(
+    '<html>\n  <body>\n    <h1 class="error">500 Internal Server Error</h1>\n    <p>The server returned an error page.</p>\n  </body>\n</html>\n',
+  );
   check((await author.locator(".cm-line span").count()) > 3, "lab: the editor highlights HTML syntax");
   await author.getByRole("button", { name: "Validate" }).click();
   const okLine = await until(async () => ((await author.locator(".validation .ok").count()) ? author.locator(".validation .ok").innerText() : null), 5000);
@@ -266,20 +302,38 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   await shot("lab-authored-editor.png");
   await author.getByRole("button", { name: "Save authored observation" }).click();
   await until(async () => (await author.count()) === 0, 5000);
-  const authoredBanner = await until(async () => (await predicted.getByRole("note").innerText().catch(() => "")).includes("Authored") || null, 5000);
-  check(!!authoredBanner && (await predicted.locator(".pane-head .kind-badge.kind-authored").count()) === 1, "lab: the turn shows the authored observation, marked authored");
+  const authoredBanner = await until(
+    async () =>
+      (
+        await predicted
+          .getByRole("note")
+          .innerText()
+          .catch(() => "")
+      ).includes("Authored") || null,
+    5000,
+  );
+  check(
+    !!authoredBanner && (await predicted.locator(".pane-head .kind-badge.kind-authored").count()) === 1,
+    "lab: the turn shows the authored observation, marked authored",
+  );
   await shot("lab-authored.png");
 
   // ---- a perturbation ----
   await page.getByRole("button", { name: /control instruction/ }).click();
   await page.getByLabel("Control instruction", { exact: true }).fill("the server returns an error page");
   await page.getByRole("button", { name: "Save instruction" }).click();
-  const chip = await until(async () => ((await page.locator(".perturbation-chip").count()) ? page.locator(".perturbation-chip").first().innerText() : null), 5000);
+  const chip = await until(
+    async () => ((await page.locator(".perturbation-chip").count()) ? page.locator(".perturbation-chip").first().innerText() : null),
+    5000,
+  );
   check(!!chip && chip.includes("the server returns an error page"), `lab: the control instruction shows on the turn (${chip})`);
   check((await page.locator(".tcell .perturbation-mark").count()) >= 1, "lab: the timeline marks the perturbed turn");
 
   // ---- undo / redo ----
-  await page.locator("body").click({ position: { x: 5, y: 5 } }).catch(() => {});
+  await page
+    .locator("body")
+    .click({ position: { x: 5, y: 5 } })
+    .catch(() => {});
   await page.keyboard.press("Control+z");
   const undone = await until(async () => (await page.locator(".action-bar .perturbation-chip").count()) === 0, 5000);
   check(!!undone, "lab: Ctrl+Z undoes the perturbation");
@@ -301,10 +355,18 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   const rollDialog = page.getByRole("dialog", { name: "Roll out" });
   await rollDialog.getByLabel("Rollout actions").fill("scroll(0, 200)\nclick('3')");
   await rollDialog.getByRole("button", { name: "Roll out 2" }).click();
-  const rolled = await until(async () => {
-    const t = (await rollDialog.getByLabel("Rollout progress").innerText().catch(() => "")) || "";
-    return /2 of 2 turns/.test(t) ? t : null;
-  }, 30_000, 200);
+  const rolled = await until(
+    async () => {
+      const t =
+        (await rollDialog
+          .getByLabel("Rollout progress")
+          .innerText()
+          .catch(() => "")) || "";
+      return /2 of 2 turns/.test(t) ? t : null;
+    },
+    30_000,
+    200,
+  );
   check(!!rolled, `lab: Roll out 2 reports progress to the end (${rolled})`);
   await rollDialog.getByRole("button", { name: "Close" }).last().click();
   await page.waitForTimeout(600);
@@ -321,7 +383,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   // The turn number moves first; the turn's action shows once its detail has loaded.
   const added = await until(async () => {
     const t = await turnText();
-    const raw = await page.locator(".action-raw").innerText().catch(() => "");
+    const raw = await page
+      .locator(".action-raw")
+      .innerText()
+      .catch(() => "");
     return /^turn 5 \/ 5/.test(t) && raw === "go_back()" ? `${t}, ${raw}` : null;
   }, 10000);
   check(!!added, `lab: the new turn continues the branch (${added ?? (await turnText())})`);
@@ -343,7 +408,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       const n = await cmp.locator(".cmp-row:not(.cmp-header)").count();
       return n > 0 ? n : null;
     }, 5000);
-    check(!!rows && (await cmp.locator(".cmp-row.is-diverged").count()) >= 1, `lab: the compare view lists turns side by side and marks where they diverge (${rows} rows)`);
+    check(
+      !!rows && (await cmp.locator(".cmp-row.is-diverged").count()) >= 1,
+      `lab: the compare view lists turns side by side and marks where they diverge (${rows} rows)`,
+    );
     await shot("lab-compare.png");
     await cmp.getByRole("button", { name: "Back to the tree" }).click();
   }
@@ -371,7 +439,11 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     await exp.getByLabel("Output path").fill(out);
     await exp.getByRole("button", { name: "Write file" }).click();
     await until(async () => existsSync(out), 10_000);
-    const lines = existsSync(out) ? readFileSync(out, "utf8").split("\n").filter((l) => l !== "") : [];
+    const lines = existsSync(out)
+      ? readFileSync(out, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
     let row = null;
     try {
       row = JSON.parse(lines[0] ?? "");
@@ -379,11 +451,21 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       // reported below
     }
     const shownPrefix = firstRow.replace(/…$/, "");
-    check(lines.length === total && (lines[0] ?? "").startsWith(shownPrefix), `lab: the written file has the previewed rows (${lines.length} lines, ${total} expected, first line as previewed: ${(lines[0] ?? "").startsWith(shownPrefix)})`);
-    check(!!row && Array.isArray(row.prompt) && Array.isArray(row.response) && typeof row.turn_idx === "number", `lab: a written row has AgentWorldBench fields (${Object.keys(row ?? {}).join(", ")})`);
+    check(
+      lines.length === total && (lines[0] ?? "").startsWith(shownPrefix),
+      `lab: the written file has the previewed rows (${lines.length} lines, ${total} expected, first line as previewed: ${(lines[0] ?? "").startsWith(shownPrefix)})`,
+    );
+    check(
+      !!row && Array.isArray(row.prompt) && Array.isArray(row.response) && typeof row.turn_idx === "number",
+      `lab: a written row has AgentWorldBench fields (${Object.keys(row ?? {}).join(", ")})`,
+    );
     await exp.getByRole("button", { name: "Write file" }).click();
     await page.waitForTimeout(500);
-    const again = existsSync(out) ? readFileSync(out, "utf8").split("\n").filter((l) => l !== "") : [];
+    const again = existsSync(out)
+      ? readFileSync(out, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
     check(again.join("\n") === lines.join("\n"), "lab: writing again gives the same bytes (deterministic)");
   }
   await shot("lab-export.png");
@@ -400,8 +482,14 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   await predicted.waitFor({ timeout: 20_000 });
   await page.waitForTimeout(1200);
   const branchesNow = await page.getByLabel("Branch", { exact: true }).locator("option").allInnerTexts();
-  check(branchesNow.length >= 2 && branchesNow.some((b) => /branch at turn 2/.test(b)), `lab: after a reload the branches are there (${branchesNow.join(" | ")})`);
-  await page.getByLabel("Branch", { exact: true }).selectOption(newBranch).catch(() => {});
+  check(
+    branchesNow.length >= 2 && branchesNow.some((b) => /branch at turn 2/.test(b)),
+    `lab: after a reload the branches are there (${branchesNow.join(" | ")})`,
+  );
+  await page
+    .getByLabel("Branch", { exact: true })
+    .selectOption(newBranch)
+    .catch(() => {});
   await page.waitForTimeout(500);
   await goTurn(2);
   check((await page.locator(".action-raw").innerText()) === "click('7')", "lab: after a reload the edited action is there");
@@ -414,11 +502,21 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     const imp = page.getByRole("dialog", { name: "Import" });
     await imp.waitFor({ timeout: 5000 });
     await imp.getByLabel("Choose a folder").setInputFiles(join(repo, "samples", "os", "pluma_edit-menu_trajectory"));
-    const folderResult = await until(async () => ((await imp.getByLabel("Import result").count()) ? imp.getByLabel("Import result").innerText() : null), 20_000);
-    check(!!folderResult && /pluma/i.test(folderResult) && !/failed/.test(folderResult.split("\n")[0]), `lab: a folder picked in the browser imports (${(folderResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`);
+    const folderResult = await until(
+      async () => ((await imp.getByLabel("Import result").count()) ? imp.getByLabel("Import result").innerText() : null),
+      20_000,
+    );
+    check(
+      !!folderResult && /pluma/i.test(folderResult) && !/failed/.test(folderResult.split("\n")[0]),
+      `lab: a folder picked in the browser imports (${(folderResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`,
+    );
     await imp.getByLabel("Choose files").setInputFiles([join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json")]);
     const fileResult = await until(async () => {
-      const t = (await imp.getByLabel("Import result").innerText().catch(() => "")) || "";
+      const t =
+        (await imp
+          .getByLabel("Import result")
+          .innerText()
+          .catch(() => "")) || "";
       return /larkmail/i.test(t) ? t : null;
     }, 20_000);
     check(!!fileResult, `lab: files picked in the browser import (${(fileResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`);
@@ -440,13 +538,26 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     const predsBefore = (await predictionOptions()).length;
     await page.getByRole("button", { name: "Step", exact: true }).click();
     // The mock back end streams the previous observation slowly instead of calling the endpoint.
-    const streaming = await until(async () => {
-      const t = await predicted.getByLabel("Streaming observation").innerText().catch(() => "");
-      return (mock ? t.replace(/…/g, "").trim().length > 20 : t.includes("slow line 1")) ? t : null;
-    }, 20_000, 100);
+    const streaming = await until(
+      async () => {
+        const t = await predicted
+          .getByLabel("Streaming observation")
+          .innerText()
+          .catch(() => "");
+        return (mock ? t.replace(/…/g, "").trim().length > 20 : t.includes("slow line 1")) ? t : null;
+      },
+      20_000,
+      100,
+    );
     check(!!streaming, "lab: the predicted pane fills as the observation streams");
-    const reasoningShown = await page.getByRole("region", { name: "Reasoning" }).innerText().catch(() => "");
-    check(mock ? reasoningShown.length > 20 : /probably/.test(reasoningShown), `lab: the reasoning streams into its panel (${reasoningShown.replace(/\s+/g, " ").slice(0, 60)})`);
+    const reasoningShown = await page
+      .getByRole("region", { name: "Reasoning" })
+      .innerText()
+      .catch(() => "");
+    check(
+      mock ? reasoningShown.length > 20 : /probably/.test(reasoningShown),
+      `lab: the reasoning streams into its panel (${reasoningShown.replace(/\s+/g, " ").slice(0, 60)})`,
+    );
     await shot("lab-streaming.png");
     const stopAt = Date.now();
     await page.getByRole("button", { name: "Stop", exact: true }).click();
@@ -457,7 +568,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       await until(() => slow.streams.at(-1)?.closed_ms, 3000, 50);
       const s = slow.streams.at(-1);
       const serverMs = s?.closed_ms ? s.closed_ms - stopAt : null;
-      check(serverMs !== null && serverMs < 1500, `lab: the endpoint sees its stream closed soon after Stop (${serverMs} ms after, ${s?.chunks ?? 0} chunks sent)`);
+      check(
+        serverMs !== null && serverMs < 1500,
+        `lab: the endpoint sees its stream closed soon after Stop (${serverMs} ms after, ${s?.chunks ?? 0} chunks sent)`,
+      );
     }
     await page.waitForTimeout(800);
     const chunksAtStop = slow.streams.at(-1)?.chunks ?? 0;
@@ -471,7 +585,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       await page.waitForTimeout(1000);
     }
     const predsAfter = (await predictionOptions()).length;
-    check(predsShown === predsBefore && predsAfter === predsBefore, `lab: a stopped step stores nothing (${predsBefore} predictions before, ${predsShown} after Stop, ${predsAfter} after a reload)`);
+    check(
+      predsShown === predsBefore && predsAfter === predsBefore,
+      `lab: a stopped step stores nothing (${predsBefore} predictions before, ${predsShown} after Stop, ${predsAfter} after a reload)`,
+    );
 
     // ---- uncertainty shading from the endpoint's log-probabilities ----
     const fastSet = await setEngine(async (d) => {
@@ -497,12 +614,18 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       const levels = await predicted.locator(".shaded .unc").evaluateAll((els) => new Set(els.map((e) => e.className)).size);
       check(!!shaded && levels >= 3, `lab: shading by probability uses several levels (${levels})`);
     } else {
-      check(!!shaded && unsure.join("").includes("unsure line 1") && !unsure.join("").includes("slow line 0") && sure.join("").includes("slow line 0"), `lab: shading by probability marks the unsure tokens darkest (${unsure.length} darkest runs, ${sure.length} lightest)`);
+      check(
+        !!shaded && unsure.join("").includes("unsure line 1") && !unsure.join("").includes("slow line 0") && sure.join("").includes("slow line 0"),
+        `lab: shading by probability marks the unsure tokens darkest (${unsure.length} darkest runs, ${sure.length} lightest)`,
+      );
     }
     check((await predicted.getByLabel("Uncertainty legend (probability)").count()) === 1, "lab: the shading has a legend");
     await shot("lab-uncertainty.png");
     await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("entropy");
-    const noEntropy = await predicted.getByRole("note").innerText().catch(() => "");
+    const noEntropy = await predicted
+      .getByRole("note")
+      .innerText()
+      .catch(() => "");
     if (!mock) check(/No token entropies/.test(noEntropy), `lab: entropy shading says when the engine gave no entropies (${noEntropy})`);
     await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("off");
   } finally {
@@ -518,14 +641,21 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       await d.getByRole("radio", { name: "Local model directory" }).check();
       await d.getByLabel("Model directory", { exact: true }).fill(modelDir);
       await d.getByRole("button", { name: "Inspect" }).click();
-      inspected = (await until(async () => ((await d.getByLabel("Model directory details").count()) ? d.getByLabel("Model directory details").innerText() : null), 20_000)) ?? "";
+      inspected =
+        (await until(
+          async () => ((await d.getByLabel("Model directory details").count()) ? d.getByLabel("Model directory details").innerText() : null),
+          20_000,
+        )) ?? "";
       await d.getByLabel("Device").selectOption("cpu");
       await d.getByLabel("Dtype").selectOption("f32");
       await d.getByLabel("Max new tokens").fill("24");
       await d.getByLabel("Temperature").fill("0");
       await page.screenshot({ path: join(shots, "lab-engine-local.png") });
     });
-    check(/architecture/.test(inspected) && /f32: /.test(inspected) && /parameters/.test(inspected), `lab: inspect_model_dir shows architecture, parameters and memory per dtype before loading (${inspected.replace(/\s+/g, " ").slice(0, 140)})`);
+    check(
+      /architecture/.test(inspected) && /f32: /.test(inspected) && /parameters/.test(inspected),
+      `lab: inspect_model_dir shows architecture, parameters and memory per dtype before loading (${inspected.replace(/\s+/g, " ").slice(0, 140)})`,
+    );
     check(set.ok, `lab: the tiny checkpoint loads as a local engine on cpu, f32 ${set.error ?? ""}`);
     if (set.ok) {
       await openTrajectory("web", ["larkmail", "harbor"]);
@@ -534,7 +664,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       const status = await stepAndWait(180_000);
       // A tiny random checkpoint writes no <predicted_observation>: the step still runs, is measured and stored as such.
       const generated = Number(/(\d+) generated/.exec(status)?.[1] ?? "0");
-      check(/[1-9][\d.]* tokens\/s/.test(status) && generated > 0 && /\d+ of \d+ prompt tokens re-read/.test(status), `lab: the local engine generates and reports its figures (${status})`);
+      check(
+        /[1-9][\d.]* tokens\/s/.test(status) && generated > 0 && /\d+ of \d+ prompt tokens re-read/.test(status),
+        `lab: the local engine generates and reports its figures (${status})`,
+      );
       const after = await until(async () => {
         const n = (await predictionOptions()).length;
         return n > before ? n : null;

@@ -115,7 +115,14 @@ async function startApp() {
     return url;
   } catch (e) {
     // Report it, then run every other check on the fixtures alone.
-    check(false, `worldloom serve imports every sample trajectory (${String(e.message ?? e).trim().split("\n").slice(-2).join(" ")})`);
+    check(
+      false,
+      `worldloom serve imports every sample trajectory (${String(e.message ?? e)
+        .trim()
+        .split("\n")
+        .slice(-2)
+        .join(" ")})`,
+    );
     return await serve(fixtures, "fixtures");
   }
 }
@@ -188,7 +195,10 @@ const predicted = page.getByRole("region", { name: "Predicted observation" });
 await real.waitFor({ timeout: 20_000 });
 check(!(await page.url()).includes("token="), "the token is removed from the address bar");
 if (!mock) {
-  await page.getByLabel("Live updates").waitFor({ timeout: 10_000 }).catch(() => {});
+  await page
+    .getByLabel("Live updates")
+    .waitFor({ timeout: 10_000 })
+    .catch(() => {});
   check((await page.getByLabel("Live updates").count()) === 1, "the server's event stream is connected (hello received)");
 }
 
@@ -241,12 +251,17 @@ async function keyboardNavigation(domain) {
   await page.waitForTimeout(250);
   const end = await turnText();
   const total = end.split("/")[1]?.trim();
-  check(atStart.startsWith("initial") && one.startsWith("turn 1 ") && two.startsWith("turn 2 ") && back.startsWith("turn 1 ") && end === `turn ${total} / ${total}`, `${domain}: keyboard turn navigation (${[atStart, one, two, back, end].join(" → ")})`);
+  check(
+    atStart.startsWith("initial") && one.startsWith("turn 1 ") && two.startsWith("turn 2 ") && back.startsWith("turn 1 ") && end === `turn ${total} / ${total}`,
+    `${domain}: keyboard turn navigation (${[atStart, one, two, back, end].join(" → ")})`,
+  );
 }
 
 /** Nodes aligned across the panes (tree rows or wireframe boxes), in the real pane. */
 async function alignedMarks(region) {
-  return region.locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"], rect[data-diff="unchanged"], rect[data-diff="changed"]').count();
+  return region
+    .locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"], rect[data-diff="unchanged"], rect[data-diff="changed"]')
+    .count();
 }
 
 /** Walks turns from the first until the panes show diff marks next to aligned nodes. */
@@ -261,104 +276,124 @@ async function findDiffTurn() {
 }
 
 if (!labOnly) {
-// ---- Web ----
-if (await openTrajectory("web", ["larkmail", "quillpost", "tidewell", "harbor"])) {
-  await keyboardNavigation("web");
-  await clickTab("AX tree");
-  const at = await findDiffTurn();
-  check(at !== null, `web: accessibility-tree diff marks appear (${at})`);
-  check((await real.getByRole("treeitem").count()) > 5 && (await predicted.getByRole("treeitem").count()) > 5, "web: both panes show tree rows");
-  // Hover an aligned row in the real pane: its counterpart lights up in the predicted pane.
-  const aligned = real.locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"]');
-  if ((await aligned.count()) > 2) await aligned.nth(2).hover();
-  await page.waitForTimeout(200);
-  check((await predicted.locator(".trow.is-hover").count()) === 1, "web: hovering a real node highlights its predicted counterpart");
-  await page.screenshot({ path: join(shots, "web-axtree.png") });
-  if (await clickTab("Render")) {
-    const frames = page.locator("iframe.render-frame");
-    check((await frames.count()) >= 1, "web: HTML render frame present");
-    check((await frames.first().getAttribute("sandbox")) === "", "web: render frame has sandbox=\"\"");
-    const srcdocs = await frames.evaluateAll((fs) => fs.map((f) => f.getAttribute("srcdoc") ?? ""));
-    check(srcdocs.every((s) => s.includes("Content-Security-Policy") && s.includes("default-src 'none'")), "web: every srcdoc carries the no-load policy");
-    await page.screenshot({ path: join(shots, "web-render.png") });
-  } else {
-    check(false, "web: a Render tab exists");
+  // ---- Web ----
+  if (await openTrajectory("web", ["larkmail", "quillpost", "tidewell", "harbor"])) {
+    await keyboardNavigation("web");
+    await clickTab("AX tree");
+    const at = await findDiffTurn();
+    check(at !== null, `web: accessibility-tree diff marks appear (${at})`);
+    check((await real.getByRole("treeitem").count()) > 5 && (await predicted.getByRole("treeitem").count()) > 5, "web: both panes show tree rows");
+    // Hover an aligned row in the real pane: its counterpart lights up in the predicted pane.
+    const aligned = real.locator('[role=treeitem][data-diff="unchanged"], [role=treeitem][data-diff="changed"]');
+    if ((await aligned.count()) > 2) await aligned.nth(2).hover();
+    await page.waitForTimeout(200);
+    check((await predicted.locator(".trow.is-hover").count()) === 1, "web: hovering a real node highlights its predicted counterpart");
+    await page.screenshot({ path: join(shots, "web-axtree.png") });
+    if (await clickTab("Render")) {
+      const frames = page.locator("iframe.render-frame");
+      check((await frames.count()) >= 1, "web: HTML render frame present");
+      check((await frames.first().getAttribute("sandbox")) === "", 'web: render frame has sandbox=""');
+      const srcdocs = await frames.evaluateAll((fs) => fs.map((f) => f.getAttribute("srcdoc") ?? ""));
+      check(
+        srcdocs.every((s) => s.includes("Content-Security-Policy") && s.includes("default-src 'none'")),
+        "web: every srcdoc carries the no-load policy",
+      );
+      await page.screenshot({ path: join(shots, "web-render.png") });
+    } else {
+      check(false, "web: a Render tab exists");
+    }
+    await clickTab("AX source");
+    await page.screenshot({ path: join(shots, "web-source.png") });
+  } else check(false, "a web trajectory is listed");
+
+  // ---- OS ----
+  if (await openTrajectory("os", ["thunar", "pluma", "power", "calculator"])) {
+    await keyboardNavigation("os");
+    await clickTab("Screen");
+    const at = await findDiffTurn();
+    check(at !== null, `os: wireframe diff marks appear (${at})`);
+    check((await real.locator("rect.wbox").count()) > 3 && (await predicted.locator("rect.wbox").count()) > 3, "os: both panes draw screen boxes");
+    await page.screenshot({ path: join(shots, "os-screen.png") });
+    await clickTab("Tree");
+    await page.screenshot({ path: join(shots, "os-tree.png") });
+  } else check(false, "an os trajectory is listed");
+
+  // ---- Android ----
+  if (await openTrajectory("android", ["settings_airplane", "harbor-messenger", "pinecone", "settings"])) {
+    await keyboardNavigation("android");
+    await clickTab("Device");
+    const at = await findDiffTurn();
+    check(at !== null, `android: device diff marks appear (${at})`);
+    check(
+      (await real.locator("rect.device-bezel").count()) === 1 && (await predicted.locator("rect.device-bezel").count()) === 1,
+      "android: both panes draw the device frame",
+    );
+    check((await real.locator("rect.wbox").count()) > 3, "android: node bounds drawn");
+    await page.screenshot({ path: join(shots, "android-device.png") });
+  } else check(false, "an android trajectory is listed");
+
+  // ---- text domain (mock fixtures include one; samples may not) ----
+  if (await openTrajectory("terminal", ["build"])) {
+    await page.keyboard.press("End");
+    await page.waitForTimeout(400);
+    check(
+      (await real.locator(".line-removed").count()) > 0 && (await predicted.locator(".line-added").count()) > 0,
+      "terminal: side-by-side text diff marks lines",
+    );
+    await page.screenshot({ path: join(shots, "terminal-text.png") });
   }
-  await clickTab("AX source");
-  await page.screenshot({ path: join(shots, "web-source.png") });
-} else check(false, "a web trajectory is listed");
 
-// ---- OS ----
-if (await openTrajectory("os", ["thunar", "pluma", "power", "calculator"])) {
-  await keyboardNavigation("os");
-  await clickTab("Screen");
-  const at = await findDiffTurn();
-  check(at !== null, `os: wireframe diff marks appear (${at})`);
-  check((await real.locator("rect.wbox").count()) > 3 && (await predicted.locator("rect.wbox").count()) > 3, "os: both panes draw screen boxes");
-  await page.screenshot({ path: join(shots, "os-screen.png") });
-  await clickTab("Tree");
-  await page.screenshot({ path: join(shots, "os-tree.png") });
-} else check(false, "an os trajectory is listed");
+  // ---- hostile page ----
+  const hitsBefore = trap.hits.length;
+  const foreignBefore = foreignRequests.length;
+  if (await openTrajectory("web", ["hostile"])) {
+    await page.keyboard.press("End");
+    await page.waitForTimeout(400);
+    check(await clickTab("Render"), "hostile: Render tab");
+    await page.waitForTimeout(2500);
+    const ran = await page.evaluate(() => window.__wlScriptRan);
+    check(ran.length === 0, `hostile: no script ran (${ran.join(", ") || "none"})`);
+    check(dialogs.length === 0, `hostile: no dialog opened (${dialogs.join(", ") || "none"})`);
+    check(trap.hits.length === hitsBefore, `hostile: the trap server got no request (${trap.hits.slice(hitsBefore).join(", ") || "none"})`);
+    check(
+      foreignRequests.length === foreignBefore,
+      `hostile: no request beyond the app's origin (${foreignRequests.slice(foreignBefore).join(", ") || "none"})`,
+    );
+    // Clicking the links inside the frame must not navigate anywhere either.
+    const frame = page.frameLocator("iframe.render-frame").first();
+    await frame
+      .locator("#extlink")
+      .click({ timeout: 3000 })
+      .catch(() => {});
+    await frame
+      .locator("#jslink")
+      .click({ timeout: 3000 })
+      .catch(() => {});
+    await page.waitForTimeout(800);
+    check(
+      trap.hits.length === hitsBefore && (await page.evaluate(() => window.__wlScriptRan.length)) === 0,
+      "hostile: clicking its links runs and loads nothing",
+    );
+    await page.screenshot({ path: join(shots, "hostile-render.png") });
+  } else check(false, "the hostile page is listed");
+  check(foreignRequests.length === 0, `the whole session made no request beyond the app's origin (${foreignRequests.length})`);
+  check(trap.hits.length === 0, `the trap server was never reached (${trap.hits.length})`);
 
-// ---- Android ----
-if (await openTrajectory("android", ["settings_airplane", "harbor-messenger", "pinecone", "settings"])) {
-  await keyboardNavigation("android");
-  await clickTab("Device");
-  const at = await findDiffTurn();
-  check(at !== null, `android: device diff marks appear (${at})`);
-  check((await real.locator("rect.device-bezel").count()) === 1 && (await predicted.locator("rect.device-bezel").count()) === 1, "android: both panes draw the device frame");
-  check((await real.locator("rect.wbox").count()) > 3, "android: node bounds drawn");
-  await page.screenshot({ path: join(shots, "android-device.png") });
-} else check(false, "an android trajectory is listed");
-
-// ---- text domain (mock fixtures include one; samples may not) ----
-if (await openTrajectory("terminal", ["build"])) {
-  await page.keyboard.press("End");
-  await page.waitForTimeout(400);
-  check((await real.locator(".line-removed").count()) > 0 && (await predicted.locator(".line-added").count()) > 0, "terminal: side-by-side text diff marks lines");
-  await page.screenshot({ path: join(shots, "terminal-text.png") });
-}
-
-// ---- hostile page ----
-const hitsBefore = trap.hits.length;
-const foreignBefore = foreignRequests.length;
-if (await openTrajectory("web", ["hostile"])) {
-  await page.keyboard.press("End");
-  await page.waitForTimeout(400);
-  check(await clickTab("Render"), "hostile: Render tab");
-  await page.waitForTimeout(2500);
-  const ran = await page.evaluate(() => window.__wlScriptRan);
-  check(ran.length === 0, `hostile: no script ran (${ran.join(", ") || "none"})`);
-  check(dialogs.length === 0, `hostile: no dialog opened (${dialogs.join(", ") || "none"})`);
-  check(trap.hits.length === hitsBefore, `hostile: the trap server got no request (${trap.hits.slice(hitsBefore).join(", ") || "none"})`);
-  check(foreignRequests.length === foreignBefore, `hostile: no request beyond the app's origin (${foreignRequests.slice(foreignBefore).join(", ") || "none"})`);
-  // Clicking the links inside the frame must not navigate anywhere either.
-  const frame = page.frameLocator("iframe.render-frame").first();
-  await frame.locator("#extlink").click({ timeout: 3000 }).catch(() => {});
-  await frame.locator("#jslink").click({ timeout: 3000 }).catch(() => {});
-  await page.waitForTimeout(800);
-  check(trap.hits.length === hitsBefore && (await page.evaluate(() => window.__wlScriptRan.length)) === 0, "hostile: clicking its links runs and loads nothing");
-  await page.screenshot({ path: join(shots, "hostile-render.png") });
-} else check(false, "the hostile page is listed");
-check(foreignRequests.length === 0, `the whole session made no request beyond the app's origin (${foreignRequests.length})`);
-check(trap.hits.length === 0, `the trap server was never reached (${trap.hits.length})`);
-
-// ---- large tree: 20,000 nodes ----
-if (await openTrajectory("web", ["large tree", "large-tree"])) {
-  await clickTab("AX tree");
-  await page.keyboard.press("End");
-  // A 20,000-node turn is a large reply (about 17 MB of JSON from a debug build): wait for it.
-  await real.getByRole("treeitem").first().waitFor({ timeout: 90_000 });
-  await predicted.getByRole("treeitem").first().waitFor({ timeout: 90_000 });
-  const rows = await real.getByRole("treeitem").count();
-  check(rows > 10 && rows < 100, `large tree: only a window of rows is in the DOM (${rows})`);
-  await real.locator("[role=tree]").evaluate((el) => (el.scrollTop = 200_000));
-  await page.waitForTimeout(300);
-  const label = await real.getByRole("treeitem").first().innerText();
-  check(/Row \d{4,}|r\d{4,}/.test(label), `large tree: scrolled rows render (${label.replace(/\s+/g, " ").slice(0, 40)})`);
-  await page.screenshot({ path: join(shots, "large-tree.png") });
-} else check(false, "the large tree is listed");
-
+  // ---- large tree: 20,000 nodes ----
+  if (await openTrajectory("web", ["large tree", "large-tree"])) {
+    await clickTab("AX tree");
+    await page.keyboard.press("End");
+    // A 20,000-node turn is a large reply (about 17 MB of JSON from a debug build): wait for it.
+    await real.getByRole("treeitem").first().waitFor({ timeout: 90_000 });
+    await predicted.getByRole("treeitem").first().waitFor({ timeout: 90_000 });
+    const rows = await real.getByRole("treeitem").count();
+    check(rows > 10 && rows < 100, `large tree: only a window of rows is in the DOM (${rows})`);
+    await real.locator("[role=tree]").evaluate((el) => (el.scrollTop = 200_000));
+    await page.waitForTimeout(300);
+    const label = await real.getByRole("treeitem").first().innerText();
+    check(/Row \d{4,}|r\d{4,}/.test(label), `large tree: scrolled rows render (${label.replace(/\s+/g, " ").slice(0, 40)})`);
+    await page.screenshot({ path: join(shots, "large-tree.png") });
+  } else check(false, "the large tree is listed");
 }
 
 // ---- the laboratory: stepping, branching, authoring, export (e2e/lab.mjs) ----

@@ -126,7 +126,11 @@ function Studio({ backend }: AppProps) {
     <SelectionContext.Provider value={selection}>
       <ScrollSyncContext.Provider value={scrollSync}>
         <div className={importer.dragging ? "app is-dragging" : "app"}>
-          <Sidebar trajectories={place.trajectories} selectedId={trajectoryId} onSelect={(id) => id !== trajectoryId && dispatch({ type: "select_trajectory", trajectoryId: id })} />
+          <Sidebar
+            trajectories={place.trajectories}
+            selectedId={trajectoryId}
+            onSelect={(id) => id !== trajectoryId && dispatch({ type: "select_trajectory", trajectoryId: id })}
+          />
           <main className="main">
             <TopBar
               trajectory={trajectory}
@@ -148,8 +152,22 @@ function Studio({ backend }: AppProps) {
               theme={theme}
               onTheme={setTheme}
             />
-            <Timeline turns={turns} current={current} onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })} playing={nav.playing} onPlay={() => dispatch({ type: "play", playing: !nav.playing })} />
-            <TurnTools key={`${trajectoryId}/${nodeId}`} detail={detail} loading={place.loading} atLeaf={current === turns.length - 1} notice={notice} onDialog={setDialog} onPerturbation={edits.savePerturbation} />
+            <Timeline
+              turns={turns}
+              current={current}
+              onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })}
+              playing={nav.playing}
+              onPlay={() => dispatch({ type: "play", playing: !nav.playing })}
+            />
+            <TurnTools
+              key={`${trajectoryId}/${nodeId}`}
+              detail={detail}
+              loading={place.loading}
+              atLeaf={current === turns.length - 1}
+              notice={notice}
+              onDialog={setDialog}
+              onPerturbation={edits.savePerturbation}
+            />
             {place.listLoaded && place.trajectories.length === 0 && !error ? (
               <div className="pane-empty" role="status">
                 The workspace holds no trajectory yet. Use Import… or drop files onto the window, or start the studio with files to import, for example
@@ -171,7 +189,13 @@ function Studio({ backend }: AppProps) {
                 colorMode={theme}
               />
             ) : nav.mainView === "compare" && trajectoryId && compareBranches.length === 2 ? (
-              <CompareView backend={backend} trajectoryId={trajectoryId} left={compareBranches[0]!} right={compareBranches[1]!} onClose={() => dispatch({ type: "view", mainView: "tree" })} />
+              <CompareView
+                backend={backend}
+                trajectoryId={trajectoryId}
+                left={compareBranches[0]!}
+                right={compareBranches[1]!}
+                onClose={() => dispatch({ type: "view", mainView: "tree" })}
+              />
             ) : (
               <TurnPanes
                 detail={detail}
@@ -224,7 +248,9 @@ function Studio({ backend }: AppProps) {
               changed(trajectoryId);
             }}
             rollout={runner.rollout}
-            onStartRollout={(actions: string[], ctx: ContextMode) => (trajectoryId ? runner.startRollout(trajectoryId, nodeId, actions, ctx) : Promise.resolve())}
+            onStartRollout={(actions: string[], ctx: ContextMode) =>
+              trajectoryId ? runner.startRollout(trajectoryId, nodeId, actions, ctx) : Promise.resolve()
+            }
             onStopRollout={() => void runner.stopRollout(trajectoryId)}
             importer={importer}
             onUndoRedo={undoRedoNow}

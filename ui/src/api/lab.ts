@@ -5,13 +5,7 @@
  * `../bindings/api.ts`; this module only adds short aliases and helpers.
  */
 import type { Backend } from "../backend/backend";
-import type {
-  Commands,
-  ExportCurriculumResponse,
-  ParseActionResponse,
-  StepResponse,
-  StudioEvent,
-} from "./types";
+import type { Commands, ExportCurriculumResponse, ParseActionResponse, StepResponse, StudioEvent } from "./types";
 
 export type {
   BranchCreated,

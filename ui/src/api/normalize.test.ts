@@ -4,7 +4,11 @@ import { normalizeDiff, normalizeFidelity, type ObsEvaluation, type ObsTreeDiff 
 describe("normalizeDiff", () => {
   it("flattens worldloom-obs NodeStatus objects into statuses and aligned pairs", () => {
     const obs: ObsTreeDiff = {
-      real: [{ status: "unchanged", counterpart: 0 }, { status: "changed", counterpart: 2, changes: [{ field: "name", real: "Off", pred: "On" }] }, { status: "removed" }],
+      real: [
+        { status: "unchanged", counterpart: 0 },
+        { status: "changed", counterpart: 2, changes: [{ field: "name", real: "Off", pred: "On" }] },
+        { status: "removed" },
+      ],
       pred: [{ status: "unchanged", counterpart: 0 }, { status: "added" }, { status: "changed", counterpart: 1 }],
       summary: { unchanged: 1, changed: 1, moved: 0, added: 1, removed: 1 },
     };

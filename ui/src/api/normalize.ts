@@ -99,7 +99,8 @@ export function normalizeFidelity(f: Fidelity | ObsEvaluation | null | undefined
   push("attribute_accuracy", f.attribute_accuracy);
   push("transition_f1", f.transition_f1);
   push("line_ratio", f.line_diff?.ratio);
-  if (f.exact !== undefined && f.exact !== null) metrics.push({ name: "exact", value: f.exact ? 1 : 0, unit: f.exact ? "(identical)" : "(differs)", description: "identical after normalisation" });
+  if (f.exact !== undefined && f.exact !== null)
+    metrics.push({ name: "exact", value: f.exact ? 1 : 0, unit: f.exact ? "(identical)" : "(differs)", description: "identical after normalisation" });
   const anchors: Anchor[] = (f.anchors ?? []).map((a) => ({ kind: a.anchor, key: a.anchor, status: a.status, real: a.real, predicted: a.pred }));
   const overall = f.status === "scored" ? (f.node_f1 ?? f.text_f1 ?? f.line_diff?.ratio ?? null) : null;
   return { overall, metrics, anchors, judge: null, note: f.status === "scored" ? (f.reason ?? null) : (f.reason ?? f.status) };

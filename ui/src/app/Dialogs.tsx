@@ -94,7 +94,15 @@ export function Dialogs(props: DialogsProps) {
           }}
         />
       ) : null}
-      {dialog === "rollout" ? <RolloutDialog placeholder={rolloutPlaceholder(trajectory?.domain)} progress={props.rollout} onStart={props.onStartRollout} onStop={props.onStopRollout} onClose={onClose} /> : null}
+      {dialog === "rollout" ? (
+        <RolloutDialog
+          placeholder={rolloutPlaceholder(trajectory?.domain)}
+          progress={props.rollout}
+          onStart={props.onStartRollout}
+          onStop={props.onStopRollout}
+          onClose={onClose}
+        />
+      ) : null}
       {dialog === "author" && detail && trajectoryId ? (
         <AuthorDialog
           backend={backend}
@@ -108,10 +116,21 @@ export function Dialogs(props: DialogsProps) {
         />
       ) : null}
       {dialog === "export" && trajectoryId ? (
-        <ExportDialog backend={backend} trajectoryId={trajectoryId} trajectoryName={trajectory?.name ?? trajectoryId} branches={props.branches} initialSelection={props.exportSelection} onClose={onClose} />
+        <ExportDialog
+          backend={backend}
+          trajectoryId={trajectoryId}
+          trajectoryName={trajectory?.name ?? trajectoryId}
+          branches={props.branches}
+          initialSelection={props.exportSelection}
+          onClose={onClose}
+        />
       ) : null}
-      {dialog === "history" ? <HistoryDialog backend={backend} onClose={onClose} onUndo={() => props.onUndoRedo("undo")} onRedo={() => props.onUndoRedo("redo")} /> : null}
-      {dialog === "import" ? <ImportDialog onUpload={importer.upload} onChooseNative={importer.chooseNative} result={importer.result} onClose={onClose} /> : null}
+      {dialog === "history" ? (
+        <HistoryDialog backend={backend} onClose={onClose} onUndo={() => props.onUndoRedo("undo")} onRedo={() => props.onUndoRedo("redo")} />
+      ) : null}
+      {dialog === "import" ? (
+        <ImportDialog onUpload={importer.upload} onChooseNative={importer.chooseNative} result={importer.result} onClose={onClose} />
+      ) : null}
       {dialog !== "import" && importer.result && importer.result.failed.length > 0 ? (
         <div className="toast" role="alert">
           <ImportResult result={importer.result} />

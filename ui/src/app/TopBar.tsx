@@ -34,12 +34,32 @@ export interface TopBarProps {
   onTheme: (theme: Theme) => void;
 }
 
-export function TopBar({ trajectory, branches, branchId, onBranch, mainView, onView, canUndo, canRedo, onUndoRedo, engine, onDialog, onImport, canExport, theme, onTheme }: TopBarProps) {
+export function TopBar({
+  trajectory,
+  branches,
+  branchId,
+  onBranch,
+  mainView,
+  onView,
+  canUndo,
+  canRedo,
+  onUndoRedo,
+  engine,
+  onDialog,
+  onImport,
+  canExport,
+  theme,
+  onTheme,
+}: TopBarProps) {
   return (
     <header className="topbar">
       <div className="title">
         <h1>{trajectory?.name ?? "No trajectory"}</h1>
-        {trajectory?.goal ? <p className="goal" title={trajectory.goal}>{trajectory.goal}</p> : null}
+        {trajectory?.goal ? (
+          <p className="goal" title={trajectory.goal}>
+            {trajectory.goal}
+          </p>
+        ) : null}
       </div>
       {branches.length > 0 ? (
         <select className="branch-picker" aria-label="Branch" value={branchId ?? ""} onChange={(e) => onBranch(e.target.value)}>
@@ -72,7 +92,12 @@ export function TopBar({ trajectory, branches, branchId, onBranch, mainView, onV
           History
         </button>
       </div>
-      <button type="button" className={engine && !engine.ready ? "engine-button not-ready" : "engine-button"} onClick={() => onDialog("engine")} title={engine?.error ?? engine?.description ?? "choose the engine"}>
+      <button
+        type="button"
+        className={engine && !engine.ready ? "engine-button not-ready" : "engine-button"}
+        onClick={() => onDialog("engine")}
+        title={engine?.error ?? engine?.description ?? "choose the engine"}
+      >
         Engine: {engineName(engine)}
         {engine && !engine.ready ? " ⚠" : ""}
       </button>
@@ -82,7 +107,12 @@ export function TopBar({ trajectory, branches, branchId, onBranch, mainView, onV
       <button type="button" disabled={!canExport} onClick={() => onDialog("export")}>
         Export curriculum…
       </button>
-      <button type="button" className="theme-toggle" aria-label={theme === "dark" ? "Switch to light theme" : "Switch to dark theme"} onClick={() => onTheme(theme === "dark" ? "light" : "dark")}>
+      <button
+        type="button"
+        className="theme-toggle"
+        aria-label={theme === "dark" ? "Switch to light theme" : "Switch to dark theme"}
+        onClick={() => onTheme(theme === "dark" ? "light" : "dark")}
+      >
         {theme === "dark" ? "☀" : "☾"}
       </button>
     </header>

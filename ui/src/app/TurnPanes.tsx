@@ -144,7 +144,9 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
     ) : (
       <span>
         No token {uncertainty === "probability" ? "log-probabilities" : "entropies"} for this prediction
-        {hasUncertainty(tokens, "probability") ? " (its engine reported log-probabilities only: shade by probability)." : " (turn on “Token log-probabilities” in the engine and step again)."}
+        {hasUncertainty(tokens, "probability")
+          ? " (its engine reported log-probabilities only: shade by probability)."
+          : " (turn on “Token log-probabilities” in the engine and step again)."}
       </span>
     )
   ) : detail?.predicted_kind === "authored" ? (
@@ -159,7 +161,9 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
         titleExtra={detail?.views.some((v) => v.real) ? <KindBadge kind="real" /> : <KindBadge kind="empty" label="not recorded" />}
         {...shared}
         banner={detail?.real_error ? `Step error: ${detail.real_error}` : null}
-        emptyMessage={detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null}
+        emptyMessage={
+          detail && detail.views.every((v) => !v.real) ? (detail.real_error ? `No observation: ${detail.real_error}` : "This state was not recorded.") : null
+        }
       />
       <Pane
         side="predicted"

@@ -36,24 +36,53 @@ export function TurnTools({ detail, loading, atLeaf, notice, onDialog, onPerturb
             ⚡ {detail.perturbation}
           </span>
         ) : null}
-        {detail?.real_meta?.url ? <span className="meta-url" title="URL">{detail.real_meta.url}</span> : null}
-        {loading ? <span className="loading" aria-live="polite">loading…</span> : null}
+        {detail?.real_meta?.url ? (
+          <span className="meta-url" title="URL">
+            {detail.real_meta.url}
+          </span>
+        ) : null}
+        {loading ? (
+          <span className="loading" aria-live="polite">
+            loading…
+          </span>
+        ) : null}
       </div>
       <div className="turn-tools" role="toolbar" aria-label="Turn tools">
-        <button type="button" disabled={!detail?.edge_id && detail?.edge_id !== 0} onClick={() => onDialog("edit")} title="Edit this turn's action: a new branch from the previous state">
+        <button
+          type="button"
+          disabled={!detail?.edge_id && detail?.edge_id !== 0}
+          onClick={() => onDialog("edit")}
+          title="Edit this turn's action: a new branch from the previous state"
+        >
           Edit action
         </button>
-        <button type="button" disabled={!detail} onClick={() => onDialog("append")} title={atLeaf ? "Add a turn after this one" : "Add a turn from this state (a new branch)"}>
+        <button
+          type="button"
+          disabled={!detail}
+          onClick={() => onDialog("append")}
+          title={atLeaf ? "Add a turn after this one" : "Add a turn from this state (a new branch)"}
+        >
           Add turn
         </button>
-        <button type="button" disabled={!detail} onClick={() => onDialog("rollout")} aria-label="Roll out N" title="Continue this branch for N turns with actions you write">
+        <button
+          type="button"
+          disabled={!detail}
+          onClick={() => onDialog("rollout")}
+          aria-label="Roll out N"
+          title="Continue this branch for N turns with actions you write"
+        >
           Roll out N…
         </button>
         <button type="button" disabled={!detail || detail.turn === 0} onClick={() => onDialog("author")} title="Write this state's observation by hand">
           Author observation
         </button>
         {draft === null ? (
-          <button type="button" disabled={detail?.edge_id == null} onClick={() => setDraft(detail?.perturbation ?? "")} title="A control instruction added to the world model's prompt for this turn">
+          <button
+            type="button"
+            disabled={detail?.edge_id == null}
+            onClick={() => setDraft(detail?.perturbation ?? "")}
+            title="A control instruction added to the world model's prompt for this turn"
+          >
             {detail?.perturbation ? "Edit control instruction" : "Add control instruction"}
           </button>
         ) : (
@@ -64,7 +93,13 @@ export function TurnTools({ detail, loading, atLeaf, notice, onDialog, onPerturb
               void save(draft.trim() || null);
             }}
           >
-            <input aria-label="Control instruction" autoFocus value={draft} placeholder="e.g. the server returns an error page" onChange={(e) => setDraft(e.target.value)} />
+            <input
+              aria-label="Control instruction"
+              autoFocus
+              value={draft}
+              placeholder="e.g. the server returns an error page"
+              onChange={(e) => setDraft(e.target.value)}
+            />
             <button type="submit">Save instruction</button>
             {detail?.perturbation ? (
               <button type="button" onClick={() => void save(null)}>

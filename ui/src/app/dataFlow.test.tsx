@@ -50,7 +50,9 @@ describe("the data flow", () => {
     fireEvent.click(screen.getByRole("button", { name: "Branch tree" }));
     const region = await screen.findByRole("region", { name: "Branch tree" });
     // The state the instruction leads into carries the mark.
-    await waitFor(() => expect(region.querySelector('[data-node-id="2"] .flow-perturbed')?.getAttribute("aria-label")).toBe("control instruction: the cart is empty"));
+    await waitFor(() =>
+      expect(region.querySelector('[data-node-id="2"] .flow-perturbed')?.getAttribute("aria-label")).toBe("control instruction: the cart is empty"),
+    );
     expect(region.querySelectorAll(".flow-perturbed").length).toBe(1);
     expect(calls.filter((c) => c === "get_branch")).toEqual([]);
   });
@@ -60,7 +62,9 @@ describe("the data flow", () => {
     window.location.hash = "#t=web-harbor-books&turn=1";
     render(<App backend={backend} />);
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
-    await waitFor(() => expect(within(screen.getByRole("region", { name: "Predicted observation" })).getByRole("button", { name: "Step" })).toHaveProperty("disabled", false));
+    await waitFor(() =>
+      expect(within(screen.getByRole("region", { name: "Predicted observation" })).getByRole("button", { name: "Step" })).toHaveProperty("disabled", false),
+    );
     await new Promise((r) => setTimeout(r, 50));
     calls.length = 0;
     fireEvent.click(within(screen.getByRole("region", { name: "Predicted observation" })).getByRole("button", { name: "Step" }));

@@ -40,7 +40,12 @@ describe("navigation", () => {
 
   it("jumps within the branch at once, and to another branch once its turns arrive", () => {
     const tree: NavState = { ...AT, mainView: "tree" };
-    expect(navigate(tree, { type: "jump", branchId: "7", turnIndex: 0, count: 3, sameBranch: true })).toMatchObject({ branchId: "7", current: 0, pendingTurn: null, mainView: "turn" });
+    expect(navigate(tree, { type: "jump", branchId: "7", turnIndex: 0, count: 3, sameBranch: true })).toMatchObject({
+      branchId: "7",
+      current: 0,
+      pendingTurn: null,
+      mainView: "turn",
+    });
     const other = navigate(tree, { type: "jump", branchId: "9", turnIndex: 4, count: 3, sameBranch: false });
     expect(other).toMatchObject({ branchId: "9", current: 2, pendingTurn: 4, mainView: "turn" });
     expect(navigate(other, { type: "turns_loaded", count: 6 })).toMatchObject({ current: 4, pendingTurn: null });

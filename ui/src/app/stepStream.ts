@@ -62,7 +62,10 @@ function onEvent(state: StepState, event: LabEvent, now_ms: number): StepState {
   // A rollout's events can arrive before its `rollout` call has returned the job id.
   if (ro?.running && isRolloutEvent(ro, event)) {
     if (event.type === "step_finished" && event.status !== "ok" && event.status !== "truncated") {
-      return { ...state, rollout: { ...ro, running: false, status: event.status === "cancelled" ? "stopped" : `${event.status}${event.error ? `: ${event.error}` : ""}` } };
+      return {
+        ...state,
+        rollout: { ...ro, running: false, status: event.status === "cancelled" ? "stopped" : `${event.status}${event.error ? `: ${event.error}` : ""}` },
+      };
     }
     return state;
   }
@@ -82,7 +85,10 @@ function onEvent(state: StepState, event: LabEvent, now_ms: number): StepState {
       },
     };
   }
-  return { ...state, stream: { ...s, job_id: event.job_id, running: false, status: event.status, error: event.error, stats: event.stats, finished_ms: now_ms } };
+  return {
+    ...state,
+    stream: { ...s, job_id: event.job_id, running: false, status: event.status, error: event.error, stats: event.stats, finished_ms: now_ms },
+  };
 }
 
 /** The step stream reducer (pure). */
@@ -115,7 +121,9 @@ export function stepReducer(state: StepState, action: StepAction): StepState {
     case "step_failed":
       return s ? { ...state, stream: { ...s, running: false, status: "error", error: action.error } } : state;
     case "step_cancelled":
-      return s && s.job_id === action.job_id && s.running ? { ...state, stream: { ...s, running: false, status: "cancelled", finished_ms: action.now_ms } } : state;
+      return s && s.job_id === action.job_id && s.running
+        ? { ...state, stream: { ...s, running: false, status: "cancelled", finished_ms: action.now_ms } }
+        : state;
     case "rollout_started":
       return { ...state, rollout: { job_id: null, done: 0, total: action.total, running: true, status: null } };
     case "rollout_job":

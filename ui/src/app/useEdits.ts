@@ -29,7 +29,8 @@ export function useEdits({ backend, place, report, setNotice, changed }: EditCon
       try {
         const r = await backend.call(which, {});
         // The undo log is the workspace's: say so when the change was in another trajectory.
-        const other = r.change?.trajectory_id != null && r.change.trajectory_id !== trajectoryId ? trajectories.find((t) => t.id === r.change?.trajectory_id) : undefined;
+        const other =
+          r.change?.trajectory_id != null && r.change.trajectory_id !== trajectoryId ? trajectories.find((t) => t.id === r.change?.trajectory_id) : undefined;
         const where = other ? ` (in ${other.name})` : "";
         setNotice(r.change ? `${which === "undo" ? "Undid" : "Redid"}: ${r.change.summary}${where}` : `Nothing to ${which}.`);
         changed(r.change?.trajectory_id ?? null);

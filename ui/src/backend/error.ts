@@ -17,10 +17,7 @@ export function errorFromBody(body: unknown, fallbackCode: string, fallbackMessa
     const err = (body as { error: unknown }).error;
     if (err && typeof err === "object") {
       const { code, message } = err as { code?: unknown; message?: unknown };
-      return new BackendError(
-        typeof code === "string" ? code : fallbackCode,
-        typeof message === "string" ? message : fallbackMessage,
-      );
+      return new BackendError(typeof code === "string" ? code : fallbackCode, typeof message === "string" ? message : fallbackMessage);
     }
     if (typeof err === "string") return new BackendError(fallbackCode, err);
   }

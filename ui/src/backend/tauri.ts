@@ -78,9 +78,7 @@ export class TauriBackend implements Backend {
 
   constructor() {
     // Registered once, at start-up, so a menu click is never missed.
-    lateUnlisten(
-      listen<string>(MENU_EVENT, (event) => replayMenuAction(event.payload)),
-    );
+    lateUnlisten(listen<string>(MENU_EVENT, (event) => replayMenuAction(event.payload)));
   }
 
   async call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>> {

@@ -8,7 +8,12 @@ function MetricValue({ name, value, unit }: { name: string; value: number | null
   if (value == null) return <span className="muted">–</span>;
   // `exact` is a yes/no fact, not a fraction.
   if (name === "exact") return <span className={value >= 1 ? "c-added" : "muted"}>{value >= 1 ? "identical" : "differs"}</span>;
-  if (unit) return <span>{Number.isInteger(value) ? value : value.toFixed(2)} {unit}</span>;
+  if (unit)
+    return (
+      <span>
+        {Number.isInteger(value) ? value : value.toFixed(2)} {unit}
+      </span>
+    );
   return (
     <span className="metric-bar">
       <span className={`bar ${fidelityClass(value)}`} style={{ width: `${Math.round(value * 100)}%` }} />

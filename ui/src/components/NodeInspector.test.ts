@@ -40,7 +40,12 @@ describe("propsOf", () => {
     const ax = mockParse("RootWebArea 'P'\n\t[5] link 'Home', clickable, visible, url='https://x.example/'", "axtree")!;
     expect(propsOf(ax.nodes[2]!, "axtree")).toEqual(["clickable", "visible", "url=https://x.example/"]);
     const html = mockParse('<html><body><a bid="3" id="home" href="/h" hidden>x</a></body></html>', "html")!;
-    expect(propsOf(html.nodes.find((n) => n.role === "a")!, "html")).toEqual(["id=home", "href=/h", "hidden"]);
+    expect(
+      propsOf(
+        html.nodes.find((n) => n.role === "a")!,
+        "html",
+      ),
+    ).toEqual(["id=home", "href=/h", "hidden"]);
     const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
     const row = real.nodes.find((n) => n.role === "android.widget.LinearLayout" && n.attributes?.some((a) => a.name === "clickable" && a.value === "true"))!;
     expect(propsOf(row, "android-xml")).toEqual(["clickable"]);

@@ -78,7 +78,15 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
       case "screen":
       case "device":
         body = doc.tree ? (
-          <Wireframe side={side} tree={doc.tree} statuses={statuses} align={align} meta={meta} variant={active.kind} label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`} />
+          <Wireframe
+            side={side}
+            tree={doc.tree}
+            statuses={statuses}
+            align={align}
+            meta={meta}
+            variant={active.kind}
+            label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`}
+          />
         ) : (
           <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
         );
@@ -117,20 +125,32 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
           {diff ? (
             <>
               {side === "real" ? (
-                <span className="c-removed" title="nodes only in the real observation">−{counts.removed}</span>
+                <span className="c-removed" title="nodes only in the real observation">
+                  −{counts.removed}
+                </span>
               ) : (
-                <span className="c-added" title="nodes only in the prediction">+{counts.added}</span>
+                <span className="c-added" title="nodes only in the prediction">
+                  +{counts.added}
+                </span>
               )}
-              <span className="c-changed" title="aligned nodes that differ">~{counts.changed}</span>
+              <span className="c-changed" title="aligned nodes that differ">
+                ~{counts.changed}
+              </span>
               {counts.moved ? (
-                <span className="c-moved" title="aligned by key, in another place">↕{counts.moved}</span>
+                <span className="c-moved" title="aligned by key, in another place">
+                  ↕{counts.moved}
+                </span>
               ) : null}
             </>
           ) : lines ? (
             side === "real" ? (
-              <span className="c-removed" title="lines only in the real observation">−{lines.removed} lines</span>
+              <span className="c-removed" title="lines only in the real observation">
+                −{lines.removed} lines
+              </span>
             ) : (
-              <span className="c-added" title="lines only in the prediction">+{lines.added} lines</span>
+              <span className="c-added" title="lines only in the prediction">
+                +{lines.added} lines
+              </span>
             )
           ) : null}
         </span>
@@ -138,7 +158,14 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
       {toolbar}
       <div className="tabs" role="tablist" aria-label={`${what} observation views`}>
         {tabs.map((t) => (
-          <button key={t.id} type="button" role="tab" aria-selected={t.id === active?.id} className={t.id === active?.id ? "tab is-active" : "tab"} onClick={() => onTab(t)}>
+          <button
+            key={t.id}
+            type="button"
+            role="tab"
+            aria-selected={t.id === active?.id}
+            className={t.id === active?.id ? "tab is-active" : "tab"}
+            onClick={() => onTab(t)}
+          >
             {t.label}
           </button>
         ))}

@@ -52,10 +52,19 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
   return (
     <nav className="sidebar" aria-label="Trajectories">
       <div className="brand">
-        <span className="logo" aria-hidden="true">◧</span> Worldloom
+        <span className="logo" aria-hidden="true">
+          ◧
+        </span>{" "}
+        Worldloom
       </div>
       <div className="filters">
-        <input type="search" aria-label="Search trajectories" placeholder="Search trajectories…" value={filter.query} onChange={(e) => set({ query: e.target.value })} />
+        <input
+          type="search"
+          aria-label="Search trajectories"
+          placeholder="Search trajectories…"
+          value={filter.query}
+          onChange={(e) => set({ query: e.target.value })}
+        />
         <div className="filter-row">
           <select aria-label="Domain filter" value={filter.domain} onChange={(e) => set({ domain: e.target.value as TrajectoryFilter["domain"] })}>
             <option value="all">All domains</option>
@@ -101,7 +110,12 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
             const t = shown[i]!;
             return (
               <div role="listitem" className="traj-item">
-                <button type="button" className={t.id === selectedId ? "traj is-active" : "traj"} aria-current={t.id === selectedId ? "true" : undefined} onClick={() => onSelect(t.id)}>
+                <button
+                  type="button"
+                  className={t.id === selectedId ? "traj is-active" : "traj"}
+                  aria-current={t.id === selectedId ? "true" : undefined}
+                  onClick={() => onSelect(t.id)}
+                >
                   <span className="traj-top">
                     <span className={`domain d-${t.domain}`}>{t.domain}</span>
                     <span className="traj-name" title={t.name}>
@@ -109,7 +123,8 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
                     </span>
                   </span>
                   <span className="traj-meta">
-                    {t.turn_count} {t.turn_count === 1 ? "turn" : "turns"}{t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
+                    {t.turn_count} {t.turn_count === 1 ? "turn" : "turns"}
+                    {t.branch_count > 1 ? ` · ${t.branch_count} branches` : ""} · {t.source_format}
                     <span className={`score ${fidelityClass(t.lowest_fidelity)}`} title="lowest per-turn fidelity">
                       min {formatScore(t.lowest_fidelity)}
                     </span>

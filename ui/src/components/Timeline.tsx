@@ -37,10 +37,12 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
   }, [current]);
   const W = 180;
   const H = 30;
-  const pts = sparklinePoints(turns.map((t) => t.fidelity), W, H);
-  const path = pts
-    .map((p, i) => (p ? `${i === 0 || !pts[i - 1] ? "M" : "L"}${p[0].toFixed(1)},${p[1].toFixed(1)}` : ""))
-    .join(" ");
+  const pts = sparklinePoints(
+    turns.map((t) => t.fidelity),
+    W,
+    H,
+  );
+  const path = pts.map((p, i) => (p ? `${i === 0 || !pts[i - 1] ? "M" : "L"}${p[0].toFixed(1)},${p[1].toFixed(1)}` : "")).join(" ");
   return (
     <div className="timeline" role="group" aria-label="Timeline">
       <div className="tl-controls">
@@ -62,7 +64,14 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
         <path d={path} className="spark-line" />
         {pts.map((p, i) =>
           p ? (
-            <circle key={i} cx={p[0]} cy={p[1]} r={i === current ? 3.5 : 2} className={`spark-dot ${fidelityClass(turns[i]?.fidelity)}${i === current ? " is-current" : ""}`} onClick={() => onSelect(i)}>
+            <circle
+              key={i}
+              cx={p[0]}
+              cy={p[1]}
+              r={i === current ? 3.5 : 2}
+              className={`spark-dot ${fidelityClass(turns[i]?.fidelity)}${i === current ? " is-current" : ""}`}
+              onClick={() => onSelect(i)}
+            >
               <title>{`turn ${turns[i]?.turn}: ${formatScore(turns[i]?.fidelity)}`}</title>
             </circle>
           ) : null,
@@ -70,7 +79,12 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
       </svg>
       <ol className="tl-strip" ref={strip} aria-label="Turns">
         <li>
-          <button type="button" className={current === -1 ? "tcell is-current" : "tcell"} aria-current={current === -1 ? "step" : undefined} onClick={() => onSelect(-1)}>
+          <button
+            type="button"
+            className={current === -1 ? "tcell is-current" : "tcell"}
+            aria-current={current === -1 ? "step" : undefined}
+            onClick={() => onSelect(-1)}
+          >
             <span className="tnum">0</span>
             <span className="tact">initial state</span>
           </button>
@@ -89,7 +103,11 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
               <span className="tkinds">
                 {t.has_real ? <KindBadge kind="real" /> : null}
                 {t.has_authored || t.prediction_count > 0 || !t.has_real ? <KindBadge kind={kindOfTurn(t, "right")} /> : null}
-                {t.perturbation ? <span className="perturbation-mark" title={`control instruction: ${t.perturbation}`}>⚡</span> : null}
+                {t.perturbation ? (
+                  <span className="perturbation-mark" title={`control instruction: ${t.perturbation}`}>
+                    ⚡
+                  </span>
+                ) : null}
               </span>
               <code className="tact">{t.action.summary}</code>
               <span className={`tfid ${fidelityClass(t.fidelity)}`} style={{ width: `${Math.round((t.fidelity ?? 0) * 100)}%` }} />

@@ -29,7 +29,18 @@ export function visibleRange(scrollTop: number, viewportHeight: number, rowHeigh
   return [first, Math.max(first, last)];
 }
 
-export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollToIndex, fallbackHeight = 600, syncScrollTop, onScrollTop, style, ...rest }: VirtualListProps) {
+export function VirtualList({
+  count,
+  rowHeight,
+  renderRow,
+  overscan = 8,
+  scrollToIndex,
+  fallbackHeight = 600,
+  syncScrollTop,
+  onScrollTop,
+  style,
+  ...rest
+}: VirtualListProps) {
   const ref = useRef<HTMLDivElement>(null);
   const [scrollTop, setScrollTop] = useState(0);
   const [height, setHeight] = useState(fallbackHeight);
@@ -74,10 +85,15 @@ export function VirtualList({ count, rowHeight, renderRow, overscan = 8, scrollT
     );
   }
   return (
-    <div ref={ref} {...rest} style={{ overflow: "auto", position: "relative", ...style }} onScroll={(e) => {
+    <div
+      ref={ref}
+      {...rest}
+      style={{ overflow: "auto", position: "relative", ...style }}
+      onScroll={(e) => {
         setScrollTop(e.currentTarget.scrollTop);
         onScrollTop?.(e.currentTarget.scrollTop);
-      }}>
+      }}
+    >
       <div style={{ height: count * rowHeight, position: "relative", minWidth: "100%" }}>{rows}</div>
     </div>
   );

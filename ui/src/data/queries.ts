@@ -63,7 +63,11 @@ const TURN_CACHE_MS = 30_000;
 /** `get_turn`: one state (the previous turn's stays shown while it loads); `enabled: false` until the turn is known. */
 export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: number, predictionId: number | null, enabled: boolean) {
   return useQuery({
-    ...commandQuery(backend, keys.turn(trajectoryId ?? "", nodeId, predictionId), "get_turn", { trajectory_id: trajectoryId ?? "", node_id: nodeId, prediction_id: predictionId }),
+    ...commandQuery(backend, keys.turn(trajectoryId ?? "", nodeId, predictionId), "get_turn", {
+      trajectory_id: trajectoryId ?? "",
+      node_id: nodeId,
+      prediction_id: predictionId,
+    }),
     enabled: enabled && trajectoryId !== null,
     placeholderData: sameTrajectory<ResponseOf<"get_turn">>(trajectoryId),
     select: normalizeTurn,

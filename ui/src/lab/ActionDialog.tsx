@@ -74,7 +74,13 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
     <Modal
       title={title}
       onClose={onClose}
-      footer={<DialogFooter closeLabel="Cancel" onClose={onClose} primary={{ label: saveLabel, disabled: !!busy || !!problem, onClick: () => void run(() => onSave(text)) }} />}
+      footer={
+        <DialogFooter
+          closeLabel="Cancel"
+          onClose={onClose}
+          primary={{ label: saveLabel, disabled: !!busy || !!problem, onClick: () => void run(() => onSave(text)) }}
+        />
+      }
     >
       {space.length > 0 ? (
         <RadioSeg
@@ -91,7 +97,13 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
       {mode === "form" && spec ? (
         <div className="action-form">
           <Field label="Action">
-            <select aria-label="Action name" value={form.name} onChange={(e) => setForm({ name: e.target.value, values: { ...emptyForm(syntax, e.target.value).values, ...pick(form.values, e.target.value, syntax) } })}>
+            <select
+              aria-label="Action name"
+              value={form.name}
+              onChange={(e) =>
+                setForm({ name: e.target.value, values: { ...emptyForm(syntax, e.target.value).values, ...pick(form.values, e.target.value, syntax) } })
+              }
+            >
               {space.map((a) => (
                 <option key={a.name} value={a.name}>
                   {a.name}
@@ -102,7 +114,12 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           {spec.params.map((p) =>
             p.kind === "json" ? (
               <Field key={p.name} label={`${p.name} (JSON)`}>
-                <textarea aria-label={p.name} rows={5} value={form.values[p.name] ?? ""} onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })} />
+                <textarea
+                  aria-label={p.name}
+                  rows={5}
+                  value={form.values[p.name] ?? ""}
+                  onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })}
+                />
               </Field>
             ) : (
               <Field
@@ -126,7 +143,9 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           )}
           <div className="field">
             <span>Raw action</span>
-            <code className="action-preview" aria-label="Raw action preview">{problem ? "—" : text}</code>
+            <code className="action-preview" aria-label="Raw action preview">
+              {problem ? "—" : text}
+            </code>
           </div>
         </div>
       ) : (
@@ -135,7 +154,13 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
         </Field>
       )}
       <p className={problem || check?.error ? "check-line warn" : "check-line"} role="status" aria-label="Action check">
-        {problem ? problem : check ? (check.error ? `${check.format || "action"}: ${check.error}` : `${check.format}: ${check.summary}${check.parsed ? " ✓ parsed" : ""}`) : "checking…"}
+        {problem
+          ? problem
+          : check
+            ? check.error
+              ? `${check.format || "action"}: ${check.error}`
+              : `${check.format}: ${check.summary}${check.parsed ? " ✓ parsed" : ""}`
+            : "checking…"}
       </p>
       <ErrorLine error={error} />
     </Modal>

@@ -57,7 +57,14 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
         setConfirm(true);
         return;
       }
-      await backend.call("author_observation", { trajectory_id: trajectoryId, node_id: nodeId, representation, text: textRef.current, based_on_prediction: basedOnPrediction, note: note.trim() || null });
+      await backend.call("author_observation", {
+        trajectory_id: trajectoryId,
+        node_id: nodeId,
+        representation,
+        text: textRef.current,
+        based_on_prediction: basedOnPrediction,
+        note: note.trim() || null,
+      });
       await onSaved();
     });
 
@@ -85,7 +92,14 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
     >
       <div className="row">
         <Field label="Representation">
-          <select aria-label="Representation" value={representation} onChange={(e) => { setRepresentation(e.target.value as Representation); setReport(null); }}>
+          <select
+            aria-label="Representation"
+            value={representation}
+            onChange={(e) => {
+              setRepresentation(e.target.value as Representation);
+              setReport(null);
+            }}
+          >
             {REPRESENTATIONS.map((r) => (
               <option key={r} value={r}>
                 {r}
@@ -125,7 +139,11 @@ export function AuthorDialog({ backend, trajectoryId, nodeId, representation: re
                   </li>
                 ))}
               </ul>
-              {confirm ? <p className="warn" role="alert">The observation has problems. It can still be saved as authored; the parsers will report them.</p> : null}
+              {confirm ? (
+                <p className="warn" role="alert">
+                  The observation has problems. It can still be saved as authored; the parsers will report them.
+                </p>
+              ) : null}
             </>
           )
         ) : (

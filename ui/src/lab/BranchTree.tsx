@@ -33,14 +33,27 @@ function StateNode({ data }: NodeProps<Node<StateData>>) {
   const { node, kind, current, onPath, leafOf, checked, onCheck, perturbed } = data;
   const label = `State ${node.node_id}, turn ${node.turn}, ${kindName(kind)}${node.fidelity != null ? `, fidelity ${formatScore(node.fidelity)}` : ""}`;
   return (
-    <div className={`flow-state kind-${kind}${current ? " is-current" : ""}${onPath ? " on-path" : ""}`} aria-label={label} title={label} data-node-id={node.node_id}>
+    <div
+      className={`flow-state kind-${kind}${current ? " is-current" : ""}${onPath ? " on-path" : ""}`}
+      aria-label={label}
+      title={label}
+      data-node-id={node.node_id}
+    >
       <Handle type="target" position={Position.Left} isConnectable={false} />
       <KindBadge kind={kind} />
       <span className="flow-turn">t{node.turn}</span>
       <span className="flow-fid">{node.fidelity != null ? formatScore(node.fidelity) : "–"}</span>
       {node.has_authored && kind !== "authored" ? <KindBadge kind="authored" label="also authored" /> : null}
-      {node.prediction_count > 0 ? <span className="flow-preds" title="predictions">{node.prediction_count}P</span> : null}
-      {perturbed ? <span className="flow-perturbed" title={`control instruction: ${perturbed}`} aria-label={`control instruction: ${perturbed}`}>⚡</span> : null}
+      {node.prediction_count > 0 ? (
+        <span className="flow-preds" title="predictions">
+          {node.prediction_count}P
+        </span>
+      ) : null}
+      {perturbed ? (
+        <span className="flow-perturbed" title={`control instruction: ${perturbed}`} aria-label={`control instruction: ${perturbed}`}>
+          ⚡
+        </span>
+      ) : null}
       {leafOf ? (
         <label className="flow-check nodrag" onClick={(e) => e.stopPropagation()}>
           <input type="checkbox" aria-label={`Select branch ${leafOf.name}`} checked={checked} onChange={() => onCheck(leafOf.id)} />
@@ -115,7 +128,9 @@ export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, sel
     <section className="branch-tree" role="region" aria-label="Branch tree">
       <header className="branch-tree-head">
         <h2>Branch tree</h2>
-        <span className="muted">{branches.length} branch{branches.length === 1 ? "" : "es"} · click a state to open it · tick two leaves to compare</span>
+        <span className="muted">
+          {branches.length} branch{branches.length === 1 ? "" : "es"} · click a state to open it · tick two leaves to compare
+        </span>
         <KindLegend />
         <button type="button" disabled={selected.length !== 2} onClick={onCompare}>
           Compare

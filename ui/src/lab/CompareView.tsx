@@ -26,9 +26,15 @@ function Side({ t, text }: { t: TurnSummary | null; text: string | null }) {
       <div className="cmp-meta">
         <KindBadge kind={kind} />
         {t.has_real && (t.has_authored || t.prediction_count > 0) ? <KindBadge kind={t.has_authored ? "authored" : "predicted"} /> : null}
-        <code className="cmp-action" title={t.action.raw}>{t.action.summary}</code>
+        <code className="cmp-action" title={t.action.raw}>
+          {t.action.summary}
+        </code>
         <span className="cmp-fid">{formatScore(t.fidelity)}</span>
-        {t.perturbation ? <span className="perturbation-chip" title="control instruction">⚡ {t.perturbation}</span> : null}
+        {t.perturbation ? (
+          <span className="perturbation-chip" title="control instruction">
+            ⚡ {t.perturbation}
+          </span>
+        ) : null}
       </div>
       <pre className="cmp-text">{text ?? "(no observation)"}</pre>
     </div>
@@ -61,10 +67,18 @@ export function CompareView({ backend, trajectoryId, left, right, onClose }: Com
           <div key={r.turn} className={r.same_action ? "cmp-row" : "cmp-row is-diverged"} role="row" aria-label={`Turn ${r.turn}`}>
             <span className="cmp-turn" role="cell">
               {r.turn}
-              {!r.same_action ? <span className="cmp-diverge" title="different actions">≠</span> : null}
+              {!r.same_action ? (
+                <span className="cmp-diverge" title="different actions">
+                  ≠
+                </span>
+              ) : null}
             </span>
-            <div role="cell"><Side t={r.left} text={r.left_text} /></div>
-            <div role="cell"><Side t={r.right} text={r.right_text} /></div>
+            <div role="cell">
+              <Side t={r.left} text={r.left_text} />
+            </div>
+            <div role="cell">
+              <Side t={r.right} text={r.right_text} />
+            </div>
           </div>
         ))}
         {rows && rows.length === 0 ? <p className="muted">Both branches are empty.</p> : null}

@@ -71,7 +71,15 @@ export function RadioSeg<T extends string>({ as = "radio", label, options, value
         const [v, text] = typeof o === "string" ? [o as T, o as ReactNode] : (o as readonly [T, ReactNode]);
         const on = value === v;
         return (
-          <button key={v} type="button" role={radio ? "radio" : undefined} aria-checked={radio ? on : undefined} aria-pressed={radio ? undefined : on} onClick={() => onChange(v)} title={title?.(v)}>
+          <button
+            key={v}
+            type="button"
+            role={radio ? "radio" : undefined}
+            aria-checked={radio ? on : undefined}
+            aria-pressed={radio ? undefined : on}
+            onClick={() => onChange(v)}
+            title={title?.(v)}
+          >
             {text}
           </button>
         );

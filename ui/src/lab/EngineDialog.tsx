@@ -107,7 +107,13 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       wide
       footer={
         <DialogFooter
-          before={busy ? <span className="muted" role="status">{busy}</span> : null}
+          before={
+            busy ? (
+              <span className="muted" role="status">
+                {busy}
+              </span>
+            ) : null
+          }
           closeLabel="Cancel"
           onClose={onClose}
           primary={{
@@ -161,9 +167,20 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           {info ? (
             <table className="kv" aria-label="Model directory details">
               <tbody>
-                <tr><th scope="row">architecture</th><td>{info.architecture}</td></tr>
-                <tr><th scope="row">parameters</th><td>{formatParams(info.total_params)} total · {formatParams(info.active_params)} active per token</td></tr>
-                <tr><th scope="row">context</th><td>{info.context_tokens.toLocaleString()} tokens</td></tr>
+                <tr>
+                  <th scope="row">architecture</th>
+                  <td>{info.architecture}</td>
+                </tr>
+                <tr>
+                  <th scope="row">parameters</th>
+                  <td>
+                    {formatParams(info.total_params)} total · {formatParams(info.active_params)} active per token
+                  </td>
+                </tr>
+                <tr>
+                  <th scope="row">context</th>
+                  <td>{info.context_tokens.toLocaleString()} tokens</td>
+                </tr>
                 <tr>
                   <th scope="row">memory</th>
                   <td>
@@ -174,8 +191,21 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
                     ))}
                   </td>
                 </tr>
-                <tr><th scope="row">available</th><td>{formatBytes(info.available_memory_bytes)}{chosenMemory != null && info.available_memory_bytes != null && chosenMemory > info.available_memory_bytes ? <strong className="warn"> — {dtype} does not fit</strong> : null}</td></tr>
-                <tr><th scope="row">tokenizer</th><td>{info.has_tokenizer ? "yes" : "missing"} · chat template {info.has_chat_template ? "yes" : "missing"}</td></tr>
+                <tr>
+                  <th scope="row">available</th>
+                  <td>
+                    {formatBytes(info.available_memory_bytes)}
+                    {chosenMemory != null && info.available_memory_bytes != null && chosenMemory > info.available_memory_bytes ? (
+                      <strong className="warn"> — {dtype} does not fit</strong>
+                    ) : null}
+                  </td>
+                </tr>
+                <tr>
+                  <th scope="row">tokenizer</th>
+                  <td>
+                    {info.has_tokenizer ? "yes" : "missing"} · chat template {info.has_chat_template ? "yes" : "missing"}
+                  </td>
+                </tr>
               </tbody>
             </table>
           ) : (
@@ -185,14 +215,18 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
             <Field label="Device">
               <select aria-label="Device" value={device} onChange={(e) => setDevice(e.target.value)}>
                 {(info?.devices.length ? info.devices : ["cpu", "cuda:0", "metal"]).map((d) => (
-                  <option key={d} value={d}>{d}</option>
+                  <option key={d} value={d}>
+                    {d}
+                  </option>
                 ))}
               </select>
             </Field>
             <Field label="Dtype">
               <select aria-label="Dtype" value={dtype} onChange={(e) => setDtype(e.target.value as ModelDtype)}>
                 {(["f32", "bf16", "f16"] as ModelDtype[]).map((d) => (
-                  <option key={d} value={d}>{d}</option>
+                  <option key={d} value={d}>
+                    {d}
+                  </option>
                 ))}
               </select>
             </Field>
@@ -208,9 +242,16 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
             <input aria-label="Model" value={model} onChange={(e) => setModel(e.target.value)} />
           </Field>
           <Field label="API key environment variable">
-            <input aria-label="API key environment variable" value={keyEnv} placeholder="OPENAI_API_KEY (empty: no key)" onChange={(e) => setKeyEnv(e.target.value)} />
+            <input
+              aria-label="API key environment variable"
+              value={keyEnv}
+              placeholder="OPENAI_API_KEY (empty: no key)"
+              onChange={(e) => setKeyEnv(e.target.value)}
+            />
           </Field>
-          <p className="muted">The key is read from this variable of the back end's environment at each call; it is never typed here or stored in the workspace.</p>
+          <p className="muted">
+            The key is read from this variable of the back end's environment at each call; it is never typed here or stored in the workspace.
+          </p>
         </div>
       ) : null}
       <fieldset className="params">
@@ -226,7 +267,12 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           {num("top_k", "Top k", "1")}
           {num("max_new_tokens", "Max new tokens", "1")}
           <Field label="Seed">
-            <input aria-label="Seed" value={params.seed} inputMode="numeric" onChange={(e) => setParams({ ...params, seed: e.target.value.replace(/[^0-9]/g, "") || "0" })} />
+            <input
+              aria-label="Seed"
+              value={params.seed}
+              inputMode="numeric"
+              onChange={(e) => setParams({ ...params, seed: e.target.value.replace(/[^0-9]/g, "") || "0" })}
+            />
           </Field>
         </div>
         <div className="row">

@@ -107,7 +107,12 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
           <legend>Branches of {trajectoryName}</legend>
           {branches.map((b) => (
             <label key={b.id} className="check">
-              <input type="checkbox" checked={picked.includes(b.id)} onChange={(e) => setPicked(e.target.checked ? [...picked, b.id] : picked.filter((x) => x !== b.id))} /> {b.name} · {b.turn_count} turns
+              <input
+                type="checkbox"
+                checked={picked.includes(b.id)}
+                onChange={(e) => setPicked(e.target.checked ? [...picked, b.id] : picked.filter((x) => x !== b.id))}
+              />{" "}
+              {b.name} · {b.turn_count} turns
             </label>
           ))}
         </fieldset>
@@ -120,7 +125,13 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
           </select>
         </Field>
         <Field label="File on the back end's machine" grow>
-          <input aria-label="Output path" className="mono" value={path} onChange={(e) => setPath(e.target.value)} placeholder="/data/curricula/web-adversarial.jsonl" />
+          <input
+            aria-label="Output path"
+            className="mono"
+            value={path}
+            onChange={(e) => setPath(e.target.value)}
+            placeholder="/data/curricula/web-adversarial.jsonl"
+          />
         </Field>
       </div>
       {result ? (

@@ -41,8 +41,8 @@ export function HistoryDialog({ backend, onClose, onUndo, onRedo }: HistoryDialo
       <ol className="history-list" aria-label="Changes">
         {changes.map((c) => (
           <li key={c.id} className={`change change-${c.state}`}>
-            <span className="change-kind">{c.kind}</span> <span className="change-summary">{c.summary}</span>{" "}
-            <span className="change-state">{c.state}</span> <time className="muted">{c.created_at.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC")}</time>
+            <span className="change-kind">{c.kind}</span> <span className="change-summary">{c.summary}</span> <span className="change-state">{c.state}</span>{" "}
+            <time className="muted">{c.created_at.replace("T", " ").replace(/\.\d+/, "").replace("Z", " UTC")}</time>
           </li>
         ))}
         {changes.length === 0 && !error ? <li className="muted">No changes yet.</li> : null}

@@ -77,7 +77,10 @@ export function StepBar({ engine, context, onContext, onStep, onStop, canStep, s
               ? `streaming… ${stream.observation.length} characters${stream.tokens.length ? `, ${stream.tokens.length} tokens` : ""}`
               : stream.status === "cancelled"
                 ? "stopped — nothing stored"
-                : [stream.status === "ok" ? null : `${stream.status ?? "failed"}${stream.error ? `: ${stream.error}` : ""}`, stream.stats ? statsLine(stream.stats) : stream.status === "ok" ? "done" : null]
+                : [
+                    stream.status === "ok" ? null : `${stream.status ?? "failed"}${stream.error ? `: ${stream.error}` : ""}`,
+                    stream.stats ? statsLine(stream.stats) : stream.status === "ok" ? "done" : null,
+                  ]
                     .filter(Boolean)
                     .join(" · ")
             : ""}

@@ -169,15 +169,30 @@ function fidelityOf(views: ComparedView[], real: FixtureObservation, p: FixtureP
     const matched = main.diff.pairs.length;
     const precision = matched / Math.max(1, main.diff.predicted.length);
     const recall = matched / Math.max(1, main.diff.real.length);
-    metrics.push({ name: "node_f1", value: precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0, unit: null, description: "F1 of aligned nodes" });
-    metrics.push({ name: "unchanged_fraction", value: r.unchanged / Math.max(1, main.diff.real.length), unit: null, description: "aligned nodes with nothing changed, over real nodes" });
+    metrics.push({
+      name: "node_f1",
+      value: precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0,
+      unit: null,
+      description: "F1 of aligned nodes",
+    });
+    metrics.push({
+      name: "unchanged_fraction",
+      value: r.unchanged / Math.max(1, main.diff.real.length),
+      unit: null,
+      description: "aligned nodes with nothing changed, over real nodes",
+    });
     metrics.push({ name: "changed_nodes", value: r.changed, unit: "nodes", description: null });
     metrics.push({ name: "removed_nodes", value: r.removed, unit: "nodes", description: null });
     metrics.push({ name: "added_nodes", value: q.added, unit: "nodes", description: null });
   } else if (main?.real && main.predicted) {
     const a = main.real.text.split("\n");
     const b = new Set(main.predicted.text.split("\n"));
-    metrics.push({ name: "line_overlap", value: a.filter((l) => b.has(l)).length / Math.max(1, a.length), unit: null, description: "real lines found in the prediction" });
+    metrics.push({
+      name: "line_overlap",
+      value: a.filter((l) => b.has(l)).length / Math.max(1, a.length),
+      unit: null,
+      description: "real lines found in the prediction",
+    });
   }
   const anchors: Anchor[] = [];
   if (real.meta?.url) anchors.push({ kind: "url", key: "url", status: "matched", real: real.meta.url, predicted: real.meta.url });
@@ -204,7 +219,12 @@ function actionFormat(domain: string): string {
 function actionView(raw: string, domain = "text"): ActionView {
   const syntax = syntaxFor(domain);
   const form = rawToForm(syntax, raw);
-  return { raw, format: actionFormat(domain), summary: (raw.split("\n")[0] ?? "").slice(0, 80), parsed: form ? (form as unknown as ActionView["parsed"]) : null };
+  return {
+    raw,
+    format: actionFormat(domain),
+    summary: (raw.split("\n")[0] ?? "").slice(0, 80),
+    parsed: form ? (form as unknown as ActionView["parsed"]) : null,
+  };
 }
 
 /** A stored prediction of the mock. */
@@ -347,7 +367,14 @@ export class MockBackend implements Backend {
   private change(kind: string, trajectoryId: string | null, summary: string, mutate: () => void): ChangeSummary {
     const before = structuredClone(this.state);
     mutate();
-    const change: ChangeSummary = { id: String(this.nextChange++), kind, trajectory_id: trajectoryId, summary, state: "applied", created_at: new Date().toISOString() };
+    const change: ChangeSummary = {
+      id: String(this.nextChange++),
+      kind,
+      trajectory_id: trajectoryId,
+      summary,
+      state: "applied",
+      created_at: new Date().toISOString(),
+    };
     this.undoStack.push({ state: before, change });
     this.redoStack.length = 0;
     this.changes.unshift(change);
@@ -355,7 +382,10 @@ export class MockBackend implements Backend {
     return change;
   }
 
-  private shown(n: MockNode, predictionId: number | null | undefined): { kind: "predicted" | "authored" | null; prediction: MockPrediction | null; views: FixtureView[] } {
+  private shown(
+    n: MockNode,
+    predictionId: number | null | undefined,
+  ): { kind: "predicted" | "authored" | null; prediction: MockPrediction | null; views: FixtureView[] } {
     if (predictionId != null) {
       const p = n.predictions.find((q) => q.id === predictionId);
       if (p) return { kind: "predicted", prediction: p, views: p.views };
@@ -461,7 +491,9 @@ export class MockBackend implements Backend {
     const e = n.parent_edge !== null ? this.edge(t, n.parent_edge) : null;
     const shown = nodeId === 0 ? { kind: null, prediction: null, views: [] } : this.shown(n, predictionId);
     const real: FixtureObservation = n.real ?? { views: [] };
-    const pseudo: FixturePrediction | undefined = shown.views.length ? { engine: shown.prediction?.engine ?? "authored", views: shown.views, judge: shown.prediction?.judge } : undefined;
+    const pseudo: FixturePrediction | undefined = shown.views.length
+      ? { engine: shown.prediction?.engine ?? "authored", views: shown.views, judge: shown.prediction?.judge }
+      : undefined;
     const views = compare(real, pseudo);
     return {
       trajectory_id: t.fixture.id,
@@ -534,7 +566,8 @@ export class MockBackend implements Backend {
       this.jobs.delete(jobId);
       const n = this.node(t, nodeId);
       const id = n.predictions.reduce((m, p) => Math.max(m, p.id + 1), 0);
-      const name = this.engine.settings.kind === "baseline" ? this.engine.settings.name : this.engine.settings.kind === "openai" ? this.engine.settings.model : "local";
+      const name =
+        this.engine.settings.kind === "baseline" ? this.engine.settings.name : this.engine.settings.kind === "openai" ? this.engine.settings.model : "local";
       this.change("add_prediction", t.fixture.id, `${name} predicted node ${nodeId}`, () => {
         const live = this.node(this.find(t.fixture.id), nodeId);
         live.predictions.push({
@@ -559,7 +592,16 @@ export class MockBackend implements Backend {
         prediction_id: id,
         status: "ok",
         error: null,
-        stats: { prompt_tokens: 1200, prompt_tokens_computed: 180, prompt_tokens_reused: 1020, completion_tokens: tokens.length, prefill_ms: 35, decode_ms: total * delay, decode_tokens_per_sec: tokens.length / Math.max(0.001, (total * delay) / 1000), stop_reason: "stop" },
+        stats: {
+          prompt_tokens: 1200,
+          prompt_tokens_computed: 180,
+          prompt_tokens_reused: 1020,
+          completion_tokens: tokens.length,
+          prefill_ms: 35,
+          decode_ms: total * delay,
+          decode_tokens_per_sec: tokens.length / Math.max(0.001, (total * delay) / 1000),
+          stop_reason: "stop",
+        },
       });
       this.emit({ type: "prediction_added", trajectory_id: t.fixture.id, node_id: nodeId, prediction_id: id });
       done(true);
@@ -569,7 +611,16 @@ export class MockBackend implements Backend {
       job.cancelled = true;
       if (job.timer !== null) window.clearTimeout(job.timer);
       this.jobs.delete(jobId);
-      this.emit({ type: "step_finished", job_id: jobId, trajectory_id: t.fixture.id, node_id: nodeId, prediction_id: null, status: "cancelled", error: null, stats: null });
+      this.emit({
+        type: "step_finished",
+        job_id: jobId,
+        trajectory_id: t.fixture.id,
+        node_id: nodeId,
+        prediction_id: null,
+        status: "cancelled",
+        error: null,
+        stats: null,
+      });
       done(false);
     });
   }
@@ -581,11 +632,16 @@ export class MockBackend implements Backend {
     this.node(t, nodeId);
     const edgeId = t.edges.reduce((m, e) => Math.max(m, e.id + 1), 0);
     const newNode = t.nodes.reduce((m, x) => Math.max(m, x.id + 1), 0);
-    this.change(editedFrom !== null ? "edit_action" : "append_turn", t.fixture.id, `${editedFrom !== null ? "edited" : "added"} action ${actionView(raw).summary}`, () => {
-      const live = this.find(t.fixture.id);
-      live.nodes.push({ id: newNode, parent_edge: edgeId, real: null, predictions: [], chosen: null, authored: null });
-      live.edges.push({ id: edgeId, from: nodeId, to: newNode, action: raw, perturbation: null, edited_from: editedFrom });
-    });
+    this.change(
+      editedFrom !== null ? "edit_action" : "append_turn",
+      t.fixture.id,
+      `${editedFrom !== null ? "edited" : "added"} action ${actionView(raw).summary}`,
+      () => {
+        const live = this.find(t.fixture.id);
+        live.nodes.push({ id: newNode, parent_edge: edgeId, real: null, predictions: [], chosen: null, authored: null });
+        live.edges.push({ id: edgeId, from: nodeId, to: newNode, action: raw, perturbation: null, edited_from: editedFrom });
+      },
+    );
     return { trajectory_id: t.fixture.id, edge_id: edgeId, node_id: newNode, branch_id: String(newNode), change: this.changes[0] ?? null };
   }
 
@@ -596,7 +652,11 @@ export class MockBackend implements Backend {
         JSON.parse(text);
         return { ok: true, node_count: null, problems: [] };
       } catch (e) {
-        return { ok: false, node_count: null, problems: [{ line: null, column: null, severity: "error", message: e instanceof Error ? e.message : String(e) }] };
+        return {
+          ok: false,
+          node_count: null,
+          problems: [{ line: null, column: null, severity: "error", message: e instanceof Error ? e.message : String(e) }],
+        };
       }
     }
     if (representation === "html") {
@@ -613,7 +673,12 @@ export class MockBackend implements Backend {
         if (voids.has(tag) || m[3]) continue;
         if (!m[1]) stack.push({ tag, ...pos });
         else if (stack.length && stack[stack.length - 1]!.tag === tag) stack.pop();
-        else problems.push({ ...pos, severity: "error", message: `closing </${tag}> does not match ${stack.length ? `<${stack[stack.length - 1]!.tag}>` : "any open element"}` });
+        else
+          problems.push({
+            ...pos,
+            severity: "error",
+            message: `closing </${tag}> does not match ${stack.length ? `<${stack[stack.length - 1]!.tag}>` : "any open element"}`,
+          });
       }
       for (const open of stack) problems.push({ line: open.line, column: open.column, severity: "error", message: `<${open.tag}> is never closed` });
       const tree = problems.length ? null : mockParse(text, "html");
@@ -624,7 +689,11 @@ export class MockBackend implements Backend {
     if (err) {
       const msg = err.textContent ?? "not well-formed";
       const pos = /line (\d+) at column (\d+)/i.exec(msg) ?? /(\d+):(\d+)/.exec(msg);
-      return { ok: false, node_count: null, problems: [{ line: pos ? Number(pos[1]) : null, column: pos ? Number(pos[2]) : null, severity: "error", message: msg.split("\n")[0] ?? msg }] };
+      return {
+        ok: false,
+        node_count: null,
+        problems: [{ line: pos ? Number(pos[1]) : null, column: pos ? Number(pos[2]) : null, severity: "error", message: msg.split("\n")[0] ?? msg }],
+      };
     }
     return { ok: true, node_count: mockParse(text, representation)?.nodes.length ?? null, problems: [] };
   }
@@ -649,14 +718,34 @@ export class MockBackend implements Backend {
         const obs = `<predicted_observation>\n${target}\n</predicted_observation>`;
         rows.push(
           req.format === "sft"
-            ? JSON.stringify({ messages: [{ role: "system", content: `world model for ${t.fixture.domain}` }, { role: "user", content: prompt.join("\n\n") }, { role: "assistant", content: obs }] })
-            : JSON.stringify({ task: `agentworld/${t.fixture.domain}`, id: `${t.fixture.id}-${leaf}-${i + 1}`, prompt: [...prompt], response: [obs], turn_idx: i + 1 }),
+            ? JSON.stringify({
+                messages: [
+                  { role: "system", content: `world model for ${t.fixture.domain}` },
+                  { role: "user", content: prompt.join("\n\n") },
+                  { role: "assistant", content: obs },
+                ],
+              })
+            : JSON.stringify({
+                task: `agentworld/${t.fixture.domain}`,
+                id: `${t.fixture.id}-${leaf}-${i + 1}`,
+                prompt: [...prompt],
+                response: [obs],
+                turn_idx: i + 1,
+              }),
         );
       });
     }
     const bytes = rows.reduce((k, r) => k + new TextEncoder().encode(r).length + 1, 0);
     const content = rows.map((r) => `${r}\n`).join("");
-    return { rows_total: rows.length, preview: rows.slice(0, req.preview_limit), path: req.path, bytes, skipped, content, file_name: `curriculum-${req.format}.jsonl` };
+    return {
+      rows_total: rows.length,
+      preview: rows.slice(0, req.preview_limit),
+      path: req.path,
+      bytes,
+      skipped,
+      content,
+      file_name: `curriculum-${req.format}.jsonl`,
+    };
   }
 
   async call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>> {
@@ -679,7 +768,14 @@ export class MockBackend implements Backend {
           has_authored: n.authored !== null,
           fidelity: this.fidelity(n, this.shown(n, null)),
         }));
-        const edges: TreeEdgeView[] = t.edges.map((e) => ({ edge_id: e.id, from: e.from, to: e.to, action: actionView(e.action, t.fixture.domain), edited_from: e.edited_from, perturbation: e.perturbation }));
+        const edges: TreeEdgeView[] = t.edges.map((e) => ({
+          edge_id: e.id,
+          from: e.from,
+          to: e.to,
+          action: actionView(e.action, t.fixture.domain),
+          edited_from: e.edited_from,
+          perturbation: e.perturbation,
+        }));
         return { trajectory: this.summary(t), branches: this.branches(t), nodes, edges };
       }
       case "get_branch": {
@@ -714,7 +810,14 @@ export class MockBackend implements Backend {
       case "history":
         return { changes: this.changes.slice(0, 200) };
       case "workspace_info":
-        return { path: "mock", schema_version: 1, trajectory_count: this.state.trajectories.length, can_undo: this.undoStack.length > 0, can_redo: this.redoStack.length > 0, version: "mock" };
+        return {
+          path: "mock",
+          schema_version: 1,
+          trajectory_count: this.state.trajectories.length,
+          can_undo: this.undoStack.length > 0,
+          can_redo: this.redoStack.length > 0,
+          version: "mock",
+        };
       case "set_tag": {
         const t = this.find(String(req.trajectory_id));
         return {
@@ -730,8 +833,21 @@ export class MockBackend implements Backend {
         if (command === "set_engine") this.engine = { settings: req.settings as EngineSettings, params: req.params as GenerationParamsView };
         const s = this.engine.settings;
         const name = s.kind === "baseline" ? s.name : s.kind === "openai" ? s.model : "local";
-        const description = s.kind === "baseline" ? `${s.name} baseline` : s.kind === "openai" ? `${s.model} at ${s.base_url}` : `model at ${s.model_dir} on ${s.device}, ${s.dtype}`;
-        return { settings: s, params: this.engine.params, ready: true, name, description, error: null, memory_estimate_bytes: s.kind === "local" ? 4 * 2 ** 20 : null } satisfies EngineStatus;
+        const description =
+          s.kind === "baseline"
+            ? `${s.name} baseline`
+            : s.kind === "openai"
+              ? `${s.model} at ${s.base_url}`
+              : `model at ${s.model_dir} on ${s.device}, ${s.dtype}`;
+        return {
+          settings: s,
+          params: this.engine.params,
+          ready: true,
+          name,
+          description,
+          error: null,
+          memory_estimate_bytes: s.kind === "local" ? 4 * 2 ** 20 : null,
+        } satisfies EngineStatus;
       }
       case "inspect_model_dir": {
         const path = String(req.path ?? "");
@@ -771,7 +887,12 @@ export class MockBackend implements Backend {
       }
       case "preview_prompt": {
         const t = this.find(String(req.trajectory_id));
-        return { messages: [{ role: "system", content: `You are a world model for ${t.fixture.domain}.` }, { role: "user", content: `node ${String(req.node_id)}, ${String(req.context)}` }] };
+        return {
+          messages: [
+            { role: "system", content: `You are a world model for ${t.fixture.domain}.` },
+            { role: "user", content: `node ${String(req.node_id)}, ${String(req.context)}` },
+          ],
+        };
       }
       case "edit_action": {
         const t = this.find(String(req.trajectory_id));
@@ -787,7 +908,12 @@ export class MockBackend implements Backend {
         const syntax = syntaxFor(String(req.domain));
         const form = rawToForm(syntax, raw);
         const error = raw.trim() === "" ? "the action is empty" : syntax !== "text" && !form && syntax !== "pyautogui" ? `not a ${syntax} action` : null;
-        return { format: actionFormat(String(req.domain)), parsed: form as unknown as ParsedActionReply["parsed"], error, summary: (raw.split("\n")[0] ?? "").slice(0, 80) } satisfies ParsedActionReply;
+        return {
+          format: actionFormat(String(req.domain)),
+          parsed: form as unknown as ParsedActionReply["parsed"],
+          error,
+          summary: (raw.split("\n")[0] ?? "").slice(0, 80),
+        } satisfies ParsedActionReply;
       }
       case "validate_observation":
         return this.validate(req.representation as Representation, String(req.text ?? ""));
@@ -807,9 +933,14 @@ export class MockBackend implements Backend {
         const e = this.edge(t, Number(req.edge_id));
         const instruction = (req.instruction as string | null) || null;
         return {
-          change: this.change("set_perturbation", t.fixture.id, instruction ? `perturbation on edge ${e.id}: ${instruction}` : `cleared perturbation on edge ${e.id}`, () => {
-            this.edge(this.find(t.fixture.id), e.id).perturbation = instruction;
-          }),
+          change: this.change(
+            "set_perturbation",
+            t.fixture.id,
+            instruction ? `perturbation on edge ${e.id}: ${instruction}` : `cleared perturbation on edge ${e.id}`,
+            () => {
+              this.edge(this.find(t.fixture.id), e.id).perturbation = instruction;
+            },
+          ),
         };
       }
       case "rollout": {

@@ -180,7 +180,10 @@ function parseAxtree(text: string): UiTree {
     const attributes: Attribute[] = [];
     const states: NodeStates = noStates();
     let value: string | undefined;
-    for (const prop of (rest ?? "").split(/,\s*/).map((s) => s.trim()).filter(Boolean)) {
+    for (const prop of (rest ?? "")
+      .split(/,\s*/)
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const [k, ...v] = prop.split("=");
       const val = v.join("=").replace(/^'|'$/g, "");
       attributes.push({ name: k!.trim(), value: val });
@@ -218,7 +221,6 @@ export function mockParse(text: string, representation: Representation): UiTree 
       return null;
   }
 }
-
 
 /**
  * Aligns two trees: nodes with equal stable keys first, then the remaining

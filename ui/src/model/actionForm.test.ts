@@ -3,13 +3,21 @@ import { emptyForm, formProblem, formToRaw, parsePythonCall, pyString, rawToForm
 
 describe("action form ↔ raw text", () => {
   it("picks the action language of each domain", () => {
-    expect(["web", "os", "android", "mcp", "swe", "terminal", "search"].map(syntaxFor)).toEqual(["browsergym", "pyautogui", "android-json", "tool-call", "tool-call", "text", "text"]);
+    expect(["web", "os", "android", "mcp", "swe", "terminal", "search"].map(syntaxFor)).toEqual([
+      "browsergym",
+      "pyautogui",
+      "android-json",
+      "tool-call",
+      "tool-call",
+      "text",
+      "text",
+    ]);
   });
 
   it("writes BrowserGym calls with Python string escaping and reads them back", () => {
-    const raw = formToRaw("browsergym", { name: "fill", values: { bid: "41", value: "it's a \"test\"\nline 2" } });
+    const raw = formToRaw("browsergym", { name: "fill", values: { bid: "41", value: 'it\'s a "test"\nline 2' } });
     expect(raw).toBe("fill('41', 'it\\'s a \"test\"\\nline 2')");
-    expect(rawToForm("browsergym", raw)).toEqual({ name: "fill", values: { bid: "41", value: "it's a \"test\"\nline 2" } });
+    expect(rawToForm("browsergym", raw)).toEqual({ name: "fill", values: { bid: "41", value: 'it\'s a "test"\nline 2' } });
     expect(formToRaw("browsergym", { name: "scroll", values: { delta_x: "0", delta_y: "-300" } })).toBe("scroll(0, -300)");
     expect(formToRaw("browsergym", { name: "click", values: { bid: "12", button: "" } })).toBe("click('12')");
     expect(formToRaw("browsergym", { name: "go_back", values: {} })).toBe("go_back()");
@@ -38,13 +46,23 @@ describe("action form ↔ raw text", () => {
     expect(formToRaw("android-json", { name: "input_text", values: { text: "hello", x: "", y: "" } })).toBe('{"action_type":"input_text","text":"hello"}');
     expect(rawToForm("android-json", '{"action_type": "scroll", "direction": "down"}')).toEqual({ name: "scroll", values: { direction: "down" } });
     // The sample trajectories' AndroidControl-style actions fit the form too.
-    expect(rawToForm("android-json", '{"action_type": "type", "text": "Running 10 min late"}')).toEqual({ name: "type", values: { text: "Running 10 min late" } });
-    expect(formToRaw("android-json", { name: "click", values: { x: "", y: "", element: "com.chat:id/send" } })).toBe('{"action_type":"click","element":"com.chat:id/send"}');
+    expect(rawToForm("android-json", '{"action_type": "type", "text": "Running 10 min late"}')).toEqual({
+      name: "type",
+      values: { text: "Running 10 min late" },
+    });
+    expect(formToRaw("android-json", { name: "click", values: { x: "", y: "", element: "com.chat:id/send" } })).toBe(
+      '{"action_type":"click","element":"com.chat:id/send"}',
+    );
   });
 
   it("writes tool calls from a name and JSON arguments, also reading fenced bodies", () => {
-    expect(formToRaw("tool-call", { name: "tool call", values: { name: "list_events", arguments: '{"date": "2026-03-02"}' } })).toBe('{"name":"list_events","arguments":{"date":"2026-03-02"}}');
-    expect(rawToForm("tool-call", '```json\n{"name": "get", "arguments": {"id": 4}}\n```')).toEqual({ name: "tool call", values: { name: "get", arguments: '{\n  "id": 4\n}' } });
+    expect(formToRaw("tool-call", { name: "tool call", values: { name: "list_events", arguments: '{"date": "2026-03-02"}' } })).toBe(
+      '{"name":"list_events","arguments":{"date":"2026-03-02"}}',
+    );
+    expect(rawToForm("tool-call", '```json\n{"name": "get", "arguments": {"id": 4}}\n```')).toEqual({
+      name: "tool call",
+      values: { name: "get", arguments: '{\n  "id": 4\n}' },
+    });
     expect(formProblem("tool-call", { name: "tool call", values: { name: "x", arguments: "[1]" } })).toBe("arguments: a JSON object is needed");
   });
 

@@ -182,7 +182,14 @@ export function formToRaw(syntax: ActionSyntax, form: ActionForm): string {
         const v = form.values[p.name] ?? "";
         if (p.optional && v.trim() === "") break; // optional parameters are trailing
         if (p.kind === "number") args.push(numberText(v, `${form.name}: ${p.name}`));
-        else if (p.kind === "list") args.push(...v.split(",").map((k) => k.trim()).filter((k) => k !== "").map(pyString));
+        else if (p.kind === "list")
+          args.push(
+            ...v
+              .split(",")
+              .map((k) => k.trim())
+              .filter((k) => k !== "")
+              .map(pyString),
+          );
         else args.push(pyString(v));
       }
       const fn = syntax === "pyautogui" ? `pyautogui.${spec.name}` : spec.name;

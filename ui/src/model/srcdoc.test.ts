@@ -74,7 +74,9 @@ describe("buildSrcdoc on a hostile page", () => {
   });
 
   it("cuts external CSS loads and removes SVG href animations", () => {
-    const css = Array.from(doc.querySelectorAll("style")).map((s) => s.textContent).join("\n");
+    const css = Array.from(doc.querySelectorAll("style"))
+      .map((s) => s.textContent)
+      .join("\n");
     expect(css).not.toMatch(/127\.0\.0\.1|@import/);
     expect(doc.querySelector("div[style]")!.getAttribute("style")).toBe("background:none;width:50px;height:20px");
     expect(doc.querySelector("animate")).toBeNull();

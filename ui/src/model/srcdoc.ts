@@ -205,7 +205,7 @@ export function buildSrcdoc(html: string, options: SrcdocOptions = {}): Srcdoc {
         const v = el.getAttribute(name);
         if (v !== null) box.setAttribute(name, name === "style" ? neutraliseCss(v) : v);
       }
-      const from = el.getAttribute("src") ?? (el.hasAttribute("srcdoc") ? "inline document" : el.getAttribute("data") ?? "");
+      const from = el.getAttribute("src") ?? (el.hasAttribute("srcdoc") ? "inline document" : (el.getAttribute("data") ?? ""));
       box.textContent = `${selector}${from ? ` (${from.slice(0, 80)})` : ""} — not loaded`;
       el.replaceWith(box);
     }

@@ -79,7 +79,8 @@ export function legendFor(mode: UncertaintyMode): Array<{ level: number; label: 
     const lo = level / SHADE_LEVELS;
     const hi = (level + 1) / SHADE_LEVELS;
     if (mode === "probability") rows.push({ level, label: `p ${(1 - lo).toFixed(1)}–${(1 - hi).toFixed(1)}` });
-    else rows.push({ level, label: `H ${(lo * ENTROPY_CEILING_NATS).toFixed(1)}–${level === SHADE_LEVELS - 1 ? "∞" : (hi * ENTROPY_CEILING_NATS).toFixed(1)}` });
+    else
+      rows.push({ level, label: `H ${(lo * ENTROPY_CEILING_NATS).toFixed(1)}–${level === SHADE_LEVELS - 1 ? "∞" : (hi * ENTROPY_CEILING_NATS).toFixed(1)}` });
   }
   return rows;
 }

@@ -21,7 +21,15 @@ describe("tree helpers", () => {
     expect(searchTree(tree, "3")).toEqual([4]);
   });
   it("maps aligned nodes both ways and counts statuses", () => {
-    const a = alignment({ real: [], predicted: [], pairs: [[1, 2], [3, 7]], real_changes: [] });
+    const a = alignment({
+      real: [],
+      predicted: [],
+      pairs: [
+        [1, 2],
+        [3, 7],
+      ],
+      real_changes: [],
+    });
     expect(counterpart(a, "real", 3)).toBe(7);
     expect(counterpart(a, "predicted", 2)).toBe(1);
     expect(counterpart(a, "real", 9)).toBeUndefined();

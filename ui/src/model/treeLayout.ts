@@ -55,7 +55,10 @@ export function layoutTree(nodes: ReadonlyArray<LayoutNodeIn>, edges: ReadonlyAr
   const kids = childrenOf(edges);
   const placed = new Map<number, PlacedNode>();
   const edgeIds = new Set(edges.map((e) => e.edge_id));
-  const roots = nodes.filter((n) => n.parent_edge === null || !edgeIds.has(n.parent_edge)).map((n) => n.node_id).sort((a, b) => a - b);
+  const roots = nodes
+    .filter((n) => n.parent_edge === null || !edgeIds.has(n.parent_edge))
+    .map((n) => n.node_id)
+    .sort((a, b) => a - b);
   let nextRow = 0;
   for (const root of roots) {
     // Pre-order walk: a node takes the current row when it is the first child

@@ -20,7 +20,7 @@ describe("browser upload", () => {
   });
 
   it("reads picked files into the request body, skipping unsafe paths", async () => {
-    const file = new File(["{\"a\": 1}"], "t.json");
+    const file = new File(['{"a": 1}'], "t.json");
     const out = await readUploads([
       { file, relative_path: "run/t.json" },
       { file, relative_path: "../t.json" },

@@ -19,7 +19,10 @@ export function bytesToBase64(bytes: Uint8Array): string {
  * rejects those too).
  */
 export function cleanRelativePath(path: string): string | null {
-  const parts = path.replace(/\\/g, "/").split("/").filter((p) => p !== "" && p !== ".");
+  const parts = path
+    .replace(/\\/g, "/")
+    .split("/")
+    .filter((p) => p !== "" && p !== ".");
   if (parts.length === 0 || parts.some((p) => p === "..") || /^[A-Za-z]:$/.test(parts[0]!)) return null;
   return parts.join("/");
 }

@@ -23,9 +23,15 @@ function tree(bounds: Array<[number, number, number, number] | null>): UiTree {
 
 describe("screenSize", () => {
   it("uses the metadata when given, else the extent of the bounds", () => {
-    const t = tree([[0, 0, 1080, 2400], [100, 200, 300, 400]]);
+    const t = tree([
+      [0, 0, 1080, 2400],
+      [100, 200, 300, 400],
+    ]);
     expect(screenSize(t)).toEqual({ width_px: 1080, height_px: 2400 });
-    expect(screenSize(t, { url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1440, height_px: 3120 } })).toEqual({ width_px: 1440, height_px: 3120 });
+    expect(screenSize(t, { url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1440, height_px: 3120 } })).toEqual({
+      width_px: 1440,
+      height_px: 3120,
+    });
   });
 });
 
@@ -47,7 +53,11 @@ describe("layoutBoxes", () => {
   });
 
   it("carries diff statuses and finds the smallest box under a point", () => {
-    const t = tree([[0, 0, 100, 100], [10, 10, 60, 60], [20, 20, 30, 30]]);
+    const t = tree([
+      [0, 0, 100, 100],
+      [10, 10, 60, 60],
+      [20, 20, 30, 30],
+    ]);
     const l = layoutBoxes(t, { width_px: 100, height_px: 100 }, 100, 100, ["unchanged", "changed", "added"], 0);
     expect(l.boxes.map((b) => b.status)).toEqual(["unchanged", "changed", "added"]);
     expect(boxAt(l, 25, 25)?.id).toBe(2);

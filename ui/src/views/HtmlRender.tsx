@@ -34,7 +34,12 @@ export function HtmlRender({ side, html, tree, statuses, align, label }: HtmlRen
   return (
     <div className="html-render">
       {neutralised > 0 ? (
-        <div className="render-note" title={Object.entries(doc.neutralised).map(([k, v]) => `${k}: ${v}`).join("\n")}>
+        <div
+          className="render-note"
+          title={Object.entries(doc.neutralised)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join("\n")}
+        >
           {neutralised} script or loading construct{neutralised === 1 ? "" : "s"} removed (hover for the list)
         </div>
       ) : null}

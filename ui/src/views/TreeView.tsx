@@ -31,7 +31,22 @@ export interface TreeViewProps {
 
 const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", moved: "↕", added: "+", removed: "−" };
 
-const SKIP_PROPS = new Set(["bid", "value", "focused", "checked", "selected", "style", "text", "content-desc", "resource-id", "class", "bounds", "name", "index", "package"]);
+const SKIP_PROPS = new Set([
+  "bid",
+  "value",
+  "focused",
+  "checked",
+  "selected",
+  "style",
+  "text",
+  "content-desc",
+  "resource-id",
+  "class",
+  "bounds",
+  "name",
+  "index",
+  "package",
+]);
 
 /**
  * Short property labels for a row: BrowserGym properties (`clickable`,
@@ -103,11 +118,31 @@ interface RowProps {
   onSelect: (id: number) => void;
 }
 
-const TreeRow = memo(function TreeRow({ node, representation, status, collapsed, hasChildren, hovered, selected, matched, showBounds, onToggle, onHover, onSelect }: RowProps) {
+const TreeRow = memo(function TreeRow({
+  node,
+  representation,
+  status,
+  collapsed,
+  hasChildren,
+  hovered,
+  selected,
+  matched,
+  showBounds,
+  onToggle,
+  onHover,
+  onSelect,
+}: RowProps) {
   const depth = Math.min(node.depth, MAX_INDENT_LEVELS);
   const b = node.bounds_px;
   const props = propsOf(node, representation);
-  const cls = ["trow", `diff-${status}`, hovered ? "is-hover" : "", selected ? "is-selected" : "", matched ? "is-match" : "", node.synthetic ? "is-synthetic" : ""]
+  const cls = [
+    "trow",
+    `diff-${status}`,
+    hovered ? "is-hover" : "",
+    selected ? "is-selected" : "",
+    matched ? "is-match" : "",
+    node.synthetic ? "is-synthetic" : "",
+  ]
     .filter(Boolean)
     .join(" ");
   return (
@@ -200,14 +235,17 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
     if (next !== collapsed) setCollapsed(next);
   }
 
-  const onToggle = useCallback((id: number) => {
-    setCollapsed((prev) => {
-      const next = new Set(prev);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
-  }, [setCollapsed]);
+  const onToggle = useCallback(
+    (id: number) => {
+      setCollapsed((prev) => {
+        const next = new Set(prev);
+        if (next.has(id)) next.delete(id);
+        else next.add(id);
+        return next;
+      });
+    },
+    [setCollapsed],
+  );
   const onHover = useCallback((id: number) => store.hover({ side, id }), [store, side]);
   const onSelect = useCallback((id: number) => store.select({ side, id }), [store, side]);
 

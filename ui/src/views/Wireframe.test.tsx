@@ -16,7 +16,15 @@ describe("Wireframe, Android device frame", () => {
   it("draws every node with bounds, scaled into the pane at the dump's aspect ratio", () => {
     const drawable = real.nodes.filter((n) => n.bounds_px).length;
     const { container } = render(
-      <Wireframe side="real" tree={real} statuses={diff.real} align={alignment(diff)} variant="device" label="Real device wireframe" fallbackSize={{ width: 600, height: 1200 }} />,
+      <Wireframe
+        side="real"
+        tree={real}
+        statuses={diff.real}
+        align={alignment(diff)}
+        variant="device"
+        label="Real device wireframe"
+        fallbackSize={{ width: 600, height: 1200 }}
+      />,
     );
     const rects = container.querySelectorAll("rect.wbox");
     expect(rects.length).toBe(drawable);
@@ -39,14 +47,24 @@ describe("Wireframe, Android device frame", () => {
 
   it("shows diff classes, clickable, focused and checked states", () => {
     const { container } = render(
-      <Wireframe side="real" tree={real} statuses={diff.real} align={alignment(diff)} variant="device" label="Real device wireframe" fallbackSize={{ width: 600, height: 1200 }} />,
+      <Wireframe
+        side="real"
+        tree={real}
+        statuses={diff.real}
+        align={alignment(diff)}
+        variant="device"
+        label="Real device wireframe"
+        fallbackSize={{ width: 600, height: 1200 }}
+      />,
     );
     // Bluetooth is off in the real dump and on in the prediction: its switch is changed.
     const bt = real.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
     expect(diff.real[bt.id]).toBe("changed");
     expect(container.querySelector(`rect.wbox[data-node-id="${bt.id}"]`)!.getAttribute("class")).toContain("diff-changed");
     expect(container.querySelectorAll("rect.wbox.diff-changed").length).toBe(diff.real.filter((s) => s === "changed" && true).length);
-    expect(container.querySelectorAll("rect.wbox.is-clickable").length).toBe(real.nodes.filter((n) => n.attributes?.some((a) => a.name === "clickable" && a.value === "true")).length);
+    expect(container.querySelectorAll("rect.wbox.is-clickable").length).toBe(
+      real.nodes.filter((n) => n.attributes?.some((a) => a.name === "clickable" && a.value === "true")).length,
+    );
     const checks = Array.from(container.querySelectorAll("text.wcheck")).map((t) => t.textContent);
     expect(checks).toEqual(["☑", "☐", "☑"]); // Wi-Fi on, Bluetooth off, Dark theme on
     expect(Array.from(container.querySelectorAll("text.wlabel")).map((t) => t.textContent)).toContain("Dark theme");
@@ -57,13 +75,26 @@ describe("Wireframe, OS screen", () => {
   it("draws boxes at screen coordinates with the metadata's screen size", () => {
     const real = mockParse(os.turns[1]!.real.views[0]!.text, "os-xml")!;
     const { container } = render(
-      <Wireframe side="real" tree={real} align={alignment(null)} variant="screen" meta={{ url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1280, height_px: 800 } }} label="Real screen wireframe" fallbackSize={{ width: 656, height: 416 }} />,
+      <Wireframe
+        side="real"
+        tree={real}
+        align={alignment(null)}
+        variant="screen"
+        meta={{ url: null, title: null, focused_bid: null, package: null, screen: { width_px: 1280, height_px: 800 } }}
+        label="Real screen wireframe"
+        fallbackSize={{ width: 656, height: 416 }}
+      />,
     );
     // (656 − 16) / 1280 = 0.5 and (416 − 16) / 800 = 0.5.
     expect(container.querySelector("svg")!.getAttribute("data-scale")).toBe("0.5000");
     const eq = real.nodes.find((n) => n.name === "=")!;
     const rect = container.querySelector(`rect.wbox[data-node-id="${eq.id}"]`)!;
-    expect([rect.getAttribute("x"), rect.getAttribute("y"), rect.getAttribute("width"), rect.getAttribute("height")].map(Number)).toEqual([8 + 324, 8 + 290, 68, 44]);
+    expect([rect.getAttribute("x"), rect.getAttribute("y"), rect.getAttribute("width"), rect.getAttribute("height")].map(Number)).toEqual([
+      8 + 324,
+      8 + 290,
+      68,
+      44,
+    ]);
     expect(container.querySelectorAll("rect.wbox").length).toBe(real.nodes.filter((n) => n.bounds_px).length);
     expect(Array.from(container.querySelectorAll("text.wlabel")).map((t) => t.textContent)).toContain("Display: 42");
     expect(container.querySelector("rect.device-bezel")).toBeNull();

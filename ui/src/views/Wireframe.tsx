@@ -82,7 +82,9 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
         const text = n.name && n.value && n.value !== n.name ? `${n.name}: ${n.value}` : n.name || (n.value ?? "");
         const font = Math.max(8, Math.min(12, b.height * 0.55));
         const showText = text && leafish && b.width > 18 && b.height > 9;
-        const cls = ["wbox", `diff-${b.status}`, clickable ? "is-clickable" : "", focused ? "is-focused" : "", leafish ? "is-leaf" : ""].filter(Boolean).join(" ");
+        const cls = ["wbox", `diff-${b.status}`, clickable ? "is-clickable" : "", focused ? "is-focused" : "", leafish ? "is-leaf" : ""]
+          .filter(Boolean)
+          .join(" ");
         return (
           <g key={b.id} data-node-id={b.id}>
             <rect className={cls} data-node-id={b.id} data-diff={b.status} x={b.x} y={b.y} width={Math.max(0.5, b.width)} height={Math.max(0.5, b.height)}>
@@ -122,37 +124,37 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
         {screen.width_px}×{screen.height_px} px · ×{layout.scale.toFixed(3)} · {layout.boxes.length} boxes
       </div>
       <div ref={ref} className="wire-area">
-      <svg
-        role="img"
-        aria-label={label}
-        width={size.width}
-        height={size.height}
-        data-scale={layout.scale.toFixed(4)}
-        onMouseMove={(e) => {
-          const b = pick(e);
-          store.hover(b ? { side, id: b.id } : null);
-        }}
-        onMouseLeave={() => store.hover(null)}
-        onClick={(e) => {
-          const b = pick(e);
-          if (b) store.select({ side, id: b.id });
-        }}
-      >
-        {variant === "device" ? (
-          <rect
-            className="device-bezel"
-            x={layout.offset_x - BEZEL_PX}
-            y={layout.offset_y - BEZEL_PX}
-            width={layout.screen_width + 2 * BEZEL_PX}
-            height={layout.screen_height + 2 * BEZEL_PX}
-            rx={BEZEL_PX * 1.6}
-          />
-        ) : null}
-        <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
-        {boxes}
-        {overlay(hoverId, "whover")}
-        {overlay(selectedId, "wselected")}
-      </svg>
+        <svg
+          role="img"
+          aria-label={label}
+          width={size.width}
+          height={size.height}
+          data-scale={layout.scale.toFixed(4)}
+          onMouseMove={(e) => {
+            const b = pick(e);
+            store.hover(b ? { side, id: b.id } : null);
+          }}
+          onMouseLeave={() => store.hover(null)}
+          onClick={(e) => {
+            const b = pick(e);
+            if (b) store.select({ side, id: b.id });
+          }}
+        >
+          {variant === "device" ? (
+            <rect
+              className="device-bezel"
+              x={layout.offset_x - BEZEL_PX}
+              y={layout.offset_y - BEZEL_PX}
+              width={layout.screen_width + 2 * BEZEL_PX}
+              height={layout.screen_height + 2 * BEZEL_PX}
+              rx={BEZEL_PX * 1.6}
+            />
+          ) : null}
+          <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
+          {boxes}
+          {overlay(hoverId, "whover")}
+          {overlay(selectedId, "wselected")}
+        </svg>
       </div>
     </div>
   );

@@ -18,7 +18,16 @@ describe("tabsFor", () => {
       "Table source",
     ]);
     const web = tabsFor([v("axtree", "main"), v("html", "pruned_html"), v("html", "dom_txt")]);
-    expect(web.map((t) => t.label)).toEqual(["AX tree", "AX source", "Render", "DOM tree", "HTML source", "Render (dom_txt)", "DOM tree (dom_txt)", "HTML source (dom_txt)"]);
+    expect(web.map((t) => t.label)).toEqual([
+      "AX tree",
+      "AX source",
+      "Render",
+      "DOM tree",
+      "HTML source",
+      "Render (dom_txt)",
+      "DOM tree (dom_txt)",
+      "HTML source (dom_txt)",
+    ]);
     expect(tabsFor([v("text", "main")]).map((t) => t.kind)).toEqual(["text"]);
   });
   it("keeps the chosen view kind across turns", () => {
@@ -30,7 +39,11 @@ describe("tabsFor", () => {
   it("opens, with no choice yet, on the first view that both sides have", () => {
     const views = [
       { ...v("os-xml", "main"), real: { text: "<desktop-frame/>", tree: null, statuses: [] } as unknown as ComparedView["real"] },
-      { ...v("os-table", "step_01.tsv"), real: { text: "t" } as unknown as ComparedView["real"], predicted: { text: "t" } as unknown as ComparedView["predicted"] },
+      {
+        ...v("os-table", "step_01.tsv"),
+        real: { text: "t" } as unknown as ComparedView["real"],
+        predicted: { text: "t" } as unknown as ComparedView["predicted"],
+      },
     ];
     const tabs = tabsFor(views);
     expect(pickTab(tabs, null, views)?.label).toBe("Screen + tree (table)");

@@ -2,7 +2,8 @@
 import type { ComparedView, Representation } from "../api/types";
 
 /** A view of one representation. */
-export type ViewKind = "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen-tree" | "device-tree" | "screen" | "device" | "tree" | "source" | "text";
+export type ViewKind =
+  "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen-tree" | "device-tree" | "screen" | "device" | "tree" | "source" | "text";
 
 /** One tab: a view kind of the `view_index`-th compared view. */
 export interface ViewTab {
