@@ -304,6 +304,23 @@ pub fn opens_reasoning(prompt: &str) -> bool {
     }
 }
 
+/// Each token's share of the observation, for token texts of an answer that
+/// spells the observation block (as stored before the studio kept
+/// observation tokens only): the texts are parsed one after the other and a
+/// token's share is the observation text it released (tags and surrounding
+/// whitespace removed, so shares may be empty). `None` when the texts hold
+/// no observation block (they are the observation already).
+pub fn observation_shares(texts: &[&str]) -> Option<Vec<String>> {
+    next_tag(&texts.concat(), 0, &[OBSERVATION_OPEN])?;
+    let mut parser = OutputParser::new(false);
+    let mut shares: Vec<String> = texts.iter().map(|t| parser.push(t).observation).collect();
+    let rest = parser.flush().observation;
+    if let Some(last) = shares.last_mut() {
+        last.push_str(&rest);
+    }
+    Some(shares)
+}
+
 /// What one [`OutputParser::push`] released.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutputDelta {
@@ -327,6 +344,14 @@ impl OutputDelta {
             && self.observation.is_empty()
             && self.answer.is_empty()
             && !self.observation_closed
+    }
+
+    /// Appends `other` (a later delta) to this one.
+    pub fn extend(&mut self, other: OutputDelta) {
+        self.reasoning.push_str(&other.reasoning);
+        self.observation.push_str(&other.observation);
+        self.answer.push_str(&other.answer);
+        self.observation_closed |= other.observation_closed;
     }
 }
 
@@ -507,6 +532,22 @@ impl OutputParser {
     pub fn push(&mut self, text: &str) -> OutputDelta {
         self.raw.push_str(text);
         self.advance(false)
+    }
+
+    /// Adds generated text up to the end of the first observation block that
+    /// closes in it (for engines that stop there); returns what it releases
+    /// and how many bytes of `text` were taken (all of them unless a block
+    /// closed).
+    pub fn push_to_close(&mut self, text: &str) -> (OutputDelta, usize) {
+        let mut delta = OutputDelta::default();
+        for (i, c) in text.char_indices() {
+            let end = i + c.len_utf8();
+            delta.extend(self.push(&text[i..end]));
+            if delta.observation_closed {
+                return (delta, end);
+            }
+        }
+        (delta, text.len())
     }
 
     /// Adds reasoning delivered apart from the text (an API's
@@ -860,16 +901,10 @@ mod stream_tests {
     fn parse(chunks: &[&str], starts_in_reasoning: bool) -> (OutputDelta, ModelOutput) {
         let mut parser = OutputParser::new(starts_in_reasoning);
         let mut all = OutputDelta::default();
-        let mut add = |d: OutputDelta| {
-            all.reasoning.push_str(&d.reasoning);
-            all.observation.push_str(&d.observation);
-            all.answer.push_str(&d.answer);
-            all.observation_closed |= d.observation_closed;
-        };
         for chunk in chunks {
-            add(parser.push(chunk));
+            all.extend(parser.push(chunk));
         }
-        add(parser.flush());
+        all.extend(parser.flush());
         (all, parser.finish_output())
     }
 
@@ -949,6 +984,32 @@ mod stream_tests {
     }
 
     #[test]
+    fn push_to_close_stops_after_the_block() {
+        let mut p = OutputParser::new(false);
+        let mut delta = OutputDelta::default();
+        for chunk in ["\n<th", "ink>", "abc</th", "ink>\n", "\n<predicted_"] {
+            let (d, taken) = p.push_to_close(chunk);
+            assert_eq!(taken, chunk.len());
+            delta.extend(d);
+        }
+        let chunk = "observation>x</predicted_observation>more";
+        let (d, taken) = p.push_to_close(chunk);
+        delta.extend(d);
+        assert_eq!(&chunk[..taken], "observation>x</predicted_observation>");
+        assert_eq!(delta.reasoning, "abc");
+        assert_eq!(delta.observation, "x");
+        assert_eq!(
+            delta.answer,
+            "<predicted_observation>x</predicted_observation>"
+        );
+        assert!(delta.observation_closed);
+        // a draft inside reasoning does not count
+        let mut p = OutputParser::new(true);
+        let (d, taken) = p.push_to_close("<predicted_observation>d</predicted_observation> r");
+        assert_eq!((d.observation_closed, taken), (false, 50));
+    }
+
+    #[test]
     fn undecided_text_waits_for_a_lone_close() {
         let mut p = OutputParser::new(false);
         assert!(p.push("the cursor ").is_empty());
@@ -1000,6 +1061,25 @@ mod stream_tests {
             Some("the file is created")
         );
         assert_eq!(out.parsed.status, OutputStatus::Ok);
+    }
+
+    #[test]
+    fn observation_shares_cut_tokens_that_straddle_a_tag() {
+        let texts = [
+            "an error. ",
+            "</think>\n",
+            "<predicted_",
+            "observation>\n<p>",
+            "a</p>\n",
+            "</predicted_observation>",
+        ];
+        let shares = observation_shares(&texts).expect("a block");
+        assert_eq!(shares, vec!["", "", "", "<p>", "a</p>", ""]);
+        assert_eq!(observation_shares(&["<div>", "x"]), None);
+        assert_eq!(
+            observation_shares(&["<predicted_observation>\n", "<div>", "x"]),
+            Some(vec!["".to_owned(), "<div>".to_owned(), "x".to_owned()])
+        );
     }
 
     #[test]
