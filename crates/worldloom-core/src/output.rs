@@ -330,8 +330,8 @@ pub struct OutputDelta {
     /// marker and surrounding whitespace removed.
     pub observation: String,
     /// New answer text: the generated text after the think block, tags of
-    /// the observation block kept, leading line breaks removed (the
-    /// streaming form of [`ModelOutput::answer`]).
+    /// the observation block kept, line breaks right after the think block
+    /// removed (the streaming form of [`ModelOutput::answer`]).
     pub answer: String,
     /// Whether an observation block closed in this push.
     pub observation_closed: bool,
@@ -365,10 +365,11 @@ pub struct ModelOutput {
     /// API's `reasoning_content`), when there was any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
-    /// The answer: the generated text after the last think block, leading
-    /// line breaks removed (what an OpenAI-compatible server with a
-    /// reasoning parser returns as `content`); empty when the output ends
-    /// inside reasoning.
+    /// The answer: the generated text after the last think block (line
+    /// breaks right after the block removed), what an OpenAI-compatible
+    /// server with a reasoning parser returns as `content`; the whole text
+    /// when there is no think block, empty when the output ends inside
+    /// reasoning.
     pub answer: String,
     /// Observation, reasoning, status and warnings (module rules).
     pub parsed: ParsedOutput,
@@ -507,7 +508,8 @@ impl OutputParser {
                 Mode::Undecided
             },
             trim: ObservationTrim::default(),
-            answer_started: false,
+            // Line breaks are dropped only after a think block.
+            answer_started: true,
         }
     }
 
@@ -580,11 +582,11 @@ impl OutputParser {
         } else {
             parse_whole(&self.raw)
         };
-        let answer = answer_from
-            .and_then(|from| self.raw.get(from..))
-            .unwrap_or("")
-            .trim_start_matches(['\n', '\r'])
-            .to_owned();
+        let answer = match answer_from.and_then(|from| Some((from, self.raw.get(from..)?))) {
+            Some((0, text)) => text.to_owned(),
+            Some((_, text)) => text.trim_start_matches(['\n', '\r']).to_owned(),
+            None => String::new(),
+        };
         let separate = self.separate.trim();
         if !separate.is_empty() {
             parsed.reasoning = if parsed.reasoning.is_empty() {
@@ -629,7 +631,13 @@ impl OutputParser {
                                 _ => Mode::Outside,
                             };
                             match tag {
-                                THINK_CLOSE if undecided => delta.reasoning.push_str(&before),
+                                THINK_CLOSE if undecided => {
+                                    delta.reasoning.push_str(&before);
+                                    self.answer_started = false;
+                                }
+                                // Text before the first think block is not
+                                // part of the answer (it comes after the block).
+                                THINK_OPEN if undecided => {}
                                 THINK_OPEN | THINK_CLOSE => {
                                     self.answer(&before, &mut delta);
                                     self.answer_started = false;
@@ -1033,6 +1041,10 @@ mod stream_tests {
         let (_, out) = parse(&["cut off"], false);
         assert_eq!(out.parsed.reasoning, "");
         assert_eq!(out.answer, "cut off");
+        // line breaks are dropped after a think block only
+        let (delta, out) = parse(&["\n\n<predicted_observation>x"], false);
+        assert_eq!(out.answer, "\n\n<predicted_observation>x");
+        assert_eq!(delta.answer, out.answer);
         let (_, out) = parse(
             &["r</think>\n\n<predicted_observation>x</predicted_observation>"],
             true,
