@@ -991,6 +991,54 @@ mod stream_tests {
         );
     }
 
+    /// (reasoning, answer) of `chunks` pushed one by one, the prompt not
+    /// having opened the think block (the OpenAI client's case).
+    fn split_all(chunks: &[&str]) -> (String, String) {
+        let (delta, out) = parse(chunks, false);
+        assert_eq!(delta.answer, out.answer, "{chunks:?}");
+        (delta.reasoning, delta.answer)
+    }
+
+    #[test]
+    fn think_tags_split_across_chunks() {
+        let (r, c) = split_all(&[
+            "<th",
+            "ink>plan ",
+            "it</th",
+            "ink>\n\n<predicted_observation>x</predicted_observation>",
+        ]);
+        assert_eq!(r, "plan it");
+        // line breaks right after the think block are not answer
+        assert_eq!(c, "<predicted_observation>x</predicted_observation>");
+    }
+
+    #[test]
+    fn closing_tag_only_means_reasoning_before_it() {
+        let (r, c) = split_all(&[
+            "the cursor ",
+            "moves</think>",
+            "<predicted_observation>ok</predicted_observation>",
+        ]);
+        assert_eq!(r, "the cursor moves");
+        assert_eq!(c, "<predicted_observation>ok</predicted_observation>");
+    }
+
+    #[test]
+    fn no_tags_is_all_answer() {
+        let (r, c) = split_all(&["<pre", "dicted_observation>a</predicted_observation>"]);
+        assert_eq!(r, "");
+        assert_eq!(c, "<predicted_observation>a</predicted_observation>");
+        let (r, c) = split_all(&["plain text"]);
+        assert_eq!((r.as_str(), c.as_str()), ("", "plain text"));
+    }
+
+    #[test]
+    fn unclosed_think_is_reasoning() {
+        let (r, c) = split_all(&["<think>still going </"]);
+        assert_eq!(r, "still going </");
+        assert_eq!(c, "");
+    }
+
     #[test]
     fn push_to_close_stops_after_the_block() {
         let mut p = OutputParser::new(false);
