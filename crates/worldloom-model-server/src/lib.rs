@@ -24,7 +24,7 @@
 //! `chat_template_kwargs.enable_thinking`, and Worldloom's
 //! `stop_after_observation`. Fields not given keep
 //! [`ServerOptions::default_params`]. `logprobs` is accepted and answered with
-//! `null` (the server has no tokenizer to name tokens).
+//! `null` (the engines' `Token` events are not passed on).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
