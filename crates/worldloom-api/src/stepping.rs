@@ -93,7 +93,9 @@ pub(crate) struct Job {
     id: String,
     trajectory_id: String,
     cancelled: AtomicBool,
-    engine_cancel: Mutex<Option<CancelToken>>,
+    /// The running step's cancel token (draining its stream cancels the
+    /// engine when it is set).
+    step_cancel: Mutex<Option<CancelToken>>,
     /// The current step: its node and whether its `StepFinished` was sent.
     current: Mutex<Option<(u32, Arc<AtomicBool>)>>,
 }
@@ -110,7 +112,7 @@ fn new_job(studio: &Studio, trajectory_id: &str) -> Result<Arc<Job>, ApiError> {
         id: format!("job-{n}"),
         trajectory_id: trajectory_id.to_string(),
         cancelled: AtomicBool::new(false),
-        engine_cancel: Mutex::new(None),
+        step_cancel: Mutex::new(None),
         current: Mutex::new(None),
     });
     studio
@@ -294,7 +296,7 @@ fn run_step(
     // The step's cancel token: `cancel_step` sets it, and draining the
     // engine's stream then cancels the engine and ends at once.
     let cancel = CancelToken::new();
-    if let Ok(mut c) = job.engine_cancel.lock() {
+    if let Ok(mut c) = job.step_cancel.lock() {
         *c = Some(cancel.clone());
     }
     if job.is_cancelled() {
@@ -327,8 +329,8 @@ fn run_step(
     let outcome = match collect(stream, &cancel, None, on_event) {
         Ok(o) => o,
         Err(CollectError::Cancelled | CollectError::DeadlineExceeded) => {
-            // Cancelled before the step was registered with the job (a
-            // rollout between turns): end it here.
+            // `cancel_step` has normally sent `StepFinished` already; a
+            // rollout cancelled between turns ends the step here.
             if !done.swap(true, Ordering::SeqCst) {
                 finished(studio, job, node.0, None, StepStatus::Cancelled, None, None);
             }
@@ -481,7 +483,7 @@ pub fn cancel_step(
         return Ok(CancelStepResponse { cancelled: false });
     };
     job.cancelled.store(true, Ordering::SeqCst);
-    if let Some(c) = job.engine_cancel.lock().ok().and_then(|c| c.clone()) {
+    if let Some(c) = job.step_cancel.lock().ok().and_then(|c| c.clone()) {
         c.cancel();
     }
     let current = job.current.lock().ok().and_then(|c| c.clone());
