@@ -123,6 +123,7 @@ pub fn typescript() -> String {
         ExportCurriculumResponse,
         UploadedFile,
         ImportUploadedRequest,
+        StepStatus,
         StudioEvent,
         ErrorCode,
         ApiError,

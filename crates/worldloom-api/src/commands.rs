@@ -719,7 +719,8 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         Some(Shown::Prediction(p)) => p
             .extra
             .get(crate::stepping::TOKENS_FIELD)
-            .and_then(|v| serde_json::from_value::<Vec<TokenView>>(v.clone()).ok()),
+            .and_then(|v| serde_json::from_value::<Vec<TokenView>>(v.clone()).ok())
+            .map(crate::stepping::stored_observation_tokens),
         _ => None,
     };
     let perturbation = match edge {

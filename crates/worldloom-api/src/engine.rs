@@ -15,12 +15,10 @@ use std::sync::Arc;
 
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::loading::{
-    LoadOptions, available_memory_bytes, estimate_memory, load_model, parse_device, parse_dtype,
-    read_config,
+    available_memory_bytes, estimate_memory, parse_device, parse_dtype, read_config,
 };
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
-use worldloom_engine::tokenizer::Tokenizer;
-use worldloom_engine::{GenerationParams, LocalEngine, LocalEngineOptions, WorldModel};
+use worldloom_engine::{GenerationParams, WorldModel};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::types::*;
@@ -29,8 +27,9 @@ use crate::{Studio, StudioEvent};
 /// The `workspace_meta` key holding the studio's engine settings.
 pub const ENGINE_META_KEY: &str = "studio.engine";
 
-/// The context length memory estimates reserve decode state for, tokens.
-pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
+pub use worldloom_engine::local_model::{
+    ESTIMATE_CONTEXT_TOKENS, LocalModel, architecture, load_local_model, local_engine_name,
+};
 
 /// A created engine and what it was made from.
 pub(crate) struct LoadedEngine {
@@ -39,8 +38,6 @@ pub(crate) struct LoadedEngine {
     pub name: String,
     pub description: String,
     pub memory_estimate_bytes: Option<u64>,
-    /// The model directory's tokenizer, to show token texts (local engines).
-    pub tokenizer: Option<Arc<Tokenizer>>,
 }
 
 /// The studio's engine: the instance (if created) and the last creation
@@ -150,109 +147,6 @@ fn dtype_name(d: ModelDtype) -> &'static str {
     }
 }
 
-/// Provenance name of a local model directory: `local:<dir name>`.
-pub fn local_engine_name(model_dir: &Path) -> String {
-    let dir_name = model_dir
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| model_dir.display().to_string());
-    format!("local:{dir_name}")
-}
-
-/// A local model loaded from a Hugging Face directory.
-pub struct LocalModel {
-    /// The engine (its own thread; keeps state snapshots between requests).
-    pub engine: LocalEngine<worldloom_engine::qwen3_5_moe::Qwen3_5Moe>,
-    /// Provenance name (`local:DIRNAME`).
-    pub name: String,
-    /// `qwen3_5_moe, 35.1B params (3.0B active) on cpu, bf16`.
-    pub description: String,
-    /// Estimated device memory (weights, decode state for
-    /// [`ESTIMATE_CONTEXT_TOKENS`], scratch), bytes.
-    pub memory_estimate_bytes: u64,
-}
-
-/// Loads a model directory onto a device (memory checked first) and starts
-/// its engine. Shared by the studio and `worldloom step` / `rollout`.
-///
-/// `dtype` `None` keeps the stored dtype.
-///
-/// # Errors
-/// A message naming the device, dtype, file or tensor: bad device or dtype
-/// names, `cannot load model DIR: …` (config, weights, not enough memory:
-/// needed and available GiB), tokenizer / template / generation-config
-/// errors.
-pub fn load_local_model(
-    model_dir: &Path,
-    device: &str,
-    dtype: Option<&str>,
-) -> Result<LocalModel, String> {
-    let device_value = parse_device(device).map_err(|e| e.to_string())?;
-    let dtype_value = dtype
-        .map(parse_dtype)
-        .transpose()
-        .map_err(|e| e.to_string())?;
-    let config = read_config(model_dir)
-        .map_err(|e| format!("cannot load model {}: {e}", model_dir.display()))?;
-    let load = LoadOptions {
-        device: device_value,
-        dtype: dtype_value,
-        ..LoadOptions::default()
-    };
-    let model = load_model(model_dir, &load)
-        .map_err(|e| format!("cannot load model {}: {e}", model_dir.display()))?;
-    let name = local_engine_name(model_dir);
-    let options = LocalEngineOptions {
-        name: name.clone(),
-        ..LocalEngineOptions::default()
-    };
-    let engine = LocalEngine::from_dir(model, model_dir, options).map_err(|e| e.to_string())?;
-    let counts = config.param_counts();
-    let estimate_dtype = match dtype_value {
-        Some(d) => d,
-        None => parse_dtype("bf16").map_err(|e| e.to_string())?,
-    };
-    let memory = estimate_memory(&config, estimate_dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes();
-    let description = format!(
-        "{}, {} params ({} active) on {device}, {}",
-        architecture(model_dir),
-        billions(counts.total),
-        billions(counts.active_per_token),
-        dtype.unwrap_or("stored dtype")
-    );
-    Ok(LocalModel {
-        engine,
-        name,
-        description,
-        memory_estimate_bytes: memory,
-    })
-}
-
-fn billions(n: u64) -> String {
-    if n >= 1_000_000_000 {
-        format!("{:.1}B", n as f64 / 1e9)
-    } else if n >= 1_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
-    } else {
-        format!("{:.1}K", n as f64 / 1e3)
-    }
-}
-
-/// `config.json` `model_type` (the released form nests it under
-/// `text_config` too); `unknown` when missing.
-fn architecture(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("config.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| {
-            v.get("model_type")
-                .or_else(|| v.get("text_config").and_then(|t| t.get("model_type")))
-                .and_then(|m| m.as_str().map(str::to_owned))
-        })
-        .unwrap_or_else(|| "unknown".into())
-}
-
 /// Creates the engine for `settings` (a local model loads here: slow).
 fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
     match settings {
@@ -263,7 +157,6 @@ fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
                 name: "copy".into(),
                 description: "copy baseline: predicts the current state unchanged".into(),
                 memory_estimate_bytes: None,
-                tokenizer: None,
             }),
             other => Err(format!(
                 "settings.name: `{other}` is not a baseline this studio runs (known: copy)"
@@ -288,7 +181,6 @@ fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
                 model: Arc::new(engine),
                 description,
                 memory_estimate_bytes: None,
-                tokenizer: None,
             })
         }
         EngineSettings::Local {
@@ -297,15 +189,14 @@ fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
             dtype,
         } => {
             let dir = Path::new(model_dir);
-            let local = load_local_model(dir, device, Some(dtype_name(*dtype)))?;
-            let tokenizer = Tokenizer::from_dir(dir).ok().map(Arc::new);
+            let local = load_local_model(dir, device, Some(dtype_name(*dtype)))
+                .map_err(|e| e.to_string())?;
             Ok(LoadedEngine {
                 settings: settings.clone(),
                 name: local.name,
                 description: local.description,
                 memory_estimate_bytes: Some(local.memory_estimate_bytes),
                 model: Arc::new(local.engine),
-                tokenizer,
             })
         }
     }

@@ -1,10 +1,10 @@
-//! Prompt preview, streaming steps, cancellation and rollouts, and the
-//! prediction loop shared with `worldloom step` / `worldloom rollout`.
+//! Prompt preview, streaming steps, cancellation and rollouts.
 //!
 //! A step runs on its own thread: it builds the prompt
 //! (`worldloom_core::prompt::build_messages`, with the turn's control
-//! instructions), asks the studio's engine, forwards reasoning, answer text
-//! and answer tokens as [`StudioEvent::StepDelta`] events, and on success
+//! instructions), asks the studio's engine, drains its stream
+//! (`worldloom_engine::collect`), forwards reasoning, observation text and
+//! observation tokens as [`StudioEvent::StepDelta`] events, and on success
 //! stores the prediction (provenance: engine, settings, parameters, seed,
 //! context mode, perturbation, token log-probabilities, statistics) as the
 //! node's chosen one in one undoable change, scores it against the real
@@ -14,14 +14,12 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use worldloom_core as core;
-use worldloom_core::{ChatMessage, ChatRole, ContextMode, NodeId, Prediction, Trajectory};
-use worldloom_engine::tokenizer::Tokenizer;
+use worldloom_core::{ChatMessage, ChatRole, ContextMode, NodeId};
 use worldloom_engine::{
-    CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
-    StopReason, WorldModel,
+    CancelToken, CollectError, EngineEvent, GenerationStats, ObservationTokens, PredictRequest,
+    StopReason, Token, collect,
 };
 use worldloom_store::TrajectoryKey;
 
@@ -32,230 +30,59 @@ use crate::error::ApiError;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
-/// The `Prediction::extra` field holding the answer tokens
-/// (`[{text, logprob, entropy}]`, [`TokenView`]).
+/// The `Prediction::extra` field holding the observation tokens
+/// (`[{text, logprob, entropy}]`, [`TokenView`]; their texts concatenate to
+/// the streamed observation).
 pub const TOKENS_FIELD: &str = "tokens";
 /// The `Prediction::extra` field holding the engine settings (no secrets).
 pub const SETTINGS_FIELD: &str = "engine_settings";
 /// The `Prediction::extra` field holding the turn's control instruction.
 pub const PERTURBATION_FIELD: &str = "perturbation";
 /// The `Prediction::extra` field holding the generation statistics.
-pub const STATS_FIELD: &str = "stats";
+pub use worldloom_engine::record::STATS_FIELD;
 
-/// A piece of a streaming prediction, as [`run_prediction`] hands it on.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Delta {
-    /// Reasoning text.
-    Reasoning(String),
-    /// Answer text.
-    Content(String),
-    /// Answer tokens (reasoning tokens are left out).
-    Tokens(Vec<TokenView>),
-}
+/// A prediction record (`worldloom_engine::record::prediction_record`):
+/// the output as the engine split it, parameters, seed, context mode, the
+/// real observation's representation, token counts, timings, and the
+/// statistics under `extra.stats`.
+pub use worldloom_engine::record::prediction_record;
 
-/// What one prediction produced.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Outcome {
-    /// The output as generated: `<think>\n` + reasoning + `</think>\n\n` +
-    /// answer when there was reasoning, else the answer.
-    pub raw_output: String,
-    /// Reasoning text (tags removed).
-    pub reasoning: String,
-    /// Answer text.
-    pub content: String,
-    /// Answer tokens with log-probabilities, when the engine reported them.
-    #[serde(skip)]
-    pub tokens: Vec<TokenView>,
-    /// Counts and timings.
-    pub stats: GenerationStats,
-    /// Milliseconds from the request to the first generated token.
-    pub time_to_first_token_ms: Option<f64>,
-    /// Milliseconds from the request to the end.
-    pub total_ms: f64,
-}
-
-/// Why [`run_prediction`] gave no outcome.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PredictError {
-    /// The engine refused the request or failed while generating.
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    /// `should_stop` said stop (the caller cancelled).
-    #[error("cancelled")]
-    Cancelled,
-}
-
-/// Runs one prediction to the end, handing text and tokens to `on_delta` as
-/// they come. `on_start` receives the engine's cancel token as soon as the
-/// request is accepted. `should_stop` is polled every 20 ms: when it says
-/// stop, the engine is cancelled and the function returns
-/// [`PredictError::Cancelled`] at once, without waiting for the engine.
-/// `tokenizer` turns token ids into text (local engines report ids).
-///
-/// # Errors
-/// An immediate refusal or an engine error event
-/// ([`PredictError::Engine`]), or [`PredictError::Cancelled`].
-pub fn run_prediction(
-    model: &dyn WorldModel,
-    request: PredictRequest,
-    tokenizer: Option<&Tokenizer>,
-    on_start: &mut dyn FnMut(CancelToken),
-    should_stop: &dyn Fn() -> bool,
-    on_delta: &mut dyn FnMut(Delta),
-) -> Result<Outcome, PredictError> {
-    let start = Instant::now();
-    let stream = model.predict(request)?;
-    on_start(stream.cancel.clone());
-    let (mut reasoning, mut content) = (String::new(), String::new());
-    let mut tokens: Vec<TokenView> = Vec::new();
-    // Tokens not yet known to be reasoning or answer: the text events of a
-    // token come before its token event, so tokens seen after answer text
-    // belong to the answer until reasoning text shows up again.
-    let mut pending: Vec<TokenView> = Vec::new();
-    let mut last_was_content = false;
-    let mut first_token_ms = None;
-    let stats = loop {
-        if should_stop() {
-            stream.cancel.cancel();
-            return Err(PredictError::Cancelled);
+impl From<core::OutputStatus> for StepStatus {
+    fn from(status: core::OutputStatus) -> Self {
+        match status {
+            core::OutputStatus::Ok => StepStatus::Ok,
+            core::OutputStatus::Truncated => StepStatus::Truncated,
+            core::OutputStatus::NoObservation => StepStatus::NoObservation,
+            core::OutputStatus::Empty => StepStatus::Empty,
         }
-        let event = match stream.events.recv_timeout(Duration::from_millis(20)) {
-            Ok(e) => e,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(PredictError::Engine(EngineError::Stopped(
-                    "the engine stopped without finishing the prediction".into(),
-                )));
-            }
-        };
-        match event {
-            EngineEvent::Reasoning { text } => {
-                pending.clear();
-                last_was_content = false;
-                reasoning.push_str(&text);
-                on_delta(Delta::Reasoning(text));
-            }
-            EngineEvent::Content { text } => {
-                last_was_content = true;
-                content.push_str(&text);
-                on_delta(Delta::Content(text));
-                if !pending.is_empty() {
-                    let batch = std::mem::take(&mut pending);
-                    tokens.extend(batch.iter().cloned());
-                    on_delta(Delta::Tokens(batch));
-                }
-            }
-            EngineEvent::Tokens { ids, logprobs } => {
-                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
-                if let (Some(tok), Some(lps)) = (tokenizer, logprobs) {
-                    let batch: Vec<TokenView> = ids
-                        .iter()
-                        .zip(lps)
-                        .map(|(id, lp)| TokenView {
-                            text: tok.decode(&[*id], false).unwrap_or_default(),
-                            logprob: Some(f64::from(lp)),
-                            entropy: None,
-                        })
-                        .collect();
-                    if last_was_content {
-                        tokens.extend(batch.iter().cloned());
-                        on_delta(Delta::Tokens(batch));
-                    } else {
-                        pending.extend(batch);
-                    }
-                }
-            }
-            EngineEvent::TokenLogprobs {
-                tokens: texts,
-                logprobs,
-            } => {
-                first_token_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
-                let batch: Vec<TokenView> = texts
-                    .into_iter()
-                    .zip(logprobs)
-                    .map(|(text, lp)| TokenView {
-                        text,
-                        logprob: Some(f64::from(lp)),
-                        entropy: None,
-                    })
-                    .collect();
-                if last_was_content {
-                    tokens.extend(batch.iter().cloned());
-                    on_delta(Delta::Tokens(batch));
-                } else {
-                    pending.extend(batch);
-                }
-            }
-            EngineEvent::Done { stats } => break stats,
-            EngineEvent::Error { error } => return Err(error.into()),
-        }
-    };
-    if last_was_content && !pending.is_empty() {
-        tokens.extend(pending.iter().cloned());
-        on_delta(Delta::Tokens(pending));
     }
-    let raw_output = if reasoning.is_empty() {
-        content.clone()
-    } else {
-        format!("<think>\n{reasoning}</think>\n\n{content}")
-    };
-    Ok(Outcome {
-        raw_output,
-        reasoning,
-        content,
-        tokens,
-        stats,
-        time_to_first_token_ms: first_token_ms,
-        total_ms: start.elapsed().as_secs_f64() * 1e3,
-    })
 }
 
-/// A prediction record from an outcome: output parsed
-/// (`worldloom_core::parse_model_output`), parameters, seed, context mode,
-/// the real observation's representation, token counts, timings, and the
-/// statistics under `extra.stats`. Shared with `worldloom step` / `rollout`.
-pub fn prediction_record(
-    engine_name: &str,
-    trajectory: &Trajectory,
-    node: NodeId,
-    params: &GenerationParams,
-    mode: ContextMode,
-    outcome: &Outcome,
-) -> Prediction {
-    let mut p = Prediction::from_output(engine_name.to_owned(), outcome.raw_output.clone());
-    if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(params) {
-        p.params = map;
-    }
-    p.seed = Some(params.seed);
-    p.context = mode;
-    let n = trajectory.node(node);
-    if let Some(real) = n.and_then(|n| n.real.as_ref()) {
-        p.representation = real.representation;
-    } else if let Some(r) = representation_guess(trajectory, node) {
-        p.representation = r;
-    }
-    p.prompt_tokens = Some(outcome.stats.prompt_tokens as u64);
-    p.completion_tokens = Some(outcome.stats.completion_tokens as u64);
-    p.time_to_first_token_ms = outcome.time_to_first_token_ms;
-    p.total_ms = Some(outcome.total_ms);
-    if let Ok(serde_json::Value::Object(stats)) = serde_json::to_value(&outcome.stats) {
-        p.extra
-            .insert(STATS_FIELD.into(), serde_json::Value::Object(stats));
-    }
-    p
+/// Stored observation tokens as the studio shows them: tokens stored with
+/// the text around the observation (the whole answer, as before the
+/// observation was split out) are cut to their share of the observation
+/// (`worldloom_core::output::observation_shares`); others are returned
+/// unchanged.
+pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
+    let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+    let Some(shares) = core::output::observation_shares(&texts) else {
+        return tokens;
+    };
+    tokens
+        .into_iter()
+        .zip(shares)
+        .filter(|(_, share)| !share.is_empty())
+        .map(|(token, text)| TokenView { text, ..token })
+        .collect()
 }
 
-/// For a state never recorded: the representation of the nearest ancestor
-/// with an observation.
-fn representation_guess(t: &Trajectory, node: NodeId) -> Option<core::Representation> {
-    let path = t.path_to(node).ok()?;
-    path.nodes.iter().rev().find_map(|n| {
-        let n = t.node(*n)?;
-        n.real
-            .as_ref()
-            .map(|o| o.representation)
-            .or_else(|| n.current_authored().map(|a| a.observation.representation))
-    })
+/// The answer tokens of a collected prediction as the studio shows them.
+fn token_view(token: &Token) -> TokenView {
+    TokenView {
+        text: token.text.clone(),
+        logprob: token.logprob.map(f64::from),
+        entropy: None,
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -266,7 +93,9 @@ pub(crate) struct Job {
     id: String,
     trajectory_id: String,
     cancelled: AtomicBool,
-    engine_cancel: Mutex<Option<CancelToken>>,
+    /// The running step's cancel token (draining its stream cancels the
+    /// engine when it is set).
+    step_cancel: Mutex<Option<CancelToken>>,
     /// The current step: its node and whether its `StepFinished` was sent.
     current: Mutex<Option<(u32, Arc<AtomicBool>)>>,
 }
@@ -283,7 +112,7 @@ fn new_job(studio: &Studio, trajectory_id: &str) -> Result<Arc<Job>, ApiError> {
         id: format!("job-{n}"),
         trajectory_id: trajectory_id.to_string(),
         cancelled: AtomicBool::new(false),
-        engine_cancel: Mutex::new(None),
+        step_cancel: Mutex::new(None),
         current: Mutex::new(None),
     });
     studio
@@ -306,7 +135,7 @@ fn finished(
     job: &Job,
     node_id: u32,
     prediction_id: Option<u32>,
-    status: &str,
+    status: StepStatus,
     error: Option<String>,
     stats: Option<StepStats>,
 ) {
@@ -315,7 +144,7 @@ fn finished(
         trajectory_id: job.trajectory_id.clone(),
         node_id,
         prediction_id,
-        status: status.into(),
+        status,
         error,
         stats,
     });
@@ -438,7 +267,15 @@ fn run_step(
     }
     let fail = |message: String| {
         if !done.swap(true, Ordering::SeqCst) {
-            finished(studio, job, node.0, None, "error", Some(message), None);
+            finished(
+                studio,
+                job,
+                node.0,
+                None,
+                StepStatus::Error,
+                Some(message),
+                None,
+            );
         }
         None
     };
@@ -456,58 +293,63 @@ fn run_step(
     };
     let mut request = PredictRequest::new(prepared.messages, params.clone());
     request.current_observation = prepared.current_observation;
-    let job_id = job.id.clone();
-    let trajectory_id = job.trajectory_id.clone();
-    let mut on_delta = |d: Delta| {
+    // The step's cancel token: `cancel_step` sets it, and draining the
+    // engine's stream then cancels the engine and ends at once.
+    let cancel = CancelToken::new();
+    if let Ok(mut c) = job.step_cancel.lock() {
+        *c = Some(cancel.clone());
+    }
+    if job.is_cancelled() {
+        cancel.cancel();
+    }
+    let stream = match engine.model.predict(request) {
+        Ok(s) => s,
+        Err(e) => return fail(e.to_string()),
+    };
+    let mut pairing = ObservationTokens::new();
+    let on_event = |event: &EngineEvent| {
+        let tokens: Vec<TokenView> = pairing.on_event(event).iter().map(token_view).collect();
         if job.is_cancelled() {
             return;
         }
-        let (reasoning, observation, tokens) = match d {
-            Delta::Reasoning(t) => (t, String::new(), Vec::new()),
-            Delta::Content(t) => (String::new(), t, Vec::new()),
-            Delta::Tokens(t) => (String::new(), String::new(), t),
+        let (reasoning, observation) = match event {
+            EngineEvent::Reasoning { text } => (text.clone(), String::new()),
+            EngineEvent::Observation { text } => (String::new(), text.clone()),
+            _ => return,
         };
         studio.emit(StudioEvent::StepDelta {
-            job_id: job_id.clone(),
-            trajectory_id: trajectory_id.clone(),
+            job_id: job.id.clone(),
+            trajectory_id: job.trajectory_id.clone(),
             node_id: node.0,
             reasoning,
             observation,
             tokens,
         });
     };
-    let mut on_start = |cancel: CancelToken| {
-        if let Ok(mut c) = job.engine_cancel.lock() {
-            *c = Some(cancel.clone());
-        }
-        if job.is_cancelled() {
-            cancel.cancel();
-        }
-    };
-    let should_stop = || job.is_cancelled();
-    let outcome = match run_prediction(
-        engine.model.as_ref(),
-        request,
-        engine.tokenizer.as_deref(),
-        &mut on_start,
-        &should_stop,
-        &mut on_delta,
-    ) {
+    let outcome = match collect(stream, &cancel, None, on_event) {
         Ok(o) => o,
-        Err(PredictError::Cancelled) => {
-            // Cancelled before the step was registered with the job (a
-            // rollout between turns): end it here.
+        Err(CollectError::Cancelled | CollectError::DeadlineExceeded) => {
+            // `cancel_step` has normally sent `StepFinished` already; a
+            // rollout cancelled between turns ends the step here.
             if !done.swap(true, Ordering::SeqCst) {
-                finished(studio, job, node.0, None, "cancelled", None, None);
+                finished(studio, job, node.0, None, StepStatus::Cancelled, None, None);
             }
             return None;
         }
-        Err(PredictError::Engine(e)) => return fail(e.to_string()),
+        Err(CollectError::Engine(e)) => return fail(e.to_string()),
     };
     if outcome.stats.stop_reason == Some(StopReason::Cancelled) || job.is_cancelled() {
         if !done.swap(true, Ordering::SeqCst) {
             let stats = step_stats(&outcome.stats);
-            finished(studio, job, node.0, None, "cancelled", None, Some(stats));
+            finished(
+                studio,
+                job,
+                node.0,
+                None,
+                StepStatus::Cancelled,
+                None,
+                Some(stats),
+            );
         }
         return None;
     }
@@ -517,7 +359,7 @@ fn run_step(
         return None;
     }
     let stats = step_stats(&outcome.stats);
-    let stored = (|| -> Result<(u32, String), ApiError> {
+    let stored = (|| -> Result<(u32, StepStatus), ApiError> {
         let mut ws = studio.lock()?;
         let st = ws.load_trajectory(key)?;
         let mut record = prediction_record(
@@ -537,12 +379,13 @@ fn run_step(
                 serde_json::Value::String(p.clone()),
             );
         }
-        if !outcome.tokens.is_empty()
-            && let Ok(v) = serde_json::to_value(&outcome.tokens)
+        let tokens: Vec<TokenView> = outcome.observation_tokens.iter().map(token_view).collect();
+        if !tokens.is_empty()
+            && let Ok(v) = serde_json::to_value(&tokens)
         {
             record.extra.insert(TOKENS_FIELD.into(), v);
         }
-        let status = record.status.as_str().to_string();
+        let status = StepStatus::from(record.status);
         let id = ws.add_chosen_prediction(key, node, &record)?;
         // Score the new chosen prediction against the real observation
         // (stored as a metric result).
@@ -563,7 +406,7 @@ fn run_step(
                 trajectory_id: Some(job.trajectory_id.clone()),
                 kind: "add_prediction".into(),
             });
-            finished(studio, job, node.0, Some(id), &status, None, Some(stats));
+            finished(studio, job, node.0, Some(id), status, None, Some(stats));
             Some(id)
         }
         Err(e) => {
@@ -572,7 +415,7 @@ fn run_step(
                 job,
                 node.0,
                 None,
-                "error",
+                StepStatus::Error,
                 Some(e.message),
                 Some(stats),
             );
@@ -640,7 +483,7 @@ pub fn cancel_step(
         return Ok(CancelStepResponse { cancelled: false });
     };
     job.cancelled.store(true, Ordering::SeqCst);
-    if let Some(c) = job.engine_cancel.lock().ok().and_then(|c| c.clone()) {
+    if let Some(c) = job.step_cancel.lock().ok().and_then(|c| c.clone()) {
         c.cancel();
     }
     let current = job.current.lock().ok().and_then(|c| c.clone());
@@ -649,7 +492,15 @@ pub fn cancel_step(
             if done.swap(true, Ordering::SeqCst) {
                 false
             } else {
-                finished(studio, &job, node_id, None, "cancelled", None, None);
+                finished(
+                    studio,
+                    &job,
+                    node_id,
+                    None,
+                    StepStatus::Cancelled,
+                    None,
+                    None,
+                );
                 true
             }
         }
@@ -733,7 +584,15 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
             let (node, prepared) = match appended {
                 Ok(x) => x,
                 Err(e) => {
-                    finished(&studio, &job, at.0, None, "error", Some(e.message), None);
+                    finished(
+                        &studio,
+                        &job,
+                        at.0,
+                        None,
+                        StepStatus::Error,
+                        Some(e.message),
+                        None,
+                    );
                     break;
                 }
             };

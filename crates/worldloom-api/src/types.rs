@@ -942,7 +942,7 @@ pub struct GenerationParamsView {
     pub enable_thinking: bool,
     /// Ask for per-token log-probabilities.
     pub logprobs: bool,
-    /// Stop right after `</predicted_observation>`.
+    /// Stop right after the observation block closes.
     pub stop_after_observation: bool,
 }
 
@@ -1409,6 +1409,25 @@ pub struct ImportUploadedRequest {
     pub files: Vec<UploadedFile>,
 }
 
+/// How a step ended ([`StudioEvent::StepFinished`]): the extraction status of
+/// the stored prediction, or why nothing was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    /// Stored; a closed observation block was found.
+    Ok,
+    /// Stored; the observation block was cut off.
+    Truncated,
+    /// Stored; the output holds no observation block.
+    NoObservation,
+    /// Stored; the output is empty.
+    Empty,
+    /// Cancelled; nothing stored.
+    Cancelled,
+    /// Failed; nothing stored (see the event's `error`).
+    Error,
+}
+
 /// Events the back end pushes (SSE `data:` lines, Tauri channel messages).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -1439,10 +1458,11 @@ pub enum StudioEvent {
         node_id: u32,
         /// New reasoning text.
         reasoning: String,
-        /// New answer text (it carries the `<predicted_observation>` block).
+        /// New observation text (tags, marker and surrounding whitespace
+        /// removed).
         observation: String,
-        /// New answer tokens (not reasoning tokens), with log-probabilities
-        /// when the engine reports them.
+        /// The observation tokens behind `observation` (their texts
+        /// concatenate to it), when the engine reports log-probabilities.
         tokens: Vec<TokenView>,
     },
     /// A step ended. Sent exactly once per step.
@@ -1455,9 +1475,9 @@ pub enum StudioEvent {
         node_id: u32,
         /// The stored prediction (`null` when cancelled or failed).
         prediction_id: Option<u32>,
-        /// `ok`, `truncated`, `no_observation`, `empty` (extraction status of
-        /// the stored prediction), `cancelled` or `error`.
-        status: String,
+        /// The extraction status of the stored prediction, or `cancelled` /
+        /// `error`.
+        status: StepStatus,
         /// What went wrong, for `error`.
         error: Option<String>,
         /// Counts and timings, when the engine finished.

@@ -7,13 +7,15 @@
 //! runs the model directory through the local engine
 //! (`worldloom_engine::LocalEngine` over Qwen3.5-MoE), streams the reasoning
 //! and the answer to the terminal, then prints the extracted observation and
-//! its status (`worldloom_core::parse_model_output`). With `--json` nothing
-//! is streamed and one JSON object is printed at the end.
+//! its status (the engine's output parse, `worldloom_core::OutputParser`).
+//! With `--json` nothing is streamed and one JSON object is printed at the
+//! end.
 //!
 //! The shared parts (reading trajectories, loading the engine, running one
 //! prediction) are used by `worldloom rollout` as well; loading a model
-//! directory and the prediction loop live in `worldloom_api` (`engine`,
-//! `stepping`), shared with the studio.
+//! directory, draining a prediction and the prediction record live in
+//! `worldloom_engine` (`local_model`, `collect`, `record`), shared with the
+//! studio.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,17 +24,15 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use serde::Serialize;
-use worldloom_api::engine::load_local_model;
-pub use worldloom_api::stepping::Outcome;
-use worldloom_api::stepping::{Delta, run_prediction};
 use worldloom_core::{
     ChatMessage, ContextMode, ImportOptions, InputFormat, NodeId, OutputStatus, Prediction,
     PromptOptions, Trajectory, TrajectoryFile, build_messages, detect_format, import_path,
-    parse_model_output,
 };
+use worldloom_engine::local_model::load_local_model;
 use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
 use worldloom_engine::{
-    CancelToken, GenerationParams, GenerationStats, LocalEngine, PredictRequest, StopReason,
+    CancelToken, Collected, EngineEvent, GenerationParams, GenerationStats, LocalEngine,
+    PredictRequest, StopReason, WorldModel, collect,
 };
 
 /// Model, device and sampling options shared by `step` and `rollout`.
@@ -69,8 +69,8 @@ pub struct ModelOptions {
     /// Render the chat template with enable_thinking=false (no reasoning).
     #[arg(long)]
     pub no_thinking: bool,
-    /// Keep generating after `</predicted_observation>` until the end-of-turn
-    /// token.
+    /// Keep generating after the observation block closes, until the
+    /// end-of-turn token.
     #[arg(long)]
     pub no_stop_after_observation: bool,
     /// Which trajectory of a file holding several (default: the first).
@@ -193,7 +193,8 @@ pub struct Engine {
 }
 
 /// Loads the model directory onto the device and starts the engine
-/// (`worldloom_api::engine::load_local_model`, shared with the studio).
+/// (`worldloom_engine::local_model::load_local_model`, shared with the
+/// studio).
 ///
 /// # Errors
 /// Bad device or dtype names, loading errors (file, tensor, memory), and
@@ -245,8 +246,9 @@ pub fn install_interrupt(slot: &CancelSlot) {
     });
 }
 
-/// Runs one prediction (`worldloom_api::stepping::run_prediction`, shared
-/// with the studio); streams reasoning and answer to `echo` when given.
+/// Runs one prediction and drains it (`worldloom_engine::collect`); streams
+/// reasoning and answer to `echo` when given. Ctrl-C (the engine's cancel
+/// token in `slot`) ends it early with the stop reason `cancelled`.
 ///
 /// # Errors
 /// An immediate refusal, an engine error event, or the engine going away.
@@ -256,17 +258,17 @@ pub fn predict(
     params: GenerationParams,
     mut echo: Option<&mut dyn Write>,
     slot: &CancelSlot,
-) -> Result<Outcome> {
+) -> Result<Collected> {
     let mut section = "";
     let mut ended_with_newline = true;
     let mut write_error: Option<std::io::Error> = None;
-    let mut on_delta = |d: Delta| {
+    let on_event = |event: &EngineEvent| {
         let Some(out) = echo.as_deref_mut() else {
             return;
         };
         let result = (|| -> std::io::Result<()> {
-            match d {
-                Delta::Reasoning(text) => {
+            match event {
+                EngineEvent::Reasoning { text } => {
                     if section != "reasoning" {
                         writeln!(out, "── reasoning ──")?;
                         section = "reasoning";
@@ -274,7 +276,7 @@ pub fn predict(
                     write!(out, "{text}")?;
                     ended_with_newline = text.ends_with('\n');
                 }
-                Delta::Content(text) => {
+                EngineEvent::Answer { text } => {
                     if section != "content" {
                         if section == "reasoning" && !ended_with_newline {
                             writeln!(out)?;
@@ -284,7 +286,7 @@ pub fn predict(
                     }
                     write!(out, "{text}")?;
                 }
-                Delta::Tokens(_) => {}
+                _ => return Ok(()),
             }
             out.flush()
         })();
@@ -292,51 +294,46 @@ pub fn predict(
             write_error.get_or_insert(e);
         }
     };
-    let mut on_start = |cancel: CancelToken| {
-        if let Ok(mut s) = slot.lock() {
-            *s = Some(cancel);
-        }
-    };
-    let result = run_prediction(
-        &engine.engine,
-        PredictRequest::new(messages, params),
-        None,
-        &mut on_start,
-        &|| false,
-        &mut on_delta,
-    );
+    let stream = engine
+        .engine
+        .predict(PredictRequest::new(messages, params))
+        .map_err(|e| anyhow!(e))?;
+    if let Ok(mut s) = slot.lock() {
+        *s = Some(stream.cancel.clone());
+    }
+    let result = collect(stream, &CancelToken::new(), None, on_event);
     if let Ok(mut s) = slot.lock() {
         *s = None;
     }
     if let Some(e) = write_error {
         return Err(e.into());
     }
-    let outcome = result.map_err(|e| anyhow!(e))?;
+    let collected = result.map_err(|e| anyhow!(e))?;
     if let Some(out) = echo
         && !section.is_empty()
     {
         writeln!(out)?;
     }
-    Ok(outcome)
+    Ok(collected)
 }
 
-/// A trajectory prediction record from an outcome
-/// (`worldloom_api::stepping::prediction_record`).
+/// A trajectory prediction record of a collected prediction
+/// (`worldloom_engine::record::prediction_record`).
 pub fn prediction_record(
     engine: &Engine,
     trajectory: &Trajectory,
     node: NodeId,
     params: &GenerationParams,
     mode: ContextMode,
-    outcome: &Outcome,
+    collected: &Collected,
 ) -> Prediction {
-    worldloom_api::stepping::prediction_record(
+    worldloom_engine::record::prediction_record(
         &engine.name,
         trajectory,
         node,
         params,
         mode,
-        outcome,
+        collected,
     )
 }
 
@@ -401,7 +398,7 @@ pub fn run(args: &StepArgs) -> Result<()> {
     let mut stdout = std::io::stdout();
     let echo: Option<&mut dyn Write> = if args.json { None } else { Some(&mut stdout) };
     let outcome = predict(&engine, messages, params.clone(), echo, &slot)?;
-    let parsed = parse_model_output(&outcome.raw_output);
+    let parsed = &outcome.output.parsed;
     let real = trajectory
         .node(node)
         .and_then(|n| n.real.as_ref())
@@ -415,8 +412,8 @@ pub fn run(args: &StepArgs) -> Result<()> {
             context: mode,
             engine: &engine.name,
             params: &params,
-            raw_output: &outcome.raw_output,
-            reasoning: &outcome.reasoning,
+            raw_output: &outcome.output.raw,
+            reasoning: &parsed.reasoning,
             observation: parsed.observation.as_deref(),
             status: parsed.status,
             warnings: &parsed.warnings,

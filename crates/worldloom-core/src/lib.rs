@@ -26,7 +26,10 @@ pub use native::{NATIVE_FORMAT, NATIVE_VERSION, TrajectoryFile};
 pub use observation::{
     Observation, ObservationMeta, ObservationView, ScreenSize, StepError, StepErrorKind,
 };
-pub use output::{OutputStatus, ParsedOutput, parse_model_output, parse_openai_message};
+pub use output::{
+    ModelOutput, OutputDelta, OutputParser, OutputStatus, ParsedOutput, parse_model_output,
+    parse_openai_message,
+};
 pub use prompt::{PromptOptions, PromptTemplates, build_messages, default_system_prompt};
 pub use trajectory::{
     AuthoredObservation, AwbRowInfo, ContextMode, Edge, EdgeId, Node, NodeId, Prediction,

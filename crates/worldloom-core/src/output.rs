@@ -24,6 +24,11 @@
 //! - The observation is trimmed of surrounding whitespace and of a leading
 //!   `**Environment Observation:**` marker.
 //! - Tags match ASCII case-insensitively, as in the official script.
+//!
+//! [`OutputParser`] applies these rules to a stream (engines feed it as they
+//! generate, starting inside reasoning when the prompt opened the think
+//! block) and to a whole text ([`parse_model_output`] is one push and
+//! `finish`). This module is the one place that spells the tags.
 
 use serde::{Deserialize, Serialize};
 
@@ -75,10 +80,16 @@ pub struct ParsedOutput {
     pub warnings: Vec<String>,
 }
 
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
-const OBS_OPEN: &str = "<predicted_observation>";
-const OBS_CLOSE: &str = "</predicted_observation>";
+/// The tag that opens reasoning.
+pub const THINK_OPEN: &str = "<think>";
+/// The tag that closes reasoning.
+pub const THINK_CLOSE: &str = "</think>";
+/// The tag that opens the predicted observation.
+pub const OBSERVATION_OPEN: &str = "<predicted_observation>";
+/// The tag that closes the predicted observation.
+pub const OBSERVATION_CLOSE: &str = "</predicted_observation>";
+const OBS_OPEN: &str = OBSERVATION_OPEN;
+const OBS_CLOSE: &str = OBSERVATION_CLOSE;
 
 fn starts_with_ci(haystack: &str, at: usize, needle: &str) -> bool {
     haystack
@@ -101,18 +112,21 @@ fn next_tag<'t>(text: &str, from: usize, tags: &[&'t str]) -> Option<(usize, &'t
     None
 }
 
-/// Parses raw model output (reasoning inline). See the module docs for the
-/// rules.
-pub fn parse_model_output(raw: &str) -> ParsedOutput {
+/// The whole-text parse behind [`OutputParser::finish`]: the parsed output
+/// and where the answer (the text after the last think block) starts, `None`
+/// when the text ends inside reasoning.
+fn parse_whole(raw: &str) -> (ParsedOutput, Option<usize>) {
     let mut warnings = Vec::new();
     if raw.trim().is_empty() {
-        return ParsedOutput {
+        let parsed = ParsedOutput {
             observation: None,
             reasoning: String::new(),
             status: OutputStatus::Empty,
             warnings,
         };
+        return (parsed, Some(0));
     }
+    let mut answer_from = Some(0);
     let mut reasoning_parts: Vec<&str> = Vec::new();
     // Text outside think and observation blocks, since the last reset.
     let mut outside: Vec<&str> = Vec::new();
@@ -148,10 +162,12 @@ pub fn parse_model_output(raw: &str) -> ParsedOutput {
                     Some(e) => {
                         reasoning_parts.push(&raw[start..e]);
                         pos = e + THINK_CLOSE.len();
+                        answer_from = Some(pos);
                     }
                     None => {
                         reasoning_parts.push(&raw[start..]);
                         unclosed_think = true;
+                        answer_from = None;
                         break;
                     }
                 }
@@ -169,6 +185,7 @@ pub fn parse_model_output(raw: &str) -> ParsedOutput {
                 blocks.clear();
                 outside.clear();
                 pos = at + THINK_CLOSE.len();
+                answer_from = Some(pos);
             }
             _ => {
                 let start = at + OBS_OPEN.len();
@@ -218,12 +235,13 @@ pub fn parse_model_output(raw: &str) -> ParsedOutput {
         } else {
             OutputStatus::NoObservation
         };
-        return ParsedOutput {
+        let parsed = ParsedOutput {
             observation: None,
             reasoning,
             status,
             warnings,
         };
+        return (parsed, answer_from);
     };
     if blocks.len() > 1 {
         warnings.push(format!(
@@ -251,11 +269,453 @@ pub fn parse_model_output(raw: &str) -> ParsedOutput {
         );
         OutputStatus::Truncated
     };
-    ParsedOutput {
+    let parsed = ParsedOutput {
         observation: Some(observation.to_owned()),
         reasoning,
         status,
         warnings,
+    };
+    (parsed, answer_from)
+}
+
+/// Parses raw model output (reasoning inline) as a whole: `push(raw)` then
+/// `finish()` on an [`OutputParser`] that starts outside reasoning. See the
+/// module docs for the rules.
+pub fn parse_model_output(raw: &str) -> ParsedOutput {
+    let mut parser = OutputParser::new(false);
+    parser.push(raw);
+    parser.finish()
+}
+
+/// Formats an observation as model output, the way the baselines answer
+/// (`<predicted_observation>\n…\n</predicted_observation>`, no reasoning).
+pub fn format_observation(observation: &str) -> String {
+    format!("{OBSERVATION_OPEN}\n{observation}\n{OBSERVATION_CLOSE}")
+}
+
+/// Whether a rendered prompt leaves a think block open (the generation
+/// prompt of Qwen3.5 templates with thinking enabled), so that the output
+/// starts as reasoning.
+pub fn opens_reasoning(prompt: &str) -> bool {
+    match (prompt.rfind(THINK_OPEN), prompt.rfind(THINK_CLOSE)) {
+        (Some(open), Some(close)) => open > close,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// Each token's share of the observation, for token texts of an answer that
+/// spells the observation block (as stored before the studio kept
+/// observation tokens only): the texts are parsed one after the other and a
+/// token's share is the observation text it released (tags and surrounding
+/// whitespace removed, so shares may be empty). `None` when the texts hold
+/// no observation block (they are the observation already).
+pub fn observation_shares(texts: &[&str]) -> Option<Vec<String>> {
+    next_tag(&texts.concat(), 0, &[OBSERVATION_OPEN])?;
+    let mut parser = OutputParser::new(false);
+    let mut shares: Vec<String> = texts.iter().map(|t| parser.push(t).observation).collect();
+    let rest = parser.flush().observation;
+    if let Some(last) = shares.last_mut() {
+        last.push_str(&rest);
+    }
+    Some(shares)
+}
+
+/// What one [`OutputParser::push`] released.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputDelta {
+    /// New reasoning text (tags removed; not trimmed).
+    pub reasoning: String,
+    /// New observation text: tags, the leading `**Environment Observation:**`
+    /// marker and surrounding whitespace removed.
+    pub observation: String,
+    /// New answer text: the generated text after the think block, tags of
+    /// the observation block kept, line breaks right after the think block
+    /// removed (the streaming form of [`ModelOutput::answer`]).
+    pub answer: String,
+    /// Whether an observation block closed in this push.
+    pub observation_closed: bool,
+}
+
+impl OutputDelta {
+    /// Whether nothing was released and no block closed.
+    pub fn is_empty(&self) -> bool {
+        self.reasoning.is_empty()
+            && self.observation.is_empty()
+            && self.answer.is_empty()
+            && !self.observation_closed
+    }
+
+    /// Appends `other` (a later delta) to this one.
+    pub fn extend(&mut self, other: OutputDelta) {
+        self.reasoning.push_str(&other.reasoning);
+        self.observation.push_str(&other.observation);
+        self.answer.push_str(&other.answer);
+        self.observation_closed |= other.observation_closed;
+    }
+}
+
+/// A finished model output: the text as generated, the answer and the parse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelOutput {
+    /// The generated text as pushed (reasoning inline, tags kept), without
+    /// the think block a prompt opened.
+    pub raw: String,
+    /// Reasoning delivered separately ([`OutputParser::push_reasoning`], an
+    /// API's `reasoning_content`), when there was any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// The answer: the generated text after the last think block (line
+    /// breaks right after the block removed), what an OpenAI-compatible
+    /// server with a reasoning parser returns as `content`; the whole text
+    /// when there is no think block, empty when the output ends inside
+    /// reasoning.
+    pub answer: String,
+    /// Observation, reasoning, status and warnings (module rules).
+    pub parsed: ParsedOutput,
+}
+
+/// Where the streaming view of an [`OutputParser`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// At the start, outside reasoning: held back until a tag decides
+    /// whether it was reasoning (a lone close) or text outside blocks.
+    Undecided,
+    /// Outside reasoning and observation blocks.
+    Outside,
+    /// Inside reasoning, at this nesting depth.
+    Reasoning(usize),
+    /// Inside an observation block.
+    Observation,
+}
+
+/// Trims an observation while it streams: leading whitespace and the
+/// `**Environment Observation:**` marker are dropped, trailing whitespace is
+/// held until more text follows or the block ends.
+#[derive(Debug, Clone, Default)]
+struct ObservationTrim {
+    /// Text not yet known to be past the leading whitespace and marker.
+    head: String,
+    started: bool,
+    pending_ws: String,
+}
+
+impl ObservationTrim {
+    fn feed(&mut self, text: &str, out: &mut String) {
+        if !self.started {
+            self.head.push_str(text);
+            let trimmed = self.head.trim_start();
+            let body = if let Some(rest) = trimmed.strip_prefix(AWB_RESPONSE_MARKER) {
+                let rest = rest.trim_start();
+                if rest.is_empty() {
+                    return;
+                }
+                rest
+            } else if trimmed.is_empty() || AWB_RESPONSE_MARKER.starts_with(trimmed) {
+                return;
+            } else {
+                trimmed
+            };
+            let body = body.to_owned();
+            self.head.clear();
+            self.started = true;
+            self.body(&body, out);
+        } else {
+            self.body(text, out);
+        }
+    }
+
+    fn body(&mut self, text: &str, out: &mut String) {
+        let kept = text.trim_end();
+        if kept.is_empty() {
+            self.pending_ws.push_str(text);
+            return;
+        }
+        out.push_str(&self.pending_ws);
+        out.push_str(kept);
+        self.pending_ws = text[kept.len()..].to_owned();
+    }
+
+    /// The block ended: what the head still holds, trimmed.
+    fn end(&mut self, out: &mut String) {
+        if !self.started {
+            let trimmed = self.head.trim();
+            let body = trimmed
+                .strip_prefix(AWB_RESPONSE_MARKER)
+                .map_or(trimmed, str::trim);
+            out.push_str(body);
+        }
+        *self = Self::default();
+    }
+}
+
+/// Length of the longest suffix of `text` that is a proper, ASCII
+/// case-insensitive prefix of one of `tags` (so it may become the tag).
+fn held_len(text: &str, tags: &[&str]) -> usize {
+    let bytes = text.as_bytes();
+    let mut held = 0;
+    for tag in tags {
+        for k in (held + 1..tag.len()).rev() {
+            if k <= bytes.len()
+                && bytes[bytes.len() - k..].eq_ignore_ascii_case(&tag.as_bytes()[..k])
+            {
+                held = k;
+                break;
+            }
+        }
+    }
+    held
+}
+
+/// The one parser of model output, for a stream and for a whole text.
+///
+/// Feed generated text with [`push`](Self::push) as it arrives; each push
+/// returns the reasoning and observation it releases. Text that may be the
+/// start of a tag, the observation's trailing whitespace, and (when the
+/// output does not start in reasoning) the text before the first tag are
+/// held back until decided. [`flush`](Self::flush) releases what is held at
+/// the end; [`finish`](Self::finish) gives the [`ParsedOutput`] of the whole
+/// text by the module rules, which is authoritative: the concatenated deltas
+/// equal its reasoning (before trimming) and observation except in odd
+/// outputs (several observation blocks, whose deltas follow one another; a
+/// lone think close after an observation block; separately delivered
+/// reasoning).
+#[derive(Debug, Clone)]
+pub struct OutputParser {
+    starts_in_reasoning: bool,
+    raw: String,
+    separate: String,
+    pos: usize,
+    mode: Mode,
+    trim: ObservationTrim,
+    /// Whether answer text other than line breaks was released since the
+    /// last think block.
+    answer_started: bool,
+}
+
+impl OutputParser {
+    /// A parser; `starts_in_reasoning` when the prompt opened the think
+    /// block (see [`opens_reasoning`]).
+    pub fn new(starts_in_reasoning: bool) -> Self {
+        Self {
+            starts_in_reasoning,
+            raw: String::new(),
+            separate: String::new(),
+            pos: 0,
+            mode: if starts_in_reasoning {
+                Mode::Reasoning(1)
+            } else {
+                Mode::Undecided
+            },
+            trim: ObservationTrim::default(),
+            // Line breaks are dropped only after a think block.
+            answer_started: true,
+        }
+    }
+
+    fn answer(&mut self, text: &str, delta: &mut OutputDelta) {
+        let text = if self.answer_started {
+            text
+        } else {
+            text.trim_start_matches(['\n', '\r'])
+        };
+        if !text.is_empty() {
+            self.answer_started = true;
+            delta.answer.push_str(text);
+        }
+    }
+
+    /// The text pushed so far.
+    pub fn raw(&self) -> &str {
+        &self.raw
+    }
+
+    /// Adds generated text; returns what it releases.
+    pub fn push(&mut self, text: &str) -> OutputDelta {
+        self.raw.push_str(text);
+        self.advance(false)
+    }
+
+    /// Adds generated text up to the end of the first observation block that
+    /// closes in it (for engines that stop there); returns what it releases
+    /// and how many bytes of `text` were taken (all of them unless a block
+    /// closed).
+    pub fn push_to_close(&mut self, text: &str) -> (OutputDelta, usize) {
+        let mut delta = OutputDelta::default();
+        for (i, c) in text.char_indices() {
+            let end = i + c.len_utf8();
+            delta.extend(self.push(&text[i..end]));
+            if delta.observation_closed {
+                return (delta, end);
+            }
+        }
+        (delta, text.len())
+    }
+
+    /// Adds reasoning delivered apart from the text (an API's
+    /// `reasoning_content`); it is released at once and, in the final
+    /// parse, comes before the inline reasoning.
+    pub fn push_reasoning(&mut self, text: &str) -> OutputDelta {
+        self.separate.push_str(text);
+        OutputDelta {
+            reasoning: text.to_owned(),
+            ..OutputDelta::default()
+        }
+    }
+
+    /// Ends the text: releases everything held back. Further pushes start
+    /// after it.
+    pub fn flush(&mut self) -> OutputDelta {
+        self.advance(true)
+    }
+
+    /// The parse of everything pushed, by the module rules.
+    pub fn finish(self) -> ParsedOutput {
+        self.finish_output().parsed
+    }
+
+    /// The parse of everything pushed, with the raw text and the answer.
+    pub fn finish_output(self) -> ModelOutput {
+        let (mut parsed, answer_from) = if self.starts_in_reasoning && !self.raw.trim().is_empty() {
+            let (parsed, from) = parse_whole(&format!("{THINK_OPEN}{}", self.raw));
+            (parsed, from.map(|f| f.saturating_sub(THINK_OPEN.len())))
+        } else {
+            parse_whole(&self.raw)
+        };
+        let answer = match answer_from.and_then(|from| Some((from, self.raw.get(from..)?))) {
+            Some((0, text)) => text.to_owned(),
+            Some((_, text)) => text.trim_start_matches(['\n', '\r']).to_owned(),
+            None => String::new(),
+        };
+        let separate = self.separate.trim();
+        if !separate.is_empty() {
+            parsed.reasoning = if parsed.reasoning.is_empty() {
+                separate.to_owned()
+            } else {
+                format!("{separate}\n\n{}", parsed.reasoning)
+            };
+            if parsed.status == OutputStatus::Empty {
+                parsed
+                    .warnings
+                    .push("content is empty; all text is in reasoning_content".into());
+            }
+        }
+        ModelOutput {
+            reasoning_content: (!self.separate.is_empty()).then_some(self.separate),
+            raw: self.raw,
+            answer,
+            parsed,
+        }
+    }
+
+    /// Consumes `raw[pos..]` as far as it is decided (everything when
+    /// `last`).
+    fn advance(&mut self, last: bool) -> OutputDelta {
+        let mut delta = OutputDelta::default();
+        loop {
+            let rest = &self.raw[self.pos..];
+            if rest.is_empty() {
+                break;
+            }
+            match self.mode {
+                Mode::Undecided | Mode::Outside => {
+                    let undecided = self.mode == Mode::Undecided;
+                    match next_tag(rest, 0, &[THINK_OPEN, THINK_CLOSE, OBS_OPEN]) {
+                        Some((at, tag)) => {
+                            let (before, with_tag) =
+                                (rest[..at].to_owned(), rest[..at + tag.len()].to_owned());
+                            self.pos += at + tag.len();
+                            self.mode = match tag {
+                                THINK_OPEN => Mode::Reasoning(1),
+                                OBS_OPEN => Mode::Observation,
+                                _ => Mode::Outside,
+                            };
+                            match tag {
+                                THINK_CLOSE if undecided => {
+                                    delta.reasoning.push_str(&before);
+                                    self.answer_started = false;
+                                }
+                                // Text before the first think block is not
+                                // part of the answer (it comes after the block).
+                                THINK_OPEN if undecided => {}
+                                THINK_OPEN | THINK_CLOSE => {
+                                    self.answer(&before, &mut delta);
+                                    self.answer_started = false;
+                                }
+                                _ => self.answer(&with_tag, &mut delta),
+                            }
+                        }
+                        None if undecided && !last => break,
+                        None => {
+                            let held = if last {
+                                0
+                            } else {
+                                held_len(rest, &[THINK_OPEN, THINK_CLOSE, OBS_OPEN])
+                            };
+                            let text = rest[..rest.len() - held].to_owned();
+                            self.pos += text.len();
+                            self.mode = Mode::Outside;
+                            self.answer(&text, &mut delta);
+                            break;
+                        }
+                    }
+                }
+                Mode::Reasoning(depth) => match next_tag(rest, 0, &[THINK_OPEN, THINK_CLOSE]) {
+                    Some((at, tag)) => {
+                        if tag == THINK_CLOSE && depth == 1 {
+                            delta.reasoning.push_str(&rest[..at]);
+                            self.mode = Mode::Outside;
+                            self.answer_started = false;
+                        } else {
+                            delta.reasoning.push_str(&rest[..at + tag.len()]);
+                            self.mode = Mode::Reasoning(if tag == THINK_OPEN {
+                                depth + 1
+                            } else {
+                                depth - 1
+                            });
+                        }
+                        self.pos += at + tag.len();
+                    }
+                    None => {
+                        let held = if last {
+                            0
+                        } else {
+                            held_len(rest, &[THINK_OPEN, THINK_CLOSE])
+                        };
+                        delta.reasoning.push_str(&rest[..rest.len() - held]);
+                        self.pos += rest.len() - held;
+                        break;
+                    }
+                },
+                Mode::Observation => match next_tag(rest, 0, &[OBS_CLOSE]) {
+                    Some((at, tag)) => {
+                        let with_tag = rest[..at + tag.len()].to_owned();
+                        self.trim.feed(&with_tag[..at], &mut delta.observation);
+                        self.trim.end(&mut delta.observation);
+                        delta.observation_closed = true;
+                        self.pos += with_tag.len();
+                        self.mode = Mode::Outside;
+                        self.answer(&with_tag, &mut delta);
+                    }
+                    None => {
+                        let held = if last {
+                            0
+                        } else {
+                            held_len(rest, &[OBS_CLOSE])
+                        };
+                        let text = rest[..rest.len() - held].to_owned();
+                        self.trim.feed(&text, &mut delta.observation);
+                        self.pos += text.len();
+                        self.answer(&text, &mut delta);
+                        break;
+                    }
+                },
+            }
+        }
+        if last && self.mode == Mode::Observation {
+            self.trim.end(&mut delta.observation);
+        }
+        delta
     }
 }
 
@@ -268,20 +728,12 @@ pub fn parse_openai_message(
     content: Option<&str>,
     reasoning_content: Option<&str>,
 ) -> ParsedOutput {
-    let mut parsed = parse_model_output(content.unwrap_or(""));
-    if let Some(separate) = reasoning_content.map(str::trim).filter(|r| !r.is_empty()) {
-        parsed.reasoning = if parsed.reasoning.is_empty() {
-            separate.to_owned()
-        } else {
-            format!("{separate}\n\n{}", parsed.reasoning)
-        };
-        if parsed.status == OutputStatus::Empty {
-            parsed
-                .warnings
-                .push("content is empty; all text is in reasoning_content".into());
-        }
+    let mut parser = OutputParser::new(false);
+    if let Some(reasoning) = reasoning_content {
+        parser.push_reasoning(reasoning);
     }
-    parsed
+    parser.push(content.unwrap_or(""));
+    parser.finish()
 }
 
 #[cfg(test)]
@@ -397,5 +849,315 @@ mod tests {
         );
         assert_eq!(p.observation.as_deref(), Some("语言 °F"));
         assert_eq!(p.reasoning, "思考");
+    }
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::*;
+
+    /// Outputs covering each rule, with the prompt-opened flag.
+    const OUTPUTS: &[(&str, bool)] = &[
+        (
+            "<think>a</think>\n<predicted_observation>\nX\n</predicted_observation>",
+            false,
+        ),
+        (
+            "plan the page\n</think>\n\n<predicted_observation>[1] button 'OK'</predicted_observation>",
+            false,
+        ),
+        (
+            "plan the page\n</think>\n\n<predicted_observation>[1] button 'OK'</predicted_observation>",
+            true,
+        ),
+        (
+            "<think>outer <think>inner</think> draft <predicted_observation>DRAFT</predicted_observation></think><predicted_observation>FINAL</predicted_observation>",
+            false,
+        ),
+        (
+            "<predicted_observation>first</predicted_observation> then <predicted_observation>**Environment Observation:**\nsecond</predicted_observation>",
+            false,
+        ),
+        (
+            "</think><predicted_observation><hierarchy><node text='a'/>",
+            false,
+        ),
+        (
+            "<predicted_observation><div><think>literal</think></div>\n<PREDICTED_OBSERVATION> x</predicted_observation>",
+            false,
+        ),
+        (
+            "<think>The click opens the cart. <predicted_observation>draft",
+            false,
+        ),
+        ("The page now shows the cart.", false),
+        ("The page now shows the cart.", true),
+        (" \n\t", false),
+        ("<think></think>", false),
+        (
+            "思考</think><predicted_observation>语言 °F  \n</predicted_observation>trailing",
+            true,
+        ),
+        (
+            "<THINK>r</Think>\n\n<Predicted_Observation>\n**Environment Observation:**  a < b </p\n</predicted_observation>",
+            false,
+        ),
+        ("cut off while thinking </thi", true),
+        ("", true),
+    ];
+
+    fn parse(chunks: &[&str], starts_in_reasoning: bool) -> (OutputDelta, ModelOutput) {
+        let mut parser = OutputParser::new(starts_in_reasoning);
+        let mut all = OutputDelta::default();
+        for chunk in chunks {
+            all.extend(parser.push(chunk));
+        }
+        all.extend(parser.flush());
+        (all, parser.finish_output())
+    }
+
+    fn char_bounds(text: &str) -> Vec<usize> {
+        (0..=text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .collect()
+    }
+
+    #[test]
+    fn every_chunking_gives_the_whole_text_result() {
+        for &(text, opened) in OUTPUTS {
+            let (whole_delta, whole) = parse(&[text], opened);
+            // two chunks, split anywhere
+            for i in char_bounds(text) {
+                let (delta, out) = parse(&[&text[..i], &text[i..]], opened);
+                assert_eq!(out, whole, "{text:?} split at {i}");
+                assert_eq!(delta, whole_delta, "{text:?} split at {i}");
+            }
+            // one character at a time
+            let bounds = char_bounds(text);
+            let chars: Vec<&str> = bounds.windows(2).map(|w| &text[w[0]..w[1]]).collect();
+            let (delta, out) = parse(&chars, opened);
+            assert_eq!(out, whole, "{text:?} char by char");
+            assert_eq!(delta, whole_delta, "{text:?} char by char");
+        }
+    }
+
+    #[test]
+    fn deltas_match_the_parse_for_single_block_outputs() {
+        for &(text, opened) in OUTPUTS {
+            let (delta, out) = parse(&[text], opened);
+            let parsed = &out.parsed;
+            if !text.to_ascii_lowercase().contains("observation> then")
+                && !text.contains("DRAFT")
+                && !text.starts_with("</think><pred")
+            {
+                assert_eq!(
+                    delta.observation,
+                    parsed.observation.clone().unwrap_or_default(),
+                    "{text:?}"
+                );
+                assert_eq!(delta.reasoning.trim(), parsed.reasoning, "{text:?}");
+            }
+            assert_eq!(
+                delta.observation_closed,
+                parsed.status == OutputStatus::Ok,
+                "{text:?}"
+            );
+            if !text.contains("DRAFT") {
+                assert_eq!(delta.answer, out.answer, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn deltas_stream_without_partial_tags() {
+        let mut p = OutputParser::new(true);
+        assert_eq!(p.push("plan </th").reasoning, "plan ");
+        let d = p.push("ink>\n<predicted_observation>\n**Environment");
+        assert_eq!((d.reasoning.as_str(), d.observation.as_str()), ("", ""));
+        let d = p.push(" Observation:**\nls\n  ");
+        assert_eq!(d.observation, "ls");
+        let d = p.push("a.txt </predicted_obs");
+        assert_eq!(d.observation, "\n  a.txt");
+        assert!(!d.observation_closed);
+        let d = p.push("ervation>tail");
+        assert_eq!(d.observation, "");
+        assert!(d.observation_closed);
+        let out = p.finish_output();
+        assert_eq!(out.parsed.observation.as_deref(), Some("ls\n  a.txt"));
+        assert_eq!(out.parsed.reasoning, "plan");
+        assert_eq!(
+            out.answer,
+            "<predicted_observation>\n**Environment Observation:**\nls\n  a.txt </predicted_observation>tail"
+        );
+    }
+
+    /// (reasoning, answer) of `chunks` pushed one by one, the prompt not
+    /// having opened the think block (the OpenAI client's case).
+    fn split_all(chunks: &[&str]) -> (String, String) {
+        let (delta, out) = parse(chunks, false);
+        assert_eq!(delta.answer, out.answer, "{chunks:?}");
+        (delta.reasoning, delta.answer)
+    }
+
+    #[test]
+    fn think_tags_split_across_chunks() {
+        let (r, c) = split_all(&[
+            "<th",
+            "ink>plan ",
+            "it</th",
+            "ink>\n\n<predicted_observation>x</predicted_observation>",
+        ]);
+        assert_eq!(r, "plan it");
+        // line breaks right after the think block are not answer
+        assert_eq!(c, "<predicted_observation>x</predicted_observation>");
+    }
+
+    #[test]
+    fn closing_tag_only_means_reasoning_before_it() {
+        let (r, c) = split_all(&[
+            "the cursor ",
+            "moves</think>",
+            "<predicted_observation>ok</predicted_observation>",
+        ]);
+        assert_eq!(r, "the cursor moves");
+        assert_eq!(c, "<predicted_observation>ok</predicted_observation>");
+    }
+
+    #[test]
+    fn no_tags_is_all_answer() {
+        let (r, c) = split_all(&["<pre", "dicted_observation>a</predicted_observation>"]);
+        assert_eq!(r, "");
+        assert_eq!(c, "<predicted_observation>a</predicted_observation>");
+        let (r, c) = split_all(&["plain text"]);
+        assert_eq!((r.as_str(), c.as_str()), ("", "plain text"));
+    }
+
+    #[test]
+    fn unclosed_think_is_reasoning() {
+        let (r, c) = split_all(&["<think>still going </"]);
+        assert_eq!(r, "still going </");
+        assert_eq!(c, "");
+    }
+
+    #[test]
+    fn push_to_close_stops_after_the_block() {
+        let mut p = OutputParser::new(false);
+        let mut delta = OutputDelta::default();
+        for chunk in ["\n<th", "ink>", "abc</th", "ink>\n", "\n<predicted_"] {
+            let (d, taken) = p.push_to_close(chunk);
+            assert_eq!(taken, chunk.len());
+            delta.extend(d);
+        }
+        let chunk = "observation>x</predicted_observation>more";
+        let (d, taken) = p.push_to_close(chunk);
+        delta.extend(d);
+        assert_eq!(&chunk[..taken], "observation>x</predicted_observation>");
+        assert_eq!(delta.reasoning, "abc");
+        assert_eq!(delta.observation, "x");
+        assert_eq!(
+            delta.answer,
+            "<predicted_observation>x</predicted_observation>"
+        );
+        assert!(delta.observation_closed);
+        // a draft inside reasoning does not count
+        let mut p = OutputParser::new(true);
+        let (d, taken) = p.push_to_close("<predicted_observation>d</predicted_observation> r");
+        assert_eq!((d.observation_closed, taken), (false, 50));
+    }
+
+    #[test]
+    fn undecided_text_waits_for_a_lone_close() {
+        let mut p = OutputParser::new(false);
+        assert!(p.push("the cursor ").is_empty());
+        let d = p.push("moves</think><predicted_observation>ok");
+        assert_eq!(d.reasoning, "the cursor moves");
+        assert_eq!(d.observation, "ok");
+    }
+
+    #[test]
+    fn answers_and_prompt_opened_reasoning() {
+        let (_, out) = parse(&["cut off"], true);
+        assert_eq!(out.parsed.status, OutputStatus::NoObservation);
+        assert_eq!(out.parsed.reasoning, "cut off");
+        assert_eq!(out.answer, "");
+        assert!(
+            out.parsed
+                .warnings
+                .iter()
+                .any(|w| w.contains("never closed"))
+        );
+        let (_, out) = parse(&["cut off"], false);
+        assert_eq!(out.parsed.reasoning, "");
+        assert_eq!(out.answer, "cut off");
+        // line breaks are dropped after a think block only
+        let (delta, out) = parse(&["\n\n<predicted_observation>x"], false);
+        assert_eq!(out.answer, "\n\n<predicted_observation>x");
+        assert_eq!(delta.answer, out.answer);
+        let (_, out) = parse(
+            &["r</think>\n\n<predicted_observation>x</predicted_observation>"],
+            true,
+        );
+        assert_eq!(
+            out.answer,
+            "<predicted_observation>x</predicted_observation>"
+        );
+        assert_eq!(
+            out.raw,
+            "r</think>\n\n<predicted_observation>x</predicted_observation>"
+        );
+        assert_eq!(out.reasoning_content, None);
+    }
+
+    #[test]
+    fn separate_reasoning_comes_first() {
+        let mut p = OutputParser::new(false);
+        assert_eq!(p.push_reasoning("the file ").reasoning, "the file ");
+        p.push_reasoning("is created");
+        p.push("<think>inline</think><predicted_observation>ok</predicted_observation>");
+        let out = p.finish_output();
+        assert_eq!(out.parsed.reasoning, "the file is created\n\ninline");
+        assert_eq!(
+            out.reasoning_content.as_deref(),
+            Some("the file is created")
+        );
+        assert_eq!(out.parsed.status, OutputStatus::Ok);
+    }
+
+    #[test]
+    fn observation_shares_cut_tokens_that_straddle_a_tag() {
+        let texts = [
+            "an error. ",
+            "</think>\n",
+            "<predicted_",
+            "observation>\n<p>",
+            "a</p>\n",
+            "</predicted_observation>",
+        ];
+        let shares = observation_shares(&texts).expect("a block");
+        assert_eq!(shares, vec!["", "", "", "<p>", "a</p>", ""]);
+        assert_eq!(observation_shares(&["<div>", "x"]), None);
+        assert_eq!(
+            observation_shares(&["<predicted_observation>\n", "<div>", "x"]),
+            Some(vec!["".to_owned(), "<div>".to_owned(), "x".to_owned()])
+        );
+    }
+
+    #[test]
+    fn helpers() {
+        assert_eq!(
+            format_observation("a.txt"),
+            "<predicted_observation>\na.txt\n</predicted_observation>"
+        );
+        assert_eq!(
+            parse_model_output(&format_observation(" x "))
+                .observation
+                .as_deref(),
+            Some("x")
+        );
+        assert!(opens_reasoning("<|im_start|>assistant\n<think>\n"));
+        assert!(!opens_reasoning(
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+        ));
+        assert!(!opens_reasoning("<|im_start|>assistant\n"));
     }
 }

@@ -346,7 +346,7 @@ pub fn build_messages(
 /// It names the inputs (history, current state, action), the rules (preserve
 /// the representation, change only what the action changes, unchanged state
 /// for no-ops and invalid actions) and the output contract (reasoning first,
-/// then exactly one closed `<predicted_observation>` block).
+/// then exactly one closed observation block).
 pub fn default_system_prompt(domain: Domain) -> String {
     let (role, state, notes) = match domain {
         Domain::Mcp => (
@@ -386,7 +386,9 @@ pub fn default_system_prompt(domain: Domain) -> String {
         ),
     };
     format!(
-        "# Your role\n\nYou are a world model of {role}. An agent acts in this environment. You receive the earlier turns of the session, the current {state} and the agent's next action. Predict the {state} that the environment shows right after the action.\n\n# How to predict\n\n1. Decide whether the action changes what is shown as a whole (a new page, screen, window or result) or only a part of it (a typed value, a checked box, a focus change).\n2. For a whole change, produce the new state in full. For a partial change, copy the current state and change only what the action touches.\n3. If the action has no effect, is invalid, or targets something disabled or missing, return the current state unchanged (or the error the environment reports).\n4. Keep the exact format of the states you were shown: same representation, same fields, same level of detail. Never invent metadata.\n\n{notes}\n\n# Answer format\n\nThink first if you need to. Then write the predicted {state} inside one <predicted_observation></predicted_observation> block, complete and closed, with nothing else inside it.\n"
+        "# Your role\n\nYou are a world model of {role}. An agent acts in this environment. You receive the earlier turns of the session, the current {state} and the agent's next action. Predict the {state} that the environment shows right after the action.\n\n# How to predict\n\n1. Decide whether the action changes what is shown as a whole (a new page, screen, window or result) or only a part of it (a typed value, a checked box, a focus change).\n2. For a whole change, produce the new state in full. For a partial change, copy the current state and change only what the action touches.\n3. If the action has no effect, is invalid, or targets something disabled or missing, return the current state unchanged (or the error the environment reports).\n4. Keep the exact format of the states you were shown: same representation, same fields, same level of detail. Never invent metadata.\n\n{notes}\n\n# Answer format\n\nThink first if you need to. Then write the predicted {state} inside one {open}{close} block, complete and closed, with nothing else inside it.\n",
+        open = crate::output::OBSERVATION_OPEN,
+        close = crate::output::OBSERVATION_CLOSE,
     )
 }
 

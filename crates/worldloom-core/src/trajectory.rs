@@ -226,7 +226,9 @@ pub struct Prediction {
     pub context: ContextMode,
     /// The raw model output, reasoning included, exactly as generated.
     pub raw_output: String,
-    /// Reasoning returned separately by an API (`reasoning_content`).
+    /// The reasoning, stored apart from the raw output: returned separately
+    /// by an API (`reasoning_content`), or split from the output by the
+    /// engine's parser.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<String>,
     /// The extracted observation (see [`crate::output::parse_model_output`]);

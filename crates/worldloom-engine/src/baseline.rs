@@ -15,29 +15,37 @@ use std::path::Path;
 use std::sync::mpsc::channel;
 
 use serde::Deserialize;
+use worldloom_core::output::{OutputParser, format_observation};
 use worldloom_core::{ChatMessage, ChatRole};
 
 use crate::world_model::{
     CancelToken, EngineError, EngineEvent, GenerationStats, PredictRequest, PredictionStream,
-    StopReason, WorldModel,
+    StopReason, Token, WorldModel,
 };
 
-/// Wraps an observation in the AgentWorldBench answer tags
-/// (`<predicted_observation>\n…\n</predicted_observation>`).
-pub fn wrap_observation(observation: &str) -> String {
-    format!("<predicted_observation>\n{observation}\n</predicted_observation>")
-}
-
-/// A finished stream holding `Content { output }` and `Done`.
+/// A finished stream holding the whole `output` as one `Token`, the
+/// parser's events for it, and `Done`.
 fn answered(output: String) -> PredictionStream {
     let (tx, rx) = channel();
+    let mut parser = OutputParser::new(false);
+    let mut delta = parser.push(&output);
+    delta.extend(parser.flush());
     // The receiver is alive (held below), so these sends cannot fail.
-    let _ = tx.send(EngineEvent::Content { text: output });
+    let _ = tx.send(EngineEvent::Token(Token {
+        text: output,
+        id: None,
+        logprob: None,
+        top: Vec::new(),
+    }));
+    for event in EngineEvent::from_delta(delta) {
+        let _ = tx.send(event);
+    }
     let _ = tx.send(EngineEvent::Done {
         stats: GenerationStats {
             stop_reason: Some(StopReason::EndOfTurn),
             ..GenerationStats::default()
         },
+        output: parser.finish_output(),
     });
     PredictionStream {
         events: rx,
@@ -50,8 +58,8 @@ fn answered(output: String) -> PredictionStream {
 /// The current state is [`PredictRequest::current_observation`] when given,
 /// else the content of the last assistant message (in AgentWorldBench chats
 /// that is the observation the current action is taken from). The output is
-/// that text verbatim inside `<predicted_observation>` tags, with no
-/// reasoning; token counts in the stats are 0 (no tokenizer is involved).
+/// that text verbatim inside the observation block
+/// ([`format_observation`]), with no reasoning; token counts in the stats are 0 (no tokenizer is involved).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CopyEngine;
 
@@ -83,7 +91,7 @@ impl WorldModel for CopyEngine {
                 "copy baseline: the request has no current_observation and no assistant message to copy".to_owned(),
             )
         })?;
-        Ok(answered(wrap_observation(state)))
+        Ok(answered(format_observation(state)))
     }
 }
 
@@ -103,8 +111,8 @@ fn chat_key(messages: &[ChatMessage]) -> ChatKey {
 pub struct ReplayRecord {
     /// The exact chat (OpenAI chat-completions message shape).
     pub messages: Vec<ChatMessage>,
-    /// The raw model output (optional `<think>…</think>`, then the
-    /// `<predicted_observation>` block).
+    /// The raw model output (optional think block, then the observation
+    /// block).
     pub output: String,
 }
 
@@ -233,15 +241,30 @@ mod tests {
                 .predict(PredictRequest::new(chat(), GenerationParams::default()))
                 .unwrap(),
         );
-        assert_eq!(events.len(), 2);
+        assert_eq!(events.len(), 4);
         assert_eq!(
             events[0],
-            EngineEvent::Content {
+            EngineEvent::Token(Token {
+                text: "<predicted_observation>\na.txt b.txt\n</predicted_observation>".into(),
+                id: None,
+                logprob: None,
+                top: Vec::new(),
+            })
+        );
+        assert_eq!(
+            events[1],
+            EngineEvent::Answer {
                 text: "<predicted_observation>\na.txt b.txt\n</predicted_observation>".into()
             }
         );
+        assert_eq!(
+            events[2],
+            EngineEvent::Observation {
+                text: "a.txt b.txt".into()
+            }
+        );
         assert!(
-            matches!(&events[1], EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::EndOfTurn))
+            matches!(&events[3], EngineEvent::Done { stats, output } if stats.stop_reason == Some(StopReason::EndOfTurn) && output.parsed.observation.as_deref() == Some("a.txt b.txt"))
         );
     }
 
@@ -251,9 +274,9 @@ mod tests {
         request.current_observation = Some("<html/>".into());
         let events = collect(CopyEngine.predict(request).unwrap());
         assert_eq!(
-            events[0],
-            EngineEvent::Content {
-                text: wrap_observation("<html/>")
+            events[1],
+            EngineEvent::Answer {
+                text: format_observation("<html/>")
             }
         );
     }
@@ -283,12 +306,12 @@ mod tests {
                 .predict(PredictRequest::new(chat(), GenerationParams::default()))
                 .unwrap(),
         );
-        assert_eq!(
-            events[0],
-            EngineEvent::Content {
-                text: "<think>t</think>X".into()
-            }
+        assert!(
+            matches!(&events[0], EngineEvent::Token(t) if t.text == "<think>t</think>X"),
+            "{events:?}"
         );
+        assert_eq!(events[1], EngineEvent::Reasoning { text: "t".into() });
+        assert_eq!(events[2], EngineEvent::Answer { text: "X".into() });
         let mut other = chat();
         other[3].content.push('!');
         assert!(

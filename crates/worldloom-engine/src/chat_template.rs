@@ -58,7 +58,7 @@ pub enum ChatTemplateError {
 pub struct RenderOptions {
     /// Append the header of the assistant's next turn (`add_generation_prompt`).
     pub add_generation_prompt: bool,
-    /// `enable_thinking`: Qwen3.5 templates open a `<think>` block in the
+    /// `enable_thinking`: Qwen3.5 templates open a think block in the
     /// generation prompt when true and write an empty one when false.
     pub enable_thinking: bool,
 }

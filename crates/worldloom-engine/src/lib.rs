@@ -2,6 +2,8 @@
 //!
 //! - [`world_model`]: the [`WorldModel`] trait every engine implements, its
 //!   request, events and statistics.
+//! - [`collect`]: the one helper that drains a prediction stream (with
+//!   cancellation and a deadline) into a [`Collected`] prediction.
 //! - [`lm`]: the [`CausalLm`] contract between a model file and the generation
 //!   runtime (tokens in, last-position logits out, explicit decode state).
 //! - [`local`]: [`LocalEngine`], the generation runtime over any [`CausalLm`]
@@ -10,19 +12,23 @@
 
 pub mod baseline;
 pub mod chat_template;
+pub mod collect;
 pub mod lm;
 pub mod loading;
 pub mod local;
+pub mod local_model;
 pub mod openai;
 pub mod qwen3_5_moe;
+pub mod record;
 pub mod sampling;
 pub mod snapshot;
 pub mod tokenizer;
 pub mod world_model;
 
+pub use collect::{CollectError, Collected, ObservationTokens, collect, collect_to_end};
 pub use lm::CausalLm;
 pub use local::{LocalEngine, LocalEngineOptions};
 pub use world_model::{
     CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
-    PredictionStream, StopReason, WorldModel,
+    PredictionStream, StopReason, Token, TopLogprob, WorldModel,
 };

@@ -14,15 +14,16 @@
 //!    logits). Stepping turn k+1 after turn k, or branching at an earlier
 //!    turn, therefore re-reads only the new tokens;
 //! 3. **decode**: sample ([`Sampler`]), detokenize incrementally
-//!    ([`StreamDecoder`]), split reasoning from content, and stream
-//!    [`EngineEvent`]s until a stop condition: the end-of-turn token
-//!    (`<|im_end|>` and `generation_config.json`'s `eos_token_id`), a stop
-//!    string, `</predicted_observation>` (when asked), `max_new_tokens`, or
-//!    cancellation (checked before and after every model call).
+//!    ([`StreamDecoder`]), run the text through `worldloom_core`'s
+//!    [`OutputParser`], and stream [`EngineEvent`]s until a stop condition:
+//!    the end-of-turn token (`<|im_end|>` and `generation_config.json`'s
+//!    `eos_token_id`), a stop string ([`StopStrings`]), the end of the
+//!    observation block (when asked), `max_new_tokens`, or cancellation
+//!    (checked before and after every model call).
 //!
-//! Qwen3.5 templates open `<think>` inside the generation prompt when
-//! thinking is enabled, so output starts as reasoning until `</think>`; a
-//! model that opens `<think>` itself is handled too.
+//! Qwen3.5 templates open the think block inside the generation prompt when
+//! thinking is enabled ([`opens_reasoning`]), so the parser starts inside
+//! reasoning; a model that opens the block itself is handled too.
 
 use std::marker::PhantomData;
 use std::path::Path;
@@ -36,15 +37,13 @@ use crate::lm::CausalLm;
 use crate::sampling::{GenerationConfig, Sampler};
 use crate::snapshot::SnapshotCache;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
+use worldloom_core::output::{OutputParser, opens_reasoning};
+
 use crate::world_model::{
     CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
-    PredictionStream, StopReason, WorldModel,
+    PredictionStream, StopReason, Token, WorldModel,
 };
 
-/// The tag that closes the answer of a Qwen-AgentWorld prediction.
-pub const OBSERVATION_CLOSE_TAG: &str = "</predicted_observation>";
-const THINK_OPEN: &str = "<think>";
-const THINK_CLOSE: &str = "</think>";
 /// The ChatML end-of-turn token of Qwen vocabularies.
 pub const END_OF_TURN_TOKEN: &str = "<|im_end|>";
 
@@ -285,7 +284,8 @@ impl<M: CausalLm> Worker<M> {
                         stop_reason: Some(StopReason::Cancelled),
                         ..Default::default()
                     };
-                    let _ = events.send(EngineEvent::Done { stats });
+                    let output = OutputParser::new(false).finish_output();
+                    let _ = events.send(EngineEvent::Done { stats, output });
                 }
                 Ok(Err(Halt::Failed(error))) => {
                     let _ = events.send(EngineEvent::Error { error });
@@ -467,32 +467,24 @@ impl<M: CausalLm> Worker<M> {
         let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
         let decode_start = Instant::now();
 
-        let mut splitter = OutputSplitter::new(
-            opens_reasoning(&text),
-            params
-                .stop
-                .iter()
-                .filter(|s| !s.is_empty())
-                .cloned()
-                .collect(),
-            params.stop_after_observation,
-        );
+        let mut parser = OutputParser::new(opens_reasoning(&text));
+        let mut stops = StopStrings::new(&params.stop);
         let mut decoder = StreamDecoder::new();
         let mut logits: Arc<Vec<f32>> = prompt_logits;
         let mut completion_tokens = 0usize;
-        let emit_pieces = |pieces: Vec<Piece>| -> Result<(), Halt> {
-            for piece in pieces {
-                match piece {
-                    Piece::Reasoning(text) if !text.is_empty() => {
-                        send(EngineEvent::Reasoning { text })?
-                    }
-                    Piece::Content(text) if !text.is_empty() => {
-                        send(EngineEvent::Content { text })?
-                    }
-                    _ => {}
-                }
+        // Runs released text through the parser; true when the observation
+        // closed and generation must stop there.
+        let parse = |text: &str, parser: &mut OutputParser| -> Result<bool, Halt> {
+            let delta = if params.stop_after_observation {
+                parser.push_to_close(text).0
+            } else {
+                parser.push(text)
+            };
+            let closed = params.stop_after_observation && delta.observation_closed;
+            for event in EngineEvent::from_delta(delta) {
+                send(event)?;
             }
-            Ok(())
+            Ok(closed)
         };
         let stop_reason = loop {
             if cancel.is_cancelled() {
@@ -505,22 +497,30 @@ impl<M: CausalLm> Worker<M> {
                 .sample(&logits)
                 .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
             completion_tokens += 1;
-            send(EngineEvent::Tokens {
-                ids: vec![token.id],
-                logprobs: params.logprobs.then(|| vec![token.logprob]),
-            })?;
-            if self.end_of_turn_ids.contains(&token.id) {
+            let end_of_turn = self.end_of_turn_ids.contains(&token.id);
+            let piece = if end_of_turn {
+                String::new()
+            } else {
+                decoder
+                    .step(&self.tokenizer, token.id)
+                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?
+                    .unwrap_or_default()
+            };
+            send(EngineEvent::Token(Token {
+                text: piece.clone(),
+                id: Some(token.id),
+                logprob: params.logprobs.then_some(token.logprob),
+                top: Vec::new(),
+            }))?;
+            if end_of_turn {
                 break StopReason::EndOfTurn;
             }
-            let piece = decoder
-                .step(&self.tokenizer, token.id)
-                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
-            if let Some(piece) = piece {
-                let (pieces, stop) = splitter.push(&piece);
-                emit_pieces(pieces)?;
-                if let Some(stop) = stop {
-                    break stop;
-                }
+            let (released, stopped) = stops.push(&piece);
+            if parse(&released, &mut parser)? {
+                break StopReason::ObservationClosed;
+            }
+            if stopped {
+                break StopReason::StopString;
             }
             if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
@@ -537,9 +537,16 @@ impl<M: CausalLm> Worker<M> {
             let tail = decoder
                 .pending_text(&self.tokenizer)
                 .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
-            let (pieces, _) = splitter.push(&tail);
-            emit_pieces(pieces)?;
-            emit_pieces(splitter.finish())?;
+            let (released, stopped) = stops.push(&tail);
+            let released = if stopped {
+                released
+            } else {
+                released + &stops.flush()
+            };
+            parse(&released, &mut parser)?;
+        }
+        for event in EngineEvent::from_delta(parser.flush()) {
+            send(event)?;
         }
         let decode_ms = decode_start.elapsed().as_secs_f64() * 1e3;
         let stats = GenerationStats {
@@ -555,204 +562,64 @@ impl<M: CausalLm> Worker<M> {
             },
             stop_reason: Some(stop_reason),
         };
-        send(EngineEvent::Done { stats })
+        send(EngineEvent::Done {
+            stats,
+            output: parser.finish_output(),
+        })
     }
 }
 
-/// Whether a rendered prompt leaves a `<think>` block open (the generation
-/// prompt of Qwen3.5 templates with thinking enabled), so that output starts
-/// as reasoning.
-pub fn opens_reasoning(prompt: &str) -> bool {
-    match (prompt.rfind(THINK_OPEN), prompt.rfind(THINK_CLOSE)) {
-        (Some(open), Some(close)) => open > close,
-        (Some(_), None) => true,
-        _ => false,
-    }
+/// Stop strings, matched on the whole generated text: text that may be the
+/// start of one is held back until the next piece decides it, and, like
+/// OpenAI's `stop`, a matched string is not part of the output.
+#[derive(Debug, Clone, Default)]
+pub struct StopStrings {
+    stops: Vec<String>,
+    pending: String,
 }
 
-/// A piece of output text, classified.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
-    /// Inside `<think>` … `</think>` (tags removed).
-    Reasoning(String),
-    /// After the reasoning.
-    Content(String),
-}
-
-/// Splits streamed output text into reasoning and content and finds stop
-/// strings and the end of the observation.
-///
-/// Text that could be the start of a tag or stop string is held back until
-/// the next piece decides it, so no event ever carries half a `</think>` and
-/// no stop string leaks into the output. Stop strings are matched on the
-/// whole generated text and, like OpenAI's `stop`, are not part of the
-/// output; `</predicted_observation>` (when `stop_after_observation`) is
-/// matched in the content only and is kept.
-#[derive(Debug, Clone)]
-pub struct OutputSplitter {
-    raw: String,
-    processed: usize,
-    in_reasoning: bool,
-    may_open_reasoning: bool,
-    strip_newlines: bool,
-    stop: Vec<String>,
-    stop_after_observation: bool,
-    done: bool,
-}
-
-impl OutputSplitter {
-    /// A splitter; `starts_in_reasoning` when the prompt opened `<think>`.
-    pub fn new(starts_in_reasoning: bool, stop: Vec<String>, stop_after_observation: bool) -> Self {
+impl StopStrings {
+    /// A matcher for the non-empty strings of `stops`.
+    pub fn new(stops: &[String]) -> Self {
         Self {
-            raw: String::new(),
-            processed: 0,
-            in_reasoning: starts_in_reasoning,
-            may_open_reasoning: !starts_in_reasoning,
-            strip_newlines: false,
-            stop,
-            stop_after_observation,
-            done: false,
+            stops: stops.iter().filter(|s| !s.is_empty()).cloned().collect(),
+            pending: String::new(),
         }
     }
 
-    /// Adds generated text; returns the pieces it releases and the stop
-    /// reason if the output must end here. After a stop, further text is
-    /// ignored.
-    pub fn push(&mut self, text: &str) -> (Vec<Piece>, Option<StopReason>) {
-        if self.done {
-            return (Vec::new(), None);
-        }
-        self.raw.push_str(text);
-        let stop_at = self
-            .stop
+    /// Adds generated text; returns the text it releases and whether a stop
+    /// string was reached (the released text then ends right before it and
+    /// nothing more is held).
+    pub fn push(&mut self, text: &str) -> (String, bool) {
+        self.pending.push_str(text);
+        if let Some(at) = self
+            .stops
             .iter()
-            .filter_map(|s| {
-                self.raw[self.processed..]
-                    .find(s.as_str())
-                    .map(|i| self.processed + i)
-            })
-            .min();
-        let mut pieces = Vec::new();
-        if let Some(limit) = stop_at {
-            let closed = self.process(limit, true, &mut pieces);
-            self.done = true;
-            return (
-                pieces,
-                Some(if closed {
-                    StopReason::ObservationClosed
-                } else {
-                    StopReason::StopString
-                }),
-            );
+            .filter_map(|s| self.pending.find(s.as_str()))
+            .min()
+        {
+            let mut released = std::mem::take(&mut self.pending);
+            released.truncate(at);
+            return (released, true);
         }
-        let closed = self.process(self.raw.len(), false, &mut pieces);
-        if closed {
-            self.done = true;
-            return (pieces, Some(StopReason::ObservationClosed));
-        }
-        (pieces, None)
-    }
-
-    /// Releases everything held back (end of generation).
-    pub fn finish(&mut self) -> Vec<Piece> {
-        let mut pieces = Vec::new();
-        if !self.done {
-            self.process(self.raw.len(), true, &mut pieces);
-            self.done = true;
-        }
-        pieces
-    }
-
-    /// Length of the longest suffix of `text` that is a proper prefix of one
-    /// of `patterns`.
-    fn held_len<'a>(text: &str, patterns: impl Iterator<Item = &'a str>) -> usize {
         let mut held = 0;
-        for pattern in patterns {
-            for k in (1..pattern.len()).rev() {
-                if k <= held {
-                    break;
-                }
-                if let Some(prefix) = pattern.get(..k)
-                    && text.ends_with(prefix)
+        for stop in &self.stops {
+            for k in (held + 1..stop.len()).rev() {
+                if let Some(prefix) = stop.get(..k)
+                    && self.pending.ends_with(prefix)
                 {
                     held = k;
                     break;
                 }
             }
         }
-        held
+        let rest = self.pending.split_off(self.pending.len() - held);
+        (std::mem::replace(&mut self.pending, rest), false)
     }
 
-    /// Consumes `raw[processed..limit]`; returns true when the observation
-    /// closed.
-    fn process(&mut self, limit: usize, last: bool, pieces: &mut Vec<Piece>) -> bool {
-        loop {
-            let rest = &self.raw[self.processed..limit];
-            if rest.is_empty() {
-                return false;
-            }
-            if self.in_reasoning {
-                if let Some(i) = rest.find(THINK_CLOSE) {
-                    pieces.push(Piece::Reasoning(rest[..i].to_string()));
-                    self.processed += i + THINK_CLOSE.len();
-                    self.in_reasoning = false;
-                    self.strip_newlines = true;
-                    continue;
-                }
-                let held = if last {
-                    0
-                } else {
-                    Self::held_len(
-                        rest,
-                        self.stop.iter().map(String::as_str).chain([THINK_CLOSE]),
-                    )
-                };
-                let take = rest.len() - held;
-                pieces.push(Piece::Reasoning(rest[..take].to_string()));
-                self.processed += take;
-                return false;
-            }
-            if self.may_open_reasoning {
-                let trimmed = rest.trim_start();
-                if let Some(after) = trimmed.strip_prefix(THINK_OPEN) {
-                    self.processed += rest.len() - after.len();
-                    self.in_reasoning = true;
-                    self.may_open_reasoning = false;
-                    continue;
-                }
-                if !last && THINK_OPEN.starts_with(trimmed) {
-                    return false;
-                }
-                self.may_open_reasoning = false;
-            }
-            if self.strip_newlines {
-                let trimmed = rest.trim_start_matches(['\n', '\r']);
-                self.processed += rest.len() - trimmed.len();
-                if trimmed.is_empty() {
-                    return false;
-                }
-                self.strip_newlines = false;
-                continue;
-            }
-            if self.stop_after_observation
-                && let Some(i) = rest.find(OBSERVATION_CLOSE_TAG)
-            {
-                let end = i + OBSERVATION_CLOSE_TAG.len();
-                pieces.push(Piece::Content(rest[..end].to_string()));
-                self.processed += end;
-                return true;
-            }
-            let held = if last {
-                0
-            } else {
-                let close = self.stop_after_observation.then_some(OBSERVATION_CLOSE_TAG);
-                Self::held_len(rest, self.stop.iter().map(String::as_str).chain(close))
-            };
-            let take = rest.len() - held;
-            pieces.push(Piece::Content(rest[..take].to_string()));
-            self.processed += take;
-            return false;
-        }
+    /// Releases what is held (end of generation).
+    pub fn flush(&mut self) -> String {
+        std::mem::take(&mut self.pending)
     }
 }
 

@@ -140,8 +140,8 @@ impl Tokenizer {
 /// the character completes. Concatenating every returned piece gives the
 /// same text as decoding all ids at once. Uses the `tokenizers` crate's
 /// prefix/offset stream decoding (`step_decode_stream`); special tokens are
-/// kept as text (`skip_special_tokens = false`) so reasoning tags such as
-/// `</think>` stay visible.
+/// kept as text (`skip_special_tokens = false`) so the reasoning tags stay
+/// visible.
 #[derive(Debug, Clone, Default)]
 pub struct StreamDecoder {
     ids: Vec<u32>,

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 
 use serde::{Deserialize, Serialize};
-use worldloom_core::ChatMessage;
+use worldloom_core::{ChatMessage, ModelOutput, OutputDelta};
 
 /// Sampling and stopping parameters for one prediction.
 ///
@@ -34,11 +34,11 @@ pub struct GenerationParams {
     pub max_new_tokens: usize,
     /// Extra stop strings; generation ends when the output contains one.
     pub stop: Vec<String>,
-    /// Stop right after `</predicted_observation>` is generated.
+    /// Stop right after the observation block closes.
     pub stop_after_observation: bool,
     /// Passed to the chat template as `enable_thinking`.
     pub enable_thinking: bool,
-    /// Report per-token log-probabilities in [`EngineEvent::Tokens`].
+    /// Report per-token log-probabilities in [`EngineEvent::Token`].
     pub logprobs: bool,
 }
 
@@ -96,7 +96,7 @@ pub enum StopReason {
     EndOfTurn,
     /// The output reached one of [`GenerationParams::stop`].
     StopString,
-    /// `</predicted_observation>` was generated and
+    /// The observation block closed and
     /// [`GenerationParams::stop_after_observation`] was set.
     ObservationClosed,
     /// [`GenerationParams::max_new_tokens`] was reached.
@@ -125,50 +125,106 @@ pub struct GenerationStats {
     pub stop_reason: Option<StopReason>,
 }
 
-/// An event of a streaming prediction, in order: any number of `Reasoning`,
-/// `Content` and `Tokens` events, then exactly one `Done` or `Error`.
+/// One alternative to a generated token, with its log-probability.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    /// The alternative's text.
+    pub text: String,
+    /// Its id, when the engine knows ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    /// Its log-probability (natural log).
+    pub logprob: f32,
+}
+
+/// One generated token.
+///
+/// Local engines send one per sampled token, and their texts concatenate to
+/// the generated text ([`ModelOutput::raw`]); the end-of-turn token has an
+/// empty text, and a token that ends inside a multi-byte character has an
+/// empty text while the next carries the character. Remote endpoints send
+/// the tokens they report log-probabilities for (`logprobs.content[]`) or,
+/// without log-probabilities, one per streamed text chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Token {
+    /// The text this token added.
+    pub text: String,
+    /// The token id, when the engine knows ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    /// Log-probability (natural log) under the model's own distribution
+    /// (softmax of the raw logits, as OpenAI-compatible servers report it),
+    /// when requested ([`GenerationParams::logprobs`]) and available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprob: Option<f32>,
+    /// The most likely alternatives, when the engine reports them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub top: Vec<TopLogprob>,
+}
+
+/// An event of a streaming prediction, in order: any number of `Token`,
+/// `Reasoning`, `Answer` and `Observation` events, then exactly one `Done`
+/// or `Error`.
+///
+/// Engines run the generated text through `worldloom_core`'s
+/// [`OutputParser`](worldloom_core::OutputParser): the `Reasoning` and
+/// `Observation` events a token releases follow its `Token` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {
-    /// Text inside the model's reasoning (`<think>` … `</think>`), tags removed.
+    /// A generated token.
+    Token(Token),
+    /// New reasoning text (the think block, tags removed; or reasoning an
+    /// endpoint delivers separately).
     Reasoning {
         /// The new text.
         text: String,
     },
-    /// Answer text after the reasoning (it carries the
-    /// `<predicted_observation>` block; extraction is `worldloom_core`'s job).
-    Content {
+    /// New answer text: the generated text after the think block, with the
+    /// observation block's tags (what an OpenAI-compatible server returns as
+    /// `content`).
+    Answer {
         /// The new text.
         text: String,
     },
-    /// Generated token ids, with their log-probabilities (natural log) under
-    /// the model's own distribution (softmax of the raw logits, as
-    /// OpenAI-compatible servers report them) when requested and available.
-    Tokens {
-        /// Token ids, in generation order.
-        ids: Vec<u32>,
-        /// One log-probability per id, when known.
-        logprobs: Option<Vec<f32>>,
-    },
-    /// Generated tokens as text with their log-probabilities (natural log),
-    /// for engines that know the token strings but not their ids (remote
-    /// OpenAI-compatible endpoints: `choices[].logprobs.content[]`).
-    TokenLogprobs {
-        /// Token strings, in generation order.
-        tokens: Vec<String>,
-        /// One log-probability per token.
-        logprobs: Vec<f32>,
+    /// New observation text (tags, marker and surrounding whitespace
+    /// removed).
+    Observation {
+        /// The new text.
+        text: String,
     },
     /// Generation finished.
     Done {
         /// Counts and timings.
         stats: GenerationStats,
+        /// The generated text and its parse.
+        output: ModelOutput,
     },
     /// Generation failed; no further events follow.
     Error {
         /// The error, classified for the UI.
         error: EngineError,
     },
+}
+
+impl EngineEvent {
+    /// The `Reasoning`, `Answer` and `Observation` events of a parser delta,
+    /// in that order, leaving out empty ones.
+    pub fn from_delta(delta: OutputDelta) -> impl Iterator<Item = EngineEvent> {
+        let OutputDelta {
+            reasoning,
+            observation,
+            answer,
+            ..
+        } = delta;
+        [
+            (!reasoning.is_empty()).then_some(EngineEvent::Reasoning { text: reasoning }),
+            (!answer.is_empty()).then_some(EngineEvent::Answer { text: answer }),
+            (!observation.is_empty()).then_some(EngineEvent::Observation { text: observation }),
+        ]
+        .into_iter()
+        .flatten()
+    }
 }
 
 /// Errors an engine reports, classified so the UI never matches strings.
@@ -211,6 +267,13 @@ impl CancelToken {
     /// Whether [`CancelToken::cancel`] was called.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl From<Arc<AtomicBool>> for CancelToken {
+    /// A token that is cancelled when `flag` is set (and sets it).
+    fn from(flag: Arc<AtomicBool>) -> Self {
+        Self(flag)
     }
 }
 

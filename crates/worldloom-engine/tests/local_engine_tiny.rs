@@ -142,17 +142,16 @@ fn run(engine: &LocalEngine<Qwen3_5Moe>, messages: Vec<ChatMessage>) -> Run {
             .recv_timeout(Duration::from_secs(120))
             .expect("event")
         {
-            EngineEvent::Tokens {
-                ids: i,
-                logprobs: l,
-            } => {
-                ids.extend(i);
-                logprobs.extend(l.expect("logprobs requested"));
+            EngineEvent::Token(token) => {
+                ids.push(token.id.expect("local engines report ids"));
+                logprobs.push(token.logprob.expect("logprobs requested"));
+                text.push_str(&token.text);
             }
-            EngineEvent::Reasoning { text: t } | EngineEvent::Content { text: t } => {
-                text.push_str(&t)
-            }
-            EngineEvent::Done { stats } => {
+            EngineEvent::Reasoning { .. }
+            | EngineEvent::Answer { .. }
+            | EngineEvent::Observation { .. } => {}
+            EngineEvent::Done { stats, output } => {
+                assert!(text.starts_with(&output.raw), "{text:?} {:?}", output.raw);
                 return Run {
                     ids,
                     logprobs,
@@ -161,7 +160,6 @@ fn run(engine: &LocalEngine<Qwen3_5Moe>, messages: Vec<ChatMessage>) -> Run {
                 };
             }
             EngineEvent::Error { error } => panic!("{error}"),
-            EngineEvent::TokenLogprobs { .. } => panic!("unexpected TokenLogprobs"),
         }
     }
 }

@@ -290,13 +290,18 @@ fn run(engine: &OpenAiEngine) -> Outcome {
             .expect("the engine went silent");
         match event {
             EngineEvent::Reasoning { text } => reasoning.push_str(&text),
-            EngineEvent::Content { text } => content.push_str(&text),
-            EngineEvent::TokenLogprobs {
-                tokens,
-                logprobs: lps,
-            } => logprobs.extend(tokens.into_iter().zip(lps)),
-            EngineEvent::Tokens { .. } => {}
+            EngineEvent::Answer { text } => content.push_str(&text),
+            EngineEvent::Observation { .. } => {}
+            EngineEvent::Token(token) => {
+                if let Some(lp) = token.logprob {
+                    logprobs.push((token.text, lp));
+                }
+            }
             last @ (EngineEvent::Done { .. } | EngineEvent::Error { .. }) => {
+                if let EngineEvent::Done { output, .. } = &last {
+                    // the streamed answer is the finished output's
+                    assert_eq!(content, output.answer);
+                }
                 return Outcome {
                     reasoning,
                     content,
@@ -320,7 +325,7 @@ fn error_text(outcome: &Outcome) -> String {
 
 fn stop_reason(outcome: &Outcome) -> Option<StopReason> {
     match &outcome.last {
-        EngineEvent::Done { stats } => stats.stop_reason,
+        EngineEvent::Done { stats, .. } => stats.stop_reason,
         other => panic!("expected Done, got {other:?}"),
     }
 }
@@ -334,7 +339,7 @@ fn streaming_reasoning_content_and_usage() {
         out.content,
         "<predicted_observation>ok</predicted_observation>"
     );
-    let EngineEvent::Done { stats } = &out.last else {
+    let EngineEvent::Done { stats, .. } = &out.last else {
         panic!("{:?}", out.last)
     };
     // Stopped at the closing tag (stop_after_observation is on by default).
@@ -359,7 +364,7 @@ fn streaming_reads_usage_when_not_stopping_early() {
     req.params.stop_after_observation = false;
     let stream = engine.predict(req).unwrap();
     let last = stream.events.iter().last().unwrap();
-    let EngineEvent::Done { stats } = last else {
+    let EngineEvent::Done { stats, .. } = last else {
         panic!("{last:?}")
     };
     assert_eq!(stats.prompt_tokens, 12);
@@ -381,7 +386,7 @@ fn non_streaming_with_logprobs() {
         out.logprobs,
         vec![("ok".to_owned(), -0.25), ("!".to_owned(), -1.5)]
     );
-    let EngineEvent::Done { stats } = &out.last else {
+    let EngineEvent::Done { stats, .. } = &out.last else {
         panic!("{:?}", out.last)
     };
     assert_eq!((stats.prompt_tokens, stats.completion_tokens), (12, 6));
@@ -540,7 +545,7 @@ fn cancel_closes_the_stream_at_once() {
         cancelled_at.elapsed()
     );
     assert!(
-        matches!(&last, EngineEvent::Done { stats } if stats.stop_reason == Some(StopReason::Cancelled)),
+        matches!(&last, EngineEvent::Done { stats, .. } if stats.stop_reason == Some(StopReason::Cancelled)),
         "{last:?}"
     );
     // The server notices the client went away.

@@ -23,8 +23,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use worldloom_core::output::{THINK_CLOSE, THINK_OPEN};
 use worldloom_core::{OutputStatus, parse_model_output};
-use worldloom_engine::{EngineEvent, GenerationParams, PredictRequest, WorldModel};
+use worldloom_engine::{
+    CancelToken, CollectError, GenerationParams, PredictRequest, WorldModel, collect,
+};
 
 use crate::EvalError;
 use crate::bench::{BenchRow, domain_of, strip_response_marker};
@@ -169,9 +172,9 @@ pub fn judged_prediction(generation: &str) -> String {
     match parsed.status {
         OutputStatus::Ok | OutputStatus::Truncated => parsed.observation.unwrap_or_default(),
         _ => {
-            // The answer after the last `</think>`, if any.
+            // The answer after the last think close, if any.
             let after = generation
-                .rsplit_once("</think>")
+                .rsplit_once(THINK_CLOSE)
                 .map_or(generation, |(_, a)| a);
             after.trim().to_owned()
         }
@@ -237,14 +240,14 @@ impl Verdict {
     }
 }
 
-/// Removes reasoning: `<think>` blocks, and everything before a lone
-/// `</think>`.
+/// Removes reasoning: think blocks, and everything before a lone think
+/// close.
 fn strip_reasoning(text: &str) -> String {
     let mut rest = text;
-    if let Some((_, after)) = rest.rsplit_once("</think>") {
+    if let Some((_, after)) = rest.rsplit_once(THINK_CLOSE) {
         rest = after;
     }
-    match rest.find("<think>") {
+    match rest.find(THINK_OPEN) {
         // An unclosed think at the end: keep what came before it.
         Some(i) => rest[..i].to_owned(),
         None => rest.to_owned(),
@@ -508,33 +511,24 @@ fn call_judge(
     judge: &dyn WorldModel,
     messages: Vec<worldloom_core::ChatMessage>,
     options: &JudgeOptions,
-    stop: &AtomicBool,
+    stop: &CancelToken,
 ) -> Result<String, String> {
     let stream = judge
         .predict(PredictRequest::new(messages, options.params.clone()))
         .map_err(|e| e.to_string())?;
     let deadline = std::time::Instant::now() + Duration::from_millis(options.call_timeout_ms);
-    let mut content = String::new();
-    loop {
-        if stop.load(std::sync::atomic::Ordering::SeqCst) || std::time::Instant::now() > deadline {
-            stream.cancel.cancel();
+    match collect(stream, stop, Some(deadline), |_| {}) {
+        Ok(c) if c.stats.stop_reason == Some(worldloom_engine::StopReason::Cancelled) => {
+            Err(CANCELLED.to_owned())
         }
-        match stream.events.recv_timeout(Duration::from_millis(50)) {
-            Ok(EngineEvent::Content { text }) => content.push_str(&text),
-            Ok(EngineEvent::Done { stats }) => {
-                if stats.stop_reason == Some(worldloom_engine::StopReason::Cancelled) {
-                    return Err("judge call cancelled (timeout or interrupt)".to_owned());
-                }
-                return Ok(content);
-            }
-            Ok(EngineEvent::Error { error }) => return Err(error.to_string()),
-            Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err("the judge engine stopped".to_owned());
-            }
-        }
+        Ok(c) => Ok(c.output.answer),
+        Err(CollectError::Cancelled | CollectError::DeadlineExceeded) => Err(CANCELLED.to_owned()),
+        Err(CollectError::Engine(e)) => Err(e.to_string()),
     }
 }
+
+/// The error of a judge call cut short.
+const CANCELLED: &str = "judge call cancelled (timeout or interrupt)";
 
 /// Judges one prediction row (a row of `worldloom eval` output or of the
 /// official `infer` step); returns the row with the judged fields added and
@@ -546,7 +540,7 @@ pub fn judge_row(
     judge: &dyn WorldModel,
     prompts: &JudgePrompts,
     options: &JudgeOptions,
-    stop: &AtomicBool,
+    stop: &CancelToken,
 ) -> Result<(Map<String, Value>, bool), EvalError> {
     let mut out = fields.clone();
     let generation = fields.get("gen").and_then(Value::as_str).unwrap_or("");
@@ -586,7 +580,7 @@ pub fn judge_row(
                 }
             },
         }
-        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        if stop.is_cancelled() {
             break;
         }
     }
@@ -709,6 +703,7 @@ pub fn run_judge(
         .map_err(|e| EvalError::io(output, e))?;
     let bar = crate::run::progress_bar(todo.len() as u64, options.progress);
     let first_error = std::sync::Mutex::new(None);
+    let stop_token = CancelToken::from(Arc::clone(&stop));
     let (written, failed) = crate::run::write_parallel(
         &todo,
         options.concurrency,
@@ -716,7 +711,13 @@ pub fn run_judge(
         &mut file,
         output,
         &bar,
-        |row: &&Map<String, Value>| match judge_row(row, judge.as_ref(), prompts, options, &stop) {
+        |row: &&Map<String, Value>| match judge_row(
+            row,
+            judge.as_ref(),
+            prompts,
+            options,
+            &stop_token,
+        ) {
             Ok(result) => Some(result),
             Err(e) => {
                 if let Ok(mut slot) = first_error.lock() {

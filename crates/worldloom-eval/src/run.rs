@@ -13,7 +13,7 @@
 //! | `wl_status` | `ok`, `truncated`, `no_observation`, `empty` (output parsing) or `error` |
 //! | `wl_error` | the engine error, for `error` rows |
 //! | `wl_observation` | the extracted observation, or `null` |
-//! | `wl_reasoning` | reasoning text (separate field or inline `<think>`) |
+//! | `wl_reasoning` | reasoning text (separate field or inline think block) |
 //! | `wl_prompt_tokens`, `wl_completion_tokens` | token counts reported by the engine |
 //! | `wl_latency_ms`, `wl_prefill_ms`, `wl_decode_ms` | wall time of the whole request; engine-reported prefill and decode time |
 //! | `wl_stop_reason` | why generation ended |
@@ -35,9 +35,10 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use worldloom_core::{OutputStatus, parse_openai_message};
+use worldloom_core::{ModelOutput, OutputStatus};
 use worldloom_engine::{
-    EngineEvent, GenerationParams, GenerationStats, PredictRequest, StopReason, WorldModel,
+    CancelToken, CollectError, GenerationParams, GenerationStats, PredictRequest, WorldModel,
+    collect,
 };
 
 use crate::EvalError;
@@ -151,8 +152,8 @@ pub fn existing_keys(output: &Path) -> Result<HashSet<String>, EvalError> {
 
 /// The result of one row's prediction.
 struct Prediction {
-    content: String,
-    reasoning: String,
+    /// The finished output; `None` when the prediction failed.
+    output: Option<ModelOutput>,
     stats: Option<GenerationStats>,
     error: Option<String>,
     interrupted: bool,
@@ -162,63 +163,34 @@ struct Prediction {
 fn predict_row(
     engine: &dyn WorldModel,
     request: PredictRequest,
-    stop: &AtomicBool,
+    stop: &CancelToken,
     timeout: Duration,
 ) -> Prediction {
     let started = Instant::now();
     let mut p = Prediction {
-        content: String::new(),
-        reasoning: String::new(),
+        output: None,
         stats: None,
         error: None,
         interrupted: false,
         latency_ms: 0.0,
     };
-    let stream = match engine.predict(request) {
-        Ok(s) => s,
-        Err(e) => {
-            p.error = Some(e.to_string());
-            p.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-            return p;
+    match engine
+        .predict(request)
+        .map_err(CollectError::from)
+        .and_then(|stream| collect(stream, stop, Some(started + timeout), |_| {}))
+    {
+        Ok(c) => {
+            p.output = Some(c.output);
+            p.stats = Some(c.stats);
         }
-    };
-    let mut cancelled_for_timeout = false;
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            stream.cancel.cancel();
-            p.interrupted = true;
+        Err(CollectError::Cancelled) => p.interrupted = true,
+        Err(CollectError::DeadlineExceeded) => {
+            p.error = Some(format!(
+                "no answer within {} ms (row timeout)",
+                timeout.as_millis()
+            ));
         }
-        if !cancelled_for_timeout && started.elapsed() > timeout {
-            stream.cancel.cancel();
-            cancelled_for_timeout = true;
-        }
-        match stream.events.recv_timeout(Duration::from_millis(50)) {
-            Ok(EngineEvent::Reasoning { text }) => p.reasoning.push_str(&text),
-            Ok(EngineEvent::Content { text }) => p.content.push_str(&text),
-            Ok(EngineEvent::Tokens { .. } | EngineEvent::TokenLogprobs { .. }) => {}
-            Ok(EngineEvent::Done { stats }) => {
-                if stats.stop_reason == Some(StopReason::Cancelled)
-                    && cancelled_for_timeout
-                    && !p.interrupted
-                {
-                    p.error = Some(format!(
-                        "no answer within {} ms (row timeout)",
-                        timeout.as_millis()
-                    ));
-                }
-                p.stats = Some(stats);
-                break;
-            }
-            Ok(EngineEvent::Error { error }) => {
-                p.error = Some(error.to_string());
-                break;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                p.error = Some("the engine ended the prediction without a result".to_owned());
-                break;
-            }
-        }
+        Err(CollectError::Engine(e)) => p.error = Some(e.to_string()),
     }
     p.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     p
@@ -262,7 +234,9 @@ pub fn metrics_json(row: &BenchRow, observation: Option<&str>) -> Value {
 
 fn output_row(row: &BenchRow, engine_name: &str, p: &Prediction) -> Map<String, Value> {
     let mut out = row.fields.clone();
-    let parsed = parse_openai_message(Some(&p.content), Some(&p.reasoning));
+    let empty = worldloom_core::OutputParser::new(false).finish_output();
+    let output = p.output.as_ref().unwrap_or(&empty);
+    let parsed = &output.parsed;
     let status = if p.error.is_some() {
         "error".to_owned()
     } else {
@@ -272,7 +246,7 @@ fn output_row(row: &BenchRow, engine_name: &str, p: &Prediction) -> Map<String, 
         OutputStatus::Ok | OutputStatus::Truncated => parsed.observation.clone(),
         _ => None,
     };
-    out.insert("gen".into(), json!(p.content));
+    out.insert("gen".into(), json!(output.answer));
     out.insert("wl_key".into(), json!(row.key()));
     out.insert("wl_engine".into(), json!(engine_name));
     out.insert("wl_status".into(), json!(status));
@@ -371,6 +345,7 @@ pub fn run_eval(
     }
     let engine_name = engine.name();
     let timeout = Duration::from_millis(options.row_timeout_ms);
+    let stop_token = CancelToken::from(Arc::clone(&stop));
     let (written, errors) = write_parallel(
         &todo,
         options.concurrency,
@@ -383,7 +358,7 @@ pub fn run_eval(
             let mut request = PredictRequest::new(messages, options.params.clone());
             // The state the action is taken from, raw (as the chat shows it).
             request.current_observation = row.previous_observation().ok().flatten();
-            let p = predict_row(engine.as_ref(), request, &stop, timeout);
+            let p = predict_row(engine.as_ref(), request, &stop_token, timeout);
             if p.interrupted {
                 return None;
             }

@@ -213,6 +213,26 @@ fn eval_through_serve_model_matches_the_direct_run() {
     }
 }
 
+/// The events an engine sends for `text` generated in one piece (outside
+/// reasoning at the start), then `Done` with `stats`.
+fn answer_events(text: String, stats: GenerationStats) -> Vec<EngineEvent> {
+    let mut parser = worldloom_core::OutputParser::new(false);
+    let mut delta = parser.push(&text);
+    delta.extend(parser.flush());
+    let mut events = vec![EngineEvent::Token(worldloom_engine::Token {
+        text,
+        id: None,
+        logprob: None,
+        top: Vec::new(),
+    })];
+    events.extend(EngineEvent::from_delta(delta));
+    events.push(EngineEvent::Done {
+        stats,
+        output: parser.finish_output(),
+    });
+    events
+}
+
 /// A judge that gives fixed scores, in a reasoning-then-tag answer.
 struct ScriptedJudge;
 
@@ -230,11 +250,9 @@ impl WorldModel for ScriptedJudge {
             "Comparing both.</think>\n<final_evaluation>\n```json\n{{\"strengths\": [], \"weaknesses\": [\"x\"], \"scores\": {{\"format\": {s}, \"factuality\": {s}, \"consistency\": {s}, \"realism\": {s}, \"quality\": {s}}}}}\n```\n</final_evaluation>"
         );
         let (tx, rx) = std::sync::mpsc::channel();
-        tx.send(EngineEvent::Content { text }).unwrap();
-        tx.send(EngineEvent::Done {
-            stats: GenerationStats::default(),
-        })
-        .unwrap();
+        for event in answer_events(text, GenerationStats::default()) {
+            tx.send(event).unwrap();
+        }
         Ok(PredictionStream {
             events: rx,
             cancel: CancelToken::new(),
@@ -314,18 +332,17 @@ impl WorldModel for SlowCopy {
                         stop_reason: Some(worldloom_engine::StopReason::Cancelled),
                         ..GenerationStats::default()
                     };
-                    let _ = tx.send(EngineEvent::Done { stats });
+                    let output = worldloom_core::OutputParser::new(false).finish_output();
+                    let _ = tx.send(EngineEvent::Done { stats, output });
                     return;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             let state = request.current_observation.unwrap_or_default();
-            let _ = tx.send(EngineEvent::Content {
-                text: format!("<predicted_observation>{state}</predicted_observation>"),
-            });
-            let _ = tx.send(EngineEvent::Done {
-                stats: GenerationStats::default(),
-            });
+            let text = format!("<predicted_observation>{state}</predicted_observation>");
+            for event in answer_events(text, GenerationStats::default()) {
+                let _ = tx.send(event);
+            }
         });
         Ok(PredictionStream { events: rx, cancel })
     }

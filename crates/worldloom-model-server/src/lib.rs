@@ -24,7 +24,7 @@
 //! `chat_template_kwargs.enable_thinking`, and Worldloom's
 //! `stop_after_observation`. Fields not given keep
 //! [`ServerOptions::default_params`]. `logprobs` is accepted and answered with
-//! `null` (the server has no tokenizer to name tokens).
+//! `null` (the engines' `Token` events are not passed on).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -43,7 +43,7 @@ use tokio::sync::{Semaphore, mpsc};
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::{
     CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
-    StopReason, WorldModel,
+    StopReason, WorldModel, collect_to_end,
 };
 
 /// Largest accepted request body, in bytes (long GUI histories are large).
@@ -488,28 +488,16 @@ async fn start(
     let (tx, rx) = mpsc::channel(256);
     let pump_state = state.clone();
     tokio::task::spawn_blocking(move || {
+        // Forward every event; server shutdown and a client gone cancel the
+        // engine, whose `Done` still ends the stream.
+        let engine_cancel = prediction.cancel.clone();
         let mut client_gone = false;
-        loop {
-            if pump_state.stopping.is_cancelled() {
-                prediction.cancel.cancel();
-            }
-            let event = match prediction
-                .events
-                .recv_timeout(std::time::Duration::from_millis(20))
-            {
-                Ok(event) => event,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            };
-            let last = matches!(event, EngineEvent::Done { .. } | EngineEvent::Error { .. });
-            if !client_gone && tx.blocking_send(event).is_err() {
+        let _ = collect_to_end(prediction, &pump_state.stopping, None, |event| {
+            if !client_gone && tx.blocking_send(event.clone()).is_err() {
                 client_gone = true;
-                prediction.cancel.cancel();
+                engine_cancel.cancel();
             }
-            if last {
-                break;
-            }
-        }
+        });
         pump_state.queue.add_permits(1);
     });
     Ok(rx)
@@ -549,9 +537,9 @@ async fn complete_response(
     let stats = loop {
         match events.recv().await {
             Some(EngineEvent::Reasoning { text }) => reasoning.push_str(&text),
-            Some(EngineEvent::Content { text }) => content.push_str(&text),
-            Some(EngineEvent::Tokens { .. } | EngineEvent::TokenLogprobs { .. }) => {}
-            Some(EngineEvent::Done { stats }) => break stats,
+            Some(EngineEvent::Answer { text }) => content.push_str(&text),
+            Some(EngineEvent::Token(_) | EngineEvent::Observation { .. }) => {}
+            Some(EngineEvent::Done { stats, .. }) => break stats,
             Some(EngineEvent::Error { error }) => {
                 return ApiError::from_engine(&error).into_response();
             }
@@ -607,12 +595,12 @@ impl SseState {
                 let c = self.chunk(json!({"reasoning_content": text}), None);
                 self.queue.push_back(c);
             }
-            Some(EngineEvent::Content { text }) => {
+            Some(EngineEvent::Answer { text }) => {
                 let c = self.chunk(json!({"content": text}), None);
                 self.queue.push_back(c);
             }
-            Some(EngineEvent::Tokens { .. } | EngineEvent::TokenLogprobs { .. }) => {}
-            Some(EngineEvent::Done { stats }) => {
+            Some(EngineEvent::Token(_) | EngineEvent::Observation { .. }) => {}
+            Some(EngineEvent::Done { stats, .. }) => {
                 let c = self.chunk(json!({}), Some(finish_reason(stats.stop_reason)));
                 self.queue.push_back(c);
                 if self.include_usage {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use worldloom_core::{ChatMessage, ChatRole};
+use worldloom_core::{ChatMessage, ChatRole, OutputParser};
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::{
@@ -46,6 +46,8 @@ impl WorldModel for SlowMock {
             .map(|m| m.content.clone())
             .unwrap_or_default();
         std::thread::spawn(move || {
+            // The prompt opened the think block; the parser splits the text.
+            let mut parser = OutputParser::new(true);
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
             max_running.fetch_max(now, Ordering::SeqCst);
             let mut stop = StopReason::EndOfTurn;
@@ -55,15 +57,17 @@ impl WorldModel for SlowMock {
                     stop = StopReason::Cancelled;
                     break;
                 }
-                let _ = tx.send(EngineEvent::Reasoning {
-                    text: format!("r{i} "),
-                });
+                for event in EngineEvent::from_delta(parser.push(&format!("r{i} "))) {
+                    let _ = tx.send(event);
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
             if stop != StopReason::Cancelled {
-                let _ = tx.send(EngineEvent::Content {
-                    text: format!("<predicted_observation>{last_user}</predicted_observation>"),
-                });
+                let text =
+                    format!("</think><predicted_observation>{last_user}</predicted_observation>");
+                for event in EngineEvent::from_delta(parser.push(&text)) {
+                    let _ = tx.send(event);
+                }
             }
             running.fetch_sub(1, Ordering::SeqCst);
             let stats = GenerationStats {
@@ -72,7 +76,8 @@ impl WorldModel for SlowMock {
                 stop_reason: Some(stop),
                 ..Default::default()
             };
-            let _ = tx.send(EngineEvent::Done { stats });
+            let output = parser.finish_output();
+            let _ = tx.send(EngineEvent::Done { stats, output });
         });
         Ok(PredictionStream { events: rx, cancel })
     }
@@ -128,8 +133,8 @@ fn collect(
     loop {
         match stream.events.recv_timeout(Duration::from_secs(30)).unwrap() {
             EngineEvent::Reasoning { text } => reasoning.push_str(&text),
-            EngineEvent::Content { text } => content.push_str(&text),
-            EngineEvent::Done { stats } => return (reasoning, content, stats),
+            EngineEvent::Answer { text } => content.push_str(&text),
+            EngineEvent::Done { stats, .. } => return (reasoning, content, stats),
             EngineEvent::Error { error } => panic!("{error}"),
             _ => {}
         }

@@ -435,7 +435,17 @@ fn a_step_streams_deltas_and_its_end_over_sse() {
         .iter()
         .filter_map(|d| d["observation"].as_str())
         .collect();
-    assert!(text.starts_with("<predicted_observation>\n"), "{text}");
+    // The observation streams without its tags: the copy of the state the
+    // action was taken from (node 1's real observation).
+    let body =
+        serde_json::json!({"trajectory_id": id, "node_id": 1, "prediction_id": null}).to_string();
+    let r = request(addr, "POST", "/api/get_turn", &[bearer(&token)], &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let real = r.json()["views"][0]["real"]["text"]
+        .as_str()
+        .expect("real text")
+        .to_string();
+    assert_eq!(text, real.trim());
     let fin = events
         .iter()
         .find(|e| e["type"] == "step_finished")

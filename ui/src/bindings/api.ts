@@ -1098,7 +1098,7 @@ enable_thinking: boolean,
  */
 logprobs: boolean, 
 /**
- * Stop right after `</predicted_observation>`.
+ * Stop right after the observation block closes.
  */
 stop_after_observation: boolean, };
 
@@ -1653,6 +1653,8 @@ export type ImportUploadedRequest = {
  */
 files: Array<UploadedFile>, };
 
+export type StepStatus = "ok" | "truncated" | "no_observation" | "empty" | "cancelled" | "error";
+
 export type StudioEvent = { "type": "workspace_changed", 
 /**
  * The trajectory concerned, if one.
@@ -1691,12 +1693,13 @@ node_id: number,
  */
 reasoning: string, 
 /**
- * New answer text (it carries the `<predicted_observation>` block).
+ * New observation text (tags, marker and surrounding whitespace
+ * removed).
  */
 observation: string, 
 /**
- * New answer tokens (not reasoning tokens), with log-probabilities
- * when the engine reports them.
+ * The observation tokens behind `observation` (their texts
+ * concatenate to it), when the engine reports log-probabilities.
  */
 tokens: Array<TokenView>, } | { "type": "step_finished", 
 /**
@@ -1716,10 +1719,10 @@ node_id: number,
  */
 prediction_id: number | null, 
 /**
- * `ok`, `truncated`, `no_observation`, `empty` (extraction status of
- * the stored prediction), `cancelled` or `error`.
+ * The extraction status of the stored prediction, or `cancelled` /
+ * `error`.
  */
-status: string, 
+status: StepStatus, 
 /**
  * What went wrong, for `error`.
  */

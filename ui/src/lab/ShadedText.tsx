@@ -4,7 +4,7 @@
  */
 import { useMemo } from "react";
 import type { TokenView } from "../api/lab";
-import { legendFor, observationTokens, shadeTokens, type UncertaintyMode } from "../model/tokens";
+import { legendFor, shadeTokens, type UncertaintyMode } from "../model/tokens";
 
 /** Props of {@link ShadedText}. */
 export interface ShadedTextProps {
@@ -28,7 +28,7 @@ export function UncertaintyLegend({ mode }: { mode: UncertaintyMode }) {
 }
 
 export function ShadedText({ tokens, mode, label }: ShadedTextProps) {
-  const spans = useMemo(() => shadeTokens(observationTokens(tokens), mode), [tokens, mode]);
+  const spans = useMemo(() => shadeTokens(tokens, mode), [tokens, mode]);
   return (
     <div className="shaded" role="document" aria-label={label}>
       <pre className="shaded-text">

@@ -47,17 +47,12 @@ describe("token uncertainty", () => {
 });
 
 describe("observation tokens", () => {
-  const tk = (text: string) => ({ text, logprob: -0.1, entropy: null });
-  it("keeps only the text between the observation tags, cutting straddling tokens", async () => {
-    const { observationTokens } = await import("./tokens");
-    const tokens = ["an error. ", "</think>\n", "<predicted_", "observation>\n<p>", "a</p>\n", "</predicted_observation>"].map(tk);
-    const out = observationTokens(tokens);
-    expect(out.map((t) => t.text)).toEqual(["<p>", "a</p>"]);
-    expect(out.every((t) => t.logprob === -0.1)).toBe(true);
-  });
-  it("leaves tokens without the wrapper alone and keeps an unclosed tail", async () => {
-    const { observationTokens } = await import("./tokens");
-    expect(observationTokens(["<div>", "x"].map(tk)).map((t) => t.text)).toEqual(["<div>", "x"]);
-    expect(observationTokens(["<predicted_observation>\n", "<div>", "x"].map(tk)).map((t) => t.text)).toEqual(["<div>", "x"]);
+  const tk = (text: string, logprob: number) => ({ text, logprob, entropy: null });
+  it("shades the observation tokens as they come: their texts make the observation", () => {
+    // The back end sends the observation's own tokens (no tags around them).
+    const tokens = [tk("<p>", -0.01), tk("a</p>", -2), tk("\n", -2)];
+    const spans = shadeTokens(tokens, "probability");
+    expect(spans.map((s) => s.text).join("")).toBe("<p>a</p>\n");
+    expect(spans.map((s) => s.level)).toEqual([0, 4]);
   });
 });

@@ -7,6 +7,10 @@
  * - probability mode: `1 − exp(logprob)` (a token the model was sure of is 0);
  * - entropy mode: `min(1, entropy / ENTROPY_CEILING_NATS)`.
  * Shades fall into {@link SHADE_LEVELS} buckets so the legend can name them.
+ *
+ * The tokens are the observation's own: the back end pairs each piece of
+ * observation text with the token that produced it (tags and surrounding
+ * whitespace already removed), so their texts concatenate to the observation.
  */
 import type { TokenView } from "../api/lab";
 
@@ -83,36 +87,4 @@ export function legendFor(mode: UncertaintyMode): Array<{ level: number; label: 
       rows.push({ level, label: `H ${(lo * ENTROPY_CEILING_NATS).toFixed(1)}–${level === SHADE_LEVELS - 1 ? "∞" : (hi * ENTROPY_CEILING_NATS).toFixed(1)}` });
   }
   return rows;
-}
-
-const OPEN_TAG = "<predicted_observation>";
-const CLOSE_TAG = "</predicted_observation>";
-
-/**
- * The tokens of the observation itself: when the tokens also carry the text
- * around it (the end of the reasoning, the `<predicted_observation>` wrapper
- * of the Qwen-AgentWorld output format), only what lies between the tags is
- * kept, cutting tokens that straddle a tag. Without an opening tag the
- * tokens are returned unchanged.
- */
-export function observationTokens(tokens: ReadonlyArray<TokenView>): TokenView[] {
-  const text = tokens.map((t) => t.text).join("");
-  const open = text.indexOf(OPEN_TAG);
-  if (open < 0) return [...tokens];
-  let start = open + OPEN_TAG.length;
-  if (text[start] === "\n") start += 1;
-  const close = text.indexOf(CLOSE_TAG, start);
-  let end = close < 0 ? text.length : close;
-  if (close >= 0 && end > start && text[end - 1] === "\n") end -= 1;
-  const out: TokenView[] = [];
-  let at = 0;
-  for (const t of tokens) {
-    const from = at;
-    const to = at + t.text.length;
-    at = to;
-    const a = Math.max(from, start);
-    const b = Math.min(to, end);
-    if (b > a) out.push({ ...t, text: t.text.slice(a - from, b - from) });
-  }
-  return out;
 }

@@ -4,7 +4,7 @@
 //! current prompt; see [`crate::prompt::build_messages`]) followed by the
 //! target: the state's authored observation if it has one, else its real
 //! observation, as an AgentWorldBench response wrapped in
-//! `<predicted_observation>` tags (the answer format the system prompts ask
+//! observation tags (the answer format the system prompts ask
 //! for). Every root-to-leaf branch is covered; each node gives at most one line.
 //!
 //! Each line also carries `task` (the domain) and `id` (`<trajectory id>#<turn>`),
@@ -58,7 +58,7 @@ pub fn export(trajectories: &[Trajectory], options: &PromptOptions) -> Result<St
                 let body = &target.text;
                 messages.push(ChatMessage::new(
                     ChatRole::Assistant,
-                    format!("<predicted_observation>\n{body}\n</predicted_observation>"),
+                    crate::output::format_observation(body),
                 ));
                 out.push_str(
                     &serde_json::to_string(&SftLine {
@@ -79,7 +79,7 @@ pub fn export(trajectories: &[Trajectory], options: &PromptOptions) -> Result<St
 /// as the AgentWorldBench row it stands for: `system_str` from a leading
 /// system message, `prompt` = the user messages, `response` = the assistant
 /// messages (the last one, the target, unwrapped from
-/// `<predicted_observation>` and given the `**Environment Observation:**`
+/// the observation tags and given the `**Environment Observation:**`
 /// heading like the others), `turn_idx` = the number of user messages,
 /// `current_prompt` = the last user message. Other fields are kept (`id`
 /// `<trajectory id>#<turn>` names the trajectory as for any row).

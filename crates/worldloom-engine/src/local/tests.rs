@@ -168,8 +168,15 @@ fn greedy() -> GenerationParams {
 #[derive(Debug, Default)]
 struct Collected {
     reasoning: String,
+    observation: String,
+    /// The answer of the finished output (text after the think block).
     content: String,
+    /// The streamed answer deltas.
+    answer: String,
+    output: Option<worldloom_core::ModelOutput>,
     ids: Vec<u32>,
+    /// The token texts, concatenated.
+    texts: String,
     logprobs: Vec<f32>,
     order: Vec<&'static str>,
     stats: Option<GenerationStats>,
@@ -184,16 +191,24 @@ fn collect(stream: PredictionStream) -> Collected {
                 c.reasoning.push_str(&text);
                 c.order.push("reasoning");
             }
-            EngineEvent::Content { text } => {
-                c.content.push_str(&text);
+            EngineEvent::Observation { text } => {
+                c.observation.push_str(&text);
                 c.order.push("content");
             }
-            EngineEvent::Tokens { ids, logprobs } => {
-                c.ids.extend(ids);
-                c.logprobs.extend(logprobs.unwrap_or_default());
+            EngineEvent::Answer { text } => {
+                c.answer.push_str(&text);
+                c.order.push("content");
             }
-            EngineEvent::TokenLogprobs { .. } => panic!("local engines report token ids"),
-            EngineEvent::Done { stats } => {
+            EngineEvent::Token(token) => {
+                c.ids
+                    .push(token.id.expect("local engines report token ids"));
+                c.texts.push_str(&token.text);
+                c.logprobs.extend(token.logprob);
+            }
+            EngineEvent::Done { stats, output } => {
+                assert_eq!(c.answer, output.answer, "streamed answer");
+                c.content = output.answer.clone();
+                c.output = Some(output);
                 c.stats = Some(stats);
                 break;
             }
@@ -247,6 +262,17 @@ fn reasoning_then_content_stop_after_observation() {
     );
     assert_eq!(stats.completion_tokens, c.ids.len());
     assert_eq!(stats.prompt_tokens, stats.prompt_tokens_computed);
+    // the token texts are the decoded text; the parser split it
+    assert_eq!(c.texts, text);
+    assert_eq!(c.observation, "notes.txt 😀");
+    let output = c.output.expect("output");
+    assert_eq!(output.parsed.status, worldloom_core::OutputStatus::Ok);
+    assert_eq!(output.parsed.observation.as_deref(), Some("notes.txt 😀"));
+    assert_eq!(output.parsed.reasoning, "plan: list dir 한국어");
+    assert_eq!(
+        output.raw,
+        "plan: list dir 한국어\n</think>\n\n<predicted_observation>\nnotes.txt 😀\n</predicted_observation>"
+    );
 }
 
 #[test]
@@ -347,15 +373,15 @@ fn cancellation_stops_at_the_next_token() {
     let mut stats = None;
     while let Ok(event) = stream.events.recv_timeout(Duration::from_secs(30)) {
         match event {
-            EngineEvent::Tokens { ids, .. } => {
-                tokens += ids.len();
+            EngineEvent::Token(_) => {
+                tokens += 1;
                 if tokens == 2 {
                     // the engine now waits inside its third model call
                     stream.cancel.cancel();
                 }
                 permits.send(()).expect("engine alive");
             }
-            EngineEvent::Done { stats: s } => {
+            EngineEvent::Done { stats: s, .. } => {
                 stats = Some(s);
                 break;
             }
@@ -560,9 +586,10 @@ fn defaults_and_end_of_turn_ids_come_from_the_directory() {
 }
 
 #[test]
-fn splitter_handles_a_model_that_opens_think_itself() {
-    let mut s = OutputSplitter::new(false, Vec::new(), true);
-    let mut pieces = Vec::new();
+fn parser_handles_a_model_that_opens_think_itself() {
+    let mut parser = OutputParser::new(false);
+    let mut delta = worldloom_core::OutputDelta::default();
+    let mut deltas = Vec::new();
     for chunk in [
         "\n<th",
         "ink>",
@@ -571,47 +598,39 @@ fn splitter_handles_a_model_that_opens_think_itself() {
         "\n<predicted_",
         "observation>x</predicted_observation>more",
     ] {
-        let (p, stop) = s.push(chunk);
-        pieces.extend(p);
-        if let Some(stop) = stop {
-            assert_eq!(stop, StopReason::ObservationClosed);
+        let (d, taken) = parser.push_to_close(chunk);
+        if d.observation_closed {
+            assert_eq!(&chunk[taken..], "more");
         }
+        deltas.push(d.clone());
+        delta.extend(d);
     }
-    let reasoning: String = pieces
-        .iter()
-        .filter_map(|p| {
-            if let Piece::Reasoning(t) = p {
-                Some(t.as_str())
-            } else {
-                None
-            }
-        })
-        .collect();
-    let content: String = pieces
-        .iter()
-        .filter_map(|p| {
-            if let Piece::Content(t) = p {
-                Some(t.as_str())
-            } else {
-                None
-            }
-        })
-        .collect();
-    assert_eq!(reasoning, "abc");
-    assert_eq!(content, "<predicted_observation>x</predicted_observation>");
-    // no piece ever holds part of a tag
-    assert!(pieces.iter().all(|p| !matches!(p, Piece::Reasoning(t) | Piece::Content(t) if t.contains("</th") && !t.contains("</think>"))));
+    assert!(delta.observation_closed);
+    assert_eq!(delta.reasoning, "abc");
+    assert_eq!(
+        delta.answer,
+        "<predicted_observation>x</predicted_observation>"
+    );
+    // no delta ever holds part of a tag
+    assert!(deltas.iter().all(|d| {
+        [&d.reasoning, &d.answer, &d.observation]
+            .iter()
+            .all(|t| !t.contains("</th") || t.contains("</think>"))
+    }));
 }
 
 #[test]
-fn splitter_without_reasoning_is_all_content() {
-    let mut s = OutputSplitter::new(false, vec!["STOP".into()], false);
-    let (p1, _) = s.push("hello ST");
-    assert_eq!(p1, vec![Piece::Content("hello ".into())]);
-    let (p2, stop) = s.push("ill here STOP later");
-    assert_eq!(p2, vec![Piece::Content("STill here ".into())]);
-    assert_eq!(stop, Some(StopReason::StopString));
-    assert!(s.finish().is_empty());
+fn stop_strings_hold_back_a_possible_start() {
+    let mut s = StopStrings::new(&["STOP".into(), String::new()]);
+    assert_eq!(s.push("hello ST"), ("hello ".to_owned(), false));
+    assert_eq!(
+        s.push("ill here STOP later"),
+        ("STill here ".to_owned(), true)
+    );
+    assert_eq!(s.flush(), "");
+    let mut s = StopStrings::new(&["STOP".into()]);
+    assert_eq!(s.push("a S"), ("a ".to_owned(), false));
+    assert_eq!(s.flush(), "S");
     assert!(opens_reasoning("<|im_start|>assistant\n<think>\n"));
     assert!(!opens_reasoning(
         "<|im_start|>assistant\n<think>\n\n</think>\n\n"

@@ -1,0 +1,423 @@
+//! A [`WorldModel`] backed by an OpenAI-compatible chat-completions endpoint
+//! (vLLM, SGLang, llama.cpp server, Ollama, hosted APIs).
+//!
+//! Protocol: `POST {base}/chat/completions` as in the OpenAI API reference,
+//! with `stream: true` answered as server-sent events (one `data: {chunk}`
+//! per event, `data: [DONE]` at the end; WHATWG HTML "Server-sent events"
+//! for the line format), or `stream: false` answered with one JSON body.
+//! `GET {base}/models` lists the served model names.
+//!
+//! Reasoning arrives in one of three ways and all become
+//! [`EngineEvent::Reasoning`]:
+//! - a `reasoning_content` field in the delta/message (vLLM and SGLang with a
+//!   reasoning parser, DeepSeek API);
+//! - a `reasoning` field (newer vLLM, Ollama, OpenRouter);
+//! - an inline think block in `content` (servers without a reasoning
+//!   parser), split by `worldloom_core`'s [`OutputParser`]. Qwen3 chat
+//!   templates open the block in the prompt, so the answer may hold only its
+//!   close, which makes the text before it reasoning.
+//!
+//! `content` goes through the parser, which gives the `Answer` and
+//! `Observation` events and the finished output. Token events are the
+//! tokens the endpoint reports log-probabilities for, or, without them, one
+//! per streamed `content` chunk.
+//!
+//! Networking runs on a small tokio runtime owned by the engine; events reach
+//! the caller over the [`PredictionStream`] channel. Cancelling drops the
+//! HTTP response at once, which closes the connection (the server sees the
+//! client go away and can stop generating).
+//!
+//! Files: `job` (one prediction: the request, its retries, reading the
+//! answer), `progress` (the output parser, usage and timings, turned into
+//! events), `sse` (the event line format), `wire` (the JSON shapes of
+//! answers), `retry` (`Retry-After` and backoff), `errors` (messages).
+
+use std::fmt;
+use std::sync::mpsc::channel;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use worldloom_core::ChatRole;
+
+mod errors;
+mod job;
+mod progress;
+mod retry;
+mod sse;
+mod wire;
+
+use errors::{error_chain, quote, request_error};
+use job::Job;
+
+use crate::world_model::{CancelToken, EngineError, PredictRequest, PredictionStream, WorldModel};
+
+/// Settings of an [`OpenAiEngine`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenAiConfig {
+    /// Base URL of the API, e.g. `http://127.0.0.1:8000/v1`. A URL without a
+    /// path gets `/v1` appended; any other path is used as given.
+    pub base_url: String,
+    /// The model name sent in requests (must be listed by `/v1/models` for
+    /// [`OpenAiEngine::check_model`] to pass).
+    pub model: String,
+    /// Name of the environment variable that holds the API key, sent as
+    /// `Authorization: Bearer …`. `None` sends no key. The key itself is
+    /// never stored in this struct, written to disk or logged.
+    pub api_key_env: Option<String>,
+    /// Use server-sent-event streaming (`stream: true`).
+    pub stream: bool,
+    /// Limit on establishing the TCP (and TLS) connection, in milliseconds.
+    pub connect_timeout_ms: u64,
+    /// Limit on waiting for the response headers and then for each further
+    /// piece of the body, in milliseconds (an idle timeout, not a total one).
+    pub read_timeout_ms: u64,
+    /// Retries after a 429 or 5xx answer (so at most `max_retries + 1`
+    /// attempts). Connection failures and timeouts are not retried.
+    pub max_retries: u32,
+    /// Wait before the first retry, in milliseconds; doubled each retry.
+    /// A `Retry-After` header (seconds) replaces it.
+    pub initial_backoff_ms: u64,
+    /// Cap on the exponential backoff, in milliseconds.
+    pub max_backoff_ms: u64,
+    /// Send the non-standard sampling fields vLLM and SGLang accept
+    /// (`top_k`, `chat_template_kwargs.enable_thinking`). Turn off for
+    /// endpoints that reject unknown fields.
+    pub send_extensions: bool,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "http://127.0.0.1:8000/v1".to_owned(),
+            model: String::new(),
+            api_key_env: None,
+            stream: true,
+            connect_timeout_ms: 10_000,
+            read_timeout_ms: 600_000,
+            max_retries: 4,
+            initial_backoff_ms: 500,
+            max_backoff_ms: 30_000,
+            send_extensions: true,
+        }
+    }
+}
+
+/// An API key read from the environment; its `Debug` never shows it.
+#[derive(Clone)]
+pub(super) struct ApiKey(pub(super) String);
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// An OpenAI-compatible chat-completions endpoint as a [`WorldModel`].
+///
+/// `predict` returns at once; the request runs on the engine's own tokio
+/// runtime (two worker threads), so any number of predictions may run
+/// concurrently. Dropping the engine stops its runtime.
+pub struct OpenAiEngine {
+    config: OpenAiConfig,
+    api_key: Option<ApiKey>,
+    api_base: String,
+    http: reqwest::Client,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl fmt::Debug for OpenAiEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiEngine")
+            .field("config", &self.config)
+            .field("api_key", &self.api_key)
+            .field("api_base", &self.api_base)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OpenAiEngine {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            // Never blocks, so dropping the engine inside async code is safe.
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Normalises a base URL: trailing `/` removed, `/v1` added when the URL has
+/// no path.
+///
+/// Errors: [`EngineError::Setup`] when the URL does not parse or is not
+/// `http`/`https`.
+pub fn normalize_base_url(base_url: &str) -> Result<String, EngineError> {
+    let parsed = reqwest::Url::parse(base_url.trim())
+        .map_err(|e| EngineError::Setup(format!("invalid base URL `{base_url}`: {e}")))?;
+    if parsed.scheme() != "http" && parsed.scheme() != "https" {
+        return Err(EngineError::Setup(format!(
+            "invalid base URL `{base_url}`: scheme must be http or https"
+        )));
+    }
+    let trimmed = base_url.trim().trim_end_matches('/').to_owned();
+    if parsed.path() == "/" || parsed.path().is_empty() {
+        Ok(format!("{trimmed}/v1"))
+    } else {
+        Ok(trimmed)
+    }
+}
+
+impl OpenAiEngine {
+    /// Builds the engine: reads the API key from `config.api_key_env`, makes
+    /// the HTTP client and the runtime. Contacts no server (see
+    /// [`OpenAiEngine::check_model`]).
+    ///
+    /// Errors: [`EngineError::Setup`] for an invalid base URL, an empty model
+    /// name, a named but unset key variable, or a client that cannot be built.
+    pub fn new(config: OpenAiConfig) -> Result<Self, EngineError> {
+        let api_base = normalize_base_url(&config.base_url)?;
+        if config.model.trim().is_empty() {
+            return Err(EngineError::Setup("no model name given".to_owned()));
+        }
+        let api_key = match &config.api_key_env {
+            None => None,
+            Some(var) => match std::env::var(var) {
+                Ok(key) if !key.is_empty() => Some(ApiKey(key)),
+                _ => {
+                    return Err(EngineError::Setup(format!(
+                        "environment variable `{var}` (API key) is not set"
+                    )));
+                }
+            },
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_millis(config.connect_timeout_ms))
+            .build()
+            .map_err(|e| {
+                EngineError::Setup(format!("cannot build HTTP client: {}", error_chain(&e)))
+            })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("worldloom-openai")
+            .enable_all()
+            .build()
+            .map_err(|e| EngineError::Setup(format!("cannot start the network runtime: {e}")))?;
+        Ok(Self {
+            config,
+            api_key,
+            api_base,
+            http,
+            runtime: Some(runtime),
+        })
+    }
+
+    /// The settings this engine was built with.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The normalised API base URL (ends in `/v1` for URLs without a path).
+    pub fn api_base(&self) -> &str {
+        &self.api_base
+    }
+
+    fn runtime(&self) -> Result<&tokio::runtime::Runtime, EngineError> {
+        self.runtime
+            .as_ref()
+            .ok_or_else(|| EngineError::Stopped("network runtime stopped".to_owned()))
+    }
+
+    /// Runs a future on the engine's runtime and waits for it from any thread
+    /// (also from inside another async runtime, where `block_on` would panic).
+    fn wait_on<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, EngineError>> + Send + 'static,
+    ) -> Result<T, EngineError> {
+        let (tx, rx) = channel();
+        self.runtime()?.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        rx.recv()
+            .map_err(|_| EngineError::Stopped("network runtime stopped".to_owned()))?
+    }
+
+    /// The model names the server lists at `GET {base}/models` (`data[].id`).
+    ///
+    /// Errors: [`EngineError::Remote`] when the server cannot be reached,
+    /// answers with an error status or with a body that is not a model list.
+    pub fn list_models(&self) -> Result<Vec<String>, EngineError> {
+        let url = format!("{}/models", self.api_base);
+        let mut request = self.http.get(&url);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(&key.0);
+        }
+        let read_timeout = Duration::from_millis(self.config.read_timeout_ms);
+        self.wait_on(async move {
+            let response = tokio::time::timeout(read_timeout, request.send())
+                .await
+                .map_err(|_| {
+                    EngineError::Remote(format!(
+                        "no answer from {url} within {} ms",
+                        read_timeout.as_millis()
+                    ))
+                })?
+                .map_err(|e| request_error(&url, &e))?;
+            let status = response.status();
+            let body = response.text().await.map_err(|e| request_error(&url, &e))?;
+            if !status.is_success() {
+                return Err(EngineError::Remote(format!(
+                    "{url} answered {status}: {}",
+                    quote(&body)
+                )));
+            }
+            let value: Value = serde_json::from_str(&body).map_err(|e| {
+                EngineError::Remote(format!(
+                    "{url} did not answer a model list ({e}): {}",
+                    quote(&body)
+                ))
+            })?;
+            let data = value.get("data").and_then(Value::as_array).ok_or_else(|| {
+                EngineError::Remote(format!(
+                    "{url} answered without a `data` array: {}",
+                    quote(&body)
+                ))
+            })?;
+            Ok(data
+                .iter()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect())
+        })
+    }
+
+    /// Checks that the server serves [`OpenAiConfig::model`].
+    ///
+    /// Errors: [`EngineError::Setup`] naming the served models when it does
+    /// not; the errors of [`OpenAiEngine::list_models`] otherwise.
+    pub fn check_model(&self) -> Result<(), EngineError> {
+        let models = self.list_models()?;
+        if models.iter().any(|m| m == &self.config.model) {
+            Ok(())
+        } else {
+            Err(EngineError::Setup(format!(
+                "model `{}` is not served by {} (it serves: {})",
+                self.config.model,
+                self.api_base,
+                if models.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    models.join(", ")
+                }
+            )))
+        }
+    }
+
+    /// The JSON body of a chat-completions request.
+    fn request_body(&self, request: &PredictRequest) -> Value {
+        let params = &request.params;
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    ChatRole::System => "system",
+                    ChatRole::User => "user",
+                    ChatRole::Assistant => "assistant",
+                };
+                json!({ "role": role, "content": m.content })
+            })
+            .collect();
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": messages,
+            "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+            "stream": self.config.stream,
+        });
+        let Some(obj) = body.as_object_mut() else {
+            return body;
+        };
+        if self.config.stream {
+            obj.insert("stream_options".into(), json!({ "include_usage": true }));
+        }
+        if !params.stop.is_empty() {
+            obj.insert("stop".into(), json!(params.stop));
+        }
+        if params.logprobs {
+            obj.insert("logprobs".into(), json!(true));
+        }
+        if self.config.send_extensions {
+            if params.top_k > 0 {
+                obj.insert("top_k".into(), json!(params.top_k));
+            }
+            obj.insert(
+                "chat_template_kwargs".into(),
+                json!({ "enable_thinking": params.enable_thinking }),
+            );
+        }
+        body
+    }
+}
+
+impl WorldModel for OpenAiEngine {
+    fn name(&self) -> String {
+        format!("openai:{}", self.config.model)
+    }
+
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        if request.messages.is_empty() {
+            return Err(EngineError::InvalidRequest(
+                "the chat has no messages".to_owned(),
+            ));
+        }
+        let (tx, rx) = channel();
+        let cancel = CancelToken::new();
+        let job = Job {
+            http: self.http.clone(),
+            url: format!("{}/chat/completions", self.api_base),
+            api_key: self.api_key.clone(),
+            body: self.request_body(&request),
+            stream: self.config.stream,
+            params: request.params,
+            read_timeout: Duration::from_millis(self.config.read_timeout_ms),
+            max_retries: self.config.max_retries,
+            initial_backoff_ms: self.config.initial_backoff_ms,
+            max_backoff_ms: self.config.max_backoff_ms,
+            model: self.config.model.clone(),
+        };
+        let token = cancel.clone();
+        self.runtime()?
+            .spawn(async move { job.run(tx, token).await });
+        Ok(PredictionStream { events: rx, cancel })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_gets_v1_only_without_path() {
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8000").unwrap(),
+            "http://127.0.0.1:8000/v1"
+        );
+        assert_eq!(
+            normalize_base_url("http://127.0.0.1:8000/v1/").unwrap(),
+            "http://127.0.0.1:8000/v1"
+        );
+        assert_eq!(
+            normalize_base_url("http://h/api/v1").unwrap(),
+            "http://h/api/v1"
+        );
+        assert!(normalize_base_url("ftp://h").is_err());
+        assert!(normalize_base_url("not a url").is_err());
+    }
+
+    #[test]
+    fn api_key_is_redacted() {
+        // SAFETY-free: environment edits are process-wide; use a unique name.
+        let shown = format!("{:?}", ApiKey("sk-secret-123".to_owned()));
+        assert!(!shown.contains("sk-secret-123"));
+        assert_eq!(shown, "ApiKey(<redacted>)");
+    }
+}
