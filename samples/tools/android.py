@@ -13,7 +13,7 @@ import copy
 import json
 import os
 
-from common import prediction_row, replace_once, write_jsonl, write_text
+from common import Node, esc, prediction_row, replace_once, write_jsonl, write_text
 
 W, H = 1080, 2400
 STATUS_H = 132
@@ -21,43 +21,17 @@ NAV_TOP = 2337
 KBD_TOP = 1530  # top of the input-method window (suggestion strip + keys)
 
 
-class V:
+class V(Node):
     """One view node."""
 
-    def __init__(self, cls, *children, rid="", text="", desc="", b=(0, 0, 0, 0), click=False, focusable=False,
-                 focused=False, checkable=False, checked=False, enabled=True, scroll=False, long=False,
-                 password=False, selected=False, pkg=None, key=None):
+    FIELDS = dict(rid="", text="", desc="", b=(0, 0, 0, 0), click=False, focusable=False, focused=False,
+                  checkable=False, checked=False, enabled=True, scroll=False, long=False, password=False,
+                  selected=False, pkg=None, key=None)
+
+    def __init__(self, cls, *children, **fields):
+        super().__init__(children, fields)
         self.cls = cls
-        self.children = [c for c in children if c is not None]
-        self.rid = rid
-        self.text = text
-        self.desc = desc
-        self.b = b
-        self.click = click
-        self.focusable = focusable or click
-        self.focused = focused
-        self.checkable = checkable
-        self.checked = checked
-        self.enabled = enabled
-        self.scroll = scroll
-        self.long = long
-        self.password = password
-        self.selected = selected
-        self.pkg = pkg
-        self.key = key
-
-    def find(self, key):
-        stack = [self]
-        while stack:
-            n = stack.pop()
-            if n.key == key:
-                return n
-            stack.extend(n.children)
-        raise KeyError(key)
-
-
-def esc(s):
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+        self.focusable = self.focusable or self.click
 
 
 def b2s(v):
@@ -92,6 +66,13 @@ def dump(windows):
 def center(n):
     l, t, r, b = n.b
     return (l + r) // 2, (t + b) // 2
+
+
+def touch(action_type, windows, key):
+    """A touch action (`click`, `long_press`) at the centre of the app view
+    `key` in the screen `windows`."""
+    x, y = center(windows[1].find(key))
+    return {"action_type": action_type, "x": x, "y": y}
 
 
 # ---- shared windows ----------------------------------------------------------------------------------------
@@ -297,16 +278,12 @@ def build_harbor(root):
         [status_bar(), harbor_chat(focused=True, kbd=True, sent=msg), keyboard()],
     ]
     s.append(copy.deepcopy(s[4]))
-    mina = center(s[0][1].find("chat:Mina Okafor"))
-    compose = center(s[1][1].find("compose"))
-    send = center(s[3][1].find("send"))
-    ts = center(s[4][1].find("time:Are you still coming tonight?"))
     actions = [
-        ({"action_type": "click", "x": mina[0], "y": mina[1]}, "open the chat with Mina Okafor"),
-        ({"action_type": "click", "x": compose[0], "y": compose[1]}, "focus the message field; the keyboard opens and the chat resizes above it"),
+        (touch("click", s[0], "chat:Mina Okafor"), "open the chat with Mina Okafor"),
+        (touch("click", s[1], "compose"), "focus the message field; the keyboard opens and the chat resizes above it"),
         ({"action_type": "type", "text": msg}, "type the reply; Send becomes enabled"),
-        ({"action_type": "click", "x": send[0], "y": send[1]}, "send; the message appears at the bottom and the field clears"),
-        ({"action_type": "click", "x": ts[0], "y": ts[1]}, "no-op: tap on the time label of an incoming message"),
+        (touch("click", s[3], "send"), "send; the message appears at the bottom and the field clears"),
+        (touch("click", s[4], "time:Are you still coming tonight?"), "no-op: tap on the time label of an incoming message"),
         (None, "final state; no action taken"),
     ]
 
@@ -422,11 +399,9 @@ def build_settings(root):
     ]
     s.append(copy.deepcopy(s[2]))
     s.append([status_bar(airplane=True), settings_home()])
-    net = center(s[0][1].find("row:Network & internet"))
-    sw = center(s[1][1].find("switch:Airplane mode"))
     actions = [
-        ({"action_type": "click", "x": net[0], "y": net[1]}, "open Network & internet"),
-        ({"action_type": "click", "x": sw[0], "y": sw[1]}, "turn Airplane mode on; Wi-Fi and mobile drop, the status bar shows the plane icon"),
+        (touch("click", s[0], "row:Network & internet"), "open Network & internet"),
+        (touch("click", s[1], "switch:Airplane mode"), "turn Airplane mode on; Wi-Fi and mobile drop, the status bar shows the plane icon"),
         ({"action_type": "scroll", "direction": "down"}, "no-op: the list already fits on the screen"),
         ({"action_type": "navigate_back"}, "back to the Settings home page"),
         (None, "final state; no action taken"),
@@ -530,17 +505,13 @@ def build_notes(root):
     ]
     s.append(copy.deepcopy(s[5]))
     s.append([status_bar(), note_editor(title, body, focus="body", pinned=True, kbd=False)])
-    fab = center(s[0][1].find("fab"))
-    bodyc = center(s[2][1].find("body"))
-    pin = center(s[4][1].find("pin"))
-    edited = center(s[5][1].find("edited"))
     actions = [
-        ({"action_type": "click", "x": fab[0], "y": fab[1]}, "new note: the editor opens with the title focused and the keyboard up"),
+        (touch("click", s[0], "fab"), "new note: the editor opens with the title focused and the keyboard up"),
         ({"action_type": "type", "text": title}, "type the title"),
-        ({"action_type": "click", "x": bodyc[0], "y": bodyc[1]}, "move the cursor to the body field"),
+        (touch("click", s[2], "body"), "move the cursor to the body field"),
         ({"action_type": "type", "text": body}, "type the body"),
-        ({"action_type": "click", "x": pin[0], "y": pin[1]}, "pin the note (toggle button becomes checked)"),
-        ({"action_type": "long_press", "x": edited[0], "y": edited[1]}, "no-op: long press on the 'Edited' label, which is not long-clickable"),
+        (touch("click", s[4], "pin"), "pin the note (toggle button becomes checked)"),
+        (touch("long_press", s[5], "edited"), "no-op: long press on the 'Edited' label, which is not long-clickable"),
         ({"action_type": "navigate_back"}, "Back with the keyboard open only hides the keyboard"),
         (None, "final state; no action taken"),
     ]

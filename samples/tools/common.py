@@ -13,6 +13,40 @@ import os
 ENGINE = "sample-author"
 
 
+class Node:
+    """A node of a page or screen model, with keyword fields.
+
+    A subclass lists its fields and their defaults in `FIELDS`; the
+    constructor takes any of them by keyword (an unknown one is an error) and
+    sets the others to their defaults. `children` is the list of child nodes
+    and `key` names a node for `find`."""
+
+    FIELDS = {}
+
+    def __init__(self, children, fields):
+        unknown = sorted(set(fields) - set(self.FIELDS))
+        if unknown:
+            raise TypeError(f"{type(self).__name__}: unknown fields {unknown}")
+        for name, default in self.FIELDS.items():
+            setattr(self, name, fields.get(name, default))
+        self.children = [c for c in children if c is not None]
+
+    def find(self, key):
+        """The node below this one (or this one) whose `key` is `key`."""
+        stack = [self]
+        while stack:
+            n = stack.pop()
+            if n.key == key:
+                return n
+            stack.extend(n.children)
+        raise KeyError(key)
+
+
+def esc(s):
+    """Escape `&`, `<`, `>` and `"` for XML text and double-quoted attributes."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
 def write_text(path, text):
     """Write `text` to `path` as UTF-8 with Unix newlines, creating folders."""
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -13,7 +13,7 @@ import copy
 import json
 import os
 
-from common import drop_line, prediction_row, replace_once, write_jsonl, write_text
+from common import Node, esc, drop_line, prediction_row, replace_once, write_jsonl, write_text
 
 NS = ('xmlns:st="https://accessibility.ubuntu.example.org/ns/state" '
       'xmlns:attr="https://accessibility.ubuntu.example.org/ns/attributes" '
@@ -27,39 +27,20 @@ NS = ('xmlns:st="https://accessibility.ubuntu.example.org/ns/state" '
 TAIL_STATES = ["manages_descendants"]  # listed after the alphabetical ones, as pyatspi does
 
 
-class N:
-    """One accessible object."""
+class N(Node):
+    """One accessible object. `win` is the screen position of the window's
+    client origin, for top-level windows."""
 
-    def __init__(self, tag, name="", *children, st=(), geom=None, text=None, desc=None, attrs=None,
-                 image=False, selection=False, val=None, acts=None, toolkit="gtk", win=None, key=None):
+    FIELDS = dict(st=(), geom=None, text=None, desc=None, attrs=None, image=False, selection=False, val=None,
+                  acts=None, toolkit="gtk", win=None, key=None)
+
+    def __init__(self, tag, name="", *children, **fields):
+        super().__init__(children, fields)
         self.tag = tag
         self.name = name
-        self.children = list(children)
-        self.st = set(st)
-        self.geom = geom
-        self.text = text
-        self.desc = desc
-        self.attrs = dict(attrs or {})
-        self.image = image
-        self.selection = selection
-        self.val = val
-        self.acts = acts or []
-        self.toolkit = toolkit
-        self.win = win  # screen position of the window's client origin, for top-level windows
-        self.key = key
-
-    def find(self, key):
-        stack = [self]
-        while stack:
-            n = stack.pop()
-            if n.key == key:
-                return n
-            stack.extend(n.children)
-        raise KeyError(key)
-
-
-def esc(s):
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;"))
+        self.st = set(self.st)
+        self.attrs = dict(self.attrs or {})
+        self.acts = self.acts or []
 
 
 def esc_text(s):

@@ -16,28 +16,23 @@ import html as htmlmod
 import json
 import os
 
-from common import drop_line, prediction_row, replace_once, write_jsonl, write_text
+from common import Node, drop_line, prediction_row, replace_once, write_jsonl, write_text
 
 VOID = {"input", "img", "br", "hr", "meta", "link"}
 
 
-class El:
+class El(Node):
     """One DOM element (or a text node when built with `text()`)."""
 
-    def __init__(self, tag, *children, role=None, name=None, value=None, props=(), attrs=None,
-                 vis=True, click=False, key=None, bid=None, h=28):
+    FIELDS = dict(role=None, name=None, value=None, props=(), attrs=None, vis=True, click=False, key=None,
+                  bid=None, h=28)
+
+    def __init__(self, tag, *children, **fields):
+        super().__init__(children, fields)
         self.tag = tag
-        self.children = [c for c in children if c is not None]
-        self.role = role
-        self.name = name if name is not None else ""
-        self.value = value
-        self.props = list(props)
-        self.attrs = dict(attrs or {})
-        self.vis = vis
-        self.click = click
-        self.key = key
-        self.bid = bid
-        self.h = h
+        self.name = self.name if self.name is not None else ""
+        self.props = list(self.props)
+        self.attrs = dict(self.attrs or {})
         self.bbox = None
 
 
@@ -87,6 +82,10 @@ class Page:
 
     def bid(self, key):
         return self.keys[key]
+
+    def act(self, name, key, *args):
+        """A BrowserGym action on the element `key`: `name('bid', 'arg', …)`."""
+        return f"{name}(" + ", ".join(f"'{a}'" for a in (self.bid(key), *args)) + ")"
 
     # --- layout: a simple vertical flow, enough for plausible bboxes -------------
     def _layout(self):
@@ -480,13 +479,13 @@ def build_shop(outdir):
              think="The query is typed into the search box. Pressing Enter submits the search form."),
         dict(page=s2, action=f"click('{find_link(s2, PACK)}')",
              think=f"The results list '{PACK}' first. I will open its product page."),
-        dict(page=s3, action=f"select_option('{s3.bid('colour')}', 'Forest green')",
+        dict(page=s3, action=s3.act("select_option", "colour", "Forest green"),
              think="The product page defaults to Slate grey. I need the green one, so I select 'Forest green' in the Colour dropdown."),
-        dict(page=s4, focused=s4.bid("colour"), action=f"hover('{s4.bid('photo')}')",
+        dict(page=s4, focused=s4.bid("colour"), action=s4.act("hover", "photo"),
              think="Forest green is selected. I hover over the photo to check whether a zoomed view shows the colour."),
-        dict(page=s5, focused=s5.bid("colour"), action=f"click('{s5.bid('add')}')",
+        dict(page=s5, focused=s5.bid("colour"), action=s5.act("click", "add"),
              think="Hovering did nothing; the photo already shows the green pack. Quantity is 1, so I click 'Add to cart'."),
-        dict(page=s6, focused=s6.bid("add"), action=f"click('{s6.bid('cart_link')}')",
+        dict(page=s6, focused=s6.bid("add"), action=s6.act("click", "cart_link"),
              think="A status message confirms the pack was added and the header shows 'Cart (1)'. I open the cart."),
         dict(page=s7),
     ]
@@ -619,15 +618,15 @@ def build_settings(outdir):
     s4 = qp_settings(name="Rowan Vale", zone="(UTC+00:00) Lisbon", digest=True, saved=True, shown_name="Rowan Vale")
     s5 = qp_settings(name="Rowan Vale", zone="(UTC+00:00) Lisbon", digest=True, saved=True, shown_name="Rowan Vale")
     states = [
-        dict(page=s0, action=f"fill('{s0.bid('name')}', 'Rowan Vale')",
+        dict(page=s0, action=s0.act("fill", "name", "Rowan Vale"),
              think="I need to change the display name first. I fill the Display name field with 'Rowan Vale'."),
-        dict(page=s1, focused=s1.bid("name"), action=f"select_option('{s1.bid('zone')}', '(UTC+00:00) Lisbon')",
+        dict(page=s1, focused=s1.bid("name"), action=s1.act("select_option", "zone", "(UTC+00:00) Lisbon"),
              think="The name is set and 'Save changes' is now enabled. Next, the time zone: I select Lisbon."),
-        dict(page=s2, focused=s2.bid("zone"), action=f"click('{s2.bid('digest')}')",
+        dict(page=s2, focused=s2.bid("zone"), action=s2.act("click", "digest"),
              think="Time zone is Lisbon. Now I tick 'Weekly digest of top posts'."),
-        dict(page=s3, focused=s3.bid("digest"), action=f"click('{s3.bid('save')}')",
+        dict(page=s3, focused=s3.bid("digest"), action=s3.act("click", "save"),
              think="All three fields are set. I click 'Save changes'."),
-        dict(page=s4, action=f"click('{s4.bid('save')}')",
+        dict(page=s4, action=s4.act("click", "save"),
              think="The page says 'Profile saved.' I click Save once more to be sure it stuck."),
         dict(page=s5, error=f"TimeoutError: locator.click: Timeout 500ms exceeded.\n=========================== logs ===========================\nwaiting for get_by_test_id(\"{s4.bid('save')}\")\n  - element is not enabled - waiting...\n============================================================"),
     ]
@@ -742,9 +741,9 @@ def build_mail(outdir):
     s4 = lm_message(reply=text, focus=True)
     s5 = lm_message(sent=True)
     states = [
-        dict(page=s0, action=f"click('{s0.bid('msg0')}')",
+        dict(page=s0, action=s0.act("click", "msg0"),
              think="Odile's message about the venue booking is the first, unread row. I open it."),
-        dict(page=s1, action=f"click('{s1.bid('reply')}')",
+        dict(page=s1, action=s1.act("click", "reply"),
              think="The message offers Thursday or Friday. I click Reply to answer."),
         dict(page=s2, focused="241", action=f"fill('241', '{text}')",
              think="A reply form opened with the body focused. I type the answer."),

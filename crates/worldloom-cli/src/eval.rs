@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use worldloom_engine::WorldModel;
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_eval::bench::load_rows;
 use worldloom_eval::run::{RunOptions, replay_engine, run_eval};
 
@@ -119,6 +119,12 @@ fn engine(args: &EvalArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
     })
 }
 
+/// Sets the command line's `--max-tokens` and `--temperature` on `params`.
+pub fn set_sampling(params: &mut GenerationParams, max_tokens: usize, temperature: f32) {
+    params.max_new_tokens = max_tokens;
+    params.temperature = temperature;
+}
+
 /// Sets the returned flag on the first Ctrl-C; exits at once on the second.
 pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -143,8 +149,7 @@ pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
         row_timeout_ms: args.row_timeout_s.saturating_mul(1000),
         ..RunOptions::default()
     };
-    options.params.max_new_tokens = args.max_tokens;
-    options.params.temperature = args.temperature;
+    set_sampling(&mut options.params, args.max_tokens, args.temperature);
     let stop = interrupt_flag()?;
     let summary = run_eval(&rows, engine, &args.output, &options, stop)?;
     eprintln!(

@@ -74,8 +74,7 @@ pub fn run(args: &JudgeArgs) -> anyhow::Result<()> {
         max_attempts: args.max_attempts.max(1),
         ..JudgeOptions::default()
     };
-    options.params.max_new_tokens = args.max_tokens;
-    options.params.temperature = args.temperature;
+    crate::eval::set_sampling(&mut options.params, args.max_tokens, args.temperature);
     let stop = crate::eval::interrupt_flag()?;
     let summary = run_judge(
         &args.predictions,

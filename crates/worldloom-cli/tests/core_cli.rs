@@ -12,16 +12,23 @@ fn worldloom(args: &[&str]) -> Output {
         .expect("runs the binary")
 }
 
+/// The repository's AgentWorldBench sample.
+const SAMPLE_AWB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+);
+
 fn sample_awb() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
+    PathBuf::from(SAMPLE_AWB)
 }
 
-fn rows(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).expect("row"))
-        .collect()
+/// The JSON values of a JSON Lines file, in order.
+fn rows(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("JSON Lines file");
+    serde_json::Deserializer::from_str(&text)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("rows")
 }
 
 fn s(p: &Path) -> &str {
@@ -54,11 +61,7 @@ fn import_export_round_trips_agentworldbench_and_native() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let original = std::fs::read_to_string(sample_awb()).expect("sample");
-    assert_eq!(
-        rows(&std::fs::read_to_string(&awb).expect("export")),
-        rows(&original)
-    );
+    assert_eq!(rows(&awb), rows(&sample_awb()));
 
     let again = dir.path().join("again.json");
     let out = worldloom(&["export", s(&native), "--format", "native", "-o", s(&again)]);
@@ -84,7 +87,7 @@ fn import_export_round_trips_agentworldbench_and_native() {
             .status
             .success()
     );
-    let lines = rows(&std::fs::read_to_string(&sft).expect("sft"));
+    let lines = rows(&sft);
     assert_eq!(lines.len(), 17);
     assert!(
         lines

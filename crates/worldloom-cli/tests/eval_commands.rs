@@ -55,10 +55,56 @@ fn worldloom(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
+/// `worldloom eval --data <data> <engine…> -o <out>`.
+fn eval(data: &Path, engine: &[&str], out: &Path) -> std::process::Output {
+    let mut args = vec!["eval", "--data", data.to_str().unwrap()];
+    args.extend(engine);
+    args.extend(["-o", out.to_str().unwrap()]);
+    worldloom(&args)
+}
+
+/// [`eval`], which must succeed.
+fn eval_ok(data: &Path, engine: &[&str], out: &Path) {
+    let o = eval(data, engine, out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `worldloom score <out> --json`, which must succeed.
+fn score_json(out: &Path) -> Value {
+    let s = worldloom(&["score", out.to_str().unwrap(), "--json"]);
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    serde_json::from_slice(&s.stdout).unwrap()
+}
+
+/// The fields of the official format, which eval writes back unchanged.
+const OFFICIAL_FIELDS: [&str; 7] = [
+    "task",
+    "id",
+    "prompt",
+    "response",
+    "system_str",
+    "turn_idx",
+    "total_turns",
+];
+
 /// A `serve-model` child process and its base URL; killed on drop.
 struct Served {
     child: Child,
     base_url: String,
+}
+
+impl Served {
+    /// The engine arguments of `eval` for this server: `openai` at its URL,
+    /// then `model` (the model name and options), then `--no-stream` unless
+    /// `stream`.
+    fn engine<'a>(&'a self, model: &[&'a str], stream: bool) -> Vec<&'a str> {
+        let mut args = vec!["--engine", "openai", "--base-url", self.base_url.as_str()];
+        args.extend(model);
+        if !stream {
+            args.push("--no-stream");
+        }
+        args
+    }
 }
 
 impl Drop for Served {
@@ -102,16 +148,7 @@ fn check_rows(path: &Path) -> Vec<Value> {
         vec!["mcp|2|1", "mcp|2|2", "terminal|1|1", "terminal|1|2"]
     );
     for r in &rows {
-        for field in [
-            "task",
-            "id",
-            "prompt",
-            "response",
-            "system_str",
-            "turn_idx",
-            "total_turns",
-            "gen",
-        ] {
+        for field in OFFICIAL_FIELDS.iter().chain(&["gen"]) {
             assert!(r.get(field).is_some(), "{field} missing in {r}");
         }
     }
@@ -123,16 +160,7 @@ fn eval_copy_then_score() {
     let dir = tempfile::tempdir().unwrap();
     write_bench(dir.path());
     let out = dir.path().join("predictions.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "copy",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eval_ok(dir.path(), &["--engine", "copy"], &out);
     let rows = check_rows(&out);
     assert_eq!(
         rows[1]["gen"],
@@ -154,8 +182,7 @@ fn eval_copy_then_score() {
         lines[1].starts_with("mcp") && lines[2].starts_with("terminal"),
         "{table}"
     );
-    let j = worldloom(&["score", out.to_str().unwrap(), "--json"]);
-    let report: Value = serde_json::from_slice(&j.stdout).unwrap();
+    let report = score_json(&out);
     assert_eq!(report["domains"]["mcp"]["exact_rate"], 1.0);
     assert_eq!(report["all"]["rows"], 4);
 }
@@ -167,47 +194,18 @@ fn eval_through_serve_model_copy() {
     let served = serve_model(&["--engine", "copy"]);
     for (stream, file) in [(true, "stream.jsonl"), (false, "plain.jsonl")] {
         let out = dir.path().join(file);
-        let mut args = vec![
-            "eval",
-            "--data",
-            dir.path().to_str().unwrap(),
-            "--engine",
-            "openai",
-            "--base-url",
-        ];
-        args.extend([
-            served.base_url.as_str(),
-            "--model",
-            "copy",
-            "--concurrency",
-            "2",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        if !stream {
-            args.push("--no-stream");
-        }
-        let o = worldloom(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        eval_ok(
+            dir.path(),
+            &served.engine(&["--model", "copy", "--concurrency", "2"], stream),
+            &out,
+        );
         let rows = check_rows(&out);
         assert_eq!(rows[3]["wl_observation"], "a.txt", "stream={stream}");
         assert_eq!(rows[3]["wl_engine"], "openai:copy");
     }
     // A model the server does not serve is refused before any row runs.
     let out = dir.path().join("none.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "openai",
-        "--base-url",
-        &served.base_url,
-        "--model",
-        "qwen",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(dir.path(), &served.engine(&["--model", "qwen"], true), &out);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -217,44 +215,26 @@ fn eval_through_serve_model_copy() {
     assert!(!out.exists());
 }
 
-fn tiny_checkpoint() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model")
+/// The local engine on the tiny random checkpoint in `assets/tiny-world-model`.
+fn local_engine() -> Vec<&'static str> {
+    static DIR: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../assets/tiny-world-model")
+            .display()
+            .to_string()
+    });
+    vec!["--engine", "local", "--model-dir", DIR.as_str()]
 }
 
 #[test]
 fn eval_through_serve_model_tiny_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     write_bench(dir.path());
-    let served = serve_model(&[
-        "--engine",
-        "local",
-        "--model-dir",
-        tiny_checkpoint().to_str().unwrap(),
-    ]);
+    let served = serve_model(&local_engine());
     for (stream, file) in [(true, "stream.jsonl"), (false, "plain.jsonl")] {
         let out = dir.path().join(file);
-        let mut args = vec![
-            "eval",
-            "--data",
-            dir.path().to_str().unwrap(),
-            "--engine",
-            "openai",
-            "--base-url",
-        ];
-        args.extend([
-            served.base_url.as_str(),
-            "--model",
-            "tiny-world-model",
-            "--max-tokens",
-            "8",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
-        if !stream {
-            args.push("--no-stream");
-        }
-        let o = worldloom(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let model = ["--model", "tiny-world-model", "--max-tokens", "8"];
+        eval_ok(dir.path(), &served.engine(&model, stream), &out);
         for r in check_rows(&out) {
             // Random weights: gibberish, but a real generation of ≤ 8 tokens.
             assert_ne!(
@@ -281,27 +261,11 @@ fn eval_names_the_bad_line() {
     )
     .unwrap();
     let out = dir.path().join("p.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "copy",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(dir.path(), &["--engine", "copy"], &out);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("web_test.jsonl:2: not JSON"), "{err}");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "openai",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = eval(dir.path(), &["--engine", "openai"], &out);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--base-url"));
 }
@@ -311,20 +275,9 @@ fn eval_local_engine_directly() {
     let dir = tempfile::tempdir().unwrap();
     write_bench(dir.path());
     let out = dir.path().join("local.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        dir.path().to_str().unwrap(),
-        "--engine",
-        "local",
-        "--model-dir",
-        tiny_checkpoint().to_str().unwrap(),
-        "--max-tokens",
-        "4",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut engine = local_engine();
+    engine.extend(["--max-tokens", "4"]);
+    eval_ok(dir.path(), &engine, &out);
     for r in check_rows(&out) {
         assert_ne!(r["wl_status"], "error", "{}", r["wl_error"]);
         assert!(
@@ -351,51 +304,14 @@ fn samples_with_copy_and_through_serve_model() {
     let sample = sample_file();
     let input: Vec<Value> = read_rows(&sample);
     assert!(input.len() >= 7, "the sample has a row per domain");
-    let official = [
-        "task",
-        "id",
-        "prompt",
-        "response",
-        "system_str",
-        "turn_idx",
-        "total_turns",
-    ];
 
     let copy_out = dir.path().join("copy.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        sample.to_str().unwrap(),
-        "--engine",
-        "copy",
-        "-o",
-        copy_out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    eval_ok(&sample, &["--engine", "copy"], &copy_out);
 
-    let served = serve_model(&[
-        "--engine",
-        "local",
-        "--model-dir",
-        tiny_checkpoint().to_str().unwrap(),
-    ]);
+    let served = serve_model(&local_engine());
     let served_out = dir.path().join("served.jsonl");
-    let o = worldloom(&[
-        "eval",
-        "--data",
-        sample.to_str().unwrap(),
-        "--engine",
-        "openai",
-        "--base-url",
-        &served.base_url,
-        "--model",
-        "tiny-world-model",
-        "--max-tokens",
-        "4",
-        "-o",
-        served_out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let model = ["--model", "tiny-world-model", "--max-tokens", "4"];
+    eval_ok(&sample, &served.engine(&model, true), &served_out);
 
     for out in [&copy_out, &served_out] {
         let rows = read_rows(out);
@@ -405,7 +321,7 @@ fn samples_with_copy_and_through_serve_model() {
                 .iter()
                 .find(|i| i["id"] == row["id"] && i["turn_idx"] == row["turn_idx"])
                 .unwrap();
-            for field in official {
+            for field in OFFICIAL_FIELDS {
                 assert_eq!(
                     row[field],
                     source[field],
@@ -415,9 +331,7 @@ fn samples_with_copy_and_through_serve_model() {
             }
             assert!(row["gen"].is_string());
         }
-        let s = worldloom(&["score", out.to_str().unwrap(), "--json"]);
-        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-        let report: Value = serde_json::from_slice(&s.stdout).unwrap();
+        let report = score_json(out);
         let domains: Vec<&str> = report["domains"]
             .as_object()
             .unwrap()
@@ -432,9 +346,7 @@ fn samples_with_copy_and_through_serve_model() {
     }
     // The copy baseline has a state to copy from the second turn on, and is
     // never exact on this sample (every action changes something).
-    let copy_report: Value =
-        serde_json::from_slice(&worldloom(&["score", copy_out.to_str().unwrap(), "--json"]).stdout)
-            .unwrap();
+    let copy_report = score_json(&copy_out);
     let first_turns = input.iter().filter(|r| r["turn_idx"] == 1).count();
     assert_eq!(
         copy_report["all"]["status_counts"]["error"],

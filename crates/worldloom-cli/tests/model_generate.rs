@@ -1,11 +1,37 @@
 //! `worldloom model generate` on the tiny Qwen3.5-MoE fixture: token ids in,
 //! ids and last-position logits out, equal to the `transformers` reference.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../worldloom-engine/tests/fixtures/qwen3_5_moe")
+}
+
+/// `worldloom model <args…>`.
+fn worldloom_model<I: IntoIterator<Item: AsRef<OsStr>>>(args: I) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .arg("model")
+        .args(args)
+        .output()
+        .expect("run worldloom")
+}
+
+/// The JSON output of `out`, which must be a success.
+fn json_output(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json output")
+}
+
+/// The error output of `out`, which must be a failure.
+fn error_output(out: &Output) -> String {
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn reference() -> (Vec<u32>, Vec<u32>, Vec<f32>) {
@@ -42,25 +68,19 @@ fn generate_json_matches_reference_without_tokenizer() {
     for variant in ["flat_per_expert", "nested_stacked_sharded"] {
         let dir = fixtures().join(variant);
         assert!(!dir.join("tokenizer.json").exists());
-        let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
-            .args(["model", "generate", "--model"])
-            .arg(&dir)
-            .args([
-                "--ids",
-                &ids.join(","),
-                "--max-new-tokens",
-                "8",
-                "--greedy",
-                "--json",
-            ])
-            .output()
-            .expect("run worldloom");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json output");
+        let ids = ids.join(",");
+        let dir = dir.to_str().expect("utf-8");
+        let json = json_output(&worldloom_model([
+            "generate",
+            "--model",
+            dir,
+            "--ids",
+            &ids,
+            "--max-new-tokens",
+            "8",
+            "--greedy",
+            "--json",
+        ]));
         let generated: Vec<u32> = json["generated_ids"]
             .as_array()
             .expect("generated_ids")
@@ -86,30 +106,16 @@ fn generate_json_matches_reference_without_tokenizer() {
 
 #[test]
 fn generate_reports_bad_model_dir_and_ids() {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
-        .args([
-            "model",
-            "generate",
-            "--model",
-            "/nonexistent-model",
-            "--ids",
-            "1",
-            "--greedy",
-        ])
-        .output()
-        .expect("run worldloom");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let generate = |model: &str, ids: &str| {
+        error_output(&worldloom_model([
+            "generate", "--model", model, "--ids", ids, "--greedy",
+        ]))
+    };
+    let err = generate("/nonexistent-model", "1");
     assert!(err.contains("/nonexistent-model/config.json"), "{err}");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
-        .args(["model", "generate", "--model"])
-        .arg(fixtures().join("flat_per_expert"))
-        .args(["--ids", "1,99999", "--greedy"])
-        .output()
-        .expect("run worldloom");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let flat = fixtures().join("flat_per_expert");
+    let err = generate(flat.to_str().expect("utf-8"), "1,99999");
     assert!(
         err.contains("99999") && err.contains("vocabulary of 320"),
         "{err}"
@@ -118,17 +124,12 @@ fn generate_reports_bad_model_dir_and_ids() {
 
 #[test]
 fn info_json_reports_counts_and_memory() {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
-        .args(["model", "info", "--json"])
-        .arg(fixtures().join("nested_stacked_sharded"))
-        .output()
-        .expect("run worldloom");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let dir = fixtures().join("nested_stacked_sharded");
+    let json = json_output(&worldloom_model([
+        OsStr::new("info"),
+        OsStr::new("--json"),
+        dir.as_os_str(),
+    ]));
     // 320·64 embed + 320·64 lm_head + norms + 3 DeltaNet + 1 attention + 4 MoE layers.
     assert_eq!(json["parameters_total"], 362_440);
     assert_eq!(json["parameters_active_per_token"], 214_984);

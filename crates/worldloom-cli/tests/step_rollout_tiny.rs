@@ -4,7 +4,7 @@
 //! prediction runs, and rollout writes its predictions into the file.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use worldloom_core::{
     Action, ContextMode, Domain, NodeId, Observation, Representation, Trajectory, TrajectoryFile,
@@ -42,40 +42,60 @@ fn write_trajectory(dir: &Path) -> PathBuf {
     path
 }
 
-fn worldloom(args: &[&str]) -> std::process::Output {
+fn worldloom(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_worldloom"))
         .args(args)
         .output()
         .expect("runs")
 }
 
-#[test]
-fn step_predicts_a_turn_end_to_end() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = write_trajectory(dir.path());
+/// `worldloom <command> <file> <args…> --model <the tiny checkpoint>`.
+fn with_tiny_model(command: &str, file: &Path, args: &[&str]) -> Output {
     let model = tiny_model();
-    let common = [
-        "--model",
-        model.to_str().expect("utf-8 path"),
-        "--temperature",
-        "0",
-        "--max-new-tokens",
-        "24",
-    ];
-    let mut args = vec![
-        "step",
-        file.to_str().expect("utf-8"),
-        "--turn",
-        "2",
-        "--json",
-    ];
-    args.extend(common);
-    let out = worldloom(&args);
+    let mut all = vec![command, file.to_str().expect("utf-8")];
+    all.extend(args);
+    all.extend(["--model", model.to_str().expect("utf-8")]);
+    worldloom(&all)
+}
+
+/// `out`, which must be a success.
+fn succeeded(out: Output) -> Output {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// The error output of `out`, which must be a failure.
+fn failed(out: Output) -> String {
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The JSON lines of `out`'s output.
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+#[test]
+fn step_predicts_a_turn_end_to_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_trajectory(dir.path());
+    let args = [
+        "--turn",
+        "2",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "24",
+    ];
+    let json_args = [&args[..], &["--json"]].concat();
+    let out = succeeded(with_tiny_model("step", &file, &json_args));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["trajectory"], "shell-demo");
     assert_eq!(v["turn"], 2);
@@ -109,13 +129,10 @@ fn step_predicts_a_turn_end_to_end() {
     assert_eq!(v["observation"].as_str(), parsed.observation.as_deref());
 
     // greedy: the same command gives the same output; text mode prints the status line
-    let again = worldloom(&args);
+    let again = with_tiny_model("step", &file, &json_args);
     let w: serde_json::Value = serde_json::from_slice(&again.stdout).expect("JSON");
     assert_eq!(w["raw_output"], v["raw_output"]);
-    let mut text_args = vec!["step", file.to_str().expect("utf-8"), "--turn", "2"];
-    text_args.extend(common);
-    let text = worldloom(&text_args);
-    assert!(text.status.success());
+    let text = succeeded(with_tiny_model("step", &file, &args));
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(
         stdout.contains(&format!("── observation (status: {status}) ──")),
@@ -127,63 +144,31 @@ fn step_predicts_a_turn_end_to_end() {
 fn step_errors_name_the_problem() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write_trajectory(dir.path());
-    let model = tiny_model();
-    let model = model.to_str().expect("utf-8");
-    let out = worldloom(&[
-        "step",
-        file.to_str().expect("utf-8"),
-        "--turn",
-        "9",
-        "--model",
-        model,
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = failed(with_tiny_model("step", &file, &["--turn", "9"]));
     assert!(
         err.contains("--turn 9 is out of range") && err.contains("1..=3"),
         "{err}"
     );
     // rollout names its own options.
-    let out = worldloom(&[
+    let err = failed(with_tiny_model(
         "rollout",
-        file.to_str().expect("utf-8"),
-        "--from",
-        "7",
-        "--turns",
-        "1",
-        "--model",
-        model,
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+        &file,
+        &["--from", "7", "--turns", "1"],
+    ));
     assert!(err.contains("--from 7 is out of range"), "{err}");
-    let out = worldloom(&[
+    let err = failed(with_tiny_model(
         "rollout",
-        file.to_str().expect("utf-8"),
-        "--from",
-        "2",
-        "--turns",
-        "4",
-        "--model",
-        model,
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+        &file,
+        &["--from", "2", "--turns", "4"],
+    ));
     assert!(
         err.contains("--from 2 --turns 4 reaches turn 5, past the main path's last turn (3)"),
         "{err}"
     );
 
-    let out = worldloom(&[
-        "step",
-        file.to_str().expect("utf-8"),
-        "--turn",
-        "1",
-        "--model",
-        "/nonexistent/model",
-    ]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/model"));
+    let file = file.to_str().expect("utf-8");
+    let missing = ["step", file, "--turn", "1", "--model", "/nonexistent/model"];
+    assert!(failed(worldloom(&missing)).contains("/nonexistent/model"));
 }
 
 #[test]
@@ -191,16 +176,11 @@ fn rollout_writes_chosen_free_running_predictions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write_trajectory(dir.path());
     let output = dir.path().join("rolled.json");
-    let model = tiny_model();
-    let out = worldloom(&[
-        "rollout",
-        file.to_str().expect("utf-8"),
+    let args = [
         "--from",
         "2",
         "--turns",
         "2",
-        "--model",
-        model.to_str().expect("utf-8"),
         "--temperature",
         "0",
         "--max-new-tokens",
@@ -208,16 +188,9 @@ fn rollout_writes_chosen_free_running_predictions() {
         "--output",
         output.to_str().expect("utf-8"),
         "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    ];
+    let out = succeeded(with_tiny_model("rollout", &file, &args));
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2);
     assert_eq!(
         (lines[0]["turn"].as_u64(), lines[1]["turn"].as_u64()),
@@ -261,25 +234,16 @@ fn sample(path: &str) -> PathBuf {
 #[test]
 fn step_runs_a_sample_trajectory() {
     let file = sample("web/agentlab_larkmail-reply_6steps.json");
-    let model = tiny_model();
-    let out = worldloom(&[
-        "step",
-        file.to_str().expect("utf-8"),
+    let args = [
         "--turn",
         "1",
-        "--model",
-        model.to_str().expect("utf-8"),
         "--max-new-tokens",
         "8",
         "--seed",
         "7",
         "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ];
+    let out = succeeded(with_tiny_model("step", &file, &args));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(v["turn"], 1);
     assert_eq!(v["params"]["seed"], 7);
@@ -305,25 +269,16 @@ fn rollout_of_a_non_native_file_writes_a_native_file_beside_it() {
     let input = dir.path().join(format!("{name}.json"));
     std::fs::copy(sample(&format!("web/{name}.json")), &input).expect("copy");
     let before = std::fs::read(&input).expect("read");
-    let model = tiny_model();
-    let out = worldloom(&[
-        "rollout",
-        input.to_str().expect("utf-8"),
+    let args = [
         "--from",
         "1",
         "--turns",
         "2",
-        "--model",
-        model.to_str().expect("utf-8"),
         "--max-new-tokens",
         "6",
         "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ];
+    let out = succeeded(with_tiny_model("rollout", &input, &args));
     assert_eq!(
         std::fs::read(&input).expect("read"),
         before,
@@ -334,10 +289,7 @@ fn rollout_of_a_non_native_file_writes_a_native_file_beside_it() {
     let t = &written.trajectories[0];
     assert_eq!(t.node(NodeId(1)).expect("node").predictions.len(), 1);
     assert_eq!(t.node(NodeId(2)).expect("node").predictions.len(), 1);
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON line"))
-        .collect();
+    let lines = json_lines(&out);
     let (p2, c2) = (
         lines[1]["prompt_tokens"].as_u64().expect("count"),
         lines[1]["prompt_tokens_computed"].as_u64().expect("count"),

@@ -9,9 +9,11 @@
 //! `**Environment Observation:**`), then the user message of turn `k`.
 //!
 //! - Turn prompts come from the source when it has them (AgentWorldBench
-//!   `prompt[]`, and `current_prompt` for the row's own turn); otherwise they
-//!   are rendered from [`PromptTemplates`] with the state the action was taken
-//!   from and the action.
+//!   `prompt[k-1]`, as the official script sends it even where the row's
+//!   `current_prompt` differs; `current_prompt` only when the row's `prompt`
+//!   list is too short to hold its own turn); otherwise they are rendered
+//!   from [`PromptTemplates`] with the state the action was taken from and
+//!   the action.
 //! - **Teacher-forced** context ([`ContextMode::TeacherForced`]) uses real
 //!   observations (falling back to the authored one, then the preferred
 //!   prediction, for states that were never recorded, such as those on an
@@ -253,7 +255,12 @@ pub fn context_observation(
     }
 }
 
-/// The user prompt of the turn along `edge`, whose source state is `from`.
+/// The user prompt of turn `turn` (1-based), the turn along `edge`: the
+/// source's prompt string, else one rendered from the templates.
+///
+/// For the current turn of an AgentWorldBench row this is `prompt[turn-1]`,
+/// as the official script sends it; the row's `current_prompt` is used only
+/// when the row's own `prompt` list is too short to hold the turn.
 fn turn_prompt(
     trajectory: &Trajectory,
     options: &PromptOptions,
@@ -263,7 +270,9 @@ fn turn_prompt(
 ) -> Result<String> {
     let e = trajectory.try_edge(edge)?;
     if is_current
-        && let Some(current) = e.awb_row.as_ref().and_then(|r| r.current_prompt.as_ref())
+        && let Some(row) = &e.awb_row
+        && row.prompt_count < turn
+        && let Some(current) = row.current_prompt.as_ref()
         && !current.is_empty()
     {
         return Ok(current.clone());

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use worldloom_core::formats::{awb, sft};
 use worldloom_core::{
-    ActionFormat, AndroidAction, ChatRole, CoreError, Domain, ImportOptions, InputFormat, NodeId,
-    OutputStatus, ParsedAction, PromptOptions, Representation, StepErrorKind, TrajectoryFile,
-    build_messages, detect_format, import_path,
+    ActionFormat, AndroidAction, ChatMessage, ChatRole, CoreError, Domain, ImportOptions,
+    InputFormat, NodeId, OutputStatus, ParsedAction, PromptOptions, Representation, StepErrorKind,
+    TrajectoryFile, build_messages, detect_format, import_path,
 };
 
 fn sample_awb() -> PathBuf {
@@ -27,19 +27,9 @@ fn rows(text: &str) -> Vec<Value> {
 fn awb_sample_groups_rows_into_trajectories() {
     let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
     assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
+    // One trajectory per domain, in the order of `Domain::ALL`.
     let domains: Vec<Domain> = imported.trajectories.iter().map(|t| t.domain).collect();
-    assert_eq!(
-        domains,
-        vec![
-            Domain::Mcp,
-            Domain::Search,
-            Domain::Terminal,
-            Domain::Swe,
-            Domain::Web,
-            Domain::Os,
-            Domain::Android
-        ]
-    );
+    assert_eq!(domains, Domain::ALL);
     let turns: Vec<usize> = imported
         .trajectories
         .iter()
@@ -88,68 +78,106 @@ fn awb_reexport_is_field_for_field_identical() {
 
 /// The official script's message construction for one row (eval/eval.py,
 /// inference step), restated: system_str if non-empty, then prompt[j] /
-/// response[j] for j < turn_idx - 1, then current_prompt (or prompt[turn_idx-1]).
-fn official_messages(row: &Value) -> Vec<(String, String)> {
+/// response[j] for j < turn_idx - 1, then prompt[turn_idx-1] (where the
+/// script would fail for a `prompt` list too short, the row's current_prompt).
+fn official_messages(row: &Value) -> Vec<ChatMessage> {
+    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
     let mut out = Vec::new();
-    let system = row["system_str"].as_str().unwrap_or("");
+    let system = text(&row["system_str"]);
     if !system.is_empty() {
-        out.push(("system".to_owned(), system.to_owned()));
+        out.push(ChatMessage::new(ChatRole::System, system));
     }
     let prompts = row["prompt"].as_array().cloned().unwrap_or_default();
     let responses = row["response"].as_array().cloned().unwrap_or_default();
     let turn = (row["turn_idx"].as_u64().unwrap_or(1) as usize).saturating_sub(1);
     for j in 0..turn.min(prompts.len()).min(responses.len()) {
-        out.push(("user".into(), prompts[j].as_str().unwrap_or("").into()));
-        out.push((
-            "assistant".into(),
-            responses[j].as_str().unwrap_or("").into(),
-        ));
+        out.push(ChatMessage::new(ChatRole::User, text(&prompts[j])));
+        out.push(ChatMessage::new(ChatRole::Assistant, text(&responses[j])));
     }
-    let mut current = row["current_prompt"].as_str().unwrap_or("").to_owned();
-    if current.is_empty() && turn < prompts.len() {
-        current = prompts[turn].as_str().unwrap_or("").into();
-    }
-    out.push(("user".into(), current));
+    let current = prompts.get(turn).unwrap_or(&row["current_prompt"]);
+    out.push(ChatMessage::new(ChatRole::User, text(current)));
     out
 }
 
-#[test]
-fn awb_prompts_match_the_official_construction_for_every_row() {
-    let original = std::fs::read_to_string(sample_awb()).expect("sample");
-    let imported = import_path(&sample_awb(), &ImportOptions::default()).expect("imports");
-    let mut checked = 0;
+/// `build_messages` for every row of an imported AgentWorldBench file, next
+/// to the official construction of that row.
+fn ours_and_official(path: &Path) -> Vec<(Vec<ChatMessage>, Vec<ChatMessage>)> {
+    let original = rows(&std::fs::read_to_string(path).expect("file"));
+    let imported = import_path(path, &ImportOptions::default()).expect("imports");
+    let mut pairs = Vec::new();
     for t in &imported.trajectories {
         for (turn, node) in awb::row_nodes(t) {
-            let messages = build_messages(t, node, &PromptOptions::default()).expect("messages");
-            let row = rows(&original)
-                .into_iter()
+            let ours = build_messages(t, node, &PromptOptions::default()).expect("messages");
+            let row = original
+                .iter()
                 .find(|r| {
                     r["turn_idx"] == json!(turn)
                         && t.edges[turn - 1].awb_row.as_ref().map(|a| &a.fields["id"])
                             == Some(&r["id"])
                 })
                 .expect("row");
-            let ours: Vec<(String, String)> = messages
-                .iter()
-                .map(|m| {
-                    let role = match m.role {
-                        ChatRole::System => "system",
-                        ChatRole::User => "user",
-                        ChatRole::Assistant => "assistant",
-                    };
-                    (role.to_owned(), m.content.clone())
-                })
-                .collect();
-            assert_eq!(
-                ours,
-                official_messages(&row),
-                "trajectory {} turn {turn}",
-                t.id
-            );
-            checked += 1;
+            pairs.push((ours, official_messages(row)));
         }
     }
-    assert_eq!(checked, 17);
+    pairs
+}
+
+#[test]
+fn awb_prompts_match_the_official_construction_for_every_row() {
+    let pairs = ours_and_official(&sample_awb());
+    for (i, (ours, official)) in pairs.iter().enumerate() {
+        assert_eq!(ours, official, "row {i}");
+    }
+    assert_eq!(pairs.len(), 17);
+}
+
+#[test]
+fn awb_current_turn_prompt_is_prompt_entry_not_current_prompt() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("differ.jsonl");
+    let obs = |s: &str| format!("**Environment Observation:**\n{s}");
+    let text = [
+        // current_prompt differs from prompt[1]: prompt[1] is sent.
+        json!({"task": "terminal", "id": 1, "prompt": ["ls", "pwd"], "response": [obs("a"), obs("/home")],
+            "current_prompt": "whoami", "system_str": "S", "turn_idx": 2, "total_turns": 2}),
+        // The row's prompt list is too short for its turn: current_prompt is sent.
+        json!({"task": "search", "id": 2, "prompt": ["q1"], "response": [obs("r1"), obs("r2")],
+            "current_prompt": "q2", "system_str": "", "turn_idx": 2, "total_turns": 2}),
+        // Too short, with a longer list in another row of the trajectory: the
+        // row's own current_prompt is still what is sent for its turn.
+        json!({"task": "mcp", "id": 3, "prompt": ["a", "b"], "response": [obs("x"), obs("y")],
+            "current_prompt": "a", "system_str": "", "turn_idx": 1, "total_turns": 2}),
+        json!({"task": "mcp", "id": 4, "prompt": ["a"], "response": [obs("x"), obs("y")],
+            "current_prompt": "c", "system_str": "", "turn_idx": 2, "total_turns": 2}),
+    ]
+    .map(|r| r.to_string())
+    .join("\n");
+    std::fs::write(&path, &text).expect("write");
+    let system = |t: &str| ChatMessage::new(ChatRole::System, t);
+    let user = |t: &str| ChatMessage::new(ChatRole::User, t);
+    let assistant = |t: &str| ChatMessage::new(ChatRole::Assistant, obs(t));
+    let pairs = ours_and_official(&path);
+    let sent: Vec<_> = pairs.iter().map(|(ours, _)| ours.clone()).collect();
+    assert_eq!(
+        sent,
+        vec![
+            vec![system("S"), user("ls"), assistant("a"), user("pwd")],
+            vec![user("q1"), assistant("r1"), user("q2")],
+            vec![user("a")],
+            vec![user("a"), assistant("x"), user("c")],
+        ]
+    );
+    for (i, (ours, official)) in pairs.iter().enumerate() {
+        assert_eq!(ours, official, "row {i}");
+    }
+    // Every row still exports field for field (export adds rows for the
+    // turns that had none).
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    let exported = rows(&awb::export(&imported.trajectories));
+    for row in rows(&text) {
+        assert!(exported.contains(&row), "{row} not exported as it was");
+    }
+    assert_eq!(exported.len(), 6);
 }
 
 #[test]

@@ -166,8 +166,10 @@ impl BenchRow {
         self.string_list("response")
     }
 
-    /// The prompt of the evaluated turn: `current_prompt` when non-empty,
-    /// else `prompt[turn]`, else empty.
+    /// The prompt of the evaluated turn as the official script's judge shows
+    /// it: `current_prompt` when non-empty, else `prompt[turn]`, else empty.
+    /// The world model is sent [`BenchRow::turn_prompt`] instead; the two
+    /// differ only when the row's `current_prompt` is not `prompt[turn]`.
     ///
     /// Errors: [`EvalError::Input`] for a field of the wrong type.
     pub fn current_prompt(&self) -> Result<String, EvalError> {
@@ -182,11 +184,24 @@ impl BenchRow {
             .unwrap_or_default())
     }
 
+    /// The prompt of the evaluated turn as the official script's inference
+    /// step sends it: `prompt[turn]`, even where `current_prompt` differs;
+    /// `current_prompt` when the `prompt` list is too short to hold the turn
+    /// (where the official script fails); else empty.
+    ///
+    /// Errors: [`EvalError::Input`] for a field of the wrong type.
+    pub fn turn_prompt(&self) -> Result<String, EvalError> {
+        match self.prompts()?.get(self.turn_index()?) {
+            Some(prompt) => Ok(prompt.clone()),
+            None => self.text_field("current_prompt"),
+        }
+    }
+
     /// The chat sent to the world model, built as the official script builds
     /// it: `system_str` as the system message (when non-empty), then for each
     /// earlier turn `j < turn` (bounded by both lists) `prompt[j]` as a user
-    /// message and `response[j]` as an assistant message, then the current
-    /// prompt as the last user message.
+    /// message and `response[j]` as an assistant message, then
+    /// [`BenchRow::turn_prompt`] as the last user message.
     ///
     /// Errors: [`EvalError::Input`] for a field of the wrong type.
     pub fn messages(&self) -> Result<Vec<ChatMessage>, EvalError> {
@@ -202,7 +217,7 @@ impl BenchRow {
             messages.push(ChatMessage::new(ChatRole::User, prompts[j].clone()));
             messages.push(ChatMessage::new(ChatRole::Assistant, responses[j].clone()));
         }
-        messages.push(ChatMessage::new(ChatRole::User, self.current_prompt()?));
+        messages.push(ChatMessage::new(ChatRole::User, self.turn_prompt()?));
         Ok(messages)
     }
 
@@ -327,16 +342,51 @@ mod tests {
     }
 
     #[test]
-    fn current_prompt_wins_and_strings_are_lists() {
+    fn turn_prompt_wins_over_current_prompt_and_strings_are_lists() {
         let r = row(
             json!({"prompt": "only", "response": "obs", "current_prompt": "now", "system_str": ""}),
         );
         let m = r.messages().unwrap();
-        assert_eq!(m, vec![ChatMessage::new(ChatRole::User, "now")]);
+        assert_eq!(m, vec![ChatMessage::new(ChatRole::User, "only")]);
+        // The judge shows the row's `current_prompt`, as the official judge does.
+        assert_eq!(r.current_prompt().unwrap(), "now");
         assert_eq!(r.domain(), "mcp");
         assert_eq!(r.ground_truth().unwrap().as_deref(), Some("obs"));
         assert_eq!(r.previous_observation().unwrap(), None);
         assert_eq!(r.key(), "mcp|x_test.jsonl:3");
+    }
+
+    #[test]
+    fn current_prompt_stands_in_only_when_prompt_is_too_short() {
+        let r = row(
+            json!({"prompt": ["p1", "p2"], "response": ["o1", "o2", "o3"],
+            "current_prompt": "c3", "turn_idx": 3}),
+        );
+        let m = r.messages().unwrap();
+        assert_eq!(
+            m,
+            vec![
+                ChatMessage::new(ChatRole::User, "p1"),
+                ChatMessage::new(ChatRole::Assistant, "o1"),
+                ChatMessage::new(ChatRole::User, "p2"),
+                ChatMessage::new(ChatRole::Assistant, "o2"),
+                ChatMessage::new(ChatRole::User, "c3"),
+            ]
+        );
+        assert_eq!(r.current_prompt().unwrap(), "c3");
+        let r = row(json!({"prompt": ["p1", "p2"], "response": ["o1", "o2"],
+            "current_prompt": "other", "turn_idx": 2}));
+        assert_eq!(r.turn_prompt().unwrap(), "p2");
+        assert_eq!(
+            r.messages().unwrap()[2],
+            ChatMessage::new(ChatRole::User, "p2")
+        );
+        assert_eq!(r.current_prompt().unwrap(), "other");
+        let r = row(json!({"prompt": [], "turn_idx": 1}));
+        assert_eq!(
+            r.messages().unwrap(),
+            vec![ChatMessage::new(ChatRole::User, "")]
+        );
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 use worldloom_core::domain::Representation;
 use worldloom_obs::diff::{NodeStatus, diff_trees};
-use worldloom_obs::metrics::{AnchorStatus, EvalStatus, evaluate, tree_metrics};
+use worldloom_obs::metrics::{
+    Anchor, AnchorStatus, EvalStatus, TreeMetrics, evaluate, tree_metrics,
+};
 use worldloom_obs::{BoundsAnomaly, ParseError, UiTree, WarningKind, parse, parse_bytes};
 
 const PIZZA_BEFORE: &str = include_str!("fixtures/pizza_before.ax");
@@ -28,6 +30,19 @@ fn find<'a>(t: &'a UiTree, role: &str, name: &str) -> &'a worldloom_obs::UiNode 
     t.iter()
         .find(|n| n.role == role && n.name == name)
         .unwrap_or_else(|| panic!("no {role} {name:?}"))
+}
+
+fn by_key<'a>(t: &'a UiTree, key: &str) -> &'a worldloom_obs::UiNode {
+    t.iter()
+        .find(|n| n.key.as_deref() == Some(key))
+        .unwrap_or_else(|| panic!("no node with key {key:?}"))
+}
+
+fn anchor<'a>(m: &'a TreeMetrics, name: &str) -> &'a Anchor {
+    m.anchors
+        .iter()
+        .find(|a| a.anchor == name)
+        .unwrap_or_else(|| panic!("no anchor {name:?}"))
 }
 
 // ---------------------------------------------------------------- parsers
@@ -83,35 +98,11 @@ fn html_fixture() {
         Some("2")
     );
     assert_eq!(find(t, "h1", "Your cart").key.as_deref(), Some("5"));
-    let gift = t
-        .iter()
-        .find(|n| n.key.as_deref() == Some("8"))
-        .expect("checkbox");
-    assert_eq!(gift.states.checked, Some(true));
-    assert_eq!(
-        t.iter()
-            .find(|n| n.key.as_deref() == Some("9"))
-            .and_then(|n| n.value.as_deref()),
-        Some("Ada Lovelace")
-    );
-    assert_eq!(
-        t.iter()
-            .find(|n| n.key.as_deref() == Some("12"))
-            .and_then(|n| n.states.selected),
-        Some(true)
-    );
-    assert_eq!(
-        t.iter()
-            .find(|n| n.key.as_deref() == Some("13"))
-            .and_then(|n| n.value.as_deref()),
-        Some("Leave at door")
-    );
-    assert_eq!(
-        t.iter()
-            .find(|n| n.key.as_deref() == Some("14"))
-            .and_then(|n| n.states.enabled),
-        Some(false)
-    );
+    assert_eq!(by_key(t, "8").states.checked, Some(true));
+    assert_eq!(by_key(t, "9").value.as_deref(), Some("Ada Lovelace"));
+    assert_eq!(by_key(t, "12").states.selected, Some(true));
+    assert_eq!(by_key(t, "13").value.as_deref(), Some("Leave at door"));
+    assert_eq!(by_key(t, "14").states.enabled, Some(false));
     // Script text is not page text; nothing ran.
     assert!(t.iter().all(|n| !n.name.contains("hacked")));
     // srcdoc frame, nested srcdoc frame, and a frame without bid with inline content.
@@ -152,10 +143,7 @@ fn android_fixture_repairs_and_bounds() {
     assert_eq!(p.warnings[0].line, 5);
     let t = &p.tree;
     assert_eq!(t.real_node_count(), 5);
-    let title = t
-        .iter()
-        .find(|n| n.key.as_deref() == Some("com.example.settings:id/title"))
-        .expect("title");
+    let title = by_key(t, "com.example.settings:id/title");
     assert_eq!(title.name, "Wi\u{2011}Fi \u{FFFD}");
     let b = title.bounds_px.as_ref().expect("bounds");
     assert_eq!((b.left, b.top, b.right, b.bottom), (-5, -20, 100, 50));
@@ -604,13 +592,7 @@ fn web_anchors() {
     let before = tree(PIZZA_BEFORE, Representation::Axtree);
     let after = tree(PIZZA_AFTER, Representation::Axtree);
     let m = tree_metrics(&after, &before, None).0;
-    let get = |name: &str| {
-        m.anchors
-            .iter()
-            .find(|a| a.anchor == name)
-            .expect("anchor")
-            .clone()
-    };
+    let get = |name: &str| anchor(&m, name);
     assert_eq!(get("title").status, AnchorStatus::Matched);
     assert_eq!(get("url").status, AnchorStatus::Matched);
     assert_eq!(
@@ -629,13 +611,7 @@ fn web_anchors() {
 fn android_and_os_anchors() {
     let a = tree(SETTINGS_XML, Representation::AndroidXml);
     let m = tree_metrics(&a, &a, None).0;
-    let get = |name: &str| {
-        m.anchors
-            .iter()
-            .find(|x| x.anchor == name)
-            .expect("anchor")
-            .clone()
-    };
+    let get = |name: &str| anchor(&m, name);
     assert_eq!(get("package").real.as_deref(), Some("com.example.settings"));
     assert_eq!(
         get("focused").real.as_deref(),
@@ -654,13 +630,7 @@ fn android_and_os_anchors() {
 
     let os = tree(NOTES_XML, Representation::OsXml);
     let m = tree_metrics(&os, &os, None).0;
-    let get = |name: &str| {
-        m.anchors
-            .iter()
-            .find(|x| x.anchor == name)
-            .expect("anchor")
-            .clone()
-    };
+    let get = |name: &str| anchor(&m, name);
     assert_eq!(
         get("active_window").real.as_deref(),
         Some("notepad / frame 'Notes - Editor'")
@@ -676,22 +646,18 @@ fn android_package_anchor_is_the_foreground_app_not_the_status_bar() {
 </hierarchy>"#;
     let a = tree(dump, Representation::AndroidXml);
     let m = tree_metrics(&a, &a, None).0;
-    let package = m
-        .anchors
-        .iter()
-        .find(|x| x.anchor == "package")
-        .expect("anchor");
-    assert_eq!(package.real.as_deref(), Some("com.example.mail"));
+    assert_eq!(
+        anchor(&m, "package").real.as_deref(),
+        Some("com.example.mail")
+    );
     // A dump of the system UI alone (lock screen, notification shade) keeps its package.
     let shade = r#"<hierarchy rotation="0"><node index="0" text="" class="android.widget.FrameLayout" package="com.android.systemui" bounds="[0,0][1080,2400]"/></hierarchy>"#;
     let s = tree(shade, Representation::AndroidXml);
     let m = tree_metrics(&s, &s, None).0;
-    let package = m
-        .anchors
-        .iter()
-        .find(|x| x.anchor == "package")
-        .expect("anchor");
-    assert_eq!(package.real.as_deref(), Some("com.android.systemui"));
+    assert_eq!(
+        anchor(&m, "package").real.as_deref(),
+        Some("com.android.systemui")
+    );
 }
 
 #[test]

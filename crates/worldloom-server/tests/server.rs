@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use worldloom_api::Studio;
-use worldloom_server::{APP_CSP, ServeOptions, start};
+use worldloom_server::{APP_CSP, RunningServer, ServeOptions, start};
 
 struct Reply {
     status: u16,
@@ -119,21 +119,68 @@ fn sample(rel: &str) -> String {
         .to_string()
 }
 
+/// A server over a new workspace in `dir`.
+fn serve(rt: &tokio::runtime::Runtime, dir: &Path, options: ServeOptions) -> RunningServer {
+    let studio = Arc::new(Studio::open(&dir.join("ws.worldloom")).expect("studio"));
+    rt.block_on(start(studio, options)).expect("start")
+}
+
+/// `POST /api/<command>` with the token.
+fn api(addr: SocketAddr, token: &str, command: &str, body: &str) -> Reply {
+    request(
+        addr,
+        "POST",
+        &format!("/api/{command}"),
+        &[bearer(token)],
+        body,
+    )
+}
+
+/// Imports the sample at `rel` (under samples/) through the API.
+fn import_sample(addr: SocketAddr, token: &str, rel: &str) -> Reply {
+    let body = serde_json::json!({"paths": [sample(rel)]}).to_string();
+    let r = api(addr, token, "import_files", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r
+}
+
+/// An open `/api/events` stream, its status line read and checked.
+fn event_stream(addr: SocketAddr, token: &str) -> BufReader<TcpStream> {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("status");
+    assert!(status_line.contains(" 200 "), "{status_line}");
+    reader
+}
+
+/// The JSON of the next `data:` line of an event stream.
+fn next_event(reader: &mut BufReader<TcpStream>) -> serde_json::Value {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).expect("read event line");
+        if let Some(data) = line.trim_end().strip_prefix("data:") {
+            return serde_json::from_str(data.trim()).expect("event JSON");
+        }
+    }
+}
+
 #[test]
 fn api_needs_the_token_and_answers_json() {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("tempdir");
-    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
-    let server = rt
-        .block_on(start(
-            studio,
-            ServeOptions {
-                port: 0,
-                ui_dir: Some(dir.path().join("no-ui")),
-                token: None,
-            },
-        ))
-        .expect("start");
+    let options = ServeOptions {
+        port: 0,
+        ui_dir: Some(dir.path().join("no-ui")),
+        token: None,
+    };
+    let server = serve(&rt, dir.path(), options);
     let addr = server.addr;
     assert_ne!(addr.port(), 0, "--port 0 picks a free port");
     assert!(addr.ip().is_loopback());
@@ -158,7 +205,7 @@ fn api_needs_the_token_and_answers_json() {
     );
     assert_eq!(r.status, 401);
     // The token in the header or in the query.
-    let r = request(addr, "POST", "/api/workspace_info", &[bearer(&token)], "{}");
+    let r = api(addr, &token, "workspace_info", "{}");
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["schema_version"], 3);
     assert_eq!(r.header("content-type"), Some("application/json"));
@@ -185,76 +232,39 @@ fn api_needs_the_token_and_answers_json() {
     );
 
     // A foreign Host (DNS rebinding) or Origin is refused even with the token.
-    let r = request(
-        addr,
-        "POST",
-        "/api/workspace_info",
-        &[bearer(&token), ("Host", "evil.example:80".into())],
-        "{}",
-    );
-    assert_eq!(r.status, 403);
-    let r = request(
-        addr,
-        "POST",
-        "/api/workspace_info",
-        &[bearer(&token), ("Origin", "http://evil.example".into())],
-        "{}",
-    );
-    assert_eq!(r.status, 403);
-    let r = request(
-        addr,
-        "POST",
-        "/api/workspace_info",
-        &[
-            bearer(&token),
-            ("Origin", format!("http://127.0.0.1:{}", addr.port())),
-        ],
-        "{}",
-    );
-    assert_eq!(r.status, 200);
+    for (header, status) in [
+        (("Host", "evil.example:80".to_string()), 403),
+        (("Origin", "http://evil.example".to_string()), 403),
+        (("Origin", format!("http://127.0.0.1:{}", addr.port())), 200),
+    ] {
+        let headers = [bearer(&token), header.clone()];
+        let r = request(addr, "POST", "/api/workspace_info", &headers, "{}");
+        assert_eq!(r.status, status, "{header:?}");
+    }
 
     // Errors: status and code.
-    let r = request(addr, "POST", "/api/nope", &[bearer(&token)], "{}");
-    assert_eq!(
-        (r.status, r.json()["error"]["code"].as_str()),
-        (404, Some("unknown_command"))
-    );
-    let r = request(
-        addr,
-        "POST",
-        "/api/get_turn",
-        &[bearer(&token)],
-        "{not json",
-    );
-    assert_eq!(
-        (r.status, r.json()["error"]["code"].as_str()),
-        (400, Some("bad_request"))
-    );
-    let r = request(
-        addr,
-        "POST",
-        "/api/get_trajectory",
-        &[bearer(&token)],
-        "{\"trajectory_id\": \"42\"}",
-    );
-    assert_eq!(
-        (r.status, r.json()["error"]["code"].as_str()),
-        (404, Some("not_found"))
-    );
+    for (command, body, status, code) in [
+        ("nope", "{}", 404, "unknown_command"),
+        ("get_turn", "{not json", 400, "bad_request"),
+        (
+            "get_trajectory",
+            "{\"trajectory_id\": \"42\"}",
+            404,
+            "not_found",
+        ),
+    ] {
+        let r = api(addr, &token, command, body);
+        assert_eq!(
+            (r.status, r.json()["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{command}"
+        );
+    }
 
     // A real command round trip: import a sample, list it.
-    let body = serde_json::json!({"paths": [sample("android/settings_airplane-mode_trajectory")]})
-        .to_string();
-    let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
-    assert_eq!(r.status, 200, "{}", r.body);
+    let r = import_sample(addr, &token, "android/settings_airplane-mode_trajectory");
     assert_eq!(r.json()["imported"][0]["added"], true);
-    let r = request(
-        addr,
-        "POST",
-        "/api/list_trajectories",
-        &[bearer(&token)],
-        "{}",
-    );
+    let r = api(addr, &token, "list_trajectories", "{}");
     assert_eq!(r.json()["trajectories"][0]["domain"], "android");
 
     // Without a built UI, pages explain how to build it (and the API works).
@@ -278,17 +288,12 @@ fn serves_the_built_ui_and_refuses_path_escapes() {
     .expect("write");
     std::fs::write(ui.join("assets/app.js"), "console.log(1)").expect("write");
     std::fs::write(dir.path().join("secret.txt"), "secret").expect("write");
-    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
-    let server = rt
-        .block_on(start(
-            studio,
-            ServeOptions {
-                port: 0,
-                ui_dir: Some(ui),
-                token: Some("t".repeat(64)),
-            },
-        ))
-        .expect("start");
+    let options = ServeOptions {
+        port: 0,
+        ui_dir: Some(ui),
+        token: Some("t".repeat(64)),
+    };
+    let server = serve(&rt, dir.path(), options);
     let addr = server.addr;
     let r = request(addr, "GET", "/", &[], "");
     assert_eq!(r.status, 200);
@@ -328,45 +333,18 @@ fn serves_the_built_ui_and_refuses_path_escapes() {
 fn events_stream_over_sse() {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("tempdir");
-    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
-    let server = rt
-        .block_on(start(studio, ServeOptions::default()))
-        .expect("start");
+    let server = serve(&rt, dir.path(), ServeOptions::default());
     let addr = server.addr;
     let token = server.token.clone();
 
     // Without the token the stream is refused.
     assert_eq!(request(addr, "GET", "/api/events", &[], "").status, 401);
 
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
-        .expect("write");
-    let mut reader = BufReader::new(stream);
-    let mut data_lines = Vec::new();
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).expect("status");
-    assert!(status_line.contains(" 200 "), "{status_line}");
-    let mut triggered = false;
-    let mut line = String::new();
-    while data_lines.len() < 2 {
-        line.clear();
-        reader.read_line(&mut line).expect("read event line");
-        if let Some(data) = line.trim_end().strip_prefix("data:") {
-            data_lines
-                .push(serde_json::from_str::<serde_json::Value>(data.trim()).expect("event JSON"));
-            if !triggered {
-                // Make a change through the API: the stream reports it.
-                let body = serde_json::json!({"paths": [sample("os/thunar_rename_trajectory")]})
-                    .to_string();
-                let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
-                assert_eq!(r.status, 200, "{}", r.body);
-                triggered = true;
-            }
-        }
-    }
+    let mut reader = event_stream(addr, &token);
+    let mut data_lines = vec![next_event(&mut reader)];
+    // Make a change through the API: the stream reports it.
+    import_sample(addr, &token, "os/thunar_rename_trajectory");
+    data_lines.push(next_event(&mut reader));
     assert_eq!(data_lines[0]["type"], "hello");
     assert_eq!(data_lines[1]["type"], "workspace_changed");
     assert_eq!(data_lines[1]["kind"], "import");
@@ -383,43 +361,25 @@ fn events_stream_over_sse() {
 fn a_step_streams_deltas_and_its_end_over_sse() {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("tempdir");
-    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
-    let server = rt
-        .block_on(start(studio, ServeOptions::default()))
-        .expect("start");
+    let server = serve(&rt, dir.path(), ServeOptions::default());
     let addr = server.addr;
     let token = server.token.clone();
-    let body = serde_json::json!({"paths": [sample("web/agentlab_larkmail-reply_6steps.json")]})
-        .to_string();
-    let r = request(addr, "POST", "/api/import_files", &[bearer(&token)], &body);
-    assert_eq!(r.status, 200, "{}", r.body);
+    let r = import_sample(addr, &token, "web/agentlab_larkmail-reply_6steps.json");
     let id = r.json()["imported"][0]["trajectory_id"]
         .as_str()
         .expect("id")
         .to_string();
 
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
-        .expect("write");
-    let mut reader = BufReader::new(stream);
+    let mut reader = event_stream(addr, &token);
     let mut events: Vec<serde_json::Value> = Vec::new();
     let mut job = None;
-    let mut line = String::new();
     while !events.iter().any(|e| e["type"] == "step_finished") {
-        line.clear();
-        reader.read_line(&mut line).expect("read event line");
-        let Some(data) = line.trim_end().strip_prefix("data:") else {
-            continue;
-        };
-        let event: serde_json::Value = serde_json::from_str(data.trim()).expect("event JSON");
+        let event = next_event(&mut reader);
         if event["type"] == "hello" && job.is_none() {
             let body =
                 serde_json::json!({"trajectory_id": id, "node_id": 2, "context": "teacher-forced"})
                     .to_string();
-            let r = request(addr, "POST", "/api/step", &[bearer(&token)], &body);
+            let r = api(addr, &token, "step", &body);
             assert_eq!(r.status, 200, "{}", r.body);
             job = r.json()["job_id"].as_str().map(str::to_string);
         }
@@ -456,13 +416,7 @@ fn a_step_streams_deltas_and_its_end_over_sse() {
     let prediction = fin["prediction_id"].as_u64().expect("stored prediction");
     // The stored prediction is the node's chosen one.
     let body = serde_json::json!({"trajectory_id": id, "node_id": 2}).to_string();
-    let r = request(
-        addr,
-        "POST",
-        "/api/list_predictions",
-        &[bearer(&token)],
-        &body,
-    );
+    let r = api(addr, &token, "list_predictions", &body);
     assert_eq!(r.json()["chosen_prediction_id"].as_u64(), Some(prediction));
     drop(reader);
     drop(server);

@@ -8,7 +8,7 @@
 //! kept. WebArena's variant writes properties as `key: value` pairs after the
 //! name (`[301] combobox '' hasPopup: menu expanded: False`).
 
-use super::text::{LineIndex, WarningSink};
+use super::text::{TextLine, WarningSink, non_blank_lines};
 use super::{ParseError, Parsed, WarningKind};
 use crate::tree::{Attribute, NodeId, SourceSpan, UiTree};
 use worldloom_core::domain::Representation;
@@ -23,12 +23,7 @@ use worldloom_core::domain::Representation;
 ///
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
-    if input.trim().is_empty() {
-        return Err(ParseError::FailedCapture {
-            message: "empty accessibility tree".to_string(),
-        });
-    }
-    let lines = LineIndex::new(input.as_bytes());
+    let lines = non_blank_lines(input, "empty accessibility tree")?;
     let mut sink = WarningSink::default();
     let mut tree = UiTree::with_root(Representation::Axtree, "#document");
     let space_unit = input
@@ -39,15 +34,12 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
         .min()
         .unwrap_or(1);
     let mut stack: Vec<NodeId> = vec![tree.root()];
-    let mut offset = 0usize;
-    for raw in input.split_inclusive('\n') {
-        let start = offset;
-        offset += raw.len();
-        let line = raw.trim_end_matches(['\n', '\r']);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let line_no = lines.line(start);
+    for TextLine {
+        start,
+        number: line_no,
+        text: line,
+    } in lines
+    {
         let tabs = line.len() - line.trim_start_matches('\t').len();
         let after_tabs = &line[tabs..];
         let spaces = after_tabs.len() - after_tabs.trim_start_matches(' ').len();

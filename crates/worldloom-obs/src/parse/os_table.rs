@@ -5,7 +5,7 @@
 //! examples are space-aligned instead, with columns starting where the
 //! header's words start.
 
-use super::text::{LineIndex, WarningSink};
+use super::text::{TextLine, WarningSink, non_blank_lines};
 use super::{ParseError, Parsed, WarningKind, os_xml::pair};
 use crate::tree::{Attribute, BoundsPx, SourceSpan, UiTree};
 use worldloom_core::domain::Representation;
@@ -30,24 +30,16 @@ pub const OS_TABLE_COLUMNS: [&str; 7] = [
 ///
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
-    if input.trim().is_empty() {
-        return Err(ParseError::FailedCapture {
-            message: "empty table".to_string(),
-        });
-    }
-    let lines_idx = LineIndex::new(input.as_bytes());
+    let lines = non_blank_lines(input, "empty table")?;
     let mut sink = WarningSink::default();
     let mut tree = UiTree::with_root(Representation::OsTable, "#table");
-    let mut offset = 0usize;
     let mut header: Option<Header> = None;
-    for raw in input.split_inclusive('\n') {
-        let start = offset;
-        offset += raw.len();
-        let line = raw.trim_end_matches(['\n', '\r']);
-        if line.trim().is_empty() {
-            continue;
-        }
-        let line_no = lines_idx.line(start);
+    for TextLine {
+        start,
+        number: line_no,
+        text: line,
+    } in lines
+    {
         if header.is_none() {
             let h = Header::read(line);
             if h.names

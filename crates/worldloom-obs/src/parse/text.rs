@@ -2,7 +2,7 @@
 //! character sanitising that keep a map back to the original byte offsets,
 //! and line lookup.
 
-use super::{ParseWarning, Parsed, WarningKind};
+use super::{ParseError, ParseWarning, Parsed, WarningKind};
 use crate::tree::UiTree;
 
 /// At most this many warnings of one kind are listed one by one; the rest
@@ -38,6 +38,44 @@ impl LineIndex {
     pub(crate) fn line_start(&self, line: u32) -> Option<usize> {
         self.starts.get((line as usize).checked_sub(1)?).copied()
     }
+}
+
+/// One non-blank line of a line-oriented observation (axtree, table).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TextLine<'a> {
+    /// Byte offset of the line's first byte in the input.
+    pub(crate) start: usize,
+    /// 1-based line number.
+    pub(crate) number: u32,
+    /// The line without its `\n` / `\r\n` ending.
+    pub(crate) text: &'a str,
+}
+
+/// The lines of `input` that are not blank, in order.
+///
+/// Errors: [`ParseError::FailedCapture`] with `empty_message` when the whole
+/// input is blank.
+pub(crate) fn non_blank_lines<'a>(
+    input: &'a str,
+    empty_message: &str,
+) -> Result<impl Iterator<Item = TextLine<'a>>, ParseError> {
+    if input.trim().is_empty() {
+        return Err(ParseError::FailedCapture {
+            message: empty_message.to_string(),
+        });
+    }
+    let index = LineIndex::new(input.as_bytes());
+    let mut offset = 0usize;
+    Ok(input.split_inclusive('\n').filter_map(move |raw| {
+        let start = offset;
+        offset += raw.len();
+        let text = raw.trim_end_matches(['\n', '\r']);
+        (!text.trim().is_empty()).then(|| TextLine {
+            start,
+            number: index.line(start),
+            text,
+        })
+    }))
 }
 
 /// Maps offsets in a rewritten string back to the original bytes.
@@ -173,22 +211,24 @@ fn xml_char_allowed(c: u32) -> bool {
 }
 
 fn rewrite(input: &[u8], xml: bool) -> Decoded {
-    let lines = LineIndex::new(input);
-    let mut sink = WarningSink::default();
-    let mut out = String::with_capacity(input.len());
-    let mut map = OffsetMap::default();
+    let mut w = Rewriter {
+        lines: LineIndex::new(input),
+        sink: WarningSink::default(),
+        out: String::with_capacity(input.len()),
+        map: OffsetMap::default(),
+    };
     let mut in_pos = 0usize;
     let mut pending_invalid: Option<usize> = None;
     for chunk in input.utf8_chunks() {
         let valid = chunk.valid();
         if !valid.is_empty() {
             if let Some(start) = pending_invalid.take() {
-                flush_invalid(&mut out, &mut map, &mut sink, &lines, start, in_pos);
+                w.invalid_utf8(start, in_pos);
             }
             if xml {
-                push_xml_checked(valid, in_pos, &mut out, &mut map, &mut sink, &lines);
+                w.push_xml_checked(valid, in_pos);
             } else {
-                out.push_str(valid);
+                w.out.push_str(valid);
             }
             in_pos += valid.len();
         }
@@ -199,119 +239,112 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
         }
     }
     if let Some(start) = pending_invalid.take() {
-        flush_invalid(&mut out, &mut map, &mut sink, &lines, start, in_pos);
+        w.invalid_utf8(start, in_pos);
     }
     Decoded {
-        text: out,
-        map,
-        warnings: sink.finish(),
-        lines,
+        text: w.out,
+        map: w.map,
+        warnings: w.sink.finish(),
+        lines: w.lines,
     }
 }
 
-fn flush_invalid(
-    out: &mut String,
-    map: &mut OffsetMap,
-    sink: &mut WarningSink,
-    lines: &LineIndex,
-    start: usize,
-    end: usize,
-) {
-    map.mark(out.len(), start);
-    out.push('\u{FFFD}');
-    map.mark(out.len(), end);
-    sink.push(
-        WarningKind::InvalidUtf8,
-        lines.line(start),
-        start,
-        format!(
-            "{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD",
-            end - start
-        ),
-    );
+/// The text being rewritten, its offset map and its warnings.
+struct Rewriter {
+    lines: LineIndex,
+    sink: WarningSink,
+    out: String,
+    map: OffsetMap,
 }
 
-fn push_xml_checked(
-    valid: &str,
-    base: usize,
-    out: &mut String,
-    map: &mut OffsetMap,
-    sink: &mut WarningSink,
-    lines: &LineIndex,
-) {
-    let bytes = valid.as_bytes();
-    let mut copied = 0usize;
-    let mut i = 0usize;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'&'
-            && bytes.get(i + 1) == Some(&b'#')
-            && let Some((len, code)) = char_ref(&bytes[i..])
-        {
+impl Rewriter {
+    /// Writes `replacement` for the input bytes `start..end` and warns.
+    fn replace(
+        &mut self,
+        start: usize,
+        end: usize,
+        replacement: &str,
+        kind: WarningKind,
+        message: String,
+    ) {
+        self.map.mark(self.out.len(), start);
+        self.out.push_str(replacement);
+        self.map.mark(self.out.len(), end);
+        self.sink.push(kind, self.lines.line(start), start, message);
+    }
+
+    fn invalid_utf8(&mut self, start: usize, end: usize) {
+        self.replace(
+            start,
+            end,
+            "\u{FFFD}",
+            WarningKind::InvalidUtf8,
+            format!(
+                "{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD",
+                end - start
+            ),
+        );
+    }
+
+    /// Copies `valid` (input bytes from `base`), replacing characters XML
+    /// forbids.
+    fn push_xml_checked(&mut self, valid: &str, base: usize) {
+        let bytes = valid.as_bytes();
+        let mut copied = 0usize;
+        let mut i = 0usize;
+        while i < bytes.len() {
+            let b = bytes[i];
+            // The character at `i`: its length, and when XML forbids it, its
+            // replacement and the warning.
+            let (len, forbidden) = if b == b'&'
+                && bytes.get(i + 1) == Some(&b'#')
+                && let Some((len, code)) = char_ref(&bytes[i..])
             {
-                if !code.is_some_and(xml_char_allowed) {
-                    out.push_str(&valid[copied..i]);
-                    map.mark(out.len(), base + i);
-                    out.push_str("&#xFFFD;");
-                    map.mark(out.len(), base + i + len);
-                    sink.push(
-                        WarningKind::ForbiddenCharacter,
-                        lines.line(base + i),
-                        base + i,
-                        format!(
-                            "character reference `{}` is not an XML character (lone surrogate or control); replaced with U+FFFD",
-                            &valid[i..i + len]
-                        ),
-                    );
-                    copied = i + len;
-                }
-                i += len;
-                continue;
-            }
-        }
-        if b < 0x80 {
-            if b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r') {
-                out.push_str(&valid[copied..i]);
-                map.mark(out.len(), base + i);
-                out.push('\u{FFFD}');
-                map.mark(out.len(), base + i + 1);
-                sink.push(
-                    WarningKind::ForbiddenCharacter,
-                    lines.line(base + i),
-                    base + i,
-                    format!(
+                let forbidden = (!code.is_some_and(xml_char_allowed)).then(|| {
+                    ("&#xFFFD;", format!(
+                        "character reference `{}` is not an XML character (lone surrogate or control); replaced with U+FFFD",
+                        &valid[i..i + len]
+                    ))
+                });
+                (len, forbidden)
+            } else if b < 0x80 {
+                let forbidden = (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')).then(|| {
+                    ("\u{FFFD}", format!(
                         "control character U+{b:04X} is not allowed in XML; replaced with U+FFFD"
-                    ),
+                    ))
+                });
+                (1, forbidden)
+            } else {
+                // Multi-byte character: only U+FFFE and U+FFFF are forbidden here.
+                let Some(c) = valid[i..].chars().next() else {
+                    break;
+                };
+                let forbidden = matches!(c, '\u{FFFE}' | '\u{FFFF}').then(|| {
+                    (
+                        "\u{FFFD}",
+                        format!(
+                            "non-character U+{:04X} is not allowed in XML; replaced with U+FFFD",
+                            c as u32
+                        ),
+                    )
+                });
+                (c.len_utf8(), forbidden)
+            };
+            if let Some((replacement, message)) = forbidden {
+                self.out.push_str(&valid[copied..i]);
+                self.replace(
+                    base + i,
+                    base + i + len,
+                    replacement,
+                    WarningKind::ForbiddenCharacter,
+                    message,
                 );
-                copied = i + 1;
+                copied = i + len;
             }
-            i += 1;
-            continue;
+            i += len;
         }
-        // Multi-byte character: only U+FFFE and U+FFFF are forbidden here.
-        let Some(c) = valid[i..].chars().next() else {
-            break;
-        };
-        let len = c.len_utf8();
-        if matches!(c, '\u{FFFE}' | '\u{FFFF}') {
-            out.push_str(&valid[copied..i]);
-            map.mark(out.len(), base + i);
-            out.push('\u{FFFD}');
-            map.mark(out.len(), base + i + len);
-            sink.push(
-                WarningKind::ForbiddenCharacter,
-                lines.line(base + i),
-                base + i,
-                format!(
-                    "non-character U+{:04X} is not allowed in XML; replaced with U+FFFD",
-                    c as u32
-                ),
-            );
-            copied = i + len;
-        }
-        i += len;
+        self.out.push_str(&valid[copied..]);
     }
-    out.push_str(&valid[copied..]);
 }
 
 /// Reads a character reference `&#123;` / `&#x1F600;` at the start of `s`.
