@@ -3,11 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use worldloom_core::{Action, EdgeId, NodeId};
 
 use super::trajectories::{insert_edge, insert_node};
-use super::{ChangeId, StoredTrajectory, TrajectoryKey, Workspace, tx_err};
+use super::{
+    ChangeId, StoredTrajectory, TrajectoryKey, Workspace, check_live_edge, no_edge, tx_err,
+};
 use crate::error::{Result, StoreError};
 
 impl Workspace {
@@ -108,19 +110,7 @@ impl Workspace {
         };
         let path = self.path.clone();
         self.with_change("set_perturbation", Some(key), &summary, |tx, change| {
-            let live: Option<i64> = tx
-                .query_row(
-                    "SELECT 1 FROM edges e JOIN changes c ON c.id = e.change_id
-                     JOIN trajectories t ON t.id = e.trajectory_id JOIN changes tc ON tc.id = t.change_id
-                     WHERE e.trajectory_id = ?1 AND e.edge_id = ?2 AND c.state = 'applied' AND tc.state = 'applied'",
-                    params![key.0, edge.0],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(tx_err(&path, "checking an edge"))?;
-            if live.is_none() {
-                return Err(no_edge(key, edge));
-            }
+            check_live_edge(tx, &path, key, edge)?;
             tx.execute(
                 "INSERT INTO perturbations (trajectory_id, edge_id, instruction, change_id) VALUES (?1, ?2, ?3, ?4)",
                 params![key.0, edge.0, instruction, change.0],
@@ -152,9 +142,4 @@ impl Workspace {
             .filter_map(|(e, i)| i.map(|i| (e, i)))
             .collect())
     }
-}
-
-/// The error for an unknown or undone edge.
-fn no_edge(key: TrajectoryKey, edge: EdgeId) -> StoreError {
-    StoreError::NotFound(format!("trajectory {} has no edge {}", key.0, edge.0))
 }

@@ -2,11 +2,11 @@
 //! ([`Workspace::with_change`]); undo and redo move a change between
 //! `applied` and `undone`.
 
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 
 use super::{TrajectoryKey, Workspace};
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 
 /// A change's id in the change log (`changes.id`), increasing with time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -75,31 +75,19 @@ impl Workspace {
         summary: &str,
         f: impl FnOnce(&Transaction<'_>, ChangeId) -> Result<T>,
     ) -> Result<T> {
-        let path = self.path.clone();
-        let context = format!("writing change `{kind}`");
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            context: context.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+        self.in_transaction(&format!("writing change `{kind}`"), |tx, err| {
+            tx.execute(
+                "UPDATE changes SET state = 'abandoned' WHERE state = 'undone'",
+                [],
+            )
             .map_err(err)?;
-        tx.execute(
-            "UPDATE changes SET state = 'abandoned' WHERE state = 'undone'",
-            [],
-        )
-        .map_err(err)?;
-        tx.execute(
-            "INSERT INTO changes (kind, trajectory_id, summary) VALUES (?1, ?2, ?3)",
-            params![kind, trajectory.map(|t| t.0), summary],
-        )
-        .map_err(err)?;
-        let change = ChangeId(tx.last_insert_rowid());
-        let out = f(&tx, change)?;
-        tx.commit().map_err(err)?;
-        Ok(out)
+            tx.execute(
+                "INSERT INTO changes (kind, trajectory_id, summary) VALUES (?1, ?2, ?3)",
+                params![kind, trajectory.map(|t| t.0), summary],
+            )
+            .map_err(err)?;
+            f(tx, ChangeId(tx.last_insert_rowid()))
+        })
     }
 
     /// Undoes the newest applied change. Returns it, or `None` when there is
@@ -128,29 +116,19 @@ impl Workspace {
 
     /// Moves the change `pick` selects to state `to`, in one transaction.
     fn move_change(&mut self, pick: &str, to: &str) -> Result<Option<ChangeRecord>> {
-        let path = self.path.clone();
-        let err = |source| StoreError::Sqlite {
-            path: path.clone(),
-            context: format!("moving a change to `{to}`"),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+        self.in_transaction(&format!("moving a change to `{to}`"), |tx, err| {
+            let id: Option<i64> = tx
+                .query_row(pick, [], |r| r.get(0))
+                .optional()
+                .map_err(err)?;
+            let Some(id) = id else { return Ok(None) };
+            tx.execute(
+                "UPDATE changes SET state = ?1 WHERE id = ?2",
+                params![to, id],
+            )
             .map_err(err)?;
-        let id: Option<i64> = tx
-            .query_row(pick, [], |r| r.get(0))
-            .optional()
-            .map_err(err)?;
-        let Some(id) = id else { return Ok(None) };
-        tx.execute(
-            "UPDATE changes SET state = ?1 WHERE id = ?2",
-            params![to, id],
-        )
-        .map_err(err)?;
-        let record = read_change(&tx, id).map_err(err)?;
-        tx.commit().map_err(err)?;
-        Ok(Some(record))
+            read_change(tx, id).map(Some).map_err(err)
+        })
     }
 
     /// The newest `limit` changes of the log, newest first.

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use worldloom_core::NodeId;
+use worldloom_core::{EdgeId, NodeId};
 
 use crate::error::{Result, StoreError};
 use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
@@ -207,41 +207,51 @@ impl Workspace {
             .iter()
             .filter(|m| m.version > found && m.version <= target)
         {
-            let path = self.path.clone();
             let context = format!(
                 "migrating to schema version {} ({})",
                 m.version, m.description
             );
-            let err = |source| StoreError::Sqlite {
-                path: path.clone(),
-                context: context.clone(),
-                source,
-            };
-            let tx = self
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
+            self.in_transaction(&context, |tx, err| {
+                tx.execute_batch(m.sql).map_err(err)?;
+                tx.execute_batch(&format!(
+                    "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {};",
+                    m.version
+                ))
                 .map_err(err)?;
-            tx.execute_batch(m.sql).map_err(err)?;
-            tx.execute_batch(&format!(
-                "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {};",
-                m.version
-            ))
-            .map_err(err)?;
-            if m.version == 1 {
+                if m.version == 1 {
+                    tx.execute(
+                        "INSERT INTO workspace_meta (key, value) VALUES ('created_by', ?1)",
+                        params![concat!("worldloom ", env!("CARGO_PKG_VERSION"))],
+                    )
+                    .map_err(err)?;
+                }
                 tx.execute(
-                    "INSERT INTO workspace_meta (key, value) VALUES ('created_by', ?1)",
+                    "INSERT OR REPLACE INTO workspace_meta (key, value) VALUES ('migrated_by', ?1)",
                     params![concat!("worldloom ", env!("CARGO_PKG_VERSION"))],
                 )
                 .map_err(err)?;
-            }
-            tx.execute(
-                "INSERT OR REPLACE INTO workspace_meta (key, value) VALUES ('migrated_by', ?1)",
-                params![concat!("worldloom ", env!("CARGO_PKG_VERSION"))],
-            )
-            .map_err(err)?;
-            tx.commit().map_err(err)?;
+                Ok(())
+            })?;
         }
         Ok(())
+    }
+
+    /// Runs `f` in one immediate SQLite transaction and commits what it
+    /// wrote; nothing is written when `f` fails. `f` gets the mapper that
+    /// turns an SQLite error into [`StoreError::Sqlite`] naming `context`.
+    fn in_transaction<T>(
+        &mut self,
+        context: &str,
+        f: impl FnOnce(&Transaction<'_>, &dyn Fn(rusqlite::Error) -> StoreError) -> Result<T>,
+    ) -> Result<T> {
+        let err = tx_err(&self.path, context);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        let out = f(&tx, &err)?;
+        tx.commit().map_err(&err)?;
+        Ok(out)
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`; `Ok(())` when it reports `ok`.
@@ -348,13 +358,14 @@ impl Workspace {
     }
 }
 
-/// Maps an SQLite error inside a change to [`StoreError::Sqlite`] naming
-/// `path` and `context`.
-fn tx_err(path: &Path, context: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+/// Maps an SQLite error inside a transaction to [`StoreError::Sqlite`]
+/// naming `path` and `context`.
+fn tx_err(path: &Path, context: &str) -> impl Fn(rusqlite::Error) -> StoreError + use<> {
     let path = path.to_path_buf();
+    let context = context.to_owned();
     move |source| StoreError::Sqlite {
         path: path.clone(),
-        context: context.into(),
+        context: context.clone(),
         source,
     }
 }
@@ -370,16 +381,54 @@ fn check_live_node(
     key: TrajectoryKey,
     node: NodeId,
 ) -> Result<()> {
-    let live: Option<i64> = tx
-        .query_row(
-            "SELECT 1 FROM nodes n JOIN changes c ON c.id = n.change_id
-             JOIN trajectories t ON t.id = n.trajectory_id JOIN changes tc ON tc.id = t.change_id
-             WHERE n.trajectory_id = ?1 AND n.node_id = ?2 AND c.state = 'applied' AND tc.state = 'applied'",
-            params![key.0, node.0],
-            |r| r.get(0),
-        )
+    if is_live(tx, key, "nodes", "node_id", node.0).map_err(tx_err(path, "checking a node"))? {
+        Ok(())
+    } else {
+        Err(StoreError::NotFound(format!(
+            "trajectory {} has no node {}",
+            key.0, node.0
+        )))
+    }
+}
+
+/// `Ok` when `edge` of trajectory `key` is live, as [`check_live_node`].
+///
+/// # Errors
+/// [`StoreError::NotFound`] otherwise; [`StoreError::Sqlite`].
+fn check_live_edge(
+    tx: &Transaction<'_>,
+    path: &Path,
+    key: TrajectoryKey,
+    edge: EdgeId,
+) -> Result<()> {
+    if is_live(tx, key, "edges", "edge_id", edge.0).map_err(tx_err(path, "checking an edge"))? {
+        Ok(())
+    } else {
+        Err(no_edge(key, edge))
+    }
+}
+
+/// Whether the row of `table` whose `column` is `id` in trajectory `key` was
+/// made by an applied change, in a trajectory whose import is applied.
+/// `table` and `column` are fixed names, never input.
+fn is_live(
+    tx: &Transaction<'_>,
+    key: TrajectoryKey,
+    table: &'static str,
+    column: &'static str,
+    id: u32,
+) -> rusqlite::Result<bool> {
+    let sql = format!(
+        "SELECT 1 FROM {table} r JOIN changes c ON c.id = r.change_id
+         JOIN trajectories t ON t.id = r.trajectory_id JOIN changes tc ON tc.id = t.change_id
+         WHERE r.trajectory_id = ?1 AND r.{column} = ?2 AND c.state = 'applied' AND tc.state = 'applied'"
+    );
+    tx.query_row(&sql, params![key.0, id], |r| r.get::<_, i64>(0))
         .optional()
-        .map_err(tx_err(path, "checking a node"))?;
-    live.map(|_| ())
-        .ok_or_else(|| StoreError::NotFound(format!("trajectory {} has no node {}", key.0, node.0)))
+        .map(|found| found.is_some())
+}
+
+/// The error for an unknown or undone edge.
+fn no_edge(key: TrajectoryKey, edge: EdgeId) -> StoreError {
+    StoreError::NotFound(format!("trajectory {} has no edge {}", key.0, edge.0))
 }
