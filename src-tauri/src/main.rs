@@ -9,7 +9,7 @@
 //! [`recent`]).
 //!
 //! The paths are read as `worldloom serve` reads them (both use
-//! `worldloom_server::launch`): a workspace file opens; trajectory files and
+//! `worldloom_api::launch`): a workspace file opens; trajectory files and
 //! folders are imported into the given workspace, the one among the paths,
 //! or `$XDG_DATA_HOME/worldloom/default.worldloom` (created when missing).
 //! A bad path stops the app with a message naming it (stderr, and a dialog
@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use tauri::{Manager, WebviewUrl, WebviewWindowBuilder};
 use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
-use worldloom_server::launch;
+use worldloom_api::launch;
 
 use crate::shell::{MAIN_WINDOW, Shell};
 

@@ -128,7 +128,7 @@ pub fn error_dialog<R: Runtime>(app: &AppHandle<R>, message: &str) {
 /// and the open workspace stays.
 pub fn open_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let studio = match worldloom_server::launch::open_workspace(&path) {
+    let studio = match worldloom_api::launch::open_workspace(&path) {
         Ok(s) => s,
         Err(e) => return error_dialog(app, &e.to_string()),
     };
@@ -166,7 +166,7 @@ pub fn import<R: Runtime>(app: &AppHandle<R>, paths: &[PathBuf]) {
         return;
     }
     let studio = app.state::<Shell>().studio();
-    match worldloom_server::launch::import_paths(&studio, paths) {
+    match worldloom_api::launch::import_paths(&studio, paths) {
         Ok(summary) => {
             for w in &summary.warnings {
                 eprintln!("warning: {w}");

@@ -20,6 +20,7 @@ mod editing;
 pub mod engine;
 pub mod error;
 mod import;
+pub mod launch;
 pub mod stepping;
 pub mod types;
 

@@ -8,13 +8,13 @@
 //! are imported into the workspace (`--workspace`, the one workspace among
 //! the paths, or `./studio.worldloom`, created when missing). Importing the
 //! same file twice adds nothing. The desktop app takes the same paths: both
-//! use `worldloom_server::launch`.
+//! use `worldloom_api::launch`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use worldloom_server::launch;
+use worldloom_api::launch;
 
 /// The workspace used when none is named.
 const DEFAULT_WORKSPACE: &str = "studio.worldloom";

@@ -21,8 +21,6 @@
 //! Error replies are `{"error": {"code", "message"}}` with the
 //! [`worldloom_api::ErrorCode`] and an HTTP status from [`status_of`].
 
-pub mod launch;
-
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

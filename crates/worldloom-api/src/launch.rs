@@ -8,11 +8,15 @@
 //! Worldloom application id, see `worldloom_store::is_workspace_file`) or a
 //! trajectory file or folder in any format `worldloom import` reads.
 //! Importing the same file twice adds nothing.
+//!
+//! It lives in the API crate so that both shells use it: the HTTP server
+//! (`worldloom-cli` `serve`) and the desktop app, which knows nothing of
+//! HTTP.
 
 use std::path::{Path, PathBuf};
 
-use worldloom_api::Studio;
-use worldloom_api::types::ImportFilesRequest;
+use crate::Studio;
+use crate::types::ImportFilesRequest;
 
 /// Why the paths given on a command line cannot be opened.
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +142,7 @@ pub fn import_paths(studio: &Studio, paths: &[PathBuf]) -> Result<ImportSummary,
     let request = ImportFilesRequest {
         paths: paths.iter().map(|p| p.display().to_string()).collect(),
     };
-    let resp = worldloom_api::commands::import_files(studio, request)
+    let resp = crate::commands::import_files(studio, request)
         .map_err(|e| LaunchError::Import(e.to_string()))?;
     let added = resp.imported.iter().filter(|i| i.added).count();
     Ok(ImportSummary {

@@ -1,0 +1,632 @@
+//! Trajectories: importing one as a change, listing them, and reading one
+//! back (whole, or only the records on the path to one state).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde::{Deserialize, Serialize};
+use worldloom_core::{
+    Action, AuthoredObservation, Domain, Edge, EdgeId, Node, NodeId, Observation, Prediction,
+    PredictionId, Source, Trajectory,
+};
+
+use super::predictions::{insert_authored, insert_prediction};
+use super::{ChangeId, TrajectoryKey, Workspace};
+use crate::error::{Result, StoreError};
+
+/// A trajectory as listed: the columns, without the tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrajectoryRow {
+    /// The workspace key.
+    pub key: TrajectoryKey,
+    /// The trajectory's own id (from its source).
+    pub ext_id: String,
+    /// Its domain.
+    pub domain: Domain,
+    /// Where it was imported from.
+    pub source: Source,
+    /// The task instruction, when known.
+    pub goal: Option<String>,
+    /// SHA-256 (lowercase hex) of the source file's bytes, when imported from
+    /// a file.
+    pub source_sha256: Option<String>,
+    /// When it was imported (UTC).
+    pub imported_at: String,
+    /// Live predictions over all its nodes.
+    pub prediction_count: u64,
+    /// Live authored observations over all its nodes.
+    pub authored_count: u64,
+    /// The lowest live metric score stored for it (newest result per node,
+    /// subject and producer), when any was stored.
+    pub lowest_score: Option<f64>,
+}
+
+/// One live edge as `(from, to)` node ids, for quick tree shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeLink {
+    /// The edge.
+    pub edge: EdgeId,
+    /// The state the action was taken from.
+    pub from: NodeId,
+    /// The state it led to.
+    pub to: NodeId,
+}
+
+/// A trajectory read back from the workspace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredTrajectory {
+    /// The workspace key.
+    pub key: TrajectoryKey,
+    /// The tree. It holds every node and edge ever added (so that ids equal
+    /// indices, as [`Trajectory::validate`] requires), but only live
+    /// predictions, authored observations and choices.
+    pub trajectory: Trajectory,
+    /// The nodes whose creating change is applied. Undone branches are not in
+    /// it; views show only these.
+    pub live_nodes: BTreeSet<NodeId>,
+    /// The edges whose creating change is applied.
+    pub live_edges: BTreeSet<EdgeId>,
+    /// SHA-256 of the source file, when imported from a file.
+    pub source_sha256: Option<String>,
+    /// When it was imported (UTC).
+    pub imported_at: String,
+}
+
+impl StoredTrajectory {
+    /// The live edges leaving `node`, oldest first.
+    pub fn live_children(&self, node: NodeId) -> Vec<EdgeId> {
+        self.trajectory
+            .edges
+            .iter()
+            .filter(|e| e.from == node && self.live_edges.contains(&e.id))
+            .map(|e| e.id)
+            .collect()
+    }
+}
+
+impl Workspace {
+    /// Imports a trajectory as one change and returns its key.
+    ///
+    /// `source_sha256` is the SHA-256 of the file it came from (see
+    /// [`super::sha256_hex`]); [`Workspace::find_imported`] uses it to skip
+    /// files already imported.
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] when the tree does not validate;
+    /// [`StoreError::Sqlite`].
+    pub fn import_trajectory(
+        &mut self,
+        trajectory: &Trajectory,
+        source_sha256: Option<&str>,
+    ) -> Result<TrajectoryKey> {
+        trajectory
+            .validate()
+            .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+        let path = self.path.clone();
+        let turns = trajectory.edges.len();
+        let summary = format!(
+            "import `{}` ({}, {turns} {})",
+            trajectory.id,
+            trajectory.domain,
+            if turns == 1 { "turn" } else { "turns" }
+        );
+        self.with_change("import", None, &summary, |tx, change| {
+            let err = |source| StoreError::Sqlite { path: path.clone(), context: "importing a trajectory".into(), source };
+            tx.execute(
+                "INSERT INTO trajectories (change_id, ext_id, domain, source_format, source_path, source_sha256, goal, system_prompt, extra_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    change.0,
+                    trajectory.id,
+                    trajectory.domain.as_str(),
+                    trajectory.source.format,
+                    trajectory.source.path,
+                    source_sha256,
+                    trajectory.goal,
+                    trajectory.system_prompt,
+                    Self::json(&trajectory.extra),
+                ],
+            )
+            .map_err(err)?;
+            let key = tx.last_insert_rowid();
+            tx.execute("UPDATE changes SET trajectory_id = ?1 WHERE id = ?2", params![key, change.0]).map_err(err)?;
+            for node in &trajectory.nodes {
+                insert_node(tx, key, node, change).map_err(err)?;
+            }
+            for edge in &trajectory.edges {
+                insert_edge(tx, key, edge, change).map_err(err)?;
+            }
+            Ok(TrajectoryKey(key))
+        })
+    }
+
+    /// The live trajectory imported from a file with this SHA-256 and this
+    /// trajectory id, if any.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn find_imported(
+        &self,
+        source_sha256: &str,
+        ext_id: &str,
+    ) -> Result<Option<TrajectoryKey>> {
+        self.conn
+            .query_row(
+                "SELECT t.id FROM trajectories t JOIN changes c ON c.id = t.change_id
+                 WHERE c.state = 'applied' AND t.source_sha256 = ?1 AND t.ext_id = ?2 ORDER BY t.id LIMIT 1",
+                params![source_sha256, ext_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map(|o| o.map(TrajectoryKey))
+            .map_err(self.sql_err("looking up an imported file"))
+    }
+
+    /// Every live trajectory, in import order.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn list_trajectories(&self) -> Result<Vec<TrajectoryRow>> {
+        let sql = "
+            SELECT t.id, t.ext_id, t.domain, t.source_format, t.source_path, t.goal, t.source_sha256, t.imported_at,
+              (SELECT count(*) FROM predictions p JOIN changes pc ON pc.id = p.change_id
+                 WHERE p.trajectory_id = t.id AND pc.state = 'applied'),
+              (SELECT count(*) FROM observations o JOIN changes oc ON oc.id = o.change_id
+                 WHERE o.trajectory_id = t.id AND o.kind = 'authored' AND oc.state = 'applied'),
+              (SELECT min(m.score) FROM metric_results m WHERE m.trajectory_id = t.id AND m.id IN
+                 (SELECT max(id) FROM metric_results WHERE trajectory_id = t.id GROUP BY node_id, subject, producer))
+            FROM trajectories t JOIN changes c ON c.id = t.change_id
+            WHERE c.state = 'applied' ORDER BY t.id";
+        let rows = self.query_all(sql, [], "listing trajectories", |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<String>>(6)?,
+                r.get::<_, String>(7)?,
+                r.get::<_, i64>(8)?,
+                r.get::<_, i64>(9)?,
+                r.get::<_, Option<f64>>(10)?,
+            ))
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (key, ext_id, domain, format, path, goal, sha, imported_at, preds, authored, lowest) in
+            rows
+        {
+            out.push(TrajectoryRow {
+                key: TrajectoryKey(key),
+                ext_id,
+                domain: self.parse_domain(&domain, key)?,
+                source: Source { format, path },
+                goal,
+                source_sha256: sha,
+                imported_at,
+                prediction_count: preds.max(0) as u64,
+                authored_count: authored.max(0) as u64,
+                lowest_score: lowest,
+            });
+        }
+        Ok(out)
+    }
+
+    fn parse_domain(&self, s: &str, key: i64) -> Result<Domain> {
+        s.parse::<Domain>().map_err(|m| {
+            StoreError::Invalid(format!(
+                "{}: trajectories row {key}: {m}",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Every live edge of every live trajectory as `(from, to)` pairs, keyed
+    /// by trajectory; cheap enough to compute tree shapes for a list.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn live_edge_links(&self) -> Result<BTreeMap<TrajectoryKey, Vec<EdgeLink>>> {
+        let rows = self.query_all(
+            "SELECT e.trajectory_id, e.edge_id, e.from_node, e.to_node FROM edges e
+             JOIN changes c ON c.id = e.change_id WHERE c.state = 'applied' ORDER BY e.trajectory_id, e.edge_id",
+            [],
+            "reading edges",
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, u32>(2)?,
+                    r.get::<_, u32>(3)?,
+                ))
+            },
+        )?;
+        let mut out: BTreeMap<TrajectoryKey, Vec<EdgeLink>> = BTreeMap::new();
+        for (t, e, from, to) in rows {
+            out.entry(TrajectoryKey(t)).or_default().push(EdgeLink {
+                edge: EdgeId(e),
+                from: NodeId(from),
+                to: NodeId(to),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Reads a live trajectory back.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when the key is unknown or its import was
+    /// undone; [`StoreError::Record`] when a stored record does not parse;
+    /// [`StoreError::Invalid`] when the stored tree is inconsistent;
+    /// [`StoreError::Sqlite`].
+    pub fn load_trajectory(&self, key: TrajectoryKey) -> Result<StoredTrajectory> {
+        self.load_inner(key, None)
+    }
+
+    /// Reads a live trajectory with the records of only the states on the
+    /// path from the root to `node` (and `node` itself): their observations,
+    /// predictions, choices and edges are complete; every other node and
+    /// edge is present (ids equal indices, the tree shape and live sets are
+    /// exact) but empty: no observation, prediction or extra fields, and an
+    /// edge action with an empty text. For views of one state on large trees
+    /// (`cargo bench -p worldloom-api --bench get_turn`; figures in
+    /// `docs/api.md`).
+    ///
+    /// # Errors
+    /// As [`Workspace::load_trajectory`]; [`StoreError::NotFound`] when
+    /// `node` does not exist.
+    pub fn load_trajectory_path(
+        &self,
+        key: TrajectoryKey,
+        node: NodeId,
+    ) -> Result<StoredTrajectory> {
+        let links = self.query_all(
+            "SELECT from_node, to_node FROM edges WHERE trajectory_id = ?1",
+            params![key.0],
+            "reading the tree shape",
+            |r| Ok((r.get::<_, u32>(0)?, r.get::<_, u32>(1)?)),
+        )?;
+        let parent: BTreeMap<u32, u32> = links.into_iter().map(|(from, to)| (to, from)).collect();
+        let mut on_path = BTreeSet::from([node.0]);
+        let mut at = node.0;
+        while let Some(&from) = parent.get(&at) {
+            if !on_path.insert(from) {
+                break;
+            }
+            at = from;
+        }
+        let loaded = self.load_inner(key, Some(&on_path))?;
+        if loaded.trajectory.node(node).is_none() {
+            return Err(StoreError::NotFound(format!(
+                "trajectory {} has no node {}",
+                key.0, node.0
+            )));
+        }
+        Ok(loaded)
+    }
+
+    /// Reads a trajectory; with `only`, records are read for those nodes
+    /// (and the edges into them) only.
+    fn load_inner(
+        &self,
+        key: TrajectoryKey,
+        only: Option<&BTreeSet<u32>>,
+    ) -> Result<StoredTrajectory> {
+        let wanted = |n: u32| only.is_none_or(|set| set.contains(&n));
+        // An SQL filter on node ids (integers only, so it is safe to inline).
+        let node_filter = |column: &str| match only {
+            None => String::new(),
+            Some(set) => format!(
+                " AND {column} IN ({})",
+                set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+            ),
+        };
+        let ctx = format!("reading trajectory {}", key.0);
+        let node_template = empty_node(NodeId(0), None);
+        let edge_template = empty_edge(EdgeId(0), NodeId(0), NodeId(0));
+        type Head = (
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            String,
+            Option<String>,
+            String,
+        );
+        let head: Option<Head> = self
+            .conn
+            .query_row(
+                "SELECT t.ext_id, t.domain, t.source_format, t.source_path, t.goal, t.system_prompt, t.extra_json,
+                        t.source_sha256, t.imported_at
+                 FROM trajectories t JOIN changes c ON c.id = t.change_id WHERE t.id = ?1 AND c.state = 'applied'",
+                params![key.0],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?, r.get(8)?)),
+            )
+            .optional()
+            .map_err(self.sql_err(ctx.clone()))?;
+        let Some((
+            ext_id,
+            domain,
+            format,
+            source_path,
+            goal,
+            system_prompt,
+            extra_json,
+            sha,
+            imported_at,
+        )) = head
+        else {
+            return Err(StoreError::NotFound(format!(
+                "no trajectory {} in this workspace",
+                key.0
+            )));
+        };
+        let domain = self.parse_domain(&domain, key.0)?;
+        let mut trajectory = Trajectory::new(ext_id, domain, None);
+        trajectory.source = Source {
+            format,
+            path: source_path,
+        };
+        trajectory.goal = goal;
+        trajectory.system_prompt = system_prompt;
+        trajectory.extra = self.parse_json("trajectories", &key.0.to_string(), &extra_json)?;
+        trajectory.nodes.clear();
+
+        let mut live_nodes = BTreeSet::new();
+        let rows = self.query_all(
+            "SELECT n.node_id, n.parent_edge, n.extra_json, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
+             WHERE n.trajectory_id = ?1 ORDER BY n.node_id",
+            params![key.0],
+            &ctx,
+            |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, Option<u32>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            },
+        )?;
+        for (id, parent_edge, extra, state) in rows {
+            if id as usize != trajectory.nodes.len() {
+                return Err(StoreError::Invalid(format!(
+                    "trajectory {}: node ids are not contiguous at {id}",
+                    key.0
+                )));
+            }
+            // One empty node built once and cloned: building each through
+            // serde costs more than the rest of a large tree's shape.
+            let mut node = node_template.clone();
+            node.id = NodeId(id);
+            node.parent_edge = parent_edge.map(EdgeId);
+            if wanted(id) {
+                node.extra = self.parse_json("nodes", &format!("{}/{id}", key.0), &extra)?;
+            }
+            if state == "applied" {
+                live_nodes.insert(NodeId(id));
+            }
+            trajectory.nodes.push(node);
+        }
+
+        let mut live_edges = BTreeSet::new();
+        let rows = self.query_all(
+            "SELECT e.edge_id, e.edge_json, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
+             WHERE e.trajectory_id = ?1 ORDER BY e.edge_id",
+            params![key.0],
+            &ctx,
+            |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, u32>(3)?,
+                    r.get::<_, u32>(4)?,
+                ))
+            },
+        )?;
+        for (id, json, state, from, to) in rows {
+            let edge: Edge = if wanted(to) {
+                self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
+            } else {
+                let mut e = edge_template.clone();
+                e.id = EdgeId(id);
+                e.from = NodeId(from);
+                e.to = NodeId(to);
+                e
+            };
+            if edge.id.0 != id || id as usize != trajectory.edges.len() {
+                return Err(StoreError::Invalid(format!(
+                    "trajectory {}: edge ids are not contiguous at {id}",
+                    key.0
+                )));
+            }
+            if state == "applied" {
+                live_edges.insert(EdgeId(id));
+            }
+            trajectory.edges.push(edge);
+        }
+
+        type ObsRow = (
+            i64,
+            u32,
+            String,
+            String,
+            Option<String>,
+            Option<u32>,
+            Option<String>,
+        );
+        let rows = self.query_all(
+            &format!("SELECT o.id, o.node_id, o.kind, o.observation_json, o.author, o.based_on, o.note FROM observations o
+             JOIN changes c ON c.id = o.change_id
+             WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id", node_filter("o.node_id")),
+            params![key.0],
+            &ctx,
+            |r| -> rusqlite::Result<ObsRow> {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
+        )?;
+        for (row_id, node_id, kind, json, author, based_on, note) in rows {
+            let observation: Observation =
+                self.parse_json("observations", &row_id.to_string(), &json)?;
+            let node = node_slot(&mut trajectory.nodes, node_id, key)?;
+            if kind == "real" {
+                node.real = Some(observation);
+            } else {
+                node.authored.push(AuthoredObservation {
+                    observation,
+                    author,
+                    based_on: based_on.map(PredictionId),
+                    note,
+                });
+            }
+        }
+
+        let rows = self.query_all(
+            &format!("SELECT p.node_id, p.prediction_id, p.prediction_json FROM predictions p JOIN changes c ON c.id = p.change_id
+             WHERE p.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY p.node_id, p.prediction_id", node_filter("p.node_id")),
+            params![key.0],
+            &ctx,
+            |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            },
+        )?;
+        for (node_id, pred_id, json) in rows {
+            let mut prediction: Prediction = self.parse_json(
+                "predictions",
+                &format!("{}/{node_id}/{pred_id}", key.0),
+                &json,
+            )?;
+            prediction.id = PredictionId(pred_id);
+            node_slot(&mut trajectory.nodes, node_id, key)?
+                .predictions
+                .push(prediction);
+        }
+
+        let rows = self.query_all(
+            &format!("SELECT cp.node_id, cp.prediction_id FROM chosen_predictions cp JOIN changes c ON c.id = cp.change_id
+             WHERE cp.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY cp.id", node_filter("cp.node_id")),
+            params![key.0],
+            &ctx,
+            |r| Ok((r.get::<_, u32>(0)?, r.get::<_, Option<u32>>(1)?)),
+        )?;
+        for (node_id, pred) in rows {
+            node_slot(&mut trajectory.nodes, node_id, key)?.chosen_prediction =
+                pred.map(PredictionId);
+        }
+
+        trajectory
+            .validate()
+            .map_err(|m| StoreError::Invalid(format!("trajectory {} as stored: {m}", key.0)))?;
+        Ok(StoredTrajectory {
+            key,
+            trajectory,
+            live_nodes,
+            live_edges,
+            source_sha256: sha,
+            imported_at,
+        })
+    }
+}
+
+fn empty_node(id: NodeId, parent_edge: Option<EdgeId>) -> Node {
+    // Built through serde so that fields the core adds later get their
+    // defaults without this crate naming them.
+    let value = serde_json::json!({ "id": id, "parent_edge": parent_edge });
+    serde_json::from_value(value).unwrap_or_else(|_| {
+        let mut t = Trajectory::new("", Domain::Web, None);
+        let mut n = t.nodes.remove(0);
+        n.id = id;
+        n.parent_edge = parent_edge;
+        n
+    })
+}
+
+fn empty_edge(id: EdgeId, from: NodeId, to: NodeId) -> Edge {
+    // Through serde, as for nodes: fields the core adds later get defaults.
+    let value = serde_json::json!({
+        "id": id, "from": from, "to": to,
+        "action": { "raw": "", "format": "text" },
+    });
+    serde_json::from_value(value).unwrap_or_else(|_| Edge {
+        id,
+        from,
+        to,
+        action: Action::new("", worldloom_core::action::ActionFormat::Text),
+        prompt: None,
+        edited_from: None,
+        note: None,
+        awb_row: None,
+        extra: serde_json::Map::new(),
+    })
+}
+
+fn node_slot(nodes: &mut [Node], node_id: u32, key: TrajectoryKey) -> Result<&mut Node> {
+    nodes.get_mut(node_id as usize).ok_or_else(|| {
+        StoreError::Invalid(format!(
+            "trajectory {}: a record names missing node {node_id}",
+            key.0
+        ))
+    })
+}
+
+/// Inserts `node` of trajectory `key` with its observations, predictions
+/// and choice, as part of `change`.
+pub(super) fn insert_node(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: &Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO nodes (trajectory_id, node_id, parent_edge, extra_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![key, node.id.0, node.parent_edge.map(|e| e.0), Workspace::json(&node.extra), change.0],
+    )?;
+    if let Some(real) = &node.real {
+        tx.execute(
+            "INSERT INTO observations (trajectory_id, node_id, kind, representation, observation_json, change_id)
+             VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
+            params![key, node.id.0, real.representation.as_str(), Workspace::json(real), change.0],
+        )?;
+    }
+    for authored in &node.authored {
+        insert_authored(tx, key, node.id, authored, change)?;
+    }
+    for prediction in &node.predictions {
+        insert_prediction(tx, key, node.id, prediction, change)?;
+    }
+    if let Some(chosen) = node.chosen_prediction {
+        tx.execute(
+            "INSERT INTO chosen_predictions (trajectory_id, node_id, prediction_id, change_id) VALUES (?1, ?2, ?3, ?4)",
+            params![key, node.id.0, chosen.0, change.0],
+        )?;
+    }
+    Ok(())
+}
+
+/// Inserts `edge` of trajectory `key` as part of `change`.
+pub(super) fn insert_edge(
+    tx: &Transaction<'_>,
+    key: i64,
+    edge: &Edge,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO edges (trajectory_id, edge_id, from_node, to_node, edge_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![key, edge.id.0, edge.from.0, edge.to.0, Workspace::json(edge), change.0],
+    )?;
+    Ok(())
+}
