@@ -123,7 +123,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: CLI,
-        uses: &[CORE, OBS, ENGINE, MODEL_SERVER, EVAL, STORE, API, SERVER],
+        uses: &[CORE, OBS, ENGINE, MODEL_SERVER, EVAL, API, SERVER],
         forbidden: &[&TAURI],
     },
     Row {
