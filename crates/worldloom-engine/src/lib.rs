@@ -10,14 +10,17 @@
 
 pub mod baseline;
 pub mod chat_template;
+mod kernels;
 pub mod lm;
 pub mod loading;
 pub mod local;
+pub mod moe;
 pub mod openai;
 pub mod qwen3_5_moe;
 pub mod sampling;
 pub mod snapshot;
 pub mod tokenizer;
+pub mod weights;
 pub mod world_model;
 
 pub use lm::CausalLm;
