@@ -220,30 +220,26 @@ impl SparseMoe {
         let logits = linear(&x, &self.router)?;
         let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
         let routing = PairRouting::from_probs(&probs, k, x.dtype())?;
-        let is_prefill = t > 1;
         // Pass 1: every pair's gate/up rows, [T·k, 2I], input row = pair / k.
-        let gate_up = gemm(
-            &x,
-            &self.gate_up,
-            None,
-            &routing.sorted_pairs,
-            &routing.expert_of_sorted,
-            k,
-            is_prefill,
-        )?;
+        let gate_up_call = GroupedGemmCall {
+            input: &x,
+            weights: &self.gate_up,
+            pair_weights: None,
+            routing: &routing,
+            top_k: k,
+            is_prefill: t > 1,
+        };
+        let gate_up = gemm(&gate_up_call)?;
         let i = self.intermediate;
         let act = (candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)? * gate_up.narrow(1, i, i)?)?;
         // Pass 2: every pair's down projection scaled by its routing weight,
         // [T·k, hidden], input row = pair.
-        let down = gemm(
-            &packed(&act)?,
-            &self.down,
-            Some(&routing.pair_weights),
-            &routing.sorted_pairs,
-            &routing.expert_of_sorted,
-            k,
-            is_prefill,
-        )?;
+        let down = gemm(&GroupedGemmCall {
+            input: &packed(&act)?,
+            weights: &self.down,
+            pair_weights: Some(&routing.pair_weights),
+            ..gate_up_call
+        })?;
         down.reshape((t, k, hidden))?.sum(1)
     }
 }
@@ -295,44 +291,42 @@ impl MoeDispatch {
 /// token chunks.
 const FUSED_MOE_MAX_PAIRS: usize = 8192;
 
-/// A grouped GEMM over stacked experts with the contract of
-/// `candle_nn::moe::moe_gemm`: `(input, weights [E, N, K], pair_weights,
-/// sorted_pairs, expert_of_sorted, top_k, is_prefill)` → `[pairs, N]`.
-/// Without pair weights, input is [T, K] and pair p reads row p / top_k;
-/// with them, input is [T·top_k, K], pair p reads row p and its output is
-/// scaled by `pair_weights[p]` (f32).
-type GroupedGemm = dyn Fn(
-    &Tensor,
-    &Tensor,
-    Option<&Tensor>,
-    &Tensor,
-    &Tensor,
-    usize,
-    bool,
-) -> candle_core::Result<Tensor>;
+/// One call of a grouped GEMM over stacked experts, with the contract of
+/// `candle_nn::moe::moe_gemm`: every (token, expert) pair of `routing`
+/// multiplied by its expert's weights, giving `[pairs, N]`.
+struct GroupedGemmCall<'a> {
+    /// Without pair weights [T, K], pair p reading row p / top_k; with them
+    /// [T·top_k, K], pair p reading row p.
+    input: &'a Tensor,
+    /// Stacked expert weights [E, N, K].
+    weights: &'a Tensor,
+    /// Scales each pair's output row (f32, [T·top_k]).
+    pair_weights: Option<&'a Tensor>,
+    /// The pairs, grouped by expert.
+    routing: &'a PairRouting,
+    top_k: usize,
+    /// More than one token (the kernels tile prefill and decode apart).
+    is_prefill: bool,
+}
+
+/// A grouped GEMM ([`GroupedGemmCall`]): candle's fused CUDA kernels in
+/// production, a CPU model of their contract in the tests.
+type GroupedGemm = dyn Fn(&GroupedGemmCall<'_>) -> candle_core::Result<Tensor>;
 
 /// candle's fused MoE GEMM (`candle_nn::moe::moe_gemm`). The kernel reads
 /// raw device buffers from their start, so every operand must be packed
 /// (contiguous at offset 0); [`SparseMoe::routed_grouped`] and the loader
 /// make sure of it. Without the `cuda` feature candle's function returns
 /// an error; [`MoeDispatch::fused_applies`] keeps it from being chosen.
-fn fused_cuda_grouped_gemm(
-    input: &Tensor,
-    weights: &Tensor,
-    pair_weights: Option<&Tensor>,
-    sorted_pairs: &Tensor,
-    expert_of_sorted: &Tensor,
-    top_k: usize,
-    is_prefill: bool,
-) -> candle_core::Result<Tensor> {
+fn fused_cuda_grouped_gemm(call: &GroupedGemmCall<'_>) -> candle_core::Result<Tensor> {
     candle_nn::moe::moe_gemm(
-        input,
-        weights,
-        &pair_weights.cloned(),
-        sorted_pairs,
-        expert_of_sorted,
-        top_k,
-        is_prefill,
+        call.input,
+        call.weights,
+        &call.pair_weights.cloned(),
+        &call.routing.sorted_pairs,
+        &call.routing.expert_of_sorted,
+        call.top_k,
+        call.is_prefill,
     )
 }
 
@@ -402,18 +396,18 @@ mod tests {
     /// segment e (positions `offsets[e]..offsets[e + 1]` of `sorted_pairs`)
     /// with expert e's weights. A routing whose pairs are not grouped by
     /// expert therefore gives wrong rows here as it would on the GPU.
-    fn grouped_gemm_cpu(
-        input: &Tensor,
-        weights: &Tensor,
-        pair_weights: Option<&Tensor>,
-        sorted_pairs: &Tensor,
-        expert_of_sorted: &Tensor,
-        top_k: usize,
-        _is_prefill: bool,
-    ) -> candle_core::Result<Tensor> {
+    fn grouped_gemm_cpu(call: &GroupedGemmCall<'_>) -> candle_core::Result<Tensor> {
+        let GroupedGemmCall {
+            input,
+            weights,
+            pair_weights,
+            routing,
+            top_k,
+            ..
+        } = *call;
         let num_experts = weights.dim(0)?;
-        let sorted: Vec<u32> = sorted_pairs.to_vec1()?;
-        let experts: Vec<u32> = expert_of_sorted.to_vec1()?;
+        let sorted: Vec<u32> = routing.sorted_pairs.to_vec1()?;
+        let experts: Vec<u32> = routing.expert_of_sorted.to_vec1()?;
         let scale: Option<Vec<f32>> = pair_weights.map(|w| w.to_vec1()).transpose()?;
         let mut counts = vec![0usize; num_experts];
         for &e in &experts {

@@ -165,11 +165,18 @@ impl GatedDeltaNet {
         let v = v.to_dtype(DType::F32)?.transpose(0, 1)?.contiguous()?; // [n_v, T, d_v]
         let beta = beta.t()?.contiguous()?; // [n_v, T]
         let g = g.t()?.contiguous()?; // [n_v, T]
+        let inputs = DeltaRuleInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            g: &g,
+            beta: &beta,
+        };
 
         let (out, new_state) = if chunked {
-            chunk_gated_delta_rule(&q, &k, &v, &g, &beta, &state.recurrent)?
+            chunk_gated_delta_rule(&inputs, &state.recurrent)?
         } else {
-            recurrent_gated_delta_rule(&q, &k, &v, &g, &beta, &state.recurrent)?
+            recurrent_gated_delta_rule(&inputs, &state.recurrent)?
         };
         state.recurrent = new_state;
 
@@ -201,6 +208,18 @@ fn l2_normalise(x: &Tensor) -> candle_core::Result<Tensor> {
     x.broadcast_div(&(sum_sq + L2NORM_EPS)?.sqrt()?)
 }
 
+/// The per-token inputs of the gated delta rule, per value head (f32):
+/// q, k [H, T, d_k] (q already scaled by 1/√d_k), v [H, T, d_v], the log
+/// decay g and the write strength beta [H, T].
+#[derive(Clone, Copy)]
+struct DeltaRuleInputs<'a> {
+    q: &'a Tensor,
+    k: &'a Tensor,
+    v: &'a Tensor,
+    g: &'a Tensor,
+    beta: &'a Tensor,
+}
+
 /// The gated delta rule, one token at a time.
 ///
 /// Shapes (f32): q, k [H, T, d_k] (q already scaled by 1/√d_k), v [H, T,
@@ -208,13 +227,10 @@ fn l2_normalise(x: &Tensor) -> candle_core::Result<Tensor> {
 /// m = Sᵀk; S ← S + k ⊗ β(v − m); o = Sᵀq. Returns o [H, T, d_v] and the
 /// final state.
 fn recurrent_gated_delta_rule(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    g: &Tensor,
-    beta: &Tensor,
+    inputs: &DeltaRuleInputs<'_>,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
+    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
     let t = q.dim(1)?;
     let mut s = state.clone();
     let decay = g.exp()?;
@@ -239,13 +255,10 @@ fn recurrent_gated_delta_rule(
 /// intra-chunk work as matmuls, a sequential scan over chunks. Same shapes
 /// and result as [`recurrent_gated_delta_rule`].
 fn chunk_gated_delta_rule(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    g: &Tensor,
-    beta: &Tensor,
+    inputs: &DeltaRuleInputs<'_>,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
+    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
     let c = DELTANET_CHUNK_TOKENS;
     let (h, t, d_k) = q.dims3()?;
     let d_v = v.dim(2)?;

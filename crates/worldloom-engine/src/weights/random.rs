@@ -31,12 +31,8 @@ impl TensorSource for RandomWeights {
     }
 
     fn tensor(&self, request: &TensorRequest<'_>) -> Result<Tensor, LoadError> {
-        let TensorRequest {
-            name,
-            shape,
-            dtype,
-            device,
-        } = *request;
+        let (name, shape, dtype, device) =
+            (request.name, request.shape, request.dtype, request.device);
         let wrap = LoadError::tensor(name);
         if !device.is_cpu() {
             // One seed per tensor name (FNV-1a), so tensors differ. The CPU

@@ -122,12 +122,7 @@ impl TensorSource for SafetensorsWeights {
     }
 
     fn tensor(&self, request: &TensorRequest<'_>) -> Result<Tensor, LoadError> {
-        let TensorRequest {
-            name,
-            shape,
-            dtype,
-            device,
-        } = *request;
+        let name = request.name;
         if !self.names.contains(name) {
             return Err(LoadError::MissingTensor {
                 dir: self.dir.clone(),
@@ -135,11 +130,11 @@ impl TensorSource for SafetensorsWeights {
             });
         }
         let view = self.mmaped.get(name).map_err(LoadError::tensor(name))?;
-        if view.shape() != shape {
+        if view.shape() != request.shape {
             return Err(LoadError::ShapeMismatch {
                 dir: self.dir.clone(),
                 name: name.to_string(),
-                expected: shape.to_vec(),
+                expected: request.shape.to_vec(),
                 found: view.shape().to_vec(),
             });
         }
@@ -153,8 +148,8 @@ impl TensorSource for SafetensorsWeights {
         let wrap = LoadError::tensor(name);
         // Convert on the CPU, then move: one host copy, one device copy.
         let tensor = candle_core::safetensors::Load::load(&view, &Device::Cpu).map_err(&wrap)?;
-        let tensor = tensor.to_dtype(dtype).map_err(&wrap)?;
-        tensor.to_device(device).map_err(wrap)
+        let tensor = tensor.to_dtype(request.dtype).map_err(&wrap)?;
+        tensor.to_device(request.device).map_err(wrap)
     }
 
     fn stored_dtype(&self) -> Option<DType> {
