@@ -8,7 +8,7 @@
 
 use candle_core::{DType, Device};
 
-use super::LoadError;
+use super::error::LoadError;
 
 /// Bytes in one GiB (2^30), the unit of memory messages.
 pub const BYTES_PER_GIB: f64 = 1024.0 * 1024.0 * 1024.0;

@@ -2,7 +2,8 @@
 
 use candle_core::{DType, Tensor};
 
-use super::{LoadError, TensorRequest, TensorSource};
+use super::error::LoadError;
+use super::source::{TensorRequest, TensorSource};
 
 /// Random weights for a config, built in memory: the benchmark's model at
 /// real widths without a checkpoint on disk.

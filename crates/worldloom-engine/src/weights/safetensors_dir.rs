@@ -10,7 +10,8 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device, Tensor};
 use serde::Deserialize;
 
-use super::{LoadError, TensorRequest, TensorSource, read_text};
+use super::error::{LoadError, read_text};
+use super::source::{TensorRequest, TensorSource};
 
 /// `model.safetensors.index.json` (only the part we read).
 #[derive(Deserialize)]
