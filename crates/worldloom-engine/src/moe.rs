@@ -1,6 +1,6 @@
 //! Sparse mixture-of-experts blocks and how tokens reach their experts.
 //!
-//! A [`SparseMoe`] block (Qwen3.5-MoE's `mlp`): an fp32 softmax router over
+//! A `SparseMoe` block (Qwen3.5-MoE's `mlp`): an fp32 softmax router over
 //! all experts, top-k, renormalised weights (rounded to the model dtype, as
 //! the reference does), SwiGLU experts held stacked, plus a shared SwiGLU
 //! expert scaled by sigmoid(`shared_expert_gate`(x)).
@@ -10,11 +10,11 @@
 //! - **Per expert**: routing on the host, tokens grouped by expert, one
 //!   matmul pair per chosen expert. Every device and dtype.
 //! - **Grouped** ([`MoeDispatch::FusedCuda`]): routing on the device
-//!   ([`PairRouting`]: (token, expert) pairs sorted by expert), then one
+//!   (`PairRouting`: (token, expert) pairs sorted by expert), then one
 //!   grouped GEMM launch for all experts' gate/up projections and one for
 //!   their down projections, through candle's fused CUDA kernels
 //!   (`candle_nn::moe::moe_gemm`). The grouped path is written against the
-//!   kernel's contract ([`GroupedGemm`]), so the CPU tests check its routing
+//!   kernel's contract (`GroupedGemm`), so the CPU tests check its routing
 //!   against the per-expert path.
 //!
 //! The block's widths come as a [`MoeShape`]; this module knows no model
