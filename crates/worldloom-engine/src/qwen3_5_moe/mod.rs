@@ -380,15 +380,14 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        let hidden = self.hidden_states(input_ids, state, mode)?;
-        linear(&hidden, &self.lm_head)?.to_dtype(DType::F32)
+        linear(&self.hidden_states(input_ids, state, mode)?, &self.lm_head)?.to_dtype(DType::F32)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of the last position,
-    /// [vocab]. Advances `state`.
+    /// `[vocab]`. Advances `state`.
     ///
     /// # Errors
-    /// Empty input, a token id outside the vocabulary, candle errors.
+    /// As [`Qwen3_5Moe::forward_all`].
     pub fn forward_with(
         &self,
         input_ids: &[u32],
