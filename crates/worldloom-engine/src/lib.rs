@@ -13,16 +13,19 @@
 pub mod baseline;
 pub mod chat_template;
 pub mod collect;
+mod kernels;
 pub mod lm;
 pub mod loading;
 pub mod local;
 pub mod local_model;
+pub mod moe;
 pub mod openai;
 pub mod qwen3_5_moe;
 pub mod record;
 pub mod sampling;
 pub mod snapshot;
 pub mod tokenizer;
+pub mod weights;
 pub mod world_model;
 
 pub use collect::{CollectError, Collected, ObservationTokens, collect, collect_to_end};

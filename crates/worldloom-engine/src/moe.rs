@@ -1,0 +1,560 @@
+//! Sparse mixture-of-experts blocks and how tokens reach their experts.
+//!
+//! A `SparseMoe` block (Qwen3.5-MoE's `mlp`): an fp32 softmax router over
+//! all experts, top-k, renormalised weights (rounded to the model dtype, as
+//! the reference does), SwiGLU experts held stacked, plus a shared SwiGLU
+//! expert scaled by sigmoid(`shared_expert_gate`(x)).
+//!
+//! Two dispatches ([`MoeDispatch`]) compute the routed part:
+//!
+//! - **Per expert**: routing on the host, tokens grouped by expert, one
+//!   matmul pair per chosen expert. Every device and dtype.
+//! - **Grouped** ([`MoeDispatch::FusedCuda`]): routing on the device
+//!   (`PairRouting`: (token, expert) pairs sorted by expert), then one
+//!   grouped GEMM launch for all experts' gate/up projections and one for
+//!   their down projections, through candle's fused CUDA kernels
+//!   (`candle_nn::moe::moe_gemm`). The grouped path is written against the
+//!   kernel's contract (`GroupedGemm`), so the CPU tests check its routing
+//!   against the per-expert path.
+//!
+//! The block's widths come as a [`MoeShape`]; this module knows no model
+//! config.
+
+use candle_core::{DType, Device, IndexOp, Tensor};
+use serde::Serialize;
+
+use crate::kernels::linear;
+use crate::weights::{LoadError, Weights};
+
+/// The widths of a sparse MoE block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoeShape {
+    /// Residual width (the block's input and output).
+    pub hidden: usize,
+    /// Routed experts.
+    pub experts: usize,
+    /// Experts chosen per token.
+    pub top_k: usize,
+    /// Hidden width of one routed expert.
+    pub expert_intermediate: usize,
+    /// Hidden width of the shared expert.
+    pub shared_intermediate: usize,
+}
+
+/// A SwiGLU MLP with separate projections (the shared expert).
+#[derive(Debug, Clone)]
+struct SwiGlu {
+    gate_proj: Tensor,
+    up_proj: Tensor,
+    down_proj: Tensor,
+}
+
+impl SwiGlu {
+    fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let g = candle_nn::ops::silu(&linear(x, &self.gate_proj)?)?;
+        let u = linear(x, &self.up_proj)?;
+        linear(&(g * u)?, &self.down_proj)
+    }
+}
+
+/// Sparse MoE block (`mlp`) with a sigmoid-gated shared expert.
+#[derive(Debug, Clone)]
+pub(crate) struct SparseMoe {
+    /// Router weight [E, hidden].
+    router: Tensor,
+    /// Stacked expert gate and up projections [E, 2I, hidden] (gate rows
+    /// first).
+    gate_up: Tensor,
+    /// Stacked expert down projections [E, hidden, I].
+    down: Tensor,
+    shared: SwiGlu,
+    /// [1, hidden].
+    shared_gate: Tensor,
+    top_k: usize,
+    intermediate: usize,
+}
+
+impl SparseMoe {
+    /// Reads the block under `vb` (the layer's `mlp`): `gate.weight`, the
+    /// experts stacked (`experts.gate_up_proj` [E, 2I, H],
+    /// `experts.down_proj` [E, H, I]) or one per expert
+    /// (`experts.{e}.{gate,up,down}_proj.weight`), and the shared expert.
+    /// Experts are held stacked either way.
+    ///
+    /// # Errors
+    /// [`LoadError::MissingTensor`] / [`LoadError::ShapeMismatch`] naming
+    /// the tensor.
+    pub(crate) fn load(shape: &MoeShape, vb: &Weights<'_>) -> Result<Self, LoadError> {
+        let (h, e, i, is) = (
+            shape.hidden,
+            shape.experts,
+            shape.expert_intermediate,
+            shape.shared_intermediate,
+        );
+        let experts = vb.pp("experts");
+        let (gate_up, down) = if experts.contains("gate_up_proj") {
+            (
+                experts.get("gate_up_proj", &[e, 2 * i, h])?,
+                experts.get("down_proj", &[e, h, i])?,
+            )
+        } else {
+            // Gate rows first: expert e's [2I, H] is its gate then its up.
+            let gate = experts.get_stacked(e, "gate_proj.weight", &[i, h])?;
+            let up = experts.get_stacked(e, "up_proj.weight", &[i, h])?;
+            (
+                Tensor::cat(&[&gate, &up], 1).map_err(experts.error("gate_up_proj"))?,
+                experts.get_stacked(e, "down_proj.weight", &[h, i])?,
+            )
+        };
+        // The fused kernels read the stacked buffers from their start.
+        let gate_up = packed(&gate_up).map_err(experts.error("gate_up_proj"))?;
+        let down = packed(&down).map_err(experts.error("down_proj"))?;
+        let shared = vb.pp("shared_expert");
+        Ok(Self {
+            router: vb.get("gate.weight", &[e, h])?,
+            gate_up,
+            down,
+            shared: SwiGlu {
+                gate_proj: shared.get("gate_proj.weight", &[is, h])?,
+                up_proj: shared.get("up_proj.weight", &[is, h])?,
+                down_proj: shared.get("down_proj.weight", &[h, is])?,
+            },
+            shared_gate: vb.get("shared_expert_gate.weight", &[1, h])?,
+            top_k: shape.top_k,
+            intermediate: i,
+        })
+    }
+
+    /// x [T, hidden] → [T, hidden]: the routed experts' weighted sum plus
+    /// the gated shared expert.
+    pub(crate) fn forward(&self, x: &Tensor, dispatch: MoeDispatch) -> candle_core::Result<Tensor> {
+        let routed = match dispatch {
+            MoeDispatch::PerExpert => self.routed_per_expert(x)?,
+            MoeDispatch::FusedCuda => {
+                self.routed_grouped(x, FUSED_MOE_MAX_PAIRS, &fused_cuda_grouped_gemm)?
+            }
+        };
+        let shared = self.shared.forward(x)?;
+        let shared_gate = candle_nn::ops::sigmoid(&linear(x, &self.shared_gate)?)?;
+        routed + shared.broadcast_mul(&shared_gate)?
+    }
+
+    /// Routed experts, one matmul pair per chosen expert; routing on the
+    /// host. Works on every device and dtype.
+    fn routed_per_expert(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let (t, _) = x.dims2()?;
+        let dtype = x.dtype();
+        let logits = linear(x, &self.router)?;
+        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
+        let probs: Vec<Vec<f32>> = probs.to_vec2()?;
+        // Route on the host: top-k per token, renormalised, then group the
+        // tokens by expert so each chosen expert runs one matmul.
+        let num_experts = self.router.dim(0)?;
+        let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
+        let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
+        let mut order: Vec<usize> = Vec::with_capacity(num_experts);
+        for (tok, p) in probs.iter().enumerate() {
+            order.clear();
+            order.extend(0..p.len());
+            // Descending probability; ties to the lower index, like topk.
+            order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+            let chosen = &order[..self.top_k];
+            let sum: f32 = chosen.iter().map(|&e| p[e]).sum();
+            for &e in chosen {
+                tokens_of[e].push(tok as u32);
+                // The reference casts the renormalised weights to the model
+                // dtype before use.
+                weights_of[e].push(round_to(p[e] / sum, dtype));
+            }
+        }
+        let mut out = Tensor::zeros_like(x)?;
+        let i = self.intermediate;
+        for (e, toks) in tokens_of.iter().enumerate() {
+            if toks.is_empty() {
+                continue;
+            }
+            let idx = Tensor::new(toks.as_slice(), x.device())?;
+            let xs = if t == toks.len() {
+                x.clone()
+            } else {
+                x.index_select(&idx, 0)?
+            };
+            let gate_up = linear(&xs, &self.gate_up.i(e)?)?; // [n, 2I]
+            let g = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
+            let u = gate_up.narrow(1, i, i)?;
+            let y = linear(&(g * u)?, &self.down.i(e)?)?; // [n, hidden]
+            let w = Tensor::new(weights_of[e].as_slice(), x.device())?
+                .to_dtype(dtype)?
+                .unsqueeze(1)?;
+            let y = y.broadcast_mul(&w)?;
+            out = out.index_add(&idx, &y, 0)?;
+        }
+        Ok(out)
+    }
+
+    /// Routed experts through a grouped GEMM over all experts at once
+    /// (candle's fused CUDA kernels in production, see
+    /// [`fused_cuda_grouped_gemm`]). Routing stays on the device: no host
+    /// round trip per layer. Inputs of more than `max_pairs` (token, expert)
+    /// pairs run in token chunks (the device sort keeps one row in shared
+    /// memory).
+    fn routed_grouped(
+        &self,
+        x: &Tensor,
+        max_pairs: usize,
+        gemm: &GroupedGemm,
+    ) -> candle_core::Result<Tensor> {
+        let (t, _) = x.dims2()?;
+        let k = self.top_k;
+        let chunk = (max_pairs / k).max(1);
+        if t > chunk {
+            let mut parts = Vec::with_capacity(t.div_ceil(chunk));
+            for start in (0..t).step_by(chunk) {
+                let len = chunk.min(t - start);
+                parts.push(self.routed_grouped(&x.narrow(0, start, len)?, max_pairs, gemm)?);
+            }
+            return Tensor::cat(&parts, 0);
+        }
+        let x = packed(x)?;
+        let (t, hidden) = x.dims2()?;
+        let logits = linear(&x, &self.router)?;
+        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
+        let routing = PairRouting::from_probs(&probs, k, x.dtype())?;
+        // Pass 1: every pair's gate/up rows, [T·k, 2I], input row = pair / k.
+        let gate_up_call = GroupedGemmCall {
+            input: &x,
+            weights: &self.gate_up,
+            pair_weights: None,
+            routing: &routing,
+            top_k: k,
+            is_prefill: t > 1,
+        };
+        let gate_up = gemm(&gate_up_call)?;
+        let i = self.intermediate;
+        let act = (candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)? * gate_up.narrow(1, i, i)?)?;
+        // Pass 2: every pair's down projection scaled by its routing weight,
+        // [T·k, hidden], input row = pair.
+        let down = gemm(&GroupedGemmCall {
+            input: &packed(&act)?,
+            weights: &self.down,
+            pair_weights: Some(&routing.pair_weights),
+            ..gate_up_call
+        })?;
+        down.reshape((t, k, hidden))?.sum(1)
+    }
+}
+
+/// How the sparse MoE blocks send tokens to their experts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MoeDispatch {
+    /// candle's fused grouped-GEMM CUDA kernels
+    /// (`candle_nn::moe::moe_gemm`, WMMA tensor-core tiles): top-k routing
+    /// on the device, then one launch for all experts' gate/up projections
+    /// and one for their down projections. bf16/f16 weights on a CUDA device
+    /// in a `--features cuda` build only (see [`MoeDispatch::fused_applies`]).
+    FusedCuda,
+    /// Routing on the host, then one matmul pair per chosen expert. Every
+    /// device and dtype; the CPU path.
+    PerExpert,
+}
+
+impl MoeDispatch {
+    /// Whether [`MoeDispatch::FusedCuda`] can run MoE blocks of `shape` (or
+    /// of a model config that converts into one) in `dtype` on `device`: a
+    /// build with the `cuda` feature, a CUDA device, bf16 or f16, and hidden
+    /// and expert widths that are multiples of 8 (the kernels load 8 values
+    /// at a time).
+    pub fn fused_applies(shape: impl Into<MoeShape>, dtype: DType, device: &Device) -> bool {
+        let shape = shape.into();
+        cfg!(feature = "cuda")
+            && device.is_cuda()
+            && matches!(dtype, DType::BF16 | DType::F16)
+            && shape.hidden.is_multiple_of(8)
+            && shape.expert_intermediate.is_multiple_of(8)
+    }
+
+    /// The fastest dispatch that applies: [`MoeDispatch::FusedCuda`] where
+    /// [`MoeDispatch::fused_applies`], else [`MoeDispatch::PerExpert`].
+    pub fn best_for(shape: impl Into<MoeShape>, dtype: DType, device: &Device) -> Self {
+        if Self::fused_applies(shape, dtype, device) {
+            Self::FusedCuda
+        } else {
+            Self::PerExpert
+        }
+    }
+}
+
+/// Most (token, expert) pairs one grouped MoE call routes: the device sort of
+/// the pairs' expert ids keeps the padded row (4 bytes per entry) in 48 KiB
+/// of shared memory, so 8192 (1024 tokens at top-8); longer inputs run in
+/// token chunks.
+const FUSED_MOE_MAX_PAIRS: usize = 8192;
+
+/// One call of a grouped GEMM over stacked experts, with the contract of
+/// `candle_nn::moe::moe_gemm`: every (token, expert) pair of `routing`
+/// multiplied by its expert's weights, giving `[pairs, N]`.
+struct GroupedGemmCall<'a> {
+    /// Without pair weights [T, K], pair p reading row p / top_k; with them
+    /// [T·top_k, K], pair p reading row p.
+    input: &'a Tensor,
+    /// Stacked expert weights [E, N, K].
+    weights: &'a Tensor,
+    /// Scales each pair's output row (f32, [T·top_k]).
+    pair_weights: Option<&'a Tensor>,
+    /// The pairs, grouped by expert.
+    routing: &'a PairRouting,
+    top_k: usize,
+    /// More than one token (the kernels tile prefill and decode apart).
+    is_prefill: bool,
+}
+
+/// A grouped GEMM ([`GroupedGemmCall`]): candle's fused CUDA kernels in
+/// production, a CPU model of their contract in the tests.
+type GroupedGemm = dyn Fn(&GroupedGemmCall<'_>) -> candle_core::Result<Tensor>;
+
+/// candle's fused MoE GEMM (`candle_nn::moe::moe_gemm`). The kernel reads
+/// raw device buffers from their start, so every operand must be packed
+/// (contiguous at offset 0); [`SparseMoe::routed_grouped`] and the loader
+/// make sure of it. Without the `cuda` feature candle's function returns
+/// an error; [`MoeDispatch::fused_applies`] keeps it from being chosen.
+fn fused_cuda_grouped_gemm(call: &GroupedGemmCall<'_>) -> candle_core::Result<Tensor> {
+    candle_nn::moe::moe_gemm(
+        call.input,
+        call.weights,
+        &call.pair_weights.cloned(),
+        &call.routing.sorted_pairs,
+        &call.routing.expert_of_sorted,
+        call.top_k,
+        call.is_prefill,
+    )
+}
+
+/// The routing of T tokens to their top-k experts as a grouped GEMM wants
+/// it. Pair p = token · k + slot stands for the token's slot-th choice.
+struct PairRouting {
+    /// Pair ids ordered by expert id, [T·k] u32: the rows of one expert
+    /// are contiguous.
+    sorted_pairs: Tensor,
+    /// Expert id of each entry of `sorted_pairs` (ascending), [T·k] u32.
+    expert_of_sorted: Tensor,
+    /// Renormalised routing weight of each pair (rounded to the model dtype,
+    /// as the reference does, then held in f32), [T·k] f32.
+    pair_weights: Tensor,
+}
+
+impl PairRouting {
+    /// From router probabilities [T, E] (f32): top-k per token (descending),
+    /// weights divided by their sum, pairs sorted by expert. All tensor ops,
+    /// so it stays on the probabilities' device.
+    fn from_probs(probs: &Tensor, k: usize, dtype: DType) -> candle_core::Result<Self> {
+        let top = probs
+            .arg_sort_last_dim(false)?
+            .narrow(1, 0, k)?
+            .contiguous()?; // [T, k]
+        let top_p = probs.contiguous()?.gather(&top, 1)?; // [T, k]
+        let weights = top_p.broadcast_div(&top_p.sum_keepdim(1)?)?;
+        let pair_weights = weights
+            .to_dtype(dtype)?
+            .to_dtype(DType::F32)?
+            .flatten_all()?;
+        let (expert_of_sorted, sorted_pairs) = top.flatten_all()?.sort_last_dim(true)?;
+        Ok(Self {
+            sorted_pairs: packed(&sorted_pairs)?,
+            expert_of_sorted: packed(&expert_of_sorted)?,
+            pair_weights: packed(&pair_weights)?,
+        })
+    }
+}
+
+/// `x` itself when it is contiguous from the start of its storage, else a
+/// packed copy (kernels that read raw buffers need that).
+fn packed(x: &Tensor) -> candle_core::Result<Tensor> {
+    if x.is_contiguous() && x.layout().start_offset() == 0 {
+        Ok(x.clone())
+    } else {
+        x.force_contiguous()
+    }
+}
+
+/// Rounds an f32 to the nearest value representable in `dtype`.
+fn round_to(x: f32, dtype: DType) -> f32 {
+    match dtype {
+        DType::BF16 => half::bf16::from_f32(x).to_f32(),
+        DType::F16 => half::f16::from_f32(x).to_f32(),
+        _ => x,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A CPU model of the grouped-GEMM contract that candle-kernels'
+    /// `moe_gemm_wmma` implements: it counts `expert_of_sorted` per expert,
+    /// turns the counts into segment offsets, and computes the pairs of
+    /// segment e (positions `offsets[e]..offsets[e + 1]` of `sorted_pairs`)
+    /// with expert e's weights. A routing whose pairs are not grouped by
+    /// expert therefore gives wrong rows here as it would on the GPU.
+    fn grouped_gemm_cpu(call: &GroupedGemmCall<'_>) -> candle_core::Result<Tensor> {
+        let GroupedGemmCall {
+            input,
+            weights,
+            pair_weights,
+            routing,
+            top_k,
+            ..
+        } = *call;
+        let num_experts = weights.dim(0)?;
+        let sorted: Vec<u32> = routing.sorted_pairs.to_vec1()?;
+        let experts: Vec<u32> = routing.expert_of_sorted.to_vec1()?;
+        let scale: Option<Vec<f32>> = pair_weights.map(|w| w.to_vec1()).transpose()?;
+        let mut counts = vec![0usize; num_experts];
+        for &e in &experts {
+            counts[e as usize] += 1;
+        }
+        let mut rows: Vec<Option<Tensor>> = vec![None; sorted.len()];
+        let mut start = 0;
+        for (e, &count) in counts.iter().enumerate() {
+            let w = weights.i(e)?.to_dtype(DType::F32)?;
+            for &pair in &sorted[start..start + count] {
+                let row = if scale.is_some() {
+                    pair as usize
+                } else {
+                    pair as usize / top_k
+                };
+                let mut y = input
+                    .narrow(0, row, 1)?
+                    .to_dtype(DType::F32)?
+                    .matmul(&w.t()?)?;
+                if let Some(scale) = &scale {
+                    y = (y * f64::from(scale[pair as usize]))?;
+                }
+                rows[pair as usize] = Some(y.to_dtype(input.dtype())?);
+            }
+            start += count;
+        }
+        let rows = rows
+            .into_iter()
+            .enumerate()
+            .map(|(pair, r)| r.ok_or_else(|| candle_core::Error::Msg(format!("pair {pair} unset"))))
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Tensor::cat(&rows, 0)
+    }
+
+    fn random_moe(
+        experts: usize,
+        top_k: usize,
+        hidden: usize,
+        inter: usize,
+        dtype: DType,
+    ) -> SparseMoe {
+        let dev = Device::Cpu;
+        let r = |shape: &[usize]| {
+            Tensor::randn(0f32, 0.5, shape, &dev)
+                .and_then(|t| t.to_dtype(dtype))
+                .expect("randn")
+        };
+        SparseMoe {
+            router: r(&[experts, hidden]),
+            gate_up: r(&[experts, 2 * inter, hidden]),
+            down: r(&[experts, hidden, inter]),
+            shared: SwiGlu {
+                gate_proj: r(&[24, hidden]),
+                up_proj: r(&[24, hidden]),
+                down_proj: r(&[hidden, 24]),
+            },
+            shared_gate: r(&[1, hidden]),
+            top_k,
+            intermediate: inter,
+        }
+    }
+
+    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a.to_dtype(DType::F32).expect("f32") - b.to_dtype(DType::F32).expect("f32"))
+            .and_then(|d| d.abs())
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .expect("diff")
+    }
+
+    /// The device-side routing (top-k, renormalised weights, pairs grouped
+    /// by expert) through the grouped-GEMM contract gives what the
+    /// per-expert dispatch gives: for prefill and decode shapes, with and
+    /// without token chunking.
+    #[test]
+    fn grouped_routing_matches_per_expert_dispatch() -> candle_core::Result<()> {
+        let moe = random_moe(8, 3, 32, 16, DType::F32);
+        for t in [1, 2, 13, 40] {
+            let x = Tensor::randn(0f32, 1.0, (t, 32), &Device::Cpu)?;
+            let want = moe.routed_per_expert(&x)?;
+            let scale = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+            assert!(scale > 0.1, "routed output is not trivially small: {scale}");
+            for max_pairs in [FUSED_MOE_MAX_PAIRS, 9, 1] {
+                let got = moe.routed_grouped(&x, max_pairs, &grouped_gemm_cpu)?;
+                assert_eq!(got.dims(), &[t, 32]);
+                // f32 rounding of differently blocked matmuls, relative to
+                // the output's scale (a routing mistake is of that scale).
+                let diff = max_abs_diff(&got, &want);
+                assert!(
+                    diff <= 1e-5 * scale,
+                    "T={t} max_pairs={max_pairs}: {diff} of {scale}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The pair layout the kernels rely on: pair p = token · k + slot, the
+    /// sorted pairs grouped by ascending expert id, every pair once, each
+    /// token's weights summing to one.
+    #[test]
+    fn pair_routing_groups_pairs_by_expert() -> candle_core::Result<()> {
+        let probs = Tensor::new(
+            &[
+                [0.1f32, 0.5, 0.3, 0.1],
+                [0.4, 0.1, 0.2, 0.3],
+                [0.05, 0.15, 0.2, 0.6],
+            ],
+            &Device::Cpu,
+        )?;
+        let r = PairRouting::from_probs(&probs, 2, DType::F32)?;
+        let pairs: Vec<u32> = r.sorted_pairs.to_vec1()?;
+        let experts: Vec<u32> = r.expert_of_sorted.to_vec1()?;
+        let weights: Vec<f32> = r.pair_weights.to_vec1()?;
+        // Top-2: token 0 → experts 1, 2; token 1 → 0, 3; token 2 → 3, 2.
+        let chosen = [1u32, 2, 0, 3, 3, 2];
+        let mut seen = pairs.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3, 4, 5]);
+        assert!(experts.windows(2).all(|w| w[0] <= w[1]), "{experts:?}");
+        for (&pair, &expert) in pairs.iter().zip(&experts) {
+            assert_eq!(chosen[pair as usize], expert, "pair {pair}");
+        }
+        let want = [0.625f32, 0.375, 4.0 / 7.0, 3.0 / 7.0, 0.75, 0.25];
+        for (got, want) in weights.iter().zip(want) {
+            assert!((got - want).abs() < 1e-6, "{weights:?}");
+        }
+        Ok(())
+    }
+
+    /// Fused dispatch is never chosen where it cannot run: the CPU, or f32.
+    #[test]
+    fn fused_dispatch_needs_cuda_and_half_precision() {
+        let shape = MoeShape {
+            hidden: 16,
+            experts: 4,
+            top_k: 2,
+            expert_intermediate: 8,
+            shared_intermediate: 512,
+        };
+        for dtype in [DType::BF16, DType::F16, DType::F32] {
+            assert!(!MoeDispatch::fused_applies(shape, dtype, &Device::Cpu));
+            assert_eq!(
+                MoeDispatch::best_for(shape, dtype, &Device::Cpu),
+                MoeDispatch::PerExpert
+            );
+        }
+    }
+}

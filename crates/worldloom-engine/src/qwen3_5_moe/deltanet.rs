@@ -1,0 +1,355 @@
+//! Gated DeltaNet (`linear_attn`; Yang, Kautz, Hatamizadeh, "Gated Delta
+//! Networks: Improving Mamba2 with Delta Rule", ICLR 2025): a depthwise
+//! causal conv1d over the q/k/v projections, then the gated delta rule on a
+//! per-head `d_k × d_v` fp32 state, then a gated RMSNorm. Prefill uses the
+//! chunked (UT-transform) form with chunks of [`DELTANET_CHUNK_TOKENS`]
+//! tokens; decode uses the token recurrence. Both compute the same function.
+
+use candle_core::{D, DType, Device, IndexOp, Tensor};
+
+use super::config::Config;
+use super::norm::rms_normalise_f32;
+use crate::kernels::linear;
+use crate::weights::{LoadError, Weights};
+
+/// Chunk length of the chunked gated-delta-rule prefill (the reference's).
+pub const DELTANET_CHUNK_TOKENS: usize = 64;
+
+/// Epsilon of the L2 normalisation of DeltaNet queries and keys.
+const L2NORM_EPS: f64 = 1e-6;
+
+/// Gated DeltaNet (`linear_attn`).
+#[derive(Debug, Clone)]
+pub(super) struct GatedDeltaNet {
+    in_proj_qkv: Tensor,
+    in_proj_z: Tensor,
+    in_proj_b: Tensor,
+    in_proj_a: Tensor,
+    /// Conv taps as [kernel, conv_dim] in the model dtype.
+    conv_taps: Tensor,
+    /// −exp(A_log) in f32, [n_v].
+    neg_a: Tensor,
+    /// dt_bias in f32, [n_v].
+    dt_bias: Tensor,
+    /// Gated-norm weight [d_v] in the model dtype.
+    norm_weight: Tensor,
+    out_proj: Tensor,
+    n_k: usize,
+    n_v: usize,
+    d_k: usize,
+    d_v: usize,
+    kernel: usize,
+    eps: f64,
+}
+
+/// Decode state of one DeltaNet layer.
+#[derive(Debug, Clone)]
+pub(super) struct DeltaNetState {
+    /// The last `kernel − 1` pre-conv inputs, [kernel − 1, conv_dim], model
+    /// dtype (zeros at position 0).
+    pub(super) conv: Tensor,
+    /// Recurrent state S per value head, [n_v, d_k, d_v], f32.
+    pub(super) recurrent: Tensor,
+}
+
+impl GatedDeltaNet {
+    /// Reads the layer's `linear_attn` under `vb`.
+    pub(super) fn load(cfg: &Config, vb: &Weights<'_>) -> Result<Self, LoadError> {
+        let h = cfg.hidden_size;
+        let (n_k, n_v, d_k, d_v) = (
+            cfg.linear_num_key_heads,
+            cfg.linear_num_value_heads,
+            cfg.linear_key_head_dim,
+            cfg.linear_value_head_dim,
+        );
+        let conv_dim = cfg.linear_conv_dim();
+        let kernel = cfg.linear_conv_kernel_dim;
+        let conv = vb.get("conv1d.weight", &[conv_dim, 1, kernel])?;
+        let conv_taps = conv
+            .reshape((conv_dim, kernel))
+            .and_then(|c| c.t())
+            .and_then(|c| c.contiguous())
+            .map_err(vb.error("conv1d.weight"))?;
+        let a_log = vb.get_as("A_log", &[n_v], DType::F32)?;
+        let neg_a = a_log
+            .exp()
+            .and_then(|a| a.neg())
+            .map_err(vb.error("A_log"))?;
+        Ok(Self {
+            in_proj_qkv: vb.get("in_proj_qkv.weight", &[conv_dim, h])?,
+            in_proj_z: vb.get("in_proj_z.weight", &[n_v * d_v, h])?,
+            in_proj_b: vb.get("in_proj_b.weight", &[n_v, h])?,
+            in_proj_a: vb.get("in_proj_a.weight", &[n_v, h])?,
+            conv_taps,
+            neg_a,
+            dt_bias: vb.get_as("dt_bias", &[n_v], DType::F32)?,
+            norm_weight: vb.get("norm.weight", &[d_v])?,
+            out_proj: vb.get("out_proj.weight", &[h, n_v * d_v])?,
+            n_k,
+            n_v,
+            d_k,
+            d_v,
+            kernel,
+            eps: cfg.rms_norm_eps,
+        })
+    }
+
+    pub(super) fn new_state(
+        &self,
+        dtype: DType,
+        device: &Device,
+    ) -> candle_core::Result<DeltaNetState> {
+        let conv_dim = 2 * self.n_k * self.d_k + self.n_v * self.d_v;
+        Ok(DeltaNetState {
+            conv: Tensor::zeros((self.kernel - 1, conv_dim), dtype, device)?,
+            recurrent: Tensor::zeros((self.n_v, self.d_k, self.d_v), DType::F32, device)?,
+        })
+    }
+
+    /// x [T, hidden] → [T, hidden]; advances `state`. `chunked` selects the
+    /// chunked prefill form, otherwise the token recurrence.
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        state: &mut DeltaNetState,
+        chunked: bool,
+    ) -> candle_core::Result<Tensor> {
+        let t = x.dim(0)?;
+        let dtype = x.dtype();
+        let (n_k, n_v, d_k, d_v) = (self.n_k, self.n_v, self.d_k, self.d_v);
+        let key_dim = n_k * d_k;
+        let mixed = linear(x, &self.in_proj_qkv)?; // [T, conv_dim]
+        let z = linear(x, &self.in_proj_z)?; // [T, n_v·d_v]
+        let b = linear(x, &self.in_proj_b)?; // [T, n_v]
+        let a = linear(x, &self.in_proj_a)?; // [T, n_v]
+
+        // Depthwise causal conv1d over time with the cached left context.
+        let padded = Tensor::cat(&[&state.conv, &mixed], 0)?; // [K−1+T, C]
+        let mut conv = padded
+            .narrow(0, 0, t)?
+            .broadcast_mul(&self.conv_taps.i(0)?)?;
+        for j in 1..self.kernel {
+            conv = (conv
+                + padded
+                    .narrow(0, j, t)?
+                    .broadcast_mul(&self.conv_taps.i(j)?)?)?;
+        }
+        let conv = candle_nn::ops::silu(&conv)?;
+        state.conv = padded.narrow(0, t, self.kernel - 1)?.contiguous()?;
+
+        let q = conv.narrow(1, 0, key_dim)?.reshape((t, n_k, d_k))?;
+        let k = conv.narrow(1, key_dim, key_dim)?.reshape((t, n_k, d_k))?;
+        let v = conv
+            .narrow(1, 2 * key_dim, n_v * d_v)?
+            .reshape((t, n_v, d_v))?;
+
+        let beta = candle_nn::ops::sigmoid(&b.to_dtype(DType::F32)?)?; // [T, n_v]
+        let g = softplus(&a.to_dtype(DType::F32)?.broadcast_add(&self.dt_bias)?)?
+            .broadcast_mul(&self.neg_a)?; // [T, n_v], ≤ 0
+
+        // Value head h uses key head h / (n_v / n_k): interleaved repeat.
+        let r = n_v / n_k;
+        let expand = |x: &Tensor| -> candle_core::Result<Tensor> {
+            let x = x.to_dtype(DType::F32)?;
+            let x = if r > 1 {
+                x.unsqueeze(2)?
+                    .broadcast_as((t, n_k, r, d_k))?
+                    .reshape((t, n_v, d_k))?
+            } else {
+                x
+            };
+            l2_normalise(&x)?.transpose(0, 1)?.contiguous() // [n_v, T, d_k]
+        };
+        let q = (expand(&q)? * (1.0 / (d_k as f64).sqrt()))?;
+        let k = expand(&k)?;
+        let v = v.to_dtype(DType::F32)?.transpose(0, 1)?.contiguous()?; // [n_v, T, d_v]
+        let beta = beta.t()?.contiguous()?; // [n_v, T]
+        let g = g.t()?.contiguous()?; // [n_v, T]
+        let inputs = DeltaRuleInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            g: &g,
+            beta: &beta,
+        };
+
+        let (out, new_state) = if chunked {
+            chunk_gated_delta_rule(&inputs, &state.recurrent)?
+        } else {
+            recurrent_gated_delta_rule(&inputs, &state.recurrent)?
+        };
+        state.recurrent = new_state;
+
+        // Gated RMSNorm per value head: w · rmsnorm(o) · silu(z).
+        let out = out.transpose(0, 1)?.to_dtype(dtype)?; // [T, n_v, d_v]
+        let z = z.reshape((t, n_v, d_v))?;
+        let normed = rms_normalise_f32(&out, self.eps)?
+            .to_dtype(dtype)?
+            .broadcast_mul(&self.norm_weight)?
+            .to_dtype(DType::F32)?;
+        let gated = (normed * candle_nn::ops::silu(&z.to_dtype(DType::F32)?)?)?
+            .to_dtype(dtype)?
+            .reshape((t, n_v * d_v))?;
+        linear(&gated, &self.out_proj)
+    }
+}
+
+/// softplus(x) = log(1 + exp(x)), with the reference's threshold (x > 20 →
+/// x).
+fn softplus(x: &Tensor) -> candle_core::Result<Tensor> {
+    let soft = (x.exp()? + 1.0)?.log()?;
+    let big = x.gt(20.0)?;
+    big.where_cond(x, &soft)
+}
+
+/// x / sqrt(Σx² + 1e-6) over the last dimension (f32).
+fn l2_normalise(x: &Tensor) -> candle_core::Result<Tensor> {
+    let sum_sq = x.sqr()?.sum_keepdim(D::Minus1)?;
+    x.broadcast_div(&(sum_sq + L2NORM_EPS)?.sqrt()?)
+}
+
+/// The per-token inputs of the gated delta rule, per value head (f32):
+/// q, k [H, T, d_k] (q already scaled by 1/√d_k), v [H, T, d_v], the log
+/// decay g and the write strength beta [H, T].
+#[derive(Clone, Copy)]
+struct DeltaRuleInputs<'a> {
+    q: &'a Tensor,
+    k: &'a Tensor,
+    v: &'a Tensor,
+    g: &'a Tensor,
+    beta: &'a Tensor,
+}
+
+/// The gated delta rule, one token at a time.
+///
+/// Shapes (f32): q, k [H, T, d_k] (q already scaled by 1/√d_k), v [H, T,
+/// d_v], g, beta [H, T], state [H, d_k, d_v]. Per token: S ← S·exp(g);
+/// m = Sᵀk; S ← S + k ⊗ β(v − m); o = Sᵀq. Returns o [H, T, d_v] and the
+/// final state.
+fn recurrent_gated_delta_rule(
+    inputs: &DeltaRuleInputs<'_>,
+    state: &Tensor,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
+    let t = q.dim(1)?;
+    let mut s = state.clone();
+    let decay = g.exp()?;
+    let mut outs = Vec::with_capacity(t);
+    for i in 0..t {
+        let q_t = q.narrow(1, i, 1)?; // [H,1,dk]
+        let k_t = k.narrow(1, i, 1)?;
+        let v_t = v.narrow(1, i, 1)?; // [H,1,dv]
+        let decay_t = decay.narrow(1, i, 1)?.unsqueeze(2)?; // [H,1,1]
+        let beta_t = beta.narrow(1, i, 1)?.unsqueeze(2)?;
+        s = s.broadcast_mul(&decay_t)?;
+        let mem = k_t.matmul(&s)?; // [H,1,dv]
+        let delta = (v_t - mem)?.broadcast_mul(&beta_t)?;
+        s = (s + k_t.transpose(1, 2)?.matmul(&delta)?)?;
+        outs.push(q_t.matmul(&s)?);
+    }
+    Ok((Tensor::cat(&outs, 1)?, s))
+}
+
+/// The chunked (UT transform) gated delta rule, as the reference's
+/// `torch_chunk_gated_delta_rule`: chunks of [`DELTANET_CHUNK_TOKENS`],
+/// intra-chunk work as matmuls, a sequential scan over chunks. Same shapes
+/// and result as [`recurrent_gated_delta_rule`].
+fn chunk_gated_delta_rule(
+    inputs: &DeltaRuleInputs<'_>,
+    state: &Tensor,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
+    let c = DELTANET_CHUNK_TOKENS;
+    let (h, t, d_k) = q.dims3()?;
+    let d_v = v.dim(2)?;
+    let n = t.div_ceil(c);
+    let pad = n * c - t;
+    let device = q.device();
+    let pad3 = |x: &Tensor| -> candle_core::Result<Tensor> {
+        if pad == 0 {
+            Ok(x.clone())
+        } else {
+            x.pad_with_zeros(1, 0, pad)
+        }
+    };
+    // [H, n, C, d]
+    let q = pad3(q)?.reshape((h, n, c, d_k))?;
+    let k = pad3(k)?.reshape((h, n, c, d_k))?;
+    let v = pad3(v)?.reshape((h, n, c, d_v))?;
+    let beta = pad3(beta)?.reshape((h, n, c, 1))?;
+    let g = pad3(g)?.reshape((h, n, c))?;
+
+    let k_beta = k.broadcast_mul(&beta)?;
+    let v_beta = v.broadcast_mul(&beta)?;
+    let cum = g.cumsum(2)?; // [H, n, C]
+    let lower = Tensor::tril2(c, DType::F32, device)?; // 1 on and below the diagonal
+    // pairwise[i, j] = exp(cum_i − cum_j) for j ≤ i, else 0.
+    let diff = cum.unsqueeze(3)?.broadcast_sub(&cum.unsqueeze(2)?)?;
+    let pairwise = diff.broadcast_mul(&lower)?.exp()?.broadcast_mul(&lower)?;
+
+    let kt = k.transpose(2, 3)?.contiguous()?;
+    let ut = k_beta.contiguous()?.matmul(&kt)?.mul(&pairwise)?; // [H, n, C, C]
+    let intra = q.contiguous()?.matmul(&kt)?.mul(&pairwise)?;
+    let cum_exp = cum.exp()?;
+    let decayed_k_beta = k_beta.broadcast_mul(&cum_exp.unsqueeze(3)?)?;
+
+    // Solve (I + strictly-lower(ut)) X = [v_beta, decayed_k_beta].
+    let inv = unit_lower_inverse(&ut)?; // [H, n, C, C]
+    let new_values = inv.matmul(&v_beta.contiguous()?)?; // [H, n, C, dv]
+    let k_cumdecay = inv.matmul(&decayed_k_beta.contiguous()?)?; // [H, n, C, dk]
+
+    let q_dec = q.broadcast_mul(&cum_exp.unsqueeze(3)?)?;
+    let last = cum.narrow(2, c - 1, 1)?; // [H, n, 1]
+    let k_dec = k.broadcast_mul(&last.broadcast_sub(&cum)?.exp()?.unsqueeze(3)?)?;
+    let chunk_decay = last.exp()?.unsqueeze(3)?; // [H, n, 1, 1]
+
+    let mut s = state.clone(); // [H, dk, dv]
+    let mut outs = Vec::with_capacity(n);
+    for i in 0..n {
+        let v_new = (new_values.i((.., i))? - k_cumdecay.i((.., i))?.contiguous()?.matmul(&s)?)?;
+        let inter = q_dec.i((.., i))?.contiguous()?.matmul(&s)?;
+        outs.push((inter + intra.i((.., i))?.contiguous()?.matmul(&v_new)?)?);
+        s = (s.broadcast_mul(&chunk_decay.i((.., i))?)?
+            + k_dec
+                .i((.., i))?
+                .transpose(1, 2)?
+                .contiguous()?
+                .matmul(&v_new)?)?;
+    }
+    let out = Tensor::cat(&outs, 1)?.narrow(1, 0, t)?; // [H, T, dv]
+    Ok((out, s))
+}
+
+/// (I + L)⁻¹ for L the strictly lower triangle of each trailing `C × C`
+/// matrix of `m` (f32), by forward substitution on the host:
+/// row i of T = (I + L)⁻¹ − I is −L[i] − L[i]·T. The matrices are small
+/// (64 × 64 per head and chunk); the copy to the host is a documented cost
+/// on GPUs.
+fn unit_lower_inverse(m: &Tensor) -> candle_core::Result<Tensor> {
+    let dims = m.dims().to_vec();
+    let c = dims[dims.len() - 1];
+    let device = m.device().clone();
+    let data: Vec<f32> = m.to_device(&Device::Cpu)?.flatten_all()?.to_vec1()?;
+    let mut out = vec![0f32; data.len()];
+    let mut row = vec![0f32; c];
+    for (src, dst) in data.chunks_exact(c * c).zip(out.chunks_exact_mut(c * c)) {
+        for i in 0..c {
+            // row = −L[i, :i] − L[i, :i] · T[:i, :i]
+            for (j, r) in row.iter_mut().enumerate().take(i) {
+                *r = -src[i * c + j];
+            }
+            for j in 0..i {
+                let l = src[i * c + j];
+                if l == 0.0 {
+                    continue;
+                }
+                for m2 in 0..j {
+                    row[m2] -= l * dst[j * c + m2];
+                }
+            }
+            dst[i * c..i * c + i].copy_from_slice(&row[..i]);
+            dst[i * c + i] = 1.0;
+        }
+    }
+    Tensor::from_vec(out, dims, &device)
+}
