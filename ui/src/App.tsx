@@ -8,7 +8,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { asLabEvent, type EngineStatus } from "./api/lab";
 import type { BranchSummary, ContextMode, ImportFilesResponse, StudioEvent, TrajectorySummary, TreeEdgeView, TreeNodeView, TurnDetail, TurnSummary } from "./api/types";
-import { normalizeTurn } from "./api/normalize";
 import type { Backend } from "./backend/backend";
 import { FidelityPanel } from "./components/FidelityPanel";
 import { NodeInspector } from "./components/NodeInspector";
@@ -308,7 +307,7 @@ export function App({ backend }: AppProps) {
       .call("get_turn", { trajectory_id: trajectoryId, node_id: nodeId, prediction_id: predictionId ?? null })
       .then((d) => {
         if (stale) return;
-        setDetail(normalizeTurn(d));
+        setDetail(d);
         setError(null);
       })
       .catch(report)

@@ -14,7 +14,6 @@
 
 pub mod bindings;
 pub mod commands;
-mod convert;
 mod curriculum;
 mod editing;
 pub mod engine;
@@ -22,6 +21,7 @@ pub mod error;
 mod import;
 pub mod stepping;
 pub mod types;
+mod views;
 
 use std::collections::BTreeMap;
 use std::path::Path;

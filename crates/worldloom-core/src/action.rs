@@ -59,6 +59,7 @@ impl Action {
 
 /// The action language of [`Action::raw`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum ActionFormat {
     /// BrowserGym high-level action calls (Python call syntax).

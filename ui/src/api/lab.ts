@@ -21,7 +21,7 @@ export type {
   GenerationParamsView,
   ModelDirInfo,
   ModelDtype,
-  PromptMessage,
+  ChatMessage,
   StepStats,
   TokenView,
   UploadedFile,

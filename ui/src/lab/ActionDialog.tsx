@@ -29,7 +29,8 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
   const [mode, setMode] = useState<"form" | "raw">(space.length > 0 && (initialForm || initialRaw.trim() === "") ? "form" : "raw");
   const [form, setForm] = useState<ActionForm>(initialForm ?? emptyForm(syntax));
   const [raw, setRaw] = useState(initialRaw);
-  const [check, setCheck] = useState<ParsedActionReply | null>(null);
+  // `format` is "" when the check itself failed.
+  const [check, setCheck] = useState<(Omit<ParsedActionReply, "format"> & { format: ParsedActionReply["format"] | "" }) | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
