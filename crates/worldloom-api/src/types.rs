@@ -20,7 +20,9 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-pub use worldloom_core::action::ActionFormat;
+pub use worldloom_core::action::{
+    ActionFormat, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
+};
 pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
 pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
 pub use worldloom_core::output::OutputStatus;
@@ -199,8 +201,7 @@ pub struct PredictionSummary {
 }
 
 /// An action as shown in lists. A view of `worldloom-core` `Action`: it adds
-/// the one-line summary, and gives the parsed form as plain JSON (the
-/// interface only shows it).
+/// the one-line summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ActionView {
     /// The exact text.
@@ -209,8 +210,8 @@ pub struct ActionView {
     pub format: ActionFormat,
     /// First line, at most 80 characters.
     pub summary: String,
-    /// The parsed form, when it parsed (`worldloom-core` `ParsedAction`).
-    pub parsed: Option<serde_json::Value>,
+    /// The parsed form, when it parsed.
+    pub parsed: Option<ParsedAction>,
 }
 
 // ---------------------------------------------------------------------------
@@ -1093,8 +1094,8 @@ pub struct ParseActionRequest {
 pub struct ParseActionResponse {
     /// The action language.
     pub format: ActionFormat,
-    /// The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
-    pub parsed: Option<serde_json::Value>,
+    /// The parsed form, when it parsed.
+    pub parsed: Option<ParsedAction>,
     /// Why it did not parse, for formats that have a parser.
     pub error: Option<String>,
     /// First line, at most 80 characters.

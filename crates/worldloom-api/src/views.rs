@@ -12,7 +12,7 @@ pub(crate) fn action(a: &core::Action) -> ActionView {
         raw: a.raw.clone(),
         format: a.format,
         summary: a.summary(),
-        parsed: a.parsed.as_ref().and_then(|p| serde_json::to_value(p).ok()),
+        parsed: a.parsed.clone(),
     }
 }
 

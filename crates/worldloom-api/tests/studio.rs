@@ -407,12 +407,11 @@ fn parse_and_validate_for_the_forms() {
     .expect("parse");
     assert_eq!(ok.format, ActionFormat::Browsergym);
     assert_eq!(ok.error, None);
-    assert_eq!(
-        ok.parsed
-            .as_ref()
-            .and_then(|p| p["calls"][0]["function"].as_str()),
-        Some("click")
-    );
+    let function = match ok.parsed.as_ref() {
+        Some(ParsedAction::Browsergym { calls }) => calls.first().map(|c| c.function.as_str()),
+        _ => None,
+    };
+    assert_eq!(function, Some("click"));
     let bad = commands::parse_action(
         &studio,
         ParseActionRequest {

@@ -430,11 +430,89 @@ format: ActionFormat,
  */
 summary: string, 
 /**
- * The parsed form, when it parsed (`worldloom-core` `ParsedAction`).
+ * The parsed form, when it parsed.
  */
-parsed: JsonValue | null, };
+parsed: ParsedAction | null, };
 
 export type ActionFormat = "browsergym" | "android-json" | "pyautogui" | "tool-call" | "shell" | "text";
+
+export type PythonCall = { 
+/**
+ * The function name (dotted names such as `pyautogui.click` allowed).
+ */
+function: string, 
+/**
+ * Positional arguments, converted to JSON (str → string, int/float →
+ * number, True/False → bool, None → null, list/tuple → array, dict →
+ * object).
+ */
+args?: Array<JsonValue>, 
+/**
+ * Keyword arguments in source order.
+ */
+kwargs?: { [key in string]?: JsonValue }, };
+
+export type AndroidTarget = { 
+/**
+ * x in pixels from the left edge.
+ */
+x_px: number, 
+/**
+ * y in pixels from the top edge.
+ */
+y_px: number, } | { 
+/**
+ * The element reference.
+ */
+element: string, };
+
+export type AndroidAction = { "action_type": "click", 
+/**
+ * Where.
+ */
+target: AndroidTarget, } | { "action_type": "long_press", 
+/**
+ * Where.
+ */
+target: AndroidTarget, } | { "action_type": "type", 
+/**
+ * The text typed.
+ */
+text: string, 
+/**
+ * The field, when given.
+ */
+target?: AndroidTarget | null, } | { "action_type": "scroll", 
+/**
+ * `up`, `down`, `left` or `right`, as written.
+ */
+direction: string, 
+/**
+ * The scrolled element or point, when given.
+ */
+target?: AndroidTarget | null, } | { "action_type": "navigate_back" } | { "action_type": "navigate_home" } | { "action_type": "keyboard_enter" } | { "action_type": "open_app", 
+/**
+ * The app's name as written.
+ */
+app_name: string, } | { "action_type": "wait" } | { "action_type": "other", 
+/**
+ * The `action_type` value.
+ */
+name: string, };
+
+export type ParsedAction = { "kind": "browsergym", 
+/**
+ * The calls in order.
+ */
+calls: Array<PythonCall>, } | { "kind": "android", 
+/**
+ * The action.
+ */
+action: AndroidAction, } | { "kind": "json", 
+/**
+ * The parsed JSON value.
+ */
+value: JsonValue, };
 
 export type ObservationMeta = { 
 /**
@@ -1448,9 +1526,9 @@ export type ParseActionResponse = {
  */
 format: ActionFormat, 
 /**
- * The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
+ * The parsed form, when it parsed.
  */
-parsed: JsonValue | null, 
+parsed: ParsedAction | null, 
 /**
  * Why it did not parse, for formats that have a parser.
  */
