@@ -554,11 +554,20 @@ export class MockBackend implements Backend {
   }
 
   /**
-   * The mock has no observation parser: a text the API parsed before (in the
-   * golden responses) reports its node count, anything else is accepted
-   * unchecked.
+   * The mock has no observation parser: JSON goes through the platform's
+   * JSON parser (as the API uses a JSON parser for it), a text the API parsed
+   * before (in the golden responses) reports its node count, anything else is
+   * accepted unchecked.
    */
   private validate(representation: Representation, text: string): ValidationReport {
+    if (representation === "json") {
+      try {
+        JSON.parse(text);
+      } catch (e) {
+        return { ok: false, node_count: null, problems: [{ line: null, column: null, severity: "error", message: e instanceof Error ? e.message : String(e) }] };
+      }
+      return { ok: true, node_count: null, problems: [] };
+    }
     const tree = treeOfText(representation, text);
     return { ok: true, node_count: tree ? tree.nodes.length : null, problems: [] };
   }
