@@ -10,10 +10,10 @@ use worldloom_core::{EdgeId, NodeId, PredictionId};
 use worldloom_obs as obs;
 use worldloom_store::{ChangeRecord, StoredTrajectory, TrajectoryKey, Workspace};
 
-use crate::convert;
 use crate::error::{ApiError, ErrorCode};
 use crate::import;
 use crate::types::*;
+use crate::views;
 use crate::{Studio, StudioEvent};
 
 pub use crate::curriculum::{export_curriculum, import_uploaded};
@@ -43,20 +43,23 @@ pub(crate) fn parse_branch_id(id: &str) -> Result<NodeId, ApiError> {
     })
 }
 
-pub(crate) fn change_summary(c: &ChangeRecord) -> ChangeSummary {
-    ChangeSummary {
+/// The API's view of an undo-log record.
+///
+/// # Errors
+/// [`ErrorCode::Internal`] for a change kind this build does not know.
+pub(crate) fn change_summary(c: &ChangeRecord) -> Result<ChangeSummary, ApiError> {
+    Ok(ChangeSummary {
         id: c.id.0.to_string(),
-        kind: c.kind.clone(),
+        kind: ChangeKind::from_store(&c.kind)?,
         trajectory_id: c.trajectory.map(|t| t.0.to_string()),
         summary: c.summary.clone(),
         state: match c.state {
-            worldloom_store::ChangeState::Applied => "applied",
-            worldloom_store::ChangeState::Undone => "undone",
-            worldloom_store::ChangeState::Abandoned => "abandoned",
-        }
-        .to_string(),
+            worldloom_store::ChangeState::Applied => ChangeState::Applied,
+            worldloom_store::ChangeState::Undone => ChangeState::Undone,
+            worldloom_store::ChangeState::Abandoned => ChangeState::Abandoned,
+        },
         created_at: c.created_at.clone(),
-    }
+    })
 }
 
 /// Live root-to-leaf paths, depth first, older edges first; the first is the
@@ -250,7 +253,7 @@ pub(crate) fn node_score(
     let Some(e) = evaluate(st, node, &shown) else {
         return Ok(None);
     };
-    let score = convert::overall(&e).map(|s| s.clamp(0.0, 1.0));
+    let score = views::overall(&e).map(|s| s.clamp(0.0, 1.0));
     store_score(ws, st.key, node.id, &subject, score, &e)?;
     Ok(score)
 }
@@ -315,7 +318,7 @@ fn summary(
     TrajectorySummary {
         id: row.key.0.to_string(),
         name: row.ext_id.clone(),
-        domain: convert::domain(row.domain),
+        domain: row.domain,
         source_format: row.source.format.clone(),
         source_path: row.source.path.clone(),
         goal: row.goal.clone(),
@@ -375,7 +378,8 @@ pub fn workspace_info(
 /// `list_trajectories`: the sidebar list, filtered and sorted.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for an unknown sort; [`ErrorCode::Storage`].
+/// [`ErrorCode::Storage`] (an unknown sort is refused when the request is
+/// read, as `bad_request`).
 pub fn list_trajectories(
     studio: &Studio,
     req: ListTrajectoriesRequest,
@@ -409,19 +413,14 @@ pub fn list_trajectories(
     if let Some(max) = req.max_fidelity {
         list.retain(|t| t.lowest_fidelity.is_some_and(|f| f <= max));
     }
-    match req.sort.as_deref() {
-        None | Some("imported") => {}
-        Some("name") => list.sort_by(|a, b| a.name.cmp(&b.name)),
-        Some("lowest_fidelity") => list.sort_by(|a, b| {
+    match req.sort.unwrap_or(TrajectorySort::Imported) {
+        TrajectorySort::Imported => {}
+        TrajectorySort::Name => list.sort_by(|a, b| a.name.cmp(&b.name)),
+        TrajectorySort::LowestFidelity => list.sort_by(|a, b| {
             let fa = a.lowest_fidelity.unwrap_or(f64::INFINITY);
             let fb = b.lowest_fidelity.unwrap_or(f64::INFINITY);
             fa.total_cmp(&fb)
         }),
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "sort `{other}` is not one of imported, name, lowest_fidelity"
-            )));
-        }
     }
     Ok(ListTrajectoriesResponse { trajectories: list })
 }
@@ -487,7 +486,7 @@ pub fn get_trajectory(
             edge_id: e.id.0,
             from: e.from.0,
             to: e.to.0,
-            action: convert::action(&e.action),
+            action: views::action(&e.action),
             edited_from: e.edited_from.map(|x| x.0),
             perturbation: perturbations.remove(&e.id),
         })
@@ -554,7 +553,7 @@ pub(crate) fn path_turns(
             turn: i as u32 + 1,
             node_id: node.id.0,
             edge_id: edge.id.0,
-            action: convert::action(&edge.action),
+            action: views::action(&edge.action),
             has_real: node.real.is_some(),
             prediction_count: node.predictions.len() as u32,
             has_authored: !node.authored.is_empty(),
@@ -576,7 +575,7 @@ fn side(text: &str, representation: core::Representation) -> SideDocument {
     match obs::parse(text, representation) {
         Ok(parsed) => SideDocument {
             text: text.to_string(),
-            tree: Some(convert::tree(&parsed.tree)),
+            tree: Some(parsed.tree),
             parse_error: None,
         },
         Err(e) => SideDocument {
@@ -592,8 +591,8 @@ fn prediction_summary(p: &core::Prediction, overall: Option<f64>) -> PredictionS
         id: p.id.0,
         engine: p.engine.clone(),
         seed: p.seed.map(|s| s.to_string()),
-        context: convert::context(p.context),
-        status: p.status.as_str().to_string(),
+        context: p.context,
+        status: p.status,
         params: serde_json::Value::Object(p.params.clone()),
         prompt_tokens: p.prompt_tokens.map(|t| t.min(u32::MAX as u64) as u32),
         completion_tokens: p.completion_tokens.map(|t| t.min(u32::MAX as u64) as u32),
@@ -658,7 +657,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
                 key,
                 node.id,
                 &subject,
-                convert::overall(e).map(|x| x.clamp(0.0, 1.0)),
+                views::overall(e).map(|x| x.clamp(0.0, 1.0)),
                 e,
             )?;
         }
@@ -739,10 +738,10 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
                 .filter(|r| r.subject == subject)
                 .find_map(|r| {
                     let model = r.producer.strip_prefix("judge:")?;
-                    convert::judge_scores(r.result.as_object()?, Some(model))
+                    views::judge_scores(r.result.as_object()?, Some(model))
                 });
             from_store.or_else(|| match s {
-                Shown::Prediction(p) => convert::judge_scores(&p.extra, None),
+                Shown::Prediction(p) => views::judge_scores(&p.extra, None),
                 Shown::Authored(..) => None,
             })
         }
@@ -753,8 +752,8 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         turn: st.trajectory.turn_of(node.id).unwrap_or(0) as u32,
         node_id: node.id.0,
         edge_id: edge.map(|e| e.id.0),
-        action: edge.map(|e| convert::action(&e.action)),
-        real_meta: node.real.as_ref().map(|r| convert::meta(&r.metadata)),
+        action: edge.map(|e| views::action(&e.action)),
+        real_meta: node.real.as_ref().map(|r| r.metadata.clone()),
         real_error: node
             .real
             .as_ref()
@@ -766,7 +765,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         predicted_kind,
         views,
         fidelity: evaluation.as_ref().map(|e| {
-            let mut f = convert::fidelity(e);
+            let mut f = views::fidelity(e);
             f.judge = judge;
             f
         }),
@@ -785,25 +784,19 @@ fn compared(
     real_text: &str,
     pred_text: Option<&str>,
 ) -> ComparedView {
-    let diff = match (&real, &predicted) {
-        (Some(r), Some(p)) if r.tree.is_some() && p.tree.is_some() => {
-            // Parse again as obs trees for the alignment.
-            let rt = obs::parse(&r.text, repr).ok();
-            let pt = obs::parse(&p.text, repr).ok();
-            match (rt, pt) {
-                (Some(rt), Some(pt)) => Some(convert::tree_diff(
-                    &obs::diff::diff_trees(&rt.tree, &pt.tree).1,
-                )),
-                _ => None,
-            }
-        }
+    // The sides hold the `worldloom-obs` trees themselves: align those.
+    let diff = match (
+        real.as_ref().and_then(|r| r.tree.as_ref()),
+        predicted.as_ref().and_then(|p| p.tree.as_ref()),
+    ) {
+        (Some(rt), Some(pt)) => Some(views::tree_diff(&obs::diff::diff_trees(rt, pt).1)),
         _ => None,
     };
     let line_diff = pred_text
         .filter(|_| real.is_some())
-        .map(|p| convert::line_diff(&obs::diff::line_diff(real_text, p)));
+        .map(|p| obs::diff::line_diff(real_text, p));
     ComparedView {
-        representation: convert::representation(repr),
+        representation: repr,
         name,
         real,
         predicted,
@@ -851,10 +844,10 @@ pub fn choose_prediction(
     };
     studio.emit(StudioEvent::WorkspaceChanged {
         trajectory_id: Some(key.0.to_string()),
-        kind: "choose_prediction".into(),
+        kind: ChangeKind::ChoosePrediction.into(),
     });
     Ok(ChangeResponse {
-        change: change.as_ref().map(change_summary),
+        change: change.as_ref().map(change_summary).transpose()?,
     })
 }
 
@@ -867,11 +860,11 @@ pub fn undo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiEr
     if let Some(c) = &change {
         studio.emit(StudioEvent::WorkspaceChanged {
             trajectory_id: c.trajectory.map(|t| t.0.to_string()),
-            kind: "undo".into(),
+            kind: StudioChangeKind::Undo.into(),
         });
     }
     Ok(ChangeResponse {
-        change: change.as_ref().map(change_summary),
+        change: change.as_ref().map(change_summary).transpose()?,
     })
 }
 
@@ -884,11 +877,11 @@ pub fn redo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiEr
     if let Some(c) = &change {
         studio.emit(StudioEvent::WorkspaceChanged {
             trajectory_id: c.trajectory.map(|t| t.0.to_string()),
-            kind: "redo".into(),
+            kind: StudioChangeKind::Redo.into(),
         });
     }
     Ok(ChangeResponse {
-        change: change.as_ref().map(change_summary),
+        change: change.as_ref().map(change_summary).transpose()?,
     })
 }
 
@@ -899,7 +892,10 @@ pub fn redo(studio: &Studio, _req: EmptyRequest) -> Result<ChangeResponse, ApiEr
 pub fn history(studio: &Studio, _req: EmptyRequest) -> Result<HistoryResponse, ApiError> {
     let changes = studio.lock()?.history(200)?;
     Ok(HistoryResponse {
-        changes: changes.iter().map(change_summary).collect(),
+        changes: changes
+            .iter()
+            .map(change_summary)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -979,7 +975,7 @@ pub(crate) fn import_paths(
     if out.imported.iter().any(|i| i.added) {
         studio.emit(StudioEvent::WorkspaceChanged {
             trajectory_id: None,
-            kind: "import".into(),
+            kind: ChangeKind::Import.into(),
         });
     }
     Ok(out)
@@ -1086,7 +1082,7 @@ pub fn add_note(studio: &Studio, req: AddNoteRequest) -> Result<NoteView, ApiErr
     };
     studio.emit(StudioEvent::WorkspaceChanged {
         trajectory_id: Some(key.0.to_string()),
-        kind: "add_note".into(),
+        kind: ChangeKind::AddNote.into(),
     });
     let note = note.ok_or_else(|| ApiError::bad_request("an empty note is not kept"))?;
     Ok(NoteView {
@@ -1130,19 +1126,9 @@ pub fn set_tag(studio: &Studio, req: SetTagRequest) -> Result<ChangeResponse, Ap
     };
     studio.emit(StudioEvent::WorkspaceChanged {
         trajectory_id: Some(key.0.to_string()),
-        kind: "set_tag".into(),
+        kind: ChangeKind::SetTag.into(),
     });
     Ok(ChangeResponse {
-        change: change.as_ref().map(change_summary),
+        change: change.as_ref().map(change_summary).transpose()?,
     })
-}
-
-/// The domain of a request value, for filters given as core names.
-pub fn domain_from_core(d: core::Domain) -> Domain {
-    convert::domain(d)
-}
-
-/// The core domain of an API domain.
-pub fn domain_to_core(d: Domain) -> core::Domain {
-    convert::core_domain(d)
 }

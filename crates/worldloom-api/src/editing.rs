@@ -12,12 +12,12 @@ use worldloom_store::{ChangeId, Workspace};
 use crate::commands::{
     change_summary, live_branches, live_node, parse_branch_id, parse_trajectory_id, path_turns,
 };
-use crate::convert;
 use crate::error::ApiError;
 use crate::types::*;
+use crate::views;
 use crate::{Studio, StudioEvent};
 
-fn changed(studio: &Studio, trajectory_id: &str, kind: &str) {
+fn changed(studio: &Studio, trajectory_id: &str, kind: ChangeKind) {
     studio.emit(StudioEvent::WorkspaceChanged {
         trajectory_id: Some(trajectory_id.to_string()),
         kind: kind.into(),
@@ -26,11 +26,12 @@ fn changed(studio: &Studio, trajectory_id: &str, kind: &str) {
 
 fn change_record(ws: &Workspace, id: Option<ChangeId>) -> Result<Option<ChangeSummary>, ApiError> {
     let history = ws.history(20)?;
-    Ok(match id {
+    match id {
         Some(id) => history.iter().find(|c| c.id == id),
         None => history.first(),
     }
-    .map(change_summary))
+    .map(change_summary)
+    .transpose()
 }
 
 fn non_empty_action(raw: &str) -> Result<&str, ApiError> {
@@ -65,7 +66,7 @@ pub fn edit_action(studio: &Studio, req: EditActionRequest) -> Result<BranchCrea
         let (edge, node) = ws.add_branch(key, original.id, action)?;
         (edge, node, change_record(&ws, None)?)
     };
-    changed(studio, &req.trajectory_id, "add_branch");
+    changed(studio, &req.trajectory_id, ChangeKind::AddBranch);
     Ok(BranchCreated {
         trajectory_id: key.0.to_string(),
         edge_id: edge.0,
@@ -91,7 +92,7 @@ pub fn append_turn(studio: &Studio, req: AppendTurnRequest) -> Result<BranchCrea
         let (edge, node) = append_locked(&mut ws, key, NodeId(req.node_id), raw)?;
         (edge, node, change_record(&ws, None)?)
     };
-    changed(studio, &req.trajectory_id, "add_turn");
+    changed(studio, &req.trajectory_id, ChangeKind::AddTurn);
     Ok(BranchCreated {
         trajectory_id: key.0.to_string(),
         edge_id: edge.0,
@@ -126,9 +127,9 @@ pub fn parse_action(
     _studio: &Studio,
     req: ParseActionRequest,
 ) -> Result<ParseActionResponse, ApiError> {
-    let format = ActionFormat::for_domain(convert::core_domain(req.domain));
+    let format = ActionFormat::for_domain(req.domain);
     let action = core::Action::new(req.raw.clone(), format);
-    let view = convert::action(&action);
+    let view = views::action(&action);
     let error = if req.raw.trim().is_empty() {
         Some("the action is empty".to_string())
     } else if action.parsed.is_some() {
@@ -159,11 +160,11 @@ pub fn parse_action(
 
 /// Runs the `worldloom-obs` parser (or a JSON parser) on an observation text.
 pub(crate) fn validate(text: &str, representation: core::Representation) -> ValidationReport {
-    let problem = |line: Option<u32>, column: Option<u32>, severity: &str, message: String| {
+    let problem = |line: Option<u32>, column: Option<u32>, severity: Severity, message: String| {
         ValidationProblem {
             line,
             column,
-            severity: severity.into(),
+            severity,
             message,
         }
     };
@@ -185,7 +186,7 @@ pub(crate) fn validate(text: &str, representation: core::Representation) -> Vali
                 problems: vec![problem(
                     Some(e.line() as u32),
                     Some(e.column() as u32),
-                    "error",
+                    Severity::Error,
                     e.to_string(),
                 )],
             },
@@ -197,7 +198,7 @@ pub(crate) fn validate(text: &str, representation: core::Representation) -> Vali
                 problems: parsed
                     .warnings
                     .iter()
-                    .map(|w| problem(Some(w.line), None, "warning", w.message.clone()))
+                    .map(|w| problem(Some(w.line), None, Severity::Warning, w.message.clone()))
                     .collect(),
             },
             Err(obs::ParseError::Syntax {
@@ -207,12 +208,12 @@ pub(crate) fn validate(text: &str, representation: core::Representation) -> Vali
             }) => ValidationReport {
                 ok: false,
                 node_count: None,
-                problems: vec![problem(Some(line), Some(column), "error", message)],
+                problems: vec![problem(Some(line), Some(column), Severity::Error, message)],
             },
             Err(e) => ValidationReport {
                 ok: false,
                 node_count: None,
-                problems: vec![problem(None, None, "error", e.to_string())],
+                problems: vec![problem(None, None, Severity::Error, e.to_string())],
             },
         },
     }
@@ -226,10 +227,7 @@ pub fn validate_observation(
     _studio: &Studio,
     req: ValidateObservationRequest,
 ) -> Result<ValidationReport, ApiError> {
-    Ok(validate(
-        &req.text,
-        convert::core_representation(req.representation),
-    ))
+    Ok(validate(&req.text, req.representation))
 }
 
 /// `author_observation`: stores a hand-written observation of a state (it
@@ -244,7 +242,7 @@ pub fn author_observation(
     req: AuthorObservationRequest,
 ) -> Result<AuthorObservationResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
-    let representation = convert::core_representation(req.representation);
+    let representation = req.representation;
     let validation = validate(&req.text, representation);
     let change = {
         let mut ws = studio.lock()?;
@@ -267,7 +265,7 @@ pub fn author_observation(
         let id = ws.set_authored(key, node.id, &authored)?;
         change_record(&ws, Some(id))?
     };
-    changed(studio, &req.trajectory_id, "set_authored");
+    changed(studio, &req.trajectory_id, ChangeKind::SetAuthored);
     let change = change.ok_or_else(|| ApiError::internal("the change was not recorded"))?;
     Ok(AuthorObservationResponse { change, validation })
 }
@@ -286,7 +284,7 @@ pub fn set_perturbation(
         let id = ws.set_perturbation(key, EdgeId(req.edge_id), req.instruction.as_deref())?;
         change_record(&ws, Some(id))?
     };
-    changed(studio, &req.trajectory_id, "set_perturbation");
+    changed(studio, &req.trajectory_id, ChangeKind::SetPerturbation);
     Ok(ChangeResponse { change })
 }
 

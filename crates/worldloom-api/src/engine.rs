@@ -308,7 +308,7 @@ pub fn set_engine(studio: &Studio, req: SetEngineRequest) -> Result<EngineStatus
     let _ = ensure(studio);
     studio.emit(StudioEvent::WorkspaceChanged {
         trajectory_id: None,
-        kind: "set_engine".into(),
+        kind: StudioChangeKind::SetEngine.into(),
     });
     status(studio)
 }

@@ -14,7 +14,6 @@
 
 pub mod bindings;
 pub mod commands;
-mod convert;
 mod curriculum;
 mod editing;
 pub mod engine;
@@ -23,6 +22,7 @@ mod import;
 pub mod launch;
 pub mod stepping;
 pub mod types;
+mod views;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use worldloom_core as core;
-use worldloom_core::{ChatMessage, ChatRole, ContextMode, NodeId};
+use worldloom_core::{ChatMessage, ContextMode, NodeId};
 use worldloom_engine::{
     CancelToken, CollectError, EngineEvent, GenerationStats, ObservationTokens, PredictRequest,
     StopReason, Token, collect,
@@ -24,7 +24,6 @@ use worldloom_engine::{
 use worldloom_store::TrajectoryKey;
 
 use crate::commands::{node_score, parse_trajectory_id};
-use crate::convert;
 use crate::engine::{self, LoadedEngine};
 use crate::error::ApiError;
 use crate::types::*;
@@ -232,22 +231,11 @@ pub fn preview_prompt(
         &ws,
         key,
         NodeId(req.node_id),
-        convert::core_context(req.context),
+        req.context,
         req.perturbation.as_deref(),
     )?;
     Ok(PreviewPromptResponse {
-        messages: prepared
-            .messages
-            .into_iter()
-            .map(|m| PromptMessage {
-                role: match m.role {
-                    ChatRole::System => ChatRoleView::System,
-                    ChatRole::User => ChatRoleView::User,
-                    ChatRole::Assistant => ChatRoleView::Assistant,
-                },
-                content: m.content,
-            })
-            .collect(),
+        messages: prepared.messages,
     })
 }
 
@@ -404,7 +392,7 @@ fn run_step(
             });
             studio.emit(StudioEvent::WorkspaceChanged {
                 trajectory_id: Some(job.trajectory_id.clone()),
-                kind: "add_prediction".into(),
+                kind: ChangeKind::AddPrediction.into(),
             });
             finished(studio, job, node.0, Some(id), status, None, Some(stats));
             Some(id)
@@ -445,7 +433,7 @@ pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError>
     let node = NodeId(req.node_id);
     let prepared = {
         let ws = studio.lock()?;
-        prepare(&ws, key, node, convert::core_context(req.context), None)?
+        prepare(&ws, key, node, req.context, None)?
     };
     let trajectory_id = key.0.to_string();
     let job = new_job(studio, &trajectory_id)?;
@@ -529,7 +517,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
     if let Some(i) = req.actions.iter().position(|a| a.trim().is_empty()) {
         return Err(ApiError::bad_request(format!("actions[{i}]: empty action")));
     }
-    let mode = convert::core_context(req.context);
+    let mode = req.context;
     {
         let ws = studio.lock()?;
         let st = ws.load_trajectory(key)?;
@@ -598,7 +586,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
             };
             studio.emit(StudioEvent::WorkspaceChanged {
                 trajectory_id: Some(job.trajectory_id.clone()),
-                kind: "add_turn".into(),
+                kind: ChangeKind::AddTurn.into(),
             });
             let stored = run_step(&studio, &job, key, node, prepared);
             if let Ok(mut c) = job.current.lock() {

@@ -2,154 +2,45 @@
 //! with the user interface: TypeScript declarations are generated from them
 //! (see [`crate::bindings`]) into `ui/src/bindings/api.ts`.
 //!
+//! The domain types travel as they are: domains, representations, context
+//! modes, chat messages, observation facts and action formats are the
+//! `worldloom-core` types, UI trees, field changes, line diffs and anchors
+//! the `worldloom-obs` ones (both crates derive `ts_rs::TS` behind their
+//! `ts` feature, which this crate turns on); they are re-exported here. A
+//! type is defined here only for a request, a response, or a view whose
+//! shape differs from the domain type, and its doc says why.
+//!
 //! Conventions: field names are snake_case; ids of trajectories and branches
 //! are strings (decimal workspace keys), node, edge and prediction ids are
-//! numbers (the `worldloom-core` ids); optional values are `null`, never
-//! absent; fractions are in `[0, 1]`; times carry their unit in the name.
+//! numbers (the `worldloom-core` ids); fractions are in `[0, 1]`; times carry
+//! their unit in the name. Optional values of the API's own types are
+//! `null`, never absent; the domain types leave out empty optional fields
+//! (their TypeScript field is then `name?: T | null`).
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-/// The seven environment domains (`worldloom-core` `Domain`, lowercase).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum Domain {
-    /// Model Context Protocol tool servers.
-    Mcp,
-    /// Web search engines.
-    Search,
-    /// A shell terminal.
-    Terminal,
-    /// Software-engineering repositories.
-    Swe,
-    /// Web browsers.
-    Web,
-    /// Desktop operating systems.
-    Os,
-    /// Android devices.
-    Android,
-}
-
-/// How an observation's text is read (`worldloom-core` `Representation`,
-/// kebab-case).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "kebab-case")]
-pub enum Representation {
-    /// HTML document.
-    Html,
-    /// BrowserGym accessibility-tree text.
-    Axtree,
-    /// OS AT-SPI accessibility XML.
-    OsXml,
-    /// OSWorld linearized accessibility table.
-    OsTable,
-    /// Android uiautomator XML.
-    AndroidXml,
-    /// JSON document.
-    Json,
-    /// Plain text.
-    Text,
-}
+pub use worldloom_core::action::{
+    ActionFormat, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
+};
+pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
+pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
+pub use worldloom_core::output::OutputStatus;
+pub use worldloom_core::trajectory::ContextMode;
+pub use worldloom_obs::diff::{FieldChange, LineDiff, LineOp, LineTag};
+pub use worldloom_obs::metrics::{Anchor, AnchorStatus};
+pub use worldloom_obs::tree::{
+    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree,
+};
 
 // ---------------------------------------------------------------------------
-// UI trees (mirrors of `worldloom-obs` `tree.rs`, same JSON).
-
-/// A screen rectangle in pixels; right and bottom exclusive.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct BoundsPx {
-    /// Left edge, px.
-    pub left: f64,
-    /// Top edge, px.
-    pub top: f64,
-    /// Right edge, px.
-    pub right: f64,
-    /// Bottom edge, px.
-    pub bottom: f64,
-    /// `negative`, `empty`, `inverted`: reasons not to trust the numbers.
-    pub anomalies: Vec<String>,
-}
-
-/// Byte offsets of a node in the original text, and its 1-based line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct SourceSpan {
-    /// First byte.
-    pub start_byte: usize,
-    /// One past the last byte.
-    pub end_byte: usize,
-    /// 1-based line of `start_byte`.
-    pub line: u32,
-}
-
-/// Normalised interaction states; `null` means not stated.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
-pub struct NodeStates {
-    /// Checked.
-    pub checked: Option<bool>,
-    /// Selected.
-    pub selected: Option<bool>,
-    /// Has keyboard focus.
-    pub focused: Option<bool>,
-    /// Enabled.
-    pub enabled: Option<bool>,
-    /// Expanded.
-    pub expanded: Option<bool>,
-    /// Editable text.
-    pub editable: Option<bool>,
-}
-
-/// One attribute, in source order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct Attribute {
-    /// Name as written (`bid`, `resource-id`, `st:focused`).
-    pub name: String,
-    /// Value, entity-decoded.
-    pub value: String,
-}
-
-/// One node of a UI tree.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct UiNode {
-    /// Index in [`UiTree::nodes`].
-    pub id: u32,
-    /// Parent index; `null` for the root.
-    pub parent: Option<u32>,
-    /// Children indices in document order.
-    pub children: Vec<u32>,
-    /// Depth below the root (root = 0).
-    pub depth: u32,
-    /// Role, tag or widget class.
-    pub role: String,
-    /// Accessible name or visible text.
-    pub name: String,
-    /// Current value, where the format has one.
-    pub value: Option<String>,
-    /// Stable key (`bid`, `resource-id`, AT-SPI path).
-    pub key: Option<String>,
-    /// Every attribute in source order.
-    pub attributes: Vec<Attribute>,
-    /// Interaction states.
-    pub states: NodeStates,
-    /// Screen rectangle, when the format gives one.
-    pub bounds_px: Option<BoundsPx>,
-    /// Where the node is in the original text.
-    pub span: Option<SourceSpan>,
-    /// Made up by the parser (document roots).
-    pub synthetic: bool,
-}
-
-/// A parsed UI tree: a flat pre-order arena, `nodes[i].id == i`, `nodes[0]`
-/// is the root.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct UiTree {
-    /// The representation it was parsed from.
-    pub representation: Representation,
-    /// All nodes, pre-order.
-    pub nodes: Vec<UiNode>,
-}
+// Tree diffs.
 
 /// Per-node diff status (`worldloom-obs` `NodeStatus` names): `removed` is in
 /// the real tree only, `added` in the predicted tree only, `changed` aligned
 /// with differing fields, `moved` aligned by stable key at another place.
+/// A view: `NodeStatus` is one tagged object per node carrying its
+/// counterpart and changes, which [`TreeDiff`] splits into flat arrays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum DiffStatus {
@@ -165,19 +56,11 @@ pub enum DiffStatus {
     Removed,
 }
 
-/// One differing field of an aligned node pair.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct FieldChange {
-    /// `role`, `name`, `value`, `key`, `bounds`, `state:<name>`,
-    /// `attr:<name>`.
-    pub field: String,
-    /// Real value (`null` when absent).
-    pub real: Option<String>,
-    /// Predicted value (`null` when absent).
-    pub predicted: Option<String>,
-}
-
-/// The alignment and statuses of a real / predicted tree pair.
+/// The alignment and statuses of a real / predicted tree pair. A view of
+/// `worldloom-obs` `TreeDiff` (`{real, pred, summary}` with one `NodeStatus`
+/// object per node): the panes index a status by node id on either side and
+/// walk aligned pairs, so the statuses, the pairs and the real side's field
+/// changes travel as three flat lists.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct TreeDiff {
     /// Status of every real node, indexed by node id.
@@ -188,31 +71,6 @@ pub struct TreeDiff {
     pub pairs: Vec<(u32, u32)>,
     /// Field changes per real node id (empty lists for unchanged nodes).
     pub real_changes: Vec<Vec<FieldChange>>,
-}
-
-/// One operation of a line diff (`similar` crate; ranges are 0-based line
-/// indices, end exclusive).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct LineOp {
-    /// `equal`, `delete`, `insert` or `replace`.
-    pub tag: String,
-    /// First real line.
-    pub real_start: usize,
-    /// One past the last real line.
-    pub real_end: usize,
-    /// First predicted line.
-    pub predicted_start: usize,
-    /// One past the last predicted line.
-    pub predicted_end: usize,
-}
-
-/// A line diff of the exact texts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct LineDiff {
-    /// Operations in order.
-    pub ops: Vec<LineOp>,
-    /// `2 × matching lines / (real lines + predicted lines)`, in `[0, 1]`.
-    pub ratio: f64,
 }
 
 // ---------------------------------------------------------------------------
@@ -246,7 +104,8 @@ pub struct ComparedView {
     pub line_diff: Option<LineDiff>,
 }
 
-/// One fidelity metric (`docs/metrics.md`).
+/// One fidelity metric (`docs/metrics.md`), with its description from the
+/// server so the interface never restates it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct Metric {
     /// Machine name (`node_f1`, `text_f1`, `attribute_accuracy`…).
@@ -259,34 +118,8 @@ pub struct Metric {
     pub description: Option<String>,
 }
 
-/// Whether a domain anchor carried over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum AnchorStatus {
-    /// Same value on both sides.
-    Matched,
-    /// Different values.
-    Mismatched,
-    /// Missing on one side.
-    Absent,
-}
-
-/// A domain anchor: a fact that must carry over (focused bid, URL, package…).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct Anchor {
-    /// The anchor's kind.
-    pub kind: String,
-    /// The anchor's name.
-    pub key: String,
-    /// Whether it matched.
-    pub status: AnchorStatus,
-    /// Real value.
-    pub real: Option<String>,
-    /// Predicted value.
-    pub predicted: Option<String>,
-}
-
-/// LLM-judge scores, 1–5 each (AgentWorldBench rubric).
+/// LLM-judge scores, 1–5 each (AgentWorldBench rubric). Read from a judged
+/// row (`worldloom judge` output), which has no type of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct JudgeScores {
     /// Format.
@@ -299,16 +132,24 @@ pub struct JudgeScores {
     pub realism: Option<f64>,
     /// Quality.
     pub quality: Option<f64>,
+    /// The mean of the dimensions present on AgentWorldBench's scale,
+    /// `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-eval` `score`).
+    pub score: Option<f64>,
     /// The judge's rationale.
     pub rationale: Option<String>,
     /// The judge model.
     pub judge: Option<String>,
 }
 
-/// The fidelity of the shown prediction against the real observation.
+/// The fidelity of the shown prediction against the real observation. A view
+/// of `worldloom-obs` `Evaluation`: the metrics as a named list with
+/// descriptions, the headline score chosen here (node F1, else text F1,
+/// else the line ratio), and the judge's scores, which the evaluation does
+/// not hold; per-node diffs travel in [`ComparedView::diff`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct Fidelity {
-    /// Headline score in `[0, 1]`: node F1 for trees, text F1 for text.
+    /// Headline score in `[0, 1]`: node F1 for trees, else text F1, else
+    /// the line ratio; `null` when not scored.
     pub overall: Option<f64>,
     /// Every metric computed.
     pub metrics: Vec<Metric>,
@@ -332,16 +173,6 @@ pub enum ObservationKind {
     Authored,
 }
 
-/// Which history a prediction's prompt used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "kebab-case")]
-pub enum ContextMode {
-    /// History from real observations.
-    TeacherForced,
-    /// History from the branch's chosen predictions.
-    FreeRunning,
-}
-
 /// A prediction's provenance, for the picker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct PredictionSummary {
@@ -353,8 +184,8 @@ pub struct PredictionSummary {
     pub seed: Option<String>,
     /// Context mode.
     pub context: ContextMode,
-    /// Extraction status (`ok`, `truncated`, `no_observation`, `empty`).
-    pub status: String,
+    /// Extraction status.
+    pub status: OutputStatus,
     /// Generation parameters as the engine reported them.
     pub params: serde_json::Value,
     /// Prompt length, tokens.
@@ -369,42 +200,18 @@ pub struct PredictionSummary {
     pub overall: Option<f64>,
 }
 
-/// An action as shown in lists.
+/// An action as shown in lists. A view of `worldloom-core` `Action`: it adds
+/// the one-line summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ActionView {
     /// The exact text.
     pub raw: String,
-    /// Its format (`browsergym`, `android-json`, `pyautogui`, `tool-call`,
-    /// `shell`, `text`).
-    pub format: String,
+    /// Its action language.
+    pub format: ActionFormat,
     /// First line, at most 80 characters.
     pub summary: String,
-    /// The parsed form, when it parsed (`worldloom-core` `ParsedAction`).
-    pub parsed: Option<serde_json::Value>,
-}
-
-/// Observation facts beside the text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct ObservationMetaView {
-    /// Page URL.
-    pub url: Option<String>,
-    /// Page or window title.
-    pub title: Option<String>,
-    /// BrowserGym focused element bid.
-    pub focused_bid: Option<String>,
-    /// Screen size.
-    pub screen: Option<ScreenSize>,
-    /// Android foreground package.
-    pub package: Option<String>,
-}
-
-/// A screen size in pixels.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, TS)]
-pub struct ScreenSize {
-    /// Width, px.
-    pub width_px: u32,
-    /// Height, px.
-    pub height_px: u32,
+    /// The parsed form, when it parsed.
+    pub parsed: Option<ParsedAction>,
 }
 
 // ---------------------------------------------------------------------------
@@ -535,7 +342,7 @@ pub struct TurnDetail {
     /// The action that led here.
     pub action: Option<ActionView>,
     /// Facts of the real observation.
-    pub real_meta: Option<ObservationMetaView>,
+    pub real_meta: Option<ObservationMeta>,
     /// The step's error (`last_action_error`, a failed capture), if any.
     pub real_error: Option<String>,
     /// Every live prediction of the node.
@@ -598,8 +405,20 @@ pub struct ListTrajectoriesRequest {
     pub has_branches: Option<bool>,
     /// Only trajectories whose lowest fidelity is at most this value.
     pub max_fidelity: Option<f64>,
-    /// Sort: `imported` (default), `name`, `lowest_fidelity`.
-    pub sort: Option<String>,
+    /// Sort order; `null` is `imported`.
+    pub sort: Option<TrajectorySort>,
+}
+
+/// The order of the trajectory list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum TrajectorySort {
+    /// Import order (the default).
+    Imported,
+    /// By name.
+    Name,
+    /// Lowest fidelity first; unscored trajectories last.
+    LowestFidelity,
 }
 
 /// `list_trajectories` response.
@@ -689,19 +508,107 @@ pub struct ChoosePredictionRequest {
     pub prediction_id: Option<u32>,
 }
 
+/// What a change of the undo log did (`worldloom-store` change kinds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// Trajectories imported.
+    Import,
+    /// A prediction added to a state.
+    AddPrediction,
+    /// The prediction a state shows chosen or cleared.
+    ChoosePrediction,
+    /// A hand-written observation stored.
+    SetAuthored,
+    /// A sibling edge (an edited action) added.
+    AddBranch,
+    /// An action appended from a state.
+    AddTurn,
+    /// A turn's control instruction set or cleared.
+    SetPerturbation,
+    /// A note added.
+    AddNote,
+    /// A note edited.
+    EditNote,
+    /// A tag set or cleared.
+    SetTag,
+}
+
+impl ChangeKind {
+    /// The kind of an undo-log record (`worldloom-store` `ChangeRecord::kind`).
+    ///
+    /// # Errors
+    /// [`ApiError`](crate::ApiError) (internal) for a kind this build does
+    /// not know.
+    pub fn from_store(kind: &str) -> Result<Self, crate::ApiError> {
+        serde_json::from_value(serde_json::Value::String(kind.to_owned()))
+            .map_err(|_| crate::ApiError::internal(format!("unknown change kind `{kind}`")))
+    }
+}
+
+/// A change of the workspace that is not an undo-log record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum StudioChangeKind {
+    /// The newest change undone.
+    Undo,
+    /// The oldest undone change redone.
+    Redo,
+    /// The engine settings saved (not an undoable change).
+    SetEngine,
+    /// A slow event reader missed events and should refresh everything.
+    Lagged,
+}
+
+/// What [`StudioEvent::WorkspaceChanged`] reports: a change of the undo log
+/// or another change; on the wire the bare name (`add_turn`, `undo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(untagged)]
+pub enum WorkspaceChangeKind {
+    /// A change recorded in the undo log.
+    Change(ChangeKind),
+    /// Undo, redo, engine settings, a lagging reader.
+    Studio(StudioChangeKind),
+}
+
+impl From<ChangeKind> for WorkspaceChangeKind {
+    fn from(kind: ChangeKind) -> Self {
+        Self::Change(kind)
+    }
+}
+
+impl From<StudioChangeKind> for WorkspaceChangeKind {
+    fn from(kind: StudioChangeKind) -> Self {
+        Self::Studio(kind)
+    }
+}
+
+/// Whether a change of the undo log is in effect (`worldloom-store`
+/// `ChangeState`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeState {
+    /// In effect.
+    Applied,
+    /// Undone; `redo` can apply it again.
+    Undone,
+    /// Undone and then superseded by a newer change.
+    Abandoned,
+}
+
 /// A change of the undo log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ChangeSummary {
     /// Change id (decimal string).
     pub id: String,
-    /// Kind (`import`, `add_prediction`, `choose_prediction`…).
-    pub kind: String,
+    /// What the change did.
+    pub kind: ChangeKind,
     /// Trajectory changed, if one.
     pub trajectory_id: Option<String>,
     /// Human description.
     pub summary: String,
-    /// `applied`, `undone` or `abandoned`.
-    pub state: String,
+    /// Whether it is in effect.
+    pub state: ChangeState,
     /// When (UTC).
     pub created_at: String,
 }
@@ -1024,27 +931,6 @@ pub struct SetEngineRequest {
 // ---------------------------------------------------------------------------
 // Stepping.
 
-/// A chat role.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "lowercase")]
-pub enum ChatRoleView {
-    /// The system prompt.
-    System,
-    /// A turn prompt.
-    User,
-    /// A history observation.
-    Assistant,
-}
-
-/// One chat message sent to the world model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct PromptMessage {
-    /// Its role.
-    pub role: ChatRoleView,
-    /// Its text.
-    pub content: String,
-}
-
 /// `preview_prompt` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct PreviewPromptRequest {
@@ -1065,7 +951,7 @@ pub struct PreviewPromptRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct PreviewPromptResponse {
     /// Exactly the messages `step` sends.
-    pub messages: Vec<PromptMessage>,
+    pub messages: Vec<ChatMessage>,
 }
 
 /// `step` request.
@@ -1209,11 +1095,10 @@ pub struct ParseActionRequest {
 /// `parse_action` response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ParseActionResponse {
-    /// The action language (`browsergym`, `android-json`, `pyautogui`,
-    /// `tool-call`, `shell`, `text`).
-    pub format: String,
-    /// The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
-    pub parsed: Option<serde_json::Value>,
+    /// The action language.
+    pub format: ActionFormat,
+    /// The parsed form, when it parsed.
+    pub parsed: Option<ParsedAction>,
     /// Why it did not parse, for formats that have a parser.
     pub error: Option<String>,
     /// First line, at most 80 characters.
@@ -1229,6 +1114,16 @@ pub struct ValidateObservationRequest {
     pub text: String,
 }
 
+/// How bad a [`ValidationProblem`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// The text does not parse.
+    Error,
+    /// The text parsed after a repair.
+    Warning,
+}
+
 /// One problem the observation parser found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ValidationProblem {
@@ -1236,9 +1131,8 @@ pub struct ValidationProblem {
     pub line: Option<u32>,
     /// 1-based column (characters), when known.
     pub column: Option<u32>,
-    /// `error` (the text does not parse) or `warning` (it parsed after a
-    /// repair).
-    pub severity: String,
+    /// Whether the text parsed.
+    pub severity: Severity,
     /// What is wrong.
     pub message: String,
 }
@@ -1436,8 +1330,8 @@ pub enum StudioEvent {
     WorkspaceChanged {
         /// The trajectory concerned, if one.
         trajectory_id: Option<String>,
-        /// The change's kind.
-        kind: String,
+        /// What changed.
+        kind: WorkspaceChangeKind,
     },
     /// A prediction was added to a node.
     PredictionAdded {

@@ -127,7 +127,7 @@ fn imports_the_three_gui_samples_and_lists_them() {
     let sorted = commands::list_trajectories(
         &studio,
         ListTrajectoriesRequest {
-            sort: Some("lowest_fidelity".into()),
+            sort: Some(TrajectorySort::LowestFidelity),
             ..Default::default()
         },
     )
@@ -227,7 +227,7 @@ fn web_turn_shows_real_and_predicted_trees_with_a_diff() {
     );
     let real_tree = real.tree.as_ref().expect("real tree");
     assert!(real_tree.nodes.len() > 10);
-    assert_eq!(real_tree.nodes[0].id, 0);
+    assert_eq!(real_tree.nodes[0].id, NodeId(0));
     let predicted = main.predicted.as_ref().expect("predicted side");
     assert!(
         predicted
@@ -329,15 +329,23 @@ fn os_and_android_turns_carry_bounds() {
         if rel == ANDROID {
             assert_eq!(main.representation, Representation::AndroidXml);
             assert_eq!(
-                turn.action.as_ref().map(|a| a.format.as_str()),
-                Some("android-json")
+                turn.action.as_ref().map(|a| a.format),
+                Some(ActionFormat::AndroidJson)
             );
             let parsed = turn
                 .action
                 .as_ref()
                 .and_then(|a| a.parsed.clone())
                 .expect("parsed action");
-            assert_eq!(parsed["action"]["action_type"], json!("click"));
+            assert!(
+                matches!(
+                    parsed,
+                    ParsedAction::Android {
+                        action: AndroidAction::Click { .. }
+                    }
+                ),
+                "{parsed:?}"
+            );
         } else {
             assert_eq!(main.representation, Representation::OsXml);
         }
@@ -409,15 +417,15 @@ fn choosing_predictions_and_undo() {
     .expect("turn");
     assert_eq!(turn.prediction_id, Some(0));
     assert_eq!(turn.chosen_prediction_id, None);
-    let ops: Vec<&str> = turn.views[0]
+    let ops: Vec<LineTag> = turn.views[0]
         .line_diff
         .as_ref()
         .expect("diff")
         .ops
         .iter()
-        .map(|o| o.tag.as_str())
+        .map(|o| o.tag)
         .collect();
-    assert_eq!(ops, vec!["equal", "delete", "equal"]);
+    assert_eq!(ops, vec![LineTag::Equal, LineTag::Delete, LineTag::Equal]);
 
     let change = commands::choose_prediction(
         &studio,
@@ -429,8 +437,8 @@ fn choosing_predictions_and_undo() {
     )
     .expect("choose");
     assert_eq!(
-        change.change.as_ref().map(|c| c.kind.as_str()),
-        Some("choose_prediction")
+        change.change.as_ref().map(|c| c.kind),
+        Some(ChangeKind::ChoosePrediction)
     );
     let listed = commands::list_predictions(
         &studio,
@@ -468,8 +476,8 @@ fn choosing_predictions_and_undo() {
 
     let undone = commands::undo(&studio, EmptyRequest {}).expect("undo");
     assert_eq!(
-        undone.change.as_ref().map(|c| c.state.as_str()),
-        Some("undone")
+        undone.change.as_ref().map(|c| c.state),
+        Some(ChangeState::Undone)
     );
     let listed = commands::list_predictions(
         &studio,

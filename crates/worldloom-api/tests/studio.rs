@@ -95,7 +95,7 @@ fn small_web(dir: &Path) -> String {
     path.display().to_string()
 }
 
-fn preview(studio: &Studio, id: &str, node: u32, context: ContextMode) -> Vec<PromptMessage> {
+fn preview(studio: &Studio, id: &str, node: u32, context: ContextMode) -> Vec<ChatMessage> {
     commands::preview_prompt(
         studio,
         PreviewPromptRequest {
@@ -109,8 +109,8 @@ fn preview(studio: &Studio, id: &str, node: u32, context: ContextMode) -> Vec<Pr
     .messages
 }
 
-fn msg(role: ChatRoleView, content: &str) -> PromptMessage {
-    PromptMessage {
+fn msg(role: ChatRole, content: &str) -> ChatMessage {
+    ChatMessage {
         role,
         content: content.into(),
     }
@@ -126,14 +126,14 @@ fn teacher_forced_and_free_running_prompts_hold_the_right_observations() {
     assert_eq!(
         tf,
         vec![
-            msg(ChatRoleView::System, &system),
-            msg(ChatRoleView::User, turn1),
+            msg(ChatRole::System, &system),
+            msg(ChatRole::User, turn1),
             msg(
-                ChatRoleView::Assistant,
+                ChatRole::Assistant,
                 "**Environment Observation:**\n[1] RootWebArea 'S1'"
             ),
             msg(
-                ChatRoleView::User,
+                ChatRole::User,
                 "### Turn 2\n**Task Instruction:**\nBuy socks\n\n**Current State:**\n[1] RootWebArea 'S1'\n\n**Action:**\n```python\nfill('4', 'wool')\n```"
             ),
         ]
@@ -142,14 +142,14 @@ fn teacher_forced_and_free_running_prompts_hold_the_right_observations() {
     assert_eq!(
         fr,
         vec![
-            msg(ChatRoleView::System, &system),
-            msg(ChatRoleView::User, turn1),
+            msg(ChatRole::System, &system),
+            msg(ChatRole::User, turn1),
             msg(
-                ChatRoleView::Assistant,
+                ChatRole::Assistant,
                 "**Environment Observation:**\n[1] RootWebArea 'P1'"
             ),
             msg(
-                ChatRoleView::User,
+                ChatRole::User,
                 "### Turn 2\n**Task Instruction:**\nBuy socks\n\n**Current State:**\n[1] RootWebArea 'P1'\n\n**Action:**\n```python\nfill('4', 'wool')\n```"
             ),
         ]
@@ -301,7 +301,7 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     assert!(!authored.validation.ok);
     assert_eq!(authored.validation.problems[0].line, Some(1));
     assert!(authored.validation.problems[0].column.is_some());
-    assert_eq!(authored.change.kind, "set_authored");
+    assert_eq!(authored.change.kind, ChangeKind::SetAuthored);
     let turn = commands::get_turn(
         &studio,
         GetTurnRequest {
@@ -353,16 +353,21 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     );
 
     // Undo: appended turn, authored observation, branch, perturbation.
-    let history: Vec<String> = commands::history(&studio, EmptyRequest {})
+    let history: Vec<ChangeKind> = commands::history(&studio, EmptyRequest {})
         .expect("history")
         .changes
         .iter()
         .take(4)
-        .map(|c| c.kind.clone())
+        .map(|c| c.kind)
         .collect();
     assert_eq!(
         history,
-        vec!["add_turn", "set_authored", "add_branch", "set_perturbation"]
+        vec![
+            ChangeKind::AddTurn,
+            ChangeKind::SetAuthored,
+            ChangeKind::AddBranch,
+            ChangeKind::SetPerturbation
+        ]
     );
     for _ in 0..2 {
         commands::undo(&studio, EmptyRequest {}).expect("undo");
@@ -402,19 +407,18 @@ fn parse_and_validate_for_the_forms() {
     let ok = commands::parse_action(
         &studio,
         ParseActionRequest {
-            domain: CoreDomain::Web.into_api(),
+            domain: CoreDomain::Web,
             raw: "click('12')".into(),
         },
     )
     .expect("parse");
-    assert_eq!(ok.format, "browsergym");
+    assert_eq!(ok.format, ActionFormat::Browsergym);
     assert_eq!(ok.error, None);
-    assert_eq!(
-        ok.parsed
-            .as_ref()
-            .and_then(|p| p["calls"][0]["function"].as_str()),
-        Some("click")
-    );
+    let function = match ok.parsed.as_ref() {
+        Some(ParsedAction::Browsergym { calls }) => calls.first().map(|c| c.function.as_str()),
+        _ => None,
+    };
+    assert_eq!(function, Some("click"));
     let bad = commands::parse_action(
         &studio,
         ParseActionRequest {
@@ -450,15 +454,6 @@ fn parse_and_validate_for_the_forms() {
     .expect("validate");
     assert!(!report.ok);
     assert_eq!(report.problems[0].line, Some(2));
-}
-
-trait IntoApi {
-    fn into_api(self) -> Domain;
-}
-impl IntoApi for CoreDomain {
-    fn into_api(self) -> Domain {
-        commands::domain_from_core(self)
-    }
 }
 
 /// Waits for the `StepFinished` of `job`, collecting the deltas before it.
@@ -1324,6 +1319,9 @@ fn judge_scores_of_a_judged_prediction_reach_the_fidelity() {
         ),
         (Some(5.0), Some(4.0), Some(3.0), Some(5.0), Some(4.0))
     );
+    // (mean 4.2 − 1) / 4 × 100 on AgentWorldBench's scale.
+    let score = judge.score.expect("judge score");
+    assert!((score - 80.0).abs() < 1e-9, "{score}");
     assert_eq!(judge.rationale.as_deref(), Some("Weaknesses: title casing"));
 }
 

@@ -59,6 +59,7 @@ impl Action {
 
 /// The action language of [`Action::raw`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum ActionFormat {
     /// BrowserGym high-level action calls (Python call syntax).
@@ -91,6 +92,7 @@ impl ActionFormat {
 
 /// A parsed action.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ParsedAction {
     /// One or more BrowserGym calls (one per line in the raw text).
@@ -142,6 +144,7 @@ fn parse_json_body(raw: &str) -> Option<Value> {
 
 /// A Python function call with literal arguments, e.g. `fill('41', "it's")`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PythonCall {
     /// The function name (dotted names such as `pyautogui.click` allowed).
     pub function: String,
@@ -485,6 +488,7 @@ impl PyParser<'_> {
 
 /// An Android action in the AndroidWorld / AndroidControl JSON style.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "action_type", rename_all = "snake_case")]
 pub enum AndroidAction {
     /// Tap a point or an element.
@@ -535,6 +539,7 @@ pub enum AndroidAction {
 
 /// Where an Android action acts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(untagged)]
 pub enum AndroidTarget {
     /// Screen coordinates in pixels.

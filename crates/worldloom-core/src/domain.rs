@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// The seven environment domains of Qwen-AgentWorld / AgentWorldBench
 /// (technical report arXiv 2606.24597, section "Domains").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Domain {
     /// Model Context Protocol tool servers.
@@ -84,6 +85,7 @@ impl std::str::FromStr for Domain {
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum Representation {
     /// An HTML document (full page or BrowserGym `pruned_html`).
@@ -157,6 +159,7 @@ impl std::str::FromStr for Representation {
 
 /// The speaker of a chat message (OpenAI chat-completions roles).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum ChatRole {
     /// The system prompt.
@@ -169,6 +172,7 @@ pub enum ChatRole {
 
 /// One chat message, as sent to a world model (OpenAI chat-completions shape).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ChatMessage {
     /// Who speaks.
     pub role: ChatRole,

@@ -106,6 +106,7 @@ pub struct ObservationView {
 /// Facts about a state beside its text. Fields a source has but this struct
 /// does not name go to [`ObservationMeta::extra`] unchanged.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ObservationMeta {
     /// The page URL (web).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -136,6 +137,7 @@ impl ObservationMeta {
 
 /// A screen size in pixels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ScreenSize {
     /// Width in pixels.
     pub width_px: u32,

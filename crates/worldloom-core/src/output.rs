@@ -36,6 +36,7 @@ use crate::observation::AWB_RESPONSE_MARKER;
 
 /// The outcome of extracting an observation from model output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStatus {
     /// A closed `<predicted_observation>` block was found.

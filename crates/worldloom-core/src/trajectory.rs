@@ -305,6 +305,7 @@ impl Prediction {
 
 /// Which observations the history of a prompt is made of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "kebab-case")]
 pub enum ContextMode {
     /// History from the recorded (real) observations, as AgentWorldBench

@@ -10,6 +10,7 @@ use worldloom_core::domain::Representation;
 
 /// One field that differs between aligned nodes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FieldChange {
     /// `role`, `name`, `value`, `key`, `bounds`, `state:<name>` or
     /// `attr:<attribute name>`.
@@ -260,14 +261,30 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
     }
 }
 
+/// What a run of a line diff does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum LineTag {
+    /// The lines are the same on both sides.
+    Equal,
+    /// Real lines with no predicted counterpart.
+    Delete,
+    /// Predicted lines with no real counterpart.
+    Insert,
+    /// Real lines replaced by predicted ones.
+    Replace,
+}
+
 /// One run of a line diff. Line ranges are 0-based, end-exclusive.
 ///
 /// JSON: `{"tag": "replace", "real_start": 3, "real_end": 4, "pred_start":
 /// 3, "pred_end": 5}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LineOp {
     /// `equal`, `delete` (real only), `insert` (predicted only) or `replace`.
-    pub tag: String,
+    pub tag: LineTag,
     /// First real line.
     pub real_start: usize,
     /// One past the last real line.
@@ -280,6 +297,7 @@ pub struct LineOp {
 
 /// A line diff of two texts (Myers via `similar::TextDiff::from_lines`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LineDiff {
     /// Runs covering both texts in order.
     pub ops: Vec<LineOp>,
@@ -298,12 +316,11 @@ pub fn line_diff(real: &str, pred: &str) -> LineDiff {
             let (tag, old, new) = op.as_tag_tuple();
             LineOp {
                 tag: match tag {
-                    DiffTag::Equal => "equal",
-                    DiffTag::Delete => "delete",
-                    DiffTag::Insert => "insert",
-                    DiffTag::Replace => "replace",
-                }
-                .to_string(),
+                    DiffTag::Equal => LineTag::Equal,
+                    DiffTag::Delete => LineTag::Delete,
+                    DiffTag::Insert => LineTag::Insert,
+                    DiffTag::Replace => LineTag::Replace,
+                },
                 real_start: old.start,
                 real_end: old.end,
                 pred_start: new.start,

@@ -65,6 +65,7 @@ pub struct TransitionDetail {
 
 /// Outcome of one anchor comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum AnchorStatus {
     /// Both sides state it and agree.
@@ -80,6 +81,7 @@ pub enum AnchorStatus {
 /// JSON: `{"anchor": "title", "status": "matched", "real": "Click Task",
 /// "pred": "Click Task"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Anchor {
     /// Anchor name (see [`anchors`]).
     pub anchor: String,

@@ -13,6 +13,7 @@ use worldloom_core::domain::Representation;
 
 /// Index of a node in [`UiTree::nodes`]. Serialised as a plain integer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(transparent)]
 pub struct NodeId(pub u32);
 
@@ -25,6 +26,7 @@ impl NodeId {
 
 /// One attribute as written in the source, in source order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Attribute {
     /// Attribute name as written, with its prefix (`st:focused`, `resource-id`,
     /// `bid`, `checked`).
@@ -36,6 +38,7 @@ pub struct Attribute {
 /// Something unusual about a node's bounds. The numbers are always kept as
 /// written; the flag only tells the reader not to trust them blindly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum BoundsAnomaly {
     /// `left` or `top` is below zero (off-screen to the left or above; AT-SPI
@@ -50,14 +53,19 @@ pub enum BoundsAnomaly {
 /// A rectangle in screen pixels: left, top, right, bottom (right and bottom
 /// exclusive, as in Android's `bounds="[l,t][r,b]"`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct BoundsPx {
     /// Left edge, px.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub left: i64,
     /// Top edge, px.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub top: i64,
     /// Right edge, px.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub right: i64,
     /// Bottom edge, px.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub bottom: i64,
     /// Anomalies found in these numbers (empty when the rectangle is normal).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -96,6 +104,7 @@ impl BoundsPx {
 /// Where a node came from in the original text (byte offsets into the text or
 /// bytes given to the parser, before any sanitising).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SourceSpan {
     /// First byte of the node's markup or line.
     pub start_byte: usize,
@@ -114,6 +123,7 @@ pub struct SourceSpan {
 /// focusable, selectable) or when it has its non-default value. Comparisons
 /// treat `None` as the default (`false`, or `true` for `enabled`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeStates {
     /// Checked (checkbox, radio, switch, toggle).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +171,7 @@ impl NodeStates {
 
 /// One node of a [`UiTree`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UiNode {
     /// This node's index.
     pub id: NodeId,
@@ -219,6 +230,7 @@ impl UiNode {
 /// A parsed UI tree. `nodes[0]` is the root; nodes are stored in pre-order,
 /// so a node's descendants follow it and `parent < child` always holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UiTree {
     /// The representation this tree was parsed from.
     pub representation: Representation,

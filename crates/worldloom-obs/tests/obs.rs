@@ -752,7 +752,7 @@ fn text_representation_exact_and_f1() {
     assert_eq!(e.text_f1, Some(0.5));
     let ops = e.line_diff.expect("line diff").ops;
     assert_eq!(ops.len(), 1);
-    assert_eq!(ops[0].tag, "replace");
+    assert_eq!(ops[0].tag, worldloom_obs::diff::LineTag::Replace);
 }
 
 // ------------------------------------------------------ deep and large

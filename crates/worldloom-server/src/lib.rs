@@ -407,7 +407,7 @@ async fn events_handler(
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let json = serde_json::to_string(&StudioEvent::WorkspaceChanged {
                     trajectory_id: None,
-                    kind: "lagged".into(),
+                    kind: worldloom_api::types::StudioChangeKind::Lagged.into(),
                 })
                 .unwrap_or_default();
                 Some((Ok(Event::default().data(json)), rx))

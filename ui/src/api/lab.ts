@@ -15,7 +15,7 @@ export type {
   GenerationParamsView,
   ModelDirInfo,
   ModelDtype,
-  PromptMessage,
+  ChatMessage,
   StepStats,
   TokenView,
   UploadedFile,

@@ -8,6 +8,10 @@ export type Domain = "mcp" | "search" | "terminal" | "swe" | "web" | "os" | "and
 
 export type Representation = "html" | "axtree" | "os-xml" | "os-table" | "android-xml" | "json" | "text";
 
+export type NodeId = number;
+
+export type BoundsAnomaly = "negative" | "empty" | "inverted";
+
 export type BoundsPx = { 
 /**
  * Left edge, px.
@@ -26,13 +30,13 @@ right: number,
  */
 bottom: number, 
 /**
- * `negative`, `empty`, `inverted`: reasons not to trust the numbers.
+ * Anomalies found in these numbers (empty when the rectangle is normal).
  */
-anomalies: Array<string>, };
+anomalies?: Array<BoundsAnomaly>, };
 
 export type SourceSpan = { 
 /**
- * First byte.
+ * First byte of the node's markup or line.
  */
 start_byte: number, 
 /**
@@ -46,101 +50,111 @@ line: number, };
 
 export type NodeStates = { 
 /**
- * Checked.
+ * Checked (checkbox, radio, switch, toggle).
  */
-checked: boolean | null, 
+checked?: boolean | null, 
 /**
- * Selected.
+ * Selected (option, tab, list item).
  */
-selected: boolean | null, 
+selected?: boolean | null, 
 /**
  * Has keyboard focus.
  */
-focused: boolean | null, 
+focused?: boolean | null, 
 /**
- * Enabled.
+ * Enabled (not disabled / insensitive).
  */
-enabled: boolean | null, 
+enabled?: boolean | null, 
 /**
- * Expanded.
+ * Expanded (menus, combo boxes, tree items).
  */
-expanded: boolean | null, 
+expanded?: boolean | null, 
 /**
- * Editable text.
+ * Editable text field.
  */
-editable: boolean | null, };
+editable?: boolean | null, };
 
 export type Attribute = { 
 /**
- * Name as written (`bid`, `resource-id`, `st:focused`).
+ * Attribute name as written, with its prefix (`st:focused`, `resource-id`,
+ * `bid`, `checked`).
  */
 name: string, 
 /**
- * Value, entity-decoded.
+ * Attribute value, entity-decoded.
  */
 value: string, };
 
 export type UiNode = { 
 /**
- * Index in [`UiTree::nodes`].
+ * This node's index.
  */
-id: number, 
+id: NodeId, 
 /**
- * Parent index; `null` for the root.
+ * Parent index; `None` for the root.
  */
-parent: number | null, 
+parent: NodeId | null, 
 /**
- * Children indices in document order.
+ * Children in document order.
  */
-children: Array<number>, 
+children: Array<NodeId>, 
 /**
  * Depth below the root (root = 0).
  */
 depth: number, 
 /**
- * Role, tag or widget class.
+ * Role: HTML tag name (lower case), BrowserGym/ARIA role, AT-SPI role
+ * (the XML tag), or Android widget class.
  */
 role: string, 
 /**
- * Accessible name or visible text.
+ * Accessible name or visible text: HTML element's own text (or
+ * `aria-label`/`alt`/`placeholder` when it has none), BrowserGym quoted
+ * name, AT-SPI `name`, Android `text` (else `content-desc`).
  */
 name: string, 
 /**
- * Current value, where the format has one.
+ * Current value, where the format has one: HTML form value, BrowserGym
+ * `value=` property, AT-SPI element text (or `val:value`), OS table
+ * `text` column, Android `text` of editable fields.
  */
-value: string | null, 
+value?: string | null, 
 /**
- * Stable key (`bid`, `resource-id`, AT-SPI path).
+ * Stable key, when the format has one: BrowserGym `bid`, Android
+ * `resource-id`, HTML `bid` (else `id`). OS accessibility trees have
+ * none (AT-SPI exposes no element identity; they are aligned by
+ * structure).
  */
-key: string | null, 
+key?: string | null, 
 /**
- * Every attribute in source order.
+ * Every attribute or property, in source order.
  */
-attributes: Array<Attribute>, 
+attributes?: Array<Attribute>, 
 /**
- * Interaction states.
+ * Normalised interaction states.
  */
 states: NodeStates, 
 /**
- * Screen rectangle, when the format gives one.
+ * Screen rectangle in pixels, when the format gives one.
  */
-bounds_px: BoundsPx | null, 
+bounds_px?: BoundsPx | null, 
 /**
- * Where the node is in the original text.
+ * Where the node is in the original text, when known.
  */
-span: SourceSpan | null, 
+span?: SourceSpan | null, 
 /**
- * Made up by the parser (document roots).
+ * True for nodes the parser made up (the document root of an
+ * accessibility-tree text or a table, an iframe's inner document root).
  */
-synthetic: boolean, };
+synthetic?: boolean, };
 
 export type UiTree = { 
 /**
- * The representation it was parsed from.
+ * The representation this tree was parsed from.
  */
 representation: Representation, 
 /**
- * All nodes, pre-order.
+ * All nodes, pre-order; index = [`NodeId`].
  */
 nodes: Array<UiNode>, };
 
@@ -148,18 +162,18 @@ export type DiffStatus = "unchanged" | "changed" | "moved" | "added" | "removed"
 
 export type FieldChange = { 
 /**
- * `role`, `name`, `value`, `key`, `bounds`, `state:<name>`,
- * `attr:<name>`.
+ * `role`, `name`, `value`, `key`, `bounds`, `state:<name>` or
+ * `attr:<attribute name>`.
  */
 field: string, 
 /**
- * Real value (`null` when absent).
+ * Value on the real side (`null` when absent there).
  */
 real: string | null, 
 /**
- * Predicted value (`null` when absent).
+ * Value on the predicted side (`null` when absent there).
  */
-predicted: string | null, };
+pred: string | null, };
 
 export type TreeDiff = { 
 /**
@@ -179,11 +193,13 @@ pairs: Array<[number, number]>,
  */
 real_changes: Array<Array<FieldChange>>, };
 
+export type LineTag = "equal" | "delete" | "insert" | "replace";
+
 export type LineOp = { 
 /**
- * `equal`, `delete`, `insert` or `replace`.
+ * `equal`, `delete` (real only), `insert` (predicted only) or `replace`.
  */
-tag: string, 
+tag: LineTag, 
 /**
  * First real line.
  */
@@ -195,19 +211,20 @@ real_end: number,
 /**
  * First predicted line.
  */
-predicted_start: number, 
+pred_start: number, 
 /**
  * One past the last predicted line.
  */
-predicted_end: number, };
+pred_end: number, };
 
 export type LineDiff = { 
 /**
- * Operations in order.
+ * Runs covering both texts in order.
  */
 ops: Array<LineOp>, 
 /**
- * `2 × matching lines / (real lines + predicted lines)`, in `[0, 1]`.
+ * `similar`'s ratio: 2·matching lines / (real lines + predicted lines),
+ * in [0, 1].
  */
 ratio: number, };
 
@@ -273,25 +290,21 @@ export type AnchorStatus = "matched" | "mismatched" | "absent";
 
 export type Anchor = { 
 /**
- * The anchor's kind.
+ * Anchor name (see [`anchors`]).
  */
-kind: string, 
+anchor: string, 
 /**
- * The anchor's name.
- */
-key: string, 
-/**
- * Whether it matched.
+ * Comparison outcome.
  */
 status: AnchorStatus, 
 /**
- * Real value.
+ * The real value, if stated.
  */
 real: string | null, 
 /**
- * Predicted value.
+ * The predicted value, if stated.
  */
-predicted: string | null, };
+pred: string | null, };
 
 export type JudgeScores = { 
 /**
@@ -315,6 +328,11 @@ realism: number | null,
  */
 quality: number | null, 
 /**
+ * The mean of the dimensions present on AgentWorldBench's scale,
+ * `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-eval` `score`).
+ */
+score: number | null, 
+/**
  * The judge's rationale.
  */
 rationale: string | null, 
@@ -325,7 +343,8 @@ judge: string | null, };
 
 export type Fidelity = { 
 /**
- * Headline score in `[0, 1]`: node F1 for trees, text F1 for text.
+ * Headline score in `[0, 1]`: node F1 for trees, else text F1, else
+ * the line ratio; `null` when not scored.
  */
 overall: number | null, 
 /**
@@ -349,6 +368,8 @@ export type ObservationKind = "real" | "predicted" | "authored";
 
 export type ContextMode = "teacher-forced" | "free-running";
 
+export type OutputStatus = "ok" | "truncated" | "no_observation" | "empty";
+
 export type PredictionSummary = { 
 /**
  * Id within the node.
@@ -367,9 +388,9 @@ seed: string | null,
  */
 context: ContextMode, 
 /**
- * Extraction status (`ok`, `truncated`, `no_observation`, `empty`).
+ * Extraction status.
  */
-status: string, 
+status: OutputStatus, 
 /**
  * Generation parameters as the engine reported them.
  */
@@ -401,48 +422,131 @@ export type ActionView = {
  */
 raw: string, 
 /**
- * Its format (`browsergym`, `android-json`, `pyautogui`, `tool-call`,
- * `shell`, `text`).
+ * Its action language.
  */
-format: string, 
+format: ActionFormat, 
 /**
  * First line, at most 80 characters.
  */
 summary: string, 
 /**
- * The parsed form, when it parsed (`worldloom-core` `ParsedAction`).
+ * The parsed form, when it parsed.
  */
-parsed: JsonValue | null, };
+parsed: ParsedAction | null, };
 
-export type ObservationMetaView = { 
+export type ActionFormat = "browsergym" | "android-json" | "pyautogui" | "tool-call" | "shell" | "text";
+
+export type PythonCall = { 
 /**
- * Page URL.
+ * The function name (dotted names such as `pyautogui.click` allowed).
  */
-url: string | null, 
+function: string, 
 /**
- * Page or window title.
+ * Positional arguments, converted to JSON (str → string, int/float →
+ * number, True/False → bool, None → null, list/tuple → array, dict →
+ * object).
  */
-title: string | null, 
+args?: Array<JsonValue>, 
 /**
- * BrowserGym focused element bid.
+ * Keyword arguments in source order.
  */
-focused_bid: string | null, 
+kwargs?: { [key in string]?: JsonValue }, };
+
+export type AndroidTarget = { 
 /**
- * Screen size.
+ * x in pixels from the left edge.
  */
-screen: ScreenSize | null, 
+x_px: number, 
 /**
- * Android foreground package.
+ * y in pixels from the top edge.
  */
-package: string | null, };
+y_px: number, } | { 
+/**
+ * The element reference.
+ */
+element: string, };
+
+export type AndroidAction = { "action_type": "click", 
+/**
+ * Where.
+ */
+target: AndroidTarget, } | { "action_type": "long_press", 
+/**
+ * Where.
+ */
+target: AndroidTarget, } | { "action_type": "type", 
+/**
+ * The text typed.
+ */
+text: string, 
+/**
+ * The field, when given.
+ */
+target?: AndroidTarget | null, } | { "action_type": "scroll", 
+/**
+ * `up`, `down`, `left` or `right`, as written.
+ */
+direction: string, 
+/**
+ * The scrolled element or point, when given.
+ */
+target?: AndroidTarget | null, } | { "action_type": "navigate_back" } | { "action_type": "navigate_home" } | { "action_type": "keyboard_enter" } | { "action_type": "open_app", 
+/**
+ * The app's name as written.
+ */
+app_name: string, } | { "action_type": "wait" } | { "action_type": "other", 
+/**
+ * The `action_type` value.
+ */
+name: string, };
+
+export type ParsedAction = { "kind": "browsergym", 
+/**
+ * The calls in order.
+ */
+calls: Array<PythonCall>, } | { "kind": "android", 
+/**
+ * The action.
+ */
+action: AndroidAction, } | { "kind": "json", 
+/**
+ * The parsed JSON value.
+ */
+value: JsonValue, };
+
+export type ObservationMeta = { 
+/**
+ * The page URL (web).
+ */
+url?: string | null, 
+/**
+ * The page or window title.
+ */
+title?: string | null, 
+/**
+ * BrowserGym `focused_element_bid`: the `bid` of the focused element.
+ */
+focused_bid?: string | null, 
+/**
+ * The screen size, where the source gives one (OS, Android).
+ */
+screen?: ScreenSize | null, 
+/**
+ * The Android package in the foreground.
+ */
+package?: string | null, 
+/**
+ * Every other field of the source, unchanged.
+ */
+extra?: { [key in string]?: JsonValue }, };
 
 export type ScreenSize = { 
 /**
- * Width, px.
+ * Width in pixels.
  */
 width_px: number, 
 /**
- * Height, px.
+ * Height in pixels.
  */
 height_px: number, };
 
@@ -648,7 +752,7 @@ action: ActionView | null,
 /**
  * Facts of the real observation.
  */
-real_meta: ObservationMetaView | null, 
+real_meta: ObservationMeta | null, 
 /**
  * The step's error (`last_action_error`, a failed capture), if any.
  */
@@ -724,6 +828,8 @@ can_redo: boolean,
  */
 version: string, };
 
+export type TrajectorySort = "imported" | "name" | "lowest_fidelity";
+
 export type ListTrajectoriesRequest = { 
 /**
  * Case-insensitive text matched against name, goal, source path and tags.
@@ -742,9 +848,9 @@ has_branches: boolean | null,
  */
 max_fidelity: number | null, 
 /**
- * Sort: `imported` (default), `name`, `lowest_fidelity`.
+ * Sort order; `null` is `imported`.
  */
-sort: string | null, };
+sort: TrajectorySort | null, };
 
 export type ListTrajectoriesResponse = { 
 /**
@@ -845,15 +951,23 @@ node_id: number,
  */
 prediction_id: number | null, };
 
+export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag";
+
+export type StudioChangeKind = "undo" | "redo" | "set_engine" | "lagged";
+
+export type WorkspaceChangeKind = ChangeKind | StudioChangeKind;
+
+export type ChangeState = "applied" | "undone" | "abandoned";
+
 export type ChangeSummary = { 
 /**
  * Change id (decimal string).
  */
 id: string, 
 /**
- * Kind (`import`, `add_prediction`, `choose_prediction`…).
+ * What the change did.
  */
-kind: string, 
+kind: ChangeKind, 
 /**
  * Trajectory changed, if one.
  */
@@ -863,9 +977,9 @@ trajectory_id: string | null,
  */
 summary: string, 
 /**
- * `applied`, `undone` or `abandoned`.
+ * Whether it is in effect.
  */
-state: string, 
+state: ChangeState, 
 /**
  * When (UTC).
  */
@@ -1201,15 +1315,15 @@ settings: EngineSettings,
  */
 params: GenerationParamsView, };
 
-export type ChatRoleView = "system" | "user" | "assistant";
+export type ChatRole = "system" | "user" | "assistant";
 
-export type PromptMessage = { 
+export type ChatMessage = { 
 /**
- * Its role.
+ * Who speaks.
  */
-role: ChatRoleView, 
+role: ChatRole, 
 /**
- * Its text.
+ * The message text, exactly as sent.
  */
 content: string, };
 
@@ -1236,7 +1350,7 @@ export type PreviewPromptResponse = {
 /**
  * Exactly the messages `step` sends.
  */
-messages: Array<PromptMessage>, };
+messages: Array<ChatMessage>, };
 
 export type StepRequest = { 
 /**
@@ -1413,14 +1527,13 @@ raw: string, };
 
 export type ParseActionResponse = { 
 /**
- * The action language (`browsergym`, `android-json`, `pyautogui`,
- * `tool-call`, `shell`, `text`).
+ * The action language.
  */
-format: string, 
+format: ActionFormat, 
 /**
- * The parsed form (`worldloom-core` `ParsedAction`), when it parsed.
+ * The parsed form, when it parsed.
  */
-parsed: JsonValue | null, 
+parsed: ParsedAction | null, 
 /**
  * Why it did not parse, for formats that have a parser.
  */
@@ -1440,6 +1553,8 @@ representation: Representation,
  */
 text: string, };
 
+export type Severity = "error" | "warning";
+
 export type ValidationProblem = { 
 /**
  * 1-based line, when known.
@@ -1450,10 +1565,9 @@ line: number | null,
  */
 column: number | null, 
 /**
- * `error` (the text does not parse) or `warning` (it parsed after a
- * repair).
+ * Whether the text parsed.
  */
-severity: string, 
+severity: Severity, 
 /**
  * What is wrong.
  */
@@ -1661,9 +1775,9 @@ export type StudioEvent = { "type": "workspace_changed",
  */
 trajectory_id: string | null, 
 /**
- * The change's kind.
+ * What changed.
  */
-kind: string, } | { "type": "prediction_added", 
+kind: WorkspaceChangeKind, } | { "type": "prediction_added", 
 /**
  * Workspace id.
  */

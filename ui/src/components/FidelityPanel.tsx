@@ -1,6 +1,6 @@
 /** The turn's fidelity: headline score, metrics, domain anchors, judge scores, reasoning. */
 import type { Fidelity, JudgeScores } from "../api/types";
-import { fidelityClass, formatScore, judgeScale } from "./format";
+import { fidelityClass, formatScore } from "./format";
 
 const JUDGE_KEYS: Array<keyof JudgeScores> = ["format", "factuality", "consistency", "realism", "quality"];
 
@@ -33,8 +33,6 @@ export interface FidelityPanelProps {
 
 export function FidelityPanel({ fidelity, reasoning, engine, rawOutput }: FidelityPanelProps) {
   const judge = fidelity?.judge;
-  const judgeVals = JUDGE_KEYS.map((k) => judge?.[k]).filter((v): v is number => typeof v === "number");
-  const judgeMean = judgeVals.length ? judgeVals.reduce((a, b) => a + b, 0) / judgeVals.length : null;
   return (
     <aside className="fidelity" role="complementary" aria-label="Fidelity">
       <h2>Fidelity</h2>
@@ -65,15 +63,15 @@ export function FidelityPanel({ fidelity, reasoning, engine, rawOutput }: Fideli
           ) : (
             <ul className="anchors" aria-label="Anchors">
               {fidelity.anchors.map((a, i) => (
-                <li key={`${a.kind}-${a.key}-${i}`} className={`anchor a-${a.status}`}>
+                <li key={`${a.anchor}-${i}`} className={`anchor a-${a.status}`}>
                   <span className="anchor-icon" aria-hidden="true">
                     {a.status === "matched" ? "✓" : a.status === "mismatched" ? "✗" : "∅"}
                   </span>
-                  <span className="anchor-key">{a.key}</span>
+                  <span className="anchor-key">{a.anchor}</span>
                   <span className="anchor-status">{a.status}</span>
                   {a.status !== "matched" ? (
                     <span className="anchor-vals">
-                      <span title="real">{a.real ?? "∅"}</span> → <span title="predicted">{a.predicted ?? "∅"}</span>
+                      <span title="real">{a.real ?? "∅"}</span> → <span title="predicted">{a.pred ?? "∅"}</span>
                     </span>
                   ) : null}
                 </li>
@@ -98,10 +96,10 @@ export function FidelityPanel({ fidelity, reasoning, engine, rawOutput }: Fideli
                       </tr>
                     ) : null,
                   )}
-                  {judgeMean != null ? (
+                  {judge.score != null ? (
                     <tr>
                       <th scope="row">score</th>
-                      <td>{judgeScale(judgeMean).toFixed(1)} / 100</td>
+                      <td>{judge.score.toFixed(1)} / 100</td>
                     </tr>
                   ) : null}
                 </tbody>

@@ -1,20 +1,22 @@
 import { describe, expect, it } from "vitest";
-import android from "../mocks/fixtures/android-settings.json";
-import { mockParse } from "../mocks/mockTrees";
+import { goldenTree, goldenTurn } from "../mocks/golden";
 import { propsOf, shortKey } from "../views/TreeView";
 import { compareNodes, rowOfField } from "./NodeInspector";
 
 describe("compareNodes", () => {
+  // The first turn of the Android fixture as `get_turn` shows it.
+  const view = goldenTurn("android-settings", 1)!.views[0]!;
+  const real = view.real!.tree!;
+  const predicted = view.predicted!.tree!;
+
   it("lists the fields of both sides and marks the ones that differ", () => {
-    const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
-    const predicted = mockParse(android.turns[0]!.predictions[0]!.views[0]!.text, "android-xml")!;
     const key = "com.android.settings:id/switch_1";
     const r = real.nodes.find((n) => n.key === key)!;
     const p = predicted.nodes.find((n) => n.key === key)!;
     const rows = compareNodes(r, p);
     const differing = rows.filter((x) => x.differs).map((x) => [x.field, x.real, x.predicted]);
     expect(differing).toEqual([
-      ["states", "checked=false focused=false", "checked=true focused=false"],
+      ["states", "checked=false focused=false enabled=true", "checked=true focused=false enabled=true"],
       ["@checked", "false", "true"],
     ]);
     expect(rows.find((x) => x.field === "bounds")).toMatchObject({ real: "[900,620][1032,700]", differs: false });
@@ -25,11 +27,12 @@ describe("compareNodes", () => {
 
 describe("compareNodes with the back end's changes", () => {
   it("marks exactly the fields the diff reports", () => {
-    const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
-    const predicted = mockParse(android.turns[0]!.predictions[0]!.views[0]!.text, "android-xml")!;
+    const view = goldenTurn("android-settings", 1)!.views[0]!;
+    const real = view.real!.tree!;
+    const predicted = view.predicted!.tree!;
     const r = real.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
     const p = predicted.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
-    const rows = compareNodes(r, p, [{ field: "state:checked", real: "false", predicted: "true" }]);
+    const rows = compareNodes(r, p, [{ field: "state:checked", real: "false", pred: "true" }]);
     expect(rows.filter((x) => x.differs).map((x) => x.field)).toEqual(["states"]);
     expect(rowOfField("attr:resource-id")).toBe("@resource-id");
   });
@@ -37,16 +40,18 @@ describe("compareNodes with the back end's changes", () => {
 
 describe("propsOf", () => {
   it("shows BrowserGym properties, HTML attributes and true Android flags", () => {
-    const ax = mockParse("RootWebArea 'P'\n\t[5] link 'Home', clickable, visible, url='https://x.example/'", "axtree")!;
+    // RootWebArea 'P' / [5] link 'Home', clickable, visible, url='https://x.example/'
+    const ax = goldenTree("axtree-link");
     expect(propsOf(ax.nodes[2]!, "axtree")).toEqual(["clickable", "visible", "url=https://x.example/"]);
-    const html = mockParse('<html><body><a bid="3" id="home" href="/h" hidden>x</a></body></html>', "html")!;
+    // <html><body><a bid="3" id="home" href="/h" hidden>x</a></body></html>
+    const html = goldenTree("html-link");
     expect(
       propsOf(
         html.nodes.find((n) => n.role === "a")!,
         "html",
       ),
     ).toEqual(["id=home", "href=/h", "hidden"]);
-    const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
+    const real = goldenTurn("android-settings", 1)!.views[0]!.real!.tree!;
     const row = real.nodes.find((n) => n.role === "android.widget.LinearLayout" && n.attributes?.some((a) => a.name === "clickable" && a.value === "true"))!;
     expect(propsOf(row, "android-xml")).toEqual(["clickable"]);
   });

@@ -4,7 +4,7 @@
  * active view.
  */
 import type { ReactNode } from "react";
-import type { ComparedView, ObservationMetaView } from "../api/types";
+import type { ComparedView, ObservationMeta } from "../api/types";
 import type { SideBySideLines } from "../model/lineDiff";
 import { plainLines } from "../model/lineDiff";
 import { alignment, statusCounts, type Side } from "../model/tree";
@@ -24,7 +24,7 @@ export interface PaneProps {
   onTab: (tab: ViewTab) => void;
   view: ComparedView | undefined;
   lines: SideBySideLines | null;
-  meta?: ObservationMetaView | null;
+  meta?: ObservationMeta | null;
   /** Shown in the header (the prediction picker). */
   headerExtra?: ReactNode;
   /** Shown instead of the view (no prediction yet). */

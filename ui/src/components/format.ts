@@ -12,8 +12,3 @@ export function fidelityClass(v: number | null | undefined): string {
   if (v >= 0.6) return "f-mid";
   return "f-low";
 }
-
-/** A judge score (1–5) mapped to AgentWorldBench's (mean − 1) / 4 × 100 scale. */
-export function judgeScale(mean: number): number {
-  return ((mean - 1) / 4) * 100;
-}

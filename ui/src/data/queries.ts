@@ -4,7 +4,6 @@
  * change refetches is decided in `invalidation.ts`, never by the views.
  */
 import { QueryClient, useQuery, type QueryKey } from "@tanstack/react-query";
-import { normalizeTurn } from "../api/normalize";
 import type { CommandName, RequestOf, ResponseOf } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { ALL_TRAJECTORIES, keys } from "./keys";
@@ -70,7 +69,6 @@ export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: n
     }),
     enabled: enabled && trajectoryId !== null,
     placeholderData: sameTrajectory<ResponseOf<"get_turn">>(trajectoryId),
-    select: normalizeTurn,
     gcTime: TURN_CACHE_MS,
   });
 }

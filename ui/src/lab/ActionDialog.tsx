@@ -29,8 +29,8 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
   const [mode, setMode] = useState<"form" | "raw">(() => (space.length > 0 && (rawToForm(syntax, initialRaw) || initialRaw.trim() === "") ? "form" : "raw"));
   const [form, setForm] = useState<ActionForm>(() => rawToForm(syntax, initialRaw) ?? emptyForm(syntax));
   const [raw, setRaw] = useState(initialRaw);
-  // The back end's check of the text; none shown while the text is empty.
-  const [lastCheck, setCheck] = useState<ParsedActionReply | null>(null);
+  // The back end's check of the text; none shown while the text is empty. `format` is "" when the check itself failed.
+  const [lastCheck, setCheck] = useState<(Omit<ParsedActionReply, "format"> & { format: ParsedActionReply["format"] | "" }) | null>(null);
   const { busy, error, setError, run } = useBusyAction();
 
   const problem = mode === "form" ? formProblem(syntax, form) : raw.trim() === "" ? "the action is empty" : null;

@@ -1,31 +1,35 @@
 /**
  * Dev-only back end fed by the JSON fixtures in `./fixtures/` (open the dev
- * server with `?mock`). It answers the same commands as `worldloom serve`,
- * parsing and diffing with the stand-ins in `mockTrees.ts`. Never bundled in
- * a production build (see `createBackend`).
+ * server with `?mock`). It answers the same commands as `worldloom serve`
+ * and keeps the workspace's bookkeeping (states, branches, choices, undo) in
+ * memory, but computes nothing the API computes: trees, diffs, fidelity,
+ * judge scores and action views of the fixtures are the API's own responses
+ * (`./golden/`, written by the Rust tests, see `golden.ts`). States made at
+ * run time (a stepped, authored or appended one) show the trees the API gave
+ * for the same texts, without a diff or scores. Never bundled in a production
+ * build (see `createBackend`).
  */
 import type {
+  ActionFormat,
   ActionView,
+  ChangeKind,
   ChangeSummary,
   ContextMode,
   ObservationKind,
+  OutputStatus,
   TreeEdgeView,
   TreeNodeView,
-  Anchor,
   BranchSummary,
   CommandName,
   ComparedView,
-  Fidelity,
-  JudgeScores,
-  ObservationMetaView,
   RequestOf,
+  SideDocument,
   Representation,
   ResponseOf,
   StudioEvent,
   TrajectorySummary,
   TurnDetail,
   TurnSummary,
-  UiTree,
 } from "../api/types";
 import type {
   BranchCreated,
@@ -40,23 +44,18 @@ import type {
   StepStarted,
   TokenView,
   UploadedFile,
-  ValidationProblem,
   ValidationReport,
 } from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { BackendError } from "../backend/error";
 import { rawToForm, syntaxFor } from "../model/actionForm";
-import { statusCounts } from "../model/tree";
-import { mockDiff, mockParse } from "./mockTrees";
+import { goldenTurn, GOLDEN, rememberTree, treeOfText } from "./golden";
+import { largeTree } from "./largeTree";
 import android from "./fixtures/android-settings.json";
 import os from "./fixtures/os-calculator.json";
 import terminal from "./fixtures/terminal-build.json";
 import web from "./fixtures/web-harbor-books.json";
 import hostile from "./fixtures/web-hostile.json";
-
-const NO_JUDGE: JudgeScores = { format: null, factuality: null, consistency: null, realism: null, quality: null, rationale: null, judge: null };
-
-const NO_META: ObservationMetaView = { url: null, title: null, focused_bid: null, screen: null, package: null };
 
 /** A view of an observation in a fixture. */
 interface FixtureView {
@@ -68,7 +67,7 @@ interface FixtureView {
 /** An observation in a fixture. */
 interface FixtureObservation {
   views: FixtureView[];
-  meta?: Partial<ObservationMetaView>;
+  meta?: Record<string, unknown>;
 }
 
 /** A prediction in a fixture. */
@@ -77,7 +76,8 @@ interface FixturePrediction {
   seed?: number;
   views: FixtureView[];
   reasoning?: string;
-  judge?: Partial<JudgeScores>;
+  /** Judge scores (the golden responses carry them as the API reads them). */
+  judge?: Record<string, unknown>;
 }
 
 /** A trajectory fixture: an initial observation and a list of turns. */
@@ -91,28 +91,23 @@ export interface Fixture {
   turns: Array<{ action: string; real: FixtureObservation; predictions: FixturePrediction[] }>;
 }
 
-/** A generated trajectory with one very large tree (for the virtualised list). */
+/** A generated trajectory with one very large tree (for the virtualised list); its trees are generated with the text (`largeTree.ts`). */
 export function bigTreeFixture(nodeCount: number): Fixture {
-  const lines: string[] = ["RootWebArea 'Large inventory table', focused"];
-  let bid = 1;
-  while (lines.length < nodeCount) {
-    lines.push(`\t[${bid++}] row 'Row ${lines.length}', visible`);
-    for (let c = 0; c < 4 && lines.length < nodeCount; c++) lines.push(`\t\t[${bid++}] cell 'r${lines.length} c${c}', visible`);
-  }
-  const real = lines.join("\n");
-  const predicted = lines.map((l, i) => (i % 997 === 5 ? l.replace("visible", "visible, focused") : l)).join("\n");
+  const big = largeTree(nodeCount);
+  rememberTree("axtree", big.text, big.tree);
+  rememberTree("axtree", big.predictedText, big.predictedTree);
   return {
     id: "web-large-tree",
     name: `large tree (${nodeCount} nodes)`,
     domain: "web",
     source_format: "generated",
     goal: "Scroll a very large accessibility tree.",
-    initial: { views: [{ name: "axtree_txt", representation: "axtree", text: real }] },
+    initial: { views: [{ name: "axtree_txt", representation: "axtree", text: big.text }] },
     turns: [
       {
         action: "scroll(0, 800)",
-        real: { views: [{ name: "axtree_txt", representation: "axtree", text: real }] },
-        predictions: [{ engine: "copy", seed: 0, views: [{ name: "axtree_txt", representation: "axtree", text: predicted }] }],
+        real: { views: [{ name: "axtree_txt", representation: "axtree", text: big.text }] },
+        predictions: [{ engine: "copy", seed: 0, views: [{ name: "axtree_txt", representation: "axtree", text: big.predictedText }] }],
       },
     ],
   };
@@ -120,102 +115,40 @@ export function bigTreeFixture(nodeCount: number): Fixture {
 
 export const FIXTURES: Fixture[] = [web, os, android, terminal, hostile] as Fixture[];
 
-const TREE_CACHE = new Map<string, UiTree | null>();
-function parseCached(text: string, representation: Representation): UiTree | null {
-  const key = `${representation}\u0000${text}`;
-  if (!TREE_CACHE.has(key)) TREE_CACHE.set(key, mockParse(text, representation));
-  return TREE_CACHE.get(key) ?? null;
-}
-
-function compare(real: FixtureObservation, predicted: FixturePrediction | undefined): ComparedView[] {
+/**
+ * The views of a state no golden response covers: each text with the tree
+ * the API gave for the same text (if any), paired by representation as
+ * `get_turn` pairs them; no diff, since the mock computes none.
+ */
+function compare(real: FixtureObservation | null, predicted: FixtureView[]): ComparedView[] {
+  const side = (v: FixtureView): SideDocument => ({ text: v.text, tree: treeOfText(v.representation as Representation, v.text), parse_error: null });
   const out: ComparedView[] = [];
-  const names = new Set<string>();
-  for (const v of real.views) names.add(`${v.representation}|${v.name}`);
-  for (const v of predicted?.views ?? []) {
-    const onReal = real.views.some((r) => r.representation === v.representation);
-    if (!onReal) names.add(`${v.representation}|${v.name}`);
+  let placed = false;
+  for (const r of real?.views ?? []) {
+    const p: FixtureView | undefined = !placed ? predicted.find((v) => v.representation === r.representation) : undefined;
+    placed ||= p !== undefined;
+    out.push({ representation: r.representation as Representation, name: r.name, real: side(r), predicted: p ? side(p) : null, diff: null, line_diff: null });
   }
-  for (const key of names) {
-    const [rep, name] = key.split("|") as [Representation, string];
-    const r = real.views.find((v) => v.representation === rep && v.name === name);
-    const p = predicted?.views.find((v) => v.representation === rep);
-    const rt = r ? parseCached(r.text, rep) : null;
-    const pt = p ? parseCached(p.text, rep) : null;
-    out.push({
-      representation: rep,
-      name,
-      real: r ? { text: r.text, tree: rt, parse_error: null } : null,
-      predicted: p ? { text: p.text, tree: pt, parse_error: null } : null,
-      diff: rt && pt ? mockDiff(rt, pt) : null,
-      line_diff: null,
-    });
-  }
+  const first = predicted[0];
+  if (!placed && first)
+    out.unshift({ representation: first.representation as Representation, name: "main", real: null, predicted: side(first), diff: null, line_diff: null });
   return out;
 }
 
-function judgeOverall(j: Partial<JudgeScores> | undefined): number | null {
-  if (!j) return null;
-  const xs = [j.format, j.factuality, j.consistency, j.realism, j.quality].filter((x): x is number => typeof x === "number");
-  return xs.length ? (xs.reduce((a, b) => a + b, 0) / xs.length - 1) / 4 : null;
+const ACTION_FORMATS: Record<string, ActionFormat> = {
+  web: "browsergym",
+  os: "pyautogui",
+  android: "android-json",
+  mcp: "tool-call",
+  swe: "tool-call",
+  terminal: "shell",
+};
+
+function actionFormat(domain: string): ActionFormat {
+  return ACTION_FORMATS[domain] ?? "text";
 }
 
-function fidelityOf(views: ComparedView[], real: FixtureObservation, p: FixturePrediction | undefined): Fidelity | null {
-  if (!p) return null;
-  const metrics: Fidelity["metrics"] = [];
-  const main = views[0];
-  if (main?.diff) {
-    const r = statusCounts(main.diff.real);
-    const q = statusCounts(main.diff.predicted);
-    const matched = main.diff.pairs.length;
-    const precision = matched / Math.max(1, main.diff.predicted.length);
-    const recall = matched / Math.max(1, main.diff.real.length);
-    metrics.push({
-      name: "node_f1",
-      value: precision + recall > 0 ? (2 * precision * recall) / (precision + recall) : 0,
-      unit: null,
-      description: "F1 of aligned nodes",
-    });
-    metrics.push({
-      name: "unchanged_fraction",
-      value: r.unchanged / Math.max(1, main.diff.real.length),
-      unit: null,
-      description: "aligned nodes with nothing changed, over real nodes",
-    });
-    metrics.push({ name: "changed_nodes", value: r.changed, unit: "nodes", description: null });
-    metrics.push({ name: "removed_nodes", value: r.removed, unit: "nodes", description: null });
-    metrics.push({ name: "added_nodes", value: q.added, unit: "nodes", description: null });
-  } else if (main?.real && main.predicted) {
-    const a = main.real.text.split("\n");
-    const b = new Set(main.predicted.text.split("\n"));
-    metrics.push({
-      name: "line_overlap",
-      value: a.filter((l) => b.has(l)).length / Math.max(1, a.length),
-      unit: null,
-      description: "real lines found in the prediction",
-    });
-  }
-  const anchors: Anchor[] = [];
-  if (real.meta?.url) anchors.push({ kind: "url", key: "url", status: "matched", real: real.meta.url, predicted: real.meta.url });
-  if (real.meta?.focused_bid) {
-    const focusedKey = (t: UiTree | null | undefined) => t?.nodes.find((n) => n.states?.focused && n.key)?.key ?? null;
-    const r = focusedKey(main?.real?.tree);
-    const q = focusedKey(main?.predicted?.tree);
-    anchors.push({ kind: "focused", key: "focused element", status: q === null ? "absent" : r === q ? "matched" : "mismatched", real: r, predicted: q });
-  }
-  if (real.meta?.package) anchors.push({ kind: "package", key: "package", status: "matched", real: real.meta.package, predicted: real.meta.package });
-  anchors.push({ kind: "title", key: "window title", status: "absent", real: real.meta?.title ?? null, predicted: null });
-  const first = metrics.find((m) => m.unit == null && m.value !== null);
-  return { overall: judgeOverall(p.judge) ?? first?.value ?? null, metrics, anchors, judge: p.judge ? { ...NO_JUDGE, ...p.judge } : null, note: null };
-}
-
-function meta(o: FixtureObservation): ObservationMetaView | null {
-  return o.meta ? { ...NO_META, ...o.meta } : null;
-}
-
-function actionFormat(domain: string): string {
-  return { web: "browsergym", os: "pyautogui", android: "android-json", mcp: "tool-call", swe: "tool-call", terminal: "shell" }[domain] ?? "text";
-}
-
+/** An action typed at run time (the fixtures' actions come from the golden responses). */
 function actionView(raw: string, domain = "text"): ActionView {
   const syntax = syntaxFor(domain);
   const form = rawToForm(syntax, raw);
@@ -230,13 +163,14 @@ function actionView(raw: string, domain = "text"): ActionView {
 /** A stored prediction of the mock. */
 interface MockPrediction {
   id: number;
+  /** A fixture's prediction, whose `get_turn` is in the golden responses. */
+  golden: boolean;
   engine: string;
   seed: string | null;
   context: ContextMode;
-  status: string;
+  status: OutputStatus;
   views: FixtureView[];
   reasoning: string | null;
-  judge?: Partial<JudgeScores>;
   tokens: TokenView[] | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
@@ -245,6 +179,8 @@ interface MockPrediction {
 /** A state of the mock's tree. */
 interface MockNode {
   id: number;
+  /** A fixture's state, whose `get_turn` is in the golden responses. */
+  fixture: boolean;
   parent_edge: number | null;
   real: FixtureObservation | null;
   predictions: MockPrediction[];
@@ -255,6 +191,8 @@ interface MockNode {
 /** An action of the mock's tree. */
 interface MockEdge {
   id: number;
+  /** A fixture's action (its view is in the golden responses). */
+  golden: boolean;
   from: number;
   to: number;
   action: string;
@@ -287,23 +225,24 @@ const DEFAULT_PARAMS: GenerationParamsView = {
 };
 
 function fromFixture(f: Fixture): MockTrajectory {
-  const nodes: MockNode[] = [{ id: 0, parent_edge: null, real: f.initial, predictions: [], chosen: null, authored: null }];
+  const nodes: MockNode[] = [{ id: 0, fixture: true, parent_edge: null, real: f.initial, predictions: [], chosen: null, authored: null }];
   const edges: MockEdge[] = [];
   f.turns.forEach((t, i) => {
-    edges.push({ id: i, from: i, to: i + 1, action: t.action, perturbation: null, edited_from: null });
+    edges.push({ id: i, golden: true, from: i, to: i + 1, action: t.action, perturbation: null, edited_from: null });
     nodes.push({
       id: i + 1,
+      fixture: true,
       parent_edge: i,
       real: t.real,
       predictions: t.predictions.map((p, k) => ({
         id: k,
+        golden: true,
         engine: p.engine,
         seed: p.seed !== undefined ? String(p.seed) : null,
         context: "teacher-forced",
         status: "ok",
         views: p.views,
         reasoning: p.reasoning ?? null,
-        judge: p.judge,
         tokens: null,
         prompt_tokens: null,
         completion_tokens: null,
@@ -364,7 +303,7 @@ export class MockBackend implements Backend {
   }
 
   /** Records an undoable change: `mutate` runs on the live state after a snapshot is kept. */
-  private change(kind: string, trajectoryId: string | null, summary: string, mutate: () => void): ChangeSummary {
+  private change(kind: ChangeKind, trajectoryId: string | null, summary: string, mutate: () => void): ChangeSummary {
     const before = structuredClone(this.state);
     mutate();
     const change: ChangeSummary = {
@@ -399,10 +338,27 @@ export class MockBackend implements Backend {
     return p ? { kind: "predicted", prediction: p, views: p.views } : { kind: null, prediction: null, views: [] };
   }
 
-  private fidelity(n: MockNode, shown: ReturnType<MockBackend["shown"]>): number | null {
+  /**
+   * The golden `get_turn` of what a fixture state shows: the state and the
+   * shown prediction must both come from the fixture (nothing authored over
+   * it); `undefined` otherwise.
+   */
+  private golden(t: MockTrajectory, n: MockNode, shown: ReturnType<MockBackend["shown"]>): TurnDetail | undefined {
+    if (!n.fixture || shown.kind === "authored") return undefined;
+    if (shown.prediction && !shown.prediction.golden) return undefined;
+    return goldenTurn(t.fixture.id, n.id, shown.prediction?.id ?? null);
+  }
+
+  /** The overall fidelity the API gave for what a state shows (`null` for what it never scored). */
+  private fidelity(t: MockTrajectory, n: MockNode, shown: ReturnType<MockBackend["shown"]>): number | null {
     if (!n.real || shown.views.length === 0) return null;
-    const pseudo: FixturePrediction = { engine: "", views: shown.views, judge: shown.prediction?.judge };
-    return fidelityOf(compare(n.real, pseudo), n.real, pseudo)?.overall ?? null;
+    return this.golden(t, n, shown)?.fidelity?.overall ?? null;
+  }
+
+  /** The API's view of a fixture action, else one typed at run time. */
+  private action(t: MockTrajectory, e: MockEdge): ActionView {
+    const golden = e.golden ? GOLDEN[t.fixture.id]?.trajectory.edges.find((x) => x.edge_id === e.id) : undefined;
+    return golden?.action ?? actionView(e.action, t.fixture.domain);
   }
 
   private kindOf(n: MockNode): ObservationKind | null {
@@ -436,7 +392,7 @@ export class MockBackend implements Backend {
         if (e.edited_from !== null || this.node(t, e.to).real === null) forks ??= i + 1;
       });
       const last = path[forks !== null ? forks - 1 : 0];
-      const name = recorded ? "recorded" : `branch at turn ${forks ?? 1}: ${last ? actionView(last.action).summary : ""}`;
+      const name = recorded ? "recorded" : `branch at turn ${forks ?? 1}: ${last ? this.action(t, last).summary : ""}`;
       return { id: String(leaf), name, leaf_node: leaf, turn_count: path.length, recorded, forks_at_turn: recorded ? null : forks };
     });
     return out.sort((a, b) => Number(b.recorded) - Number(a.recorded) || a.leaf_node - b.leaf_node);
@@ -444,7 +400,7 @@ export class MockBackend implements Backend {
 
   private summary(t: MockTrajectory): TrajectorySummary {
     const f = t.fixture;
-    const fids = t.nodes.map((n) => this.fidelity(n, this.shown(n, null))).filter((x): x is number => x !== null);
+    const fids = t.nodes.map((n) => this.fidelity(t, n, this.shown(n, null))).filter((x): x is number => x !== null);
     return {
       id: f.id,
       name: f.name,
@@ -467,11 +423,11 @@ export class MockBackend implements Backend {
       turn,
       node_id: n.id,
       edge_id: e.id,
-      action: actionView(e.action, t.fixture.domain),
+      action: this.action(t, e),
       has_real: n.real !== null,
       prediction_count: n.predictions.length,
       has_authored: n.authored !== null,
-      fidelity: this.fidelity(n, this.shown(n, null)),
+      fidelity: this.fidelity(t, n, this.shown(n, null)),
       perturbation: e.perturbation,
     };
   }
@@ -490,19 +446,18 @@ export class MockBackend implements Backend {
     const n = this.node(t, nodeId);
     const e = n.parent_edge !== null ? this.edge(t, n.parent_edge) : null;
     const shown = nodeId === 0 ? { kind: null, prediction: null, views: [] } : this.shown(n, predictionId);
-    const real: FixtureObservation = n.real ?? { views: [] };
-    const pseudo: FixturePrediction | undefined = shown.views.length
-      ? { engine: shown.prediction?.engine ?? "authored", views: shown.views, judge: shown.prediction?.judge }
-      : undefined;
-    const views = compare(real, pseudo);
+    // What the API answered for this state and what it shows, else (a state
+    // or prediction made at run time) the texts with their known trees.
+    const golden = this.golden(t, n, shown);
+    const state = n.fixture ? goldenTurn(t.fixture.id, n.id) : undefined;
     return {
       trajectory_id: t.fixture.id,
       turn: this.turnOf(t, nodeId),
       node_id: nodeId,
       edge_id: e?.id ?? null,
-      action: e ? actionView(e.action, t.fixture.domain) : null,
-      real_meta: n.real ? meta(n.real) : null,
-      real_error: null,
+      action: e ? this.action(t, e) : null,
+      real_meta: state?.real_meta ?? null,
+      real_error: state?.real_error ?? null,
       predictions: n.predictions.map((q) => ({
         id: q.id,
         engine: q.engine,
@@ -514,15 +469,15 @@ export class MockBackend implements Backend {
         completion_tokens: q.completion_tokens,
         total_ms: null,
         created_at: null,
-        overall: this.fidelity(n, { kind: "predicted", prediction: q, views: q.views }),
+        overall: this.fidelity(t, n, { kind: "predicted", prediction: q, views: q.views }),
       })),
       prediction_id: shown.prediction?.id ?? null,
       chosen_prediction_id: n.chosen,
       predicted_kind: shown.kind,
-      views,
-      fidelity: n.real && pseudo ? fidelityOf(views, real, pseudo) : null,
-      reasoning: shown.prediction?.reasoning ?? null,
-      raw_output: null,
+      views: golden?.views ?? compare(n.real, shown.views),
+      fidelity: golden?.fidelity ?? null,
+      reasoning: golden?.reasoning ?? shown.prediction?.reasoning ?? null,
+      raw_output: golden?.raw_output ?? null,
       tokens: shown.prediction?.tokens ?? null,
       perturbation: e?.perturbation ?? null,
     };
@@ -572,6 +527,7 @@ export class MockBackend implements Backend {
         const live = this.node(this.find(t.fixture.id), nodeId);
         live.predictions.push({
           id,
+          golden: false,
           engine: name,
           seed: this.engine.params.seed,
           context,
@@ -633,24 +589,28 @@ export class MockBackend implements Backend {
     const edgeId = t.edges.reduce((m, e) => Math.max(m, e.id + 1), 0);
     const newNode = t.nodes.reduce((m, x) => Math.max(m, x.id + 1), 0);
     this.change(
-      editedFrom !== null ? "edit_action" : "append_turn",
+      editedFrom !== null ? "add_branch" : "add_turn",
       t.fixture.id,
       `${editedFrom !== null ? "edited" : "added"} action ${actionView(raw).summary}`,
       () => {
         const live = this.find(t.fixture.id);
-        live.nodes.push({ id: newNode, parent_edge: edgeId, real: null, predictions: [], chosen: null, authored: null });
-        live.edges.push({ id: edgeId, from: nodeId, to: newNode, action: raw, perturbation: null, edited_from: editedFrom });
+        live.nodes.push({ id: newNode, fixture: false, parent_edge: edgeId, real: null, predictions: [], chosen: null, authored: null });
+        live.edges.push({ id: edgeId, golden: false, from: nodeId, to: newNode, action: raw, perturbation: null, edited_from: editedFrom });
       },
     );
     return { trajectory_id: t.fixture.id, edge_id: edgeId, node_id: newNode, branch_id: String(newNode), change: this.changes[0] ?? null };
   }
 
+  /**
+   * The mock has no observation parser: JSON goes through the platform's
+   * JSON parser (as the API uses a JSON parser for it), a text the API parsed
+   * before (in the golden responses) reports its node count, anything else is
+   * accepted unchecked.
+   */
   private validate(representation: Representation, text: string): ValidationReport {
-    if (representation === "text" || representation === "os-table" || representation === "axtree") return { ok: true, node_count: null, problems: [] };
     if (representation === "json") {
       try {
         JSON.parse(text);
-        return { ok: true, node_count: null, problems: [] };
       } catch (e) {
         return {
           ok: false,
@@ -658,44 +618,10 @@ export class MockBackend implements Backend {
           problems: [{ line: null, column: null, severity: "error", message: e instanceof Error ? e.message : String(e) }],
         };
       }
+      return { ok: true, node_count: null, problems: [] };
     }
-    if (representation === "html") {
-      // The mock checks tag balance only.
-      const stack: Array<{ tag: string; line: number; column: number }> = [];
-      const problems: ValidationProblem[] = [];
-      const voids = new Set(["br", "img", "input", "meta", "link", "hr", "area", "base", "col", "embed", "source", "track", "wbr"]);
-      const re = /<(\/?)([a-zA-Z][\w-]*)[^>]*?(\/?)>/g;
-      let m: RegExpExecArray | null;
-      while ((m = re.exec(text))) {
-        const before = text.slice(0, m.index).split("\n");
-        const pos = { line: before.length, column: before[before.length - 1]!.length + 1 };
-        const tag = m[2]!.toLowerCase();
-        if (voids.has(tag) || m[3]) continue;
-        if (!m[1]) stack.push({ tag, ...pos });
-        else if (stack.length && stack[stack.length - 1]!.tag === tag) stack.pop();
-        else
-          problems.push({
-            ...pos,
-            severity: "error",
-            message: `closing </${tag}> does not match ${stack.length ? `<${stack[stack.length - 1]!.tag}>` : "any open element"}`,
-          });
-      }
-      for (const open of stack) problems.push({ line: open.line, column: open.column, severity: "error", message: `<${open.tag}> is never closed` });
-      const tree = problems.length ? null : mockParse(text, "html");
-      return { ok: problems.length === 0, node_count: tree?.nodes.length ?? null, problems };
-    }
-    const doc = new DOMParser().parseFromString(text, "application/xml");
-    const err = doc.querySelector("parsererror");
-    if (err) {
-      const msg = err.textContent ?? "not well-formed";
-      const pos = /line (\d+) at column (\d+)/i.exec(msg) ?? /(\d+):(\d+)/.exec(msg);
-      return {
-        ok: false,
-        node_count: null,
-        problems: [{ line: pos ? Number(pos[1]) : null, column: pos ? Number(pos[2]) : null, severity: "error", message: msg.split("\n")[0] ?? msg }],
-      };
-    }
-    return { ok: true, node_count: mockParse(text, representation)?.nodes.length ?? null, problems: [] };
+    const tree = treeOfText(representation, text);
+    return { ok: true, node_count: tree ? tree.nodes.length : null, problems: [] };
   }
 
   private curriculum(req: LabCommands["export_curriculum"][0]): CurriculumExport {
@@ -766,15 +692,15 @@ export class MockBackend implements Backend {
           has_real: n.real !== null,
           prediction_count: n.predictions.length,
           has_authored: n.authored !== null,
-          fidelity: this.fidelity(n, this.shown(n, null)),
+          fidelity: this.fidelity(t, n, this.shown(n, null)),
         }));
         const edges: TreeEdgeView[] = t.edges.map((e) => ({
           edge_id: e.id,
           from: e.from,
           to: e.to,
-          action: actionView(e.action, t.fixture.domain),
-          edited_from: e.edited_from,
+          action: this.action(t, e),
           perturbation: e.perturbation,
+          edited_from: e.edited_from,
         }));
         return { trajectory: this.summary(t), branches: this.branches(t), nodes, edges };
       }
@@ -804,7 +730,7 @@ export class MockBackend implements Backend {
         to.push({ state: structuredClone(this.state), change: entry.change });
         this.state = entry.state;
         entry.change.state = command === "undo" ? "undone" : "applied";
-        this.emit({ type: "workspace_changed", trajectory_id: entry.change.trajectory_id, kind: command });
+        this.emit({ type: "workspace_changed", trajectory_id: entry.change.trajectory_id, kind: command === "undo" ? "undo" : "redo" });
         return { change: entry.change };
       }
       case "history":
@@ -921,7 +847,7 @@ export class MockBackend implements Backend {
         const t = this.find(String(req.trajectory_id));
         const n = this.node(t, Number(req.node_id));
         const validation = this.validate(req.representation as Representation, String(req.text ?? ""));
-        const change = this.change("author_observation", t.fixture.id, `authored node ${n.id}`, () => {
+        const change = this.change("set_authored", t.fixture.id, `authored node ${n.id}`, () => {
           const live = this.node(this.find(t.fixture.id), n.id);
           live.authored = { name: "authored", representation: String(req.representation), text: String(req.text ?? "") };
           live.chosen = null;

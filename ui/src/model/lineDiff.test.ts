@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { LineOp } from "../api/types";
 import { plainLines, sideBySideFromOps, sideBySideLines } from "./lineDiff";
 
 describe("sideBySideLines", () => {
@@ -35,16 +36,16 @@ describe("sideBySideFromOps", () => {
   it("lays out the back end's ops like the local diff", () => {
     const real = "a\nb\nc\nd\n";
     const predicted = "a\nB\nB2\nc\n";
-    const ops = [
-      { tag: "equal", real_start: 0, real_end: 1, predicted_start: 0, predicted_end: 1 },
-      { tag: "replace", real_start: 1, real_end: 2, predicted_start: 1, predicted_end: 3 },
-      { tag: "equal", real_start: 2, real_end: 3, predicted_start: 3, predicted_end: 4 },
-      { tag: "delete", real_start: 3, real_end: 4, predicted_start: 4, predicted_end: 4 },
+    const ops: LineOp[] = [
+      { tag: "equal", real_start: 0, real_end: 1, pred_start: 0, pred_end: 1 },
+      { tag: "replace", real_start: 1, real_end: 2, pred_start: 1, pred_end: 3 },
+      { tag: "equal", real_start: 2, real_end: 3, pred_start: 3, pred_end: 4 },
+      { tag: "delete", real_start: 3, real_end: 4, pred_start: 4, pred_end: 4 },
     ];
     expect(sideBySideFromOps(real, predicted, ops)).toEqual(sideBySideLines(real, predicted));
   });
   it("falls back to the local diff when the ops do not cover the texts", () => {
-    const out = sideBySideFromOps("x\ny", "x\nz", [{ tag: "equal", real_start: 0, real_end: 1, predicted_start: 0, predicted_end: 1 }]);
+    const out = sideBySideFromOps("x\ny", "x\nz", [{ tag: "equal", real_start: 0, real_end: 1, pred_start: 0, pred_end: 1 }]);
     expect(out.real.map((l) => l.status)).toEqual(["same", "removed"]);
     expect(out.predicted.map((l) => l.status)).toEqual(["same", "added"]);
   });

@@ -4,6 +4,7 @@
  * status; the other side's counterpart line is recorded for hover sync.
  */
 import { diffLines } from "diff";
+import type { LineOp } from "../api/types";
 
 /**
  * A line's status: `removed` lines exist only in the real text, `added` only
@@ -84,46 +85,37 @@ export function plainLines(text: string): DiffLine[] {
   return splitLines(text).map((t, i) => ({ number: i + 1, text: t, status: "same" as const }));
 }
 
-/** One run of a line diff computed elsewhere (the back end's `similar` ops; 0-based, end exclusive). */
-export interface LineOpLike {
-  tag: string;
-  real_start: number;
-  real_end: number;
-  predicted_start: number;
-  predicted_end: number;
-}
-
 /**
  * Side-by-side rows from a line diff computed by the back end (so the view
  * and the line-ratio metric agree). `equal` runs face each other; `delete`,
  * `insert` and `replace` runs are padded with filler rows. Falls back to
  * {@link sideBySideLines} when the ops do not cover both texts.
  */
-export function sideBySideFromOps(real: string, predicted: string, ops: readonly LineOpLike[]): SideBySideLines {
+export function sideBySideFromOps(real: string, predicted: string, ops: readonly LineOp[]): SideBySideLines {
   const r = splitLines(real);
   const p = splitLines(predicted);
-  const covered = ops.length > 0 && ops[ops.length - 1]!.real_end === r.length && ops[ops.length - 1]!.predicted_end === p.length;
+  const covered = ops.length > 0 && ops[ops.length - 1]!.real_end === r.length && ops[ops.length - 1]!.pred_end === p.length;
   if (!covered && (r.length > 0 || p.length > 0)) return sideBySideLines(real, predicted);
   const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
   for (const op of ops) {
     if (op.tag === "equal") {
       for (let i = 0; i < op.real_end - op.real_start; i++) {
         const rn = op.real_start + i + 1;
-        const pn = op.predicted_start + i + 1;
+        const pn = op.pred_start + i + 1;
         out.real.push({ number: rn, text: r[rn - 1] ?? "", status: "same", other: pn });
         out.predicted.push({ number: pn, text: p[pn - 1] ?? "", status: "same", other: rn });
       }
       continue;
     }
-    const rows = Math.max(op.real_end - op.real_start, op.predicted_end - op.predicted_start);
+    const rows = Math.max(op.real_end - op.real_start, op.pred_end - op.pred_start);
     for (let i = 0; i < rows; i++) {
       const rn = op.real_start + i;
-      const pn = op.predicted_start + i;
+      const pn = op.pred_start + i;
       if (rn < op.real_end) {
         out.real.push({ number: rn + 1, text: r[rn] ?? "", status: "removed" });
         out.removed += 1;
       } else out.real.push({ number: 0, text: "", status: "filler" });
-      if (pn < op.predicted_end) {
+      if (pn < op.pred_end) {
         out.predicted.push({ number: pn + 1, text: p[pn] ?? "", status: "added" });
         out.added += 1;
       } else out.predicted.push({ number: 0, text: "", status: "filler" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import hostileFixture from "../mocks/fixtures/web-hostile.json";
-import { mockParse } from "../mocks/mockTrees";
+import { TREES } from "../mocks/golden";
 import { buildSrcdoc, neutraliseCss, RENDER_CSP } from "./srcdoc";
 
 const hostile = hostileFixture.turns[0]!.real.views[0]!.text;
@@ -94,8 +94,8 @@ describe("neutraliseCss", () => {
 });
 
 describe("diff marks", () => {
-  const html = '<html bid="1"><body bid="2"><p bid="3">a</p><p bid="4">b</p><img bid="5" src="data:image/png;base64,AA" alt="x"></body></html>';
-  const tree = mockParse(html, "html")!;
+  // <html bid="1"><body bid="2"><p bid="3">a</p><p bid="4">b</p><img bid="5" src="data:image/png;base64,AA" alt="x"></body></html>
+  const { text: html, tree } = TREES["html-bids"]!;
 
   it("marks elements by bid with their status and the selection", () => {
     const byBid = (b: string) => tree.nodes.find((n) => n.key === b)!.id;
@@ -109,7 +109,9 @@ describe("diff marks", () => {
     expect(doc.querySelector('[bid="4"]')!.hasAttribute("data-wl-selected")).toBe(true);
     expect(doc.querySelector('[bid="2"]')!.hasAttribute("data-wl-diff")).toBe(false);
     expect(doc.querySelectorAll("[data-wl-diff]").length).toBe(2);
-    expect(out.keyedElements).toBe(tree.nodes.length);
+    // Every element is keyed: all nodes but the parser's synthetic document root.
+    expect(out.keyedElements).toBe(tree.nodes.filter((n) => !n.synthetic).length);
+    expect(out.keyedElements).toBe(6);
     // data: images stay, so predicted pages with inline images still render.
     expect(doc.querySelector("img")!.getAttribute("src")).toBe("data:image/png;base64,AA");
     // The outline rules are in the last style sheet.
@@ -117,8 +119,8 @@ describe("diff marks", () => {
   });
 
   it("keys elements without bids by tag order", () => {
-    const plain = "<html><body><div><span>x</span></div><p>y</p></body></html>";
-    const t = mockParse(plain, "html")!;
+    // <html><body><div><span>x</span></div><p>y</p></body></html>
+    const { text: plain, tree: t } = TREES["html-plain"]!;
     const statuses = t.nodes.map((n) => (n.role === "p" ? "added" : "unchanged")) as Array<"added" | "unchanged">;
     const doc = parse(buildSrcdoc(plain, { tree: t, statuses }).html);
     expect(doc.querySelector("p")!.getAttribute("data-wl-diff")).toBe("added");

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { mockParse } from "../mocks/mockTrees";
+import { goldenTree } from "../mocks/golden";
 import { alignment, ancestors, counterpart, searchTree, statusCounts, subtreeEnds, visibleRows } from "./tree";
 
-const ax = "RootWebArea 'Page'\n\t[1] list ''\n\t\t[2] listitem 'a'\n\t\t[3] listitem 'b'\n\t[4] button 'Go', focused";
-
 describe("tree helpers", () => {
-  const tree = mockParse(ax, "axtree")!;
+  // RootWebArea 'Page' / [1] list / [2] listitem 'a', [3] listitem 'b' / [4] button 'Go', focused
+  const tree = goldenTree("axtree-list");
   it("computes subtree extents and visible rows under collapsed nodes", () => {
     // 0 document, 1 RootWebArea, 2 list, 3 a, 4 b, 5 button
     expect(Array.from(subtreeEnds(tree))).toEqual([6, 6, 5, 4, 5, 6]);

@@ -3,7 +3,7 @@
  * nodes have drawable bounds, the screen size, and the scale that fits the
  * screen into a pane while keeping its aspect ratio.
  */
-import type { DiffStatus, ObservationMetaView, UiNode, UiTree } from "../api/types";
+import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
 
 /** A screen size in px. */
 export interface ScreenSizePx {
@@ -42,7 +42,7 @@ export function hasDrawableBounds(node: UiNode): boolean {
  * The screen size: the observation's metadata when it states one, else the
  * extent of all drawable bounds (Android dumps' root node spans the screen).
  */
-export function screenSize(tree: UiTree, meta?: ObservationMetaView | null): ScreenSizePx {
+export function screenSize(tree: UiTree, meta?: ObservationMeta | null): ScreenSizePx {
   if (meta?.screen && meta.screen.width_px > 0 && meta.screen.height_px > 0) return meta.screen;
   let width = 0;
   let height = 0;

@@ -1,8 +1,7 @@
 import { act, cleanup, fireEvent, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
-import { bigTreeFixture } from "../mocks/mockBackend";
-import web from "../mocks/fixtures/web-harbor-books.json";
-import { mockDiff, mockParse } from "../mocks/mockTrees";
+import { goldenTurn } from "../mocks/golden";
+import { largeTree } from "../mocks/largeTree";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
 import { TreeView } from "./TreeView";
@@ -11,8 +10,7 @@ afterEach(cleanup);
 
 describe("TreeView", () => {
   it("keeps a 20,000-node tree to a window of rows", () => {
-    const f = bigTreeFixture(20000);
-    const tree = mockParse(f.turns[0]!.real.views[0]!.text, "axtree")!;
+    const tree = largeTree(20000).tree;
     expect(tree.nodes.length).toBe(20001); // the synthetic document root + 20,000 lines
     const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
     const rows = container.querySelectorAll("[role=treeitem]");
@@ -23,10 +21,10 @@ describe("TreeView", () => {
   });
 
   it("colours rows by diff status, searches and collapses", () => {
-    const t2 = web.turns[1]!;
-    const real = mockParse(t2.real.views[0]!.text, "axtree")!;
-    const predicted = mockParse(t2.predictions[0]!.views[0]!.text, "axtree")!;
-    const diff = mockDiff(real, predicted);
+    // The second turn of the web fixture as `get_turn` shows it.
+    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+    const predicted = view.predicted!.tree!;
+    const diff = view.diff!;
     const store = new SelectionStore();
     const { container, getByLabelText } = render(
       <SelectionContext.Provider value={store}>
@@ -54,10 +52,11 @@ describe("TreeView", () => {
   });
 
   it("highlights the aligned node when the other pane hovers", () => {
-    const t2 = web.turns[1]!;
-    const real = mockParse(t2.real.views[0]!.text, "axtree")!;
-    const predicted = mockParse(t2.predictions[0]!.views[0]!.text, "axtree")!;
-    const diff = mockDiff(real, predicted);
+    // The second turn of the web fixture as `get_turn` shows it.
+    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+    const real = view.real!.tree!;
+    const predicted = view.predicted!.tree!;
+    const diff = view.diff!;
     const store = new SelectionStore();
     const { container } = render(
       <SelectionContext.Provider value={store}>

@@ -1,17 +1,16 @@
 import { cleanup, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
-import android from "../mocks/fixtures/android-settings.json";
-import os from "../mocks/fixtures/os-calculator.json";
-import { mockDiff, mockParse } from "../mocks/mockTrees";
+import { goldenTurn } from "../mocks/golden";
 import { alignment } from "../model/tree";
 import { Wireframe } from "./Wireframe";
 
 afterEach(cleanup);
 
 describe("Wireframe, Android device frame", () => {
-  const real = mockParse(android.turns[0]!.real.views[0]!.text, "android-xml")!;
-  const predicted = mockParse(android.turns[0]!.predictions[0]!.views[0]!.text, "android-xml")!;
-  const diff = mockDiff(real, predicted);
+  // The first turn of the Android fixture as `get_turn` shows it.
+  const view = goldenTurn("android-settings", 1)!.views[0]!;
+  const real = view.real!.tree!;
+  const diff = view.diff!;
 
   it("draws every node with bounds, scaled into the pane at the dump's aspect ratio", () => {
     const drawable = real.nodes.filter((n) => n.bounds_px).length;
@@ -73,7 +72,7 @@ describe("Wireframe, Android device frame", () => {
 
 describe("Wireframe, OS screen", () => {
   it("draws boxes at screen coordinates with the metadata's screen size", () => {
-    const real = mockParse(os.turns[1]!.real.views[0]!.text, "os-xml")!;
+    const real = goldenTurn("os-calculator", 2)!.views[0]!.real!.tree!;
     const { container } = render(
       <Wireframe
         side="real"

@@ -6,7 +6,7 @@
  * the pane; diff colours and the shared hover/selection are drawn on top.
  */
 import { useLayoutEffect, useMemo, useRef, useState } from "react";
-import type { DiffStatus, ObservationMetaView, UiNode, UiTree } from "../api/types";
+import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
 import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
 import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
 import { useSelection } from "../state/selection";
@@ -18,7 +18,7 @@ export interface WireframeProps {
   tree: UiTree;
   statuses?: readonly DiffStatus[] | null;
   align: Alignment;
-  meta?: ObservationMetaView | null;
+  meta?: ObservationMeta | null;
   /** `screen`: OS desktop; `device`: Android phone frame. */
   variant: "screen" | "device";
   label: string;
