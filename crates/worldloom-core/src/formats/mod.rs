@@ -176,16 +176,14 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
 /// # Errors
 /// The format's errors, each naming file, line or field;
 /// [`CoreError::Format`] for a predictions sidecar given on its own
-/// (`predictions.jsonl`, `X.predictions.jsonl`: see [`sidecar`]).
+/// (`predictions.jsonl`, `X.predictions.jsonl` holding prediction lines: see
+/// [`sidecar::refused_alone`]); a file of that name holding AgentWorldBench
+/// rows, such as the official `eval.py`'s `predictions.jsonl`, is imported
+/// as those rows.
 pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     if path.is_file()
-        && let Some(name) = path.file_name().and_then(|n| n.to_str())
-        && (name == "predictions.jsonl" || name.ends_with(".predictions.jsonl"))
+        && let Some(owner) = sidecar::refused_alone(path)
     {
-        let owner = match name.strip_suffix(".predictions.jsonl") {
-            Some(stem) => format!("`{stem}.json` beside it"),
-            None => "the folder that holds it".to_owned(),
-        };
         return Err(CoreError::Format {
             path: path.to_path_buf(),
             message: format!(
@@ -284,7 +282,19 @@ fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result
     };
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') || name.ends_with(".predictions.jsonl") {
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.is_file() && sidecar::refused_alone(&entry).is_some() {
+            // Read with the trajectory beside it; a lone one is said.
+            if sidecar::owner_beside(&entry).is_none() {
+                out.warnings.push(ImportWarning {
+                    path: entry.display().to_string(),
+                    line: None,
+                    byte_offset: None,
+                    message: "skipped: a predictions sidecar with no trajectory beside it".into(),
+                });
+            }
             continue;
         }
         match detect_format(&entry) {
