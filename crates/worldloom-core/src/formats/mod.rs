@@ -12,6 +12,7 @@
 pub mod agentlab;
 pub mod awb;
 pub mod folder;
+pub mod pickle;
 pub mod sft;
 pub mod sidecar;
 
