@@ -1,7 +1,8 @@
 //! Trajectory formats: import (with auto-detection) and export.
 //!
 //! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
-//! ([`agentlab`]), folders of Android uiautomator dumps and OSWorld-style
+//! and AgentLab result folders of step pickles ([`agentlab`], read with the
+//! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and OSWorld-style
 //! accessibility trees ([`folder`]), the native file ([`crate::native`]), and
 //! predictions sidecars ([`sidecar`]). Exporters: AgentWorldBench JSONL,
 //! SFT chat JSONL ([`sft`]) and native.
@@ -34,7 +35,8 @@ pub enum InputFormat {
     Native,
     /// AgentWorldBench JSONL rows.
     Agentworldbench,
-    /// BrowserGym / AgentLab step records (one JSON file per trajectory).
+    /// BrowserGym / AgentLab step records (one JSON file per trajectory), or
+    /// an AgentLab result folder of `step_N.pkl.gz` pickles.
     Agentlab,
     /// A folder of Android uiautomator dumps with `actions.jsonl`.
     AndroidDumps,
@@ -103,18 +105,22 @@ pub struct Imported {
 
 /// Guesses the format of a file or folder from its contents.
 ///
-/// A folder with `step_NN.xml` dumps is `android-dumps` when the first dump is
-/// a uiautomator `<hierarchy>`, else `osworld` (also when it holds
-/// `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. A JSON file is
+/// A folder with `step_N.pkl.gz` pickles (or `exp_args.pkl`) is an AgentLab
+/// result folder (`agentlab`). A folder with `step_NN.xml` dumps is
+/// `android-dumps` when the first dump is a uiautomator `<hierarchy>`, else
+/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. A JSON file is
 /// native when its `format` is `worldloom-trajectory`, else AgentLab.
 ///
 /// # Errors
 /// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
 pub fn detect_format(path: &Path) -> Result<InputFormat> {
     if path.is_dir() {
+        if agentlab::is_result_folder(path) {
+            return Ok(InputFormat::Agentlab);
+        }
         return folder::detect(path).ok_or_else(|| CoreError::Format {
             path: path.to_path_buf(),
-            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder".into(),
+            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder, and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
         });
     }
     let decoded = crate::text::read_text(path)?;
@@ -205,7 +211,8 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     let mut warnings = Vec::new();
     let read = |warnings: &mut Vec<ImportWarning>| -> Result<Vec<Trajectory>> {
         let is_folder = matches!(format, InputFormat::AndroidDumps | InputFormat::Osworld);
-        if path.exists() && path.is_dir() != is_folder {
+        // AgentLab reads both: a step JSON file and a result folder.
+        if path.exists() && path.is_dir() != is_folder && format != InputFormat::Agentlab {
             return Err(CoreError::Format {
                 path: path.to_path_buf(),
                 message: format!(
@@ -222,6 +229,9 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
                 TrajectoryFile::from_json_str(path, &text)?.trajectories
             }
             InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, warnings)?,
+            InputFormat::Agentlab if path.is_dir() => {
+                vec![agentlab::import_results_folder(path, warnings)?]
+            }
             InputFormat::Agentlab => vec![agentlab::import(path, warnings)?],
             InputFormat::AndroidDumps => {
                 vec![folder::import(path, folder::FolderKind::Android, warnings)?]

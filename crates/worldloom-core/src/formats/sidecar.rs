@@ -95,7 +95,9 @@ pub fn owner_beside(path: &Path) -> Option<PathBuf> {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     if name == "predictions.jsonl" {
         let dir = parent.unwrap_or(Path::new("."));
-        return crate::formats::folder::detect(dir).map(|_| dir.to_path_buf());
+        let is_trajectory = crate::formats::folder::detect(dir).is_some()
+            || crate::formats::agentlab::is_result_folder(dir);
+        return is_trajectory.then(|| dir.to_path_buf());
     }
     let stem = name.strip_suffix(".predictions.jsonl")?;
     let dir = parent.unwrap_or(Path::new("."));
