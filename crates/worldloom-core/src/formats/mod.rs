@@ -2,8 +2,8 @@
 //!
 //! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
 //! and AgentLab result folders of step pickles ([`agentlab`], read with the
-//! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and OSWorld-style
-//! accessibility trees ([`folder`]), the native file ([`crate::native`]), and
+//! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and
+//! OSWorld-style accessibility trees ([`folder`]), the native file ([`crate::native`]), and
 //! predictions sidecars ([`sidecar`]). Exporters: AgentWorldBench JSONL,
 //! SFT chat JSONL ([`sft`]) and native.
 //!
@@ -108,8 +108,9 @@ pub struct Imported {
 /// A folder with `step_N.pkl.gz` pickles (or `exp_args.pkl`) is an AgentLab
 /// result folder (`agentlab`). A folder with `step_NN.xml` dumps is
 /// `android-dumps` when the first dump is a uiautomator `<hierarchy>`, else
-/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. A JSON file is
-/// native when its `format` is `worldloom-trajectory`, else AgentLab.
+/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is
+/// AgentWorldBench. A JSON file is native when its `format` is
+/// `worldloom-trajectory`, else AgentLab.
 ///
 /// # Errors
 /// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
@@ -297,7 +298,8 @@ fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result
             continue;
         }
         if entry.is_file() && sidecar::refused_alone(&entry).is_some() {
-            // Read with the trajectory beside it; a lone one is said.
+            // Read with the trajectory beside it; one with no trajectory
+            // beside it is reported.
             if sidecar::owner_beside(&entry).is_none() {
                 out.warnings.push(ImportWarning {
                     path: entry.display().to_string(),
