@@ -265,20 +265,19 @@ pub fn import_uploaded(
             tops.insert(first.as_os_str().to_string_lossy().into_owned());
         }
     }
-    // `X.predictions.jsonl` beside an uploaded `X.*` is read with that file
+    // A predictions sidecar beside an uploaded trajectory is read with it
     // (the importer looks for it there); one uploaded alone goes to the
-    // importer, which refuses it by name.
-    let sidecar_of = |name: &str| name.strip_suffix(".predictions.jsonl").map(str::to_owned);
+    // importer, which refuses it by name, and AgentWorldBench rows under a
+    // sidecar's name (the official `eval.py` output) import as rows.
     let paths: Vec<String> = tops
         .iter()
-        .filter(|t| match sidecar_of(t.as_str()) {
-            None => true,
-            Some(stem) => !tops.iter().any(|o| {
-                sidecar_of(o).is_none()
-                    && Path::new(o).file_stem().is_some_and(|s| s == stem.as_str())
-            }),
+        .map(|t| dir.path().join(t))
+        .filter(|p| {
+            !(p.is_file()
+                && worldloom_core::formats::sidecar::refused_alone(p).is_some()
+                && worldloom_core::formats::sidecar::owner_beside(p).is_some())
         })
-        .map(|t| dir.path().join(t).display().to_string())
+        .map(|p| p.display().to_string())
         .collect();
     let prefix = format!("{}/", dir.path().display());
     import_paths(studio, &paths, Some(&prefix))

@@ -1174,6 +1174,41 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
         "{:?}",
         list.trajectories
     );
+    // The official eval.py's `predictions.jsonl` (rows plus `gen`), uploaded
+    // on its own, imports as its rows.
+    let mut rows = String::new();
+    let awb = std::fs::read_to_string(
+        repo().join("samples/agentworldbench/agentworldbench_sample.jsonl"),
+    )
+    .expect("sample");
+    for line in awb.lines().filter(|l| !l.trim().is_empty()) {
+        let mut row: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(line).expect("row");
+        row.insert(
+            "gen".into(),
+            serde_json::json!("<predicted_observation>x</predicted_observation>"),
+        );
+        rows.push_str(&serde_json::to_string(&row).expect("json"));
+        rows.push('\n');
+    }
+    let official = commands::import_uploaded(
+        &studio,
+        ImportUploadedRequest {
+            files: vec![UploadedFile {
+                relative_path: "predictions.jsonl".into(),
+                content_base64: b64(rows.as_bytes()),
+            }],
+        },
+    )
+    .expect("upload");
+    assert!(official.failed.is_empty(), "{:?}", official.failed);
+    assert_eq!(official.imported.len(), 7);
+    assert!(
+        official
+            .imported
+            .iter()
+            .all(|i| i.path == "predictions.jsonl" && i.added)
+    );
     for bad in ["../evil.json", "/etc/passwd", "a/../../b.json"] {
         let err = commands::import_uploaded(
             &studio,

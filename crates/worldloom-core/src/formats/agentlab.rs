@@ -13,6 +13,13 @@
 //! step, not a blank page. Every other field is kept in the node's or edge's
 //! `extra`.
 //!
+//! An AgentLab result folder (`step_N.pkl.gz`, `exp_args.pkl`,
+//! `summary_info.json`, `screenshot_step_N.png`) holds the same steps as
+//! gzip'd pickles of AgentLab's `StepInfo`; [`import_results_folder`] reads
+//! them with the restricted unpickler of [`crate::formats::pickle`] (nothing
+//! executed or imported; unknown classes, NumPy arrays among them, become
+//! inert records) and maps each as a step of the JSON format.
+//!
 //! A file holding raw observation objects instead of steps (a CDP
 //! `dom_object` / `axtree_object` snapshot) imports as a one-state trajectory
 //! whose observation is the file's JSON text.
@@ -88,13 +95,28 @@ pub fn import(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Trajecto
             });
         }
     };
+    from_steps(path, file_stem(path), steps, top, warnings)
+}
+
+/// Builds the trajectory `id` from step records (JSON objects, as in the
+/// step JSON file) and the file's other top-level fields `top`.
+///
+/// # Errors
+/// As [`import`], naming `path`.
+fn from_steps(
+    path: &Path,
+    id: String,
+    steps: Vec<Value>,
+    top: Map<String, Value>,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<Trajectory> {
     if steps.is_empty() {
         return Err(CoreError::Format {
             path: path.to_path_buf(),
             message: "no steps".into(),
         });
     }
-    let mut t = Trajectory::new(file_stem(path), Domain::Web, None);
+    let mut t = Trajectory::new(id, Domain::Web, None);
     t.source = Source {
         format: "agentlab".into(),
         path: Some(file_name(path)),
@@ -259,4 +281,270 @@ fn snapshot(path: &Path, text: &str, top: Map<String, Value>) -> Trajectory {
         Value::String("raw observation snapshot (CDP DOM snapshot and accessibility tree)".into()),
     );
     t
+}
+
+/// Fields of an AgentLab `StepInfo` kept on the node besides the
+/// observation and the action.
+const STEP_FIELDS_KEPT: [&str; 5] = [
+    "reward",
+    "raw_reward",
+    "terminated",
+    "truncated",
+    "task_info",
+];
+
+/// Observation fields not imported from a step pickle: the raw CDP
+/// snapshots, which `axtree_txt` and `pruned_html` render.
+const OBS_FIELDS_DROPPED: [&str; 2] = ["dom_object", "axtree_object"];
+
+/// The step pickles of an AgentLab result folder (`step_N.pkl.gz`, or
+/// `step_N.pkl`), by step number.
+fn step_pickles(dir: &Path) -> Result<std::collections::BTreeMap<usize, std::path::PathBuf>> {
+    let mut out = std::collections::BTreeMap::new();
+    let entries = std::fs::read_dir(dir).map_err(|source| CoreError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if let Some(number) = name
+            .strip_prefix("step_")
+            .and_then(|r| r.strip_suffix(".pkl.gz").or_else(|| r.strip_suffix(".pkl")))
+            && let Ok(n) = number.parse::<usize>()
+        {
+            out.insert(n, path);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether `dir` is an AgentLab result folder: it holds `step_N.pkl.gz`
+/// step pickles or an `exp_args.pkl`.
+pub fn is_result_folder(dir: &Path) -> bool {
+    dir.is_dir()
+        && (dir.join("exp_args.pkl").is_file() || step_pickles(dir).is_ok_and(|s| !s.is_empty()))
+}
+
+fn read_pickle(path: &Path) -> Result<crate::formats::pickle::Pickle> {
+    use crate::formats::pickle;
+    let file = std::fs::File::open(path).map_err(|source| CoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    pickle::load_reader(file, &pickle::Limits::default()).map_err(|e| CoreError::Format {
+        path: path.to_path_buf(),
+        message: format!("not a readable pickle: {e}"),
+    })
+}
+
+fn pickle_json(
+    path: &Path,
+    p: &crate::formats::pickle::Pickle,
+    v: &crate::formats::pickle::PyValue,
+) -> Result<Value> {
+    p.to_json(v).map_err(|e| CoreError::Format {
+        path: path.to_path_buf(),
+        message: format!("not a readable pickle: {e}"),
+    })
+}
+
+/// One `StepInfo` pickle as a step record of the step JSON format.
+fn step_from_pickle(path: &Path, dir: &Path, number: usize) -> Result<Value> {
+    use crate::formats::pickle::PyValue;
+    let p = read_pickle(path)?;
+    let root = p.root();
+    let what = |v: &PyValue| match p.class_of(v) {
+        Some((m, n)) => crate::formats::pickle::record_label(m, n),
+        None => {
+            let text = pickle_json(path, &p, v).unwrap_or(Value::Null).to_string();
+            match text.char_indices().nth(200) {
+                Some((cut, _)) => format!("{}…", &text[..cut]),
+                None => text,
+            }
+        }
+    };
+    let Some(fields) = p.fields(root) else {
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "not an AgentLab step (a StepInfo with `obs` and `action`): the pickle holds {}",
+                what(root)
+            ),
+        });
+    };
+    if !fields.iter().any(|(k, _)| *k == "obs" || *k == "action") {
+        return Err(CoreError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "not an AgentLab step (a StepInfo with `obs` and `action`): the pickle holds {} without either",
+                what(root)
+            ),
+        });
+    }
+    let field_error = |name: &str, message: String| CoreError::Field {
+        path: path.to_path_buf(),
+        line: None,
+        field: name.to_owned(),
+        message,
+    };
+    let mut step = Map::new();
+    if let Some(obs) = p.field(root, "obs").filter(|o| **o != PyValue::None) {
+        let Some(obs_fields) = p.fields(obs) else {
+            return Err(field_error(
+                "obs",
+                format!("expected a dict, found {}", what(obs)),
+            ));
+        };
+        for (key, value) in obs_fields {
+            if OBS_FIELDS_DROPPED.contains(&key) {
+                continue;
+            }
+            let json = pickle_json(path, &p, value)?;
+            let must_be_text = OBS_TEXT_FIELDS.iter().any(|(k, _)| *k == key)
+                || matches!(key, "url" | "last_action_error" | "goal");
+            if must_be_text && !(json.is_string() || json.is_null()) {
+                return Err(field_error(
+                    &format!("obs.{key}"),
+                    format!("expected a string, found {json}"),
+                ));
+            }
+            step.insert(key.to_owned(), json);
+        }
+    }
+    let action = match p.field(root, "action") {
+        None | Some(PyValue::None) => Value::Null,
+        Some(PyValue::Str(s)) => Value::String(s.to_string()),
+        Some(other) => {
+            return Err(field_error(
+                "action",
+                format!("expected a string or None, found {}", what(other)),
+            ));
+        }
+    };
+    step.insert("action".into(), action);
+    if let Some(think) = p
+        .field(root, "agent_info")
+        .and_then(|info| p.field(info, "think"))
+    {
+        step.insert("think".into(), pickle_json(path, &p, think)?);
+    }
+    for key in STEP_FIELDS_KEPT {
+        if let Some(v) = p.field(root, key) {
+            step.insert(key.into(), pickle_json(path, &p, v)?);
+        }
+    }
+    for (key, prefix) in [
+        ("screenshot_path", "screenshot_step_"),
+        ("screenshot_som_path", "screenshot_som_step_"),
+    ] {
+        if let Some(name) = ["png", "jpg", "jpeg"]
+            .iter()
+            .map(|ext| format!("{prefix}{number}.{ext}"))
+            .find(|name| dir.join(name).is_file())
+        {
+            step.insert(key.into(), Value::String(name));
+        }
+    }
+    Ok(Value::Object(step))
+}
+
+/// The text items of a BrowserGym `goal_object` (a list of
+/// `{"type": "text", "text": …}` messages), joined by newlines.
+fn goal_text(goal_object: &Value) -> Option<String> {
+    let texts: Vec<&str> = goal_object
+        .as_array()?
+        .iter()
+        .filter_map(|m| m.get("text").and_then(Value::as_str))
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// Imports an AgentLab result folder: `step_N.pkl.gz` pickles of AgentLab's
+/// `StepInfo` (observation at step N, action taken from it), with optional
+/// `exp_args.pkl`, `summary_info.json`, `goal_object.pkl.gz` and
+/// `screenshot_step_N.png` beside them. Pickles are read by
+/// [`crate::formats::pickle`], which executes and imports nothing; classes
+/// become inert records. Each step maps as a step of the JSON format; the
+/// trajectory's `extra` holds `exp_args` and `summary_info`.
+///
+/// # Errors
+/// [`CoreError::Format`] naming the step file for a pickle that does not
+/// read (with byte offset and opcode) or is not a step;
+/// [`CoreError::Field`] naming the file and field for an observation text
+/// that is not a string; [`CoreError::Format`] for a folder without steps.
+pub fn import_results_folder(dir: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Trajectory> {
+    let files = step_pickles(dir)?;
+    if files.is_empty() {
+        return Err(CoreError::Format {
+            path: dir.to_path_buf(),
+            message: "an AgentLab result folder without step_N.pkl.gz files: the experiment recorded no step".into(),
+        });
+    }
+    let mut expected = 0;
+    let mut steps = Vec::with_capacity(files.len());
+    for (number, file) in &files {
+        if *number != expected {
+            warnings.push(ImportWarning {
+                path: dir.display().to_string(),
+                line: None,
+                byte_offset: None,
+                message: format!(
+                    "no step_{expected}.pkl.gz: steps {expected}–{} are missing; the steps around the gap are linked directly",
+                    number - 1
+                ),
+            });
+        }
+        expected = number + 1;
+        steps.push(step_from_pickle(file, dir, *number)?);
+    }
+    let mut top = Map::new();
+    let exp_args = dir.join("exp_args.pkl");
+    if exp_args.is_file() {
+        match read_pickle(&exp_args).and_then(|p| pickle_json(&exp_args, &p, p.root())) {
+            Ok(v) => {
+                top.insert("exp_args".into(), v);
+            }
+            Err(e) => warnings.push(ImportWarning {
+                path: exp_args.display().to_string(),
+                line: None,
+                byte_offset: None,
+                message: format!("not imported: {e}"),
+            }),
+        }
+    }
+    let summary = dir.join("summary_info.json");
+    if summary.is_file() {
+        let text = crate::text::read_text_into(&summary, warnings)?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(v) => {
+                top.insert("summary_info".into(), v);
+            }
+            Err(e) => warnings.push(ImportWarning {
+                path: summary.display().to_string(),
+                line: Some(e.line()),
+                byte_offset: None,
+                message: format!("not imported: invalid JSON: {e}"),
+            }),
+        }
+    }
+    let has_goal = steps[0].get("goal").is_some_and(Value::is_string);
+    if !has_goal {
+        let from_obs = steps[0].get("goal_object").and_then(goal_text);
+        let goal_file = dir.join("goal_object.pkl.gz");
+        let goal = match from_obs {
+            Some(g) => Some(g),
+            None if goal_file.is_file() => {
+                let p = read_pickle(&goal_file)?;
+                goal_text(&pickle_json(&goal_file, &p, p.root())?)
+            }
+            None => None,
+        };
+        if let (Some(goal), Value::Object(first)) = (goal, &mut steps[0]) {
+            first.insert("goal".into(), Value::String(goal));
+        }
+    }
+    from_steps(dir, file_name(dir), steps, top, warnings)
 }

@@ -1,8 +1,9 @@
 //! Trajectory formats: import (with auto-detection) and export.
 //!
 //! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
-//! ([`agentlab`]), folders of Android uiautomator dumps and OSWorld-style
-//! accessibility trees ([`folder`]), the native file ([`crate::native`]), and
+//! and AgentLab result folders of step pickles ([`agentlab`], read with the
+//! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and
+//! OSWorld-style accessibility trees ([`folder`]), the native file ([`crate::native`]), and
 //! predictions sidecars ([`sidecar`]). Exporters: AgentWorldBench JSONL,
 //! SFT chat JSONL ([`sft`]) and native.
 //!
@@ -12,6 +13,7 @@
 pub mod agentlab;
 pub mod awb;
 pub mod folder;
+pub mod pickle;
 pub mod sft;
 pub mod sidecar;
 
@@ -33,7 +35,8 @@ pub enum InputFormat {
     Native,
     /// AgentWorldBench JSONL rows.
     Agentworldbench,
-    /// BrowserGym / AgentLab step records (one JSON file per trajectory).
+    /// BrowserGym / AgentLab step records (one JSON file per trajectory), or
+    /// an AgentLab result folder of `step_N.pkl.gz` pickles.
     Agentlab,
     /// A folder of Android uiautomator dumps with `actions.jsonl`.
     AndroidDumps,
@@ -102,18 +105,23 @@ pub struct Imported {
 
 /// Guesses the format of a file or folder from its contents.
 ///
-/// A folder with `step_NN.xml` dumps is `android-dumps` when the first dump is
-/// a uiautomator `<hierarchy>`, else `osworld` (also when it holds
-/// `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. A JSON file is
-/// native when its `format` is `worldloom-trajectory`, else AgentLab.
+/// A folder with `step_N.pkl.gz` pickles (or `exp_args.pkl`) is an AgentLab
+/// result folder (`agentlab`). A folder with `step_NN.xml` dumps is
+/// `android-dumps` when the first dump is a uiautomator `<hierarchy>`, else
+/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is
+/// AgentWorldBench. A JSON file is native when its `format` is
+/// `worldloom-trajectory`, else AgentLab.
 ///
 /// # Errors
 /// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
 pub fn detect_format(path: &Path) -> Result<InputFormat> {
     if path.is_dir() {
+        if agentlab::is_result_folder(path) {
+            return Ok(InputFormat::Agentlab);
+        }
         return folder::detect(path).ok_or_else(|| CoreError::Format {
             path: path.to_path_buf(),
-            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder".into(),
+            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder, and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
         });
     }
     let decoded = crate::text::read_text(path)?;
@@ -176,16 +184,14 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
 /// # Errors
 /// The format's errors, each naming file, line or field;
 /// [`CoreError::Format`] for a predictions sidecar given on its own
-/// (`predictions.jsonl`, `X.predictions.jsonl`: see [`sidecar`]).
+/// (`predictions.jsonl`, `X.predictions.jsonl` holding prediction lines: see
+/// [`sidecar::refused_alone`]); a file of that name holding AgentWorldBench
+/// rows, such as the official `eval.py`'s `predictions.jsonl`, is imported
+/// as those rows.
 pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     if path.is_file()
-        && let Some(name) = path.file_name().and_then(|n| n.to_str())
-        && (name == "predictions.jsonl" || name.ends_with(".predictions.jsonl"))
+        && let Some(owner) = sidecar::refused_alone(path)
     {
-        let owner = match name.strip_suffix(".predictions.jsonl") {
-            Some(stem) => format!("`{stem}.json` beside it"),
-            None => "the folder that holds it".to_owned(),
-        };
         return Err(CoreError::Format {
             path: path.to_path_buf(),
             message: format!(
@@ -206,7 +212,8 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     let mut warnings = Vec::new();
     let read = |warnings: &mut Vec<ImportWarning>| -> Result<Vec<Trajectory>> {
         let is_folder = matches!(format, InputFormat::AndroidDumps | InputFormat::Osworld);
-        if path.exists() && path.is_dir() != is_folder {
+        // AgentLab reads both: a step JSON file and a result folder.
+        if path.exists() && path.is_dir() != is_folder && format != InputFormat::Agentlab {
             return Err(CoreError::Format {
                 path: path.to_path_buf(),
                 message: format!(
@@ -223,6 +230,9 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
                 TrajectoryFile::from_json_str(path, &text)?.trajectories
             }
             InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, warnings)?,
+            InputFormat::Agentlab if path.is_dir() => {
+                vec![agentlab::import_results_folder(path, warnings)?]
+            }
             InputFormat::Agentlab => vec![agentlab::import(path, warnings)?],
             InputFormat::AndroidDumps => {
                 vec![folder::import(path, folder::FolderKind::Android, warnings)?]
@@ -284,7 +294,20 @@ fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result
     };
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') || name.ends_with(".predictions.jsonl") {
+        if name.starts_with('.') {
+            continue;
+        }
+        if entry.is_file() && sidecar::refused_alone(&entry).is_some() {
+            // Read with the trajectory beside it; one with no trajectory
+            // beside it is reported.
+            if sidecar::owner_beside(&entry).is_none() {
+                out.warnings.push(ImportWarning {
+                    path: entry.display().to_string(),
+                    line: None,
+                    byte_offset: None,
+                    message: "skipped: a predictions sidecar with no trajectory beside it".into(),
+                });
+            }
             continue;
         }
         match detect_format(&entry) {

@@ -10,6 +10,13 @@
 //! state's representation. Other fields are kept in the prediction's
 //! `extra`. The observation is extracted with
 //! [`crate::output::parse_model_output`].
+//!
+//! A file is a sidecar by its rows, not only by its name: a
+//! `predictions.jsonl` of AgentWorldBench rows (the official `eval.py`
+//! writes the input rows plus a `gen` field under that name) is never
+//! attached to a trajectory beside it and imports as those rows; a file of
+//! prediction lines is read with its trajectory and refused on its own
+//! ([`refused_alone`]).
 
 use std::path::{Path, PathBuf};
 
@@ -32,7 +39,104 @@ pub fn sidecar_path(input: &Path) -> PathBuf {
     }
 }
 
-/// Attaches the sidecar of `input`, if there is one, to `trajectories`.
+/// Whether `name` is a sidecar's file name (`predictions.jsonl` or
+/// `X.predictions.jsonl`).
+pub fn is_sidecar_name(name: &str) -> bool {
+    name == "predictions.jsonl" || name.ends_with(".predictions.jsonl")
+}
+
+/// Whether the first row of the JSON Lines file `path` is an
+/// AgentWorldBench row (it has `prompt`, `response`, `current_prompt` or, as
+/// an SFT chat line, `messages`) rather than a prediction line. Reads only
+/// the first row, skipping its values without keeping them, so a huge row
+/// costs no memory. A file that cannot be read or whose first row does not
+/// parse counts as not AgentWorldBench.
+pub fn rows_are_awb(path: &Path) -> bool {
+    use std::io::BufRead;
+
+    /// The keys that tell the two kinds of rows apart; every value skipped.
+    #[derive(serde::Deserialize)]
+    struct Keys {
+        prompt: Option<serde::de::IgnoredAny>,
+        response: Option<serde::de::IgnoredAny>,
+        current_prompt: Option<serde::de::IgnoredAny>,
+        messages: Option<serde::de::IgnoredAny>,
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut reader = std::io::BufReader::new(file);
+    if reader
+        .fill_buf()
+        .is_ok_and(|head| head.starts_with(b"\xEF\xBB\xBF"))
+    {
+        reader.consume(3);
+    }
+    match serde_json::Deserializer::from_reader(reader)
+        .into_iter::<Keys>()
+        .next()
+    {
+        Some(Ok(k)) => {
+            k.prompt.is_some()
+                || k.response.is_some()
+                || k.current_prompt.is_some()
+                || k.messages.is_some()
+        }
+        _ => false,
+    }
+}
+
+/// The trajectory a sidecar-named file sits beside: for
+/// `X.predictions.jsonl`, another file `X.<ext>` in the same folder; for
+/// `predictions.jsonl`, its folder when that is a trajectory folder. `None`
+/// for other names and when no such trajectory is there.
+pub fn owner_beside(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if name == "predictions.jsonl" {
+        let dir = parent.unwrap_or(Path::new("."));
+        let is_trajectory = crate::formats::folder::detect(dir).is_some()
+            || crate::formats::agentlab::is_result_folder(dir);
+        return is_trajectory.then(|| dir.to_path_buf());
+    }
+    let stem = name.strip_suffix(".predictions.jsonl")?;
+    let dir = parent.unwrap_or(Path::new("."));
+    let mut owners: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name().and_then(|n| n.to_str()) != Some(name)
+                && p.file_stem().and_then(|s| s.to_str()) == Some(stem)
+        })
+        .collect();
+    owners.sort();
+    owners.into_iter().next()
+}
+
+/// When the file `path` is a predictions sidecar (a sidecar's name and rows
+/// that are not AgentWorldBench rows), the trajectory to import instead, in
+/// words: the one beside it when it is there (`` `X.json` beside it ``, ``
+/// the folder that holds it (`dir`) ``), else the one it would belong to.
+/// `None` for any other file, which is read as what its rows are.
+pub fn refused_alone(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    if !is_sidecar_name(name) || rows_are_awb(path) {
+        return None;
+    }
+    let owner = owner_beside(path);
+    let shown = |p: &Path| crate::formats::file_name(p);
+    Some(match (name.strip_suffix(".predictions.jsonl"), owner) {
+        (Some(_), Some(file)) => format!("`{}` beside it", shown(&file)),
+        (Some(stem), None) => format!("`{stem}.json` beside it"),
+        (None, Some(dir)) => format!("the folder that holds it (`{}`)", shown(&dir)),
+        (None, None) => "the folder that holds it".to_owned(),
+    })
+}
+
+/// Attaches the sidecar of `input`, if there is one, to `trajectories`. A
+/// file with the sidecar's name that holds AgentWorldBench rows is not a
+/// sidecar: it is left alone with a warning.
 ///
 /// # Errors
 /// [`CoreError::Json`] / [`CoreError::Field`] with the line number for a bad
@@ -45,6 +149,15 @@ pub fn attach_for(
 ) -> Result<()> {
     let path = sidecar_path(input);
     if !path.is_file() {
+        return Ok(());
+    }
+    if rows_are_awb(&path) {
+        warnings.push(ImportWarning {
+            path: path.display().to_string(),
+            line: None,
+            byte_offset: None,
+            message: "named like a predictions sidecar but holds AgentWorldBench rows; not attached (import it on its own)".into(),
+        });
         return Ok(());
     }
     attach(&path, trajectories, skip_bad_rows, warnings)
