@@ -26,7 +26,10 @@
 //! response starts at once and sends an SSE comment (`: queued`, then
 //! `: keep-alive`) every [`ServerOptions::keepalive_ms`] while it waits or
 //! the engine is silent, so clients' read timeouts measure the server's
-//! liveness, not the queue. A streaming client that disconnects cancels its
+//! liveness, not the queue. (It waits up to one interval for the first
+//! event before it starts, so a request refused at once still gets its
+//! HTTP status; a refusal after that arrives as an error event in the
+//! stream.) A streaming client that disconnects cancels its
 //! prediction (or leaves the queue).
 //!
 //! **Request fields.** Honoured: `model`, `messages` (`system`, `developer`,
@@ -1121,9 +1124,21 @@ async fn chat_completions(State(state): State<Arc<AppState>>, request: Request) 
     };
     let stream = request.stream;
     let include_usage = request.include_usage;
-    let events = drive(state.clone(), request, seed);
+    let mut events = drive(state.clone(), request, seed);
     if stream {
-        stream_response(events, head, include_usage, state.keepalive)
+        // Wait up to one keep-alive interval for the first event, so a
+        // request refused at once (by the engine, on an idle server) gets
+        // its HTTP status; a request that waits longer (queued, or a long
+        // prefill) starts its stream and reports a later refusal in it.
+        let first = match tokio::time::timeout(state.keepalive, events.recv()).await {
+            Ok(Some(ChoiceEvent::Refused(e))) => return e.into_response(),
+            Ok(Some(ChoiceEvent::Event(_, EngineEvent::Error { error }))) => {
+                return ApiError::from_engine(&error).into_response();
+            }
+            Ok(first) => Some(first),
+            Err(_) => None,
+        };
+        stream_response(events, first, head, include_usage, state.keepalive)
     } else {
         complete_response(events, head).await
     }
@@ -1304,8 +1319,11 @@ impl SseState {
     }
 }
 
+/// The SSE response; `first` is an event already received (`Some(None)`:
+/// the channel already closed).
 fn stream_response(
     events: mpsc::Receiver<ChoiceEvent>,
+    first: Option<Option<ChoiceEvent>>,
     head: Head,
     include_usage: bool,
     keepalive: Duration,
@@ -1322,8 +1340,11 @@ fn stream_response(
         pending_logprobs: vec![Vec::new(); n],
         stats: Vec::new(),
     };
-    let first = state.chunk(0, json!({"role": "assistant", "content": ""}), None);
-    state.queue.push_back(first);
+    let role = state.chunk(0, json!({"role": "assistant", "content": ""}), None);
+    state.queue.push_back(role);
+    if let Some(first) = first {
+        state.handle(first);
+    }
     let body = futures_util::stream::unfold(state, |mut state| async move {
         loop {
             if let Some(text) = state.queue.pop_front() {
