@@ -904,3 +904,64 @@ fn queued_streams_keep_clients_waiting_without_timing_out() {
     assert_eq!(outputs, expected);
     assert_eq!(max_running.load(Ordering::SeqCst), 1);
 }
+
+#[test]
+fn the_tiny_checkpoint_samples_n_choices_with_logprobs_and_knows_its_context() {
+    use worldloom_engine::loading::{LoadOptions, load_model};
+    use worldloom_engine::{LocalEngine, LocalEngineOptions};
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model");
+    let model = load_model(&dir, &LoadOptions::default()).unwrap();
+    let engine = LocalEngine::from_dir(model, &dir, LocalEngineOptions::default()).unwrap();
+    let server = serve_with(Arc::new(engine), ServerOptions::default());
+    let (status, body) = http(&server, "GET", "/v1/models/wl-test", &[], "");
+    assert_eq!(status, 200);
+    assert_eq!(body["max_model_len"], 4096);
+    let chat = serde_json::json!([{"role": "user", "content": "$ ls"}]);
+    let (status, body) = post(
+        &server,
+        serde_json::json!({"model": "wl-test", "messages": chat, "n": 2, "seed": 3, "temperature": 1.0,
+            "top_p": 1.0, "top_k": 0, "max_tokens": 8, "logprobs": true, "top_logprobs": 2,
+            "stop_after_observation": false, "chat_template_kwargs": {"enable_thinking": false}}),
+    );
+    assert_eq!(status, 200, "{body}");
+    let choices = body["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 2);
+    let mut scored = 0;
+    let mut texts = Vec::new();
+    for c in choices {
+        let content = c["logprobs"]["content"].as_array().unwrap();
+        assert!(!content.is_empty() && content.len() <= 8, "{c}");
+        for entry in content {
+            let lp = entry["logprob"].as_f64().unwrap();
+            assert!(lp <= 0.0, "{entry}");
+            let top = entry["top_logprobs"].as_array().unwrap();
+            assert_eq!(top.len(), 2, "{entry}");
+            assert!(top[0]["logprob"].as_f64().unwrap() >= top[1]["logprob"].as_f64().unwrap());
+        }
+        scored += content.len();
+        texts.push(
+            content
+                .iter()
+                .map(|e| e["token"].as_str().unwrap())
+                .collect::<String>(),
+        );
+    }
+    assert_eq!(
+        body["usage"]["completion_tokens"].as_u64().unwrap() as usize,
+        scored
+    );
+    assert_ne!(texts[0], texts[1], "seeds 3 and 4 sample differently");
+    // prompt + 5000 > 4096
+    let (status, body) = post(
+        &server,
+        serde_json::json!({"model": "wl-test", "messages": [{"role": "user", "content": "$ ls"}], "max_tokens": 5000}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body).2, "context_length_exceeded");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("maximum context length is 4096 tokens"),
+        "{message}"
+    );
+}
