@@ -62,8 +62,9 @@ pub struct LocalEngineOptions {
     pub extra_end_of_turn_ids: Vec<u32>,
     /// The model's context length in tokens; `None` leaves it unknown
     /// ([`LocalEngine::from_dir`] then reads `max_position_embeddings` from
-    /// the directory's `config.json`, or its `text_config`). A prompt that
-    /// fills it is refused; generation stops at its end.
+    /// the directory's `config.json`, or its `text_config`). Reported by
+    /// [`WorldModel::context_tokens`] for servers to check requests against
+    /// (the engine itself does not refuse longer prompts).
     pub context_tokens: Option<usize>,
 }
 
@@ -178,7 +179,6 @@ impl<M: CausalLm> LocalEngine<M> {
             tokenizer: Arc::clone(&tokenizer),
             template: Arc::clone(&template),
             special_ids,
-            context_tokens: options.context_tokens,
             end_of_turn_ids: end_of_turn_ids.clone(),
             turn_end_id,
             newline_ids,
@@ -330,7 +330,6 @@ struct Worker<M: CausalLm> {
     template: Arc<ChatTemplate>,
     /// Special token ids, left out of the text when `skip_special_tokens`.
     special_ids: Vec<u32>,
-    context_tokens: Option<usize>,
     end_of_turn_ids: Vec<u32>,
     turn_end_id: Option<u32>,
     newline_ids: Vec<u32>,
@@ -547,20 +546,6 @@ impl<M: CausalLm> Worker<M> {
                 self.template.source_name()
             ))));
         }
-        // A prompt that fills the context is refused; otherwise generation
-        // stops at the context's end (`MaxTokens`). Servers refuse
-        // `prompt + max_tokens > context` up front (vLLM's rule).
-        let mut max_new_tokens = params.max_new_tokens;
-        if let Some(context) = self.context_tokens {
-            if prompt.len() >= context {
-                return Err(Halt::Failed(context_length_error(
-                    context,
-                    prompt.len(),
-                    params.max_new_tokens,
-                )));
-            }
-            max_new_tokens = max_new_tokens.min(context - prompt.len());
-        }
         let mut sampler = Sampler::from_params(params)
             .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
 
@@ -595,7 +580,7 @@ impl<M: CausalLm> Worker<M> {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            if completion_tokens >= max_new_tokens {
+            if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
             }
             let token = sampler
@@ -634,7 +619,7 @@ impl<M: CausalLm> Worker<M> {
             if stopped {
                 break StopReason::StopString;
             }
-            if completion_tokens >= max_new_tokens {
+            if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
             }
             if cancel.is_cancelled() {
