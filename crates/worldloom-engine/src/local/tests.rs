@@ -696,3 +696,22 @@ fn context_top_logprobs_and_stop_token_ids() {
         )
     );
 }
+
+#[test]
+fn skip_special_tokens_leaves_them_out_of_the_text() {
+    let e = scripted("ab<|im_start|>cd", None);
+    let start = tiny_tokenizer().token_id("<|im_start|>").expect("id");
+    let skipped = run(&e, chat(1), greedy());
+    assert!(skipped.ids.contains(&start), "{:?}", skipped.ids);
+    assert_eq!(skipped.texts, "abcd");
+    let kept = run(
+        &e,
+        chat(1),
+        GenerationParams {
+            skip_special_tokens: false,
+            ..greedy()
+        },
+    );
+    assert_eq!(kept.texts, "ab<|im_start|>cd");
+    assert_eq!(kept.ids, skipped.ids);
+}
