@@ -188,7 +188,10 @@ pub struct Token {
     /// when requested ([`GenerationParams::logprobs`]) and available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprob: Option<f32>,
-    /// The most likely alternatives, when the engine reports them.
+    /// The most likely alternatives under the same distribution as
+    /// `logprob`, most likely first, when the engine reports them (local
+    /// engines: [`GenerationParams::top_logprobs`] of them, the sampled
+    /// token possibly among them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopLogprob>,
 }

@@ -1109,9 +1109,23 @@ async fn chat_completions(State(state): State<Arc<AppState>>, request: Request) 
         Ok(r) => r,
         Err(e) => return e.into_response(),
     };
-    if let Err(e) = check_context(&state, &mut request) {
-        return e.into_response();
-    }
+    // Rendering and tokenizing a long chat takes a while: off the runtime.
+    let checking = state.clone();
+    let checked = tokio::task::spawn_blocking(move || {
+        let result = check_context(&checking, &mut request);
+        (request, result)
+    })
+    .await;
+    let request = match checked {
+        Ok((request, Ok(()))) => request,
+        Ok((_, Err(e))) => return e.into_response(),
+        Err(e) => {
+            return ApiError::from_engine(&EngineError::Model(format!(
+                "counting the prompt's tokens failed: {e}"
+            )))
+            .into_response();
+        }
+    };
     let id = format!("chatcmpl-{}", state.next_id.fetch_add(1, Ordering::Relaxed));
     let seed = request.seed.unwrap_or_else(fresh_seed);
     let head = Head {
