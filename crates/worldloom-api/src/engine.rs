@@ -126,6 +126,7 @@ pub(crate) fn engine_params(v: &GenerationParamsView) -> Result<GenerationParams
         stop_after_observation: v.stop_after_observation,
         enable_thinking: v.enable_thinking,
         logprobs: v.logprobs,
+        ..GenerationParams::default()
     })
 }
 

@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::loading::{LoadOptions, load_model, parse_device};
 use worldloom_engine::{GenerationParams, LocalEngine, LocalEngineOptions, WorldModel};
-use worldloom_model_server::{ServerOptions, serve};
+use worldloom_model_server::{ServerOptions, check_exposure, serve};
 
 /// Engines `serve-model` can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -32,7 +32,7 @@ pub struct ServeModelArgs {
     #[arg(long, value_enum, default_value = "local")]
     pub engine: ServedEngine,
     /// Address to listen on. Anything but a loopback address exposes the
-    /// model to the network.
+    /// model to the network and needs an API key (`--api-key`).
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port to listen on (0 picks a free one; the address is printed).
@@ -45,10 +45,24 @@ pub struct ServeModelArgs {
     /// Device for the local engine: `cpu`, `cuda`, `cuda:N` or `metal`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Predictions run at once; further requests wait in a queue.
+    /// Predictions run at once; further requests wait in a first-come
+    /// queue and run one after another.
     #[arg(long, default_value_t = 1)]
     pub max_concurrent: usize,
+    /// API key clients must send as `Authorization: Bearer KEY` (default:
+    /// the `WORLDLOOM_API_KEY` environment variable). Required when `--host`
+    /// is not a loopback address.
+    #[arg(long)]
+    pub api_key: Option<String>,
+    /// Largest request body in bytes (default: what the model's context can
+    /// hold, 16 bytes per token plus 1 MiB, at least 4 MiB; 32 MiB when the
+    /// context is unknown).
+    #[arg(long)]
+    pub max_body_bytes: Option<usize>,
 }
+
+/// The environment variable `--api-key` defaults to.
+pub const API_KEY_ENV: &str = "WORLDLOOM_API_KEY";
 
 /// Loads the local Qwen3.5-MoE engine of a model directory; returns it with
 /// the directory's recommended generation parameters.
@@ -102,10 +116,24 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
         .host
         .parse()
         .with_context(|| format!("--host {} is not an IP address", args.host))?;
+    let api_key = args
+        .api_key
+        .clone()
+        .or_else(|| std::env::var(API_KEY_ENV).ok())
+        .filter(|k| !k.is_empty());
+    let addr = SocketAddr::new(ip, args.port);
+    let options = ServerOptions {
+        model_id,
+        max_concurrent: args.max_concurrent,
+        default_params,
+        api_key,
+        max_body_bytes: args.max_body_bytes,
+        ..ServerOptions::default()
+    };
+    check_exposure(addr, &options)?;
     if !ip.is_loopback() {
         eprintln!("warning: listening on {ip}, which is reachable from other machines");
     }
-    let addr = SocketAddr::new(ip, args.port);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -117,14 +145,10 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
         let bound = listener.local_addr()?;
         // The first stdout line names the address (tests and scripts read it).
         println!(
-            "serving `{model_id}` ({}) at http://{bound}/v1",
+            "serving `{}` ({}) at http://{bound}/v1",
+            options.model_id,
             engine.name()
         );
-        let options = ServerOptions {
-            model_id,
-            max_concurrent: args.max_concurrent,
-            default_params,
-        };
         serve(listener, engine, options, async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -196,7 +196,7 @@ fn eval_through_serve_model_copy() {
         let out = dir.path().join(file);
         eval_ok(
             dir.path(),
-            &served.engine(&["--model", "copy", "--concurrency", "2"], stream),
+            &served.engine(&["--model", "copy", "--concurrency", "3"], stream),
             &out,
         );
         let rows = check_rows(&out);
@@ -357,4 +357,68 @@ fn samples_with_copy_and_through_serve_model() {
         json!(input.len() - first_turns)
     );
     assert_eq!(copy_report["all"]["exact_rate"], json!(0.0));
+}
+
+#[test]
+fn serve_model_logs_each_request_and_needs_a_key_beyond_loopback() {
+    use std::io::{Read, Write};
+    let refused = Command::new(BIN)
+        .args([
+            "serve-model",
+            "--engine",
+            "copy",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ])
+        .env_remove("WORLDLOOM_API_KEY")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("an API key is required"), "{err}");
+
+    let mut child = Command::new(BIN)
+        .args(["serve-model", "--engine", "copy", "--port", "0"])
+        .env("WORLDLOOM_API_KEY", "sesame")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .to_owned();
+    let get = |auth: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "GET /v1/models HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        reply
+    };
+    assert!(get("").starts_with("HTTP/1.1 401"));
+    assert!(get("Authorization: Bearer sesame\r\n").starts_with("HTTP/1.1 200"));
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    assert!(log.contains("serve-model: GET /v1/models 401 "), "{log}");
+    assert!(log.contains("serve-model: GET /v1/models 200 "), "{log}");
 }

@@ -34,14 +34,14 @@ use std::time::Instant;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
 use crate::lm::CausalLm;
-use crate::sampling::{GenerationConfig, Sampler};
+use crate::sampling::{GenerationConfig, Sampler, top_logprobs};
 use crate::snapshot::SnapshotCache;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use worldloom_core::output::{OutputParser, opens_reasoning};
 
 use crate::world_model::{
     CancelToken, EngineError, EngineEvent, GenerationParams, GenerationStats, PredictRequest,
-    PredictionStream, StopReason, Token, WorldModel,
+    PredictionStream, StopReason, Token, TopLogprob, WorldModel,
 };
 
 /// The ChatML end-of-turn token of Qwen vocabularies.
@@ -60,6 +60,12 @@ pub struct LocalEngineOptions {
     /// End-of-turn ids in addition to `<|im_end|>` and the
     /// `generation_config.json` ones.
     pub extra_end_of_turn_ids: Vec<u32>,
+    /// The model's context length in tokens; `None` leaves it unknown
+    /// ([`LocalEngine::from_dir`] then reads `max_position_embeddings` from
+    /// the directory's `config.json`, or its `text_config`). Reported by
+    /// [`WorldModel::context_tokens`] for servers to check requests against
+    /// (the engine itself does not refuse longer prompts).
+    pub context_tokens: Option<usize>,
 }
 
 impl Default for LocalEngineOptions {
@@ -69,6 +75,7 @@ impl Default for LocalEngineOptions {
             snapshot_budget_bytes: 2 << 30,
             prefill_chunk_tokens: 512,
             extra_end_of_turn_ids: Vec::new(),
+            context_tokens: None,
         }
     }
 }
@@ -82,6 +89,9 @@ pub struct LocalEngine<M: CausalLm> {
     worker: Option<JoinHandle<()>>,
     default_params: GenerationParams,
     end_of_turn_ids: Vec<u32>,
+    context_tokens: Option<usize>,
+    tokenizer: Arc<Tokenizer>,
+    template: Arc<ChatTemplate>,
     _model: PhantomData<fn() -> M>,
 }
 
@@ -110,8 +120,11 @@ impl<M: CausalLm> LocalEngine<M> {
     pub fn from_dir(
         model: M,
         dir: &Path,
-        options: LocalEngineOptions,
+        mut options: LocalEngineOptions,
     ) -> Result<Self, EngineError> {
+        if options.context_tokens.is_none() {
+            options.context_tokens = context_of_dir(dir);
+        }
         let tokenizer = Tokenizer::from_dir(dir).map_err(|e| EngineError::Setup(e.to_string()))?;
         let template =
             ChatTemplate::from_dir(dir).map_err(|e| EngineError::Setup(e.to_string()))?;
@@ -158,10 +171,14 @@ impl<M: CausalLm> LocalEngine<M> {
             .iter()
             .filter_map(|t| tokenizer.token_id(t))
             .collect();
+        let tokenizer = Arc::new(tokenizer);
+        let template = Arc::new(template);
+        let special_ids = tokenizer.special_ids();
         let worker = Worker {
             model,
-            tokenizer,
-            template: Arc::new(template),
+            tokenizer: Arc::clone(&tokenizer),
+            template: Arc::clone(&template),
+            special_ids,
             end_of_turn_ids: end_of_turn_ids.clone(),
             turn_end_id,
             newline_ids,
@@ -179,6 +196,9 @@ impl<M: CausalLm> LocalEngine<M> {
             worker: Some(handle),
             default_params: generation.default_params(),
             end_of_turn_ids,
+            context_tokens: options.context_tokens,
+            tokenizer,
+            template,
             _model: PhantomData,
         })
     }
@@ -193,6 +213,44 @@ impl<M: CausalLm> LocalEngine<M> {
     pub fn end_of_turn_ids(&self) -> &[u32] {
         &self.end_of_turn_ids
     }
+}
+
+/// `max_position_embeddings` of `dir/config.json` (top level or
+/// `text_config`), if the file reads and has it.
+fn context_of_dir(dir: &Path) -> Option<usize> {
+    let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let field = |v: &serde_json::Value| v.get("max_position_embeddings")?.as_u64();
+    let n = field(&value).or_else(|| value.get("text_config").and_then(field))?;
+    usize::try_from(n).ok()
+}
+
+/// Renders and tokenizes a chat as a prediction would.
+fn render_prompt(
+    template: &ChatTemplate,
+    tokenizer: &Tokenizer,
+    messages: &[worldloom_core::ChatMessage],
+    enable_thinking: bool,
+) -> Result<(String, Vec<u32>), EngineError> {
+    let options = RenderOptions {
+        add_generation_prompt: true,
+        enable_thinking,
+    };
+    let text = template
+        .render(messages, options)
+        .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
+    let prompt = tokenizer
+        .encode(&text)
+        .map_err(|e| EngineError::InvalidRequest(e.to_string()))?;
+    Ok((text, prompt))
+}
+
+/// The refusal of a request longer than the context, worded as vLLM's.
+pub fn context_length_error(context: usize, prompt: usize, completion: usize) -> EngineError {
+    EngineError::InvalidRequest(format!(
+        "This model's maximum context length is {context} tokens. However, you requested {} tokens ({prompt} in the messages, {completion} in the completion). Please reduce the length of the messages or completion.",
+        prompt + completion
+    ))
 }
 
 impl<M: CausalLm> Drop for LocalEngine<M> {
@@ -234,6 +292,21 @@ impl<M: CausalLm> WorldModel for LocalEngine<M> {
             cancel,
         })
     }
+
+    fn context_tokens(&self) -> Option<usize> {
+        self.context_tokens
+    }
+
+    fn count_prompt_tokens(
+        &self,
+        messages: &[worldloom_core::ChatMessage],
+        enable_thinking: bool,
+    ) -> Option<Result<usize, EngineError>> {
+        Some(
+            render_prompt(&self.template, &self.tokenizer, messages, enable_thinking)
+                .map(|(_, prompt)| prompt.len()),
+        )
+    }
 }
 
 /// A cached state: the model state after a token prefix, and for the end of
@@ -253,8 +326,10 @@ struct Prefilled<S> {
 
 struct Worker<M: CausalLm> {
     model: M,
-    tokenizer: Tokenizer,
+    tokenizer: Arc<Tokenizer>,
     template: Arc<ChatTemplate>,
+    /// Special token ids, left out of the text when `skip_special_tokens`.
+    special_ids: Vec<u32>,
     end_of_turn_ids: Vec<u32>,
     turn_end_id: Option<u32>,
     newline_ids: Vec<u32>,
@@ -328,6 +403,26 @@ impl<M: CausalLm> Worker<M> {
             }
         }
         cuts
+    }
+
+    /// The `n` most likely tokens of `logits` under the model's own
+    /// distribution, with their texts (special tokens as their strings).
+    fn top_alternatives(&self, logits: &[f32], n: usize) -> Result<Vec<TopLogprob>, Halt> {
+        let top =
+            top_logprobs(logits, n).map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+        top.into_iter()
+            .map(|(id, logprob)| {
+                let text = self
+                    .tokenizer
+                    .decode(&[id], false)
+                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+                Ok(TopLogprob {
+                    text,
+                    id: Some(id),
+                    logprob,
+                })
+            })
+            .collect()
     }
 
     fn forward(&self, ids: &[u32], state: &mut M::State) -> Result<Vec<f32>, Halt> {
@@ -438,18 +533,13 @@ impl<M: CausalLm> Worker<M> {
             return Err(Halt::Cancelled);
         }
         let start = Instant::now();
-        let options = RenderOptions {
-            add_generation_prompt: true,
-            enable_thinking: params.enable_thinking,
-        };
-        let text = self
-            .template
-            .render(&request.messages, options)
-            .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
-        let prompt = self
-            .tokenizer
-            .encode(&text)
-            .map_err(|e| Halt::Failed(EngineError::InvalidRequest(e.to_string())))?;
+        let (text, prompt) = render_prompt(
+            &self.template,
+            &self.tokenizer,
+            &request.messages,
+            params.enable_thinking,
+        )
+        .map_err(Halt::Failed)?;
         if prompt.is_empty() {
             return Err(Halt::Failed(EngineError::InvalidRequest(format!(
                 "{} rendered an empty prompt",
@@ -497,8 +587,10 @@ impl<M: CausalLm> Worker<M> {
                 .sample(&logits)
                 .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
             completion_tokens += 1;
-            let end_of_turn = self.end_of_turn_ids.contains(&token.id);
-            let piece = if end_of_turn {
+            let end_of_turn = self.end_of_turn_ids.contains(&token.id)
+                || params.stop_token_ids.contains(&token.id);
+            let skipped = params.skip_special_tokens && self.special_ids.contains(&token.id);
+            let piece = if end_of_turn || skipped {
                 String::new()
             } else {
                 decoder
@@ -506,11 +598,16 @@ impl<M: CausalLm> Worker<M> {
                     .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?
                     .unwrap_or_default()
             };
+            let top = if params.logprobs && params.top_logprobs > 0 {
+                self.top_alternatives(&logits, params.top_logprobs)?
+            } else {
+                Vec::new()
+            };
             send(EngineEvent::Token(Token {
                 text: piece.clone(),
                 id: Some(token.id),
                 logprob: params.logprobs.then_some(token.logprob),
-                top: Vec::new(),
+                top,
             }))?;
             if end_of_turn {
                 break StopReason::EndOfTurn;

@@ -1,14 +1,20 @@
-//! Next-token sampling: temperature, top-k, top-p (nucleus), seeded, greedy
-//! at temperature 0; and the sampling defaults of a model directory.
+//! Next-token sampling: repetition, presence and frequency penalties,
+//! temperature, min-p, top-k, top-p (nucleus), seeded, greedy at
+//! temperature 0; and the sampling defaults of a model directory.
 //!
-//! The order of the filters follows Hugging Face `transformers`'
-//! `generate` (temperature, then top-k, then top-p): the logits are divided
-//! by the temperature, all but the `top_k` largest are dropped, then the
-//! smallest set of the most likely remaining tokens whose probability mass
-//! reaches `top_p` is kept (always at least one token), and the survivors
-//! are renormalised. Ties in top-k and the nucleus are broken towards the
-//! lower id.
+//! The order follows vLLM's sampler: the penalties change the raw logits
+//! (over the tokens this sampler generated so far: `repetition_penalty`
+//! divides a positive logit and multiplies a negative one, then
+//! `frequency_penalty × count` and `presence_penalty` are subtracted); the
+//! logits are divided by the temperature; tokens whose probability is below
+//! `min_p` times the largest are dropped; all but the `top_k` largest are
+//! dropped; then the smallest set of the most likely remaining tokens whose
+//! probability mass reaches `top_p` is kept (always at least one token), and
+//! the survivors are renormalised. Ties in top-k and the nucleus are broken
+//! towards the lower id. Greedy decoding takes the argmax of the penalised
+//! logits.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
@@ -54,13 +60,69 @@ pub struct SampledToken {
     pub sampling_logprob: f32,
 }
 
-/// Temperature, top-k, top-p and a seeded random generator (ChaCha8, so a
-/// seed gives the same tokens on every platform).
+/// Penalties on tokens already generated (vLLM semantics); the default
+/// changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Penalties {
+    /// Subtracted once from the logit of every generated token.
+    pub presence: f32,
+    /// Subtracted from a token's logit once per time it was generated.
+    pub frequency: f32,
+    /// Divides a positive logit of a generated token, multiplies a negative
+    /// one; `1` is neutral.
+    pub repetition: f32,
+}
+
+impl Default for Penalties {
+    fn default() -> Self {
+        Self {
+            presence: 0.0,
+            frequency: 0.0,
+            repetition: 1.0,
+        }
+    }
+}
+
+impl Penalties {
+    /// Whether these penalties change nothing.
+    pub fn is_neutral(&self) -> bool {
+        self.presence == 0.0 && self.frequency == 0.0 && self.repetition == 1.0
+    }
+
+    /// The penalised copy of `logits`, given how often each token id was
+    /// generated (`counts`, id → count ≥ 1).
+    pub fn apply(&self, logits: &[f32], counts: &HashMap<u32, u32>) -> Vec<f32> {
+        let mut out = logits.to_vec();
+        for (&id, &count) in counts {
+            let Some(x) = out.get_mut(id as usize) else {
+                continue;
+            };
+            if self.repetition != 1.0 {
+                *x = if *x > 0.0 {
+                    *x / self.repetition
+                } else {
+                    *x * self.repetition
+                };
+            }
+            *x -= self.frequency * count as f32 + self.presence;
+        }
+        out
+    }
+}
+
+/// Penalties, temperature, min-p, top-k, top-p and a seeded random
+/// generator (ChaCha8, so a seed gives the same tokens on every platform).
+///
+/// The sampler remembers the tokens it returned, for the penalties: use one
+/// sampler per generation.
 #[derive(Debug, Clone)]
 pub struct Sampler {
     temperature: f32,
     top_k: usize,
     top_p: f32,
+    min_p: f32,
+    penalties: Penalties,
+    counts: HashMap<u32, u32>,
     rng: ChaCha8Rng,
 }
 
@@ -93,16 +155,69 @@ impl Sampler {
             temperature,
             top_k,
             top_p,
+            min_p: 0.0,
+            penalties: Penalties::default(),
+            counts: HashMap::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
         })
     }
 
-    /// A sampler for a request's parameters.
+    /// This sampler with `min_p` filtering.
     ///
     /// # Errors
-    /// As [`Sampler::new`].
+    /// [`SamplingError::InvalidParam`] when `min_p` is outside [0, 1].
+    pub fn with_min_p(mut self, min_p: f32) -> Result<Self, SamplingError> {
+        if !(0.0..=1.0).contains(&min_p) {
+            return Err(SamplingError::InvalidParam {
+                field: "min_p",
+                message: format!("{min_p} (must be in [0, 1])"),
+            });
+        }
+        self.min_p = min_p;
+        Ok(self)
+    }
+
+    /// This sampler with penalties on the tokens it generates.
+    ///
+    /// # Errors
+    /// [`SamplingError::InvalidParam`] when a penalty is not finite or
+    /// `repetition` is not > 0.
+    pub fn with_penalties(mut self, penalties: Penalties) -> Result<Self, SamplingError> {
+        for (field, x) in [
+            ("presence_penalty", penalties.presence),
+            ("frequency_penalty", penalties.frequency),
+        ] {
+            if !x.is_finite() {
+                return Err(SamplingError::InvalidParam {
+                    field,
+                    message: format!("{x} (must be a finite number)"),
+                });
+            }
+        }
+        if !(penalties.repetition.is_finite() && penalties.repetition > 0.0) {
+            return Err(SamplingError::InvalidParam {
+                field: "repetition_penalty",
+                message: format!("{} (must be > 0)", penalties.repetition),
+            });
+        }
+        self.penalties = penalties;
+        Ok(self)
+    }
+
+    /// A sampler for a request's parameters (temperature, top-k, top-p,
+    /// min-p, penalties, seed).
+    ///
+    /// # Errors
+    /// As [`Sampler::new`], [`Sampler::with_min_p`] and
+    /// [`Sampler::with_penalties`].
     pub fn from_params(params: &GenerationParams) -> Result<Self, SamplingError> {
-        Self::new(params.temperature, params.top_k, params.top_p, params.seed)
+        Self::new(params.temperature, params.top_k, params.top_p, params.seed)?
+            .with_min_p(params.min_p)?
+            .with_penalties(Penalties {
+                presence: params.presence_penalty,
+                frequency: params.frequency_penalty,
+                repetition: params.repetition_penalty,
+            })
     }
 
     /// Whether this sampler decodes greedily (temperature 0).
@@ -115,17 +230,62 @@ impl Sampler {
     /// # Errors
     /// [`SamplingError::BadLogits`] when `logits` is empty or has no finite
     /// value.
+    ///
+    /// The returned token counts as generated for the penalties of later
+    /// calls.
     pub fn sample(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {
-        let model_logprobs = log_softmax(logits)?;
+        let token = self.pick(logits)?;
+        *self.counts.entry(token.id).or_insert(0) += 1;
+        Ok(token)
+    }
+
+    /// The distribution the next token would be drawn from (see
+    /// [`candidate_distribution`]), penalties and min-p included; `None`
+    /// for greedy decoding.
+    ///
+    /// # Errors
+    /// [`SamplingError::BadLogits`] as [`Sampler::sample`].
+    pub fn distribution(&self, logits: &[f32]) -> Result<Option<Vec<(u32, f32)>>, SamplingError> {
         if self.is_greedy() {
-            let id = argmax(logits)?;
+            return Ok(None);
+        }
+        let penalised = self.penalised(logits);
+        filtered_distribution(
+            &penalised,
+            self.temperature,
+            self.min_p,
+            self.top_k,
+            self.top_p,
+        )
+        .map(Some)
+    }
+
+    fn penalised<'a>(&self, logits: &'a [f32]) -> std::borrow::Cow<'a, [f32]> {
+        if self.penalties.is_neutral() || self.counts.is_empty() {
+            std::borrow::Cow::Borrowed(logits)
+        } else {
+            std::borrow::Cow::Owned(self.penalties.apply(logits, &self.counts))
+        }
+    }
+
+    fn pick(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {
+        let model_logprobs = log_softmax(logits)?;
+        let penalised = self.penalised(logits);
+        if self.is_greedy() {
+            let id = argmax(&penalised)?;
             return Ok(SampledToken {
                 id,
                 logprob: model_logprobs[id as usize],
                 sampling_logprob: 0.0,
             });
         }
-        let candidates = candidate_distribution(logits, self.temperature, self.top_k, self.top_p)?;
+        let candidates = filtered_distribution(
+            &penalised,
+            self.temperature,
+            self.min_p,
+            self.top_k,
+            self.top_p,
+        )?;
         let u: f32 = self.rng.random::<f32>();
         let mut cumulative = 0.0f32;
         let mut chosen = candidates[candidates.len() - 1];
@@ -142,6 +302,33 @@ impl Sampler {
             sampling_logprob: chosen.1.ln(),
         })
     }
+}
+
+/// The `n` most likely tokens under the model's own distribution (softmax
+/// of `logits`, no temperature or truncation): `(id, natural-log
+/// probability)`, most likely first, ties towards the lower id; fewer when
+/// fewer logits are finite.
+///
+/// # Errors
+/// [`SamplingError::BadLogits`] when there is no finite logit.
+pub fn top_logprobs(logits: &[f32], n: usize) -> Result<Vec<(u32, f32)>, SamplingError> {
+    let logprobs = log_softmax(logits)?;
+    let mut finite: Vec<(u32, f32)> = logprobs
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.is_finite())
+        .map(|(i, &x)| (i as u32, x))
+        .collect();
+    let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if n < finite.len() {
+        finite.select_nth_unstable_by(n - 1, order);
+        finite.truncate(n);
+    }
+    finite.sort_by(order);
+    Ok(finite)
 }
 
 /// Index of the largest finite logit (the lowest index among ties).
@@ -216,6 +403,22 @@ pub fn candidate_distribution(
     top_k: usize,
     top_p: f32,
 ) -> Result<Vec<(u32, f32)>, SamplingError> {
+    filtered_distribution(logits, temperature, 0.0, top_k, top_p)
+}
+
+/// As [`candidate_distribution`], with min-p filtering after the
+/// temperature: tokens whose probability is below `min_p` times the most
+/// likely token's are dropped before top-k and top-p (`0` keeps all).
+///
+/// # Errors
+/// As [`candidate_distribution`].
+pub fn filtered_distribution(
+    logits: &[f32],
+    temperature: f32,
+    min_p: f32,
+    top_k: usize,
+    top_p: f32,
+) -> Result<Vec<(u32, f32)>, SamplingError> {
     if temperature.is_nan() || temperature <= 0.0 {
         return Err(SamplingError::InvalidParam {
             field: "temperature",
@@ -235,6 +438,11 @@ pub fn candidate_distribution(
         )));
     }
     order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    if min_p > 0.0 {
+        // p_i / p_max = exp(x_i - x_max) ≥ min_p
+        let floor = order[0].1 + min_p.ln();
+        order.retain(|&(_, x)| x >= floor);
+    }
     if top_k > 0 && top_k < order.len() {
         order.truncate(top_k);
     }
@@ -522,5 +730,97 @@ mod tests {
         assert_eq!(c.temperature, Some(0.6));
         assert_eq!(c.top_k, Some(20));
         assert_eq!(c.eos_token_ids, vec![1021, 1019]);
+    }
+
+    #[test]
+    fn penalties_change_the_distribution_over_generated_tokens() {
+        // probabilities 0.5 0.3 0.2; token 0 generated twice, token 2 once
+        let logits = ln(&[0.5, 0.3, 0.2]);
+        let mut counts = HashMap::new();
+        counts.insert(0u32, 2u32);
+        counts.insert(2u32, 1u32);
+        let p = Penalties {
+            presence: 0.5,
+            frequency: 0.25,
+            repetition: 1.0,
+        };
+        let out = p.apply(&logits, &counts);
+        assert!((out[0] - (logits[0] - 0.5 - 0.5)).abs() < 1e-6);
+        assert_eq!(out[1], logits[1]);
+        assert!((out[2] - (logits[2] - 0.5 - 0.25)).abs() < 1e-6);
+        // repetition: a positive logit is divided, a negative one multiplied
+        let r = Penalties {
+            repetition: 2.0,
+            ..Penalties::default()
+        };
+        let out = r.apply(&[3.0, -1.0, 1.0], &HashMap::from([(0, 1), (1, 1)]));
+        assert_eq!(out, vec![1.5, -2.0, 1.0]);
+
+        // Through the sampler: greedy picks 0 first, then the penalty moves it
+        // below token 1 (0.5 → e^-1.5·… < 0.3 after a 1.0 presence penalty).
+        let mut s = Sampler::new(0.0, 0, 1.0, 1)
+            .expect("valid")
+            .with_penalties(Penalties {
+                presence: 1.0,
+                ..Penalties::default()
+            })
+            .expect("valid");
+        assert_eq!(s.sample(&logits).expect("samples").id, 0);
+        let second = s.sample(&logits).expect("samples");
+        assert_eq!(second.id, 1);
+        // the reported logprob stays the model's own
+        assert!((second.logprob - 0.3f32.ln()).abs() < 1e-5);
+        // and the sampling distribution reflects the penalty
+        let mut t = Sampler::new(1.0, 0, 1.0, 1)
+            .expect("valid")
+            .with_penalties(Penalties {
+                frequency: 1.0,
+                ..Penalties::default()
+            })
+            .expect("valid");
+        let before = t.distribution(&logits).expect("ok").expect("sampled");
+        assert!((before[0].1 - 0.5).abs() < 1e-6);
+        let first = t.sample(&logits).expect("samples").id;
+        let after = t.distribution(&logits).expect("ok").expect("sampled");
+        let p_first = after.iter().find(|x| x.0 == first).expect("kept").1;
+        let p_before = before.iter().find(|x| x.0 == first).expect("kept").1;
+        assert!(p_first < p_before, "{p_first} < {p_before}");
+        assert!(
+            Sampler::new(1.0, 0, 1.0, 1)
+                .expect("valid")
+                .with_penalties(Penalties {
+                    repetition: 0.0,
+                    ..Penalties::default()
+                })
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn min_p_drops_tokens_below_a_fraction_of_the_best() {
+        // 0.5 0.3 0.15 0.05; min_p 0.25 → threshold 0.125 keeps 0, 1, 2
+        let logits = ln(&[0.5, 0.3, 0.15, 0.05]);
+        let d = filtered_distribution(&logits, 1.0, 0.25, 0, 1.0).expect("distribution");
+        assert_eq!(d.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert!((d[0].1 - 0.5 / 0.95).abs() < 1e-5);
+        let d = filtered_distribution(&logits, 1.0, 0.7, 0, 1.0).expect("distribution");
+        assert_eq!(d, vec![(0, 1.0)]);
+        assert!(
+            Sampler::new(1.0, 0, 1.0, 1)
+                .expect("valid")
+                .with_min_p(1.5)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn top_logprobs_are_the_model_distribution_s_best() {
+        let logits = ln(&[0.1, 0.4, 0.2, 0.3]);
+        let top = top_logprobs(&logits, 2).expect("finite");
+        assert_eq!(top.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3]);
+        assert!((top[0].1 - 0.4f32.ln()).abs() < 1e-5);
+        assert!((top[1].1 - 0.3f32.ln()).abs() < 1e-5);
+        assert_eq!(top_logprobs(&logits, 9).expect("finite").len(), 4);
+        assert!(top_logprobs(&logits, 0).expect("finite").is_empty());
     }
 }

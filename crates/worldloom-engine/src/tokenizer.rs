@@ -93,6 +93,20 @@ impl Tokenizer {
         self.inner.token_to_id(token)
     }
 
+    /// Ids of the added tokens marked `special` in `tokenizer.json`
+    /// (`<|im_end|>`, `<|endoftext|>`…), sorted.
+    pub fn special_ids(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .inner
+            .get_added_tokens_decoder()
+            .into_iter()
+            .filter(|(_, t)| t.special)
+            .map(|(id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
     /// The vocabulary string of an id (byte-level form for BPE entries).
     pub fn id_to_token(&self, id: u32) -> Option<String> {
         self.inner.id_to_token(id)

@@ -40,6 +40,30 @@ pub struct GenerationParams {
     pub enable_thinking: bool,
     /// Report per-token log-probabilities in [`EngineEvent::Token`].
     pub logprobs: bool,
+    /// With [`GenerationParams::logprobs`], how many of the most likely
+    /// alternatives each [`Token::top`] lists (OpenAI's `top_logprobs`);
+    /// `0` lists none.
+    pub top_logprobs: usize,
+    /// Token ids that end generation like the end-of-turn token (vLLM's
+    /// `stop_token_ids`); the stopping token's text is not part of the output.
+    pub stop_token_ids: Vec<u32>,
+    /// Subtracted from the logit of every token generated at least once
+    /// (OpenAI/vLLM `presence_penalty`, in [-2, 2]); `0` disables it.
+    pub presence_penalty: f32,
+    /// Subtracted from a token's logit once per time it was generated
+    /// (OpenAI/vLLM `frequency_penalty`, in [-2, 2]); `0` disables it.
+    pub frequency_penalty: f32,
+    /// vLLM/`transformers` `repetition_penalty` (> 0) over the generated
+    /// tokens: a positive logit is divided by it, a negative one multiplied;
+    /// `1` disables it.
+    pub repetition_penalty: f32,
+    /// Drop tokens whose probability (after temperature) is below `min_p`
+    /// times the most likely token's (vLLM `min_p`, in [0, 1]); `0` disables
+    /// it.
+    pub min_p: f32,
+    /// Leave special tokens (other than the end of turn, which never has
+    /// text) out of the generated text, as vLLM does by default.
+    pub skip_special_tokens: bool,
 }
 
 impl Default for GenerationParams {
@@ -54,6 +78,13 @@ impl Default for GenerationParams {
             stop_after_observation: true,
             enable_thinking: true,
             logprobs: false,
+            top_logprobs: 0,
+            stop_token_ids: Vec::new(),
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            repetition_penalty: 1.0,
+            min_p: 0.0,
+            skip_special_tokens: true,
         }
     }
 }
@@ -157,7 +188,10 @@ pub struct Token {
     /// when requested ([`GenerationParams::logprobs`]) and available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprob: Option<f32>,
-    /// The most likely alternatives, when the engine reports them.
+    /// The most likely alternatives under the same distribution as
+    /// `logprob`, most likely first, when the engine reports them (local
+    /// engines: [`GenerationParams::top_logprobs`] of them, the sampled
+    /// token possibly among them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<TopLogprob>,
 }
@@ -296,4 +330,28 @@ pub trait WorldModel: Send + Sync {
     /// thread. Errors here are immediate refusals (e.g. invalid request);
     /// failures during generation arrive as [`EngineEvent::Error`].
     fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError>;
+
+    /// The model's context length in tokens (prompt and generated tokens
+    /// together), when the engine knows it; `None` (the default) when it
+    /// does not or has no limit.
+    fn context_tokens(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many tokens `messages` take once rendered with the chat template
+    /// (generation prompt included, `enable_thinking` passed to the
+    /// template), when the engine can count them; `None` (the default) when
+    /// it cannot.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidRequest`] when the chat cannot be rendered or
+    /// tokenized.
+    fn count_prompt_tokens(
+        &self,
+        messages: &[ChatMessage],
+        enable_thinking: bool,
+    ) -> Option<Result<usize, EngineError>> {
+        let _ = (messages, enable_thinking);
+        None
+    }
 }

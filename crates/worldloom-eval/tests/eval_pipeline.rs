@@ -429,3 +429,55 @@ fn replay_of_an_earlier_run_reproduces_it() {
         assert_eq!(b[key]["wl_engine"], "replay");
     }
 }
+
+#[test]
+fn eval_with_concurrency_3_waits_for_a_one_at_a_time_server() {
+    // `serve-model` runs one prediction at a time; eval sends three. The
+    // queued requests wait longer than the client's read timeout (each row
+    // takes 300 ms, the timeout is 200 ms) and still finish, because the
+    // server's stream sends keep-alive comments while they wait.
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    let server = spawn(
+        Arc::new(SlowCopy { delay_ms: 300 }),
+        ServerOptions {
+            model_id: "slow".into(),
+            max_concurrent: 1,
+            keepalive_ms: 50,
+            ..ServerOptions::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let client = OpenAiEngine::new(OpenAiConfig {
+        base_url: server.base_url(),
+        model: "slow".into(),
+        stream: true,
+        read_timeout_ms: 200,
+        ..OpenAiConfig::default()
+    })
+    .unwrap();
+    let out = dir.path().join("queued.jsonl");
+    let options = quiet();
+    assert_eq!(options.concurrency, 3);
+    let started = std::time::Instant::now();
+    let summary = run_eval(
+        &rows,
+        Arc::new(client),
+        &out,
+        &options,
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap();
+    assert_eq!((summary.written, summary.errors), (5, 0), "{summary:?}");
+    // One at a time: five rows of 300 ms.
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
+    for (key, row) in by_key(&out) {
+        assert!(
+            row.get("wl_error").is_none_or(Value::is_null),
+            "{key}: {row:?}"
+        );
+        assert_ne!(row["wl_status"], "error", "{key}");
+    }
+}

@@ -637,3 +637,81 @@ fn stop_strings_hold_back_a_possible_start() {
     ));
     assert!(!opens_reasoning("<|im_start|>assistant\n"));
 }
+
+#[test]
+fn context_top_logprobs_and_stop_token_ids() {
+    let e = scripted(OUTPUT, None);
+    // The tiny model's config.json says max_position_embeddings 4096.
+    assert_eq!(e.context_tokens(), Some(4096));
+    let tok = tiny_tokenizer();
+    let prompt = e
+        .count_prompt_tokens(&chat(1), true)
+        .expect("counts")
+        .expect("renders");
+    assert!(prompt > 5, "{prompt}");
+
+    // Top alternatives: as many as asked, the sampled token first here.
+    let params = GenerationParams {
+        max_new_tokens: 4,
+        logprobs: true,
+        top_logprobs: 3,
+        ..greedy()
+    };
+    let stream = e
+        .predict(PredictRequest::new(chat(1), params))
+        .expect("accepted");
+    let mut tokens = Vec::new();
+    while let Ok(event) = stream.events.recv_timeout(Duration::from_secs(30)) {
+        match event {
+            EngineEvent::Token(t) => tokens.push(t),
+            EngineEvent::Done { .. } | EngineEvent::Error { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(tokens.len(), 4);
+    for t in &tokens {
+        assert_eq!(t.top.len(), 3);
+        assert_eq!(t.top[0].id, t.id);
+        assert_eq!(Some(t.top[0].logprob), t.logprob);
+        assert!(t.top[1].logprob <= t.top[0].logprob);
+    }
+
+    // A stop token id ends generation like the end of turn.
+    let script = tok.encode(OUTPUT).expect("encodes");
+    let params = GenerationParams {
+        stop_token_ids: vec![script[2]],
+        ..greedy()
+    };
+    let c = run(&e, chat(1), params);
+    let stats = c.stats.expect("done");
+    assert_eq!(stats.stop_reason, Some(StopReason::EndOfTurn));
+    assert_eq!(stats.completion_tokens, 3);
+
+    // The refusal servers send, worded as vLLM's.
+    assert_eq!(
+        context_length_error(4096, prompt, 5000).to_string(),
+        format!(
+            "invalid request: This model's maximum context length is 4096 tokens. However, you requested {} tokens ({prompt} in the messages, 5000 in the completion). Please reduce the length of the messages or completion.",
+            prompt + 5000
+        )
+    );
+}
+
+#[test]
+fn skip_special_tokens_leaves_them_out_of_the_text() {
+    let e = scripted("ab<|im_start|>cd", None);
+    let start = tiny_tokenizer().token_id("<|im_start|>").expect("id");
+    let skipped = run(&e, chat(1), greedy());
+    assert!(skipped.ids.contains(&start), "{:?}", skipped.ids);
+    assert_eq!(skipped.texts, "abcd");
+    let kept = run(
+        &e,
+        chat(1),
+        GenerationParams {
+            skip_special_tokens: false,
+            ..greedy()
+        },
+    );
+    assert_eq!(kept.texts, "ab<|im_start|>cd");
+    assert_eq!(kept.ids, skipped.ids);
+}
