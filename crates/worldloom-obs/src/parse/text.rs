@@ -155,7 +155,9 @@ impl WarningSink {
     }
 }
 
-/// Decodes bytes as UTF-8, replacing each run of invalid bytes with U+FFFD.
+/// Decodes bytes as UTF-8, replacing each invalid sequence with one U+FFFD
+/// (the rule of `worldloom_core::text::invalid_sequences`), with one
+/// [`WarningKind::InvalidUtf8`] warning at the first.
 pub(crate) fn decode_utf8(input: &[u8]) -> Decoded {
     rewrite(input, false)
 }
@@ -177,29 +179,31 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
     let mut sink = WarningSink::default();
     let mut out = String::with_capacity(input.len());
     let mut map = OffsetMap::default();
-    let mut in_pos = 0usize;
-    let mut pending_invalid: Option<usize> = None;
-    for chunk in input.utf8_chunks() {
-        let valid = chunk.valid();
-        if !valid.is_empty() {
-            if let Some(start) = pending_invalid.take() {
-                flush_invalid(&mut out, &mut map, &mut sink, &lines, start, in_pos);
-            }
-            if xml {
-                push_xml_checked(valid, in_pos, &mut out, &mut map, &mut sink, &lines);
-            } else {
-                out.push_str(valid);
-            }
-            in_pos += valid.len();
-        }
-        let invalid = chunk.invalid();
-        if !invalid.is_empty() {
-            pending_invalid.get_or_insert(in_pos);
-            in_pos += invalid.len();
-        }
+    let runs = worldloom_core::text::invalid_sequences(input);
+    if let Some(first) = runs.first() {
+        sink.push(
+            WarningKind::InvalidUtf8,
+            lines.line(first.start),
+            first.start,
+            worldloom_core::text::invalid_utf8_message(runs.len(), first.start),
+        );
     }
-    if let Some(start) = pending_invalid.take() {
-        flush_invalid(&mut out, &mut map, &mut sink, &lines, start, in_pos);
+    let mut in_pos = 0usize;
+    let end = input.len()..input.len();
+    for run in runs.iter().chain(std::iter::once(&end)) {
+        // Between two invalid sequences the bytes are valid (borrowed).
+        let valid = String::from_utf8_lossy(&input[in_pos..run.start]);
+        if xml {
+            push_xml_checked(&valid, in_pos, &mut out, &mut map, &mut sink, &lines);
+        } else {
+            out.push_str(&valid);
+        }
+        if !run.is_empty() {
+            map.mark(out.len(), run.start);
+            out.push('\u{FFFD}');
+            map.mark(out.len(), run.end);
+        }
+        in_pos = run.end;
     }
     Decoded {
         text: out,
@@ -207,28 +211,6 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
         warnings: sink.finish(),
         lines,
     }
-}
-
-fn flush_invalid(
-    out: &mut String,
-    map: &mut OffsetMap,
-    sink: &mut WarningSink,
-    lines: &LineIndex,
-    start: usize,
-    end: usize,
-) {
-    map.mark(out.len(), start);
-    out.push('\u{FFFD}');
-    map.mark(out.len(), end);
-    sink.push(
-        WarningKind::InvalidUtf8,
-        lines.line(start),
-        start,
-        format!(
-            "{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD",
-            end - start
-        ),
-    );
 }
 
 fn push_xml_checked(
