@@ -861,15 +861,25 @@ fn deep_nesting_does_not_overflow() {
         Representation::OsXml,
     );
     check_deep(&o);
+    // HTML keeps at most MAX_HTML_DEPTH levels below <body> (browsers do
+    // the same); ten times DEPTH nested elements neither overflow nor slow
+    // the parse down.
     let h = tree(
         &format!(
             "<body>{}x{}</body>",
-            "<div>".repeat(DEPTH),
-            "</div>".repeat(DEPTH)
+            "<div>".repeat(10 * DEPTH),
+            "</div>".repeat(10 * DEPTH)
         ),
         Representation::Html,
     );
-    check_deep(&h);
+    assert_eq!(
+        h.max_depth() as usize,
+        worldloom_obs::parse::MAX_HTML_DEPTH + 2
+    );
+    let (m, _, _) = tree_metrics(&h, &h, Some(&h));
+    assert!(m.exact);
+    assert_eq!(m.transition_f1, Some(1.0));
+    assert!(serde_json::to_string(&h).expect("json").len() > worldloom_obs::parse::MAX_HTML_DEPTH);
     let mut ax = String::new();
     for d in 0..=DEPTH {
         ax.push_str(&"\t".repeat(d));
