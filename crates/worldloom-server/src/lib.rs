@@ -528,7 +528,11 @@ async fn static_handler(
     let found = match ui {
         UiSource::Embedded { .. } => embedded_file(rel)
             .map(|bytes| (rel, bytes))
-            .or_else(|| fallback.then(|| embedded_file("index.html").map(|b| ("index.html", b)))?)
+            .or_else(|| {
+                embedded_file("index.html")
+                    .filter(|_| fallback)
+                    .map(|b| ("index.html", b))
+            })
             .map(|(name, bytes)| (PathBuf::from(name), Body::from(bytes))),
         UiSource::Dir(dir) => {
             let mut file = dir.join(rel_path);
