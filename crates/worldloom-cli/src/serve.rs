@@ -30,8 +30,8 @@ pub struct ServeArgs {
     /// The port on 127.0.0.1; 0 picks a free port.
     #[arg(long, default_value_t = 7878)]
     pub port: u16,
-    /// The built user interface (default: $WORLDLOOM_UI_DIR, ./ui/dist, or the
-    /// checkout's ui/dist).
+    /// A built user interface folder to serve instead of the one built into
+    /// this binary (development; default: $WORLDLOOM_UI_DIR when set).
     #[arg(long, value_name = "DIR")]
     pub ui_dir: Option<PathBuf>,
 }
@@ -84,10 +84,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             },
         )
         .await?;
-        match &server.ui_dir {
-            Some(dir) => println!("user interface: {}", dir.display()),
+        match &server.ui {
+            Some(ui) => println!("user interface: {ui}"),
             None => eprintln!(
-                "warning: no built user interface found (ui/dist); pages explain how to build it"
+                "warning: no built user interface (this binary was built before ui/dist, or --ui-dir has no index.html); pages explain how to build it"
             ),
         }
         println!("Worldloom studio: {}", server.url());

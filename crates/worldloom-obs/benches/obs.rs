@@ -1,5 +1,5 @@
 //! Parse + align + metrics throughput on a generated 2,000-node Android dump
-//! and a generated 1 MB HTML page. Run with `cargo bench -p worldloom-obs`;
+//! and a generated 1 MB HTML page; parse time of deeply nested HTML. Run with `cargo bench -p worldloom-obs`;
 //! results are recorded in `docs/benchmarks.md`.
 
 #![allow(missing_docs)]
@@ -120,5 +120,38 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// A page of `levels` nested `<tag>` elements around one word.
+fn nested_page(tag: &str, levels: usize) -> String {
+    let mut s = String::from("<html><body>");
+    s.push_str(&format!("<{tag}>").repeat(levels));
+    s.push_str("bottom");
+    s.push_str(&format!("</{tag}>").repeat(levels));
+    s.push_str("</body></html>");
+    s
+}
+
+/// Deeply nested HTML: parsing stays linear in the depth (the tree keeps
+/// `MAX_HTML_DEPTH` levels). The uncapped html5ever parse of the same page
+/// is measured at 10,000 levels for comparison (it is quadratic for `<div>`).
+fn bench_nested(c: &mut Criterion) {
+    let mut g = c.benchmark_group("html_nested");
+    g.sample_size(10);
+    for levels in [10_000usize, 40_000, 100_000] {
+        for tag in ["div", "span"] {
+            let page = nested_page(tag, levels);
+            g.bench_function(format!("parse_{levels}_{tag}"), |b| {
+                b.iter(|| parse(black_box(&page), Representation::Html))
+            });
+        }
+    }
+    for tag in ["div", "span"] {
+        let page = nested_page(tag, 10_000);
+        g.bench_function(format!("html5ever_uncapped_10000_{tag}"), |b| {
+            b.iter(|| scraper::Html::parse_document(black_box(&page)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_nested);
 criterion_main!(benches);

@@ -765,7 +765,7 @@ pub fn evaluate(
         ));
     };
     if !representation.is_tree() {
-        let real_text = String::from_utf8_lossy(real_bytes);
+        let real_text = worldloom_core::text::lossy(real_bytes);
         if real_text.trim().is_empty() {
             return Ok(empty_eval(
                 EvalStatus::Skipped,
@@ -774,7 +774,7 @@ pub fn evaluate(
             ));
         }
         let Some(pred_text) = pred
-            .map(String::from_utf8_lossy)
+            .map(worldloom_core::text::lossy)
             .filter(|p| !p.trim().is_empty())
         else {
             return Ok(empty_eval(
@@ -801,7 +801,8 @@ pub fn evaluate(
         }
         Err(e) => return Err(EvalError::Real(e)),
     };
-    let Some(pred_bytes) = pred.filter(|p| !String::from_utf8_lossy(p).trim().is_empty()) else {
+    let Some(pred_bytes) = pred.filter(|p| !worldloom_core::text::lossy(p).trim().is_empty())
+    else {
         return Ok(empty_eval(
             EvalStatus::Missing,
             "no prediction".into(),
@@ -855,8 +856,8 @@ pub fn evaluate(
         anchors: m.anchors,
         nodes: Some(diff),
         line_diff: Some(line_diff(
-            &String::from_utf8_lossy(real_bytes),
-            &String::from_utf8_lossy(pred_bytes),
+            &worldloom_core::text::lossy(real_bytes),
+            &worldloom_core::text::lossy(pred_bytes),
         )),
         warnings,
     })

@@ -185,6 +185,45 @@ fn android_raw_lone_surrogate_keeps_rest_of_dump() {
     assert_eq!(&bytes[span.start_byte..span.start_byte + 5], b"<node");
 }
 
+/// `worldloom parse` (bytes to `parse_bytes`) and `worldloom import` (bytes
+/// through `worldloom_core::text`, the stored text parsed later by the
+/// studio) read the same bytes the same way: one U+FFFD per invalid
+/// sequence and one warning naming the first byte offset.
+#[test]
+fn parse_and_import_replace_invalid_bytes_alike() {
+    let mut bytes = b"<hierarchy>\n<node text=\"a".to_vec();
+    // A lone surrogate (3 raw bytes), a surrogate pair in CESU-8 (6), Latin-1.
+    bytes.extend_from_slice(b"\xED\xA0\xBDb\xED\xA0\xBD\xED\xB8\x80c\xE9");
+    bytes.extend_from_slice(b"\" class=\"X\" bounds=\"[0,0][1,1]\"/></hierarchy>");
+    let expected_name = "a\u{FFFD}b\u{FFFD}c\u{FFFD}";
+    let message = "not valid UTF-8: 3 invalid byte sequence(s) replaced by U+FFFD, the first at byte offset 25";
+
+    let parsed = parse_bytes(&bytes, Representation::AndroidXml).expect("parses");
+    assert_eq!(
+        parsed.tree.node(worldloom_obs::NodeId(1)).name,
+        expected_name
+    );
+    assert_eq!(parsed.warnings.len(), 1, "{:?}", parsed.warnings);
+    assert_eq!(parsed.warnings[0].kind, WarningKind::InvalidUtf8);
+    assert_eq!((parsed.warnings[0].line, parsed.warnings[0].byte), (2, 25));
+    assert_eq!(parsed.warnings[0].message, message);
+
+    let imported =
+        worldloom_core::text::decode_utf8_lossy(std::path::Path::new("dump.xml"), &bytes);
+    let warning = imported.warning.expect("one warning");
+    assert_eq!(
+        warning.to_string(),
+        format!("dump.xml:2 (byte 25): {message}")
+    );
+    let stored = parse(&imported.text, Representation::AndroidXml).expect("parses");
+    assert_eq!(
+        stored.tree.node(worldloom_obs::NodeId(1)).name,
+        expected_name
+    );
+    assert!(stored.warnings.is_empty(), "{:?}", stored.warnings);
+    assert_eq!(worldloom_core::text::lossy(&bytes), imported.text);
+}
+
 #[test]
 fn android_failed_capture_and_syntax_error() {
     match parse(
@@ -788,15 +827,25 @@ fn deep_nesting_does_not_overflow() {
         Representation::OsXml,
     );
     check_deep(&o);
+    // HTML keeps at most MAX_HTML_DEPTH levels below <body> (browsers do
+    // the same); ten times DEPTH nested elements neither overflow nor slow
+    // the parse down.
     let h = tree(
         &format!(
             "<body>{}x{}</body>",
-            "<div>".repeat(DEPTH),
-            "</div>".repeat(DEPTH)
+            "<div>".repeat(10 * DEPTH),
+            "</div>".repeat(10 * DEPTH)
         ),
         Representation::Html,
     );
-    check_deep(&h);
+    assert_eq!(
+        h.max_depth() as usize,
+        worldloom_obs::parse::MAX_HTML_DEPTH + 2
+    );
+    let (m, _, _) = tree_metrics(&h, &h, Some(&h));
+    assert!(m.exact);
+    assert_eq!(m.transition_f1, Some(1.0));
+    assert!(serde_json::to_string(&h).expect("json").len() > worldloom_obs::parse::MAX_HTML_DEPTH);
     let mut ax = String::new();
     for d in 0..=DEPTH {
         ax.push_str(&"\t".repeat(d));

@@ -1,7 +1,12 @@
 //! The Worldloom studio over HTTP: the `worldloom-api` commands as
 //! `POST /api/<command>` (JSON in, JSON out), events as server-sent events
-//! on `GET /api/events`, and the built user interface (`ui/dist`) as static
-//! files.
+//! on `GET /api/events`, and the built user interface as static files.
+//!
+//! The user interface is the `ui/dist` folder of the checkout, embedded in
+//! the binary when it is built (`build.rs`), so a `worldloom` copied or
+//! installed on its own serves the studio. A folder on disk overrides it for
+//! development (`--ui-dir DIR` or `$WORLDLOOM_UI_DIR`); a binary built before
+//! the front end answers with a page that says how to build it.
 //!
 //! Security model (the server runs on a researcher's machine and shows
 //! hostile model output):
@@ -66,8 +71,9 @@ pub enum ServerError {
 pub struct ServeOptions {
     /// The port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
-    /// The built UI (`ui/dist`); `None` looks in the places
-    /// [`default_ui_dir`] lists.
+    /// A built UI folder on disk to serve instead of the embedded one
+    /// (development); `None` takes [`default_ui`]. A folder without
+    /// `index.html` serves the "not built" page.
     pub ui_dir: Option<PathBuf>,
     /// The access token; `None` makes a random one (32 bytes, hex).
     pub token: Option<String>,
@@ -80,8 +86,9 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     /// The access token.
     pub token: String,
-    /// Where the UI is served from, if it was found.
-    pub ui_dir: Option<PathBuf>,
+    /// Where the UI is served from; `None` when there is none (the pages
+    /// then say how to build it).
+    pub ui: Option<UiSource>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -128,19 +135,57 @@ pub fn random_token() -> Result<String, ServerError> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// Where the UI is looked for when none is given: `$WORLDLOOM_UI_DIR`,
-/// `ui/dist` under the current directory, then `ui/dist` of the source
-/// checkout this binary was built from. The first holding `index.html` wins.
-pub fn default_ui_dir() -> Option<PathBuf> {
-    let mut candidates = Vec::new();
-    if let Some(dir) = std::env::var_os("WORLDLOOM_UI_DIR") {
-        candidates.push(PathBuf::from(dir));
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/embedded_ui.rs"));
+}
+
+/// Where the served user interface comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UiSource {
+    /// The `ui/dist` folder embedded in this binary when it was built.
+    Embedded {
+        /// How many files it holds.
+        files: usize,
+    },
+    /// A built UI folder on disk (`--ui-dir`, `$WORLDLOOM_UI_DIR`), read on
+    /// each request: the development override.
+    Dir(PathBuf),
+}
+
+impl std::fmt::Display for UiSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UiSource::Embedded { files } => write!(f, "built in ({files} files)"),
+            UiSource::Dir(dir) => write!(f, "{}", dir.display()),
+        }
     }
-    candidates.push(PathBuf::from("ui/dist"));
-    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/dist"));
-    candidates
-        .into_iter()
-        .find(|d| d.join("index.html").is_file())
+}
+
+/// The UI embedded in this binary; `None` when it was built before the
+/// front end (no `ui/dist/index.html` then).
+pub fn embedded_ui() -> Option<UiSource> {
+    embedded_file("index.html").map(|_| UiSource::Embedded {
+        files: embedded::EMBEDDED_UI.len(),
+    })
+}
+
+/// The UI served when no folder is given: the folder `$WORLDLOOM_UI_DIR`
+/// names (when it holds `index.html`), else the embedded one.
+pub fn default_ui() -> Option<UiSource> {
+    std::env::var_os("WORLDLOOM_UI_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.join("index.html").is_file())
+        .map(UiSource::Dir)
+        .or_else(embedded_ui)
+}
+
+/// The embedded file at `rel` (relative to `ui/dist`, `/`-separated).
+fn embedded_file(rel: &str) -> Option<&'static [u8]> {
+    let files = embedded::EMBEDDED_UI;
+    files
+        .binary_search_by(|(path, _)| (*path).cmp(rel))
+        .ok()
+        .map(|i| files[i].1)
 }
 
 #[derive(Clone)]
@@ -148,7 +193,7 @@ struct AppState {
     studio: Arc<Studio>,
     token: Arc<str>,
     port: u16,
-    ui_dir: Option<Arc<PathBuf>>,
+    ui: Option<Arc<UiSource>>,
     events: broadcast::Sender<String>,
 }
 
@@ -178,8 +223,9 @@ fn error_response(err: &ApiError) -> Response {
 }
 
 /// Builds the router for `studio` (exposed for tests; [`start`] serves it).
-/// `port` is the port the `Host` header must name.
-pub fn router(studio: Arc<Studio>, token: String, port: u16, ui_dir: Option<PathBuf>) -> Router {
+/// `port` is the port the `Host` header must name; `ui` the user interface
+/// to serve (`None`: the "not built" page).
+pub fn router(studio: Arc<Studio>, token: String, port: u16, ui: Option<UiSource>) -> Router {
     // Steps stream one event per text piece: room for a burst of them
     // before a slow reader is told to refresh ("lagged").
     let (events, _) = broadcast::channel::<String>(4096);
@@ -194,7 +240,7 @@ pub fn router(studio: Arc<Studio>, token: String, port: u16, ui_dir: Option<Path
         studio,
         token: token.into(),
         port,
-        ui_dir: ui_dir.map(Arc::new),
+        ui: ui.map(Arc::new),
         events,
     };
     Router::new()
@@ -228,11 +274,13 @@ pub async fn start(
         source,
     })?;
     // A folder without `index.html` is no built UI: the message page shows.
-    let ui_dir = match options.ui_dir {
-        Some(dir) => Some(dir).filter(|d| d.join("index.html").is_file()),
-        None => default_ui_dir(),
+    let ui = match options.ui_dir {
+        Some(dir) => Some(dir)
+            .filter(|d| d.join("index.html").is_file())
+            .map(UiSource::Dir),
+        None => default_ui(),
     };
-    let app = router(studio, token.clone(), addr.port(), ui_dir.clone());
+    let app = router(studio, token.clone(), addr.port(), ui.clone());
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         axum::serve(listener, app)
@@ -244,7 +292,7 @@ pub async fn start(
     Ok(RunningServer {
         addr,
         token,
-        ui_dir,
+        ui,
         shutdown: Some(tx),
         task,
     })
@@ -436,12 +484,15 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-/// The page served when `ui/dist` is missing.
+/// The page served when there is no built UI: the binary was built before
+/// the front end, or the folder given instead has no `index.html`.
 pub const MISSING_UI_PAGE: &str = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
 <title>Worldloom studio: user interface not built</title></head>\n<body>\n\
 <h1>The Worldloom user interface is not built</h1>\n\
-<p>The server and its API are running, but no built user interface (<code>ui/dist/index.html</code>) was found.</p>\n\
-<p>Build it with <code>npm --prefix ui ci &amp;&amp; npm --prefix ui run build</code> from the Worldloom checkout, \
+<p>The server and its API are running, but this <code>worldloom</code> was built before the front end \
+(<code>ui/dist/index.html</code>), or the folder given with <code>--ui-dir</code> has no <code>index.html</code>.</p>\n\
+<p>Build the front end with <code>npm --prefix ui ci &amp;&amp; npm --prefix ui run build</code> in the Worldloom checkout \
+and rebuild <code>worldloom</code> (it embeds <code>ui/dist</code>), \
 or point <code>worldloom serve --ui-dir DIR</code> (or <code>WORLDLOOM_UI_DIR</code>) at a built copy, then reload this page.</p>\n\
 </body></html>\n";
 
@@ -453,7 +504,7 @@ async fn static_handler(
     if method != Method::GET && method != Method::HEAD {
         return error_response(&ApiError::bad_request("only GET serves files"));
     }
-    let Some(dir) = state.ui_dir.as_deref() else {
+    let Some(ui) = state.ui.as_deref() else {
         let mut r = (StatusCode::SERVICE_UNAVAILABLE, MISSING_UI_PAGE).into_response();
         r.headers_mut().insert(
             header::CONTENT_TYPE,
@@ -470,20 +521,37 @@ async fn static_handler(
     {
         return error_response(&ApiError::not_found(format!("no file {rel}")));
     }
-    let mut file = dir.join(rel_path);
-    if !file.is_file() && rel_path.extension().is_none() {
-        // Client-side routes load the app.
-        file = dir.join("index.html");
-    }
-    match tokio::fs::read(&file).await {
-        Ok(bytes) => {
-            let mut r = Response::new(Body::from(bytes));
+    // Client-side routes (no extension) load the app.
+    let fallback = rel_path.extension().is_none();
+    let found = match ui {
+        UiSource::Embedded { .. } => embedded_file(rel)
+            .map(|bytes| (rel, bytes))
+            .or_else(|| {
+                embedded_file("index.html")
+                    .filter(|_| fallback)
+                    .map(|b| ("index.html", b))
+            })
+            .map(|(name, bytes)| (PathBuf::from(name), Body::from(bytes))),
+        UiSource::Dir(dir) => {
+            let mut file = dir.join(rel_path);
+            if !file.is_file() && fallback {
+                file = dir.join("index.html");
+            }
+            tokio::fs::read(&file)
+                .await
+                .ok()
+                .map(|bytes| (file, Body::from(bytes)))
+        }
+    };
+    match found {
+        Some((file, body)) => {
+            let mut r = Response::new(body);
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
                 HeaderValue::from_static(content_type(&file)),
             );
             r
         }
-        Err(_) => error_response(&ApiError::not_found(format!("no file {rel}"))),
+        None => error_response(&ApiError::not_found(format!("no file {rel}"))),
     }
 }

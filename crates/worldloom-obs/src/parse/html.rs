@@ -11,6 +11,10 @@ use crate::tree::{Attribute, NodeId, SourceSpan, UiTree, collapse_whitespace};
 use scraper::{Html, Node};
 use worldloom_core::domain::Representation;
 
+mod depth;
+
+pub use depth::MAX_HTML_DEPTH;
+
 /// How many iframe documents may nest inside each other before expansion
 /// stops (with a [`WarningKind::NestingLimit`] warning).
 pub const MAX_FRAME_NESTING: u32 = 8;
@@ -37,6 +41,11 @@ const NON_VISIBLE: [&str; 4] = ["script", "style", "noscript", "template"];
 /// text, is parsed and listed under it (below a synthetic `#document` node)
 /// whether or not the frame has a `bid`. Spans cover the element's start
 /// tag; nodes inside iframe documents carry the iframe's span.
+///
+/// Elements nested more than [`MAX_HTML_DEPTH`] deep below `<body>` are
+/// not kept (their text goes to the deepest element kept), with one
+/// [`WarningKind::NestingLimit`] warning per document at the first: parsing
+/// stays linear in the input's length however deep the nesting.
 pub fn parse_html(input: &str) -> Parsed {
     let lines = LineIndex::new(input.as_bytes());
     let lower = input.to_ascii_lowercase();
@@ -45,9 +54,30 @@ pub fn parse_html(input: &str) -> Parsed {
     // (document text, parent node, nesting level, span to give its nodes)
     let mut queue: Vec<(String, NodeId, u32, Option<SourceSpan>)> = Vec::new();
     let mut cursor = 0usize;
-    let doc = Html::parse_document(input);
+    let (doc, report) = depth::parse_document_capped(input);
+    if let Some(line) = report.first_line {
+        let line = u32::try_from(line).unwrap_or(u32::MAX);
+        let byte = lines.line_start(line).unwrap_or(0);
+        depth_warning(&mut sink, report.dropped, line, byte);
+    }
     let root = tree.root();
+    let mut next_start = 0usize;
     add_document(&doc, &mut tree, root, 0, None, &mut queue, &mut |tag| {
+        if report.dropped > 0 {
+            // Step over the start tags the depth cap dropped: they are in
+            // the source but not in the tree.
+            while let Some((name, false)) = report.starts.get(next_start) {
+                let _ = find_start_tag(input, &lower, &lines, &mut cursor, name);
+                next_start += 1;
+            }
+            if report
+                .starts
+                .get(next_start)
+                .is_some_and(|(name, _)| &**name == tag)
+            {
+                next_start += 1;
+            }
+        }
         find_start_tag(input, &lower, &lines, &mut cursor, tag)
     });
     while let Some((text, parent, level, span)) = queue.pop() {
@@ -63,7 +93,11 @@ pub fn parse_html(input: &str) -> Parsed {
         let inner = tree.push(Some(parent), "#document".to_string());
         tree.node_mut(inner).synthetic = true;
         tree.node_mut(inner).span = span;
-        let doc = Html::parse_document(&text);
+        let (doc, report) = depth::parse_document_capped(&text);
+        if report.dropped > 0 {
+            let (line, byte) = span.map(|s| (s.line, s.start_byte)).unwrap_or((0, 0));
+            depth_warning(&mut sink, report.dropped, line, byte);
+        }
         add_document(&doc, &mut tree, inner, level, span, &mut queue, &mut |_| {
             span
         });
@@ -73,6 +107,17 @@ pub fn parse_html(input: &str) -> Parsed {
         tree,
         warnings: sink.finish(),
     }
+}
+
+fn depth_warning(sink: &mut WarningSink, dropped: usize, line: u32, byte: usize) {
+    sink.push(
+        WarningKind::NestingLimit,
+        line,
+        byte,
+        format!(
+            "HTML elements nested more than {MAX_HTML_DEPTH} deep: {dropped} deeper start tag(s) not kept, their text kept in the element at depth {MAX_HTML_DEPTH}"
+        ),
+    );
 }
 
 fn add_document(

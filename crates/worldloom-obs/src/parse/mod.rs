@@ -21,7 +21,7 @@ use crate::tree::UiTree;
 
 pub use android::parse_android_xml;
 pub use axtree::parse_axtree;
-pub use html::parse_html;
+pub use html::{MAX_HTML_DEPTH, parse_html};
 pub use os_table::parse_os_table;
 pub use os_xml::parse_os_xml;
 
@@ -46,7 +46,8 @@ pub enum WarningKind {
     /// Indentation jumped more than one level; the node was attached to the
     /// deepest open node.
     IndentJump,
-    /// A nested document (iframe `srcdoc`) was too deep to expand.
+    /// A nested document (iframe `srcdoc`) was too deep to expand, or HTML
+    /// elements nested deeper than [`MAX_HTML_DEPTH`] were not kept.
     NestingLimit,
 }
 

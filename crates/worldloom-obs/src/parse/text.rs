@@ -193,7 +193,9 @@ impl WarningSink {
     }
 }
 
-/// Decodes bytes as UTF-8, replacing each run of invalid bytes with U+FFFD.
+/// Decodes bytes as UTF-8, replacing each invalid sequence with one U+FFFD
+/// (the rule of `worldloom_core::text::invalid_sequences`), with one
+/// [`WarningKind::InvalidUtf8`] warning at the first.
 pub(crate) fn decode_utf8(input: &[u8]) -> Decoded {
     rewrite(input, false)
 }
@@ -217,29 +219,34 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
         out: String::with_capacity(input.len()),
         map: OffsetMap::default(),
     };
-    let mut in_pos = 0usize;
-    let mut pending_invalid: Option<usize> = None;
-    for chunk in input.utf8_chunks() {
-        let valid = chunk.valid();
-        if !valid.is_empty() {
-            if let Some(start) = pending_invalid.take() {
-                w.invalid_utf8(start, in_pos);
-            }
-            if xml {
-                w.push_xml_checked(valid, in_pos);
-            } else {
-                w.out.push_str(valid);
-            }
-            in_pos += valid.len();
-        }
-        let invalid = chunk.invalid();
-        if !invalid.is_empty() {
-            pending_invalid.get_or_insert(in_pos);
-            in_pos += invalid.len();
-        }
+    // One U+FFFD per invalid sequence and one warning for them all (the rule
+    // of `worldloom_core::text`, which the importers follow too).
+    let runs = worldloom_core::text::invalid_sequences(input);
+    if let Some(first) = runs.first() {
+        let line = w.lines.line(first.start);
+        w.sink.push(
+            WarningKind::InvalidUtf8,
+            line,
+            first.start,
+            worldloom_core::text::invalid_utf8_message(runs.len(), first.start),
+        );
     }
-    if let Some(start) = pending_invalid.take() {
-        w.invalid_utf8(start, in_pos);
+    let mut in_pos = 0usize;
+    let end = input.len()..input.len();
+    for run in runs.iter().chain(std::iter::once(&end)) {
+        // Between two invalid sequences the bytes are valid (borrowed).
+        let valid = String::from_utf8_lossy(&input[in_pos..run.start]);
+        if xml {
+            w.push_xml_checked(&valid, in_pos);
+        } else {
+            w.out.push_str(&valid);
+        }
+        if !run.is_empty() {
+            w.map.mark(w.out.len(), run.start);
+            w.out.push('\u{FFFD}');
+            w.map.mark(w.out.len(), run.end);
+        }
+        in_pos = run.end;
     }
     Decoded {
         text: w.out,
@@ -271,19 +278,6 @@ impl Rewriter {
         self.out.push_str(replacement);
         self.map.mark(self.out.len(), end);
         self.sink.push(kind, self.lines.line(start), start, message);
-    }
-
-    fn invalid_utf8(&mut self, start: usize, end: usize) {
-        self.replace(
-            start,
-            end,
-            "\u{FFFD}",
-            WarningKind::InvalidUtf8,
-            format!(
-                "{} byte(s) that are not UTF-8 (e.g. a lone surrogate) replaced with U+FFFD",
-                end - start
-            ),
-        );
     }
 
     /// Copies `valid` (input bytes from `base`), replacing characters XML
