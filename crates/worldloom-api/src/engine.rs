@@ -167,11 +167,13 @@ fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
             base_url,
             model,
             api_key_env,
+            step_deadline_s,
         } => {
             let config = OpenAiConfig {
                 base_url: base_url.clone(),
                 model: model.clone(),
                 api_key_env: api_key_env.clone().filter(|v| !v.trim().is_empty()),
+                deadline_ms: step_deadline_s.map(|s| u64::from(s) * 1000),
                 ..OpenAiConfig::default()
             };
             let engine = OpenAiEngine::new(config).map_err(|e| e.to_string())?;

@@ -828,6 +828,12 @@ pub enum EngineSettings {
         model: String,
         /// The environment variable holding the API key (`null`: no key).
         api_key_env: Option<String>,
+        /// Step deadline in seconds: a step against this endpoint that has
+        /// not finished by then ends with an error naming the limit, even
+        /// when the endpoint keeps trickling bytes. Absent or `null`: none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        step_deadline_s: Option<u32>,
     },
 }
 

@@ -717,6 +717,7 @@ fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
                 base_url: format!("http://{addr}/v1"),
                 model: "slow".into(),
                 api_key_env: None,
+                step_deadline_s: None,
             },
             params: worldloom_api::engine::default_params(),
         },
@@ -803,6 +804,73 @@ fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
     assert!(
         matches!(status.settings, Some(EngineSettings::Openai { model, .. }) if model == "slow")
     );
+}
+
+#[test]
+fn step_deadline_ends_a_never_ending_stream_with_an_error() {
+    let (addr, _server) = slow_endpoint();
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Openai {
+                base_url: format!("http://{addr}/v1"),
+                model: "slow".into(),
+                api_key_env: None,
+                step_deadline_s: Some(1),
+            },
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    // The endpoint streams for a minute; the step ends after 1 s.
+    let started = Instant::now();
+    let mut finished = None;
+    while started.elapsed() < Duration::from_secs(10) && finished.is_none() {
+        if let Ok(e @ StudioEvent::StepFinished { .. }) =
+            rx.recv_timeout(Duration::from_millis(200))
+        {
+            finished = Some(e);
+        }
+    }
+    let Some(StudioEvent::StepFinished {
+        status,
+        prediction_id,
+        error,
+        ..
+    }) = finished
+    else {
+        panic!("the step did not end within 10 s");
+    };
+    assert_eq!((status, prediction_id), (StepStatus::Error, None));
+    let error = error.unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "http://{addr}/v1/chat/completions did not finish its answer within the step deadline of 1000 ms"
+        )),
+        "{error}"
+    );
+    // The deadline is saved with the settings.
+    let status = commands::engine_status(&studio, EmptyRequest {}).expect("status");
+    assert!(matches!(
+        status.settings,
+        Some(EngineSettings::Openai {
+            step_deadline_s: Some(1),
+            ..
+        })
+    ));
 }
 
 fn tiny_model() -> PathBuf {
@@ -1267,6 +1335,7 @@ fn engine_settings_are_checked() {
                 base_url: "http://127.0.0.1:9/v1".into(),
                 model: "m".into(),
                 api_key_env: Some("WORLDLOOM_TEST_UNSET_KEY_VARIABLE".into()),
+                step_deadline_s: None,
             },
             params: worldloom_api::engine::default_params(),
         },

@@ -41,6 +41,9 @@ pub struct JudgeArgs {
     /// Attempts per row when the call fails or the verdict does not parse.
     #[arg(long, default_value_t = 3)]
     pub max_attempts: usize,
+    /// Connection limits for the judge endpoint.
+    #[command(flatten)]
+    pub endpoint: crate::eval::EndpointArgs,
     /// Output JSON Lines file (default: `judged.jsonl` beside the
     /// predictions); rows already in it are skipped.
     #[arg(short = 'o', long)]
@@ -53,13 +56,14 @@ pub fn run(args: &JudgeArgs) -> anyhow::Result<()> {
         .judge_api_key_env
         .clone()
         .or_else(|| std::env::var_os("OPENAI_API_KEY").map(|_| "OPENAI_API_KEY".to_owned()));
-    let judge = OpenAiEngine::new(OpenAiConfig {
+    let config = OpenAiConfig {
         base_url: args.judge_base_url.clone(),
         model: args.judge_model.clone(),
         api_key_env,
         send_extensions: false,
         ..OpenAiConfig::default()
-    })?;
+    };
+    let judge = OpenAiEngine::new(args.endpoint.apply(config, None))?;
     judge.check_model()?;
     let prompts = match &args.prompts {
         Some(dir) => JudgePrompts::from_folder(dir)?,

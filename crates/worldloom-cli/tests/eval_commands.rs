@@ -422,3 +422,89 @@ fn serve_model_logs_each_request_and_needs_a_key_beyond_loopback() {
     assert!(log.contains("serve-model: GET /v1/models 401 "), "{log}");
     assert!(log.contains("serve-model: GET /v1/models 200 "), "{log}");
 }
+
+/// A listener on 127.0.0.1 that accepts connections and never answers; its
+/// base URL. The accepting thread ends with the test process.
+fn silent_endpoint() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(64) {
+            held.push(stream);
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[test]
+fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let base_url = silent_endpoint();
+    let out = dir.path().join("p.jsonl");
+    let eval = |extra: &[&str]| {
+        let mut args = vec![
+            "eval",
+            "--data",
+            dir.path().to_str().unwrap(),
+            "--engine",
+            "openai",
+            "--base-url",
+            &base_url,
+            "--model",
+            "m",
+            "-o",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        worldloom(&args)
+    };
+    let o = eval(&["--read-timeout-s", "0.3", "--retries", "0"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "no answer from {base_url}/models within 300 ms (read timeout)"
+        )),
+        "{err}"
+    );
+    // the row timeout caps the read timeout
+    let o = eval(&["--row-timeout-s", "1"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "no answer from {base_url}/models within 1000 ms (read timeout)"
+        )),
+        "{err}"
+    );
+    let o = eval(&["--read-timeout-s", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("seconds must be positive"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = worldloom(&[
+        "judge",
+        "--predictions",
+        out.to_str().unwrap(),
+        "--judge-base-url",
+        &base_url,
+        "--judge-model",
+        "m",
+        "--read-timeout-s",
+        "0.3",
+        "--connect-timeout-s",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "no answer from {base_url}/models within 300 ms (read timeout)"
+        )),
+        "{err}"
+    );
+}

@@ -84,7 +84,11 @@ fn good_stream(field: &str) -> Vec<String> {
     ]
 }
 
-async fn models() -> impl IntoResponse {
+async fn models(Path(scenario): Path<String>) -> impl IntoResponse {
+    if scenario == "silent" {
+        // Never answers within any test's limits (the server dies with the test).
+        tokio::time::sleep(Duration::from_secs(120)).await;
+    }
     axum::Json(json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]}))
 }
 
@@ -163,6 +167,30 @@ async fn completions(
             ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
         }
         "eof" => sse(vec![chunk(json!({"content": "<predicted_observation>par"}))]),
+        "cut" => sse(vec![
+            chunk(json!({"content": "<predicted_observation>par"})),
+            "data: {\"choices\": [{\"ind".to_owned(),
+        ]),
+        "unknown-field" => sse(vec![
+            chunk(json!({"content": "<predicted_observation>"})),
+            "bogus: x\n\n".to_owned(),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "long-line" => sse(vec![
+            chunk(json!({"content": "<predicted_observation>"})),
+            format!("data: {}", "x".repeat(200_000)),
+            "\n\ndata: [DONE]\n\n".to_owned(),
+        ]),
+        "trickle" => {
+            // One byte every 200 ms of an endless event, at most 60 s.
+            let text = chunk(json!({"reasoning_content": "slowly "})).repeat(20);
+            let stream = futures_util::stream::iter(text.into_bytes().into_iter().take(300))
+                .then(|b| async move {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    Ok::<Bytes, std::io::Error>(Bytes::from(vec![b]))
+                });
+            ([(header::CONTENT_TYPE, "text/event-stream")], Body::from_stream(stream)).into_response()
+        }
         "malformed" => sse(vec![
             chunk(json!({"content": "<predicted_observation>"})),
             "data: {\"choices\": [oops\n\n".to_owned(),
@@ -658,4 +686,117 @@ fn dropping_the_engine_ends_its_predictions_with_an_error() {
         ),
         "{last:?}"
     );
+}
+
+#[test]
+fn silent_models_endpoint_ends_at_the_read_timeout() {
+    let server = start_server();
+    let engine = server.engine("silent", true, |c| c.read_timeout_ms = 300);
+    let started = Instant::now();
+    let err = engine.check_model().unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::Remote(format!(
+            "no answer from http://{}/silent/v1/models within 300 ms (read timeout)",
+            server.addr
+        ))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // the deadline bounds the probe too
+    let engine = server.engine("silent", true, |c| c.deadline_ms = Some(300));
+    let err = engine.check_model().unwrap_err();
+    assert_eq!(
+        err,
+        EngineError::Remote(format!(
+            "no model list from http://{}/silent/v1/models within the deadline of 300 ms",
+            server.addr
+        ))
+    );
+}
+
+#[test]
+fn trickling_stream_ends_at_the_step_deadline() {
+    let server = start_server();
+    let out = run(&server.engine("trickle", true, |c| c.deadline_ms = Some(1_000)));
+    assert_eq!(
+        error_text(&out),
+        format!(
+            "http://{}/trickle/v1/chat/completions did not finish its answer within the step deadline of 1000 ms; stopped",
+            server.addr
+        )
+    );
+    assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+}
+
+#[test]
+fn trickling_stream_ends_at_the_read_timeout_when_slower_than_it() {
+    let server = start_server();
+    let out = run(&server.engine("trickle", true, |c| c.read_timeout_ms = 100));
+    let message = error_text(&out);
+    assert_eq!(
+        message,
+        format!(
+            "http://{}/trickle/v1/chat/completions sent nothing for 100 ms in the middle of the stream (read timeout)",
+            server.addr
+        )
+    );
+    assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+}
+
+#[test]
+fn connection_closed_mid_line_is_named() {
+    let server = start_server();
+    let out = run(&server.engine("cut", true, |_| {}));
+    let message = error_text(&out);
+    let first = chunk(json!({"content": "<predicted_observation>par"}));
+    let cut = "data: {\"choices\": [{\"ind";
+    assert_eq!(
+        message,
+        format!(
+            "http://{}/cut/v1/chat/completions closed mid-stream after {} bytes, in the middle of SSE line 3: `data: {{\"choices\": [{{\"ind`",
+            server.addr,
+            first.len() + cut.len()
+        )
+    );
+    assert_eq!(out.content, "<predicted_observation>par");
+}
+
+#[test]
+fn unknown_sse_field_has_one_prefix() {
+    let server = start_server();
+    let out = run(&server.engine("unknown-field", true, |_| {}));
+    let EngineEvent::Error { error } = &out.last else {
+        panic!("expected an error, got {:?}", out.last);
+    };
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "remote engine error: malformed SSE line 3: `bogus: x` (from http://{}/unknown-field/v1/chat/completions)",
+            server.addr
+        )
+    );
+}
+
+#[test]
+fn sse_line_over_the_cap_ends_the_row() {
+    let server = start_server();
+    let out = run(&server.engine("long-line", true, |c| {
+        c.max_sse_line_bytes = 65_536;
+    }));
+    assert_eq!(
+        error_text(&out),
+        format!(
+            "SSE line 3 from http://{}/long-line/v1/chat/completions is longer than 65536 bytes (the SSE line cap, `max_sse_line_bytes`); stopped reading",
+            server.addr
+        )
+    );
+    // the default cap (16 MiB) reads the same line
+    let out = run(&server.engine("long-line", true, |_| {}));
+    let message = error_text(&out);
+    assert!(message.contains("malformed SSE line 3"), "{message}");
+    assert!(message.contains("is not JSON"), "{message}");
 }

@@ -1180,7 +1180,13 @@ model: string,
 /**
  * The environment variable holding the API key (`null`: no key).
  */
-api_key_env: string | null, };
+api_key_env: string | null, 
+/**
+ * Step deadline in seconds: a step against this endpoint that has
+ * not finished by then ends with an error naming the limit, even
+ * when the endpoint keeps trickling bytes. Absent or `null`: none.
+ */
+step_deadline_s?: number, };
 
 export type GenerationParamsView = { 
 /**

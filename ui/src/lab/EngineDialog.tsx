@@ -51,6 +51,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
   const [baseUrl, setBaseUrl] = useState(s.kind === "openai" ? s.base_url : "http://127.0.0.1:8000/v1");
   const [model, setModel] = useState(s.kind === "openai" ? s.model : "Qwen-AgentWorld-35B-A3B");
   const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
+  const [deadline, setDeadline] = useState(s.kind === "openai" && s.step_deadline_s != null ? String(s.step_deadline_s) : "");
   const [params, setParams] = useState<GenerationParamsView>(() => roundParams(status?.params ?? MODEL_CARD_PARAMS));
   const [info, setInfo] = useState<ModelDirInfo | null>(null);
   const { busy, error, setError, run } = useBusyAction(status?.error ?? null);
@@ -70,7 +71,19 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       ? { kind, name: baseline }
       : kind === "local"
         ? { kind, model_dir: modelDir.trim(), device, dtype }
-        : { kind, base_url: baseUrl.trim(), model: model.trim(), api_key_env: keyEnv.trim() || null };
+        : {
+            kind,
+            base_url: baseUrl.trim(),
+            model: model.trim(),
+            api_key_env: keyEnv.trim() || null,
+            ...(stepDeadline() === undefined ? {} : { step_deadline_s: stepDeadline() }),
+          };
+
+  /** The step deadline in whole seconds; `undefined` when empty or not a positive number. */
+  const stepDeadline = (): number | undefined => {
+    const n = Math.round(Number(deadline.trim()));
+    return deadline.trim() !== "" && Number.isFinite(n) && n > 0 ? n : undefined;
+  };
 
   const save = () =>
     run(
@@ -247,6 +260,17 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
               value={keyEnv}
               placeholder="OPENAI_API_KEY (empty: no key)"
               onChange={(e) => setKeyEnv(e.target.value)}
+            />
+          </Field>
+          <Field label="Step deadline (s)">
+            <input
+              type="number"
+              min="1"
+              step="1"
+              aria-label="Step deadline (s)"
+              value={deadline}
+              placeholder="none"
+              onChange={(e) => setDeadline(e.target.value)}
             />
           </Field>
           <p className="muted">

@@ -54,3 +54,49 @@ pub(super) fn quote(text: &str) -> String {
     }
     out
 }
+
+/// The body of `response` as text, read chunk by chunk: each chunk must come
+/// within `read_timeout` of the previous one, and at most `max_bytes` are
+/// kept.
+///
+/// Errors: [`EngineError::Remote`] naming the read timeout, the size limit,
+/// a dropped connection or a body that is not UTF-8.
+pub(super) async fn read_body(
+    response: reqwest::Response,
+    url: &str,
+    read_timeout: std::time::Duration,
+    max_bytes: usize,
+) -> Result<String, EngineError> {
+    use futures_util::StreamExt;
+    let mut stream = response.bytes_stream();
+    let mut body: Vec<u8> = Vec::new();
+    loop {
+        let next = tokio::time::timeout(read_timeout, stream.next())
+            .await
+            .map_err(|_| {
+                EngineError::Remote(format!(
+                    "{url} stopped sending its response for {} ms after {} bytes (read timeout)",
+                    read_timeout.as_millis(),
+                    body.len()
+                ))
+            })?;
+        match next {
+            None => break,
+            Some(Err(e)) => return Err(body_error(url, &e)),
+            Some(Ok(chunk)) => {
+                if body.len() + chunk.len() > max_bytes {
+                    return Err(EngineError::Remote(format!(
+                        "the response of {url} is longer than {max_bytes} bytes; stopped reading"
+                    )));
+                }
+                body.extend_from_slice(&chunk);
+            }
+        }
+    }
+    String::from_utf8(body).map_err(|e| {
+        EngineError::Remote(format!(
+            "the response of {url} is not UTF-8: {}",
+            quote(&String::from_utf8_lossy(e.as_bytes()))
+        ))
+    })
+}

@@ -13,7 +13,7 @@ use super::ApiKey;
 use super::errors::{body_error, error_chain, quote, request_error};
 use super::progress::{Halt, Progress};
 use super::retry::{backoff_ms, retry_after_ms};
-use super::sse::SseEvent;
+use super::sse::{SseEvent, SseLineError, SseLineReader};
 use super::wire::{error_text, finish_reason, reasoning_field, take_usage};
 use crate::world_model::{CancelToken, EngineError, EngineEvent, GenerationParams, StopReason};
 
@@ -33,6 +33,10 @@ pub(super) struct Job {
     pub(super) initial_backoff_ms: u64,
     pub(super) max_backoff_ms: u64,
     pub(super) model: String,
+    /// Cap on one SSE line, in bytes.
+    pub(super) max_line_bytes: usize,
+    /// Limit on the whole prediction, retries included.
+    pub(super) deadline: Option<Duration>,
 }
 
 /// Result of driving the HTTP exchange.
@@ -54,9 +58,15 @@ impl Job {
             observation_closed: false,
             ended: false,
         };
+        let deadline = self.deadline;
         let outcome = tokio::select! {
             outcome = self.drive(&mut progress) => Some(outcome),
             () = wait_cancelled(&cancel) => None,
+            () = wait_deadline(deadline) => Some(Ok(Err(EngineError::Remote(format!(
+                "{} did not finish its answer within the step deadline of {} ms; stopped",
+                self.url,
+                deadline.map_or(0, |d| d.as_millis())
+            ))))),
         };
         // Here the HTTP response (if any) has been dropped: the connection is closed.
         let last = match outcome {
@@ -213,8 +223,7 @@ impl Job {
 
     async fn read_events(&self, response: reqwest::Response, progress: &mut Progress) -> Drive {
         let mut bytes = response.bytes_stream();
-        let mut buffer: Vec<u8> = Vec::new();
-        let mut line_no: usize = 0;
+        let mut lines = SseLineReader::new(self.max_line_bytes);
         let mut event = SseEvent::default();
         let mut received_bytes: usize = 0;
         loop {
@@ -230,31 +239,7 @@ impl Job {
             };
             let chunk = match next {
                 None => {
-                    // The connection ended. A final event without its blank
-                    // line still counts.
-                    if !buffer.is_empty() {
-                        line_no += 1;
-                        let line = String::from_utf8_lossy(&buffer).into_owned();
-                        buffer.clear();
-                        if let Err(e) = event.feed_line(&line, line_no) {
-                            return Ok(Err(e));
-                        }
-                    }
-                    if !event.data.is_empty() {
-                        match self.dispatch(&mut event, progress)? {
-                            Flow::Continue => {}
-                            Flow::Finished => return Ok(Ok(())),
-                            Flow::Failed(e) => return Ok(Err(e)),
-                        }
-                    }
-                    if progress.stop_reason.is_some() {
-                        // Some servers close after the final chunk without `[DONE]`.
-                        return Ok(Ok(()));
-                    }
-                    return Ok(Err(EngineError::Remote(format!(
-                        "{} closed the stream after {received_bytes} bytes, before its end (`data: [DONE]` or a finish_reason)",
-                        self.url
-                    ))));
+                    return self.end_of_stream(&mut lines, &mut event, progress, received_bytes);
                 }
                 Some(Err(e)) => {
                     return Ok(Err(EngineError::Remote(format!(
@@ -266,23 +251,12 @@ impl Job {
                 Some(Ok(chunk)) => chunk,
             };
             received_bytes += chunk.len();
-            buffer.extend_from_slice(&chunk);
-            while let Some(pos) = buffer.iter().position(|&b| b == b'\n') {
-                let raw: Vec<u8> = buffer.drain(..=pos).collect();
-                line_no += 1;
-                let mut line = match String::from_utf8(raw) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        return Ok(Err(EngineError::Remote(format!(
-                            "malformed SSE line {line_no} from {}: not UTF-8: `{}`",
-                            self.url,
-                            quote(&String::from_utf8_lossy(e.as_bytes()))
-                        ))));
-                    }
+            lines.push(&chunk);
+            while let Some(line) = lines.next_line() {
+                let line = match line {
+                    Ok(line) => line,
+                    Err(e) => return Ok(Err(self.line_error(&e))),
                 };
-                while line.ends_with('\n') || line.ends_with('\r') {
-                    line.pop();
-                }
                 if line.is_empty() {
                     if event.data.is_empty() {
                         continue;
@@ -295,11 +269,78 @@ impl Job {
                     if progress.observation_closed {
                         return Ok(Ok(()));
                     }
-                } else if let Err(e) = event.feed_line(&line, line_no) {
-                    return Ok(Err(EngineError::Remote(format!("{e} (from {})", self.url))));
+                } else if let Err(message) = event.feed_line(&line, lines.lines()) {
+                    return Ok(Err(EngineError::Remote(format!(
+                        "{message} (from {})",
+                        self.url
+                    ))));
                 }
             }
         }
+    }
+
+    /// The connection ended. A final event whose lines are complete but
+    /// lack the blank line after them still counts; a cut line ends the
+    /// prediction with "closed mid-stream" unless it is a whole event by
+    /// itself (a server that omits the last newline).
+    fn end_of_stream(
+        &self,
+        lines: &mut SseLineReader,
+        event: &mut SseEvent,
+        progress: &mut Progress,
+        received_bytes: usize,
+    ) -> Drive {
+        let pending = lines.pending();
+        let cut_line = if pending.is_empty() {
+            None
+        } else {
+            Some((lines.lines() + 1, quote(&String::from_utf8_lossy(pending))))
+        };
+        let closed_mid_line = |line_no: usize, text: &str| {
+            EngineError::Remote(format!(
+                "{} closed mid-stream after {received_bytes} bytes, in the middle of SSE line {line_no}: `{text}`",
+                self.url
+            ))
+        };
+        if let Some((line_no, text)) = &cut_line {
+            let whole = String::from_utf8_lossy(lines.pending()).into_owned();
+            if event.feed_line(&whole, *line_no).is_err() {
+                return Ok(Err(closed_mid_line(*line_no, text)));
+            }
+        }
+        if !event.data.is_empty() {
+            match self.dispatch(event, progress)? {
+                Flow::Continue => {}
+                Flow::Finished => return Ok(Ok(())),
+                Flow::Failed(e) => {
+                    return Ok(Err(match &cut_line {
+                        Some((line_no, text)) => closed_mid_line(*line_no, text),
+                        None => e,
+                    }));
+                }
+            }
+        }
+        if progress.stop_reason.is_some() {
+            // Some servers close after the final chunk without `[DONE]`.
+            return Ok(Ok(()));
+        }
+        Ok(Err(EngineError::Remote(format!(
+            "{} closed the stream after {received_bytes} bytes, before its end (`data: [DONE]` or a finish_reason)",
+            self.url
+        ))))
+    }
+
+    fn line_error(&self, error: &SseLineError) -> EngineError {
+        EngineError::Remote(match error {
+            SseLineError::TooLong { line, cap } => format!(
+                "SSE line {line} from {} is longer than {cap} bytes (the SSE line cap, `max_sse_line_bytes`); stopped reading",
+                self.url
+            ),
+            SseLineError::NotUtf8 { line, text } => format!(
+                "malformed SSE line {line} from {}: not UTF-8: `{text}`",
+                self.url
+            ),
+        })
     }
 
     /// Handles one complete SSE event (its `data` lines joined by `\n`).
@@ -347,6 +388,14 @@ enum Flow {
     Continue,
     Finished,
     Failed(EngineError),
+}
+
+/// Waits for `deadline` to pass; forever when there is none.
+async fn wait_deadline(deadline: Option<Duration>) {
+    match deadline {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn wait_cancelled(cancel: &CancelToken) {

@@ -46,8 +46,10 @@ mod retry;
 mod sse;
 mod wire;
 
-use errors::{error_chain, quote, request_error};
+use errors::{error_chain, quote, read_body, request_error};
 use job::Job;
+use retry::{backoff_ms, retry_after_ms};
+pub use sse::{DEFAULT_MAX_SSE_LINE_BYTES, SseLineError, SseLineReader};
 
 use crate::world_model::{CancelToken, EngineError, PredictRequest, PredictionStream, WorldModel};
 
@@ -79,6 +81,16 @@ pub struct OpenAiConfig {
     pub initial_backoff_ms: u64,
     /// Cap on the exponential backoff, in milliseconds.
     pub max_backoff_ms: u64,
+    /// Cap on one server-sent-event line, in bytes (default
+    /// [`DEFAULT_MAX_SSE_LINE_BYTES`], 16 MiB). A longer line ends the
+    /// prediction with an [`EngineError::Remote`] naming the cap.
+    pub max_sse_line_bytes: usize,
+    /// Limit on one whole prediction (the step deadline), in milliseconds,
+    /// from sending the request to the last byte, retries and their waits
+    /// included; `None` sets none. An endpoint that trickles bytes slowly
+    /// enough never trips [`OpenAiConfig::read_timeout_ms`]; the deadline
+    /// ends it with an [`EngineError::Remote`] naming the limit.
+    pub deadline_ms: Option<u64>,
     /// Send the non-standard sampling fields vLLM and SGLang accept
     /// (`top_k`, `chat_template_kwargs.enable_thinking`). Turn off for
     /// endpoints that reject unknown fields.
@@ -97,9 +109,44 @@ impl Default for OpenAiConfig {
             max_retries: 4,
             initial_backoff_ms: 500,
             max_backoff_ms: 30_000,
+            max_sse_line_bytes: DEFAULT_MAX_SSE_LINE_BYTES,
+            deadline_ms: None,
             send_extensions: true,
         }
     }
+}
+
+/// The largest `/v1/models` body read, in bytes.
+const MAX_MODELS_BODY: usize = 16 * 1024 * 1024;
+
+/// The model names of a `/v1/models` answer (`data[].id`).
+fn parse_model_list(
+    url: &str,
+    status: reqwest::StatusCode,
+    body: &str,
+) -> Result<Vec<String>, EngineError> {
+    if !status.is_success() {
+        return Err(EngineError::Remote(format!(
+            "{url} answered {status}: {}",
+            quote(body)
+        )));
+    }
+    let value: Value = serde_json::from_str(body).map_err(|e| {
+        EngineError::Remote(format!(
+            "{url} did not answer a model list ({e}): {}",
+            quote(body)
+        ))
+    })?;
+    let data = value.get("data").and_then(Value::as_array).ok_or_else(|| {
+        EngineError::Remote(format!(
+            "{url} answered without a `data` array: {}",
+            quote(body)
+        ))
+    })?;
+    Ok(data
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect())
 }
 
 /// An API key read from the environment; its `Debug` never shows it.
@@ -241,49 +288,66 @@ impl OpenAiEngine {
 
     /// The model names the server lists at `GET {base}/models` (`data[].id`).
     ///
+    /// Bounded by the same limits as a prediction: the connect timeout, the
+    /// read timeout for the headers and between body chunks, the retries on
+    /// 429 and 5xx answers, and the deadline (for all attempts together).
+    ///
     /// Errors: [`EngineError::Remote`] when the server cannot be reached,
-    /// answers with an error status or with a body that is not a model list.
+    /// stays silent past a limit, answers with an error status or with a
+    /// body that is not a model list.
     pub fn list_models(&self) -> Result<Vec<String>, EngineError> {
         let url = format!("{}/models", self.api_base);
-        let mut request = self.http.get(&url);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(&key.0);
-        }
+        let http = self.http.clone();
+        let api_key = self.api_key.clone();
         let read_timeout = Duration::from_millis(self.config.read_timeout_ms);
+        let deadline = self.config.deadline_ms.map(Duration::from_millis);
+        let (max_retries, initial_ms, max_ms) = (
+            self.config.max_retries,
+            self.config.initial_backoff_ms,
+            self.config.max_backoff_ms,
+        );
         self.wait_on(async move {
-            let response = tokio::time::timeout(read_timeout, request.send())
-                .await
-                .map_err(|_| {
-                    EngineError::Remote(format!(
-                        "no answer from {url} within {} ms",
-                        read_timeout.as_millis()
-                    ))
-                })?
-                .map_err(|e| request_error(&url, &e))?;
-            let status = response.status();
-            let body = response.text().await.map_err(|e| request_error(&url, &e))?;
-            if !status.is_success() {
-                return Err(EngineError::Remote(format!(
-                    "{url} answered {status}: {}",
-                    quote(&body)
-                )));
+            let probe = async {
+                let mut attempt: u32 = 0;
+                loop {
+                    let mut request = http.get(&url);
+                    if let Some(key) = &api_key {
+                        request = request.bearer_auth(&key.0);
+                    }
+                    let response = tokio::time::timeout(read_timeout, request.send())
+                        .await
+                        .map_err(|_| {
+                            EngineError::Remote(format!(
+                                "no answer from {url} within {} ms (read timeout)",
+                                read_timeout.as_millis()
+                            ))
+                        })?
+                        .map_err(|e| request_error(&url, &e))?;
+                    let status = response.status();
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    if retryable && attempt < max_retries {
+                        let wait_ms = retry_after_ms(response.headers())
+                            .unwrap_or_else(|| backoff_ms(attempt, initial_ms, max_ms));
+                        drop(response);
+                        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    let body = read_body(response, &url, read_timeout, MAX_MODELS_BODY).await?;
+                    return parse_model_list(&url, status, &body);
+                }
+            };
+            match deadline {
+                None => probe.await,
+                Some(limit) => tokio::time::timeout(limit, probe)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(EngineError::Remote(format!(
+                            "no model list from {url} within the deadline of {} ms",
+                            limit.as_millis()
+                        )))
+                    }),
             }
-            let value: Value = serde_json::from_str(&body).map_err(|e| {
-                EngineError::Remote(format!(
-                    "{url} did not answer a model list ({e}): {}",
-                    quote(&body)
-                ))
-            })?;
-            let data = value.get("data").and_then(Value::as_array).ok_or_else(|| {
-                EngineError::Remote(format!(
-                    "{url} answered without a `data` array: {}",
-                    quote(&body)
-                ))
-            })?;
-            Ok(data
-                .iter()
-                .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
-                .collect())
         })
     }
 
@@ -383,6 +447,8 @@ impl WorldModel for OpenAiEngine {
             initial_backoff_ms: self.config.initial_backoff_ms,
             max_backoff_ms: self.config.max_backoff_ms,
             model: self.config.model.clone(),
+            max_line_bytes: self.config.max_sse_line_bytes,
+            deadline: self.config.deadline_ms.map(Duration::from_millis),
         };
         let token = cancel.clone();
         self.runtime()?
