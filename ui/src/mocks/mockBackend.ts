@@ -641,7 +641,8 @@ export class MockBackend implements Backend {
           skipped++;
           return;
         }
-        const obs = `<predicted_observation>\n${target}\n</predicted_observation>`;
+        // The bare observation: the real export wraps it in the observation block (worldloom-core's output module, the one home of those tags).
+        const obs = target;
         rows.push(
           req.format === "sft"
             ? JSON.stringify({
