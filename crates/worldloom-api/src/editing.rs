@@ -9,12 +9,11 @@ use worldloom_core::{EdgeId, NodeId, PredictionId};
 use worldloom_obs as obs;
 use worldloom_store::{ChangeId, Workspace};
 
-use crate::commands::{
-    change_summary, live_branches, live_node, parse_branch_id, parse_trajectory_id, path_turns,
-};
+use crate::branches::{append_locked, live_branches, live_node, path_turns};
 use crate::error::ApiError;
+use crate::ids::{parse_branch_id, parse_trajectory_id};
 use crate::types::*;
-use crate::views;
+use crate::views::{self, change_summary};
 use crate::{Studio, StudioEvent};
 
 fn changed(studio: &Studio, trajectory_id: &str, kind: ChangeKind) {
@@ -100,23 +99,6 @@ pub fn append_turn(studio: &Studio, req: AppendTurnRequest) -> Result<BranchCrea
         branch_id: node.0.to_string(),
         change,
     })
-}
-
-/// Appends a turn with the workspace already locked (shared with rollouts).
-pub(crate) fn append_locked(
-    ws: &mut Workspace,
-    key: worldloom_store::TrajectoryKey,
-    from: NodeId,
-    raw: &str,
-) -> Result<(EdgeId, NodeId), ApiError> {
-    let st = ws.load_trajectory(key)?;
-    let node = live_node(&st, from.0)?;
-    let format = node
-        .parent_edge
-        .and_then(|e| st.trajectory.edge(e))
-        .map(|e| e.action.format)
-        .unwrap_or_else(|| ActionFormat::for_domain(st.trajectory.domain));
-    Ok(ws.add_turn(key, from, core::Action::new(raw, format))?)
 }
 
 /// `parse_action`: the action in its domain's language, for the edit form.

@@ -23,16 +23,15 @@ use worldloom_engine::{
 };
 use worldloom_store::TrajectoryKey;
 
-use crate::commands::{node_score, parse_trajectory_id};
+use crate::branches::{append_locked, live_node};
 use crate::engine::{self, LoadedEngine};
 use crate::error::ApiError;
+use crate::ids::parse_trajectory_id;
+use crate::scoring::node_score;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
-/// The `Prediction::extra` field holding the observation tokens
-/// (`[{text, logprob, entropy}]`, [`TokenView`]; their texts concatenate to
-/// the streamed observation).
-pub const TOKENS_FIELD: &str = "tokens";
+pub use crate::views::{TOKENS_FIELD, stored_observation_tokens};
 /// The `Prediction::extra` field holding the engine settings (no secrets).
 pub const SETTINGS_FIELD: &str = "engine_settings";
 /// The `Prediction::extra` field holding the turn's control instruction.
@@ -55,24 +54,6 @@ impl From<core::OutputStatus> for StepStatus {
             core::OutputStatus::Empty => StepStatus::Empty,
         }
     }
-}
-
-/// Stored observation tokens as the studio shows them: tokens stored with
-/// the text around the observation (the whole answer, as before the
-/// observation was split out) are cut to their share of the observation
-/// (`worldloom_core::output::observation_shares`); others are returned
-/// unchanged.
-pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
-    let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
-    let Some(shares) = core::output::observation_shares(&texts) else {
-        return tokens;
-    };
-    tokens
-        .into_iter()
-        .zip(shares)
-        .filter(|(_, share)| !share.is_empty())
-        .map(|(token, text)| TokenView { text, ..token })
-        .collect()
 }
 
 /// The answer tokens of a collected prediction as the studio shows them.
@@ -183,7 +164,7 @@ fn prepare(
     perturbation_override: Option<&str>,
 ) -> Result<Prepared, ApiError> {
     let st = ws.load_trajectory(key)?;
-    let n = crate::commands::live_node(&st, node.0)?;
+    let n = live_node(&st, node.0)?;
     let Some(edge) = n.parent_edge.and_then(|e| st.trajectory.edge(e)) else {
         return Err(ApiError::bad_request(format!(
             "node_id: node {} is the initial state; it has no turn to predict",
@@ -521,7 +502,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
     {
         let ws = studio.lock()?;
         let st = ws.load_trajectory(key)?;
-        crate::commands::live_node(&st, req.node_id)?;
+        live_node(&st, req.node_id)?;
         // Every state from the first turn to the start goes into the first
         // prompt's history: refuse before appending anything when one has no
         // observation in this context mode.
@@ -565,7 +546,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
             }
             let appended = (|| -> Result<(NodeId, Prepared), ApiError> {
                 let mut ws = studio.lock()?;
-                let (_, node) = crate::editing::append_locked(&mut ws, key, at, raw)?;
+                let (_, node) = append_locked(&mut ws, key, at, raw)?;
                 let prepared = prepare(&ws, key, node, mode, None)?;
                 Ok((node, prepared))
             })();
