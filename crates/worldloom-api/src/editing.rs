@@ -7,7 +7,7 @@ use worldloom_core as core;
 use worldloom_core::action::ActionFormat;
 use worldloom_core::{EdgeId, NodeId, PredictionId};
 use worldloom_obs as obs;
-use worldloom_store::{ChangeId, Workspace};
+use worldloom_store::{ChangeId, TrajectoryKey, Workspace};
 
 use crate::branches::{append_locked, live_branches, live_node, path_turns};
 use crate::error::ApiError;
@@ -31,6 +31,23 @@ fn change_record(ws: &Workspace, id: Option<ChangeId>) -> Result<Option<ChangeSu
     }
     .map(change_summary)
     .transpose()
+}
+
+/// The answer of a command that made a branch or a turn: the new edge and
+/// state (the new branch's id is its leaf, the new state).
+fn branch_created(
+    key: TrajectoryKey,
+    edge: EdgeId,
+    node: NodeId,
+    change: Option<ChangeSummary>,
+) -> BranchCreated {
+    BranchCreated {
+        trajectory_id: key.0.to_string(),
+        edge_id: edge.0,
+        node_id: node.0,
+        branch_id: node.0.to_string(),
+        change,
+    }
 }
 
 fn non_empty_action(raw: &str) -> Result<&str, ApiError> {
@@ -66,13 +83,7 @@ pub fn edit_action(studio: &Studio, req: EditActionRequest) -> Result<BranchCrea
         (edge, node, change_record(&ws, None)?)
     };
     changed(studio, &req.trajectory_id, ChangeKind::AddBranch);
-    Ok(BranchCreated {
-        trajectory_id: key.0.to_string(),
-        edge_id: edge.0,
-        node_id: node.0,
-        branch_id: node.0.to_string(),
-        change,
-    })
+    Ok(branch_created(key, edge, node, change))
 }
 
 /// `append_turn`: a new action from a state. From a leaf it makes the branch
@@ -92,13 +103,7 @@ pub fn append_turn(studio: &Studio, req: AppendTurnRequest) -> Result<BranchCrea
         (edge, node, change_record(&ws, None)?)
     };
     changed(studio, &req.trajectory_id, ChangeKind::AddTurn);
-    Ok(BranchCreated {
-        trajectory_id: key.0.to_string(),
-        edge_id: edge.0,
-        node_id: node.0,
-        branch_id: node.0.to_string(),
-        change,
-    })
+    Ok(branch_created(key, edge, node, change))
 }
 
 /// `parse_action`: the action in its domain's language, for the edit form.

@@ -130,6 +130,19 @@ fn finished(
     });
 }
 
+/// Sends the `StepFinished` of a failed step (nothing was stored).
+fn failed(studio: &Studio, job: &Job, node_id: u32, error: String, stats: Option<StepStats>) {
+    finished(
+        studio,
+        job,
+        node_id,
+        None,
+        StepStatus::Error,
+        Some(error),
+        stats,
+    );
+}
+
 fn step_stats(s: &GenerationStats) -> StepStats {
     let clamp = |n: usize| n.min(u32::MAX as usize) as u32;
     StepStats {
@@ -236,15 +249,7 @@ fn run_step(
     }
     let fail = |message: String| {
         if !done.swap(true, Ordering::SeqCst) {
-            finished(
-                studio,
-                job,
-                node.0,
-                None,
-                StepStatus::Error,
-                Some(message),
-                None,
-            );
+            failed(studio, job, node.0, message, None);
         }
         None
     };
@@ -379,15 +384,7 @@ fn run_step(
             Some(id)
         }
         Err(e) => {
-            finished(
-                studio,
-                job,
-                node.0,
-                None,
-                StepStatus::Error,
-                Some(e.message),
-                Some(stats),
-            );
+            failed(studio, job, node.0, e.message, Some(stats));
             None
         }
     }
@@ -553,15 +550,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
             let (node, prepared) = match appended {
                 Ok(x) => x,
                 Err(e) => {
-                    finished(
-                        &studio,
-                        &job,
-                        at.0,
-                        None,
-                        StepStatus::Error,
-                        Some(e.message),
-                        None,
-                    );
+                    failed(&studio, &job, at.0, e.message, None);
                     break;
                 }
             };
