@@ -213,8 +213,8 @@ fn prepare(
 /// `preview_prompt`: exactly the messages `step` would send.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for the initial state or a history state with
-/// no observation in the mode; [`ErrorCode::NotFound`].
+/// [`crate::ErrorCode::BadRequest`] for the initial state or a history state with
+/// no observation in the mode; [`crate::ErrorCode::NotFound`].
 pub fn preview_prompt(
     studio: &Studio,
     req: PreviewPromptRequest,
@@ -402,8 +402,8 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> 
 /// arrives as `StepDelta` and one `StepFinished` event.
 ///
 /// # Errors
-/// Prompt problems ([`ErrorCode::BadRequest`]: the initial state, a history
-/// state without an observation) and unknown ids ([`ErrorCode::NotFound`])
+/// Prompt problems ([`crate::ErrorCode::BadRequest`]: the initial state, a history
+/// state without an observation) and unknown ids ([`crate::ErrorCode::NotFound`])
 /// are answered at once; engine failures arrive as `StepFinished` with
 /// status `error`.
 pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError> {
@@ -433,7 +433,7 @@ pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError>
 /// further `StepDelta` follows, and nothing is stored.
 ///
 /// # Errors
-/// [`ErrorCode::Internal`] only for a poisoned lock.
+/// [`crate::ErrorCode::Internal`] only for a poisoned lock.
 pub fn cancel_step(
     studio: &Studio,
     req: CancelStepRequest,
@@ -481,9 +481,9 @@ pub fn cancel_step(
 /// turn. Stops at the first failure or on `cancel_step`.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for an empty action list or an empty action,
+/// [`crate::ErrorCode::BadRequest`] for an empty action list or an empty action,
 /// or when a state on the path to the start has no observation in the
-/// context mode (nothing is appended then); [`ErrorCode::NotFound`] for an
+/// context mode (nothing is appended then); [`crate::ErrorCode::NotFound`] for an
 /// unknown state.
 pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
