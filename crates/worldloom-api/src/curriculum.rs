@@ -24,10 +24,9 @@ use worldloom_core as core;
 use worldloom_core::NodeId;
 
 use crate::Studio;
-use crate::commands::{
-    import_paths, live_branches, live_tree, parse_branch_id, parse_trajectory_id,
-};
+use crate::branches::{live_branches, live_tree};
 use crate::error::{ApiError, ErrorCode};
+use crate::ids::{parse_branch_id, parse_trajectory_id};
 use crate::import;
 use crate::types::*;
 
@@ -280,5 +279,5 @@ pub fn import_uploaded(
         .map(|p| p.display().to_string())
         .collect();
     let prefix = format!("{}/", dir.path().display());
-    import_paths(studio, &paths, Some(&prefix))
+    import::import_paths(studio, &paths, Some(&prefix))
 }

@@ -7,14 +7,13 @@ use worldloom_core as core;
 use worldloom_core::action::ActionFormat;
 use worldloom_core::{EdgeId, NodeId, PredictionId};
 use worldloom_obs as obs;
-use worldloom_store::{ChangeId, Workspace};
+use worldloom_store::{ChangeId, TrajectoryKey, Workspace};
 
-use crate::commands::{
-    change_summary, live_branches, live_node, parse_branch_id, parse_trajectory_id, path_turns,
-};
+use crate::branches::{append_locked, live_branches, live_node, path_turns};
 use crate::error::ApiError;
+use crate::ids::{parse_branch_id, parse_trajectory_id};
 use crate::types::*;
-use crate::views;
+use crate::views::{self, change_summary};
 use crate::{Studio, StudioEvent};
 
 fn changed(studio: &Studio, trajectory_id: &str, kind: ChangeKind) {
@@ -32,6 +31,23 @@ fn change_record(ws: &Workspace, id: Option<ChangeId>) -> Result<Option<ChangeSu
     }
     .map(change_summary)
     .transpose()
+}
+
+/// The answer of a command that made a branch or a turn: the new edge and
+/// state (the new branch's id is its leaf, the new state).
+fn branch_created(
+    key: TrajectoryKey,
+    edge: EdgeId,
+    node: NodeId,
+    change: Option<ChangeSummary>,
+) -> BranchCreated {
+    BranchCreated {
+        trajectory_id: key.0.to_string(),
+        edge_id: edge.0,
+        node_id: node.0,
+        branch_id: node.0.to_string(),
+        change,
+    }
 }
 
 fn non_empty_action(raw: &str) -> Result<&str, ApiError> {
@@ -67,13 +83,7 @@ pub fn edit_action(studio: &Studio, req: EditActionRequest) -> Result<BranchCrea
         (edge, node, change_record(&ws, None)?)
     };
     changed(studio, &req.trajectory_id, ChangeKind::AddBranch);
-    Ok(BranchCreated {
-        trajectory_id: key.0.to_string(),
-        edge_id: edge.0,
-        node_id: node.0,
-        branch_id: node.0.to_string(),
-        change,
-    })
+    Ok(branch_created(key, edge, node, change))
 }
 
 /// `append_turn`: a new action from a state. From a leaf it makes the branch
@@ -93,30 +103,7 @@ pub fn append_turn(studio: &Studio, req: AppendTurnRequest) -> Result<BranchCrea
         (edge, node, change_record(&ws, None)?)
     };
     changed(studio, &req.trajectory_id, ChangeKind::AddTurn);
-    Ok(BranchCreated {
-        trajectory_id: key.0.to_string(),
-        edge_id: edge.0,
-        node_id: node.0,
-        branch_id: node.0.to_string(),
-        change,
-    })
-}
-
-/// Appends a turn with the workspace already locked (shared with rollouts).
-pub(crate) fn append_locked(
-    ws: &mut Workspace,
-    key: worldloom_store::TrajectoryKey,
-    from: NodeId,
-    raw: &str,
-) -> Result<(EdgeId, NodeId), ApiError> {
-    let st = ws.load_trajectory(key)?;
-    let node = live_node(&st, from.0)?;
-    let format = node
-        .parent_edge
-        .and_then(|e| st.trajectory.edge(e))
-        .map(|e| e.action.format)
-        .unwrap_or_else(|| ActionFormat::for_domain(st.trajectory.domain));
-    Ok(ws.add_turn(key, from, core::Action::new(raw, format))?)
+    Ok(branch_created(key, edge, node, change))
 }
 
 /// `parse_action`: the action in its domain's language, for the edit form.

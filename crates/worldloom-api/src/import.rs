@@ -7,7 +7,11 @@ use worldloom_core as core;
 use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::types::ExportFormat;
+use crate::scoring::score_trajectory;
+use crate::types::{
+    ChangeKind, ExportFormat, ImportFailure, ImportFilesResponse, ImportedTrajectory,
+};
+use crate::{Studio, StudioEvent};
 
 /// What reading one path gave.
 pub(crate) struct ReadPath {
@@ -129,4 +133,72 @@ pub(crate) fn export(
             Ok((text, rows, ".sft.jsonl"))
         }
     }
+}
+
+/// Imports `paths`; with `strip`, that prefix is removed from every path
+/// stored or reported (uploads written under a temporary folder).
+pub(crate) fn import_paths(
+    studio: &Studio,
+    paths: &[String],
+    strip: Option<&str>,
+) -> Result<ImportFilesResponse, ApiError> {
+    let shown = |s: &str| -> String {
+        match strip {
+            Some(prefix) => s.replace(prefix, ""),
+            None => s.to_string(),
+        }
+    };
+    let mut out = ImportFilesResponse {
+        imported: Vec::new(),
+        failed: Vec::new(),
+        warnings: Vec::new(),
+    };
+    for full_path in paths {
+        let path = &shown(full_path);
+        let read = match read_path(Path::new(full_path)) {
+            Ok(r) => r,
+            Err(message) => {
+                out.failed.push(ImportFailure::new(path, &shown(&message)));
+                continue;
+            }
+        };
+        out.warnings.extend(read.warnings.iter().map(|w| shown(w)));
+        let mut ws = studio.lock()?;
+        for mut t in read.trajectories {
+            if let Some(p) = &t.source.path {
+                t.source.path = Some(shown(p));
+            }
+            if let Some(existing) = ws.find_imported(&read.sha256, &t.id)? {
+                out.imported.push(ImportedTrajectory {
+                    trajectory_id: existing.0.to_string(),
+                    name: t.id.clone(),
+                    path: path.clone(),
+                    added: false,
+                });
+                continue;
+            }
+            match ws.import_trajectory(&t, Some(&read.sha256)) {
+                Ok(key) => {
+                    score_trajectory(&mut ws, key)?;
+                    out.imported.push(ImportedTrajectory {
+                        trajectory_id: key.0.to_string(),
+                        name: t.id.clone(),
+                        path: path.clone(),
+                        added: true,
+                    });
+                }
+                Err(worldloom_store::StoreError::Invalid(message)) => {
+                    out.failed.push(ImportFailure::new(path, &shown(&message)));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    if out.imported.iter().any(|i| i.added) {
+        studio.emit(StudioEvent::WorkspaceChanged {
+            trajectory_id: None,
+            kind: ChangeKind::Import.into(),
+        });
+    }
+    Ok(out)
 }

@@ -13,13 +13,16 @@
 #![deny(missing_docs)]
 
 pub mod bindings;
+mod branches;
 pub mod commands;
 mod curriculum;
 mod editing;
 pub mod engine;
 pub mod error;
+mod ids;
 mod import;
 pub mod launch;
+mod scoring;
 pub mod stepping;
 pub mod types;
 mod views;

@@ -23,16 +23,15 @@ use worldloom_engine::{
 };
 use worldloom_store::TrajectoryKey;
 
-use crate::commands::{node_score, parse_trajectory_id};
+use crate::branches::{append_locked, live_node};
 use crate::engine::{self, LoadedEngine};
 use crate::error::ApiError;
+use crate::ids::parse_trajectory_id;
+use crate::scoring::node_score;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
-/// The `Prediction::extra` field holding the observation tokens
-/// (`[{text, logprob, entropy}]`, [`TokenView`]; their texts concatenate to
-/// the streamed observation).
-pub const TOKENS_FIELD: &str = "tokens";
+pub use crate::views::{TOKENS_FIELD, stored_observation_tokens};
 /// The `Prediction::extra` field holding the engine settings (no secrets).
 pub const SETTINGS_FIELD: &str = "engine_settings";
 /// The `Prediction::extra` field holding the turn's control instruction.
@@ -55,24 +54,6 @@ impl From<core::OutputStatus> for StepStatus {
             core::OutputStatus::Empty => StepStatus::Empty,
         }
     }
-}
-
-/// Stored observation tokens as the studio shows them: tokens stored with
-/// the text around the observation (the whole answer, as before the
-/// observation was split out) are cut to their share of the observation
-/// (`worldloom_core::output::observation_shares`); others are returned
-/// unchanged.
-pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
-    let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
-    let Some(shares) = core::output::observation_shares(&texts) else {
-        return tokens;
-    };
-    tokens
-        .into_iter()
-        .zip(shares)
-        .filter(|(_, share)| !share.is_empty())
-        .map(|(token, text)| TokenView { text, ..token })
-        .collect()
 }
 
 /// The answer tokens of a collected prediction as the studio shows them.
@@ -149,6 +130,19 @@ fn finished(
     });
 }
 
+/// Sends the `StepFinished` of a failed step (nothing was stored).
+fn failed(studio: &Studio, job: &Job, node_id: u32, error: String, stats: Option<StepStats>) {
+    finished(
+        studio,
+        job,
+        node_id,
+        None,
+        StepStatus::Error,
+        Some(error),
+        stats,
+    );
+}
+
 fn step_stats(s: &GenerationStats) -> StepStats {
     let clamp = |n: usize| n.min(u32::MAX as usize) as u32;
     StepStats {
@@ -183,7 +177,7 @@ fn prepare(
     perturbation_override: Option<&str>,
 ) -> Result<Prepared, ApiError> {
     let st = ws.load_trajectory(key)?;
-    let n = crate::commands::live_node(&st, node.0)?;
+    let n = live_node(&st, node.0)?;
     let Some(edge) = n.parent_edge.and_then(|e| st.trajectory.edge(e)) else {
         return Err(ApiError::bad_request(format!(
             "node_id: node {} is the initial state; it has no turn to predict",
@@ -219,8 +213,8 @@ fn prepare(
 /// `preview_prompt`: exactly the messages `step` would send.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for the initial state or a history state with
-/// no observation in the mode; [`ErrorCode::NotFound`].
+/// [`crate::ErrorCode::BadRequest`] for the initial state or a history state with
+/// no observation in the mode; [`crate::ErrorCode::NotFound`].
 pub fn preview_prompt(
     studio: &Studio,
     req: PreviewPromptRequest,
@@ -255,15 +249,7 @@ fn run_step(
     }
     let fail = |message: String| {
         if !done.swap(true, Ordering::SeqCst) {
-            finished(
-                studio,
-                job,
-                node.0,
-                None,
-                StepStatus::Error,
-                Some(message),
-                None,
-            );
+            failed(studio, job, node.0, message, None);
         }
         None
     };
@@ -398,15 +384,7 @@ fn run_step(
             Some(id)
         }
         Err(e) => {
-            finished(
-                studio,
-                job,
-                node.0,
-                None,
-                StepStatus::Error,
-                Some(e.message),
-                Some(stats),
-            );
+            failed(studio, job, node.0, e.message, Some(stats));
             None
         }
     }
@@ -424,8 +402,8 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> 
 /// arrives as `StepDelta` and one `StepFinished` event.
 ///
 /// # Errors
-/// Prompt problems ([`ErrorCode::BadRequest`]: the initial state, a history
-/// state without an observation) and unknown ids ([`ErrorCode::NotFound`])
+/// Prompt problems ([`crate::ErrorCode::BadRequest`]: the initial state, a history
+/// state without an observation) and unknown ids ([`crate::ErrorCode::NotFound`])
 /// are answered at once; engine failures arrive as `StepFinished` with
 /// status `error`.
 pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError> {
@@ -455,7 +433,7 @@ pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError>
 /// further `StepDelta` follows, and nothing is stored.
 ///
 /// # Errors
-/// [`ErrorCode::Internal`] only for a poisoned lock.
+/// [`crate::ErrorCode::Internal`] only for a poisoned lock.
 pub fn cancel_step(
     studio: &Studio,
     req: CancelStepRequest,
@@ -503,9 +481,9 @@ pub fn cancel_step(
 /// turn. Stops at the first failure or on `cancel_step`.
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] for an empty action list or an empty action,
+/// [`crate::ErrorCode::BadRequest`] for an empty action list or an empty action,
 /// or when a state on the path to the start has no observation in the
-/// context mode (nothing is appended then); [`ErrorCode::NotFound`] for an
+/// context mode (nothing is appended then); [`crate::ErrorCode::NotFound`] for an
 /// unknown state.
 pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
@@ -521,7 +499,7 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
     {
         let ws = studio.lock()?;
         let st = ws.load_trajectory(key)?;
-        crate::commands::live_node(&st, req.node_id)?;
+        live_node(&st, req.node_id)?;
         // Every state from the first turn to the start goes into the first
         // prompt's history: refuse before appending anything when one has no
         // observation in this context mode.
@@ -565,22 +543,14 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
             }
             let appended = (|| -> Result<(NodeId, Prepared), ApiError> {
                 let mut ws = studio.lock()?;
-                let (_, node) = crate::editing::append_locked(&mut ws, key, at, raw)?;
+                let (_, node) = append_locked(&mut ws, key, at, raw)?;
                 let prepared = prepare(&ws, key, node, mode, None)?;
                 Ok((node, prepared))
             })();
             let (node, prepared) = match appended {
                 Ok(x) => x,
                 Err(e) => {
-                    finished(
-                        &studio,
-                        &job,
-                        at.0,
-                        None,
-                        StepStatus::Error,
-                        Some(e.message),
-                        None,
-                    );
+                    failed(&studio, &job, at.0, e.message, None);
                     break;
                 }
             };

@@ -5,7 +5,13 @@
 use worldloom_core as core;
 use worldloom_obs as obs;
 
-use crate::types::{ActionView, DiffStatus, Fidelity, JudgeScores, Metric, TreeDiff};
+use worldloom_store::ChangeRecord;
+
+use crate::error::ApiError;
+use crate::types::{
+    ActionView, ChangeKind, ChangeState, ChangeSummary, DiffStatus, Fidelity, JudgeScores, Metric,
+    PredictionSummary, TokenView, TreeDiff,
+};
 
 pub(crate) fn action(a: &core::Action) -> ActionView {
     ActionView {
@@ -197,6 +203,65 @@ pub(crate) fn judge_scores(
 /// 100`, in `[0, 100]` (as `worldloom-eval` `score` reports it).
 pub(crate) fn judge_scale(mean: f64) -> f64 {
     (mean - 1.0) / 4.0 * 100.0
+}
+
+/// The API's view of an undo-log record.
+///
+/// # Errors
+/// [`ErrorCode::Internal`] for a change kind this build does not know.
+pub(crate) fn change_summary(c: &ChangeRecord) -> Result<ChangeSummary, ApiError> {
+    Ok(ChangeSummary {
+        id: c.id.0.to_string(),
+        kind: ChangeKind::from_store(&c.kind)?,
+        trajectory_id: c.trajectory.map(|t| t.0.to_string()),
+        summary: c.summary.clone(),
+        state: match c.state {
+            worldloom_store::ChangeState::Applied => ChangeState::Applied,
+            worldloom_store::ChangeState::Undone => ChangeState::Undone,
+            worldloom_store::ChangeState::Abandoned => ChangeState::Abandoned,
+        },
+        created_at: c.created_at.clone(),
+    })
+}
+
+/// The picker row of a prediction with its stored overall score.
+pub(crate) fn prediction_summary(p: &core::Prediction, overall: Option<f64>) -> PredictionSummary {
+    PredictionSummary {
+        id: p.id.0,
+        engine: p.engine.clone(),
+        seed: p.seed.map(|s| s.to_string()),
+        context: p.context,
+        status: p.status,
+        params: serde_json::Value::Object(p.params.clone()),
+        prompt_tokens: p.prompt_tokens.map(|t| t.min(u32::MAX as u64) as u32),
+        completion_tokens: p.completion_tokens.map(|t| t.min(u32::MAX as u64) as u32),
+        total_ms: p.total_ms,
+        created_at: p.created_at.clone(),
+        overall,
+    }
+}
+
+/// The `Prediction::extra` field holding the observation tokens
+/// (`[{text, logprob, entropy}]`, [`TokenView`]; their texts concatenate to
+/// the streamed observation).
+pub const TOKENS_FIELD: &str = "tokens";
+
+/// Stored observation tokens as the studio shows them: tokens stored with
+/// the text around the observation (the whole answer, as before the
+/// observation was split out) are cut to their share of the observation
+/// (`worldloom_core::output::observation_shares`); others are returned
+/// unchanged.
+pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
+    let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+    let Some(shares) = core::output::observation_shares(&texts) else {
+        return tokens;
+    };
+    tokens
+        .into_iter()
+        .zip(shares)
+        .filter(|(_, share)| !share.is_empty())
+        .map(|(token, text)| TokenView { text, ..token })
+        .collect()
 }
 
 #[cfg(test)]

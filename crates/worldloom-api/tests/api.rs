@@ -2,29 +2,14 @@
 //! and filter, branch timeline, side-by-side turns with trees and diffs,
 //! predictions, undo, export, and error classification.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::{OS, WEB, sample, studio};
 use serde_json::json;
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands, dispatch};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn sample(rel: &str) -> String {
-    repo().join("samples").join(rel).display().to_string()
-}
-
-const WEB: &str = "web/agentlab_larkmail-reply_6steps.json";
-const OS: &str = "os/thunar_rename_trajectory";
 const ANDROID: &str = "android/settings_airplane-mode_trajectory";
-
-fn studio() -> (tempfile::TempDir, Studio) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
-    (dir, studio)
-}
 
 fn import(studio: &Studio, rels: &[&str]) -> ImportFilesResponse {
     commands::import_files(

@@ -5,12 +5,15 @@
 //! the tiny local checkpoint (snapshot reuse), curriculum exports against
 //! committed expected files and their re-import, and browser uploads.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use common::{OS, WEB, repo, sample, studio};
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
 use worldloom_core::action::ActionFormat;
@@ -18,23 +21,6 @@ use worldloom_core::{
     Action, Domain as CoreDomain, NodeId, Observation, Prediction,
     Representation as CoreRepresentation, Trajectory, TrajectoryFile,
 };
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn sample(rel: &str) -> String {
-    repo().join("samples").join(rel).display().to_string()
-}
-
-const WEB: &str = "web/agentlab_larkmail-reply_6steps.json";
-const OS: &str = "os/thunar_rename_trajectory";
-
-fn studio() -> (tempfile::TempDir, Studio) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
-    (dir, studio)
-}
 
 fn events(studio: &Studio) -> Receiver<StudioEvent> {
     let (tx, rx) = channel();

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use worldloom_core::output::{OutputDelta, OutputParser};
 
-use super::wire::logprob_tokens;
-use crate::world_model::{EngineError, EngineEvent, GenerationStats, StopReason, Token};
+use crate::world_model::{
+    EngineError, EngineEvent, GenerationStats, StopReason, Token, TopLogprob,
+};
 
 /// Why the event pump stopped early without an error.
 pub(super) enum Halt {
@@ -137,6 +138,50 @@ impl Progress {
             stop_reason,
         }
     }
+}
+
+/// The tokens of `choices[].logprobs.content[]` (text, log-probability and
+/// `top_logprobs` alternatives; no ids).
+fn logprob_tokens(choice: &Value) -> Vec<Token> {
+    let Some(items) = choice
+        .get("logprobs")
+        .and_then(|l| l.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let entry = |item: &Value| -> Option<(String, f32)> {
+        Some((
+            item.get("token")?.as_str()?.to_owned(),
+            item.get("logprob")?.as_f64()? as f32,
+        ))
+    };
+    items
+        .iter()
+        .filter_map(|item| {
+            let (text, logprob) = entry(item)?;
+            let top = item
+                .get("top_logprobs")
+                .and_then(Value::as_array)
+                .map(|alts| {
+                    alts.iter()
+                        .filter_map(entry)
+                        .map(|(text, logprob)| TopLogprob {
+                            text,
+                            id: None,
+                            logprob,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(Token {
+                text,
+                id: None,
+                logprob: Some(logprob),
+                top,
+            })
+        })
+        .collect()
 }
 
 fn ms(d: Duration) -> f64 {

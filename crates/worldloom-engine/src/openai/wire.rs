@@ -1,11 +1,11 @@
 //! The JSON shapes of chat-completions answers: finish reasons, usage,
-//! separately delivered reasoning, log-probabilities, error bodies.
+//! separately delivered reasoning, error bodies.
 
 use serde_json::Value;
 
 use super::errors::quote;
 use super::progress::Progress;
-use crate::world_model::{StopReason, Token, TopLogprob};
+use crate::world_model::StopReason;
 
 pub(super) fn finish_reason(choice: &Value) -> Option<StopReason> {
     match choice.get("finish_reason").and_then(Value::as_str)? {
@@ -50,50 +50,6 @@ pub(super) fn reasoning_field(message: &Value) -> Option<&str> {
         .iter()
         .find_map(|field| message.get(*field))
         .and_then(Value::as_str)
-}
-
-/// The tokens of `choices[].logprobs.content[]` (text, log-probability and
-/// `top_logprobs` alternatives; no ids).
-pub(super) fn logprob_tokens(choice: &Value) -> Vec<Token> {
-    let Some(items) = choice
-        .get("logprobs")
-        .and_then(|l| l.get("content"))
-        .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    let entry = |item: &Value| -> Option<(String, f32)> {
-        Some((
-            item.get("token")?.as_str()?.to_owned(),
-            item.get("logprob")?.as_f64()? as f32,
-        ))
-    };
-    items
-        .iter()
-        .filter_map(|item| {
-            let (text, logprob) = entry(item)?;
-            let top = item
-                .get("top_logprobs")
-                .and_then(Value::as_array)
-                .map(|alts| {
-                    alts.iter()
-                        .filter_map(entry)
-                        .map(|(text, logprob)| TopLogprob {
-                            text,
-                            id: None,
-                            logprob,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            Some(Token {
-                text,
-                id: None,
-                logprob: Some(logprob),
-                top,
-            })
-        })
-        .collect()
 }
 
 pub(super) fn error_text(error: &Value) -> String {

@@ -1,0 +1,75 @@
+//! Importing trajectory files and exporting a trajectory or branch.
+
+use crate::Studio;
+use crate::branches::{live_branches, live_tree};
+use crate::error::{ApiError, ErrorCode};
+use crate::ids::{parse_branch_id, parse_trajectory_id};
+use crate::import;
+use crate::types::*;
+
+/// `import_files`: imports trajectory files or folders (every format
+/// `worldloom-core` reads) into the workspace. A file already imported (same
+/// bytes, same trajectory id) is reported, not added again.
+///
+/// # Errors
+/// Never for a bad file (those are listed in `failed`); [`crate::ErrorCode::Storage`]
+/// when the workspace cannot be written.
+pub fn import_files(
+    studio: &Studio,
+    req: ImportFilesRequest,
+) -> Result<ImportFilesResponse, ApiError> {
+    import::import_paths(studio, &req.paths, None)
+}
+
+/// `export`: a trajectory, or one branch of it, as a native file,
+/// AgentWorldBench JSONL or SFT JSONL.
+///
+/// # Errors
+/// [`crate::ErrorCode::NotFound`], [`crate::ErrorCode::BadRequest`],
+/// [`crate::ErrorCode::Unsupported`] for a format this build cannot write,
+/// [`crate::ErrorCode::ExportFailed`] when the file cannot be written.
+pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, ApiError> {
+    let key = parse_trajectory_id(&req.trajectory_id)?;
+    let st = studio.lock()?.load_trajectory(key)?;
+    let mut tree = live_tree(&st);
+    if let Some(branch) = &req.branch_id {
+        let leaf = parse_branch_id(branch)?;
+        if !live_branches(&st)
+            .iter()
+            .any(|p| p.nodes.last() == Some(&leaf))
+        {
+            return Err(ApiError::not_found(format!(
+                "trajectory {} has no branch ending at node {}",
+                key.0, leaf.0
+            )));
+        }
+        tree = import::only_path(&tree, leaf).map_err(|e| ApiError::internal(e.to_string()))?;
+    }
+    let (content, record_count, ext) = import::export(&tree, req.format)?;
+    let stem: String = tree
+        .id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let file_name = format!("{stem}{ext}");
+    let written_to = match &req.path {
+        Some(p) => {
+            std::fs::write(p, &content)
+                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
+            Some(p.clone())
+        }
+        None => None,
+    };
+    Ok(ExportResponse {
+        content,
+        file_name,
+        written_to,
+        record_count,
+    })
+}

@@ -1,0 +1,28 @@
+//! The command functions, by group. Each takes the [`Studio`](crate::Studio)
+//! and a request type and returns a response type or an
+//! [`ApiError`](crate::ApiError); [`crate::dispatch`] maps command names to
+//! them. This module only declares the groups and re-exports their commands.
+
+mod history;
+mod import_export;
+mod notes_tags;
+mod predictions;
+mod trajectories;
+mod turns;
+mod workspace;
+
+pub use crate::curriculum::{export_curriculum, import_uploaded};
+pub use crate::editing::{
+    append_turn, author_observation, compare_branches, edit_action, parse_action, set_perturbation,
+    validate_observation,
+};
+pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
+pub use crate::scoring::METRICS_PRODUCER;
+pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
+pub use history::{history, redo, undo};
+pub use import_export::{export, import_files};
+pub use notes_tags::{add_note, list_notes, set_tag};
+pub use predictions::{choose_prediction, list_predictions};
+pub use trajectories::{get_branch, get_trajectory, list_trajectories};
+pub use turns::get_turn;
+pub use workspace::workspace_info;

@@ -1,0 +1,191 @@
+//! What a node shows and how well it matches the real observation: the
+//! shown prediction or authored observation, its evaluation
+//! (`worldloom_obs::metrics`), and the overall scores stored in the
+//! workspace as metric results of [`METRICS_PRODUCER`].
+
+use worldloom_core as core;
+use worldloom_core::{NodeId, PredictionId};
+use worldloom_obs as obs;
+use worldloom_store::{StoredTrajectory, TrajectoryKey, Workspace};
+
+use crate::error::ApiError;
+use crate::types::*;
+use crate::views;
+
+/// The producer name stored with metric results computed here.
+pub const METRICS_PRODUCER: &str = concat!("worldloom-obs ", env!("CARGO_PKG_VERSION"));
+
+/// What the right pane shows for a node: a chosen or requested prediction,
+/// else the current authored observation, else the newest prediction with an
+/// observation.
+pub(crate) enum Shown<'a> {
+    Prediction(&'a core::Prediction),
+    Authored(usize, &'a core::AuthoredObservation),
+}
+
+pub(crate) fn shown<'a>(
+    node: &'a core::Node,
+    requested: Option<PredictionId>,
+) -> Result<Option<Shown<'a>>, ApiError> {
+    if let Some(id) = requested {
+        return node
+            .prediction(id)
+            .map(|p| Some(Shown::Prediction(p)))
+            .ok_or_else(|| {
+                ApiError::not_found(format!("node {} has no prediction {}", node.id, id.0))
+            });
+    }
+    if let Some(p) = node.chosen_prediction.and_then(|id| node.prediction(id)) {
+        return Ok(Some(Shown::Prediction(p)));
+    }
+    if let Some(a) = node.authored.last() {
+        return Ok(Some(Shown::Authored(node.authored.len() - 1, a)));
+    }
+    Ok(node
+        .predictions
+        .iter()
+        .rev()
+        .find(|p| p.observation.is_some())
+        .map(Shown::Prediction))
+}
+
+pub(crate) fn subject_of(shown: &Shown<'_>) -> String {
+    match shown {
+        Shown::Prediction(p) => format!("prediction:{}", p.id.0),
+        Shown::Authored(i, _) => format!("authored:{i}"),
+    }
+}
+
+pub(crate) fn shown_text<'a>(shown: &Shown<'a>) -> (Option<&'a str>, Option<core::Representation>) {
+    match shown {
+        Shown::Prediction(p) => (p.observation.as_deref(), Some(p.representation)),
+        Shown::Authored(_, a) => (
+            Some(a.observation.text.as_str()),
+            Some(a.observation.representation),
+        ),
+    }
+}
+
+/// The previous real observation (the parent state's), for transition F1.
+fn previous_real<'a>(st: &'a StoredTrajectory, node: &core::Node) -> Option<&'a core::Observation> {
+    let edge = st.trajectory.edge(node.parent_edge?)?;
+    st.trajectory.node(edge.from)?.real.as_ref()
+}
+
+/// Evaluates what the right pane shows against the real observation.
+pub(crate) fn evaluate(
+    st: &StoredTrajectory,
+    node: &core::Node,
+    shown: &Shown<'_>,
+) -> Option<obs::metrics::Evaluation> {
+    let real = node.real.as_ref()?;
+    let (text, pred_repr) = shown_text(shown);
+    let representation = real.representation;
+    // A prediction in another representation than the real main text is
+    // compared with the real view of that representation, if there is one.
+    let real_text = match pred_repr {
+        Some(r) if r != representation && real.view(r).is_some() => real.view(r),
+        _ => Some(real.text.as_str()),
+    }?;
+    let repr = match pred_repr {
+        Some(r) if real.view(r).is_some() => r,
+        _ => representation,
+    };
+    let prev = previous_real(st, node).and_then(|o| o.view(repr));
+    let prev_bytes = prev.map(str::as_bytes);
+    let real_bytes = if real.is_error_step() {
+        None
+    } else {
+        Some(real_text.as_bytes())
+    };
+    match obs::metrics::evaluate(real_bytes, text.map(str::as_bytes), prev_bytes, repr) {
+        Ok(e) => Some(e),
+        Err(err) => {
+            let mut e = obs::metrics::evaluate(None, None, None, repr).ok()?;
+            e.reason = Some(err.to_string());
+            Some(e)
+        }
+    }
+}
+
+/// The overall score of what a node shows, from the stored results or
+/// computed (and stored) now.
+pub(crate) fn node_score(
+    ws: &mut Workspace,
+    st: &StoredTrajectory,
+    node: &core::Node,
+) -> Result<Option<f64>, ApiError> {
+    let Some(shown) = shown(node, None)? else {
+        return Ok(None);
+    };
+    if node.real.is_none() {
+        return Ok(None);
+    }
+    let subject = subject_of(&shown);
+    let stored = ws.metric_results(st.key, node.id)?;
+    if let Some(r) = stored
+        .iter()
+        .rev()
+        .find(|r| r.subject == subject && r.producer == METRICS_PRODUCER)
+    {
+        return Ok(r.score);
+    }
+    let Some(e) = evaluate(st, node, &shown) else {
+        return Ok(None);
+    };
+    let score = views::overall(&e).map(|s| s.clamp(0.0, 1.0));
+    store_score(ws, st.key, node.id, &subject, score, &e)?;
+    Ok(score)
+}
+
+pub(crate) fn store_score(
+    ws: &mut Workspace,
+    key: TrajectoryKey,
+    node: NodeId,
+    subject: &str,
+    score: Option<f64>,
+    e: &obs::metrics::Evaluation,
+) -> Result<(), ApiError> {
+    // The stored result leaves out the per-node diff and line diff, which
+    // are recomputed on display.
+    let mut compact = e.clone();
+    compact.nodes = None;
+    compact.line_diff = None;
+    let value =
+        serde_json::to_value(&compact).map_err(|err| ApiError::internal(err.to_string()))?;
+    ws.record_metric_result(key, node, subject, METRICS_PRODUCER, score, &value)?;
+    Ok(())
+}
+
+/// Scores every node's shown prediction that has no stored score yet.
+pub(crate) fn score_trajectory(ws: &mut Workspace, key: TrajectoryKey) -> Result<(), ApiError> {
+    let st = ws.load_trajectory(key)?;
+    for node in &st.trajectory.nodes {
+        if st.live_nodes.contains(&node.id) {
+            node_score(ws, &st, node)?;
+        }
+    }
+    Ok(())
+}
+
+/// The predictions of a node with their stored overall scores.
+pub(crate) fn predictions_of(
+    ws: &Workspace,
+    st: &StoredTrajectory,
+    node: &core::Node,
+) -> Result<Vec<PredictionSummary>, ApiError> {
+    let stored = ws.metric_results(st.key, node.id)?;
+    Ok(node
+        .predictions
+        .iter()
+        .map(|p| {
+            let subject = format!("prediction:{}", p.id.0);
+            let overall = stored
+                .iter()
+                .rev()
+                .find(|r| r.subject == subject && r.producer == METRICS_PRODUCER)
+                .and_then(|r| r.score);
+            views::prediction_summary(p, overall)
+        })
+        .collect())
+}
