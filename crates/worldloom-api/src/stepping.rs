@@ -56,7 +56,7 @@ impl From<core::OutputStatus> for StepStatus {
     }
 }
 
-/// The answer tokens of a collected prediction as the studio shows them.
+/// The observation tokens of a collected prediction as the studio shows them.
 fn token_view(token: &Token) -> TokenView {
     TokenView {
         text: token.text.clone(),

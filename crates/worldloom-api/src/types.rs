@@ -362,7 +362,7 @@ pub struct TurnDetail {
     pub reasoning: Option<String>,
     /// The shown prediction's raw output.
     pub raw_output: Option<String>,
-    /// The shown prediction's answer tokens with their log-probabilities,
+    /// The shown prediction's observation tokens with their log-probabilities,
     /// when the engine reported them (for uncertainty shading).
     pub tokens: Option<Vec<TokenView>>,
     /// The control instruction (perturbation) on the turn leading here.

@@ -1,4 +1,4 @@
-//! Studio part 2 through the API: branching semantics (edited actions are
+//! The laboratory through the API: branching semantics (edited actions are
 //! siblings, appended turns), the exact teacher-forced and free-running
 //! prompts, perturbations in the prompt, undo of every edit, streaming steps
 //! with the `copy` baseline, a slow OpenAI-compatible endpoint (cancel) and

@@ -1,6 +1,6 @@
-//! The contract between a causal language model (one model file, e.g.
-//! `qwen3_5_moe.rs`) and the generation runtime (sampling, snapshots, the
-//! engine thread).
+//! The contract between a causal language model (e.g. the `qwen3_5_moe`
+//! module) and the generation runtime (sampling, snapshots, the engine
+//! thread).
 
 use candle_core::{Result, Tensor};
 

@@ -201,8 +201,8 @@ pub struct Token {
 /// or `Error`.
 ///
 /// Engines run the generated text through `worldloom_core`'s
-/// [`OutputParser`](worldloom_core::OutputParser): the `Reasoning` and
-/// `Observation` events a token releases follow its `Token` event.
+/// [`OutputParser`](worldloom_core::OutputParser): the `Reasoning`, `Answer`
+/// and `Observation` events a token releases follow its `Token` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {

@@ -14,7 +14,7 @@ use worldloom_engine::CausalLm;
 use worldloom_engine::loading::{LoadError, LoadOptions, RandomWeights, load_model};
 use worldloom_engine::qwen3_5_moe::{Config, DeltaNetMode, MoeDispatch, Qwen3_5Moe};
 
-/// Parity tolerance in f32 (max abs logit difference), from the issue.
+/// Parity tolerance in f32 (max abs logit difference), the required tolerance.
 const F32_TOLERANCE: f32 = 1e-4;
 /// Snapshot-then-continue vs from scratch, f32.
 const SNAPSHOT_TOLERANCE: f32 = 1e-5;

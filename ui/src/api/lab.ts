@@ -1,5 +1,5 @@
 /**
- * Names the laboratory views use for the studio part-2 API types (engines,
+ * Names the laboratory views use for the laboratory's API types (engines,
  * streaming steps, editing and branching, authored observations, curriculum
  * export, browser upload). Every type is the generated one from
  * `../bindings/api.ts`; this module only adds short aliases and helpers.
