@@ -791,7 +791,7 @@ reasoning: string | null,
  */
 raw_output: string | null, 
 /**
- * The shown prediction's answer tokens with their log-probabilities,
+ * The shown prediction's observation tokens with their log-probabilities,
  * when the engine reported them (for uncertainty shading).
  */
 tokens: Array<TokenView> | null, 
