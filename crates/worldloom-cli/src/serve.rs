@@ -81,6 +81,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
                 port: args.port,
                 ui_dir: args.ui_dir.clone(),
                 token: None,
+                ..Default::default()
             },
         )
         .await?;

@@ -25,10 +25,19 @@
 //!
 //! Error replies are `{"error": {"code", "message"}}` with the
 //! [`worldloom_api::ErrorCode`] and an HTTP status from [`status_of`].
+//!
+//! Limits (each in [`ServeOptions`]): request bodies of at most
+//! [`DEFAULT_BODY_LIMIT`] bytes, except `import_uploaded` (up to
+//! [`DEFAULT_UPLOAD_LIMIT`], spooled to a temporary file rather than held in
+//! memory); a larger body is answered `413` with the JSON error body. At most
+//! [`DEFAULT_MAX_EVENT_STREAMS`] open `/api/events` streams (beyond: `503`);
+//! a connection that has not sent a complete request head within
+//! [`DEFAULT_HEADER_READ_TIMEOUT`] is closed.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -38,8 +47,10 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
-use tokio::sync::broadcast;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Semaphore, broadcast};
 use worldloom_api::{ApiError, ErrorCode, Studio, StudioEvent};
 
 /// The Content-Security-Policy sent with every response. It matches the
@@ -77,6 +88,50 @@ pub struct ServeOptions {
     pub ui_dir: Option<PathBuf>,
     /// The access token; `None` makes a random one (32 bytes, hex).
     pub token: Option<String>,
+    /// The largest `import_uploaded` body in bytes; `None` takes
+    /// [`DEFAULT_UPLOAD_LIMIT`].
+    pub upload_limit: Option<u64>,
+    /// How many `/api/events` streams may be open at once; `None` takes
+    /// [`DEFAULT_MAX_EVENT_STREAMS`].
+    pub max_event_streams: Option<usize>,
+    /// How long a connection may take to send a complete request head
+    /// (request line and headers); `None` takes
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`].
+    pub header_read_timeout: Option<Duration>,
+}
+
+/// The largest body of an API command other than `import_uploaded`: 2 MiB.
+pub const DEFAULT_BODY_LIMIT: u64 = 2 * 1024 * 1024;
+
+/// The default largest `import_uploaded` body: 1 GiB (base64 contents of
+/// trajectory files, spooled to a temporary file while it arrives).
+pub const DEFAULT_UPLOAD_LIMIT: u64 = 1024 * 1024 * 1024;
+
+/// The default number of `/api/events` streams open at once: 32.
+pub const DEFAULT_MAX_EVENT_STREAMS: usize = 32;
+
+/// The default time a connection has to send a complete request head: 30 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The limits the router enforces ([`router_with_limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest body of a command other than `import_uploaded`, in bytes.
+    pub body: u64,
+    /// The largest `import_uploaded` body, in bytes.
+    pub upload: u64,
+    /// How many `/api/events` streams may be open at once.
+    pub event_streams: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body: DEFAULT_BODY_LIMIT,
+            upload: DEFAULT_UPLOAD_LIMIT,
+            event_streams: DEFAULT_MAX_EVENT_STREAMS,
+        }
+    }
 }
 
 /// A running server.
@@ -195,6 +250,8 @@ struct AppState {
     port: u16,
     ui: Option<Arc<UiSource>>,
     events: broadcast::Sender<String>,
+    limits: Limits,
+    streams: Arc<Semaphore>,
 }
 
 /// The HTTP status of an API error code.
@@ -226,6 +283,17 @@ fn error_response(err: &ApiError) -> Response {
 /// `port` is the port the `Host` header must name; `ui` the user interface
 /// to serve (`None`: the "not built" page).
 pub fn router(studio: Arc<Studio>, token: String, port: u16, ui: Option<UiSource>) -> Router {
+    router_with_limits(studio, token, port, ui, Limits::default())
+}
+
+/// [`router`] with the given body and stream limits.
+pub fn router_with_limits(
+    studio: Arc<Studio>,
+    token: String,
+    port: u16,
+    ui: Option<UiSource>,
+    limits: Limits,
+) -> Router {
     // Steps stream one event per text piece: room for a burst of them
     // before a slow reader is told to refresh ("lagged").
     let (events, _) = broadcast::channel::<String>(4096);
@@ -242,6 +310,8 @@ pub fn router(studio: Arc<Studio>, token: String, port: u16, ui: Option<UiSource
         port,
         ui: ui.map(Arc::new),
         events,
+        limits,
+        streams: Arc::new(Semaphore::new(limits.event_streams)),
     };
     Router::new()
         .route("/api/events", get(events_handler))
@@ -280,15 +350,19 @@ pub async fn start(
             .map(UiSource::Dir),
         None => default_ui(),
     };
-    let app = router(studio, token.clone(), addr.port(), ui.clone());
+    let limits = Limits {
+        upload: options.upload_limit.unwrap_or(DEFAULT_UPLOAD_LIMIT),
+        event_streams: options
+            .max_event_streams
+            .unwrap_or(DEFAULT_MAX_EVENT_STREAMS),
+        ..Limits::default()
+    };
+    let header_timeout = options
+        .header_read_timeout
+        .unwrap_or(DEFAULT_HEADER_READ_TIMEOUT);
+    let app = router_with_limits(studio, token.clone(), addr.port(), ui.clone(), limits);
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .await
-    });
+    let task = tokio::spawn(serve_loop(listener, app, header_timeout, rx));
     Ok(RunningServer {
         addr,
         token,
@@ -296,6 +370,54 @@ pub async fn start(
         shutdown: Some(tx),
         task,
     })
+}
+
+/// Accepts connections and serves each with hyper's HTTP/1 connection
+/// builder (axum's `serve` has no header-read timeout). On `shutdown` it
+/// stops accepting, asks open connections to finish their current request,
+/// and returns when they have all closed.
+async fn serve_loop(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    header_timeout: Duration,
+    mut shutdown: tokio::sync::oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(());
+    loop {
+        let (stream, _) = tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                // Out of file descriptors and the like: wait, then go on.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut closing = closing_rx.clone();
+        tokio::spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = closing.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+    }
+    drop(listener);
+    drop(closing_rx);
+    let _ = closing_tx.send(());
+    closing_tx.closed().await;
+    Ok(())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -404,22 +526,127 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
     response
 }
 
+/// The `413` JSON error for a body over `limit` bytes.
+fn too_large(command: &str, limit: u64) -> Response {
+    let mut r = error_response(&ApiError::bad_request(format!(
+        "{command}: the request body is larger than {limit} bytes"
+    )));
+    *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+    r
+}
+
+/// Why a body could not be read.
+enum BodyError {
+    /// Over the limit.
+    TooLarge,
+    /// The connection failed or the temporary file could not be written.
+    Io(String),
+}
+
+/// The declared `Content-Length`, if any.
+fn content_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Reads `body` into memory, at most `limit` bytes.
+async fn read_small(body: Body, limit: u64) -> Result<Vec<u8>, BodyError> {
+    let mut data = Vec::new();
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk: Bytes = chunk.map_err(|e| BodyError::Io(e.to_string()))?;
+        if (data.len() + chunk.len()) as u64 > limit {
+            return Err(BodyError::TooLarge);
+        }
+        data.extend_from_slice(&chunk);
+    }
+    Ok(data)
+}
+
+/// Writes `body` to an anonymous temporary file as it arrives, at most
+/// `limit` bytes, and returns the file rewound to its start.
+async fn spool(body: Body, limit: u64) -> Result<std::fs::File, BodyError> {
+    let io = |e: std::io::Error| BodyError::Io(e.to_string());
+    let file = tokio::task::spawn_blocking(tempfile::tempfile)
+        .await
+        .map_err(|e| BodyError::Io(e.to_string()))?
+        .map_err(io)?;
+    let mut file = tokio::fs::File::from_std(file);
+    let mut written = 0u64;
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk: Bytes = chunk.map_err(|e| BodyError::Io(e.to_string()))?;
+        written += chunk.len() as u64;
+        if written > limit {
+            return Err(BodyError::TooLarge);
+        }
+        file.write_all(&chunk).await.map_err(io)?;
+    }
+    file.flush().await.map_err(io)?;
+    let mut file = file.into_std().await;
+    std::io::Seek::rewind(&mut file).map_err(io)?;
+    Ok(file)
+}
+
+/// Parses a command body: empty (whitespace only) is `null`.
+fn parse_body(command: &str, body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("{command}: body is not JSON: {e}")))
+}
+
 async fn api_handler(
     State(state): State<AppState>,
     UrlPath(command): UrlPath<String>,
-    body: Bytes,
+    headers: HeaderMap,
+    body: Body,
 ) -> Response {
-    let request: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
-        serde_json::Value::Null
+    let upload = command == "import_uploaded";
+    let limit = if upload {
+        state.limits.upload
     } else {
-        match serde_json::from_slice(&body) {
-            Ok(v) => v,
-            Err(e) => {
-                return error_response(&ApiError::bad_request(format!(
-                    "{command}: body is not JSON: {e}"
-                )));
+        state.limits.body
+    };
+    if content_length(&headers).is_some_and(|n| n > limit) {
+        return too_large(&command, limit);
+    }
+    let parsed = if upload {
+        match spool(body, limit).await {
+            Ok(file) => {
+                let name = command.clone();
+                tokio::task::spawn_blocking(move || {
+                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                    if len == 0 {
+                        return Ok(serde_json::Value::Null);
+                    }
+                    serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
+                        ApiError::bad_request(format!("{name}: body is not JSON: {e}"))
+                    })
+                })
+                .await
+                .unwrap_or_else(|e| Err(ApiError::internal(format!("reading the body: {e}"))))
             }
+            Err(BodyError::TooLarge) => return too_large(&command, limit),
+            Err(BodyError::Io(e)) => Err(ApiError::bad_request(format!(
+                "{command}: reading the body: {e}"
+            ))),
         }
+    } else {
+        match read_small(body, limit).await {
+            Ok(bytes) => parse_body(&command, &bytes),
+            Err(BodyError::TooLarge) => return too_large(&command, limit),
+            Err(BodyError::Io(e)) => Err(ApiError::bad_request(format!(
+                "{command}: reading the body: {e}"
+            ))),
+        }
+    };
+    let request = match parsed {
+        Ok(v) => v,
+        Err(e) => return error_response(&e),
     };
     let studio = state.studio.clone();
     let result =
@@ -439,8 +666,26 @@ async fn api_handler(
     }
 }
 
-async fn events_handler(
-    State(state): State<AppState>,
+async fn events_handler(State(state): State<AppState>) -> Response {
+    // The slot is held by the stream and freed when it is dropped (the
+    // client went away or the server stops).
+    let Ok(permit) = state.streams.clone().try_acquire_owned() else {
+        let mut r = error_response(&ApiError::new(
+            ErrorCode::Internal,
+            format!(
+                "too many open event streams (at most {}); close another studio tab",
+                state.limits.event_streams
+            ),
+        ));
+        *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        return r;
+    };
+    event_stream(state, permit).into_response()
+}
+
+fn event_stream(
+    state: AppState,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Sse<impl Stream<Item = Result<Event, std::convert::Infallible>>> {
     let hello = serde_json::to_string(&StudioEvent::Hello {
         version: env!("CARGO_PKG_VERSION").to_string(),
@@ -448,9 +693,9 @@ async fn events_handler(
     .unwrap_or_default();
     let rx = state.events.subscribe();
     let first = stream::once(async move { Ok(Event::default().data(hello)) });
-    let rest = stream::unfold(rx, |mut rx| async move {
+    let rest = stream::unfold((rx, permit), |(mut rx, permit)| async move {
         match rx.recv().await {
-            Ok(json) => Some((Ok(Event::default().data(json)), rx)),
+            Ok(json) => Some((Ok(Event::default().data(json)), (rx, permit))),
             // A slow reader missed events: tell it to refresh everything.
             Err(broadcast::error::RecvError::Lagged(_)) => {
                 let json = serde_json::to_string(&StudioEvent::WorkspaceChanged {
@@ -458,7 +703,7 @@ async fn events_handler(
                     kind: worldloom_api::types::StudioChangeKind::Lagged.into(),
                 })
                 .unwrap_or_default();
-                Some((Ok(Event::default().data(json)), rx))
+                Some((Ok(Event::default().data(json)), (rx, permit)))
             }
             Err(broadcast::error::RecvError::Closed) => None,
         }

@@ -56,7 +56,12 @@ fn request(
     stream.write_all(req.as_bytes()).expect("write");
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read");
-    let text = String::from_utf8_lossy(&raw).to_string();
+    parse_reply(&raw)
+}
+
+/// A reply read whole from the connection.
+fn parse_reply(raw: &[u8]) -> Reply {
+    let text = String::from_utf8_lossy(raw).to_string();
     let (head, rest) = text.split_once("\r\n\r\n").expect("head");
     let mut lines = head.lines();
     let status: u16 = lines
@@ -179,6 +184,7 @@ fn api_needs_the_token_and_answers_json() {
         port: 0,
         ui_dir: Some(dir.path().join("no-ui")),
         token: None,
+        ..ServeOptions::default()
     };
     let server = serve(&rt, dir.path(), options);
     let addr = server.addr;
@@ -292,6 +298,7 @@ fn serves_the_built_ui_and_refuses_path_escapes() {
         port: 0,
         ui_dir: Some(ui),
         token: Some("t".repeat(64)),
+        ..ServeOptions::default()
     };
     let server = serve(&rt, dir.path(), options);
     let addr = server.addr;
@@ -420,4 +427,276 @@ fn a_step_streams_deltas_and_its_end_over_sse() {
     assert_eq!(r.json()["chosen_prediction_id"].as_u64(), Some(prediction));
     drop(reader);
     drop(server);
+}
+
+/// The status line and the raw rest of a `GET /api/events` opened on a new
+/// connection (the stream is kept open while the reader lives).
+fn open_events(addr: SocketAddr, token: &str) -> (u16, BufReader<TcpStream>) {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
+        .expect("write");
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader.read_line(&mut status_line).expect("status");
+    let status = status_line
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    (status, reader)
+}
+
+#[test]
+fn event_streams_are_capped_and_slots_come_back() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServeOptions {
+        max_event_streams: Some(3),
+        ..ServeOptions::default()
+    };
+    let server = serve(&rt, dir.path(), options);
+    let (addr, token) = (server.addr, server.token.clone());
+    let mut open: Vec<BufReader<TcpStream>> = (0..3).map(|_| event_stream(addr, &token)).collect();
+    for reader in &mut open {
+        assert_eq!(next_event(reader)["type"], "hello");
+    }
+    // One over the cap: a 503 with the JSON error body.
+    let r = request(addr, "GET", "/api/events", &[bearer(&token)], "");
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "internal");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 3")),
+        "{}",
+        r.body
+    );
+    // A client goes away: its slot is freed (when the server notices the
+    // closed connection, at the latest on the next keep-alive comment).
+    drop(open.pop());
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let reader = loop {
+        let (status, reader) = open_events(addr, &token);
+        if status == 200 {
+            break reader;
+        }
+        assert_eq!(status, 503);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slot was not freed"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut reader = reader;
+    // Skip the rest of the head, then the hello event.
+    assert_eq!(next_event(&mut reader)["type"], "hello");
+    drop(open);
+    drop(reader);
+    rt.block_on(server.stop()).expect("stop");
+}
+
+#[test]
+fn idle_and_half_sent_requests_are_disconnected() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServeOptions {
+        header_read_timeout: Some(Duration::from_millis(500)),
+        ..ServeOptions::default()
+    };
+    let server = serve(&rt, dir.path(), options);
+    let addr = server.addr;
+    for partial in [
+        "",
+        "GET /api/workspace_info HT",
+        "GET / HTTP/1.1\r\nHost: 127",
+    ] {
+        let started = std::time::Instant::now();
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        stream.write_all(partial.as_bytes()).expect("write");
+        let mut rest = Vec::new();
+        // The server closes the connection (EOF, or a reset); a read
+        // timeout (the server waiting on) fails the test.
+        match stream.read_to_end(&mut rest) {
+            Ok(_) => {}
+            Err(e) => assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{partial:?}: the server kept the connection open: {e}"
+            ),
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{partial:?}: closed after {:?}",
+            started.elapsed()
+        );
+    }
+    // A complete request is still served.
+    let r = request(addr, "GET", "/", &[], "");
+    assert_eq!(r.status, 503);
+    rt.block_on(server.stop()).expect("stop");
+}
+
+/// A JSONL file in the AgentWorldBench shape of the sample, its rows repeated
+/// under new ids until it is at least `size` bytes; and how many copies.
+fn big_agentworldbench(size: usize) -> (String, usize) {
+    let sample = std::fs::read_to_string(sample("agentworldbench/agentworldbench_sample.jsonl"))
+        .expect("sample");
+    let rows: Vec<serde_json::Value> = sample
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect();
+    let mut out = String::new();
+    let mut copy = 0i64;
+    while out.len() < size {
+        copy += 1;
+        for row in &rows {
+            let mut row = row.clone();
+            let id = row["id"].as_i64().expect("id") + copy * 1_000_000;
+            row["id"] = id.into();
+            out.push_str(&row.to_string());
+            out.push('\n');
+        }
+    }
+    (out, usize::try_from(copy).expect("copies"))
+}
+
+/// A POST that declares `length` bytes and `Expect: 100-continue`, and sends
+/// no body: the reply to the head alone.
+fn refused_early(addr: SocketAddr, token: &str, command: &str, length: usize) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /api/{command} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\nExpect: 100-continue\r\nContent-Length: {length}\r\n\r\n"
+    )
+    .expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    parse_reply(&raw)
+}
+
+/// A POST of `length` spaces in 64 KiB chunks (no declared length).
+fn chunked_post(addr: SocketAddr, token: &str, command: &str, length: usize) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut req = format!(
+        "POST /api/{command} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .into_bytes();
+    let mut left = length;
+    while left > 0 {
+        let n = left.min(64 * 1024);
+        req.extend_from_slice(format!("{n:x}\r\n").as_bytes());
+        req.extend(std::iter::repeat_n(b' ', n));
+        req.extend_from_slice(b"\r\n");
+        left -= n;
+    }
+    req.extend_from_slice(b"0\r\n\r\n");
+    stream.write_all(&req).expect("write");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    parse_reply(&raw)
+}
+
+fn upload_body(name: &str, content: &[u8]) -> String {
+    use base64::Engine as _;
+    serde_json::json!({"files": [{
+        "relative_path": name,
+        "content_base64": base64::engine::general_purpose::STANDARD.encode(content),
+    }]})
+    .to_string()
+}
+
+#[test]
+fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServeOptions {
+        upload_limit: Some(8 * 1024 * 1024),
+        ..ServeOptions::default()
+    };
+    let server = serve(&rt, dir.path(), options);
+    let (addr, token) = (server.addr, server.token.clone());
+
+    // The sample's trajectories, imported from its path.
+    let per_copy = import_sample(addr, &token, "agentworldbench/agentworldbench_sample.jsonl")
+        .json()["imported"]
+        .as_array()
+        .expect("imported")
+        .len();
+    assert!(per_copy > 0);
+
+    // A 5 MiB upload (over the 2 MiB of other commands) imports.
+    let (file, copies) = big_agentworldbench(4_000_000);
+    let body = upload_body("big.jsonl", file.as_bytes());
+    assert!(body.len() > 5 * 1024 * 1024, "{}", body.len());
+    let r = api(addr, &token, "import_uploaded", &body);
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(2000)]);
+    let reply = r.json();
+    assert_eq!(reply["failed"], serde_json::json!([]));
+    let imported = reply["imported"].as_array().expect("imported");
+    assert_eq!(imported.len(), per_copy * copies);
+    assert!(
+        imported
+            .iter()
+            .all(|t| t["added"] == true && t["path"] == "big.jsonl")
+    );
+    let listed = api(addr, &token, "list_trajectories", "{}");
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(
+        listed.json()["trajectories"].as_array().map(Vec::len),
+        Some(per_copy * (copies + 1)),
+    );
+
+    // Over the upload limit: the JSON 413 as soon as the declared length is
+    // read (the client waits for `100 Continue` and sends nothing more).
+    let r = refused_early(addr, &token, "import_uploaded", 8 * 1024 * 1024 + 1);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "bad_request");
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("larger than 8388608 bytes")),
+        "{}",
+        r.body
+    );
+
+    // Other commands keep the small limit, with the same JSON 413, whether
+    // the length is declared or the body streams past it (chunked).
+    let r = refused_early(addr, &token, "workspace_info", 2 * 1024 * 1024 + 1);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "bad_request");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("larger than 2097152 bytes"))
+    );
+    for command in ["workspace_info", "import_uploaded"] {
+        let limit = if command == "import_uploaded" {
+            8 * 1024 * 1024
+        } else {
+            2 * 1024 * 1024
+        };
+        let r = chunked_post(addr, &token, command, limit + 1);
+        assert_eq!(r.status, 413, "{command}: {}", r.body);
+        assert_eq!(r.json()["error"]["code"], "bad_request", "{command}");
+        assert_eq!(r.header("content-type"), Some("application/json"));
+    }
+    rt.block_on(server.stop()).expect("stop");
 }
