@@ -28,8 +28,8 @@
 //!
 //! Limits (each in [`ServeOptions`]): request bodies of at most
 //! [`DEFAULT_BODY_LIMIT`] bytes, except `import_uploaded` (up to
-//! [`DEFAULT_UPLOAD_LIMIT`], spooled to a temporary file rather than held in
-//! memory); a larger body is answered `413` with the JSON error body. At most
+//! [`DEFAULT_UPLOAD_LIMIT`]: the raw body is spooled to a temporary file as
+//! it arrives and the JSON parsed from there); a larger body is answered `413` with the JSON error body. At most
 //! [`DEFAULT_MAX_EVENT_STREAMS`] open `/api/events` streams (beyond: `503`);
 //! a connection that has not sent a complete request head within
 //! [`DEFAULT_HEADER_READ_TIMEOUT`] is closed.
