@@ -41,7 +41,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     let text = decoded.text.clone();
     let strict = roxmltree::Document::parse_with_options(&text, xml::options());
     let tree = match strict {
-        Ok(doc) => build(&doc, &decoded, &|p| p),
+        Ok(doc) => build(&doc, &decoded, &|p| p, &mut sink),
         Err(strict_err) => {
             let (repaired, inserted, notes) = repair(&text);
             let (at, len) = inserted.unwrap_or((usize::MAX, 0));
@@ -66,7 +66,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
                             notes.join("; ")
                         ),
                     );
-                    build(&doc, &decoded, &back)
+                    build(&doc, &decoded, &back, &mut sink)
                 }
                 _ => return Err(xml::syntax_error(&strict_err, &text, &decoded)),
             }
@@ -81,8 +81,9 @@ fn build(
     doc: &roxmltree::Document<'_>,
     decoded: &super::text::Decoded,
     back: &dyn Fn(usize) -> usize,
+    sink: &mut WarningSink,
 ) -> UiTree {
-    xml::build_tree(
+    let mut tree = xml::build_tree(
         doc,
         Representation::OsXml,
         decoded,
@@ -116,20 +117,11 @@ fn build(
             let has = |s: &str| states.contains(&s);
             let n = tree.node_mut(id);
             n.name = node.attribute("name").unwrap_or("").to_string();
-            let own_text: String = node
-                .children()
-                .filter(|c| c.is_text())
-                .filter_map(|c| c.text())
-                .collect();
             let value_attr = attributes
                 .iter()
                 .find(|a| a.name == "val:value")
                 .map(|a| a.value.clone());
-            n.value = if own_text.is_empty() {
-                value_attr
-            } else {
-                Some(own_text)
-            };
+            n.value = xml::own_text(node).or(value_attr);
             if has("checkable") || has("checked") {
                 n.states.checked = Some(has("checked"));
             }
@@ -167,7 +159,11 @@ fn build(
             // aligned structurally instead (see `crate::align`).
             let _: NodeId = id;
         },
-    )
+    );
+    if let Some(w) = xml::flag_truncation_comment(doc, &mut tree, decoded, back) {
+        sink.push(w.kind, w.line, w.byte, w.message);
+    }
+    tree
 }
 
 /// Parses `(x, y)` / `(w, h)` (OSWorld geometry attributes).
