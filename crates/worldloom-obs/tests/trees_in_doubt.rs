@@ -269,3 +269,24 @@ fn indentation_is_not_element_text() {
     .tree;
     assert_eq!(v.nodes[1].value.as_deref(), Some("40"));
 }
+
+#[test]
+fn xml_at_a_known_cap_is_possibly_truncated() {
+    let mut xml = String::from("<desktop-frame><application name=\"files\"><frame name=\"Files\">");
+    for i in 0..1997 {
+        xml.push_str(&format!("<label name=\"f{i}\"/>"));
+    }
+    xml.push_str("</frame></application></desktop-frame>");
+    let p = parse(&xml, Representation::OsXml).expect("parses");
+    assert_eq!(p.tree.real_node_count(), 2000);
+    let t = p.tree.truncated.as_ref().expect("possibly truncated");
+    assert_eq!(t.reason, TruncationReason::NodeCountAtCap);
+    assert_eq!(t.cap, Some(2000));
+    assert_eq!(t.last_node, NodeId(1999));
+    let w = p
+        .warnings
+        .iter()
+        .find(|w| w.kind == WarningKind::Truncated)
+        .expect("warned");
+    assert!(w.message.contains("possibly truncated"), "{}", w.message);
+}

@@ -120,8 +120,8 @@ pub fn parse_bytes(input: &[u8], representation: Representation) -> Result<Parse
     match representation {
         Representation::Html => Ok(parse_html_bytes(input)),
         Representation::Axtree => parse_axtree_bytes(input),
-        Representation::OsXml => parse_os_xml(input).map(check_os_tree),
-        Representation::OsTable => parse_os_table_bytes(input).map(check_os_tree),
+        Representation::OsXml => parse_os_xml(input),
+        Representation::OsTable => parse_os_table_bytes(input),
         Representation::AndroidXml => parse_android_xml(input),
         Representation::Json | Representation::Text => Err(ParseError::NotATree(representation)),
     }
@@ -224,7 +224,7 @@ const FRAME_ROLES: [&str; 3] = ["frame", "window", "dialog"];
 ///   ([`TruncationReason::NodeCountAtCap`]);
 /// - an application that exposes a frame with no children (or a tree that
 ///   is only such frames) marks the tree incomplete.
-fn check_os_tree(mut parsed: Parsed) -> Parsed {
+pub(crate) fn check_os_tree(mut parsed: Parsed) -> Parsed {
     let tree = &mut parsed.tree;
     let count = tree.real_node_count();
     if tree.truncated.is_none()

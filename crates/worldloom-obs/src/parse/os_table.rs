@@ -7,7 +7,8 @@
 
 use super::text::{TextLine, WarningSink, non_blank_lines};
 use super::{
-    ParseError, Parsed, WarningKind, os_xml::pair, table_truncation_marker, truncation_message,
+    ParseError, Parsed, WarningKind, check_os_tree, os_xml::pair, table_truncation_marker,
+    truncation_message,
 };
 use crate::tree::{Attribute, BoundsPx, NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
 use worldloom_core::domain::Representation;
@@ -30,7 +31,9 @@ pub const OS_TABLE_COLUMNS: [&str; 7] = [
 /// undone; backslash escapes are kept as written. Rows with too few or too
 /// many cells are kept and warned about. A truncation marker line (see
 /// [`super::truncation_marker`]) is not a row: it sets
-/// [`UiTree::truncated`] and is warned about.
+/// [`UiTree::truncated`] and is warned about. A table of exactly 1,000 or
+/// 2,000 rows is flagged possibly truncated, and one holding only bare
+/// application frames is marked [`UiTree::incomplete`].
 ///
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
@@ -132,10 +135,10 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
             line: line_no,
         });
     }
-    Ok(Parsed {
+    Ok(check_os_tree(Parsed {
         tree,
         warnings: sink.finish(),
-    })
+    }))
 }
 
 struct Header {

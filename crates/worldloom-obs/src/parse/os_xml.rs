@@ -32,6 +32,11 @@ const KNOWN_NAMESPACES: [(&str, &str); 8] = [
 /// [`WarningKind::LenientFallback`] warning says so; otherwise the strict
 /// error is returned.
 ///
+/// A comment that is a truncation marker (see [`super::truncation_marker`])
+/// sets [`UiTree::truncated`]; a tree of exactly 1,000 or 2,000 nodes is
+/// flagged possibly truncated; an application exposing only childless
+/// frames marks the tree [`UiTree::incomplete`]. Each is warned about.
+///
 /// Errors: [`ParseError::FailedCapture`] for empty or tag-less input,
 /// [`ParseError::Syntax`] with line and column otherwise.
 pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
@@ -74,7 +79,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     };
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
-    Ok(Parsed { tree, warnings })
+    Ok(super::check_os_tree(Parsed { tree, warnings }))
 }
 
 fn build(
