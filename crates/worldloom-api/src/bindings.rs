@@ -29,6 +29,8 @@ pub fn typescript() -> String {
         BoundsAnomaly,
         BoundsPx,
         SourceSpan,
+        TruncationReason,
+        Truncation,
         NodeStates,
         Attribute,
         UiNode,

@@ -30,7 +30,8 @@ pub use worldloom_core::trajectory::ContextMode;
 pub use worldloom_obs::diff::{FieldChange, LineDiff, LineOp, LineTag};
 pub use worldloom_obs::metrics::{Anchor, AnchorStatus};
 pub use worldloom_obs::tree::{
-    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree,
+    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, Truncation,
+    TruncationReason, UiNode, UiTree,
 };
 
 // ---------------------------------------------------------------------------

@@ -91,6 +91,15 @@ pub struct DiffSummary {
     pub added: usize,
     /// Real only.
     pub removed: usize,
+    /// Predicted only, but after the point where a truncated real tree was
+    /// cut (see [`statuses`]): not counted in `added`, because the real
+    /// tree could not have shown them. Omitted from JSON when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub beyond_cut: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl DiffSummary {
@@ -195,6 +204,12 @@ pub fn diff_trees(real: &UiTree, pred: &UiTree) -> (Alignment, TreeDiff) {
 }
 
 /// Statuses of both trees for a given alignment.
+///
+/// When the real tree is truncated ([`UiTree::truncated`]), predicted
+/// nodes with no counterpart that come after every predicted node aligned
+/// to a real node (in document order) are past the cut: their status stays
+/// [`NodeStatus::Added`] but they are counted in
+/// [`DiffSummary::beyond_cut`], not in `added`.
 pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
     let mut summary = DiffSummary::default();
     let mut real_status = Vec::with_capacity(real.len());
@@ -248,12 +263,30 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
         }
         real_status.push(status);
     }
-    summary.added = pred
+    let cut = if real.truncated.is_some() {
+        real.nodes
+            .iter()
+            .filter(|n| !n.synthetic)
+            .filter_map(|n| al.real_to_pred[n.id.index()])
+            .map(|p| p.index())
+            .max()
+            .unwrap_or(0)
+    } else {
+        usize::MAX
+    };
+    for (i, _) in pred
         .nodes
         .iter()
         .zip(pred_status.iter())
-        .filter(|(n, s)| !n.synthetic && matches!(s, NodeStatus::Added))
-        .count();
+        .enumerate()
+        .filter(|(_, (n, s))| !n.synthetic && matches!(s, NodeStatus::Added))
+    {
+        if i > cut {
+            summary.beyond_cut += 1;
+        } else {
+            summary.added += 1;
+        }
+    }
     TreeDiff {
         real: real_status,
         pred: pred_status,

@@ -18,5 +18,6 @@ pub mod tree;
 
 pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes};
 pub use tree::{
-    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree,
+    Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, Truncation,
+    TruncationReason, UiNode, UiTree,
 };

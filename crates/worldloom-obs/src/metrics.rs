@@ -201,7 +201,9 @@ pub fn tree_metrics(
 ) -> (TreeMetrics, Alignment, TreeDiff) {
     let (al, diff) = diff_trees(real, pred);
     let n_real = real.real_node_count();
-    let n_pred = pred.real_node_count();
+    // Predicted nodes past a truncated real tree's cut are neither right
+    // nor wrong: they leave the denominator of precision.
+    let n_pred = pred.real_node_count() - diff.summary.beyond_cut;
     let mut tp = 0usize;
     let mut tallies: Vec<AttributeTally> = STATE_NAMES
         .iter()
@@ -633,7 +635,8 @@ pub fn anchors(real: &UiTree, pred: &UiTree) -> Vec<Anchor> {
 pub enum EvalStatus {
     /// Metrics were computed.
     Scored,
-    /// The real observation is a failed capture (or absent): nothing to
+    /// The real observation is a failed capture (or absent), or a tree
+    /// marked incomplete (an application exposing a bare frame): nothing to
     /// score against. Never counted as a match.
     Skipped,
     /// There is no prediction (absent or empty). Never counted as a match.
@@ -743,7 +746,8 @@ pub fn normalize_text(s: &str) -> String {
 }
 
 /// Compares raw observations. `real = None` (no capture) is
-/// [`EvalStatus::Skipped`], as is a real failed capture; `pred = None` or a
+/// [`EvalStatus::Skipped`], as is a real failed capture and a real tree
+/// marked [`UiTree::incomplete`] (an application exposing a bare frame); `pred = None` or a
 /// blank prediction is [`EvalStatus::Missing`]. A prediction that does not
 /// parse is scored against an empty tree (so it scores 0, never skipped) and
 /// the parse error is given in `reason`. A previous observation that does
@@ -839,6 +843,17 @@ pub fn evaluate(
         }
         None => None,
     };
+    if real_parsed.tree.incomplete {
+        let mut e = empty_eval(
+            EvalStatus::Skipped,
+            "real tree is incomplete: application exposes a frame with no children; \
+             accessibility is probably off (not scored)"
+                .into(),
+            representation,
+        );
+        e.warnings = warnings;
+        return Ok(e);
+    }
     let (m, _al, diff) = tree_metrics(&real_parsed.tree, &pred_tree, prev_tree.as_ref());
     Ok(Evaluation {
         status: EvalStatus::Scored,

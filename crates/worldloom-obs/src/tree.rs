@@ -236,6 +236,46 @@ pub struct UiTree {
     pub representation: Representation,
     /// All nodes, pre-order; index = [`NodeId`].
     pub nodes: Vec<UiNode>,
+    /// Set when the dump tool cut the tree (a marker line or comment), or
+    /// when its node count equals a known cap; absent for a complete tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// True when the tree is known to lack content that exists on screen:
+    /// an application exposes a frame with no children (accessibility off).
+    /// Metrics do not score a prediction against such a tree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+}
+
+/// Why a tree is believed to be cut short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum TruncationReason {
+    /// The dump carries a marker line or comment saying it was cut (see
+    /// [`crate::parse::truncation_marker`] for the accepted forms).
+    Marker,
+    /// No marker, but the number of nodes equals a known dump-tool cap
+    /// ([`KNOWN_NODE_CAPS`]): possibly truncated.
+    NodeCountAtCap,
+}
+
+/// Node caps AT-SPI dump tools are known to apply.
+pub const KNOWN_NODE_CAPS: [u32; 2] = [1_000, 2_000];
+
+/// A tree that was (or may have been) cut short by the tool that dumped it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Truncation {
+    /// Marker found, or node count at a known cap.
+    pub reason: TruncationReason,
+    /// The cap in nodes, when the marker names one or the count matched one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<u32>,
+    /// Index of the last node read before the cut (the last node in
+    /// document order; nodes after it in a prediction have no counterpart
+    /// that could have been written).
+    pub last_node: NodeId,
 }
 
 impl UiTree {
@@ -244,6 +284,8 @@ impl UiTree {
         let mut tree = UiTree {
             representation,
             nodes: Vec::new(),
+            truncated: None,
+            incomplete: false,
         };
         let root = tree.push(None, root_role.to_string());
         tree.nodes[root.index()].synthetic = true;
@@ -323,11 +365,15 @@ impl UiTree {
         let UiTree {
             representation,
             nodes,
+            truncated,
+            incomplete,
         } = self;
         if nodes.is_empty() {
             return UiTree {
                 representation,
                 nodes,
+                truncated,
+                incomplete,
             };
         }
         let mut order: Vec<usize> = Vec::with_capacity(nodes.len());
@@ -356,9 +402,15 @@ impl UiTree {
             n.depth = n.parent.map(|p| out[p.index()].depth + 1).unwrap_or(0);
             out.push(n);
         }
+        let truncated = truncated.map(|t| Truncation {
+            last_node: NodeId(new_id.get(t.last_node.index()).copied().unwrap_or(u32::MAX)),
+            ..t
+        });
         UiTree {
             representation,
             nodes: out,
+            truncated,
+            incomplete,
         }
     }
 

@@ -48,6 +48,24 @@ end_byte: number,
  */
 line: number, };
 
+export type TruncationReason = "marker" | "node_count_at_cap";
+
+export type Truncation = { 
+/**
+ * Marker found, or node count at a known cap.
+ */
+reason: TruncationReason, 
+/**
+ * The cap in nodes, when the marker names one or the count matched one.
+ */
+cap?: number | null, 
+/**
+ * Index of the last node read before the cut (the last node in
+ * document order; nodes after it in a prediction have no counterpart
+ * that could have been written).
+ */
+last_node: NodeId, };
+
 export type NodeStates = { 
 /**
  * Checked (checkbox, radio, switch, toggle).
@@ -156,7 +174,18 @@ representation: Representation,
 /**
  * All nodes, pre-order; index = [`NodeId`].
  */
-nodes: Array<UiNode>, };
+nodes: Array<UiNode>, 
+/**
+ * Set when the dump tool cut the tree (a marker line or comment), or
+ * when its node count equals a known cap; absent for a complete tree.
+ */
+truncated?: Truncation | null, 
+/**
+ * True when the tree is known to lack content that exists on screen:
+ * an application exposes a frame with no children (accessibility off).
+ * Metrics do not score a prediction against such a tree.
+ */
+incomplete?: boolean, };
 
 export type DiffStatus = "unchanged" | "changed" | "moved" | "added" | "removed";
 

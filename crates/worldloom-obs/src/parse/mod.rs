@@ -17,7 +17,7 @@ mod xml;
 use serde::{Deserialize, Serialize};
 use worldloom_core::domain::Representation;
 
-use crate::tree::UiTree;
+use crate::tree::{KNOWN_NODE_CAPS, NodeId, Truncation, TruncationReason, UiTree};
 
 pub use android::parse_android_xml;
 pub use axtree::parse_axtree;
@@ -49,6 +49,12 @@ pub enum WarningKind {
     /// A nested document (iframe `srcdoc`) was too deep to expand, or HTML
     /// elements nested deeper than [`MAX_HTML_DEPTH`] were not kept.
     NestingLimit,
+    /// The dump tool cut the tree (a marker line or comment was found), or
+    /// the node count equals a known cap, so it was possibly cut.
+    Truncated,
+    /// The tree is known to be incomplete: an application exposes a frame
+    /// with no children (accessibility off in Chrome/Electron).
+    Incomplete,
 }
 
 /// A non-fatal problem met while parsing.
@@ -137,4 +143,143 @@ fn parse_os_table_bytes(input: &[u8]) -> Result<Parsed, ParseError> {
     let decoded = text::decode_utf8(input);
     let parsed = parse_os_table(&decoded.text)?;
     Ok(decoded.finish(parsed))
+}
+
+/// Words that make a line or comment a truncation marker (matched
+/// case-insensitively).
+pub const TRUNCATION_MARKER_PHRASES: [&str; 6] = [
+    "truncated",
+    "tree was cut",
+    "max nodes",
+    "limit reached",
+    "node limit",
+    "time budget",
+];
+
+/// Reads a truncation marker: a comment or line that AT-SPI dump tools
+/// write where they cut a tree.
+///
+/// `text` is the comment's text (XML `<!-- … -->`) or a table line. It is a
+/// marker when it contains one of [`TRUNCATION_MARKER_PHRASES`] (any case).
+/// A table line must also look like a note rather than a row: it starts
+/// with `#`, `//`, `<!--`, `[`, `(`, `...` or `…`, or it has neither a tab
+/// nor two spaces in a row (so it is not a row of either table layout). The
+/// first number in it (digits, optionally grouped with `,` or `_`:
+/// `1,000`) is the cap. Returns `None` when `text` is not a marker,
+/// `Some(cap)` otherwise.
+///
+/// Accepted examples: `# truncated at 1000 nodes`, `<!-- tree was cut:
+/// max nodes 2000 -->`, `[... limit reached (2,000) ...]`,
+/// `... truncated`.
+pub fn truncation_marker(text: &str) -> Option<Option<u32>> {
+    let lower = text.to_lowercase();
+    if !TRUNCATION_MARKER_PHRASES.iter().any(|p| lower.contains(p)) {
+        return None;
+    }
+    let mut digits = String::new();
+    let mut chars = lower.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+        } else if !digits.is_empty()
+            && (c == ',' || c == '_')
+            && chars.peek().is_some_and(|n| n.is_ascii_digit())
+        {
+            continue;
+        } else if !digits.is_empty() {
+            break;
+        }
+    }
+    Some(digits.parse().ok())
+}
+
+/// [`truncation_marker`] for a line of a table: only a line that looks
+/// like a note (see there) counts.
+pub(crate) fn table_truncation_marker(line: &str) -> Option<Option<u32>> {
+    let t = line.trim();
+    let note = ["#", "//", "<!--", "[", "(", "...", "…"]
+        .iter()
+        .any(|p| t.starts_with(p))
+        || !(t.contains('\t') || t.contains("  "));
+    if note { truncation_marker(t) } else { None }
+}
+
+/// The warning message for a tree cut at a marker.
+pub(crate) fn truncation_message(cap: Option<u32>) -> String {
+    match cap {
+        Some(c) => format!(
+            "the dump tool cut the tree (marker says {c}); nodes after this point are missing"
+        ),
+        None => "the dump tool cut the tree; nodes after this point are missing".to_string(),
+    }
+}
+
+/// Roles of an AT-SPI top-level window.
+const FRAME_ROLES: [&str; 3] = ["frame", "window", "dialog"];
+
+/// Checks common to both OS representations, after parsing:
+///
+/// - a tree with no marker whose real node count equals one of
+///   [`KNOWN_NODE_CAPS`] is flagged possibly truncated
+///   ([`TruncationReason::NodeCountAtCap`]);
+/// - an application that exposes a frame with no children (or a tree that
+///   is only such frames) marks the tree incomplete.
+pub(crate) fn check_os_tree(mut parsed: Parsed) -> Parsed {
+    let tree = &mut parsed.tree;
+    let count = tree.real_node_count();
+    if tree.truncated.is_none()
+        && let Some(cap) = KNOWN_NODE_CAPS.iter().find(|c| **c as usize == count)
+    {
+        let last = NodeId(u32::try_from(tree.len().saturating_sub(1)).unwrap_or(u32::MAX));
+        tree.truncated = Some(Truncation {
+            reason: TruncationReason::NodeCountAtCap,
+            cap: Some(*cap),
+            last_node: last,
+        });
+        parsed.warnings.push(ParseWarning {
+            kind: WarningKind::Truncated,
+            line: 1,
+            byte: 0,
+            message: format!(
+                "the tree has exactly {cap} nodes, a cap dump tools apply: possibly truncated"
+            ),
+        });
+    }
+    let is_frame = |role: &str| FRAME_ROLES.iter().any(|f| role.eq_ignore_ascii_case(f));
+    let bare = match tree.representation {
+        Representation::OsTable => {
+            let rows: Vec<&str> = tree
+                .iter()
+                .filter(|n| !n.synthetic)
+                .map(|n| n.role.as_str())
+                .collect();
+            rows.iter().any(|r| is_frame(r))
+                && rows
+                    .iter()
+                    .all(|r| is_frame(r) || r.eq_ignore_ascii_case("application"))
+        }
+        _ => {
+            let only_bare_frame = tree.len() == 1 && is_frame(&tree.nodes[0].role);
+            only_bare_frame
+                || tree.iter().any(|n| {
+                    n.role.eq_ignore_ascii_case("application")
+                        && !n.children.is_empty()
+                        && n.children.iter().all(|c| {
+                            let c = tree.node(*c);
+                            is_frame(&c.role) && c.children.is_empty()
+                        })
+                })
+        }
+    };
+    if bare {
+        tree.incomplete = true;
+        parsed.warnings.push(ParseWarning {
+            kind: WarningKind::Incomplete,
+            line: 1,
+            byte: 0,
+            message: "application exposes a frame with no children; accessibility is probably off"
+                .to_string(),
+        });
+    }
+    parsed
 }

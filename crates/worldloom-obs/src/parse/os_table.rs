@@ -6,8 +6,11 @@
 //! header's words start.
 
 use super::text::{TextLine, WarningSink, non_blank_lines};
-use super::{ParseError, Parsed, WarningKind, os_xml::pair};
-use crate::tree::{Attribute, BoundsPx, SourceSpan, UiTree};
+use super::{
+    ParseError, Parsed, WarningKind, check_os_tree, os_xml::pair, table_truncation_marker,
+    truncation_message,
+};
+use crate::tree::{Attribute, BoundsPx, NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Column names of OSWorld's table, in order.
@@ -26,7 +29,11 @@ pub const OS_TABLE_COLUMNS: [&str; 7] = [
 /// The tree is a synthetic `#table` root with one child per row, in row
 /// order. Cells written `""` are empty; a quoted cell has its doubled quotes
 /// undone; backslash escapes are kept as written. Rows with too few or too
-/// many cells are kept and warned about.
+/// many cells are kept and warned about. A truncation marker line (see
+/// [`super::truncation_marker`]) is not a row: it sets
+/// [`UiTree::truncated`] and is warned about. A table of exactly 1,000 or
+/// 2,000 rows is flagged possibly truncated, and one holding only bare
+/// application frames is marked [`UiTree::incomplete`].
 ///
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
@@ -40,6 +47,24 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
         text: line,
     } in lines
     {
+        if let Some(cap) = table_truncation_marker(line) {
+            // A dump tool's note that it cut the tree: not a row.
+            if tree.truncated.is_none() {
+                let last = NodeId(u32::try_from(tree.len() - 1).unwrap_or(u32::MAX));
+                tree.truncated = Some(Truncation {
+                    reason: TruncationReason::Marker,
+                    cap,
+                    last_node: last,
+                });
+                sink.push(
+                    WarningKind::Truncated,
+                    line_no,
+                    start,
+                    truncation_message(cap),
+                );
+            }
+            continue;
+        }
         if header.is_none() {
             let h = Header::read(line);
             if h.names
@@ -110,10 +135,10 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
             line: line_no,
         });
     }
-    Ok(Parsed {
+    Ok(check_os_tree(Parsed {
         tree,
         warnings: sink.finish(),
-    })
+    }))
 }
 
 struct Header {

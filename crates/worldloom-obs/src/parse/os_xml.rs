@@ -32,6 +32,11 @@ const KNOWN_NAMESPACES: [(&str, &str); 8] = [
 /// [`WarningKind::LenientFallback`] warning says so; otherwise the strict
 /// error is returned.
 ///
+/// A comment that is a truncation marker (see [`super::truncation_marker`])
+/// sets [`UiTree::truncated`]; a tree of exactly 1,000 or 2,000 nodes is
+/// flagged possibly truncated; an application exposing only childless
+/// frames marks the tree [`UiTree::incomplete`]. Each is warned about.
+///
 /// Errors: [`ParseError::FailedCapture`] for empty or tag-less input,
 /// [`ParseError::Syntax`] with line and column otherwise.
 pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
@@ -41,7 +46,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     let text = decoded.text.clone();
     let strict = roxmltree::Document::parse_with_options(&text, xml::options());
     let tree = match strict {
-        Ok(doc) => build(&doc, &decoded, &|p| p),
+        Ok(doc) => build(&doc, &decoded, &|p| p, &mut sink),
         Err(strict_err) => {
             let (repaired, inserted, notes) = repair(&text);
             let (at, len) = inserted.unwrap_or((usize::MAX, 0));
@@ -66,7 +71,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
                             notes.join("; ")
                         ),
                     );
-                    build(&doc, &decoded, &back)
+                    build(&doc, &decoded, &back, &mut sink)
                 }
                 _ => return Err(xml::syntax_error(&strict_err, &text, &decoded)),
             }
@@ -74,15 +79,16 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     };
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
-    Ok(Parsed { tree, warnings })
+    Ok(super::check_os_tree(Parsed { tree, warnings }))
 }
 
 fn build(
     doc: &roxmltree::Document<'_>,
     decoded: &super::text::Decoded,
     back: &dyn Fn(usize) -> usize,
+    sink: &mut WarningSink,
 ) -> UiTree {
-    xml::build_tree(
+    let mut tree = xml::build_tree(
         doc,
         Representation::OsXml,
         decoded,
@@ -116,20 +122,11 @@ fn build(
             let has = |s: &str| states.contains(&s);
             let n = tree.node_mut(id);
             n.name = node.attribute("name").unwrap_or("").to_string();
-            let own_text: String = node
-                .children()
-                .filter(|c| c.is_text())
-                .filter_map(|c| c.text())
-                .collect();
             let value_attr = attributes
                 .iter()
                 .find(|a| a.name == "val:value")
                 .map(|a| a.value.clone());
-            n.value = if own_text.is_empty() {
-                value_attr
-            } else {
-                Some(own_text)
-            };
+            n.value = xml::own_text(node).or(value_attr);
             if has("checkable") || has("checked") {
                 n.states.checked = Some(has("checked"));
             }
@@ -167,7 +164,11 @@ fn build(
             // aligned structurally instead (see `crate::align`).
             let _: NodeId = id;
         },
-    )
+    );
+    if let Some(w) = xml::flag_truncation_comment(doc, &mut tree, decoded, back) {
+        sink.push(w.kind, w.line, w.byte, w.message);
+    }
+    tree
 }
 
 /// Parses `(x, y)` / `(w, h)` (OSWorld geometry attributes).

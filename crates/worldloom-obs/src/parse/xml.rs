@@ -2,8 +2,8 @@
 //! parses without recursion and rejects DTDs, so no entity expansion).
 
 use super::text::{Decoded, LineIndex, WarningSink};
-use super::{ParseError, WarningKind};
-use crate::tree::{NodeId, SourceSpan, UiTree};
+use super::{ParseError, ParseWarning, WarningKind, truncation_marker, truncation_message};
+use crate::tree::{NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Options used for every XML document: no DTD (so no entity expansion).
@@ -137,6 +137,8 @@ pub(crate) fn build_tree(
     let mut tree = UiTree {
         representation,
         nodes: Vec::new(),
+        truncated: None,
+        incomplete: false,
     };
     // roxmltree node index → our node id, for elements only.
     let mut ours: Vec<u32> = Vec::new();
@@ -168,4 +170,52 @@ pub(crate) fn build_tree(
         fill(&mut tree, id, node);
     }
     tree
+}
+
+/// Finds the first comment of `doc` that is a truncation marker (see
+/// [`super::truncation_marker`]) and flags `tree` as cut there: the last
+/// node read is the last element that starts before the comment. Returns
+/// the warning to report, or `None` when there is no marker.
+pub(crate) fn flag_truncation_comment(
+    doc: &roxmltree::Document<'_>,
+    tree: &mut UiTree,
+    decoded: &Decoded,
+    to_decoded: &dyn Fn(usize) -> usize,
+) -> Option<ParseWarning> {
+    let comment = doc
+        .descendants()
+        .filter(|n| n.is_comment())
+        .find_map(|n| truncation_marker(n.text().unwrap_or("")).map(|cap| (n, cap)))?;
+    let (node, cap) = comment;
+    let at = node.range().start;
+    let before = doc
+        .descendants()
+        .filter(|n| n.is_element() && n.range().start < at)
+        .count();
+    let last = NodeId(u32::try_from(before.saturating_sub(1)).unwrap_or(u32::MAX));
+    tree.truncated = Some(Truncation {
+        reason: TruncationReason::Marker,
+        cap,
+        last_node: last,
+    });
+    let byte = decoded.map.original(to_decoded(at));
+    Some(ParseWarning {
+        kind: WarningKind::Truncated,
+        line: decoded.lines.line(byte),
+        byte,
+        message: truncation_message(cap),
+    })
+}
+
+/// The text an element holds directly (its text children, concatenated),
+/// or `None` when that is empty or only whitespace (indentation between
+/// child elements is not a value). Used by every XML representation, so
+/// an indented dump and the same dump on one line compare equal.
+pub(crate) fn own_text(node: roxmltree::Node<'_, '_>) -> Option<String> {
+    let text: String = node
+        .children()
+        .filter(|c| c.is_text())
+        .filter_map(|c| c.text())
+        .collect();
+    (!text.trim().is_empty()).then_some(text)
 }
