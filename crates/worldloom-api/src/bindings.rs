@@ -39,6 +39,7 @@ pub fn typescript() -> String {
         LineTag,
         LineOp,
         LineDiff,
+        SideWarning,
         SideDocument,
         ComparedView,
         Metric,
