@@ -41,6 +41,7 @@ pub fn typescript() -> String {
         LineTag,
         LineOp,
         LineDiff,
+        SideWarning,
         SideDocument,
         ComparedView,
         Metric,

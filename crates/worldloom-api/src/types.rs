@@ -86,6 +86,29 @@ pub struct SideDocument {
     pub tree: Option<UiTree>,
     /// Why the text did not parse, if it did not.
     pub parse_error: Option<String>,
+    /// Repairs and oddities met while parsing (replaced bytes, text after the
+    /// root, the lenient XML fallback…), in input order. Absent when there
+    /// are none, so documents without warnings keep their shape.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<SideWarning>,
+}
+
+/// A non-fatal problem met while parsing one side. A view of `worldloom-obs`
+/// `ParseWarning`, which has no TypeScript declaration: the kind travels as
+/// its snake_case name (`invalid_utf8`, `trailing_text`, `lenient_fallback`,
+/// `forbidden_character`, `malformed`, `indent_jump`, `nesting_limit`…), so a
+/// kind added to the parser needs no change here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SideWarning {
+    /// What happened, as the parser's snake_case kind name.
+    pub kind: String,
+    /// 1-based line in the side's text.
+    pub line: u32,
+    /// Byte offset in the side's text (UTF-8 bytes from the start).
+    #[ts(type = "number")]
+    pub byte: usize,
+    /// Human-readable detail.
+    pub message: String,
 }
 
 /// One representation of a turn, real and predicted side by side.

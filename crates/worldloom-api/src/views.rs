@@ -10,8 +10,22 @@ use worldloom_store::ChangeRecord;
 use crate::error::ApiError;
 use crate::types::{
     ActionView, ChangeKind, ChangeState, ChangeSummary, DiffStatus, Fidelity, JudgeScores, Metric,
-    PredictionSummary, TokenView, TreeDiff,
+    PredictionSummary, SideWarning, TokenView, TreeDiff,
 };
+
+/// The view of one parse warning: the kind by its snake_case serde name.
+pub(crate) fn side_warning(w: &obs::parse::ParseWarning) -> SideWarning {
+    let kind = match serde_json::to_value(w.kind) {
+        Ok(serde_json::Value::String(k)) => k,
+        _ => format!("{:?}", w.kind),
+    };
+    SideWarning {
+        kind,
+        line: w.line,
+        byte: w.byte,
+        message: w.message.clone(),
+    }
+}
 
 pub(crate) fn action(a: &core::Action) -> ActionView {
     ActionView {

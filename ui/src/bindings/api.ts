@@ -257,6 +257,24 @@ ops: Array<LineOp>,
  */
 ratio: number, };
 
+export type SideWarning = { 
+/**
+ * What happened, as the parser's snake_case kind name.
+ */
+kind: string, 
+/**
+ * 1-based line in the side's text.
+ */
+line: number, 
+/**
+ * Byte offset in the side's text (UTF-8 bytes from the start).
+ */
+byte: number, 
+/**
+ * Human-readable detail.
+ */
+message: string, };
+
 export type SideDocument = { 
 /**
  * The exact text of this view.
@@ -269,7 +287,13 @@ tree: UiTree | null,
 /**
  * Why the text did not parse, if it did not.
  */
-parse_error: string | null, };
+parse_error: string | null, 
+/**
+ * Repairs and oddities met while parsing (replaced bytes, text after the
+ * root, the lenient XML fallback…), in input order. Absent when there
+ * are none, so documents without warnings keep their shape.
+ */
+warnings?: Array<SideWarning>, };
 
 export type ComparedView = { 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { goldenTree, goldenTurn } from "../mocks/golden";
 import { propsOf, shortKey } from "../views/TreeView";
-import { compareNodes, rowOfField } from "./NodeInspector";
+import type { UiNode, UiTree } from "../api/types";
+import { compareNodes, geometryNote, rowOfField } from "./NodeInspector";
 
 describe("compareNodes", () => {
   // The first turn of the Android fixture as `get_turn` shows it.
@@ -63,5 +64,32 @@ describe("shortKey", () => {
     expect(shortKey("com.android.settings:id/switch_1", "android-xml")).toBe("switch_1");
     expect(shortKey("android:id/title", "android-xml")).toBe("title");
     expect(shortKey("42", "axtree")).toBe("42");
+  });
+});
+
+describe("geometryNote", () => {
+  it("names inverted rectangles and Android nodes outside the root", () => {
+    const box = (id: number, l: number, t: number, r: number, b: number): UiNode => ({
+      id,
+      parent: id === 0 ? null : 0,
+      children: id === 0 ? [1, 2, 3] : [],
+      depth: id === 0 ? 0 : 1,
+      role: "android.view.View",
+      name: "",
+      value: null,
+      key: null,
+      attributes: [],
+      states: {},
+      bounds_px: { left: l, top: t, right: r, bottom: b, anomalies: r < l ? ["inverted"] : [] },
+      span: null,
+      synthetic: false,
+    });
+    const tree: UiTree = {
+      representation: "android-xml",
+      nodes: [box(0, 0, 0, 1080, 2400), box(1, -40, 0, 200, 100), box(2, 10, 10, 20, 20), box(3, 50, 50, 40, 60)],
+    };
+    expect(tree.nodes.map((n) => geometryNote(tree, n))).toEqual(["", "outside root bounds", "", "invalid (inverted)"]);
+    // Outside the root is an Android notion; an OS tree's root is not the screen.
+    expect(geometryNote({ ...tree, representation: "os-xml" }, tree.nodes[1])).toBe("");
   });
 });

@@ -3,8 +3,9 @@
  * every attribute, real next to predicted, with the fields that differ marked.
  */
 import { useMemo } from "react";
-import type { ComparedView, FieldChange, UiNode } from "../api/types";
+import type { ComparedView, FieldChange, UiNode, UiTree } from "../api/types";
 import { alignment, counterpart } from "../model/tree";
+import { isInvertedBounds, outsideRootIds } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 
 /** One compared field. */
@@ -25,6 +26,19 @@ function describeStates(n: UiNode): string {
 function describeBounds(n: UiNode): string {
   const b = n.bounds_px;
   return b ? `[${b.left},${b.top}][${b.right},${b.bottom}]` : "";
+}
+
+/**
+ * What is wrong with a node's geometry, for the inspector's `geometry` row:
+ * `invalid (inverted)` for an inverted rectangle, `outside root bounds` for an
+ * Android node reaching past the root (the screen); `""` when nothing is.
+ */
+export function geometryNote(tree: UiTree | null | undefined, node: UiNode | undefined): string {
+  if (!tree || !node) return "";
+  const notes: string[] = [];
+  if (isInvertedBounds(node)) notes.push("invalid (inverted)");
+  if (tree.representation === "android-xml" && outsideRootIds(tree).has(node.id)) notes.push("outside root bounds");
+  return notes.join(", ");
 }
 
 /** The inspector row a back-end field name (`name`, `state:checked`, `attr:href`) belongs to. */
@@ -83,6 +97,9 @@ export function NodeInspector({ view }: NodeInspectorProps) {
   const changes = realId !== undefined ? view.diff?.real_changes?.[realId] : null;
   const all = compareNodes(real, predicted, changes);
   const rows = [...all.filter((r) => r.differs), ...all.filter((r) => !r.differs)];
+  const geoReal = geometryNote(realTree, real);
+  const geoPred = geometryNote(predTree, predicted);
+  if (geoReal || geoPred) rows.push({ field: "geometry", real: real ? geoReal : null, predicted: predicted ? geoPred : null, differs: false });
   const status = sel.side === "real" ? view.diff?.real[sel.id] : view.diff?.predicted[sel.id];
   return (
     <section className="inspector" role="region" aria-label="Selected node">

@@ -4,7 +4,7 @@
  * active view.
  */
 import type { ReactNode } from "react";
-import type { ComparedView, ObservationMeta } from "../api/types";
+import type { ComparedView, ObservationMeta, SideWarning } from "../api/types";
 import type { SideBySideLines } from "../model/lineDiff";
 import { plainLines } from "../model/lineDiff";
 import { alignment, statusCounts, type Side } from "../model/tree";
@@ -14,6 +14,45 @@ import type { ViewTab } from "../views/tabs";
 import { TreeView } from "../views/TreeView";
 import { Wireframe } from "../views/Wireframe";
 import { useMemo } from "react";
+
+/** Readable names of the parser's warning kinds; unknown kinds show as they are. */
+const WARNING_KINDS: Record<string, string> = {
+  invalid_utf8: "bytes not UTF-8, replaced",
+  forbidden_character: "forbidden character, replaced",
+  trailing_text: "text outside the root ignored",
+  lenient_fallback: "read leniently (not well-formed XML)",
+  malformed: "malformed line or attribute",
+  indent_jump: "indentation jump",
+  nesting_limit: "nesting too deep",
+};
+
+/**
+ * The parse warnings of one side as a small strip: the count, and the list
+ * (kind, line, byte offset, detail) behind a disclosure. Nothing when there
+ * are none.
+ */
+export function ParseWarnings({ warnings, what }: { warnings: readonly SideWarning[] | undefined; what: string }) {
+  if (!warnings || warnings.length === 0) return null;
+  const n = warnings.length;
+  return (
+    <details className="pane-warnings" role="note" aria-label={`${what} parse warnings`}>
+      <summary>
+        ⚠ {n} parse warning{n === 1 ? "" : "s"}
+      </summary>
+      <ul>
+        {warnings.map((w, i) => (
+          <li key={i} data-kind={w.kind}>
+            <span className="pw-where">
+              line {w.line}, byte {w.byte}
+            </span>{" "}
+            <span className="pw-kind">{WARNING_KINDS[w.kind] ?? w.kind}</span>
+            {w.message ? <span className="pw-message">: {w.message}</span> : null}
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
 
 /** Props of {@link Pane}. */
 export interface PaneProps {
@@ -175,6 +214,7 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
           {banner}
         </div>
       ) : null}
+      {!bodyOverride && !emptyMessage ? <ParseWarnings warnings={doc?.warnings} what={what} /> : null}
       <div className="pane-body" role="tabpanel" aria-label={active ? `${what}: ${active.label}` : what}>
         {body}
       </div>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UiNode, UiTree } from "../api/types";
-import { boxAt, layoutBoxes, screenSize } from "./wireframe";
+import { boxAt, isInvertedBounds, layoutBoxes, outsideRootIds, screenSize } from "./wireframe";
 
 function tree(bounds: Array<[number, number, number, number] | null>): UiTree {
   const nodes: UiNode[] = bounds.map((b, i) => ({
@@ -64,5 +64,31 @@ describe("layoutBoxes", () => {
     expect(boxAt(l, 50, 50)?.id).toBe(1);
     expect(boxAt(l, 90, 90)?.id).toBe(0);
     expect(boxAt(l, 150, 10)).toBeUndefined();
+  });
+});
+
+describe("off-screen geometry", () => {
+  it("clips boxes to the screen, marks them and flags nodes outside the root", () => {
+    const t = tree([
+      [0, 0, 1080, 2400],
+      [-200, 100, 400, 300], // scrolled partly off to the left
+      [900, 2300, 1300, 2600], // past the right and bottom edges
+      [100, 100, 500, 500],
+      [-500, -300, -100, -50], // wholly off-screen
+      [700, 700, 600, 800], // inverted
+    ]);
+    const l = layoutBoxes(t, { width_px: 1080, height_px: 2400 }, 556, 1216, null, 8);
+    expect(l.boxes.map((b) => [b.id, b.offscreen])).toEqual([
+      [0, false],
+      [1, true],
+      [2, true],
+      [3, false],
+      [4, true],
+    ]);
+    expect(l.boxes[1]).toMatchObject({ x: 8, y: 58, width: 200, height: 100 });
+    expect(l.boxes[2]).toMatchObject({ x: 458, y: 1158, width: 90, height: 50 });
+    expect(l.boxes[4]).toMatchObject({ x: 8, y: 8, width: 0, height: 0 });
+    expect([...outsideRootIds(t)]).toEqual([1, 2, 4]);
+    expect(t.nodes.map(isInvertedBounds)).toEqual([false, false, false, false, false, true]);
   });
 });

@@ -20,6 +20,11 @@ export interface LayoutBox {
   height: number;
   depth: number;
   status: DiffStatus;
+  /**
+   * The node's bounds reach past the screen (negative bounds, children laid
+   * out beyond the root): the box is clipped to the screen and marked.
+   */
+  offscreen: boolean;
 }
 
 /** A layout: scale factor (pane px per screen px), the drawn screen rectangle and the boxes. */
@@ -77,17 +82,52 @@ export function layoutBoxes(
   for (const n of tree.nodes) {
     if (!hasDrawableBounds(n)) continue;
     const b = n.bounds_px!;
+    // Clip to the screen so nothing is drawn over the bezel; a box wholly
+    // off-screen becomes a hairline on the nearest edge.
+    const left = clamp(b.left, 0, screen.width_px);
+    const top = clamp(b.top, 0, screen.height_px);
+    const right = clamp(b.right, left, screen.width_px);
+    const bottom = clamp(b.bottom, top, screen.height_px);
     boxes.push({
       id: n.id,
-      x: offset_x + b.left * scale,
-      y: offset_y + b.top * scale,
-      width: (b.right - b.left) * scale,
-      height: (b.bottom - b.top) * scale,
+      x: offset_x + left * scale,
+      y: offset_y + top * scale,
+      width: (right - left) * scale,
+      height: (bottom - top) * scale,
       depth: n.depth,
       status: statuses?.[n.id] ?? "unchanged",
+      offscreen: b.left < 0 || b.top < 0 || b.right > screen.width_px || b.bottom > screen.height_px,
     });
   }
   return { scale, offset_x, offset_y, screen_width: screen.width_px * scale, screen_height: screen.height_px * scale, boxes };
+}
+
+function clamp(v: number, lo: number, hi: number): number {
+  return Math.min(Math.max(v, lo), Math.max(lo, hi));
+}
+
+/**
+ * Ids of the nodes whose drawable bounds reach outside the root's bounds (the
+ * first node with drawable bounds, the window or screen of an Android dump).
+ * The root itself and nodes without drawable bounds are never in the set.
+ */
+export function outsideRootIds(tree: UiTree): Set<number> {
+  const out = new Set<number>();
+  const root = tree.nodes.find(hasDrawableBounds);
+  if (!root) return out;
+  const r = root.bounds_px!;
+  for (const n of tree.nodes) {
+    if (n === root || !hasDrawableBounds(n)) continue;
+    const b = n.bounds_px!;
+    if (b.left < r.left || b.top < r.top || b.right > r.right || b.bottom > r.bottom) out.add(n.id);
+  }
+  return out;
+}
+
+/** Whether a node's bounds are an inverted rectangle (`right < left` or `bottom < top`). */
+export function isInvertedBounds(node: UiNode): boolean {
+  const b = node.bounds_px;
+  return !!b && (b.right < b.left || b.bottom < b.top || (b.anomalies ?? []).includes("inverted"));
 }
 
 /**

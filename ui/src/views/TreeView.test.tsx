@@ -4,7 +4,28 @@ import { goldenTurn } from "../mocks/golden";
 import { largeTree } from "../mocks/largeTree";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
+import type { UiNode, UiTree } from "../api/types";
 import { TreeView } from "./TreeView";
+
+/** A flat tree: node 0 is the root, the others its children. */
+function flatTree(representation: UiTree["representation"], rows: Array<[string, string | null, [number, number, number, number] | null]>): UiTree {
+  const nodes: UiNode[] = rows.map(([role, key, b], i) => ({
+    id: i,
+    parent: i === 0 ? null : 0,
+    children: i === 0 ? rows.map((_, j) => j).slice(1) : [],
+    depth: i === 0 ? 0 : 1,
+    role,
+    name: `n${i}`,
+    value: null,
+    key,
+    attributes: [],
+    states: { checked: null, selected: null, focused: null, enabled: null, expanded: null, editable: null },
+    bounds_px: b ? { left: b[0], top: b[1], right: b[2], bottom: b[3], anomalies: b[2] < b[0] || b[3] < b[1] ? ["inverted"] : [] } : null,
+    span: null,
+    synthetic: false,
+  }));
+  return { representation, nodes };
+}
 
 afterEach(cleanup);
 
@@ -69,5 +90,30 @@ describe("TreeView", () => {
     const hovered = container.querySelectorAll(".trow.is-hover");
     expect(hovered.length).toBe(1);
     expect(hovered[0]!.getAttribute("data-node-id")).toBe(String(predBasket.id));
+  });
+
+  it("shows a frame without a bid as (no bid)", () => {
+    const tree = flatTree("axtree", [
+      ["RootWebArea", "1", null],
+      ["iframe", null, null],
+      ["iframe", "7", null],
+      ["StaticText", null, null],
+    ]);
+    const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
+    const keys = Array.from(container.querySelectorAll("[role=treeitem]")).map((r) => r.querySelector(".tkey")?.textContent ?? null);
+    expect(keys).toEqual(["[1]", "(no bid)", "[7]", null]);
+  });
+
+  it("flags Android nodes outside the root's bounds and inverted rectangles", () => {
+    const tree = flatTree("android-xml", [
+      ["android.widget.FrameLayout", null, [0, 0, 1080, 2400]],
+      ["android.widget.TextView", null, [-200, 100, 400, 300]],
+      ["android.widget.TextView", null, [100, 100, 500, 500]],
+      ["android.widget.TextView", null, [700, 700, 600, 800]],
+      ["android.widget.TextView", null, [900, 2300, 1300, 2600]],
+    ]);
+    const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
+    const badges = Array.from(container.querySelectorAll("[role=treeitem]")).map((r) => Array.from(r.querySelectorAll(".tgeom")).map((b) => b.textContent));
+    expect(badges).toEqual([[], ["outside root bounds"], [], ["invalid"], ["outside root bounds"]]);
   });
 });

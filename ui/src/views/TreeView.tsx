@@ -8,6 +8,7 @@ import { memo, useCallback, useMemo, useState } from "react";
 import type { DiffStatus, UiNode, UiTree } from "../api/types";
 import { VirtualList } from "../components/VirtualList";
 import { ancestors, searchTree, subtreeEnds, visibleRows, type Alignment, type Side } from "../model/tree";
+import { isInvertedBounds, outsideRootIds } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
 
@@ -28,6 +29,9 @@ export interface TreeViewProps {
   /** Show each node's bounds in px. */
   showBounds?: boolean;
 }
+
+/** Roles of BrowserGym frames, which should carry a `bid`. */
+const FRAME_ROLES = /^(i?frame)$/i;
 
 const DIFF_MARK: Record<DiffStatus, string> = { unchanged: "", changed: "~", moved: "↕", added: "+", removed: "−" };
 
@@ -113,6 +117,8 @@ interface RowProps {
   selected: boolean;
   matched: boolean;
   showBounds: boolean;
+  /** The node's bounds reach outside the root's bounds. */
+  outsideRoot: boolean;
   onToggle: (id: number) => void;
   onHover: (id: number) => void;
   onSelect: (id: number) => void;
@@ -128,6 +134,7 @@ const TreeRow = memo(function TreeRow({
   selected,
   matched,
   showBounds,
+  outsideRoot,
   onToggle,
   onHover,
   onSelect,
@@ -180,6 +187,10 @@ const TreeRow = memo(function TreeRow({
         <span className="tkey" title={node.key}>
           [{shortKey(node.key, representation)}]
         </span>
+      ) : representation === "axtree" && FRAME_ROLES.test(node.role) ? (
+        <span className="tkey is-missing" title="This frame has no bid: actions cannot name it">
+          (no bid)
+        </span>
       ) : null}
       <span className="trole" title={node.role}>
         {representation === "android-xml" ? node.role.slice(node.role.lastIndexOf(".") + 1) : node.role}
@@ -191,6 +202,16 @@ const TreeRow = memo(function TreeRow({
           {s}
         </span>
       ))}
+      {isInvertedBounds(node) ? (
+        <span className="tgeom is-invalid" title="Inverted bounds: right < left or bottom < top">
+          invalid
+        </span>
+      ) : null}
+      {outsideRoot ? (
+        <span className="tgeom is-outside" title="Bounds reach outside the root's bounds (off-screen)">
+          outside root bounds
+        </span>
+      ) : null}
       {props.length ? <span className="tprops">{props.join(" ")}</span> : null}
       {showBounds && b ? (
         <span className="tbounds">
@@ -217,6 +238,8 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
     return m;
   }, [rows]);
   const matches = useMemo(() => searchTree(tree, query), [tree, query]);
+  // Android dumps' root spans the screen; elsewhere the root's frame is not a screen.
+  const outside = useMemo(() => (tree.representation === "android-xml" ? outsideRootIds(tree) : new Set<number>()), [tree]);
   const matchSet = useMemo(() => new Set(matches), [matches]);
 
   // A new tree opens fully expanded. A node selected elsewhere (other pane,
@@ -320,6 +343,7 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
               selected={selectedId === id}
               matched={matchSet.has(id)}
               showBounds={showBounds}
+              outsideRoot={outside.has(id)}
               onToggle={onToggle}
               onHover={onHover}
               onSelect={onSelect}

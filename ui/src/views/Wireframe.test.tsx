@@ -99,3 +99,29 @@ describe("Wireframe, OS screen", () => {
     expect(container.querySelector("rect.device-bezel")).toBeNull();
   });
 });
+
+describe("Wireframe, off-screen nodes", () => {
+  it("clips a node scrolled off the screen and marks it", () => {
+    // The first turn of the Android fixture, the Dark theme switch scrolled 300 px off the left edge.
+    const real = goldenTurn("android-settings", 1)!.views[0]!.real!.tree!;
+    const sw = real.nodes.find((n) => n.key === "com.android.settings:id/switch_2")!;
+    const moved = {
+      ...real,
+      nodes: real.nodes.map((n) =>
+        n.id === sw.id ? { ...n, bounds_px: { left: -300, top: 900, right: 132, bottom: 980, anomalies: ["negative" as const] } } : n,
+      ),
+    };
+    const { container } = render(
+      <Wireframe side="real" tree={moved} align={alignment(null)} variant="device" label="Real device wireframe" fallbackSize={{ width: 600, height: 1200 }} />,
+    );
+    const screen = container.querySelector("rect.screen-bg")!;
+    const offsetX = Number(screen.getAttribute("x"));
+    const rect = container.querySelector(`rect.wbox[data-node-id="${sw.id}"]`)!;
+    expect(rect.classList.contains("is-offscreen")).toBe(true);
+    expect(Number(rect.getAttribute("x"))).toBeCloseTo(offsetX, 6);
+    expect(Number(rect.getAttribute("width"))).toBeCloseTo(132 * 0.48, 6);
+    expect(Array.from(container.querySelectorAll("[data-offscreen]")).map((m) => m.getAttribute("data-offscreen"))).toEqual([String(sw.id)]);
+    // Nothing is drawn left of the screen.
+    for (const r of Array.from(container.querySelectorAll("rect.wbox"))) expect(Number(r.getAttribute("x"))).toBeGreaterThanOrEqual(offsetX - 1e-9);
+  });
+});

@@ -82,14 +82,26 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
         const text = n.name && n.value && n.value !== n.name ? `${n.name}: ${n.value}` : n.name || (n.value ?? "");
         const font = Math.max(8, Math.min(12, b.height * 0.55));
         const showText = text && leafish && b.width > 18 && b.height > 9;
-        const cls = ["wbox", `diff-${b.status}`, clickable ? "is-clickable" : "", focused ? "is-focused" : "", leafish ? "is-leaf" : ""]
+        const cls = [
+          "wbox",
+          `diff-${b.status}`,
+          clickable ? "is-clickable" : "",
+          focused ? "is-focused" : "",
+          leafish ? "is-leaf" : "",
+          b.offscreen ? "is-offscreen" : "",
+        ]
           .filter(Boolean)
           .join(" ");
         return (
           <g key={b.id} data-node-id={b.id}>
             <rect className={cls} data-node-id={b.id} data-diff={b.status} x={b.x} y={b.y} width={Math.max(0.5, b.width)} height={Math.max(0.5, b.height)}>
-              <title>{`${nodeLabel(n, 120)}${n.key ? ` [${n.key}]` : ""}`}</title>
+              <title>{`${nodeLabel(n, 120)}${n.key ? ` [${n.key}]` : ""}${b.offscreen ? " (partly off-screen, clipped)" : ""}`}</title>
             </rect>
+            {b.offscreen ? (
+              <text className="woffscreen" data-offscreen={b.id} x={b.x + 1} y={b.y + 9} fontSize={9}>
+                ⇱
+              </text>
+            ) : null}
             {showText ? (
               <text className="wlabel" x={b.x + 3} y={b.y + Math.min(b.height - 2, font + 2)} fontSize={font}>
                 {truncate(text, b.width - (checked != null ? 16 : 6), font)}

@@ -197,6 +197,7 @@ fn side(text: &str, representation: core::Representation) -> SideDocument {
             text: text.to_string(),
             tree: None,
             parse_error: None,
+            warnings: Vec::new(),
         };
     }
     match obs::parse(text, representation) {
@@ -204,11 +205,52 @@ fn side(text: &str, representation: core::Representation) -> SideDocument {
             text: text.to_string(),
             tree: Some(parsed.tree),
             parse_error: None,
+            warnings: parsed.warnings.iter().map(views::side_warning).collect(),
         },
         Err(e) => SideDocument {
             text: text.to_string(),
             tree: None,
             parse_error: Some(e.to_string()),
+            warnings: Vec::new(),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_side_carries_its_parse_warnings_with_line_and_byte() {
+        // adb appends a status line after the root element.
+        let text = "<hierarchy rotation=\"0\"><node class=\"android.widget.FrameLayout\" bounds=\"[0,0][1080,2400]\"/></hierarchy>\nUI hierchary dumped to: /dev/tty\n";
+        let doc = side(text, core::Representation::AndroidXml);
+        assert!(doc.tree.is_some());
+        assert_eq!(doc.parse_error, None);
+        let parsed = obs::parse(text, core::Representation::AndroidXml).unwrap();
+        assert!(!parsed.warnings.is_empty());
+        assert_eq!(doc.warnings.len(), parsed.warnings.len());
+        let w = &doc.warnings[0];
+        assert_eq!(w.kind, "trailing_text");
+        // Right after `</hierarchy>`, on the first line.
+        assert_eq!((w.line, w.byte), (1, 104));
+        assert_eq!(w.line, parsed.warnings[0].line);
+        assert_eq!(w.byte, parsed.warnings[0].byte);
+        assert_eq!(w.message, parsed.warnings[0].message);
+
+        // A clean side has none, and its JSON has no `warnings` field.
+        let clean = side(
+            "<hierarchy><node bounds=\"[0,0][10,10]\"/></hierarchy>",
+            core::Representation::AndroidXml,
+        );
+        assert!(clean.warnings.is_empty());
+        let json = serde_json::to_value(&clean).unwrap();
+        assert!(json.get("warnings").is_none());
+        // Texts that are not trees carry none.
+        assert!(
+            side("plain text", core::Representation::Text)
+                .warnings
+                .is_empty()
+        );
     }
 }
