@@ -24,6 +24,8 @@ const WARNING_KINDS: Record<string, string> = {
   malformed: "malformed line or attribute",
   indent_jump: "indentation jump",
   nesting_limit: "nesting too deep",
+  truncated: "tree cut off by its dump tool",
+  incomplete: "tree incomplete (accessibility probably off)",
 };
 
 /**
