@@ -282,7 +282,7 @@ pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
 mod tests {
     use super::*;
     use obs::diff::{DiffSummary, FieldChange, NodeStatus};
-    use obs::metrics::{Anchor, AnchorStatus, EvalStatus, Evaluation, InputWarnings};
+    use obs::metrics::{Anchor, AnchorStatus, EvalStatus, Evaluation};
     use obs::tree::NodeId;
 
     #[test]
@@ -337,24 +337,11 @@ mod tests {
     }
 
     fn evaluation(status: EvalStatus, reason: Option<&str>) -> Evaluation {
-        Evaluation {
+        Evaluation::without_scores(
             status,
-            reason: reason.map(str::to_owned),
-            representation: core::Representation::Axtree,
-            exact: None,
-            text_f1: None,
-            node_f1: None,
-            node_precision: None,
-            node_recall: None,
-            attribute_accuracy: None,
-            attributes: Vec::new(),
-            transition_f1: None,
-            transition: None,
-            anchors: Vec::new(),
-            nodes: None,
-            line_diff: None,
-            warnings: InputWarnings::default(),
-        }
+            reason.map(str::to_owned),
+            core::Representation::Axtree,
+        )
     }
 
     #[test]

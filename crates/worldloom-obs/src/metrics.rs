@@ -714,25 +714,37 @@ pub enum EvalError {
     Real(ParseError),
 }
 
-fn empty_eval(status: EvalStatus, reason: String, representation: Representation) -> Evaluation {
-    Evaluation {
-        status,
-        reason: Some(reason),
-        representation,
-        exact: None,
-        text_f1: None,
-        node_f1: None,
-        node_precision: None,
-        node_recall: None,
-        attribute_accuracy: None,
-        attributes: Vec::new(),
-        transition_f1: None,
-        transition: None,
-        anchors: Vec::new(),
-        nodes: None,
-        line_diff: None,
-        warnings: InputWarnings::default(),
+impl Evaluation {
+    /// An evaluation with no figures: `status` and its `reason` only (every
+    /// metric `None`, no anchors, nodes, line diff or warnings).
+    pub fn without_scores(
+        status: EvalStatus,
+        reason: Option<String>,
+        representation: Representation,
+    ) -> Self {
+        Evaluation {
+            status,
+            reason,
+            representation,
+            exact: None,
+            text_f1: None,
+            node_f1: None,
+            node_precision: None,
+            node_recall: None,
+            attribute_accuracy: None,
+            attributes: Vec::new(),
+            transition_f1: None,
+            transition: None,
+            anchors: Vec::new(),
+            nodes: None,
+            line_diff: None,
+            warnings: InputWarnings::default(),
+        }
     }
+}
+
+fn empty_eval(status: EvalStatus, reason: String, representation: Representation) -> Evaluation {
+    Evaluation::without_scores(status, Some(reason), representation)
 }
 
 /// Normalisation for exact match of text observations: CRLF → LF, trailing

@@ -300,25 +300,7 @@ const OBS_FIELDS_DROPPED: [&str; 2] = ["dom_object", "axtree_object"];
 /// The step pickles of an AgentLab result folder (`step_N.pkl.gz`, or
 /// `step_N.pkl`), by step number.
 fn step_pickles(dir: &Path) -> Result<std::collections::BTreeMap<usize, std::path::PathBuf>> {
-    let mut out = std::collections::BTreeMap::new();
-    let entries = std::fs::read_dir(dir).map_err(|source| CoreError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        if let Some(number) = name
-            .strip_prefix("step_")
-            .and_then(|r| r.strip_suffix(".pkl.gz").or_else(|| r.strip_suffix(".pkl")))
-            && let Ok(n) = number.parse::<usize>()
-        {
-            out.insert(n, path);
-        }
-    }
-    Ok(out)
+    crate::formats::folder::step_files(dir, &[".pkl.gz", ".pkl"])
 }
 
 /// Whether `dir` is an AgentLab result folder: it holds `step_N.pkl.gz`

@@ -35,8 +35,9 @@ pub enum FolderKind {
     Os,
 }
 
-/// `step_NN.<ext>` files of a folder by step number.
-fn step_files(dir: &Path, ext: &str) -> Result<BTreeMap<usize, PathBuf>> {
+/// `step_NN<suffix>` files of a folder by step number; `suffixes` are tried
+/// in order (`[".pkl.gz", ".pkl"]`: a step's first matching suffix).
+pub(crate) fn step_files(dir: &Path, suffixes: &[&str]) -> Result<BTreeMap<usize, PathBuf>> {
     let mut out = BTreeMap::new();
     let entries = std::fs::read_dir(dir).map_err(|source| CoreError::Io {
         path: dir.to_path_buf(),
@@ -49,7 +50,7 @@ fn step_files(dir: &Path, ext: &str) -> Result<BTreeMap<usize, PathBuf>> {
         };
         if let Some(number) = name
             .strip_prefix("step_")
-            .and_then(|r| r.strip_suffix(&format!(".{ext}")))
+            .and_then(|r| suffixes.iter().find_map(|x| r.strip_suffix(x)))
             && let Ok(n) = number.parse::<usize>()
         {
             out.insert(n, path);
@@ -61,8 +62,8 @@ fn step_files(dir: &Path, ext: &str) -> Result<BTreeMap<usize, PathBuf>> {
 /// Detects the kind of a trajectory folder (see [`crate::formats::detect_format`]).
 pub fn detect(dir: &Path) -> Option<crate::formats::InputFormat> {
     use crate::formats::InputFormat;
-    let xml = step_files(dir, "xml").ok()?;
-    let tsv = step_files(dir, "tsv").ok()?;
+    let xml = step_files(dir, &[".xml"]).ok()?;
+    let tsv = step_files(dir, &[".tsv"]).ok()?;
     if let Some(first) = xml.values().next() {
         let bytes = std::fs::read(first).ok()?;
         let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
@@ -208,9 +209,9 @@ pub fn import(
         FolderKind::Android => Representation::AndroidXml,
         FolderKind::Os => Representation::OsXml,
     };
-    let xml = step_files(dir, "xml")?;
+    let xml = step_files(dir, &[".xml"])?;
     let tsv = if kind == FolderKind::Os {
-        step_files(dir, "tsv")?
+        step_files(dir, &[".tsv"])?
     } else {
         BTreeMap::new()
     };
