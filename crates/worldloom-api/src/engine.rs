@@ -21,6 +21,7 @@ use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::{GenerationParams, WorldModel};
 
 use crate::error::{ApiError, ErrorCode};
+use crate::keys::{KEYRING_SERVICE, KeyStore};
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
@@ -148,8 +149,28 @@ fn dtype_name(d: ModelDtype) -> &'static str {
     }
 }
 
+/// The keyring account of an endpoint: `keyring_account` trimmed, or the base
+/// URL trimmed when that is absent or blank.
+pub(crate) fn keyring_account_of<'a>(
+    base_url: &'a str,
+    keyring_account: Option<&'a str>,
+) -> &'a str {
+    keyring_account
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| base_url.trim())
+}
+
+/// Drops the cached engine so the next one is created afresh (after a key
+/// changed in the key store); running jobs keep their own handle.
+pub(crate) fn forget(studio: &Studio) {
+    if let Ok(mut slot) = lock_slot(studio) {
+        slot.loaded = None;
+    }
+}
+
 /// Creates the engine for `settings` (a local model loads here: slow).
-fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
+fn create(settings: &EngineSettings, keys: &dyn KeyStore) -> Result<LoadedEngine, String> {
     match settings {
         EngineSettings::Baseline { name } => match name.as_str() {
             "copy" => Ok(LoadedEngine {
@@ -168,15 +189,33 @@ fn create(settings: &EngineSettings) -> Result<LoadedEngine, String> {
             model,
             api_key_env,
             step_deadline_s,
+            key_source,
+            keyring_account,
         } => {
+            let from_keyring = *key_source == Some(KeySource::Keyring);
             let config = OpenAiConfig {
                 base_url: base_url.clone(),
                 model: model.clone(),
-                api_key_env: api_key_env.clone().filter(|v| !v.trim().is_empty()),
+                api_key_env: if from_keyring {
+                    None
+                } else {
+                    api_key_env.clone().filter(|v| !v.trim().is_empty())
+                },
                 deadline_ms: step_deadline_s.map(|s| u64::from(s) * 1000),
                 ..OpenAiConfig::default()
             };
-            let engine = OpenAiEngine::new(config).map_err(|e| e.to_string())?;
+            let mut engine = OpenAiEngine::new(config).map_err(|e| e.to_string())?;
+            if from_keyring {
+                let account = keyring_account_of(base_url, keyring_account.as_deref());
+                match keys.get(account)? {
+                    Some(key) if !key.is_empty() => engine = engine.with_api_key(key),
+                    _ => {
+                        return Err(format!(
+                            "no API key in the OS keyring for account `{account}` (service `{KEYRING_SERVICE}`): store one with set_endpoint_key"
+                        ));
+                    }
+                }
+            }
             let description = format!("{model} at {}", engine.api_base());
             Ok(LoadedEngine {
                 settings: settings.clone(),
@@ -230,7 +269,7 @@ pub(crate) fn ensure(studio: &Studio) -> Result<Arc<LoadedEngine>, ApiError> {
     }
     // Drop the old engine first: a local model frees its memory.
     slot.loaded = None;
-    match create(&settings) {
+    match create(&settings, studio.key_store().as_ref()) {
         Ok(loaded) => {
             let loaded = Arc::new(loaded);
             slot.loaded = Some(Arc::clone(&loaded));

@@ -21,6 +21,7 @@ pub mod engine;
 pub mod error;
 mod ids;
 mod import;
+pub mod keys;
 pub mod launch;
 mod scoring;
 pub mod stepping;
@@ -56,6 +57,7 @@ struct Inner {
     engine: Mutex<engine::EngineSlot>,
     jobs: Mutex<BTreeMap<String, Arc<stepping::Job>>>,
     next_job: AtomicU64,
+    keys: Mutex<Arc<dyn keys::KeyStore>>,
 }
 
 impl std::fmt::Debug for Studio {
@@ -85,8 +87,31 @@ impl Studio {
                 engine: Mutex::new(engine::EngineSlot::default()),
                 jobs: Mutex::new(BTreeMap::new()),
                 next_job: AtomicU64::new(1),
+                keys: Mutex::new(Arc::new(keys::OsKeyStore)),
             }),
         }
+    }
+
+    /// Replaces where endpoint API keys are read and stored (default: the OS
+    /// keyring, [`keys::OsKeyStore`]); tests use [`keys::MemoryKeyStore`].
+    /// Takes effect for the next engine created and key command.
+    pub fn set_key_store(&self, store: Arc<dyn keys::KeyStore>) {
+        *self
+            .inner
+            .keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = store;
+    }
+
+    /// The current key store.
+    pub(crate) fn key_store(&self) -> Arc<dyn keys::KeyStore> {
+        Arc::clone(
+            &self
+                .inner
+                .keys
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Another handle to the same studio, for job threads.
@@ -201,6 +226,10 @@ command_table! {
     inspect_model_dir(InspectModelDirRequest) -> ModelDirInfo;
     /// Saves the engine settings and parameters in the workspace (no secrets) and (re)creates the engine.
     set_engine(SetEngineRequest) -> EngineStatus;
+    /// Stores an endpoint's API key in the OS keyring (service `worldloom`); the key is never echoed back, logged or saved in the workspace; an empty key deletes it.
+    set_endpoint_key(SetEndpointKeyRequest) -> EndpointKeyStatus;
+    /// Whether the OS keyring holds an API key for an account (never the key itself).
+    endpoint_key_status(EndpointKeyStatusRequest) -> EndpointKeyStatus;
     /// Exactly the chat messages `step` would send for a node.
     preview_prompt(PreviewPromptRequest) -> PreviewPromptResponse;
     /// Predicts a node with the engine on a worker thread; progress arrives as StepDelta / StepFinished events.

@@ -823,8 +823,8 @@ pub enum ModelDtype {
 }
 
 /// Which engine steps the world model. Saved per workspace (no secrets: an
-/// endpoint's API key is read from the named environment variable when the
-/// engine is created).
+/// endpoint's API key is read from the named environment variable or the OS
+/// keyring when the engine is created).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EngineSettings {
@@ -858,7 +858,70 @@ pub enum EngineSettings {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         #[ts(optional)]
         step_deadline_s: Option<u32>,
+        /// Where the API key comes from. Absent or `null`: `env` (the
+        /// variable named by `api_key_env`), so settings saved before this
+        /// field load as before.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        key_source: Option<KeySource>,
+        /// The OS keyring account (service `worldloom`) holding the key when
+        /// `key_source` is `keyring`. Absent, `null` or blank: the base URL
+        /// as given. Only the account name is saved, never the key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        keyring_account: Option<String>,
     },
+}
+
+/// Where an OpenAI-compatible endpoint's API key is read from when the
+/// engine is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum KeySource {
+    /// The environment variable named by `api_key_env` (`null`: no key).
+    #[default]
+    Env,
+    /// The OS keyring (Secret Service, macOS Keychain, Windows Credential
+    /// Manager), service `worldloom`, account `keyring_account` or the base
+    /// URL.
+    Keyring,
+}
+
+/// `set_endpoint_key` request: stores an API key in the OS keyring.
+#[derive(Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetEndpointKeyRequest {
+    /// The keyring account (service `worldloom`): the endpoint's base URL or
+    /// a name of the user's choosing. Must not be blank.
+    pub account: String,
+    /// The API key. Never echoed back, logged or written to the workspace;
+    /// empty deletes the stored key.
+    pub key: String,
+}
+
+impl std::fmt::Debug for SetEndpointKeyRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SetEndpointKeyRequest")
+            .field("account", &self.account)
+            .field("key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// `endpoint_key_status` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EndpointKeyStatusRequest {
+    /// The keyring account (service `worldloom`).
+    pub account: String,
+}
+
+/// Whether the OS keyring holds a key for an account (the key itself is never
+/// returned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct EndpointKeyStatus {
+    /// The keyring account asked about.
+    pub account: String,
+    /// Whether a non-empty key is stored.
+    pub stored: bool,
 }
 
 /// Generation parameters (`worldloom-engine` `GenerationParams`); defaults

@@ -704,6 +704,8 @@ fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
                 model: "slow".into(),
                 api_key_env: None,
                 step_deadline_s: None,
+                key_source: None,
+                keyring_account: None,
             },
             params: worldloom_api::engine::default_params(),
         },
@@ -806,6 +808,8 @@ fn step_deadline_ends_a_never_ending_stream_with_an_error() {
                 model: "slow".into(),
                 api_key_env: None,
                 step_deadline_s: Some(1),
+                key_source: None,
+                keyring_account: None,
             },
             params: worldloom_api::engine::default_params(),
         },
@@ -1322,6 +1326,8 @@ fn engine_settings_are_checked() {
                 model: "m".into(),
                 api_key_env: Some("WORLDLOOM_TEST_UNSET_KEY_VARIABLE".into()),
                 step_deadline_s: None,
+                key_source: None,
+                keyring_account: None,
             },
             params: worldloom_api::engine::default_params(),
         },
@@ -1501,4 +1507,216 @@ fn a_rollout_after_a_state_with_no_observation_is_refused_and_appends_nothing() 
         err.message
     );
     assert_eq!(count_nodes(), before, "nothing appended");
+}
+
+/// A loopback OpenAI-compatible endpoint that answers 401 unless the request
+/// carries `Authorization: Bearer {key}`, and streams "hello" otherwise.
+fn keyed_endpoint(key: &'static str) -> std::net::SocketAddr {
+    use axum::routing::post;
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                post(move |headers: axum::http::HeaderMap| async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    if auth != format!("Bearer {key}") {
+                        return axum::response::Response::builder()
+                            .status(401)
+                            .header("content-type", "application/json")
+                            .body(axum::body::Body::from(r#"{"error":{"message":"bad key"}}"#))
+                            .expect("response");
+                    }
+                    let chunk = serde_json::json!({
+                        "choices": [{"index": 0, "delta": {"content": "hello"}}]
+                    });
+                    axum::response::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(axum::body::Body::from(format!(
+                            "data: {chunk}\n\ndata: [DONE]\n\n"
+                        )))
+                        .expect("response")
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let _ = tx.send(listener.local_addr().expect("addr"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    rx.recv().expect("address")
+}
+
+#[test]
+fn an_api_key_from_the_keyring_reaches_the_endpoint_and_never_the_workspace() {
+    const KEY: &str = "sk-worldloom-keyring-test-5d1f";
+    let addr = keyed_endpoint(KEY);
+    let (dir, studio) = studio();
+    studio.set_key_store(std::sync::Arc::new(
+        worldloom_api::keys::MemoryKeyStore::default(),
+    ));
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let base_url = format!("http://{addr}/v1");
+    let settings = |account: Option<&str>| EngineSettings::Openai {
+        base_url: base_url.clone(),
+        model: "m".into(),
+        api_key_env: None,
+        step_deadline_s: None,
+        key_source: Some(KeySource::Keyring),
+        keyring_account: account.map(str::to_owned),
+    };
+
+    // No key stored: the engine is not ready and the error names the account.
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: settings(None),
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("saved");
+    assert!(!status.ready);
+    let error = status.error.expect("error");
+    assert!(error.contains(&format!("account `{base_url}`")), "{error}");
+    assert!(error.contains("service `worldloom`"), "{error}");
+    let stored = commands::endpoint_key_status(
+        &studio,
+        EndpointKeyStatusRequest {
+            account: base_url.clone(),
+        },
+    )
+    .expect("key status");
+    assert!(!stored.stored);
+
+    // A blank account is refused.
+    let err = commands::set_endpoint_key(
+        &studio,
+        SetEndpointKeyRequest {
+            account: "  ".into(),
+            key: KEY.into(),
+        },
+    )
+    .expect_err("blank account");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+
+    // Store the key under a named account; the reply never holds the key.
+    let reply = worldloom_api::dispatch(
+        &studio,
+        "set_endpoint_key",
+        serde_json::json!({"account": " lab endpoint ", "key": KEY}),
+    )
+    .expect("set key");
+    assert_eq!(
+        reply,
+        serde_json::json!({"account": "lab endpoint", "stored": true})
+    );
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: settings(Some("lab endpoint")),
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    let resp = commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    let (_, fin) = wait_finished(&rx, &resp.job_id);
+    assert!(
+        matches!(
+            &fin,
+            StudioEvent::StepFinished {
+                prediction_id: Some(_),
+                error: None,
+                ..
+            }
+        ),
+        "{fin:?}"
+    );
+
+    // A wrong key is refused by the endpoint: the key stored is the one sent.
+    commands::set_endpoint_key(
+        &studio,
+        SetEndpointKeyRequest {
+            account: "lab endpoint".into(),
+            key: "sk-wrong".into(),
+        },
+    )
+    .expect("replace key");
+    let resp = commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    let (_, fin) = wait_finished(&rx, &resp.job_id);
+    assert!(
+        matches!(
+            &fin,
+            StudioEvent::StepFinished {
+                status: StepStatus::Error,
+                prediction_id: None,
+                ..
+            }
+        ),
+        "{fin:?}"
+    );
+
+    // Neither key is anywhere in the workspace file (nor its journal).
+    drop(studio);
+    for entry in std::fs::read_dir(dir.path()).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).expect("read");
+            for key in [KEY, "sk-wrong"] {
+                assert!(
+                    !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                    "{key} found in {}",
+                    path.display()
+                );
+            }
+        }
+    }
+    // The account name is saved (it is not a secret); the settings load.
+    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("reopen");
+    let status = commands::engine_status(&studio, EmptyRequest {}).expect("status");
+    assert_eq!(status.settings, Some(settings(Some("lab endpoint"))));
+}
+
+#[test]
+fn saved_engine_settings_without_a_key_source_read_the_environment() {
+    let json =
+        r#"{"kind":"openai","base_url":"http://127.0.0.1:8000/v1","model":"m","api_key_env":"K"}"#;
+    let settings: EngineSettings = serde_json::from_str(json).expect("old settings");
+    assert_eq!(
+        settings,
+        EngineSettings::Openai {
+            base_url: "http://127.0.0.1:8000/v1".into(),
+            model: "m".into(),
+            api_key_env: Some("K".into()),
+            step_deadline_s: None,
+            key_source: None,
+            keyring_account: None,
+        }
+    );
+    assert_eq!(serde_json::to_string(&settings).expect("json"), json);
 }

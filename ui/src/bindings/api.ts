@@ -1239,7 +1239,21 @@ api_key_env: string | null,
  * not finished by then ends with an error naming the limit, even
  * when the endpoint keeps trickling bytes. Absent or `null`: none.
  */
-step_deadline_s?: number, };
+step_deadline_s?: number, 
+/**
+ * Where the API key comes from. Absent or `null`: `env` (the
+ * variable named by `api_key_env`), so settings saved before this
+ * field load as before.
+ */
+key_source?: KeySource, 
+/**
+ * The OS keyring account (service `worldloom`) holding the key when
+ * `key_source` is `keyring`. Absent, `null` or blank: the base URL
+ * as given. Only the account name is saved, never the key.
+ */
+keyring_account?: string, };
+
+export type KeySource = "env" | "keyring";
 
 export type GenerationParamsView = { 
 /**
@@ -1310,6 +1324,34 @@ export type InspectModelDirRequest = {
  * The model directory on the back end's machine.
  */
 path: string, };
+
+export type SetEndpointKeyRequest = { 
+/**
+ * The keyring account (service `worldloom`): the endpoint's base URL or
+ * a name of the user's choosing. Must not be blank.
+ */
+account: string, 
+/**
+ * The API key. Never echoed back, logged or written to the workspace;
+ * empty deletes the stored key.
+ */
+key: string, };
+
+export type EndpointKeyStatusRequest = { 
+/**
+ * The keyring account (service `worldloom`).
+ */
+account: string, };
+
+export type EndpointKeyStatus = { 
+/**
+ * The keyring account asked about.
+ */
+account: string, 
+/**
+ * Whether a non-empty key is stored.
+ */
+stored: boolean, };
 
 export type DtypeMemory = { 
 /**
@@ -1985,6 +2027,10 @@ export interface Commands {
   inspect_model_dir: [InspectModelDirRequest, ModelDirInfo];
   /** Saves the engine settings and parameters in the workspace (no secrets) and (re)creates the engine. */
   set_engine: [SetEngineRequest, EngineStatus];
+  /** Stores an endpoint's API key in the OS keyring (service `worldloom`); the key is never echoed back, logged or saved in the workspace; an empty key deletes it. */
+  set_endpoint_key: [SetEndpointKeyRequest, EndpointKeyStatus];
+  /** Whether the OS keyring holds an API key for an account (never the key itself). */
+  endpoint_key_status: [EndpointKeyStatusRequest, EndpointKeyStatus];
   /** Exactly the chat messages `step` would send for a node. */
   preview_prompt: [PreviewPromptRequest, PreviewPromptResponse];
   /** Predicts a node with the engine on a worker thread; progress arrives as StepDelta / StepFinished events. */

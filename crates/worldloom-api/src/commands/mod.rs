@@ -17,6 +17,7 @@ pub use crate::editing::{
     validate_observation,
 };
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
+pub use crate::keys::{endpoint_key_status, set_endpoint_key};
 pub use crate::scoring::METRICS_PRODUCER;
 pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
 pub use history::{history, redo, undo};

@@ -256,6 +256,15 @@ impl OpenAiEngine {
         })
     }
 
+    /// Replaces the API key with `key`, sent as `Authorization: Bearer …`
+    /// (for keys read from elsewhere than an environment variable, such as
+    /// the OS keyring). The key is never written to disk or logged.
+    #[must_use]
+    pub fn with_api_key(mut self, key: String) -> Self {
+        self.api_key = Some(ApiKey(key));
+        self
+    }
+
     /// The settings this engine was built with.
     pub fn config(&self) -> &OpenAiConfig {
         &self.config

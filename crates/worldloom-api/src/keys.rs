@@ -1,0 +1,156 @@
+//! API keys for OpenAI-compatible endpoints kept in the OS keyring (service
+//! [`KEYRING_SERVICE`]), never in the workspace. The store is behind the
+//! [`KeyStore`] trait: [`OsKeyStore`] is the OS keyring (Secret Service over
+//! D-Bus in pure Rust on Linux, Keychain on macOS, Credential Manager on
+//! Windows); [`MemoryKeyStore`] keeps keys in memory, for tests.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use crate::types::{EndpointKeyStatus, EndpointKeyStatusRequest, SetEndpointKeyRequest};
+use crate::{ApiError, Studio};
+
+/// The keyring service name under which every endpoint key is stored.
+pub const KEYRING_SERVICE: &str = "worldloom";
+
+/// A place that holds API keys by account name.
+///
+/// Errors are one-line descriptions that never contain a key.
+pub trait KeyStore: Send + Sync {
+    /// The key stored for `account`, `None` when none is.
+    ///
+    /// # Errors
+    /// When the store cannot be reached or read.
+    fn get(&self, account: &str) -> Result<Option<String>, String>;
+    /// Stores `key` for `account`, replacing any earlier key.
+    ///
+    /// # Errors
+    /// When the store cannot be reached or written.
+    fn set(&self, account: &str, key: &str) -> Result<(), String>;
+    /// Removes the key of `account`; removing an absent key succeeds.
+    ///
+    /// # Errors
+    /// When the store cannot be reached or written.
+    fn delete(&self, account: &str) -> Result<(), String>;
+}
+
+/// The OS keyring through the `keyring` crate, service [`KEYRING_SERVICE`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OsKeyStore;
+
+impl OsKeyStore {
+    fn entry(account: &str) -> Result<keyring::Entry, String> {
+        keyring::Entry::new(KEYRING_SERVICE, account)
+            .map_err(|e| format!("the OS keyring is not available: {e}"))
+    }
+}
+
+impl KeyStore for OsKeyStore {
+    fn get(&self, account: &str) -> Result<Option<String>, String> {
+        match Self::entry(account)?.get_password() {
+            Ok(key) => Ok(Some(key)),
+            Err(keyring::Error::NoEntry) => Ok(None),
+            Err(e) => Err(format!("cannot read the OS keyring: {e}")),
+        }
+    }
+
+    fn set(&self, account: &str, key: &str) -> Result<(), String> {
+        Self::entry(account)?
+            .set_password(key)
+            .map_err(|e| format!("cannot write the OS keyring: {e}"))
+    }
+
+    fn delete(&self, account: &str) -> Result<(), String> {
+        match Self::entry(account)?.delete_credential() {
+            Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
+            Err(e) => Err(format!("cannot write the OS keyring: {e}")),
+        }
+    }
+}
+
+/// Keys in memory, lost when dropped (tests, and builds without a keyring).
+#[derive(Debug, Default)]
+pub struct MemoryKeyStore {
+    keys: Mutex<BTreeMap<String, String>>,
+}
+
+impl MemoryKeyStore {
+    fn keys(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, String>> {
+        self.keys
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl KeyStore for MemoryKeyStore {
+    fn get(&self, account: &str) -> Result<Option<String>, String> {
+        Ok(self.keys().get(account).cloned())
+    }
+
+    fn set(&self, account: &str, key: &str) -> Result<(), String> {
+        self.keys().insert(account.to_owned(), key.to_owned());
+        Ok(())
+    }
+
+    fn delete(&self, account: &str) -> Result<(), String> {
+        self.keys().remove(account);
+        Ok(())
+    }
+}
+
+fn account_of(account: &str) -> Result<&str, ApiError> {
+    let account = account.trim();
+    if account.is_empty() {
+        return Err(ApiError::bad_request("account: empty"));
+    }
+    Ok(account)
+}
+
+/// `set_endpoint_key`: stores an endpoint's API key in the studio's key store
+/// (the OS keyring unless [`Studio::set_key_store`] replaced it) under
+/// service [`KEYRING_SERVICE`] and the trimmed `account`; an empty key
+/// deletes it. The key is never returned, logged or written to the
+/// workspace. Returns whether a key is now stored.
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a blank account;
+/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
+pub fn set_endpoint_key(
+    studio: &Studio,
+    req: SetEndpointKeyRequest,
+) -> Result<EndpointKeyStatus, ApiError> {
+    let account = account_of(&req.account)?;
+    let store = studio.key_store();
+    if req.key.is_empty() {
+        store.delete(account).map_err(ApiError::internal)?;
+    } else {
+        store.set(account, &req.key).map_err(ApiError::internal)?;
+    }
+    crate::engine::forget(studio);
+    Ok(EndpointKeyStatus {
+        account: account.to_owned(),
+        stored: !req.key.is_empty(),
+    })
+}
+
+/// `endpoint_key_status`: whether the studio's key store holds a non-empty
+/// key for the trimmed `account` (the key itself is never returned).
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a blank account;
+/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
+pub fn endpoint_key_status(
+    studio: &Studio,
+    req: EndpointKeyStatusRequest,
+) -> Result<EndpointKeyStatus, ApiError> {
+    let account = account_of(&req.account)?;
+    let stored = studio
+        .key_store()
+        .get(account)
+        .map_err(ApiError::internal)?
+        .is_some_and(|k| !k.is_empty());
+    Ok(EndpointKeyStatus {
+        account: account.to_owned(),
+        stored,
+    })
+}
