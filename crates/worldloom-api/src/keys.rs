@@ -40,8 +40,17 @@ pub struct OsKeyStore;
 
 impl OsKeyStore {
     fn entry(account: &str) -> Result<keyring::Entry, String> {
-        keyring::Entry::new(KEYRING_SERVICE, account)
-            .map_err(|e| format!("the OS keyring is not available: {e}"))
+        keyring::Entry::new(KEYRING_SERVICE, account).map_err(|e| {
+            // When the platform store could not start (no Secret Service on
+            // the session bus, no session bus at all), say why.
+            let why = match keyring::Entry::store_status() {
+                Err(start) => start.to_string(),
+                Ok(()) => e.to_string(),
+            };
+            format!(
+                "the OS keyring is not available: {why}; name an environment variable for the key instead"
+            )
+        })
     }
 }
 
@@ -153,4 +162,48 @@ pub fn endpoint_key_status(
         account: account.to_owned(),
         stored,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on its own thread; `None` when it has not answered within
+    /// ten seconds (a keyring call that hangs must not hang the test run).
+    fn within_10_s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10)).ok()
+    }
+
+    #[test]
+    fn the_os_keyring_answers_or_fails_with_a_clear_error() {
+        // Machines without a Secret Service (CI) get an error naming the
+        // keyring; a desktop with one answers that the account is absent.
+        const ACCOUNT: &str = "worldloom-test-account-never-stored-3f9a";
+        let got = within_10_s(|| OsKeyStore.get(ACCOUNT)).expect("the keyring answered");
+        match got {
+            Ok(None) => {}
+            Ok(Some(_)) => panic!("a key is stored for the test account"),
+            Err(e) => {
+                assert!(
+                    e.starts_with("the OS keyring is not available")
+                        || e.starts_with("cannot read the OS keyring"),
+                    "{e}"
+                );
+                // Writing fails the same way, with the same kind of message.
+                let set = within_10_s(|| OsKeyStore.set(ACCOUNT, "sk-never-written"))
+                    .expect("the keyring answered");
+                let e = set.expect_err("no keyring to write to");
+                assert!(
+                    e.starts_with("the OS keyring is not available")
+                        || e.starts_with("cannot write the OS keyring"),
+                    "{e}"
+                );
+                eprintln!("{e}");
+            }
+        }
+    }
 }

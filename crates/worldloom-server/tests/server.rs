@@ -701,3 +701,59 @@ fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
     }
     rt.block_on(server.stop()).expect("stop");
 }
+
+#[test]
+fn endpoint_keys_are_stored_over_http_and_never_echoed() {
+    const KEY: &str = "sk-worldloom-http-key-81c2";
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
+    // CI has no OS keyring: the keys live in memory for this test.
+    studio.set_key_store(Arc::new(worldloom_api::keys::MemoryKeyStore::default()));
+    let options = ServeOptions {
+        port: 0,
+        ui_dir: Some(dir.path().join("no-ui")),
+        token: None,
+        ..ServeOptions::default()
+    };
+    let server = rt.block_on(start(studio, options)).expect("start");
+    let (addr, token) = (server.addr, server.token.clone());
+    let account = r#"{"account": "http://127.0.0.1:8000/v1"}"#;
+
+    let r = api(addr, &token, "endpoint_key_status", account);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.json(),
+        serde_json::json!({"account": "http://127.0.0.1:8000/v1", "stored": false})
+    );
+    let body = serde_json::json!({"account": "http://127.0.0.1:8000/v1", "key": KEY}).to_string();
+    let r = api(addr, &token, "set_endpoint_key", &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(!r.body.contains(KEY), "{}", r.body);
+    assert_eq!(r.json()["stored"], true);
+    let r = api(addr, &token, "endpoint_key_status", account);
+    assert_eq!(r.json()["stored"], true);
+    assert!(!r.body.contains(KEY), "{}", r.body);
+    // The key commands need the token like every other.
+    let r = request(addr, "POST", "/api/set_endpoint_key", &[], &body);
+    assert_eq!(r.status, 401);
+    // An empty key removes it; a blank account is a bad request.
+    let r = api(
+        addr,
+        &token,
+        "set_endpoint_key",
+        r#"{"account": "http://127.0.0.1:8000/v1", "key": ""}"#,
+    );
+    assert_eq!(r.json()["stored"], false);
+    let r = api(addr, &token, "endpoint_key_status", account);
+    assert_eq!(r.json()["stored"], false);
+    let r = api(
+        addr,
+        &token,
+        "set_endpoint_key",
+        r#"{"account": " ", "key": "k"}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["code"], "bad_request");
+    rt.block_on(server.stop()).expect("stop");
+}

@@ -1,6 +1,7 @@
-import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EngineStatus } from "../api/lab";
+import { BackendError } from "../backend/error";
 import { FIXTURES, MockBackend } from "../mocks/mockBackend";
 import { EngineDialog } from "./EngineDialog";
 
@@ -36,5 +37,129 @@ describe("the engine dialog", () => {
       model: "Qwen-AgentWorld-35B-A3B",
       api_key_env: "OPENAI_API_KEY",
     });
+  });
+});
+
+describe("the endpoint's API key", () => {
+  const KEY = "sk-dialog-test-5e0b";
+
+  function openEndpoint(backend: MockBackend, onSaved: (s: EngineStatus) => void = () => {}) {
+    render(<EngineDialog backend={backend} status={null} onClose={() => {}} onSaved={onSaved} />);
+    fireEvent.click(screen.getByRole("radio", { name: "OpenAI-compatible endpoint" }));
+  }
+
+  it("says where the key comes from: an environment variable or none", () => {
+    openEndpoint(new MockBackend(FIXTURES));
+    expect(screen.getByRole("status", { name: "API key status" }).textContent).toBe("from $OPENAI_API_KEY");
+    fireEvent.change(screen.getByLabelText("API key environment variable"), { target: { value: "  " } });
+    expect(screen.getByRole("status", { name: "API key status" }).textContent).toBe("none");
+  });
+
+  it("stores, replaces and removes a key in the keyring without ever showing it", async () => {
+    const backend = new MockBackend(FIXTURES);
+    openEndpoint(backend);
+    fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
+    const status = () => screen.getByRole("status", { name: "API key status" }).textContent;
+    await waitFor(() => expect(status()).toBe("none"));
+    const field = screen.getByLabelText("New API key") as HTMLInputElement;
+    expect(field.type).toBe("password");
+    expect((screen.getByRole("button", { name: "Remove key" }) as HTMLButtonElement).disabled).toBe(true);
+
+    fireEvent.change(field, { target: { value: KEY } });
+    fireEvent.click(screen.getByRole("button", { name: "Store key" }));
+    await waitFor(() => expect(status()).toBe("key stored in keyring"));
+    // The field is emptied and the key is nowhere on the page.
+    expect((screen.getByLabelText("New API key") as HTMLInputElement).value).toBe("");
+    expect(document.body.innerHTML).not.toContain(KEY);
+    // Stored under the base URL, the default account.
+    await expect(backend.call("endpoint_key_status", { account: "http://127.0.0.1:8000/v1" })).resolves.toEqual({
+      account: "http://127.0.0.1:8000/v1",
+      stored: true,
+    });
+
+    // Replacing: the button says so.
+    fireEvent.change(screen.getByLabelText("New API key"), { target: { value: "sk-other" } });
+    fireEvent.click(screen.getByRole("button", { name: "Replace key" }));
+    await waitFor(() => expect((screen.getByLabelText("New API key") as HTMLInputElement).value).toBe(""));
+    expect(status()).toBe("key stored in keyring");
+
+    fireEvent.click(screen.getByRole("button", { name: "Remove key" }));
+    await waitFor(() => expect(status()).toBe("none"));
+    await expect(backend.call("endpoint_key_status", { account: "http://127.0.0.1:8000/v1" })).resolves.toMatchObject({ stored: false });
+  });
+
+  it("saves the keyring as the key source with its account, never the key", async () => {
+    const backend = new MockBackend(FIXTURES);
+    const saved = new Promise<EngineStatus>((resolve) => openEndpoint(backend, resolve));
+    fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
+    fireEvent.change(screen.getByLabelText("Keyring account"), { target: { value: " lab endpoint " } });
+    fireEvent.change(screen.getByLabelText("New API key"), { target: { value: KEY } });
+    fireEvent.click(screen.getByRole("button", { name: "Store key" }));
+    await waitFor(() => expect(screen.getByRole("status", { name: "API key status" }).textContent).toBe("key stored in keyring"));
+    fireEvent.click(screen.getByRole("button", { name: "Save engine" }));
+    const status = await saved;
+    expect(status.ready).toBe(true);
+    expect(status.settings).toEqual({
+      kind: "openai",
+      base_url: "http://127.0.0.1:8000/v1",
+      model: "Qwen-AgentWorld-35B-A3B",
+      api_key_env: null,
+      key_source: "keyring",
+      keyring_account: "lab endpoint",
+    });
+    expect(JSON.stringify(status)).not.toContain(KEY);
+  });
+
+  it("shows the back end's error when the keyring has no key for the account", async () => {
+    const backend = new MockBackend(FIXTURES);
+    let saved = false;
+    openEndpoint(backend, () => {
+      saved = true;
+    });
+    fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
+    fireEvent.click(screen.getByRole("button", { name: "Save engine" }));
+    const alert = await screen.findByRole("alert");
+    expect(alert.textContent).toContain("no API key in the OS keyring for account `http://127.0.0.1:8000/v1`");
+    expect(saved).toBe(false);
+  });
+});
+
+describe("the mock back end's key commands", () => {
+  it("keep keys by trimmed account, refuse a blank one and never answer a key", async () => {
+    const backend = new MockBackend(FIXTURES);
+    const reply = await backend.call("set_endpoint_key", { account: " a ", key: "sk-secret" });
+    expect(reply).toEqual({ account: "a", stored: true });
+    await expect(backend.call("endpoint_key_status", { account: "a" })).resolves.toEqual({ account: "a", stored: true });
+    await expect(backend.call("endpoint_key_status", { account: "b" })).resolves.toEqual({ account: "b", stored: false });
+    await expect(backend.call("set_endpoint_key", { account: "  ", key: "k" })).rejects.toMatchObject({ code: "bad_request" });
+    await expect(backend.call("set_endpoint_key", { account: "a", key: "" })).resolves.toEqual({ account: "a", stored: false });
+  });
+});
+
+describe("without an OS keyring", () => {
+  /** The back end of a machine without a Secret Service. */
+  class NoKeyring extends MockBackend {
+    override call: MockBackend["call"] = (command, request) =>
+      command === "endpoint_key_status" || command === "set_endpoint_key"
+        ? Promise.reject(
+            new BackendError("internal", "the OS keyring is not available: Platform failure: zbus error; name an environment variable for the key instead"),
+          )
+        : super.call(command, request);
+  }
+
+  it("says the keyring is unavailable and why, and the environment still works", async () => {
+    render(<EngineDialog backend={new NoKeyring(FIXTURES)} status={null} onClose={() => {}} onSaved={() => {}} />);
+    fireEvent.click(screen.getByRole("radio", { name: "OpenAI-compatible endpoint" }));
+    fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
+    const status = () => screen.getByRole("status", { name: "API key status" }).textContent;
+    await waitFor(() => expect(status()).toBe("keyring unavailable"));
+    expect(screen.getByRole("alert").textContent).toContain("the OS keyring is not available");
+    // Storing fails with the same message; the typed key is dropped.
+    fireEvent.change(screen.getByLabelText("New API key"), { target: { value: "sk-nowhere" } });
+    fireEvent.click(screen.getByRole("button", { name: "Store key" }));
+    await waitFor(() => expect((screen.getByLabelText("New API key") as HTMLInputElement).value).toBe(""));
+    expect(screen.getAllByRole("alert").some((a) => a.textContent?.includes("name an environment variable"))).toBe(true);
+    fireEvent.click(screen.getByRole("radio", { name: "Environment variable" }));
+    expect(status()).toBe("from $OPENAI_API_KEY");
   });
 });

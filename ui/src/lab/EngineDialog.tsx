@@ -1,16 +1,20 @@
 /**
  * The engine picker (`dialog "Engine"`): a baseline, a local model directory
  * (inspected before loading: architecture, parameters, memory per dtype) or
- * an OpenAI-compatible endpoint (the API key is named by an environment
- * variable of the back end, never typed or stored here), plus generation
- * parameters with the model card's defaults. Saved per workspace with
- * `set_engine`.
+ * an OpenAI-compatible endpoint, plus generation parameters with the model
+ * card's defaults. Saved per workspace with `set_engine`.
+ *
+ * An endpoint's API key comes from an environment variable of the back end
+ * (named here) or from the OS keyring: typed once into a password field, it
+ * goes to `set_endpoint_key` and is never shown again, kept in the dialog's
+ * state or saved in the workspace (only the keyring account is);
+ * `endpoint_key_status` says whether one is stored.
  */
-import { useState } from "react";
-import type { EngineSettings, EngineStatus, GenerationParamsView, ModelDirInfo, ModelDtype } from "../api/lab";
+import { useEffect, useState } from "react";
+import type { EngineSettings, EngineStatus, GenerationParamsView, KeySource, ModelDirInfo, ModelDtype } from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { formatBytes, formatParams } from "./format";
-import { DialogFooter, ErrorLine, Field, useBusyAction } from "./DialogParts";
+import { DialogFooter, ErrorLine, Field, errorMessage, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** The model card's generation defaults (Qwen3.5 / Qwen-AgentWorld thinking mode). */
@@ -26,6 +30,17 @@ export const MODEL_CARD_PARAMS: GenerationParamsView = {
 };
 
 type Kind = EngineSettings["kind"];
+
+/**
+ * Where an endpoint's key comes from, as the dialog shows it: `key stored in
+ * keyring`, `from $VAR`, or `none`. `stored` is the keyring's answer
+ * (`null`: not known yet).
+ */
+export function keyStatusText(source: KeySource, keyEnv: string, stored: boolean | null): string {
+  if (source === "keyring") return stored === null ? "checking the keyring…" : stored ? "key stored in keyring" : "none";
+  const name = keyEnv.trim();
+  return name ? `from $${name}` : "none";
+}
 
 /** Parameters as a person typed them: the back end keeps 32-bit floats (0.95 comes back as 0.949999988…). */
 export function roundParams(p: GenerationParamsView): GenerationParamsView {
@@ -51,10 +66,53 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
   const [baseUrl, setBaseUrl] = useState(s.kind === "openai" ? s.base_url : "http://127.0.0.1:8000/v1");
   const [model, setModel] = useState(s.kind === "openai" ? s.model : "Qwen-AgentWorld-35B-A3B");
   const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
+  const [keySource, setKeySource] = useState<KeySource>(s.kind === "openai" ? (s.key_source ?? "env") : "env");
+  const [keyAccount, setKeyAccount] = useState(s.kind === "openai" ? (s.keyring_account ?? "") : "");
+  /** The key being typed; cleared once stored, never filled from the back end. */
+  const [newKey, setNewKey] = useState("");
+  /** The keyring's last answer for an account: whether it holds a key, or why it could not say. */
+  const [keyCheck, setKeyCheck] = useState<{ account: string; stored: boolean | null; error: string | null } | null>(null);
   const [deadline, setDeadline] = useState(s.kind === "openai" && s.step_deadline_s != null ? String(s.step_deadline_s) : "");
   const [params, setParams] = useState<GenerationParamsView>(() => roundParams(status?.params ?? MODEL_CARD_PARAMS));
   const [info, setInfo] = useState<ModelDirInfo | null>(null);
   const { busy, error, setError, run } = useBusyAction(status?.error ?? null);
+
+  /** The keyring account: the one typed, or the base URL. */
+  const account = keyAccount.trim() || baseUrl.trim();
+  const usesKeyring = kind === "openai" && keySource === "keyring";
+  /** Whether the keyring holds a key for the account (`null`: not known yet). */
+  const keyStored = keyCheck?.account === account ? keyCheck.stored : null;
+  const keyError = keyCheck?.account === account ? keyCheck.error : null;
+
+  useEffect(() => {
+    if (!usesKeyring || !account) return;
+    let live = true;
+    backend
+      .call("endpoint_key_status", { account })
+      .then((st) => {
+        if (live) setKeyCheck({ account, stored: st.stored, error: null });
+      })
+      .catch((e: unknown) => {
+        if (live) setKeyCheck({ account, stored: null, error: errorMessage(e) });
+      });
+    return () => {
+      live = false;
+    };
+  }, [backend, usesKeyring, account]);
+
+  /** Stores the typed key (`""`: removes the stored one); the field is emptied either way. */
+  const storeKey = (key: string) =>
+    run(
+      async () => {
+        try {
+          const st = await backend.call("set_endpoint_key", { account, key });
+          setKeyCheck({ account, stored: st.stored, error: null });
+        } finally {
+          setNewKey("");
+        }
+      },
+      key ? "Storing the key…" : "Removing the key…",
+    );
 
   const inspect = () =>
     run(async () => {
@@ -75,7 +133,8 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
             kind,
             base_url: baseUrl.trim(),
             model: model.trim(),
-            api_key_env: keyEnv.trim() || null,
+            api_key_env: keySource === "env" ? keyEnv.trim() || null : null,
+            ...(keySource === "keyring" ? { key_source: "keyring" as const, ...(keyAccount.trim() ? { keyring_account: keyAccount.trim() } : {}) } : {}),
             ...(stepDeadline() === undefined ? {} : { step_deadline_s: stepDeadline() }),
           };
 
@@ -254,14 +313,61 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           <Field label="Model">
             <input aria-label="Model" value={model} onChange={(e) => setModel(e.target.value)} />
           </Field>
-          <Field label="API key environment variable">
-            <input
-              aria-label="API key environment variable"
-              value={keyEnv}
-              placeholder="OPENAI_API_KEY (empty: no key)"
-              onChange={(e) => setKeyEnv(e.target.value)}
-            />
-          </Field>
+          <fieldset className="engine-key">
+            <legend>API key</legend>
+            <div className="row">
+              <label className="check">
+                <input type="radio" name="key-source" checked={keySource === "env"} onChange={() => setKeySource("env")} /> Environment variable
+              </label>
+              <label className="check">
+                <input type="radio" name="key-source" checked={keySource === "keyring"} onChange={() => setKeySource("keyring")} /> OS keyring
+              </label>
+              <span className="muted" role="status" aria-label="API key status">
+                {keySource === "keyring" && keyError ? "keyring unavailable" : keyStatusText(keySource, keyEnv, account ? keyStored : false)}
+              </span>
+            </div>
+            {keySource === "env" ? (
+              <Field label="API key environment variable">
+                <input
+                  aria-label="API key environment variable"
+                  value={keyEnv}
+                  placeholder="OPENAI_API_KEY (empty: no key)"
+                  onChange={(e) => setKeyEnv(e.target.value)}
+                />
+              </Field>
+            ) : (
+              <>
+                <Field label="Keyring account">
+                  <input
+                    aria-label="Keyring account"
+                    value={keyAccount}
+                    placeholder={baseUrl.trim() || "the base URL"}
+                    onChange={(e) => setKeyAccount(e.target.value)}
+                  />
+                </Field>
+                <div className="row">
+                  <Field label="New API key" grow>
+                    <input
+                      type="password"
+                      aria-label="New API key"
+                      autoComplete="off"
+                      spellCheck={false}
+                      value={newKey}
+                      placeholder={keyStored ? "type a key to replace the stored one" : "sk-…"}
+                      onChange={(e) => setNewKey(e.target.value)}
+                    />
+                  </Field>
+                  <button type="button" disabled={!newKey || !account || !!busy} onClick={() => void storeKey(newKey)}>
+                    {keyStored ? "Replace key" : "Store key"}
+                  </button>
+                  <button type="button" disabled={!keyStored || !!busy} onClick={() => void storeKey("")}>
+                    Remove key
+                  </button>
+                </div>
+                <ErrorLine error={keyError} />
+              </>
+            )}
+          </fieldset>
           <Field label="Step deadline (s)">
             <input
               type="number"
@@ -274,7 +380,9 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
             />
           </Field>
           <p className="muted">
-            The key is read from this variable of the back end's environment at each call; it is never typed here or stored in the workspace.
+            {keySource === "env"
+              ? "The key is read from this variable of the back end's environment when the engine is created; it is never typed here or stored in the workspace."
+              : "The key is kept in the OS keyring (Secret Service, macOS Keychain, Windows Credential Manager) under the service “worldloom” and this account; it is never shown again or stored in the workspace."}
           </p>
         </div>
       ) : null}

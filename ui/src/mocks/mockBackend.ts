@@ -36,6 +36,7 @@ import type {
   CompareRow,
   CurriculumExport,
   EngineSettings,
+  EndpointKeyStatus,
   EngineStatus,
   GenerationParamsView,
   LabCommands,
@@ -270,6 +271,8 @@ export class MockBackend implements Backend {
   private readonly changes: ChangeSummary[] = [];
   private readonly listeners = new Set<(event: StudioEvent) => void>();
   private engine: { settings: EngineSettings; params: GenerationParamsView } = { settings: { kind: "baseline", name: "copy" }, params: DEFAULT_PARAMS };
+  /** Endpoint API keys by keyring account (the OS keyring of the real back end); never sent back. */
+  private readonly keyring = new Map<string, string>();
   private readonly jobs = new Map<string, { timer: number | null; cancelled: boolean }>();
   private nextJob = 1;
   private nextChange = 1;
@@ -766,15 +769,29 @@ export class MockBackend implements Backend {
             : s.kind === "openai"
               ? `${s.model} at ${s.base_url}`
               : `model at ${s.model_dir} on ${s.device}, ${s.dtype}`;
+        // As the real back end: a keyring key must be stored before the engine is ready.
+        const account = s.kind === "openai" && s.key_source === "keyring" ? s.keyring_account?.trim() || s.base_url.trim() : null;
+        const keyMissing = account !== null && !this.keyring.get(account);
         return {
           settings: s,
           params: this.engine.params,
-          ready: true,
+          ready: !keyMissing,
           name,
           description,
-          error: null,
+          error: keyMissing ? `no API key in the OS keyring for account \`${account}\` (service \`worldloom\`): store one with set_endpoint_key` : null,
           memory_estimate_bytes: s.kind === "local" ? 4 * 2 ** 20 : null,
         } satisfies EngineStatus;
+      }
+      case "set_endpoint_key":
+      case "endpoint_key_status": {
+        const account = String(req.account ?? "").trim();
+        if (!account) throw new BackendError("bad_request", "account: empty");
+        if (command === "set_endpoint_key") {
+          const key = String(req.key ?? "");
+          if (key) this.keyring.set(account, key);
+          else this.keyring.delete(account);
+        }
+        return { account, stored: Boolean(this.keyring.get(account)) } satisfies EndpointKeyStatus;
       }
       case "inspect_model_dir": {
         const path = String(req.path ?? "");
