@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::{
-    EngineError, EngineEvent, GenerationParams, PredictRequest, StopReason, WorldModel,
+    EngineError, EngineEvent, GenerationParams, PredictRequest, StopReason, Token, WorldModel,
 };
 
 #[derive(Default)]
@@ -140,6 +140,35 @@ async fn completions(
                 "data: {}\n\n",
                 json!({"choices": [{"index": 0, "delta": {"content": "ok"},
                     "logprobs": {"content": [{"token": "ok", "logprob": -0.5}]}, "finish_reason": "stop"}]})
+            ),
+            "data: [DONE]\n\n".to_owned(),
+        ]),
+        "top-logprobs" if !stream => axum::Json(json!({
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "<predicted_observation>ok</predicted_observation>"},
+                // The legacy completions shape, as some servers answer.
+                "logprobs": {"tokens": ["ok", "!"], "token_logprobs": [-0.25, null],
+                             "top_logprobs": [{"no": -2.5, "ok": -0.25, "fine": -1.75}, {}]}}]
+        }))
+        .into_response(),
+        "top-logprobs" => sse(vec![
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "<predicted_observation>o"},
+                    "logprobs": {"content": [
+                        {"token": "<predicted_observation>", "logprob": -0.01, "bytes": [60],
+                         "top_logprobs": [{"token": "<predicted_observation>", "logprob": -0.01}, {"token": "<think>", "logprob": -4.6}]},
+                        {"token": "o", "logprob": -0.7,
+                         "top_logprobs": [{"token": "o", "logprob": -0.7}, {"token": "n", "logprob": -0.9}]}]},
+                    "finish_reason": null}]})
+            ),
+            format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": "k</predicted_observation>"},
+                    "logprobs": {"content": [
+                        {"token": "k", "logprob": -0.05, "top_logprobs": [{"token": "k", "logprob": -0.05}, {"token": "x", "logprob": null}]},
+                        {"token": "</predicted_observation>", "logprob": null, "top_logprobs": []}]},
+                    "finish_reason": "stop"}]})
             ),
             "data: [DONE]\n\n".to_owned(),
         ]),
@@ -799,4 +828,160 @@ fn sse_line_over_the_cap_ends_the_row() {
     let message = error_text(&out);
     assert!(message.contains("malformed SSE line 3"), "{message}");
     assert!(message.contains("is not JSON"), "{message}");
+}
+
+/// Every `Token` event of a prediction, and its last event.
+fn tokens_of(engine: &OpenAiEngine, request: PredictRequest) -> (Vec<Token>, EngineEvent) {
+    let stream = engine.predict(request).unwrap();
+    let mut tokens = Vec::new();
+    loop {
+        match stream
+            .events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the engine went silent")
+        {
+            EngineEvent::Token(token) => tokens.push(token),
+            last @ (EngineEvent::Done { .. } | EngineEvent::Error { .. }) => return (tokens, last),
+            _ => {}
+        }
+    }
+}
+
+fn alternatives(token: &Token) -> Vec<(&str, f32)> {
+    token
+        .top
+        .iter()
+        .map(|t| (t.text.as_str(), t.logprob))
+        .collect()
+}
+
+#[test]
+fn sampling_settings_reach_the_endpoint_in_the_openai_shape() {
+    let server = start_server();
+    let mut req = request();
+    req.params.top_logprobs = 5;
+    req.params.presence_penalty = 0.5;
+    req.params.frequency_penalty = -0.25;
+    req.params.repetition_penalty = 1.125;
+    req.params.min_p = 0.05;
+    req.params.stop_token_ids = vec![151645, 7];
+    req.params.skip_special_tokens = false;
+    req.params.stop = vec!["END".into()];
+    req.params.seed = 42;
+    let engine = server.engine("top-logprobs", true, |_| {});
+    let (_, last) = tokens_of(&engine, req.clone());
+    assert!(matches!(last, EngineEvent::Done { .. }), "{last:?}");
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    assert_eq!(body["logprobs"], true);
+    assert_eq!(body["top_logprobs"], 5);
+    assert_eq!(body["presence_penalty"], 0.5);
+    assert_eq!(body["frequency_penalty"], -0.25);
+    assert_eq!(body["repetition_penalty"], 1.125);
+    assert_eq!(
+        body["min_p"].as_f64().map(|x| (x * 1000.0).round()),
+        Some(50.0)
+    );
+    assert_eq!(body["stop_token_ids"], json!([151645, 7]));
+    assert_eq!(body["skip_special_tokens"], false);
+    assert_eq!(body["stop"], json!(["END"]));
+    assert_eq!(body["seed"], 42);
+    assert_eq!(body["top_k"], 20);
+    assert_eq!(body["max_tokens"], 4096);
+
+    // Without the extensions only the standard fields go.
+    let plain = server.engine("top-logprobs", true, |c| c.send_extensions = false);
+    tokens_of(&plain, req);
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    assert_eq!(body["top_logprobs"], 5);
+    assert_eq!(body["presence_penalty"], 0.5);
+    assert_eq!(body["frequency_penalty"], -0.25);
+    for field in [
+        "repetition_penalty",
+        "min_p",
+        "stop_token_ids",
+        "skip_special_tokens",
+        "top_k",
+        "chat_template_kwargs",
+    ] {
+        assert!(body.get(field).is_none(), "{field} sent: {body}");
+    }
+
+    // Defaults send none of the optional fields (servers keep their own).
+    let (_, _) = tokens_of(
+        &engine,
+        PredictRequest::new(request().messages, GenerationParams::default()),
+    );
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    for field in [
+        "logprobs",
+        "top_logprobs",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+        "min_p",
+        "stop_token_ids",
+        "skip_special_tokens",
+        "stop",
+    ] {
+        assert!(body.get(field).is_none(), "{field} sent: {body}");
+    }
+}
+
+#[test]
+fn streamed_top_logprobs_become_token_events() {
+    let server = start_server();
+    let mut req = request();
+    req.params.top_logprobs = 2;
+    let (tokens, last) = tokens_of(&server.engine("top-logprobs", true, |_| {}), req);
+    let EngineEvent::Done { output, .. } = &last else {
+        panic!("{last:?}")
+    };
+    assert_eq!(output.parsed.observation.as_deref(), Some("ok"));
+    let texts: Vec<&str> = tokens.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "<predicted_observation>",
+            "o",
+            "k",
+            "</predicted_observation>"
+        ]
+    );
+    let logprobs: Vec<Option<f32>> = tokens.iter().map(|t| t.logprob).collect();
+    assert_eq!(logprobs, [Some(-0.01), Some(-0.7), Some(-0.05), None]);
+    assert_eq!(
+        alternatives(&tokens[0]),
+        [("<predicted_observation>", -0.01), ("<think>", -4.6)]
+    );
+    assert_eq!(alternatives(&tokens[1]), [("o", -0.7), ("n", -0.9)]);
+    // An alternative without a number is left out.
+    assert_eq!(alternatives(&tokens[2]), [("k", -0.05)]);
+    assert!(tokens[3].top.is_empty());
+    assert!(tokens.iter().all(|t| t.id.is_none()));
+}
+
+#[test]
+fn legacy_completions_logprobs_become_token_events() {
+    let server = start_server();
+    let mut req = request();
+    req.params.top_logprobs = 3;
+    let (tokens, last) = tokens_of(&server.engine("top-logprobs", false, |_| {}), req);
+    assert!(matches!(last, EngineEvent::Done { .. }), "{last:?}");
+    let body = server.shared.last_body.lock().unwrap().clone().unwrap();
+    assert_eq!(
+        (body["logprobs"].clone(), body["top_logprobs"].clone()),
+        (json!(true), json!(3))
+    );
+    assert_eq!(tokens.len(), 2);
+    assert_eq!(
+        (tokens[0].text.as_str(), tokens[0].logprob),
+        ("ok", Some(-0.25))
+    );
+    // Alternatives come most likely first, whatever the map's order.
+    assert_eq!(
+        alternatives(&tokens[0]),
+        [("ok", -0.25), ("fine", -1.75), ("no", -2.5)]
+    );
+    assert_eq!((tokens[1].text.as_str(), tokens[1].logprob), ("!", None));
+    assert!(tokens[1].top.is_empty());
 }

@@ -19,8 +19,18 @@
 //!
 //! `content` goes through the parser, which gives the `Answer` and
 //! `Observation` events and the finished output. Token events are the
-//! tokens the endpoint reports log-probabilities for, or, without them, one
-//! per streamed `content` chunk.
+//! tokens the endpoint reports log-probabilities for (with their
+//! `top_logprobs` alternatives), or, without them, one per streamed
+//! `content` chunk.
+//!
+//! What [`GenerationParams`](crate::GenerationParams) asks for is sent in
+//! the OpenAI wire shape: `max_tokens`, `temperature`, `top_p`, `seed`,
+//! `stop`, `presence_penalty` and `frequency_penalty` (when not 0),
+//! `logprobs: true` with `top_logprobs: k` (when `k` > 0); vLLM's
+//! extensions behind [`OpenAiConfig::send_extensions`]. Log-probabilities
+//! are read in the chat shape (`logprobs.content[]`: `token`, `logprob`,
+//! `top_logprobs[]`) and in the legacy completions shape (`logprobs`:
+//! `tokens`, `token_logprobs`, `top_logprobs` as `{token: logprob}` maps).
 //!
 //! Networking runs on a small tokio runtime owned by the engine; events reach
 //! the caller over the [`PredictionStream`] channel. Cancelling drops the
@@ -92,8 +102,12 @@ pub struct OpenAiConfig {
     /// ends it with an [`EngineError::Remote`] naming the limit.
     pub deadline_ms: Option<u64>,
     /// Send the non-standard sampling fields vLLM and SGLang accept
-    /// (`top_k`, `chat_template_kwargs.enable_thinking`). Turn off for
-    /// endpoints that reject unknown fields.
+    /// (`top_k`, `min_p`, `repetition_penalty`, `stop_token_ids`,
+    /// `skip_special_tokens`, `chat_template_kwargs.enable_thinking`; each
+    /// only when the parameters differ from the server's default). Turn off
+    /// for endpoints that reject unknown fields. The standard fields
+    /// (`logprobs`, `top_logprobs`, `presence_penalty`,
+    /// `frequency_penalty`, `stop`, `seed`) are sent either way.
     pub send_extensions: bool,
 }
 
@@ -416,11 +430,38 @@ impl OpenAiEngine {
             obj.insert("stop".into(), json!(params.stop));
         }
         if params.logprobs {
+            // Chat completions' shape: a flag, and the count of alternatives
+            // apart (the legacy completions API took the count in `logprobs`).
             obj.insert("logprobs".into(), json!(true));
+            if params.top_logprobs > 0 {
+                obj.insert("top_logprobs".into(), json!(params.top_logprobs));
+            }
+        }
+        if params.presence_penalty != 0.0 {
+            obj.insert("presence_penalty".into(), json!(params.presence_penalty));
+        }
+        if params.frequency_penalty != 0.0 {
+            obj.insert("frequency_penalty".into(), json!(params.frequency_penalty));
         }
         if self.config.send_extensions {
             if params.top_k > 0 {
                 obj.insert("top_k".into(), json!(params.top_k));
+            }
+            if params.min_p > 0.0 {
+                obj.insert("min_p".into(), json!(params.min_p));
+            }
+            if params.repetition_penalty != 1.0 {
+                obj.insert(
+                    "repetition_penalty".into(),
+                    json!(params.repetition_penalty),
+                );
+            }
+            if !params.stop_token_ids.is_empty() {
+                obj.insert("stop_token_ids".into(), json!(params.stop_token_ids));
+            }
+            if !params.skip_special_tokens {
+                // vLLM and SGLang skip special tokens unless told otherwise.
+                obj.insert("skip_special_tokens".into(), json!(false));
             }
             obj.insert(
                 "chat_template_kwargs".into(),

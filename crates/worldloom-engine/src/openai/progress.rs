@@ -140,44 +140,77 @@ impl Progress {
     }
 }
 
-/// The tokens of `choices[].logprobs.content[]` (text, log-probability and
-/// `top_logprobs` alternatives; no ids).
+/// The tokens a choice reports log-probabilities for: the chat shape
+/// (`logprobs.content[]` of `{token, logprob, top_logprobs: [{token,
+/// logprob}]}`) or the legacy completions shape (`logprobs.tokens[]` with
+/// `token_logprobs[]` and `top_logprobs[]` maps of token to
+/// log-probability). No ids. A token whose log-probability is missing or
+/// `null` keeps its text with `logprob: None`; alternatives without a
+/// number are left out.
 fn logprob_tokens(choice: &Value) -> Vec<Token> {
-    let Some(items) = choice
-        .get("logprobs")
-        .and_then(|l| l.get("content"))
-        .and_then(Value::as_array)
-    else {
+    let Some(logprobs) = choice.get("logprobs").filter(|l| l.is_object()) else {
         return Vec::new();
     };
-    let entry = |item: &Value| -> Option<(String, f32)> {
-        Some((
-            item.get("token")?.as_str()?.to_owned(),
-            item.get("logprob")?.as_f64()? as f32,
-        ))
+    let number = |v: Option<&Value>| v.and_then(Value::as_f64).map(|x| x as f32);
+    if let Some(items) = logprobs.get("content").and_then(Value::as_array) {
+        return items
+            .iter()
+            .filter_map(|item| {
+                let text = item.get("token")?.as_str()?.to_owned();
+                let top = item
+                    .get("top_logprobs")
+                    .and_then(Value::as_array)
+                    .map(|alts| {
+                        alts.iter()
+                            .filter_map(|alt| {
+                                Some(TopLogprob {
+                                    text: alt.get("token")?.as_str()?.to_owned(),
+                                    id: None,
+                                    logprob: number(alt.get("logprob"))?,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(Token {
+                    text,
+                    id: None,
+                    logprob: number(item.get("logprob")),
+                    top,
+                })
+            })
+            .collect();
+    }
+    let Some(texts) = logprobs.get("tokens").and_then(Value::as_array) else {
+        return Vec::new();
     };
-    items
+    let values = logprobs.get("token_logprobs").and_then(Value::as_array);
+    let tops = logprobs.get("top_logprobs").and_then(Value::as_array);
+    texts
         .iter()
-        .filter_map(|item| {
-            let (text, logprob) = entry(item)?;
-            let top = item
-                .get("top_logprobs")
-                .and_then(Value::as_array)
+        .enumerate()
+        .filter_map(|(i, text)| {
+            let mut top: Vec<TopLogprob> = tops
+                .and_then(|t| t.get(i))
+                .and_then(Value::as_object)
                 .map(|alts| {
                     alts.iter()
-                        .filter_map(entry)
-                        .map(|(text, logprob)| TopLogprob {
-                            text,
-                            id: None,
-                            logprob,
+                        .filter_map(|(text, lp)| {
+                            Some(TopLogprob {
+                                text: text.clone(),
+                                id: None,
+                                logprob: number(Some(lp))?,
+                            })
                         })
                         .collect()
                 })
                 .unwrap_or_default();
+            // A JSON object has no order to rely on: most likely first.
+            top.sort_by(|a, b| b.logprob.total_cmp(&a.logprob));
             Some(Token {
-                text,
+                text: text.as_str()?.to_owned(),
                 id: None,
-                logprob: Some(logprob),
+                logprob: number(values.and_then(|v| v.get(i))),
                 top,
             })
         })
