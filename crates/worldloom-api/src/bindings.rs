@@ -52,6 +52,7 @@ pub fn typescript() -> String {
         ObservationKind,
         ContextMode,
         OutputStatus,
+        StopReason,
         PredictionSummary,
         ActionView,
         ActionFormat,

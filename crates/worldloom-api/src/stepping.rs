@@ -153,10 +153,7 @@ fn step_stats(s: &GenerationStats) -> StepStats {
         prefill_ms: s.prefill_ms,
         decode_ms: s.decode_ms,
         decode_tokens_per_sec: s.decode_tokens_per_sec,
-        stop_reason: s
-            .stop_reason
-            .and_then(|r| serde_json::to_value(r).ok())
-            .and_then(|v| v.as_str().map(str::to_owned)),
+        stop_reason: s.stop_reason,
     }
 }
 

@@ -25,7 +25,7 @@ pub use worldloom_core::action::{
 };
 pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
 pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
-pub use worldloom_core::output::OutputStatus;
+pub use worldloom_core::output::{OutputStatus, StopReason};
 pub use worldloom_core::trajectory::ContextMode;
 pub use worldloom_obs::diff::{FieldChange, LineDiff, LineOp, LineTag};
 pub use worldloom_obs::metrics::{Anchor, AnchorStatus};
@@ -1098,8 +1098,9 @@ pub struct StepStats {
     /// Generated tokens per second of decode time.
     pub decode_tokens_per_sec: f64,
     /// Why generation ended (`end_of_turn`, `observation_closed`,
-    /// `max_tokens`, `stop_string`, `cancelled`).
-    pub stop_reason: Option<String>,
+    /// `max_tokens`, `stop_string`, `cancelled`); `null` when the engine
+    /// cannot say.
+    pub stop_reason: Option<StopReason>,
 }
 
 /// `cancel_step` request.

@@ -1720,3 +1720,121 @@ fn saved_engine_settings_without_a_key_source_read_the_environment() {
     );
     assert_eq!(serde_json::to_string(&settings).expect("json"), json);
 }
+
+/// An OpenAI-compatible endpoint whose answer is reasoning only, cut by the
+/// token limit (`finish_reason: "length"`), streamed.
+fn reasoning_cut_endpoint() -> std::net::SocketAddr {
+    use axum::routing::post;
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                post(|| async {
+                    let chunks = [
+                        serde_json::json!({"choices": [{"index": 0,
+                            "delta": {"reasoning_content": "The page reloads. <predicted_observation>draft"}}]}),
+                        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+                    ];
+                    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+                    axum::response::Response::builder()
+                        .header("content-type", "text/event-stream")
+                        .body(axum::body::Body::from(format!("{body}data: [DONE]\n\n")))
+                        .expect("response")
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let _ = tx.send(listener.local_addr().expect("addr"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    rx.recv().expect("address")
+}
+
+#[test]
+fn a_step_cut_by_the_token_limit_inside_reasoning_is_truncated() {
+    let addr = reasoning_cut_endpoint();
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Openai {
+                base_url: format!("http://{addr}/v1"),
+                model: "m".into(),
+                api_key_env: None,
+                step_deadline_s: None,
+                key_source: None,
+                keyring_account: None,
+            },
+            params: worldloom_api::engine::default_params(),
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    let resp = commands::step(
+        &studio,
+        StepRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            context: ContextMode::TeacherForced,
+        },
+    )
+    .expect("step");
+    let (deltas, fin) = wait_finished(&rx, &resp.job_id);
+    let StudioEvent::StepFinished {
+        prediction_id,
+        status,
+        error,
+        stats,
+        ..
+    } = fin
+    else {
+        unreachable!()
+    };
+    assert_eq!(error, None);
+    assert_eq!(status, StepStatus::Truncated);
+    assert_eq!(
+        stats.expect("stats").stop_reason,
+        Some(StopReason::MaxTokens)
+    );
+    // Reasoning streamed; no observation did.
+    assert!(deltas.iter().all(|d| !matches!(
+        d,
+        StudioEvent::StepDelta { observation, .. } if !observation.is_empty()
+    )));
+    let list = commands::list_predictions(
+        &studio,
+        ListPredictionsRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+        },
+    )
+    .expect("list");
+    let stored = list
+        .predictions
+        .iter()
+        .find(|p| Some(p.id) == prediction_id)
+        .expect("stored");
+    assert_eq!(stored.status, OutputStatus::Truncated);
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id,
+            node_id: 2,
+            prediction_id,
+        },
+    )
+    .expect("turn");
+    assert_eq!(
+        turn.reasoning.as_deref(),
+        Some("The page reloads. <predicted_observation>draft")
+    );
+}

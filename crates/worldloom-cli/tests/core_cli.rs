@@ -198,7 +198,9 @@ fn parse_output_json_contract() {
     }
     let out = child.wait_with_output().expect("wait");
     let v: Value = serde_json::from_slice(&out.stdout).expect("json");
-    assert_eq!(v["status"], "empty");
+    // Reasoning apart with an empty answer is the same output as an
+    // unclosed think block inline (below): the same status.
+    assert_eq!(v["status"], "no_observation");
     assert_eq!(v["observation"], Value::Null);
     assert!(
         v["reasoning"]
@@ -211,4 +213,36 @@ fn parse_output_json_contract() {
         .expect("json");
     assert_eq!(v["status"], "no_observation");
     assert_eq!(v["observation"], Value::Null);
+
+    // Stopped by the token limit: truncated, reasoning kept, no observation;
+    // said by the response's finish_reason or by --stop-reason.
+    let cut = dir.path().join("cut.json");
+    std::fs::write(
+        &cut,
+        r#"{"choices": [{"finish_reason": "length", "message": {"content": "", "reasoning_content": "Cut off while think"}}]}"#,
+    )
+    .expect("write");
+    for args in [
+        vec!["parse-output", s(&cut), "--json"],
+        vec![
+            "parse-output",
+            s(&raw),
+            "--json",
+            "--stop-reason",
+            "max_tokens",
+        ],
+        vec!["parse-output", s(&raw), "--json", "--stop-reason", "length"],
+    ] {
+        let v: Value = serde_json::from_slice(&worldloom(&args).stdout).expect("json");
+        assert_eq!(v["status"], "truncated", "{args:?}");
+        assert_eq!(v["observation"], Value::Null, "{args:?}");
+        assert_eq!(v["reasoning"], "Cut off while think", "{args:?}");
+    }
+    let out = worldloom(&["parse-output", s(&raw), "--stop-reason", "later"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown stop reason `later`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -118,12 +118,16 @@ fn step_predicts_a_turn_end_to_end() {
         "{status}"
     );
     // the raw output is the generated text as is (the prompt opened the think
-    // block); reasoning, observation and status are its parse
+    // block); reasoning, observation and status are its parse, settled with
+    // the stop reason (the token limit makes output without a block truncated)
     let reasoning = v["reasoning"].as_str().expect("reasoning");
     let raw = v["raw_output"].as_str().expect("raw");
     let mut parser = worldloom_core::OutputParser::new(true);
     parser.push(raw);
-    let parsed = parser.finish();
+    let mut parsed = parser.finish();
+    let stop: worldloom_core::output::StopReason =
+        serde_json::from_value(stats["stop_reason"].clone()).expect("a stop reason");
+    parsed.settle(Some(stop));
     assert_eq!(reasoning, parsed.reasoning, "{raw}");
     assert_eq!(status, parsed.status.as_str(), "{raw}");
     assert_eq!(v["observation"].as_str(), parsed.observation.as_deref());

@@ -27,8 +27,8 @@ pub use observation::{
     Observation, ObservationMeta, ObservationView, ScreenSize, StepError, StepErrorKind,
 };
 pub use output::{
-    ModelOutput, OutputDelta, OutputParser, OutputStatus, ParsedOutput, parse_model_output,
-    parse_openai_message,
+    ModelOutput, OutputDelta, OutputParser, OutputStatus, ParsedOutput, output_status,
+    parse_model_output, parse_openai_message,
 };
 pub use prompt::{PromptOptions, PromptTemplates, build_messages, default_system_prompt};
 pub use trajectory::{

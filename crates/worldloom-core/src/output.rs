@@ -20,10 +20,21 @@
 //!   `<div>` included) until `</predicted_observation>`. The **last** block
 //!   wins. A block with no closing tag runs to the end: status `truncated`.
 //! - An unclosed `<think>` at the end (generation stopped while reasoning)
-//!   yields no observation: status `no_observation`, reasoning kept.
+//!   yields no observation, reasoning kept. Reasoning delivered apart from
+//!   the answer (an API's `reasoning_content`) with an empty answer is the
+//!   same output and gets the same status.
 //! - The observation is trimmed of surrounding whitespace and of a leading
 //!   `**Environment Observation:**` marker.
 //! - Tags match ASCII case-insensitively, as in the official script.
+//!
+//! - The status is decided by one function, [`output_status`], from what the
+//!   output holds and, when known, why generation ended ([`StopReason`]):
+//!   `ok` (a closed observation block), `truncated` (an unclosed block, or
+//!   no block because generation hit the token limit: reasoning kept, never
+//!   taken as the observation), `no_observation` (output, but no block),
+//!   `empty` (nothing, reasoning included). Every path (engines, `collect`,
+//!   `parse-output`, eval, the judge, the studio, `serve-model`'s clients)
+//!   goes through it, so the same output gets the same status everywhere.
 //!
 //! [`OutputParser`] applies these rules to a stream (engines feed it as they
 //! generate, starting inside reasoning when the prompt opened the think
@@ -34,19 +45,155 @@ use serde::{Deserialize, Serialize};
 
 use crate::observation::AWB_RESPONSE_MARKER;
 
-/// The outcome of extracting an observation from model output.
+/// The outcome of extracting an observation from model output (decided by
+/// [`output_status`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum OutputStatus {
     /// A closed `<predicted_observation>` block was found.
     Ok,
-    /// The last block has no closing tag; its content runs to the end.
+    /// Cut off: the last block has no closing tag (its content runs to the
+    /// end and is the observation), or generation stopped at the token limit
+    /// before any block (no observation; the reasoning is kept).
     Truncated,
-    /// There is output, but no observation block outside reasoning.
+    /// There is output (reasoning or text), but no observation block
+    /// outside reasoning.
     NoObservation,
-    /// The output (answer content) is empty or whitespace only.
+    /// Nothing was generated: no answer and no reasoning beyond whitespace.
     Empty,
+}
+
+/// Why generation ended, as engines report it (OpenAI-compatible servers'
+/// `finish_reason` read by [`StopReason::from_finish_reason`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model emitted its end-of-turn token (`<|im_end|>` for Qwen).
+    EndOfTurn,
+    /// The output reached one of the requested stop strings.
+    StopString,
+    /// The observation block closed and the engine was asked to stop there.
+    ObservationClosed,
+    /// The limit on new tokens was reached.
+    MaxTokens,
+    /// The caller cancelled.
+    Cancelled,
+}
+
+impl StopReason {
+    /// The snake_case name (`end_of_turn`, `stop_string`,
+    /// `observation_closed`, `max_tokens`, `cancelled`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndOfTurn => "end_of_turn",
+            StopReason::StopString => "stop_string",
+            StopReason::ObservationClosed => "observation_closed",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::Cancelled => "cancelled",
+        }
+    }
+
+    /// Reads an OpenAI `finish_reason`: `length` is the token limit;
+    /// `stop` is a stop string when the server names the matched string
+    /// (vLLM's `stop_reason`, `matched_stop_string`), else the end of the
+    /// turn; anything else (`tool_calls`, `content_filter`, …) ended the
+    /// turn too.
+    pub fn from_finish_reason(finish_reason: &str, matched_stop_string: bool) -> Self {
+        match finish_reason {
+            "length" => StopReason::MaxTokens,
+            "stop" if matched_stop_string => StopReason::StopString,
+            _ => StopReason::EndOfTurn,
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for StopReason {
+    type Err = String;
+
+    /// A snake_case name ([`StopReason::as_str`]) or an OpenAI
+    /// `finish_reason` (`length`, `stop`).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let all = [
+            StopReason::EndOfTurn,
+            StopReason::StopString,
+            StopReason::ObservationClosed,
+            StopReason::MaxTokens,
+            StopReason::Cancelled,
+        ];
+        if let Some(r) = all.iter().find(|r| r.as_str() == s) {
+            return Ok(*r);
+        }
+        match s {
+            "length" | "stop" => Ok(StopReason::from_finish_reason(s, false)),
+            _ => Err(format!(
+                "unknown stop reason `{s}` (one of: {}, or an OpenAI finish_reason `length` / `stop`)",
+                all.map(StopReason::as_str).join(", ")
+            )),
+        }
+    }
+}
+
+/// What an output holds, as far as its status goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Nothing but whitespace, reasoning included.
+    Nothing,
+    /// Reasoning or text, but no observation block outside reasoning.
+    NoBlock,
+    /// An observation block without its closing tag.
+    OpenBlock,
+    /// A closed observation block.
+    ClosedBlock,
+    /// Already cut at the token limit with no block (a status decided
+    /// before, kept as it is).
+    CutBeforeBlock,
+}
+
+impl Found {
+    /// What a parse (or a status decided before) says the output holds.
+    fn of(parsed: &ParsedOutput) -> Found {
+        match parsed.status {
+            OutputStatus::Ok => Found::ClosedBlock,
+            OutputStatus::Truncated if parsed.observation.is_some() => Found::OpenBlock,
+            OutputStatus::Truncated => Found::CutBeforeBlock,
+            OutputStatus::NoObservation => Found::NoBlock,
+            // Reasoning delivered apart, with an empty answer: output
+            // without a block, as when the think block is never closed.
+            OutputStatus::Empty if !parsed.reasoning.trim().is_empty() => Found::NoBlock,
+            OutputStatus::Empty => Found::Nothing,
+        }
+    }
+}
+
+/// The status of an output: the one rule every path uses (module docs).
+///
+/// `parsed` is what the output holds (a parse, possibly with reasoning
+/// delivered apart); `stop` is why generation ended, `None` when unknown
+/// (a text read from a file). A closed block is `ok`; an unclosed block is
+/// `truncated`; output without a block is `truncated` when generation hit
+/// the token limit ([`StopReason::MaxTokens`]) and `no_observation`
+/// otherwise; nothing at all is `empty`. Deciding again with the same or no
+/// stop reason changes nothing.
+pub fn output_status(parsed: &ParsedOutput, stop: Option<StopReason>) -> OutputStatus {
+    decide(Found::of(parsed), stop)
+}
+
+fn decide(found: Found, stop: Option<StopReason>) -> OutputStatus {
+    match found {
+        Found::ClosedBlock => OutputStatus::Ok,
+        Found::OpenBlock | Found::CutBeforeBlock => OutputStatus::Truncated,
+        Found::NoBlock if stop == Some(StopReason::MaxTokens) => OutputStatus::Truncated,
+        Found::NoBlock => OutputStatus::NoObservation,
+        Found::Nothing => OutputStatus::Empty,
+    }
 }
 
 impl OutputStatus {
@@ -79,6 +226,23 @@ pub struct ParsedOutput {
     /// Oddities worth showing (several blocks, text outside blocks, unclosed
     /// think, an empty block).
     pub warnings: Vec<String>,
+}
+
+impl ParsedOutput {
+    /// Decides the status again knowing why generation ended
+    /// ([`output_status`]); output cut at the token limit before an
+    /// observation block becomes `truncated` with a warning saying so (its
+    /// reasoning kept, no observation).
+    pub fn settle(&mut self, stop: Option<StopReason>) {
+        let status = output_status(self, stop);
+        if status == OutputStatus::Truncated && self.status != OutputStatus::Truncated {
+            self.warnings.push(
+                "generation stopped at the token limit before an observation block: truncated, no observation"
+                    .into(),
+            );
+        }
+        self.status = status;
+    }
 }
 
 /// The tag that opens reasoning.
@@ -122,7 +286,7 @@ fn parse_whole(raw: &str) -> (ParsedOutput, Option<usize>) {
         let parsed = ParsedOutput {
             observation: None,
             reasoning: String::new(),
-            status: OutputStatus::Empty,
+            status: decide(Found::Nothing, None),
             warnings,
         };
         return (parsed, Some(0));
@@ -231,15 +395,15 @@ fn parse_whole(raw: &str) -> (ParsedOutput, Option<usize>) {
                 "{stray} bytes of text outside reasoning, with no <predicted_observation> block"
             ));
         }
-        let status = if reasoning.is_empty() && stray == 0 {
-            OutputStatus::Empty
+        let found = if reasoning.is_empty() && stray == 0 {
+            Found::Nothing
         } else {
-            OutputStatus::NoObservation
+            Found::NoBlock
         };
         let parsed = ParsedOutput {
             observation: None,
             reasoning,
-            status,
+            status: decide(found, None),
             warnings,
         };
         return (parsed, answer_from);
@@ -263,12 +427,12 @@ fn parse_whole(raw: &str) -> (ParsedOutput, Option<usize>) {
         warnings.push("the <predicted_observation> block is empty".into());
     }
     let status = if closed {
-        OutputStatus::Ok
+        decide(Found::ClosedBlock, None)
     } else {
         warnings.push(
             "the last <predicted_observation> block is not closed; content taken to the end".into(),
         );
-        OutputStatus::Truncated
+        decide(Found::OpenBlock, None)
     };
     let parsed = ParsedOutput {
         observation: Some(observation.to_owned()),
@@ -374,6 +538,15 @@ pub struct ModelOutput {
     pub answer: String,
     /// Observation, reasoning, status and warnings (module rules).
     pub parsed: ParsedOutput,
+}
+
+impl ModelOutput {
+    /// [`ParsedOutput::settle`] on the parse: the status once it is known
+    /// why generation ended. Engines call it when they finish, and
+    /// `collect` for any engine that did not.
+    pub fn settle(&mut self, stop: Option<StopReason>) {
+        self.parsed.settle(stop);
+    }
 }
 
 /// Where the streaming view of an [`OutputParser`] is.
@@ -600,6 +773,8 @@ impl OutputParser {
                     .warnings
                     .push("content is empty; all text is in reasoning_content".into());
             }
+            // Reasoning apart counts as output, as an unclosed think block does.
+            parsed.status = output_status(&parsed, None);
         }
         ModelOutput {
             reasoning_content: (!self.separate.is_empty()).then_some(self.separate),
@@ -722,9 +897,12 @@ impl OutputParser {
 
 /// Parses an OpenAI-style chat message whose reasoning may come separately in
 /// `reasoning_content` (vLLM/SGLang with a reasoning parser). The observation
-/// comes only from `content`: empty content is an `empty` prediction with the
-/// reasoning kept, never an observation, even when the reasoning holds a
-/// `<predicted_observation>` draft.
+/// comes only from `content`: empty content with reasoning is a
+/// `no_observation` prediction with the reasoning kept (as the same text
+/// with an unclosed think block inline), never an observation, even when the
+/// reasoning holds a `<predicted_observation>` draft. Call
+/// [`ParsedOutput::settle`] with the message's `finish_reason`
+/// ([`StopReason::from_finish_reason`]) for the final status.
 pub fn parse_openai_message(
     content: Option<&str>,
     reasoning_content: Option<&str>,
@@ -831,16 +1009,146 @@ mod tests {
     }
 
     #[test]
-    fn reasoning_only_openai_answer_is_empty_never_a_match() {
+    fn reasoning_only_openai_answer_is_no_observation_never_a_match() {
         let p = parse_openai_message(
             Some(""),
             Some("thinking... <predicted_observation>X</predicted_observation>"),
         );
-        assert_eq!(p.status, OutputStatus::Empty);
+        assert_eq!(p.status, OutputStatus::NoObservation);
         assert_eq!(p.observation, None);
         assert!(p.reasoning.contains("thinking"));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("all text is in reasoning_content"))
+        );
         let p = parse_openai_message(None, Some("r"));
-        assert_eq!(p.status, OutputStatus::Empty);
+        assert_eq!(p.status, OutputStatus::NoObservation);
+        // Nothing at all, reasoning included, stays empty.
+        assert_eq!(
+            parse_openai_message(Some(""), Some(" \n")).status,
+            OutputStatus::Empty
+        );
+        assert_eq!(parse_openai_message(None, None).status, OutputStatus::Empty);
+    }
+
+    /// The output cut off inside reasoning, as each path receives it: inline
+    /// with the think block opened by the output, inline with the block
+    /// opened by the prompt (a local engine), and apart from an empty answer
+    /// (an OpenAI-compatible server with a reasoning parser).
+    fn cut_inside_reasoning() -> Vec<ModelOutput> {
+        let reasoning = "The click opens the cart. <predicted_observation>draft";
+        let mut inline = OutputParser::new(false);
+        inline.push(&format!("<think>{reasoning}"));
+        let mut prompt_opened = OutputParser::new(true);
+        prompt_opened.push(reasoning);
+        let mut apart = OutputParser::new(false);
+        apart.push_reasoning(reasoning);
+        apart.push("");
+        vec![
+            inline.finish_output(),
+            prompt_opened.finish_output(),
+            apart.finish_output(),
+        ]
+    }
+
+    #[test]
+    fn output_cut_inside_reasoning_gets_one_status_however_it_arrives() {
+        for output in cut_inside_reasoning() {
+            let p = &output.parsed;
+            assert_eq!(p.status, OutputStatus::NoObservation, "{output:?}");
+            assert_eq!(p.observation, None);
+            assert!(p.reasoning.starts_with("The click opens the cart."));
+            assert_eq!(output.answer, "");
+            for stop in [
+                None,
+                Some(StopReason::EndOfTurn),
+                Some(StopReason::StopString),
+                Some(StopReason::Cancelled),
+            ] {
+                assert_eq!(output_status(p, stop), OutputStatus::NoObservation);
+            }
+        }
+    }
+
+    #[test]
+    fn the_token_limit_makes_output_without_an_observation_truncated() {
+        for mut output in cut_inside_reasoning() {
+            output.settle(Some(StopReason::MaxTokens));
+            let p = &output.parsed;
+            assert_eq!(p.status, OutputStatus::Truncated, "{output:?}");
+            // The reasoning is kept and never taken as the observation.
+            assert_eq!(p.observation, None);
+            assert!(p.reasoning.starts_with("The click opens the cart."));
+            assert!(p.warnings.iter().any(|w| w.contains("token limit")));
+            // Deciding again changes nothing, whatever is known now.
+            let before = output.clone();
+            output.settle(Some(StopReason::MaxTokens));
+            output.settle(None);
+            assert_eq!(output, before);
+        }
+        // Text outside blocks cut at the limit is truncated too.
+        let mut p = parse_model_output("The page now shows the ca");
+        p.settle(Some(StopReason::MaxTokens));
+        assert_eq!((p.status, p.observation), (OutputStatus::Truncated, None));
+        // An open block is truncated with its content, whatever the reason.
+        let open = parse_model_output("</think><predicted_observation><hierarchy>");
+        for stop in [
+            None,
+            Some(StopReason::MaxTokens),
+            Some(StopReason::EndOfTurn),
+        ] {
+            assert_eq!(output_status(&open, stop), OutputStatus::Truncated);
+        }
+        assert_eq!(open.observation.as_deref(), Some("<hierarchy>"));
+        // A closed block is ok even when generation went on to the limit.
+        let closed = parse_model_output("<predicted_observation>X</predicted_observation> and on");
+        assert_eq!(
+            output_status(&closed, Some(StopReason::MaxTokens)),
+            OutputStatus::Ok
+        );
+        // Nothing generated stays empty.
+        let mut empty = parse_model_output("");
+        empty.settle(Some(StopReason::MaxTokens));
+        assert_eq!(empty.status, OutputStatus::Empty);
+        assert!(empty.warnings.is_empty());
+    }
+
+    #[test]
+    fn stop_reasons_read_finish_reasons_and_keep_their_names() {
+        assert_eq!(
+            StopReason::from_finish_reason("length", false),
+            StopReason::MaxTokens
+        );
+        assert_eq!(
+            StopReason::from_finish_reason("stop", false),
+            StopReason::EndOfTurn
+        );
+        assert_eq!(
+            StopReason::from_finish_reason("stop", true),
+            StopReason::StopString
+        );
+        assert_eq!(
+            StopReason::from_finish_reason("tool_calls", false),
+            StopReason::EndOfTurn
+        );
+        for (reason, name) in [
+            (StopReason::EndOfTurn, "end_of_turn"),
+            (StopReason::StopString, "stop_string"),
+            (StopReason::ObservationClosed, "observation_closed"),
+            (StopReason::MaxTokens, "max_tokens"),
+            (StopReason::Cancelled, "cancelled"),
+        ] {
+            assert_eq!(
+                serde_json::to_value(reason).expect("json"),
+                serde_json::json!(name)
+            );
+            assert_eq!(reason.as_str(), name);
+            assert_eq!(name.parse::<StopReason>(), Ok(reason));
+        }
+        assert_eq!("length".parse::<StopReason>(), Ok(StopReason::MaxTokens));
+        let err = "later".parse::<StopReason>().expect_err("unknown");
+        assert!(err.contains("unknown stop reason `later`"), "{err}");
     }
 
     #[test]

@@ -186,7 +186,10 @@ fn drain(
             | EngineEvent::Observation { .. } => {
                 first_ms.get_or_insert_with(|| start.elapsed().as_secs_f64() * 1e3);
             }
-            EngineEvent::Done { stats, output } => {
+            EngineEvent::Done { stats, mut output } => {
+                // The status once it is known why generation ended (engines
+                // settle it themselves; this covers any that did not).
+                output.settle(stats.stop_reason);
                 return Ok(Collected {
                     output,
                     tokens,
@@ -205,7 +208,7 @@ fn drain(
 mod tests {
     use std::sync::mpsc::channel;
 
-    use worldloom_core::OutputParser;
+    use worldloom_core::{OutputParser, OutputStatus};
 
     use super::*;
     use crate::world_model::StopReason;
@@ -260,6 +263,36 @@ mod tests {
         assert_eq!(paired, vec![("a", Some(-0.25)), ("b", Some(-1.0))]);
         assert_eq!(c.stats.completion_tokens, 3);
         assert!(c.time_to_first_token_ms.is_some());
+    }
+
+    #[test]
+    fn the_status_is_settled_with_the_stop_reason() {
+        // An engine that finishes its output without settling it.
+        for (stop, status) in [
+            (Some(StopReason::MaxTokens), OutputStatus::Truncated),
+            (Some(StopReason::EndOfTurn), OutputStatus::NoObservation),
+            (None, OutputStatus::NoObservation),
+        ] {
+            let (tx, rx) = channel();
+            let mut parser = OutputParser::new(true);
+            parser.push("still thinking");
+            tx.send(EngineEvent::Done {
+                stats: GenerationStats {
+                    stop_reason: stop,
+                    ..GenerationStats::default()
+                },
+                output: parser.finish_output(),
+            })
+            .unwrap();
+            let stream = PredictionStream {
+                events: rx,
+                cancel: CancelToken::new(),
+            };
+            let c = collect(stream, &CancelToken::new(), None, |_| {}).unwrap();
+            assert_eq!(c.output.parsed.status, status, "{stop:?}");
+            assert_eq!(c.output.parsed.observation, None);
+            assert_eq!(c.output.parsed.reasoning, "still thinking");
+        }
     }
 
     #[test]

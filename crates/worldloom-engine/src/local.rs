@@ -659,10 +659,9 @@ impl<M: CausalLm> Worker<M> {
             },
             stop_reason: Some(stop_reason),
         };
-        send(EngineEvent::Done {
-            stats,
-            output: parser.finish_output(),
-        })
+        let mut output = parser.finish_output();
+        output.settle(stats.stop_reason);
+        send(EngineEvent::Done { stats, output })
     }
 }
 

@@ -119,22 +119,9 @@ impl PredictRequest {
     }
 }
 
-/// Why generation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// The model emitted its end-of-turn token (`<|im_end|>` for Qwen).
-    EndOfTurn,
-    /// The output reached one of [`GenerationParams::stop`].
-    StopString,
-    /// The observation block closed and
-    /// [`GenerationParams::stop_after_observation`] was set.
-    ObservationClosed,
-    /// [`GenerationParams::max_new_tokens`] was reached.
-    MaxTokens,
-    /// The caller cancelled.
-    Cancelled,
-}
+/// Why generation ended: `worldloom_core`'s [`StopReason`], which the
+/// output status is decided from ([`worldloom_core::output::output_status`]).
+pub use worldloom_core::output::StopReason;
 
 /// Counts and timings of one finished prediction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

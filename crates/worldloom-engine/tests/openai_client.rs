@@ -578,6 +578,18 @@ fn empty_content_with_full_reasoning() {
             Some(StopReason::MaxTokens),
             "stream={stream}"
         );
+        // Cut at the token limit inside reasoning: truncated, the reasoning
+        // kept and never taken as the observation.
+        let EngineEvent::Done { output, .. } = &out.last else {
+            panic!("{:?}", out.last)
+        };
+        assert_eq!(
+            output.parsed.status,
+            worldloom_core::OutputStatus::Truncated,
+            "stream={stream}"
+        );
+        assert_eq!(output.parsed.observation, None);
+        assert_eq!(output.parsed.reasoning, "I am still thinking about it");
     }
 }
 

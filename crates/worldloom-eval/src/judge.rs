@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use worldloom_core::output::{THINK_CLOSE, THINK_OPEN};
-use worldloom_core::{OutputStatus, parse_model_output};
+use worldloom_core::{OutputParser, OutputStatus};
 use worldloom_engine::{
     CancelToken, CollectError, GenerationParams, PredictRequest, WorldModel, collect,
 };
@@ -165,19 +165,19 @@ impl JudgePrompts {
     }
 }
 
-/// The text the judge grades as the prediction: the extracted observation,
-/// or the answer without reasoning when no observation block was found.
+/// The text the judge grades as the prediction: the extracted observation
+/// (status `ok`, or `truncated` with an unclosed block), or else the answer
+/// after the reasoning (`ModelOutput::answer`: empty when the output ends
+/// inside reasoning, so reasoning is never graded as the observation). The
+/// status is the one every path gives the same text
+/// (`worldloom_core::output::output_status`).
 pub fn judged_prediction(generation: &str) -> String {
-    let parsed = parse_model_output(generation);
-    match parsed.status {
-        OutputStatus::Ok | OutputStatus::Truncated => parsed.observation.unwrap_or_default(),
-        _ => {
-            // The answer after the last think close, if any.
-            let after = generation
-                .rsplit_once(THINK_CLOSE)
-                .map_or(generation, |(_, a)| a);
-            after.trim().to_owned()
-        }
+    let mut parser = OutputParser::new(false);
+    parser.push(generation);
+    let output = parser.finish_output();
+    match (output.parsed.status, output.parsed.observation) {
+        (OutputStatus::Ok | OutputStatus::Truncated, Some(observation)) => observation,
+        _ => output.answer.trim().to_owned(),
     }
 }
 
@@ -831,5 +831,16 @@ mod tests {
             "a"
         );
         assert_eq!(judged_prediction("plan</think>\nno tags"), "no tags");
+        assert_eq!(judged_prediction("The cart opens."), "The cart opens.");
+        // Output cut off inside reasoning: nothing to grade, never the
+        // reasoning (nor a draft inside it).
+        assert_eq!(
+            judged_prediction("<think>The cart opens. <predicted_observation>draft"),
+            ""
+        );
+        assert_eq!(
+            judged_prediction("<think>x</think><predicted_observation> cut off"),
+            "cut off"
+        );
     }
 }

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `wl_key` | row identity for resuming (see [`BenchRow::key`]) |
 //! | `wl_engine` | engine name |
-//! | `wl_status` | `ok`, `truncated`, `no_observation`, `empty` (output parsing) or `error` |
+//! | `wl_status` | `ok`, `truncated`, `no_observation`, `empty` (output parsing, settled with the stop reason: `worldloom_core::output::output_status`) or `error` |
 //! | `wl_error` | the engine error, for `error` rows |
 //! | `wl_observation` | the extracted observation, or `null` |
 //! | `wl_reasoning` | reasoning text (separate field or inline think block) |

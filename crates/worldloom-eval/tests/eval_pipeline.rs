@@ -481,3 +481,84 @@ fn eval_with_concurrency_3_waits_for_a_one_at_a_time_server() {
         assert_ne!(row["wl_status"], "error", "{key}");
     }
 }
+
+/// An engine whose every answer is cut off inside reasoning, delivered
+/// inline (an unclosed think block) or apart (`reasoning_content` with an
+/// empty answer), ended for `stop`; it settles nothing itself.
+struct CutInReasoning {
+    inline: bool,
+    stop: Option<worldloom_engine::StopReason>,
+}
+
+impl WorldModel for CutInReasoning {
+    fn name(&self) -> String {
+        "cut".into()
+    }
+
+    fn predict(&self, _request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        let reasoning = "The command lists the folder. <predicted_observation>draft";
+        let mut parser = worldloom_core::OutputParser::new(false);
+        let delta = if self.inline {
+            parser.push(&format!("<think>{reasoning}"))
+        } else {
+            parser.push_reasoning(reasoning)
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        for event in EngineEvent::from_delta(delta) {
+            tx.send(event).unwrap();
+        }
+        tx.send(EngineEvent::Done {
+            stats: GenerationStats {
+                stop_reason: self.stop,
+                ..GenerationStats::default()
+            },
+            output: parser.finish_output(),
+        })
+        .unwrap();
+        Ok(PredictionStream {
+            events: rx,
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+#[test]
+fn output_cut_inside_reasoning_has_one_status_in_eval_rows() {
+    use worldloom_engine::StopReason;
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    for (stop, status) in [
+        (Some(StopReason::MaxTokens), "truncated"),
+        (Some(StopReason::EndOfTurn), "no_observation"),
+    ] {
+        for inline in [true, false] {
+            let out = dir.path().join(format!("cut-{inline}-{status}.jsonl"));
+            let engine = CutInReasoning { inline, stop };
+            run_eval(
+                &rows,
+                Arc::new(engine),
+                &out,
+                &quiet(),
+                Arc::new(AtomicBool::new(false)),
+            )
+            .unwrap();
+            let written = read_jsonl(&out).unwrap();
+            assert_eq!(written.len(), 5);
+            for row in written {
+                let at = format!("inline={inline} {stop:?}");
+                assert_eq!(row["wl_status"], status, "{at}");
+                assert_eq!(row["wl_observation"], Value::Null, "{at}");
+                assert_eq!(row["gen"], "", "{at}");
+                assert!(
+                    row["wl_reasoning"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("The command lists the folder."),
+                    "{at}"
+                );
+                assert_eq!(row["wl_stop_reason"], json!(stop), "{at}");
+            }
+        }
+    }
+}

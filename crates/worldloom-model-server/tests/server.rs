@@ -965,3 +965,77 @@ fn the_tiny_checkpoint_samples_n_choices_with_logprobs_and_knows_its_context() {
         "{message}"
     );
 }
+
+/// An engine whose answer is cut by the token limit inside the reasoning
+/// the prompt opened (it settles nothing itself).
+struct CutAtLimit;
+
+impl WorldModel for CutAtLimit {
+    fn name(&self) -> String {
+        "cut".into()
+    }
+
+    fn predict(&self, _request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut parser = OutputParser::new(true);
+        for event in EngineEvent::from_delta(parser.push("The file is created. <predicted_")) {
+            tx.send(event).unwrap();
+        }
+        for event in EngineEvent::from_delta(parser.flush()) {
+            tx.send(event).unwrap();
+        }
+        let stats = GenerationStats {
+            completion_tokens: 8,
+            stop_reason: Some(StopReason::MaxTokens),
+            ..Default::default()
+        };
+        tx.send(EngineEvent::Done {
+            stats,
+            output: parser.finish_output(),
+        })
+        .unwrap();
+        Ok(PredictionStream {
+            events: rx,
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+#[test]
+fn an_answer_cut_inside_reasoning_has_the_same_status_through_the_server() {
+    use worldloom_core::OutputStatus;
+    let request = || PredictRequest::new(shell_chat(), GenerationParams::default());
+    // The engine itself, drained as every caller drains it.
+    let direct = worldloom_engine::collect(
+        CutAtLimit.predict(request()).unwrap(),
+        &CancelToken::new(),
+        None,
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(direct.output.parsed.status, OutputStatus::Truncated);
+    assert_eq!(direct.output.parsed.observation, None);
+    let server = serve(Arc::new(CutAtLimit));
+    for stream in [true, false] {
+        let served = worldloom_engine::collect(
+            client(&server, stream).predict(request()).unwrap(),
+            &CancelToken::new(),
+            None,
+            |_| {},
+        )
+        .unwrap();
+        let at = format!("stream={stream}");
+        assert_eq!(
+            served.stats.stop_reason,
+            Some(StopReason::MaxTokens),
+            "{at}"
+        );
+        assert_eq!(served.output.parsed.status, OutputStatus::Truncated, "{at}");
+        assert_eq!(served.output.parsed.observation, None, "{at}");
+        assert_eq!(
+            served.output.parsed.reasoning, direct.output.parsed.reasoning,
+            "{at}"
+        );
+        assert_eq!(served.output.answer, "", "{at}");
+    }
+}

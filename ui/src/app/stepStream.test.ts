@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { LabEvent } from "../api/lab";
+import type { LabEvent, StepStats } from "../api/lab";
 import { NO_STEP, rolloutLanding, stepReducer, type StepAction, type StepState } from "./stepStream";
 
-const STATS = {
+const STATS: StepStats = {
   prompt_tokens: 1200,
   prompt_tokens_computed: 40,
   prompt_tokens_reused: 1160,
@@ -10,7 +10,7 @@ const STATS = {
   prefill_ms: 12,
   decode_ms: 90,
   decode_tokens_per_sec: 100,
-  stop_reason: "eos",
+  stop_reason: "end_of_turn",
 };
 
 function run(state: StepState, ...actions: StepAction[]): StepState {

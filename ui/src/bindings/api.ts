@@ -423,6 +423,8 @@ export type ContextMode = "teacher-forced" | "free-running";
 
 export type OutputStatus = "ok" | "truncated" | "no_observation" | "empty";
 
+export type StopReason = "end_of_turn" | "stop_string" | "observation_closed" | "max_tokens" | "cancelled";
+
 export type PredictionSummary = { 
 /**
  * Id within the node.
@@ -1526,9 +1528,10 @@ decode_ms: number,
 decode_tokens_per_sec: number, 
 /**
  * Why generation ended (`end_of_turn`, `observation_closed`,
- * `max_tokens`, `stop_string`, `cancelled`).
+ * `max_tokens`, `stop_string`, `cancelled`); `null` when the engine
+ * cannot say.
  */
-stop_reason: string | null, };
+stop_reason: StopReason | null, };
 
 export type CancelStepRequest = { 
 /**

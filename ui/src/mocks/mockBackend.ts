@@ -559,7 +559,7 @@ export class MockBackend implements Backend {
           prefill_ms: 35,
           decode_ms: total * delay,
           decode_tokens_per_sec: tokens.length / Math.max(0.001, (total * delay) / 1000),
-          stop_reason: "stop",
+          stop_reason: "end_of_turn",
         },
       });
       this.emit({ type: "prediction_added", trajectory_id: t.fixture.id, node_id: nodeId, prediction_id: id });

@@ -346,6 +346,14 @@ fn max_new_tokens_bounds_the_output() {
         tok.decode(&tok.encode(OUTPUT).expect("encodes")[..3], false)
             .expect("decodes")
     );
+    // Cut inside reasoning by the limit: truncated, no observation.
+    let output = c.output.as_ref().expect("output");
+    assert_eq!(
+        output.parsed.status,
+        worldloom_core::OutputStatus::Truncated
+    );
+    assert_eq!(output.parsed.observation, None);
+    assert_eq!(output.parsed.reasoning, c.reasoning.trim());
     let c = run(
         &e,
         chat(1),

@@ -86,7 +86,7 @@ impl Job {
             }
             Some(Ok(Err(error))) => EngineEvent::Error { error },
             Some(Ok(Ok(()))) => {
-                let Ok(output) = progress.finish_output() else {
+                let Ok(mut output) = progress.finish_output() else {
                     progress.ended = true;
                     return;
                 };
@@ -95,6 +95,7 @@ impl Job {
                 } else {
                     progress.stop_reason
                 };
+                output.settle(reason);
                 EngineEvent::Done {
                     stats: progress.stats(reason),
                     output,

@@ -8,18 +8,10 @@ use super::progress::Progress;
 use crate::world_model::StopReason;
 
 pub(super) fn finish_reason(choice: &Value) -> Option<StopReason> {
-    match choice.get("finish_reason").and_then(Value::as_str)? {
-        "length" => Some(StopReason::MaxTokens),
-        "stop" => {
-            // vLLM names the matched stop string in `stop_reason`.
-            if choice.get("stop_reason").is_some_and(Value::is_string) {
-                Some(StopReason::StopString)
-            } else {
-                Some(StopReason::EndOfTurn)
-            }
-        }
-        _ => Some(StopReason::EndOfTurn),
-    }
+    let reason = choice.get("finish_reason").and_then(Value::as_str)?;
+    // vLLM names the matched stop string in `stop_reason`.
+    let matched = choice.get("stop_reason").is_some_and(Value::is_string);
+    Some(StopReason::from_finish_reason(reason, matched))
 }
 
 pub(super) fn take_usage(value: &Value, progress: &mut Progress) {
