@@ -290,3 +290,68 @@ fn xml_at_a_known_cap_is_possibly_truncated() {
         .expect("warned");
     assert!(w.message.contains("possibly truncated"), "{}", w.message);
 }
+
+#[test]
+fn axtree_marker_lines_flag_the_tree_and_are_not_nodes() {
+    let rows = "RootWebArea 'Shop', focused\n\t[12] button 'Add to cart'\n\t[13] link 'Results truncated'\n\t\tStaticText 'More truncated text'\n";
+    for (marker, cap, line) in [
+        ("\t# truncated at 1000 nodes\n", Some(1000), 5),
+        ("... tree truncated (max nodes 2,000) ...\n", Some(2000), 5),
+        ("[limit reached]\n", None, 5),
+        ("Tree truncated after the time budget of 5 s\n", Some(5), 5),
+    ] {
+        let text = format!("{rows}{marker}\t[14] button 'after the note'\n");
+        let p = parse(&text, Representation::Axtree).expect("parses");
+        // Four rows before the marker, one after it; the marker is no node.
+        assert_eq!(p.tree.real_node_count(), 5, "{marker:?}");
+        assert!(
+            p.tree.iter().filter(|n| !n.synthetic).all(|n| !n
+                .role
+                .to_lowercase()
+                .contains("truncated")
+                && !n.role.starts_with('#')
+                && !n.role.starts_with("...")
+                && !n.role.starts_with('[')),
+            "{marker:?}"
+        );
+        // Rows whose names say "truncated" stay rows.
+        assert!(p.tree.iter().any(|n| n.name == "Results truncated"));
+        assert!(p.tree.iter().any(|n| n.name == "More truncated text"));
+        let t = p.tree.truncated.as_ref().expect("flagged truncated");
+        assert_eq!(t.reason, TruncationReason::Marker, "{marker:?}");
+        assert_eq!(t.cap, cap, "{marker:?}");
+        // The cut is after the fourth row (node 4; node 0 is the document).
+        assert_eq!(t.last_node, NodeId(4), "{marker:?}");
+        let w: Vec<_> = p
+            .warnings
+            .iter()
+            .filter(|w| w.kind == WarningKind::Truncated)
+            .collect();
+        assert_eq!(w.len(), 1, "{marker:?}");
+        assert_eq!(w[0].line, line, "{marker:?}");
+        assert!(p.warnings.iter().all(|w| w.kind != WarningKind::Malformed));
+    }
+}
+
+#[test]
+fn axtree_rows_naming_truncation_are_still_rows() {
+    let text = "RootWebArea 'Truncated text demo'\n\t[5] StaticText 'Text truncated'\n\tspinbutton value='truncated', valuemin=1\n\t[a7] button 'max nodes'\n\tgeneric, describedby='node limit'\n";
+    let p = parse(text, Representation::Axtree).expect("parses");
+    assert_eq!(p.tree.real_node_count(), 5);
+    assert!(p.tree.truncated.is_none());
+    assert!(p.warnings.iter().all(|w| w.kind != WarningKind::Truncated));
+}
+
+#[test]
+fn predicted_axtree_rows_past_the_marker_are_not_added() {
+    let real = "RootWebArea 'Shop'\n\t[12] button 'Add to cart'\n# truncated at 2 nodes\n";
+    let pred = "RootWebArea 'Shop'\n\t[12] button 'Add to cart'\n\t[13] link 'Checkout'\n";
+    let real = parse(real, Representation::Axtree).unwrap().tree;
+    let pred = parse(pred, Representation::Axtree).unwrap().tree;
+    assert!(real.truncated.is_some());
+    let (m, _, diff) = tree_metrics(&real, &pred, None);
+    assert_eq!(diff.summary.added, 0);
+    assert_eq!(diff.summary.beyond_cut, 1);
+    assert_eq!(diff.summary.unchanged, 2);
+    assert_eq!(m.node_precision, 1.0);
+}

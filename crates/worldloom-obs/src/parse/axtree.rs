@@ -9,7 +9,9 @@
 //! name (`[301] combobox '' hasPopup: menu expanded: False`).
 
 use super::text::{TextLine, WarningSink, non_blank_lines};
-use super::{ParseError, Parsed, WarningKind};
+use super::{
+    ParseError, Parsed, WarningKind, flag_truncation_line, line_truncation_marker, starts_like_note,
+};
 use crate::tree::{Attribute, NodeId, SourceSpan, UiTree};
 use worldloom_core::domain::Representation;
 
@@ -20,6 +22,13 @@ use worldloom_core::domain::Representation;
 /// real and predicted text compare identically; only the escaped quote
 /// character itself is undone. Indentation that jumps more than one level
 /// attaches the node to the deepest open node and warns.
+///
+/// A truncation marker line (a note a dump tool writes where it cut the
+/// tree, see [`super::truncation_marker`]: `# truncated at 1000 nodes`,
+/// `... tree truncated ...`, `[max nodes 2000 reached]`, or a line of prose
+/// naming the cut that is not a row) is not a node: it sets
+/// [`crate::tree::UiTree::truncated`] and is warned about, as in the OS
+/// table. A row whose name says "truncated" stays a row.
 ///
 /// Errors: [`ParseError::FailedCapture`] for empty input.
 pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
@@ -40,6 +49,10 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
         text: line,
     } in lines
     {
+        if let Some(cap) = line_truncation_marker(line, is_axtree_row) {
+            flag_truncation_line(&mut tree, &mut sink, cap, line_no, start);
+            continue;
+        }
         let tabs = line.len() - line.trim_start_matches('\t').len();
         let after_tabs = &line[tabs..];
         let spaces = after_tabs.len() - after_tabs.trim_start_matches(' ').len();
@@ -102,6 +115,34 @@ pub fn parse_axtree(input: &str) -> Result<Parsed, ParseError> {
         tree,
         warnings: sink.finish(),
     })
+}
+
+/// Whether a trimmed line is a row of the accessibility tree rather than a
+/// note: `[bid] …` (a bid has a letter or digit and no spaces), or, without
+/// a bid, a line that does not open the way notes do and is a bare role or
+/// a role followed by its quoted name or its properties (`StaticText 'x'`,
+/// `generic, clickable`, `spinbutton value=3`, `combobox hasPopup: menu`).
+/// Prose such as `Tree truncated at 1000 nodes` is not a row.
+fn is_axtree_row(line: &str) -> bool {
+    if let Some(after) = line.strip_prefix('[') {
+        return after.find(']').is_some_and(|end| {
+            let bid = &after[..end];
+            bid.chars().any(char::is_alphanumeric) && !bid.chars().any(char::is_whitespace)
+        });
+    }
+    if starts_like_note(line) {
+        return false;
+    }
+    match line.split_once(' ') {
+        None => true,
+        Some((role, rest)) => {
+            let first = rest.split(' ').next().unwrap_or("");
+            role.ends_with(',')
+                || rest.starts_with(['\'', '"', ','])
+                || first.contains('=')
+                || first.ends_with(':')
+        }
+    }
 }
 
 fn parse_flag(v: &str) -> Option<bool> {

@@ -193,15 +193,50 @@ pub fn truncation_marker(text: &str) -> Option<Option<u32>> {
     Some(digits.parse().ok())
 }
 
-/// [`truncation_marker`] for a line of a table: only a line that looks
-/// like a note (see there) counts.
-pub(crate) fn table_truncation_marker(line: &str) -> Option<Option<u32>> {
-    let t = line.trim();
-    let note = ["#", "//", "<!--", "[", "(", "...", "…"]
+/// Whether a trimmed line opens the way dump tools' notes do: `#`, `//`,
+/// `<!--`, `[`, `(`, `...` or `…`.
+pub(crate) fn starts_like_note(line: &str) -> bool {
+    ["#", "//", "<!--", "[", "(", "...", "…"]
         .iter()
-        .any(|p| t.starts_with(p))
-        || !(t.contains('\t') || t.contains("  "));
-    if note { truncation_marker(t) } else { None }
+        .any(|p| line.starts_with(p))
+}
+
+/// [`truncation_marker`] for a line of a line-per-node dump (the OS table,
+/// BrowserGym's accessibility tree): the trimmed line counts only when the
+/// reader's `is_row` says it is not one of its rows (each reader knows its
+/// row shapes; a row whose text says "truncated" stays a row).
+pub(crate) fn line_truncation_marker(
+    line: &str,
+    is_row: impl Fn(&str) -> bool,
+) -> Option<Option<u32>> {
+    let t = line.trim();
+    if is_row(t) {
+        None
+    } else {
+        truncation_marker(t)
+    }
+}
+
+/// Flags `tree` as cut by a marker line (the first marker counts; later
+/// ones are ignored): the node pushed last is the last one before the cut,
+/// and a `truncated` warning names the line.
+pub(crate) fn flag_truncation_line(
+    tree: &mut UiTree,
+    sink: &mut text::WarningSink,
+    cap: Option<u32>,
+    line: u32,
+    byte: usize,
+) {
+    if tree.truncated.is_some() {
+        return;
+    }
+    let last = NodeId(u32::try_from(tree.len().saturating_sub(1)).unwrap_or(u32::MAX));
+    tree.truncated = Some(Truncation {
+        reason: TruncationReason::Marker,
+        cap,
+        last_node: last,
+    });
+    sink.push(WarningKind::Truncated, line, byte, truncation_message(cap));
 }
 
 /// The warning message for a tree cut at a marker.

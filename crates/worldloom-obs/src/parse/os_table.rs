@@ -7,10 +7,10 @@
 
 use super::text::{TextLine, WarningSink, non_blank_lines};
 use super::{
-    ParseError, Parsed, WarningKind, check_os_tree, os_xml::pair, table_truncation_marker,
-    truncation_message,
+    ParseError, Parsed, WarningKind, check_os_tree, flag_truncation_line, line_truncation_marker,
+    os_xml::pair, starts_like_note,
 };
-use crate::tree::{Attribute, BoundsPx, NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
+use crate::tree::{Attribute, BoundsPx, SourceSpan, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Column names of OSWorld's table, in order.
@@ -47,22 +47,9 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
         text: line,
     } in lines
     {
-        if let Some(cap) = table_truncation_marker(line) {
+        if let Some(cap) = line_truncation_marker(line, is_table_row) {
             // A dump tool's note that it cut the tree: not a row.
-            if tree.truncated.is_none() {
-                let last = NodeId(u32::try_from(tree.len() - 1).unwrap_or(u32::MAX));
-                tree.truncated = Some(Truncation {
-                    reason: TruncationReason::Marker,
-                    cap,
-                    last_node: last,
-                });
-                sink.push(
-                    WarningKind::Truncated,
-                    line_no,
-                    start,
-                    truncation_message(cap),
-                );
-            }
+            flag_truncation_line(&mut tree, &mut sink, cap, line_no, start);
             continue;
         }
         if header.is_none() {
@@ -139,6 +126,13 @@ pub fn parse_os_table(input: &str) -> Result<Parsed, ParseError> {
         tree,
         warnings: sink.finish(),
     }))
+}
+
+/// Whether a trimmed line is a row of the table rather than a note: a row
+/// has cells (a tab, or the two spaces of the space-aligned layout) and does
+/// not open the way notes do (`#`, `[`, `...`).
+fn is_table_row(line: &str) -> bool {
+    !starts_like_note(line) && (line.contains('\t') || line.contains("  "))
 }
 
 struct Header {
