@@ -207,6 +207,17 @@ pub fn take_rows(t: &mut Trajectory) -> Vec<RunRow> {
         if let Some(engine) = text(&run, "wl_engine") {
             prediction.engine = engine;
         }
+        // The judge's fields travel on the prediction, where the turn view
+        // reads them (as `worldloom judge` leaves them on its rows).
+        for key in
+            JUDGE_DIMENSIONS
+                .iter()
+                .chain(&["total_score", "failed", "strengths", "weaknesses"])
+        {
+            if let Some(v) = run.get(*key).filter(|v| !v.is_null()) {
+                prediction.extra.insert((*key).to_owned(), v.clone());
+            }
+        }
         if let Some(reasoning) = text(&run, "wl_reasoning") {
             prediction.reasoning_content = Some(reasoning);
         }
