@@ -328,7 +328,7 @@ fn runs_golden() -> Value {
     let search = commands::search_runs(
         &studio,
         SearchRunsRequest {
-            query: "invents".into(),
+            query: "element".into(),
             search_in: None,
             run_id: None,
             limit: None,
@@ -367,7 +367,7 @@ fn runs_golden() -> Value {
         "dashboards": dashboards,
         "rows": rows,
         "compare": compare,
-        "search": { "query": "invents", "hits": search },
+        "search": { "query": "element", "hits": search },
         "trajectories": trajectories,
         "turns": turns,
     })
