@@ -21,6 +21,8 @@ export interface EChartProps {
   theme: "light" | "dark";
   /** Height, px. */
   height?: number;
+  /** Spans the whole row of the dashboard's grid. */
+  wide?: boolean;
   /** Called with the index of a clicked data point of the first series. */
   onPoint?: (index: number) => void;
 }
@@ -43,7 +45,7 @@ export function chartSvg(option: ChartOption, theme: "light" | "dark", width: nu
   return svg;
 }
 
-export function EChart({ title, option, theme, height = 280, onPoint }: EChartProps) {
+export function EChart({ title, option, theme, height = 280, wide = false, onPoint }: EChartProps) {
   const ref = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const pointHandler = useRef(onPoint);
@@ -88,7 +90,7 @@ export function EChart({ title, option, theme, height = 280, onPoint }: EChartPr
   };
 
   return (
-    <figure className="chart">
+    <figure className={wide ? "chart wide" : "chart"}>
       <figcaption>
         <span>{title}</span>
         <span className="chart-export">

@@ -20,6 +20,7 @@ import {
   formatMetric,
   formatScore,
   metricHistogramOption,
+  metricLabel,
   outcomeLabel,
   rowsRequest,
   runsReducer,
@@ -164,9 +165,9 @@ function Dashboard({ backend, runId, theme }: { backend: Backend; runId: string 
   return (
     <div className="dashboard" aria-label="Run dashboard">
       {options.domains ? (
-        <EChart title={`Judge scores by domain — ${d.run.name}`} option={options.domains} theme={theme} height={300} />
+        <EChart title={`Judge scores by domain — ${d.run.name}`} option={options.domains} theme={theme} height={300} wide />
       ) : (
-        <p className="chart-note">Not judged: run `worldloom judge` on this file (or import the official judged.jsonl) for the judge&apos;s scores.</p>
+        <p className="chart-note wide">Not judged: run `worldloom judge` on this file (or import the official judged.jsonl) for the judge&apos;s scores.</p>
       )}
       {options.metrics ? <EChart title={`Metric distributions — ${d.run.name}`} option={options.metrics} theme={theme} height={260} /> : null}
       <EChart
@@ -330,7 +331,7 @@ function CompareTab({
           ))}
         </div>
         <span className="muted">
-          on {c.metric === "score" ? "the judge score" : c.metric.replace("_", " ")} (0–100), ties within {c.tie_margin}; {c.counts.only_a} rows only in A,{" "}
+          on {c.metric === "score" ? "the judge score" : metricLabel(c.metric)} (0–100), ties within {c.tie_margin}; {c.counts.only_a} rows only in A,{" "}
           {c.counts.only_b} only in B
         </span>
       </div>

@@ -86,7 +86,7 @@ describe("chart options from the API's replies", () => {
     const series = h.series as Array<{ name: string; data: number[] }>;
     const text = d.metrics.find((m) => m.metric === "text_f1")!;
     expect(series[0]!.data).toEqual(text.bins);
-    expect(series[0]!.name).toContain("Text F1");
+    expect(series[0]!.name).toBe(`Text F1 ${formatMetric(text.mean)}`);
     const st = statusOption(d, c);
     const bars = (st.series as Array<{ data: number[] }>)[0]!.data;
     expect(bars.reduce((a, b) => a + b, 0)).toBe(2 * d.run.row_count);

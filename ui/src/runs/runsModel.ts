@@ -196,9 +196,9 @@ export function domainScoreOption(d: RunDashboard, c: ChartColors): ChartOption 
     backgroundColor: "transparent",
     textStyle: { color: c.text },
     tooltip: { trigger: "axis", valueFormatter: (v: unknown) => (typeof v === "number" ? v.toFixed(1) : "—") },
-    legend: { top: 0, textStyle: { color: c.text } },
-    grid: { left: 48, right: 16, top: 40, bottom: 32 },
-    xAxis: { type: "category", data: d.dimensions.map(metricLabel), ...axisStyle(c) },
+    legend: { top: 0, type: "scroll", textStyle: { color: c.text } },
+    grid: { left: 48, right: 16, top: 52, bottom: 32 },
+    xAxis: { type: "category", data: d.dimensions.map(metricLabel), ...axisStyle(c), axisLabel: { color: c.muted, interval: 0 } },
     yAxis: { type: "value", min: 0, max: 100, name: "score", ...axisStyle(c) },
     series: judged.map((s) => ({
       type: "bar",
@@ -216,11 +216,11 @@ export function metricHistogramOption(d: RunDashboard, c: ChartColors): ChartOpt
     backgroundColor: "transparent",
     textStyle: { color: c.text },
     tooltip: { trigger: "axis" },
-    legend: { top: 0, textStyle: { color: c.text } },
-    grid: { left: 40, right: 16, top: 40, bottom: 32 },
-    xAxis: { type: "category", data: binLabels(d.bins), ...axisStyle(c) },
+    legend: { top: 0, type: "scroll", textStyle: { color: c.text } },
+    grid: { left: 40, right: 16, top: 52, bottom: 44 },
+    xAxis: { type: "category", data: binLabels(d.bins), ...axisStyle(c), axisLabel: { color: c.muted, interval: 0, fontSize: 10, rotate: 35 } },
     yAxis: { type: "value", name: "rows", minInterval: 1, ...axisStyle(c) },
-    series: computed.map((m) => ({ type: "bar", name: `${metricLabel(m.metric)} (mean ${formatMetric(m.mean)})`, data: m.bins })),
+    series: computed.map((m) => ({ type: "bar", name: `${metricLabel(m.metric)} ${formatMetric(m.mean)}`, data: m.bins })),
   };
 }
 
