@@ -155,17 +155,34 @@ for (const colorScheme of ["light", "dark"]) {
     await page.waitForTimeout(600);
     await page.screenshot({ path: join(shots, "runs-open-row.png") });
 
-    // Search inside observations: a word of one real observation.
+    // Search inside observations: a word of one real observation. The Runs
+    // view kept its choice of runs while the row was open.
     await page.getByRole("button", { name: "Runs", exact: true }).click();
+    const kept = (await page.getByLabel("Run A").locator("option:checked").textContent()) ?? "";
+    check(kept.startsWith("replay.jsonl"), `the Runs view keeps run A after a row was opened (${kept})`);
     await page.getByRole("tab", { name: "Rows" }).click();
     await page.getByLabel("Search observations and actions").fill("evt_41");
     await page.waitForTimeout(800);
     const found = await page.locator(".run-table .run-row").count();
     const status = (await page.locator(".run-filters [role=status]").textContent()) ?? "";
-    check(found > 0 && status.startsWith(`${found} rows`), `search "evt_41" finds ${found} rows (${status})`);
+    check(found > 0 && status.startsWith(`${found} row`), `search "evt_41" finds ${found} rows (${status})`);
     await page.getByLabel("Search observations and actions").fill("zzzqqqnotthere");
     await page.waitForTimeout(800);
     check((await page.locator(".run-table .run-row").count()) === 0, "a word in no observation finds nothing");
+
+    // Label a row, filter by the label, undo it from the top bar.
+    await page.getByLabel("Search observations and actions").fill("");
+    await page.waitForTimeout(800);
+    await page.getByLabel("Label row 2").selectOption("hallucinated element");
+    await page.locator(".label-chip", { hasText: "hallucinated element" }).first().waitFor();
+    await page.getByLabel("Label", { exact: true }).selectOption("hallucinated element");
+    await page.waitForTimeout(800);
+    const labelled = await page.locator(".run-table .run-row").count();
+    check(labelled === 1, `the label filter shows the labelled row (${labelled})`);
+    await page.screenshot({ path: join(shots, "runs-labelled.png") });
+    await page.getByRole("button", { name: "Undo" }).click();
+    await page.waitForTimeout(1000);
+    check((await page.locator(".label-chip").count()) === 0, "undo removes the label");
   }
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();

@@ -38,7 +38,7 @@ import { keys } from "./data/keys";
 import { createQueryClient, useEngineStatus, useWorkspaceInfo } from "./data/queries";
 import { BranchTree } from "./lab/BranchTree";
 import { CompareView } from "./lab/CompareView";
-import { RunsView } from "./runs/RunsView";
+import { RunsView, useRunsState } from "./runs/RunsView";
 import type { UncertaintyMode } from "./model/tokens";
 import { pathToRoot } from "./model/treeLayout";
 import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
@@ -75,6 +75,7 @@ function Studio({ backend }: AppProps) {
   const [tabId, setTabId] = useState<string | null>(null);
   const [uncertainty, setUncertainty] = useState<"off" | UncertaintyMode>("off");
   const [reasoningOpen, setReasoningOpen] = useState(true);
+  const runsState = useRunsState();
   const selection = useMemo(() => new SelectionStore(), []);
   const scrollSync = useMemo(() => new ScrollSyncStore(), []);
 
@@ -183,6 +184,7 @@ function Studio({ backend }: AppProps) {
             {nav.mainView === "runs" ? (
               <RunsView
                 backend={backend}
+                runs={runsState}
                 theme={theme}
                 onOpenRow={(row) => dispatch({ type: "open_row", trajectoryId: row.trajectory_id, turnIndex: row.turn - 1, predictionId: row.prediction_id })}
               />

@@ -237,4 +237,10 @@ command_table! {
     compare_runs(CompareRunsRequest) -> CompareRunsResponse;
     /// Full-text search in the real and predicted observations and actions of run rows.
     search_runs(SearchRunsRequest) -> SearchRunsResponse;
+    /// Sets or clears a label on a run's row (undoable).
+    set_row_label(SetRowLabelRequest) -> ChangeResponse;
+    /// The workspace's labels for run rows (defaults until saved).
+    label_set(EmptyRequest) -> LabelSetResponse;
+    /// Saves the workspace's labels for run rows (a setting, not undone).
+    set_label_set(SetLabelSetRequest) -> LabelSetResponse;
 }

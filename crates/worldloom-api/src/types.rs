@@ -559,6 +559,8 @@ pub enum ChangeKind {
     /// A run (an eval output) imported: its rows' predictions and any
     /// trajectories it added.
     ImportRun,
+    /// A label set on or cleared from a run's row.
+    SetLabel,
 }
 
 impl ChangeKind {
@@ -1551,6 +1553,8 @@ pub struct RunDashboard {
     pub statuses: Vec<StatusCount>,
     /// Rows per judge outcome: `judged`, `judge_failed`, `unjudged`.
     pub judge: Vec<StatusCount>,
+    /// Rows per label, most first.
+    pub labels: Vec<StatusCount>,
 }
 
 /// One row of a run.
@@ -1599,6 +1603,33 @@ pub struct RunRowView {
     pub transition_f1: Option<f64>,
     /// Wall time of the row, milliseconds.
     pub latency_ms: Option<f64>,
+    /// The labels set on the row, in the order they were last set.
+    pub labels: Vec<String>,
+}
+
+/// `set_row_label` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetRowLabelRequest {
+    /// The row.
+    pub row_id: String,
+    /// The label (any text; the label set only suggests).
+    pub label: String,
+    /// Set (true) or clear (false).
+    pub present: bool,
+}
+
+/// `label_set` / `set_label_set` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct LabelSetResponse {
+    /// The workspace's labels, in order.
+    pub labels: Vec<String>,
+}
+
+/// `set_label_set` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetLabelSetRequest {
+    /// The labels (trimmed; blanks and repeats dropped).
+    pub labels: Vec<String>,
 }
 
 /// Which texts a full-text search looks in.
@@ -1660,6 +1691,9 @@ pub struct ListRunRowsRequest {
     /// Only this status.
     #[serde(default)]
     pub status: Option<String>,
+    /// Only rows carrying this label.
+    #[serde(default)]
+    pub label: Option<String>,
     /// Only rows whose judge score (0–100) is at least this.
     #[serde(default)]
     pub min_score: Option<f64>,

@@ -313,6 +313,7 @@ pub(crate) fn run_row_view(row: &worldloom_store::StoredRunRow) -> crate::types:
         attribute_accuracy: row.metrics.attribute_accuracy,
         transition_f1: row.metrics.transition_f1,
         latency_ms: row.latency_ms,
+        labels: Vec::new(),
     }
 }
 

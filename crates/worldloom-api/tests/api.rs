@@ -807,6 +807,7 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
         search_in: None,
         domain: None,
         status: None,
+        label: None,
         min_score: None,
         max_score: None,
         sort: None,
@@ -958,9 +959,93 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
     .expect("search");
     assert!(none.hits.is_empty());
 
-    // One undo removes the newest run; the history names it.
+    // Labels: from the workspace's set, on two rows, counted, filtered, undone.
+    let set = commands::label_set(&studio, EmptyRequest::default())
+        .expect("labels")
+        .labels;
+    assert_eq!(set[0], "missed effect");
+    assert_eq!(set.len(), 6);
+    for (row, label) in [
+        (&all.rows[1], "hallucinated element"),
+        (&all.rows[3], "hallucinated element"),
+        (&all.rows[3], "wrong page"),
+    ] {
+        commands::set_row_label(
+            &studio,
+            SetRowLabelRequest {
+                row_id: row.row_id.clone(),
+                label: label.into(),
+                present: true,
+            },
+        )
+        .expect("label");
+    }
+    let labelled = rows(ListRunRowsRequest {
+        label: Some("hallucinated element".into()),
+        ..base.clone()
+    });
+    assert_eq!(labelled.total, 2);
+    assert_eq!(
+        labelled.rows[1].labels,
+        ["hallucinated element", "wrong page"]
+    );
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(
+        d.labels,
+        vec![
+            StatusCount {
+                status: "hallucinated element".into(),
+                count: 2
+            },
+            StatusCount {
+                status: "wrong page".into(),
+                count: 1
+            },
+        ]
+    );
     let log = commands::history(&studio, EmptyRequest::default()).expect("history");
-    assert_eq!(log.changes[0].kind, ChangeKind::ImportRun);
+    assert_eq!(log.changes[0].kind, ChangeKind::SetLabel);
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(d.labels.len(), 1);
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    let saved = commands::set_label_set(
+        &studio,
+        SetLabelSetRequest {
+            labels: vec!["wrong page".into(), " mine ".into()],
+        },
+    )
+    .expect("save");
+    assert_eq!(saved.labels, ["wrong page", "mine"]);
+    let err = commands::set_row_label(
+        &studio,
+        SetRowLabelRequest {
+            row_id: "x".into(),
+            label: "a".into(),
+            present: true,
+        },
+    )
+    .expect_err("bad id");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+
+    // One undo removes the newest run; the history names it (the newest
+    // applied change, after the three undone labels).
+    let log = commands::history(&studio, EmptyRequest::default()).expect("history");
+    let applied = log.changes.iter().find(|c| c.state == ChangeState::Applied).expect("applied");
+    assert_eq!(applied.kind, ChangeKind::ImportRun);
     commands::undo(&studio, EmptyRequest::default()).expect("undo");
     assert_eq!(
         commands::list_runs(&studio, EmptyRequest::default())

@@ -295,6 +295,7 @@ fn runs_golden() -> Value {
                 search_in: None,
                 domain: None,
                 status: None,
+                label: None,
                 min_score: None,
                 max_score: None,
                 sort: None,

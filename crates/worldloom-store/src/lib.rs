@@ -24,7 +24,7 @@ pub use error::{Result, StoreError};
 pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
-    ChangeId, ChangeRecord, ChangeState, EdgeLink, MetricResult, NewRun, Note, NoteId, RunId,
-    RunImport, RunRecord, SearchField, StoredRunRow, StoredTrajectory, TagRecord, TrajectoryKey,
-    TrajectoryRow, Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
+    ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult, NewRun, Note,
+    NoteId, RunId, RunImport, RunRecord, SearchField, StoredRunRow, StoredTrajectory, TagRecord,
+    TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
 };

@@ -26,7 +26,9 @@
 //!   undo) name a trajectory by its contents so that rows of one dataset
 //!   from several runs attach to the same trajectories; `run_rows_text` is
 //!   a contentless FTS5 index of each row's real and predicted observations
-//!   and action, keyed by `run_rows.id`.
+//!   and action, keyed by `run_rows.id`. `run_row_labels`: a label set on
+//!   or cleared from a row, as a change; the newest live record per row and
+//!   label wins (as for tags).
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -196,7 +198,7 @@ CREATE INDEX perturbations_edge ON perturbations (trajectory_id, edge_id, id);
     },
     Migration {
         version: 4,
-        description: "runs (predictions over a dataset), their rows, trajectory fingerprints, full-text index of run rows",
+        description: "runs (predictions over a dataset), their rows and labels, trajectory fingerprints, full-text index of run rows",
         sql: r#"
 CREATE TABLE runs (
     id            INTEGER PRIMARY KEY,
@@ -249,6 +251,16 @@ CREATE TABLE trajectory_fingerprints (
 CREATE INDEX trajectory_fingerprints_value ON trajectory_fingerprints (fingerprint);
 
 CREATE VIRTUAL TABLE run_rows_text USING fts5 (real, predicted, action, content = '', tokenize = 'unicode61');
+
+CREATE TABLE run_row_labels (
+    id         INTEGER PRIMARY KEY,
+    row_id     INTEGER NOT NULL REFERENCES run_rows (id),
+    label      TEXT NOT NULL,
+    present    INTEGER NOT NULL CHECK (present IN (0, 1)),
+    change_id  INTEGER NOT NULL REFERENCES changes (id),
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX run_row_labels_row ON run_row_labels (row_id, label, id);
 "#,
     },
 ];

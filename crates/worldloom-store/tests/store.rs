@@ -1004,4 +1004,62 @@ mod runs {
         assert_eq!(many.len(), 20_000);
         assert!(search_s < 1.0, "two searches took {search_s:.3} s");
     }
+
+    #[test]
+    fn labels_on_rows_are_undoable_and_the_label_set_has_defaults() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let run = run_file(dir.path(), "p.jsonl", &|_| json!({"gen": "z"}));
+        let a = ws.import_run(&new_run("p", "g"), &run).expect("run");
+        let rows = ws.run_rows(a.run).expect("rows");
+        assert_eq!(
+            ws.label_set().expect("labels"),
+            worldloom_store::DEFAULT_LABELS.map(String::from).to_vec()
+        );
+        let saved = ws
+            .set_label_set(&[
+                " wrong page ".into(),
+                "".into(),
+                "mine".into(),
+                "mine".into(),
+            ])
+            .expect("save");
+        assert_eq!(saved, ["wrong page", "mine"]);
+        assert_eq!(ws.label_set().expect("labels"), saved);
+
+        ws.set_row_label(rows[0].id, "wrong page", true)
+            .expect("label");
+        ws.set_row_label(rows[0].id, "stale copy", true)
+            .expect("label");
+        ws.set_row_label(rows[2].id, "mine", true).expect("label");
+        ws.set_row_label(rows[0].id, "wrong page", false)
+            .expect("clear");
+        let labels = ws.row_labels(Some(a.run)).expect("labels");
+        assert_eq!(
+            labels.get(&rows[0].id).map(Vec::as_slice),
+            Some(&["stale copy".to_owned()][..])
+        );
+        assert_eq!(
+            labels.get(&rows[2].id).map(Vec::as_slice),
+            Some(&["mine".to_owned()][..])
+        );
+        assert_eq!(labels.len(), 2);
+        // Undo brings the cleared label back; undo again removes `mine`.
+        ws.undo().expect("undo");
+        let labels = ws.row_labels(None).expect("labels");
+        assert_eq!(labels[&rows[0].id], ["wrong page", "stale copy"]);
+        ws.undo().expect("undo");
+        assert!(
+            !ws.row_labels(None)
+                .expect("labels")
+                .contains_key(&rows[2].id)
+        );
+        ws.redo().expect("redo");
+        assert_eq!(ws.row_labels(None).expect("labels")[&rows[2].id], ["mine"]);
+        assert!(ws.set_row_label(rows[0].id, "  ", true).is_err());
+        assert!(matches!(
+            ws.set_row_label(999_999, "x", true),
+            Err(worldloom_store::StoreError::NotFound(_))
+        ));
+    }
 }

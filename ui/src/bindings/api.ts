@@ -1004,7 +1004,7 @@ node_id: number,
  */
 prediction_id: number | null, };
 
-export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run";
+export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label";
 
 export type StudioChangeKind = "undo" | "redo" | "set_engine" | "lagged";
 
@@ -2113,7 +2113,11 @@ statuses: Array<StatusCount>,
 /**
  * Rows per judge outcome: `judged`, `judge_failed`, `unjudged`.
  */
-judge: Array<StatusCount>, };
+judge: Array<StatusCount>, 
+/**
+ * Rows per label, most first.
+ */
+labels: Array<StatusCount>, };
 
 export type RunRowView = { 
 /**
@@ -2200,7 +2204,11 @@ transition_f1: number | null,
 /**
  * Wall time of the row, milliseconds.
  */
-latency_ms: number | null, };
+latency_ms: number | null, 
+/**
+ * The labels set on the row, in the order they were last set.
+ */
+labels: Array<string>, };
 
 export type SearchIn = "all" | "real" | "predicted" | "action";
 
@@ -2227,6 +2235,10 @@ domain: Domain | null,
  * Only this status.
  */
 status: string | null, 
+/**
+ * Only rows carrying this label.
+ */
+label: string | null, 
 /**
  * Only rows whose judge score (0–100) is at least this.
  */
@@ -2437,6 +2449,32 @@ hits: Array<RunRowView>,
  */
 took_ms: number, };
 
+export type SetRowLabelRequest = { 
+/**
+ * The row.
+ */
+row_id: string, 
+/**
+ * The label (any text; the label set only suggests).
+ */
+label: string, 
+/**
+ * Set (true) or clear (false).
+ */
+present: boolean, };
+
+export type LabelSetResponse = { 
+/**
+ * The workspace's labels, in order.
+ */
+labels: Array<string>, };
+
+export type SetLabelSetRequest = { 
+/**
+ * The labels (trimmed; blanks and repeats dropped).
+ */
+labels: Array<string>, };
+
 /** Every command: name → [request, response]. Transport: `POST /api/<name>` or a Tauri command. */
 export interface Commands {
   /** The workspace file, its schema version, trajectory count and undo state. */
@@ -2511,6 +2549,12 @@ export interface Commands {
   compare_runs: [CompareRunsRequest, CompareRunsResponse];
   /** Full-text search in the real and predicted observations and actions of run rows. */
   search_runs: [SearchRunsRequest, SearchRunsResponse];
+  /** Sets or clears a label on a run's row (undoable). */
+  set_row_label: [SetRowLabelRequest, ChangeResponse];
+  /** The workspace's labels for run rows (defaults until saved). */
+  label_set: [EmptyRequest, LabelSetResponse];
+  /** Saves the workspace's labels for run rows (a setting, not undone). */
+  set_label_set: [SetLabelSetRequest, LabelSetResponse];
 }
 
 /** A command name. */

@@ -33,6 +33,8 @@ export const keys = {
   runDashboard: (runId: string) => ["get_run_dashboard", runId] as const,
   /** `list_run_rows` of one run with the table's request. */
   runRows: (runId: string, request: string) => ["list_run_rows", runId, request] as const,
+  /** `label_set`: the workspace's labels for run rows. */
+  labelSet: () => ["label_set"] as const,
   /** `compare_runs` of two runs with the outcome filter. */
   compareRuns: (runA: string, runB: string, outcome: string) => ["compare_runs", runA, runB, outcome] as const,
 } satisfies Record<string, (...ids: never[]) => QueryKey>;

@@ -130,3 +130,8 @@ export function useCompareRuns(backend: Backend, runA: string | null, runB: stri
     placeholderData: keepPreviousData,
   });
 }
+
+/** `label_set`: the workspace's labels for run rows. */
+export function useLabelSet(backend: Backend) {
+  return useQuery(commandQuery(backend, keys.labelSet(), "label_set", {}));
+}

@@ -929,6 +929,9 @@ export class MockBackend implements Backend {
       case "list_run_rows":
       case "compare_runs":
       case "search_runs":
+      case "label_set":
+      case "set_label_set":
+      case "set_row_label":
         return mockRuns(command, req);
       default:
         throw new BackendError("unknown_command", `unknown command \`${command}\``);
@@ -971,7 +974,12 @@ function mockRuns(command: string, req: Record<string, unknown>): unknown {
       return runs.dashboards[run(req.run_id).run_id];
     case "list_run_rows": {
       let rows = matches(req.query, runs.rows[run(req.run_id).run_id] ?? []);
-      rows = rows.filter((r) => (req.domain == null || r.domain === req.domain) && (req.status == null || r.status === req.status));
+      rows = rows.filter(
+        (r) =>
+          (req.domain == null || r.domain === req.domain) &&
+          (req.status == null || r.status === req.status) &&
+          (req.label == null || r.labels.includes(String(req.label))),
+      );
       if (req.sort === "score") rows = [...rows].sort((a, b) => (b.score ?? -1) - (a.score ?? -1));
       if (req.descending === true && req.sort !== "score") rows = [...rows].reverse();
       return { rows, total: rows.length, offset: 0 };
@@ -988,6 +996,11 @@ function mockRuns(command: string, req: Record<string, unknown>): unknown {
       const all = Object.values(runs.rows).flat();
       return { hits: matches(req.query, all), took_ms: 0 };
     }
+    case "label_set":
+      return { labels: ["missed effect", "hallucinated element", "wrong page", "stale copy", "format error", "truncated"] };
+    case "set_label_set":
+    case "set_row_label":
+      throw new BackendError("unsupported", "the mock back end does not store labels");
     default:
       throw new BackendError("unknown_command", `unknown command \`${command}\``);
   }

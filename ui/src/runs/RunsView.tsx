@@ -6,11 +6,13 @@
  * (outcome filter, A-vs-B scatter, paired deltas). A row opens in the turn
  * view with its own prediction.
  */
+import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useReducer } from "react";
 import type { PairOutcome, RunPair, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
-import { useCompareRuns, useRunDashboard, useRunRows, useRuns } from "../data/queries";
+import { invalidate, keysTouchedByChange } from "../data/invalidation";
+import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
 import { EChart } from "./EChart";
 import {
   INITIAL_RUNS,
@@ -19,6 +21,7 @@ import {
   formatDelta,
   formatMetric,
   formatScore,
+  labelChoices,
   metricHistogramOption,
   metricLabel,
   outcomeLabel,
@@ -26,12 +29,16 @@ import {
   runsReducer,
   scatterOption,
   statusOption,
+  type RunsAction,
+  type RunsState,
   type RunsTab,
 } from "./runsModel";
 
 /** Props of {@link RunsView}. */
 export interface RunsViewProps {
   backend: Backend;
+  /** What is chosen, kept by the window (so a row opened and the way back keep it); see {@link useRunsState}. */
+  runs: [RunsState, (action: RunsAction) => void];
   theme: "light" | "dark";
   /** Opens a row in the turn view. */
   onOpenRow: (row: RunRowView) => void;
@@ -43,14 +50,18 @@ function runLabel(r: RunSummary): string {
   return `${r.name} · ${r.engine}`;
 }
 
-export function RunsView({ backend, theme, onOpenRow }: RunsViewProps) {
-  const [state, dispatch] = useReducer(runsReducer, INITIAL_RUNS);
-  const runs = useRuns(backend);
-  const list = useMemo(() => runs.data?.runs ?? [], [runs.data]);
-  const ids = useMemo(() => list.map((r) => r.run_id), [list]);
-  useEffect(() => dispatch({ type: "runs_loaded", runIds: ids }), [ids]);
+/** The Runs view's state, held by the window so that it outlives the view. */
+export function useRunsState(): [RunsState, (action: RunsAction) => void] {
+  return useReducer(runsReducer, INITIAL_RUNS);
+}
 
-  if (runs.isSuccess && list.length === 0) {
+export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }: RunsViewProps) {
+  const runsQuery = useRuns(backend);
+  const list = useMemo(() => runsQuery.data?.runs ?? [], [runsQuery.data]);
+  const ids = useMemo(() => list.map((r) => r.run_id), [list]);
+  useEffect(() => dispatch({ type: "runs_loaded", runIds: ids }), [ids, dispatch]);
+
+  if (runsQuery.isSuccess && list.length === 0) {
     return (
       <div className="pane-empty runs-empty" role="status">
         No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
@@ -191,6 +202,8 @@ const SORTS: Array<[RunRowSort, string]> = [
   ["node_f1", "Node F1"],
   ["transition_f1", "Trans. F1"],
 ];
+/** The header of the labels column (not sortable). */
+const LABELS_HEAD = "Labels";
 
 function RowsTab({
   backend,
@@ -203,8 +216,17 @@ function RowsTab({
   dispatch: (a: Parameters<typeof runsReducer>[1]) => void;
   onOpenRow: (row: RunRowView) => void;
 }) {
+  const client = useQueryClient();
   const dash = useRunDashboard(backend, state.runA);
   const rows = useRunRows(backend, rowsRequest(state));
+  const labelSet = useLabelSet(backend).data?.labels ?? [];
+  const toggleLabel = (row: RunRowView, label: string) => {
+    const present = !row.labels.includes(label);
+    void backend
+      .call("set_row_label", { row_id: row.row_id, label, present })
+      .then(() => invalidate(client, keysTouchedByChange(null)))
+      .catch((e: unknown) => window.alert(e instanceof Error ? e.message : String(e)));
+  };
   const data = rows.data;
   const domains = dash.data?.domains.map((d) => d.domain).filter((d): d is NonNullable<typeof d> => d !== null) ?? [];
   const statuses = dash.data?.statuses.map((s) => s.status) ?? [];
@@ -244,8 +266,16 @@ function RowsTab({
             </option>
           ))}
         </select>
+        <select aria-label="Label" value={state.label ?? ""} onChange={(e) => dispatch({ type: "filter", label: e.target.value || null })}>
+          <option value="">any label</option>
+          {labelSet.map((l) => (
+            <option key={l} value={l}>
+              {l}
+            </option>
+          ))}
+        </select>
         <span className="muted" role="status">
-          {data ? `${data.total} rows` : rows.isFetching ? "…" : ""}
+          {data ? `${data.total} ${data.total === 1 ? "row" : "rows"}` : rows.isFetching ? "…" : ""}
         </span>
       </div>
       <div className="run-row run-head" role="row">
@@ -261,6 +291,7 @@ function RowsTab({
             {state.sort === sort ? (state.descending ? " ▾" : " ▴") : ""}
           </button>
         ))}
+        <span className="col col-labels">{LABELS_HEAD}</span>
       </div>
       <VirtualList
         className="run-table"
@@ -271,16 +302,25 @@ function RowsTab({
         fallbackHeight={480}
         renderRow={(i) => {
           const r = data?.rows[i];
-          return r ? <RowLine row={r} onOpen={() => onOpenRow(r)} /> : null;
+          return r ? <RowLine row={r} labels={labelChoices(labelSet, r.labels)} onOpen={() => onOpenRow(r)} onLabel={(l) => toggleLabel(r, l)} /> : null;
         }}
       />
     </div>
   );
 }
 
-function RowLine({ row, onOpen }: { row: RunRowView; onOpen: () => void }) {
+function RowLine({ row, labels, onOpen, onLabel }: { row: RunRowView; labels: string[]; onOpen: () => void; onLabel: (label: string) => void }) {
   return (
-    <button type="button" className="run-row" onClick={onOpen} title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn}`}>
+    <div
+      className="run-row"
+      role="row"
+      tabIndex={0}
+      onClick={onOpen}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") onOpen();
+      }}
+      title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn}`}
+    >
       <span className="col col-row">{row.row_index + 1}</span>
       <span className="col col-trajectory">{row.trajectory_name}</span>
       <span className="col col-turn">{row.turn}</span>
@@ -290,7 +330,28 @@ function RowLine({ row, onOpen }: { row: RunRowView; onOpen: () => void }) {
       <span className="col col-text_f1 num">{formatMetric(row.text_f1)}</span>
       <span className="col col-node_f1 num">{formatMetric(row.node_f1)}</span>
       <span className="col col-transition_f1 num">{formatMetric(row.transition_f1)}</span>
-    </button>
+      <span className="col col-labels" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.stopPropagation()}>
+        {row.labels.map((l) => (
+          <span key={l} className="label-chip">
+            {l}
+          </span>
+        ))}
+        <select
+          aria-label={`Label row ${row.row_index + 1}`}
+          value=""
+          onChange={(e) => {
+            if (e.target.value) onLabel(e.target.value);
+          }}
+        >
+          <option value="">+ label</option>
+          {labels.map((l) => (
+            <option key={l} value={l}>
+              {row.labels.includes(l) ? `✓ ${l}` : l}
+            </option>
+          ))}
+        </select>
+      </span>
+    </div>
   );
 }
 

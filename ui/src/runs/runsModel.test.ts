@@ -10,6 +10,7 @@ import {
   formatDelta,
   formatMetric,
   formatScore,
+  labelChoices,
   metricHistogramOption,
   outcomeLabel,
   rowsRequest,
@@ -46,6 +47,16 @@ describe("runs reducer", () => {
     expect(q).toMatchObject({ run_id: "7", query: "evt_41", search_in: "real", sort: "relevance", limit: null });
     const f = rowsRequest(runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "filter", domain: "web", status: "error" }));
     expect(f).toMatchObject({ domain: "web", status: "error", query: null, sort: "row" });
+  });
+});
+
+describe("labels", () => {
+  it("offers the workspace's set, then labels on the row the set lost, and filters by label", () => {
+    expect(labelChoices(["wrong page", "stale copy"], ["old one", "stale copy"])).toEqual(["wrong page", "stale copy", "old one"]);
+    const s = runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "filter", label: "wrong page" });
+    expect(rowsRequest(s)).toMatchObject({ label: "wrong page", domain: null });
+    expect(runsReducer(s, { type: "filter", domain: "web" }).label).toBe("wrong page");
+    expect(rowsRequest(runsReducer(s, { type: "filter", label: null }))).toMatchObject({ label: null });
   });
 });
 

@@ -21,6 +21,8 @@ export interface RunsState {
   searchIn: SearchIn;
   domain: string | null;
   status: string | null;
+  /** Only rows carrying this label. */
+  label: string | null;
   sort: RunRowSort;
   descending: boolean;
   /** The comparison's outcome filter (`null`: all pairs). */
@@ -34,7 +36,7 @@ export type RunsAction =
   | { type: "run_a"; runId: string }
   | { type: "run_b"; runId: string | null }
   | { type: "query"; query: string; searchIn?: SearchIn }
-  | { type: "filter"; domain?: string | null; status?: string | null }
+  | { type: "filter"; domain?: string | null; status?: string | null; label?: string | null }
   | { type: "sort"; sort: RunRowSort }
   | { type: "outcome"; outcome: PairOutcome | null };
 
@@ -47,6 +49,7 @@ export const INITIAL_RUNS: RunsState = {
   searchIn: "all",
   domain: null,
   status: null,
+  label: null,
   sort: "row",
   descending: false,
   outcome: null,
@@ -76,6 +79,7 @@ export function runsReducer(state: RunsState, action: RunsAction): RunsState {
         ...state,
         domain: action.domain === undefined ? state.domain : action.domain,
         status: action.status === undefined ? state.status : action.status,
+        label: action.label === undefined ? state.label : action.label,
       };
     case "sort":
       // The same column again reverses it; scores start best first.
@@ -96,6 +100,7 @@ export function rowsRequest(state: RunsState): ListRunRowsRequest | null {
     search_in: state.searchIn,
     domain: (state.domain as ListRunRowsRequest["domain"]) ?? null,
     status: state.status,
+    label: state.label,
     min_score: null,
     max_score: null,
     sort: query !== "" && state.sort === "row" ? "relevance" : state.sort,
@@ -103,6 +108,14 @@ export function rowsRequest(state: RunsState): ListRunRowsRequest | null {
     offset: 0,
     limit: null,
   };
+}
+
+/**
+ * The labels a row's picker offers: the workspace's set, then labels already
+ * on the row that the set no longer has (so they can be cleared).
+ */
+export function labelChoices(labelSet: readonly string[], onRow: readonly string[]): string[] {
+  return [...labelSet, ...onRow.filter((l) => !labelSet.includes(l))];
 }
 
 /** A 0–100 score with one decimal; `—` when absent. */

@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use worldloom_core::formats::run::JUDGE_DIMENSIONS;
 use worldloom_store::{RunId, RunRecord, SearchField, StoredRunRow, Workspace};
 
-use crate::Studio;
 use crate::error::ApiError;
 use crate::types::*;
-use crate::views::{judge_scale, run_row_view};
+use crate::views::{change_summary, judge_scale, run_row_view};
+use crate::{Studio, StudioEvent};
 
 /// Histogram bins of the dashboard's metric distributions.
 const BINS: u32 = 10;
@@ -57,8 +57,25 @@ fn summary(run: &RunRecord, rows: &[RunRowView]) -> RunSummary {
     }
 }
 
+/// Row views with their labels.
+fn views_of(
+    ws: &Workspace,
+    rows: &[StoredRunRow],
+    run: Option<RunId>,
+) -> Result<Vec<RunRowView>, ApiError> {
+    let mut labels = ws.row_labels(run)?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let mut v = run_row_view(r);
+            v.labels = labels.remove(&r.id).unwrap_or_default();
+            v
+        })
+        .collect())
+}
+
 fn rows_of(ws: &Workspace, run: RunId) -> Result<Vec<RunRowView>, ApiError> {
-    Ok(ws.run_rows(run)?.iter().map(run_row_view).collect())
+    views_of(ws, &ws.run_rows(run)?, Some(run))
 }
 
 /// `list_runs`: every run in the workspace with its headline numbers.
@@ -179,6 +196,7 @@ pub fn get_run_dashboard(studio: &Studio, req: RunRequest) -> Result<RunDashboar
             }
             .to_owned()
         })),
+        labels: counts(rows.iter().flat_map(|r| r.labels.iter().cloned())),
     })
 }
 
@@ -270,6 +288,7 @@ pub fn list_run_rows(
     rows.retain(|r| {
         req.domain.is_none_or(|d| r.domain == d)
             && req.status.as_ref().is_none_or(|s| &r.status == s)
+            && req.label.as_ref().is_none_or(|l| r.labels.contains(l))
             && req
                 .min_score
                 .is_none_or(|m| r.score.is_some_and(|s| s >= m))
@@ -433,12 +452,61 @@ pub fn search_runs(
             }
         }
     }
+    let found: Vec<StoredRunRow> = hits.iter().filter_map(|h| by_id.remove(h)).collect();
     Ok(SearchRunsResponse {
-        hits: hits
-            .iter()
-            .filter_map(|h| by_id.get(h).map(run_row_view))
-            .collect(),
+        hits: views_of(&ws, &found, run)?,
         took_ms,
+    })
+}
+
+fn parse_row_id(id: &str) -> Result<i64, ApiError> {
+    id.trim()
+        .parse::<i64>()
+        .map_err(|_| ApiError::bad_request(format!("`{id}` is not a run row id")))
+}
+
+/// `set_row_label`: sets or clears a label on a run's row (one undoable
+/// change).
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a malformed id or an empty label,
+/// [`crate::ErrorCode::NotFound`] for an unknown row.
+pub fn set_row_label(studio: &Studio, req: SetRowLabelRequest) -> Result<ChangeResponse, ApiError> {
+    let row = parse_row_id(&req.row_id)?;
+    let change = {
+        let mut ws = studio.lock()?;
+        let id = ws.set_row_label(row, &req.label, req.present)?;
+        ws.history(50)?.into_iter().find(|c| c.id == id)
+    };
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: None,
+        kind: ChangeKind::SetLabel.into(),
+    });
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary).transpose()?,
+    })
+}
+
+/// `label_set`: the workspace's labels (defaults until saved).
+///
+/// # Errors
+/// [`crate::ErrorCode::Storage`].
+pub fn label_set(studio: &Studio, _req: EmptyRequest) -> Result<LabelSetResponse, ApiError> {
+    Ok(LabelSetResponse {
+        labels: studio.lock()?.label_set()?,
+    })
+}
+
+/// `set_label_set`: saves the workspace's labels (a setting, not undone).
+///
+/// # Errors
+/// [`crate::ErrorCode::Storage`].
+pub fn set_label_set(
+    studio: &Studio,
+    req: SetLabelSetRequest,
+) -> Result<LabelSetResponse, ApiError> {
+    Ok(LabelSetResponse {
+        labels: studio.lock()?.set_label_set(&req.labels)?,
     })
 }
 
@@ -478,6 +546,7 @@ mod tests {
             attribute_accuracy: None,
             transition_f1: None,
             latency_ms: None,
+            labels: Vec::new(),
         };
         let mut rows = vec![row.clone()];
         row.text_f1 = Some(0.05);

@@ -37,7 +37,8 @@ use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
 pub use runs::{
-    NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow, trajectory_fingerprint,
+    DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow,
+    trajectory_fingerprint,
 };
 pub use scores::MetricResult;
 pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow};

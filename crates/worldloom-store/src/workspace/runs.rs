@@ -538,6 +538,127 @@ impl Workspace {
     }
 }
 
+/// The labels a workspace offers before its own set is saved: common ways a
+/// world model's prediction goes wrong.
+pub const DEFAULT_LABELS: [&str; 6] = [
+    "missed effect",
+    "hallucinated element",
+    "wrong page",
+    "stale copy",
+    "format error",
+    "truncated",
+];
+
+/// The `workspace_meta` key of the label set (a JSON list of strings).
+const LABELS_KEY: &str = "runs.labels";
+
+impl Workspace {
+    /// The workspace's label set: the saved one, else [`DEFAULT_LABELS`].
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`]; [`StoreError::Invalid`] when the saved value
+    /// is not a list of strings.
+    pub fn label_set(&self) -> Result<Vec<String>> {
+        match self.meta(LABELS_KEY)? {
+            None => Ok(DEFAULT_LABELS.iter().map(|l| (*l).to_owned()).collect()),
+            Some(json) => serde_json::from_str(&json).map_err(|e| {
+                StoreError::Invalid(format!(
+                    "workspace_meta `{LABELS_KEY}` is not a list of labels: {e}"
+                ))
+            }),
+        }
+    }
+
+    /// Saves the label set (trimmed, blanks and repeats dropped, order
+    /// kept). A setting, not an undoable change; labels already on rows stay.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn set_label_set(&mut self, labels: &[String]) -> Result<Vec<String>> {
+        let mut out: Vec<String> = Vec::new();
+        for l in labels {
+            let l = l.trim();
+            if !l.is_empty() && !out.iter().any(|o| o == l) {
+                out.push(l.to_owned());
+            }
+        }
+        self.set_meta(LABELS_KEY, &Self::json(&out))?;
+        Ok(out)
+    }
+
+    /// Sets or clears `label` on run row `row` as one change (undoable).
+    ///
+    /// # Errors
+    /// [`StoreError::Invalid`] for an empty label; [`StoreError::NotFound`]
+    /// for a row that is not live; [`StoreError::Sqlite`].
+    pub fn set_row_label(
+        &mut self,
+        row: i64,
+        label: &str,
+        present: bool,
+    ) -> Result<super::ChangeId> {
+        let label = label.trim();
+        if label.is_empty() {
+            return Err(StoreError::Invalid("a label must not be empty".into()));
+        }
+        let summary = format!(
+            "{} label `{label}` on run row {row}",
+            if present { "set" } else { "clear" }
+        );
+        let path = self.path.clone();
+        self.with_change("set_label", None, &summary, |tx, change| {
+            let err = tx_err(&path, "labelling a run row");
+            let live: Option<i64> = tx
+                .query_row(
+                    "SELECT w.id FROM run_rows w JOIN runs r ON r.id = w.run_id JOIN changes c ON c.id = r.change_id
+                     WHERE w.id = ?1 AND c.state = 'applied'",
+                    params![row],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(&err)?;
+            if live.is_none() {
+                return Err(StoreError::NotFound(format!("no run row {row} in this workspace")));
+            }
+            tx.execute(
+                "INSERT INTO run_row_labels (row_id, label, present, change_id) VALUES (?1, ?2, ?3, ?4)",
+                params![row, label, present, change.0],
+            )
+            .map_err(&err)?;
+            Ok(change)
+        })
+    }
+
+    /// The labels set on the live rows of `run` (every run when `None`), by
+    /// row id, each row's labels in the order they were last set.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn row_labels(
+        &self,
+        run: Option<RunId>,
+    ) -> Result<std::collections::BTreeMap<i64, Vec<String>>> {
+        let rows = self.query_all(
+            "SELECT l.row_id, l.label, l.present FROM run_row_labels l JOIN changes c ON c.id = l.change_id
+             JOIN run_rows w ON w.id = l.row_id
+             WHERE c.state = 'applied' AND (?1 IS NULL OR w.run_id = ?1) ORDER BY l.id",
+            params![run.map(|r| r.0)],
+            "reading run row labels",
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?)),
+        )?;
+        let mut out: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
+        for (row, label, present) in rows {
+            let labels = out.entry(row).or_default();
+            labels.retain(|l| l != &label);
+            if present {
+                labels.push(label);
+            }
+        }
+        out.retain(|_, v| !v.is_empty());
+        Ok(out)
+    }
+}
+
 fn parse_mode(s: &str, run: i64) -> Result<ContextMode> {
     match s {
         "teacher-forced" => Ok(ContextMode::TeacherForced),
