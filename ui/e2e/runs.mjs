@@ -183,6 +183,35 @@ for (const colorScheme of ["light", "dark"]) {
     await page.getByRole("button", { name: "Undo" }).click();
     await page.waitForTimeout(1000);
     check((await page.locator(".label-chip").count()) === 0, "undo removes the label");
+
+    // A report with a labelled row, opened from disk with the network off.
+    await page.getByLabel("Label", { exact: true }).selectOption("");
+    await page.waitForTimeout(600);
+    await page.getByLabel("Label row 3").selectOption("wrong page");
+    await page.locator(".label-chip", { hasText: "wrong page" }).first().waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export report…" }).click()]);
+    const reportPath = join(work, "report.html");
+    await download.saveAs(reportPath);
+    const report = readFileSync(reportPath, "utf8");
+    check(!/<script/i.test(report) && !/(src|href)\s*=\s*["']?(https?:)?\/\//i.test(report), "the report holds no script and no external reference");
+    await browser.context.setOffline(true);
+    const requests = [];
+    const offline = await browser.context.newPage();
+    offline.on("request", (r) => requests.push(r.url()));
+    await offline.goto(`file://${reportPath}`);
+    const svgs = await offline.locator("svg").count();
+    const text = (await offline.locator("body").textContent()) ?? "";
+    check(
+      svgs >= 3 && text.includes("wrong page") && text.includes("A better"),
+      `the report opens from disk offline: ${svgs} charts, the labelled row, the comparison`,
+    );
+    check(
+      requests.every((u) => u.startsWith("file://")),
+      `the report requests nothing beyond itself (${requests.filter((u) => !u.startsWith("file://")).join(", ")})`,
+    );
+    await offline.screenshot({ path: join(shots, "runs-report.png"), fullPage: true });
+    await offline.close();
+    await browser.context.setOffline(false);
   }
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();

@@ -13,7 +13,8 @@ import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
 import { invalidate, keysTouchedByChange } from "../data/invalidation";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
-import { EChart } from "./EChart";
+import { EChart, chartSvg } from "./EChart";
+import { buildReport, type PickedRow } from "./report";
 import {
   INITIAL_RUNS,
   chartColors,
@@ -97,6 +98,9 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
               ))}
           </select>
         </label>
+        <button type="button" disabled={!runA} onClick={() => runA && void exportReport(backend, list, runA.run_id, runB?.run_id ?? null)}>
+          Export report…
+        </button>
         <div className="seg" role="tablist" aria-label="Runs view">
           {(
             [
@@ -126,6 +130,70 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
       ) : null}
     </section>
   );
+}
+
+/**
+ * Builds the report of run A (compared with B when chosen; the labelled rows
+ * of A picked, at most 50, with their texts) and saves it as an HTML file.
+ */
+async function exportReport(backend: Backend, runs: RunSummary[], runA: string, runB: string | null): Promise<void> {
+  try {
+    const dashboard = await backend.call("get_run_dashboard", { run_id: runA });
+    const colors = chartColors("light");
+    const charts: Array<{ title: string; svg: string }> = [];
+    const add = (title: string, option: ReturnType<typeof statusOption> | null, height: number) => {
+      if (option) charts.push({ title, svg: chartSvg(option, "light", 760, height) });
+    };
+    add("Judge scores by domain", domainScoreOption(dashboard, colors), 300);
+    add("Metric distributions", metricHistogramOption(dashboard, colors), 280);
+    add("Status counts", statusOption(dashboard, colors), Math.max(140, 26 * (dashboard.statuses.length + dashboard.judge.length) + 40));
+    const compare =
+      runB === null
+        ? null
+        : await backend.call("compare_runs", { run_a: runA, run_b: runB, metric: null, outcome: null, tie_margin: null, domain: null, offset: 0, limit: null });
+    if (compare) add("A vs B", scatterOption(compare, colors), 360);
+    const all = await backend.call("list_run_rows", {
+      run_id: runA,
+      query: null,
+      search_in: null,
+      domain: null,
+      status: null,
+      label: null,
+      min_score: null,
+      max_score: null,
+      sort: null,
+      descending: false,
+      offset: 0,
+      limit: null,
+    });
+    const labelled = all.rows.filter((r) => r.labels.length > 0).slice(0, 50);
+    const picked: PickedRow[] = await Promise.all(
+      labelled.map(async (row) => {
+        const t = await backend.call("get_turn", { trajectory_id: row.trajectory_id, node_id: row.node_id, prediction_id: row.prediction_id });
+        const v = t.views[0];
+        return { row, real: v?.real?.text ?? null, predicted: v?.predicted?.text ?? null };
+      }),
+    );
+    const html = buildReport({
+      title: compare ? `${compare.run_a.name} vs ${compare.run_b.name}` : dashboard.run.name,
+      generatedAt: new Date().toISOString(),
+      runs,
+      dashboard,
+      charts,
+      compare,
+      picked,
+    });
+    const url = URL.createObjectURL(new Blob([html], { type: "text/html" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `worldloom-report-${dashboard.run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.html`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  } catch (e) {
+    window.alert(`The report could not be made: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 function RunsTable({ runs, chosenA, chosenB }: { runs: RunSummary[]; chosenA: string | null; chosenB: string | null }) {
