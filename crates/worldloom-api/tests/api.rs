@@ -1044,7 +1044,11 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
     // One undo removes the newest run; the history names it (the newest
     // applied change, after the three undone labels).
     let log = commands::history(&studio, EmptyRequest::default()).expect("history");
-    let applied = log.changes.iter().find(|c| c.state == ChangeState::Applied).expect("applied");
+    let applied = log
+        .changes
+        .iter()
+        .find(|c| c.state == ChangeState::Applied)
+        .expect("applied");
     assert_eq!(applied.kind, ChangeKind::ImportRun);
     commands::undo(&studio, EmptyRequest::default()).expect("undo");
     assert_eq!(
