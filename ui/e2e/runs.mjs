@@ -138,6 +138,15 @@ for (const colorScheme of ["light", "dark"]) {
   await page.waitForTimeout(800);
   await page.screenshot({ path: join(shots, `runs-compare-${colorScheme}.png`), fullPage: true });
 
+  // Real | A | B of the first pair, each prediction's differing lines marked.
+  await page.locator(".pair-row.outcome-a_better").first().locator("span").first().click();
+  await page.locator(".three-panes .three-text").nth(2).waitFor();
+  const panes = await page.locator(".three-panes .three-text").count();
+  const changedB = await page.locator('.three-text[aria-label="B\'s prediction"] .line.changed').count();
+  check(panes === 3 && changedB > 0, `${colorScheme}: three panes real | A | B, ${changedB} of B's lines marked`);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(shots, `runs-three-panes-${colorScheme}.png`), fullPage: true });
+
   if (colorScheme === "light") {
     // Open A's prediction of the first pair in the turn view.
     const first = page.locator(".pair-row.outcome-a_better").first();

@@ -7,7 +7,7 @@
  * view with its own prediction.
  */
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useReducer } from "react";
+import { useEffect, useMemo, useReducer, useState } from "react";
 import type { PairOutcome, RunPair, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
@@ -15,6 +15,7 @@ import { invalidate, keysTouchedByChange } from "../data/invalidation";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
 import { EChart, chartSvg } from "./EChart";
 import { buildReport, type PickedRow } from "./report";
+import { ThreePanes } from "./ThreePanes";
 import {
   INITIAL_RUNS,
   chartColors,
@@ -444,6 +445,7 @@ function CompareTab({
 }) {
   const cmp = useCompareRuns(backend, runA, runB, outcome);
   const c = cmp.data;
+  const [open, setOpen] = useState<RunPair | null>(null);
   const option = useMemo(() => (c ? scatterOption(c, chartColors(theme)) : null), [c, theme]);
   if (cmp.error) return <div className="pane-empty">{String(cmp.error)}</div>;
   if (!c || !option) return <div className="pane-empty">Loading…</div>;
@@ -485,25 +487,35 @@ function CompareTab({
             fallbackHeight={320}
             renderRow={(i) => {
               const p = c.pairs[i];
-              return p ? <PairLine pair={p} onOpenRow={onOpenRow} /> : null;
+              return p ? <PairLine pair={p} onOpenRow={onOpenRow} onShow={() => setOpen(p)} /> : null;
             }}
           />
         </div>
       </div>
+      {open ? <ThreePanes key={`${open.a.row_id}/${open.b.row_id}`} backend={backend} pair={open} onClose={() => setOpen(null)} /> : null}
     </div>
   );
 }
 
-function PairLine({ pair, onOpenRow }: { pair: RunPair; onOpenRow: (row: RunRowView) => void }) {
+function PairLine({ pair, onOpenRow, onShow }: { pair: RunPair; onOpenRow: (row: RunRowView) => void; onShow: () => void }) {
   return (
-    <div className={`pair-row outcome-${pair.outcome}`} role="row">
+    <div
+      className={`pair-row outcome-${pair.outcome}`}
+      role="row"
+      tabIndex={0}
+      title="Show real | A | B"
+      onClick={onShow}
+      onKeyDown={(e) => {
+        if (e.key === "Enter") onShow();
+      }}
+    >
       <span>{pair.a.trajectory_name}</span>
       <span>{pair.a.turn}</span>
       <span>{pair.a.domain}</span>
       <span className="num">{formatScore(pair.a_value)}</span>
       <span className="num">{formatScore(pair.b_value)}</span>
       <span className="num delta">{formatDelta(pair.delta)}</span>
-      <span className="pair-open">
+      <span className="pair-open" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.stopPropagation()}>
         <button type="button" onClick={() => onOpenRow(pair.a)} title="Open A's prediction in the turn view">
           A
         </button>

@@ -10,6 +10,8 @@ import {
   formatDelta,
   formatMetric,
   formatScore,
+  changedPredictedLines,
+  changedRealLines,
   labelChoices,
   metricHistogramOption,
   outcomeLabel,
@@ -57,6 +59,22 @@ describe("labels", () => {
     expect(rowsRequest(s)).toMatchObject({ label: "wrong page", domain: null });
     expect(runsReducer(s, { type: "filter", domain: "web" }).label).toBe("wrong page");
     expect(rowsRequest(runsReducer(s, { type: "filter", label: null }))).toMatchObject({ label: null });
+  });
+});
+
+describe("three panes", () => {
+  it("marks the lines the API's line diff found different", () => {
+    const diff = {
+      ratio: 0.5,
+      ops: [
+        { tag: "equal" as const, real_start: 0, real_end: 2, pred_start: 0, pred_end: 2 },
+        { tag: "replace" as const, real_start: 2, real_end: 3, pred_start: 2, pred_end: 4 },
+        { tag: "delete" as const, real_start: 3, real_end: 5, pred_start: 4, pred_end: 4 },
+      ],
+    };
+    expect([...changedPredictedLines(diff)]).toEqual([2, 3]);
+    expect([...changedRealLines(diff)]).toEqual([2, 3, 4]);
+    expect(changedPredictedLines(null).size).toBe(0);
   });
 });
 

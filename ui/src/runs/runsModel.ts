@@ -4,7 +4,7 @@
  * (`get_run_dashboard`, `compare_runs`). Every number comes from the API;
  * nothing here re-computes a score or a metric.
  */
-import type { CompareRunsResponse, ListRunRowsRequest, PairOutcome, RunDashboard, RunRowSort, SearchIn } from "../api/types";
+import type { CompareRunsResponse, LineDiff, ListRunRowsRequest, PairOutcome, RunDashboard, RunRowSort, SearchIn } from "../api/types";
 
 /** The Runs view's tabs. */
 export type RunsTab = "dashboard" | "rows" | "compare";
@@ -299,4 +299,24 @@ export function exportFileName(title: string, ext: "png" | "svg"): string {
     .replace(/[^a-z0-9_-]+/g, "-")
     .replace(/^-+|-+$/g, "");
   return `${stem || "chart"}.${ext}`;
+}
+
+/** The predicted side's lines (0-based) that differ from the real observation, from the API's line diff. */
+export function changedPredictedLines(diff: LineDiff | null | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const op of diff?.ops ?? []) {
+    if (op.tag === "equal") continue;
+    for (let i = op.pred_start; i < op.pred_end; i++) out.add(i);
+  }
+  return out;
+}
+
+/** The real side's lines (0-based) that a prediction missed or changed, from the API's line diff. */
+export function changedRealLines(diff: LineDiff | null | undefined): Set<number> {
+  const out = new Set<number>();
+  for (const op of diff?.ops ?? []) {
+    if (op.tag === "equal") continue;
+    for (let i = op.real_start; i < op.real_end; i++) out.add(i);
+  }
+  return out;
 }
