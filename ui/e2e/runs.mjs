@@ -182,7 +182,10 @@ for (const colorScheme of ["light", "dark"]) {
     // Label a row, filter by the label, undo it from the top bar.
     await page.getByLabel("Search observations and actions").fill("");
     await page.waitForTimeout(800);
-    await page.getByLabel("Label row 2").selectOption("hallucinated element");
+    // With the keyboard: focus row 1, ↓ to row 2, `2` toggles the second label.
+    await page.locator(".run-table .run-row").first().focus();
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("2");
     await page.locator(".label-chip", { hasText: "hallucinated element" }).first().waitFor();
     await page.getByLabel("Label", { exact: true }).selectOption("hallucinated element");
     await page.waitForTimeout(800);

@@ -24,6 +24,7 @@ import {
   formatMetric,
   formatScore,
   labelChoices,
+  labelForKey,
   metricHistogramOption,
   metricLabel,
   outcomeLabel,
@@ -387,8 +388,20 @@ function RowLine({ row, labels, onOpen, onLabel }: { row: RunRowView; labels: st
       onClick={onOpen}
       onKeyDown={(e) => {
         if (e.key === "Enter") onOpen();
+        // 1–9 toggle the label set's labels; ↑/↓ move between rows.
+        const label = labelForKey(e.key, labels);
+        if (label !== null) {
+          e.preventDefault();
+          onLabel(label);
+        }
+        if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+          e.preventDefault();
+          const slot = e.currentTarget.parentElement;
+          const next = e.key === "ArrowDown" ? slot?.nextElementSibling : slot?.previousElementSibling;
+          next?.querySelector<HTMLElement>(".run-row")?.focus();
+        }
       }}
-      title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn}`}
+      title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn} (Enter); 1–9 toggle labels, ↑/↓ move`}
     >
       <span className="col col-row">{row.row_index + 1}</span>
       <span className="col col-trajectory">{row.trajectory_name}</span>

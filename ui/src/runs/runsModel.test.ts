@@ -13,6 +13,7 @@ import {
   changedPredictedLines,
   changedRealLines,
   labelChoices,
+  labelForKey,
   metricHistogramOption,
   outcomeLabel,
   rowsRequest,
@@ -59,6 +60,10 @@ describe("labels", () => {
     expect(rowsRequest(s)).toMatchObject({ label: "wrong page", domain: null });
     expect(runsReducer(s, { type: "filter", domain: "web" }).label).toBe("wrong page");
     expect(rowsRequest(runsReducer(s, { type: "filter", label: null }))).toMatchObject({ label: null });
+    expect(labelForKey("2", ["a", "b"])).toBe("b");
+    expect(labelForKey("3", ["a", "b"])).toBeNull();
+    expect(labelForKey("0", ["a"])).toBeNull();
+    expect(labelForKey("x", ["a"])).toBeNull();
   });
 });
 

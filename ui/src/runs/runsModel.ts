@@ -320,3 +320,9 @@ export function changedRealLines(diff: LineDiff | null | undefined): Set<number>
   }
   return out;
 }
+
+/** The label a digit key toggles on a focused row: `1` the first of `labels`, … `9` the ninth; `null` for any other key. */
+export function labelForKey(key: string, labels: readonly string[]): string | null {
+  if (!/^[1-9]$/.test(key)) return null;
+  return labels[Number(key) - 1] ?? null;
+}
