@@ -25,6 +25,7 @@ import {
   formatScore,
   labelChoices,
   labelForKey,
+  labelledRowsJsonl,
   metricHistogramOption,
   metricLabel,
   outcomeLabel,
@@ -126,7 +127,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
       </div>
       <RunsTable runs={list} chosenA={state.runA} chosenB={state.runB} />
       {state.tab === "dashboard" ? <Dashboard backend={backend} runId={state.runA} theme={theme} /> : null}
-      {state.tab === "rows" && runA ? <RowsTab backend={backend} state={state} dispatch={dispatch} onOpenRow={onOpenRow} /> : null}
+      {state.tab === "rows" && runA ? <RowsTab backend={backend} run={runA} state={state} dispatch={dispatch} onOpenRow={onOpenRow} /> : null}
       {state.tab === "compare" && runA && runB ? (
         <CompareTab backend={backend} runA={runA.run_id} runB={runB.run_id} outcome={state.outcome} dispatch={dispatch} theme={theme} onOpenRow={onOpenRow} />
       ) : null}
@@ -277,11 +278,13 @@ const LABELS_HEAD = "Labels";
 
 function RowsTab({
   backend,
+  run,
   state,
   dispatch,
   onOpenRow,
 }: {
   backend: Backend;
+  run: RunSummary;
   state: ReturnType<typeof runsReducer>;
   dispatch: (a: Parameters<typeof runsReducer>[1]) => void;
   onOpenRow: (row: RunRowView) => void;
@@ -344,6 +347,23 @@ function RowsTab({
             </option>
           ))}
         </select>
+        <button
+          type="button"
+          title="Save the labelled rows shown as JSON Lines"
+          disabled={!data?.rows.some((r) => r.labels.length > 0)}
+          onClick={() => {
+            const url = URL.createObjectURL(new Blob([labelledRowsJsonl(run, data?.rows ?? [])], { type: "application/x-ndjson" }));
+            const a = document.createElement("a");
+            a.href = url;
+            a.download = `labelled-${run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.jsonl`;
+            document.body.appendChild(a);
+            a.click();
+            a.remove();
+            setTimeout(() => URL.revokeObjectURL(url), 1000);
+          }}
+        >
+          Export labelled rows
+        </button>
         <span className="muted" role="status">
           {data ? `${data.total} ${data.total === 1 ? "row" : "rows"}` : rows.isFetching ? "…" : ""}
         </span>

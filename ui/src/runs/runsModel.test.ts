@@ -14,6 +14,7 @@ import {
   changedRealLines,
   labelChoices,
   labelForKey,
+  labelledRowsJsonl,
   metricHistogramOption,
   outcomeLabel,
   rowsRequest,
@@ -64,6 +65,19 @@ describe("labels", () => {
     expect(labelForKey("3", ["a", "b"])).toBeNull();
     expect(labelForKey("0", ["a"])).toBeNull();
     expect(labelForKey("x", ["a"])).toBeNull();
+  });
+});
+
+describe("labelled rows export", () => {
+  it("writes one JSON line per labelled row", () => {
+    const run = golden.runs[0]!;
+    const rows = golden.rows[run.run_id]!.map((r, i) => (i === 2 ? { ...r, labels: ["wrong page", "stale copy"] } : r));
+    const text = labelledRowsJsonl(run, rows);
+    const lines = text.trim().split("\n");
+    expect(lines.length).toBe(1);
+    const parsed = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ run: run.name, trajectory: rows[2]!.trajectory_name, turn: rows[2]!.turn, labels: ["wrong page", "stale copy"] });
+    expect(labelledRowsJsonl(run, golden.rows[run.run_id]!)).toBe("");
   });
 });
 

@@ -4,7 +4,7 @@
  * (`get_run_dashboard`, `compare_runs`). Every number comes from the API;
  * nothing here re-computes a score or a metric.
  */
-import type { CompareRunsResponse, LineDiff, ListRunRowsRequest, PairOutcome, RunDashboard, RunRowSort, SearchIn } from "../api/types";
+import type { CompareRunsResponse, LineDiff, ListRunRowsRequest, PairOutcome, RunDashboard, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
 
 /** The Runs view's tabs. */
 export type RunsTab = "dashboard" | "rows" | "compare";
@@ -325,4 +325,34 @@ export function changedRealLines(diff: LineDiff | null | undefined): Set<number>
 export function labelForKey(key: string, labels: readonly string[]): string | null {
   if (!/^[1-9]$/.test(key)) return null;
   return labels[Number(key) - 1] ?? null;
+}
+
+/**
+ * The labelled rows of a run as JSON Lines, one object per row in the order
+ * given: run, engine, trajectory, turn, domain, status, judge score, metrics
+ * and labels, with the ids that open the row in the studio.
+ */
+export function labelledRowsJsonl(run: RunSummary, rows: readonly RunRowView[]): string {
+  return rows
+    .filter((r) => r.labels.length > 0)
+    .map((r) =>
+      JSON.stringify({
+        run: run.name,
+        engine: run.engine,
+        trajectory: r.trajectory_name,
+        turn: r.turn,
+        domain: r.domain,
+        status: r.status,
+        score: r.score,
+        text_f1: r.text_f1,
+        node_f1: r.node_f1,
+        transition_f1: r.transition_f1,
+        labels: r.labels,
+        trajectory_id: r.trajectory_id,
+        node_id: r.node_id,
+        prediction_id: r.prediction_id,
+      }),
+    )
+    .map((line) => `${line}\n`)
+    .join("");
 }
