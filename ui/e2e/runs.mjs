@@ -224,6 +224,14 @@ for (const colorScheme of ["light", "dark"]) {
     await offline.screenshot({ path: join(shots, "runs-report.png"), fullPage: true });
     await offline.close();
     await browser.context.setOffline(false);
+
+    // The workspace's label set, edited.
+    await page.getByText("Labels…").click();
+    await page.getByLabel("Label set, one per line").fill("wrong page\nleaks the goal\n");
+    await page.getByRole("button", { name: "Save labels" }).click();
+    await page.waitForTimeout(600);
+    const offered = await page.getByLabel("Label", { exact: true }).locator("option").allTextContents();
+    check(offered.join("|") === "any label|wrong page|leaks the goal", `the label set is saved (${offered.join(", ")})`);
   }
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();

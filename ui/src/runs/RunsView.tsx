@@ -12,6 +12,7 @@ import type { PairOutcome, RunPair, RunRowSort, RunRowView, RunSummary, SearchIn
 import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
 import { invalidate, keysTouchedByChange } from "../data/invalidation";
+import { keys } from "../data/keys";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
 import { EChart, chartSvg } from "./EChart";
 import { buildReport, type PickedRow } from "./report";
@@ -347,6 +348,7 @@ function RowsTab({
             </option>
           ))}
         </select>
+        <LabelSetEditor backend={backend} labels={labelSet} />
         <button
           type="button"
           title="Save the labelled rows shown as JSON Lines"
@@ -396,6 +398,32 @@ function RowsTab({
         }}
       />
     </div>
+  );
+}
+
+/** Edits the workspace's label set: one label per line (a setting, not an undoable change). */
+function LabelSetEditor({ backend, labels }: { backend: Backend; labels: string[] }) {
+  const client = useQueryClient();
+  const [text, setText] = useState<string | null>(null);
+  return (
+    <details className="label-set" onToggle={(e) => setText((e.currentTarget as HTMLDetailsElement).open ? labels.join("\n") : null)}>
+      <summary>Labels…</summary>
+      <textarea aria-label="Label set, one per line" rows={7} value={text ?? ""} onChange={(e) => setText(e.target.value)} />
+      <button
+        type="button"
+        onClick={() =>
+          void backend
+            .call("set_label_set", { labels: (text ?? "").split("\n") })
+            .then((r) => {
+              client.setQueryData(keys.labelSet(), r);
+              setText(r.labels.join("\n"));
+            })
+            .catch((e: unknown) => window.alert(e instanceof Error ? e.message : String(e)))
+        }
+      >
+        Save labels
+      </button>
+    </details>
   );
 }
 
