@@ -10,7 +10,7 @@
 // `WL_RUNS_EXTRA=FILE[,FILE]` imports more run files (a judged one, say) for
 // screenshots. Screenshots go to e2e/screenshots/runs-*.png.
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -237,5 +237,6 @@ for (const colorScheme of ["light", "dark"]) {
   await browser.close();
 }
 stop();
+rmSync(work, { recursive: true, force: true });
 console.log(failures === 0 ? "runs e2e: all checks passed" : `runs e2e: ${failures} failed`);
 process.exit(failures === 0 ? 0 : 1);
