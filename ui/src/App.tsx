@@ -11,7 +11,8 @@
  * - edits of the place shown (undo / redo, choosing a prediction, control
  *   instructions, imports, jumps): `app/useEdits.ts`;
  * - the parts on screen: `app/TopBar.tsx`, `app/TurnTools.tsx`,
- *   `app/TurnPanes.tsx`, `app/StatusBar.tsx`, `app/Dialogs.tsx`.
+ *   `app/TurnPanes.tsx`, `app/StatusBar.tsx`, `app/Dialogs.tsx`; the runs
+ *   (dashboard, row table, two runs compared): `runs/RunsView.tsx`.
  */
 import { QueryClientProvider, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useState } from "react";
@@ -37,6 +38,7 @@ import { keys } from "./data/keys";
 import { createQueryClient, useEngineStatus, useWorkspaceInfo } from "./data/queries";
 import { BranchTree } from "./lab/BranchTree";
 import { CompareView } from "./lab/CompareView";
+import { RunsView, useRunsState } from "./runs/RunsView";
 import type { UncertaintyMode } from "./model/tokens";
 import { pathToRoot } from "./model/treeLayout";
 import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
@@ -73,6 +75,7 @@ function Studio({ backend }: AppProps) {
   const [tabId, setTabId] = useState<string | null>(null);
   const [uncertainty, setUncertainty] = useState<"off" | UncertaintyMode>("off");
   const [reasoningOpen, setReasoningOpen] = useState(true);
+  const runsState = useRunsState();
   const selection = useMemo(() => new SelectionStore(), []);
   const scrollSync = useMemo(() => new ScrollSyncStore(), []);
 
@@ -152,29 +155,40 @@ function Studio({ backend }: AppProps) {
               theme={theme}
               onTheme={setTheme}
             />
-            <Timeline
-              turns={turns}
-              current={current}
-              onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })}
-              playing={nav.playing}
-              onPlay={() => dispatch({ type: "play", playing: !nav.playing })}
-            />
-            <TurnTools
-              key={`${trajectoryId}/${nodeId}`}
-              detail={detail}
-              loading={place.loading}
-              atLeaf={current === turns.length - 1}
-              notice={notice}
-              onDialog={setDialog}
-              onPerturbation={edits.savePerturbation}
-            />
+            {nav.mainView !== "runs" ? (
+              <>
+                <Timeline
+                  turns={turns}
+                  current={current}
+                  onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })}
+                  playing={nav.playing}
+                  onPlay={() => dispatch({ type: "play", playing: !nav.playing })}
+                />
+                <TurnTools
+                  key={`${trajectoryId}/${nodeId}`}
+                  detail={detail}
+                  loading={place.loading}
+                  atLeaf={current === turns.length - 1}
+                  notice={notice}
+                  onDialog={setDialog}
+                  onPerturbation={edits.savePerturbation}
+                />
+              </>
+            ) : null}
             {place.listLoaded && place.trajectories.length === 0 && !error ? (
               <div className="pane-empty" role="status">
                 The workspace holds no trajectory yet. Use Import… or drop files onto the window, or start the studio with files to import, for example
                 <code> worldloom serve samples/</code>.
               </div>
             ) : null}
-            {nav.mainView === "tree" ? (
+            {nav.mainView === "runs" ? (
+              <RunsView
+                backend={backend}
+                runs={runsState}
+                theme={theme}
+                onOpenRow={(row) => dispatch({ type: "open_row", trajectoryId: row.trajectory_id, turnIndex: row.turn - 1, predictionId: row.prediction_id })}
+              />
+            ) : nav.mainView === "tree" ? (
               <BranchTree
                 nodes={treeNodes}
                 edges={treeEdges}

@@ -9,7 +9,7 @@ use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
 use crate::error::{ApiError, ErrorCode};
 use crate::scoring::score_trajectory;
 use crate::types::{
-    ChangeKind, ExportFormat, ImportFailure, ImportFilesResponse, ImportedTrajectory,
+    ChangeKind, ExportFormat, ImportFailure, ImportFilesResponse, ImportedRun, ImportedTrajectory,
 };
 use crate::{Studio, StudioEvent};
 
@@ -150,9 +150,11 @@ pub(crate) fn import_paths(
     };
     let mut out = ImportFilesResponse {
         imported: Vec::new(),
+        runs: Vec::new(),
         failed: Vec::new(),
         warnings: Vec::new(),
     };
+    let mut runs_added = false;
     for full_path in paths {
         let path = &shown(full_path);
         let read = match read_path(Path::new(full_path)) {
@@ -163,6 +165,13 @@ pub(crate) fn import_paths(
             }
         };
         out.warnings.extend(read.warnings.iter().map(|w| shown(w)));
+        if read.trajectories.iter().any(core::formats::run::is_run) {
+            match import_run(studio, read, path, &shown, &mut out)? {
+                Ok(added) => runs_added |= added,
+                Err(message) => out.failed.push(ImportFailure::new(path, &shown(&message))),
+            }
+            continue;
+        }
         let mut ws = studio.lock()?;
         for mut t in read.trajectories {
             if let Some(p) = &t.source.path {
@@ -194,11 +203,138 @@ pub(crate) fn import_paths(
             }
         }
     }
-    if out.imported.iter().any(|i| i.added) {
+    if out.imported.iter().any(|i| i.added) && !runs_added {
         studio.emit(StudioEvent::WorkspaceChanged {
             trajectory_id: None,
             kind: ChangeKind::Import.into(),
         });
     }
+    if runs_added {
+        studio.emit(StudioEvent::WorkspaceChanged {
+            trajectory_id: None,
+            kind: ChangeKind::ImportRun.into(),
+        });
+    }
     Ok(out)
+}
+
+/// The name a run file is shown by: its file name, with its folder's for the
+/// official script's fixed names (`run-a/judged.jsonl`).
+fn run_name(path: &str) -> String {
+    let p = Path::new(path);
+    let file = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_owned());
+    let fixed = matches!(file.as_str(), "predictions.jsonl" | "judged.jsonl");
+    match p.parent().and_then(|d| d.file_name()) {
+        Some(dir) if fixed => format!("{}/{file}", dir.to_string_lossy()),
+        _ => file,
+    }
+}
+
+/// Metrics of a row whose file has none (the official script's output):
+/// computed as `worldloom eval` computes `wl_metrics`, against the state's
+/// real observation and the previous one.
+fn row_metrics(t: &Trajectory, row: &core::formats::run::RunRow) -> core::formats::run::RunMetrics {
+    let Some(node) = t.node(row.node) else {
+        return Default::default();
+    };
+    let Some(real) = node.real.as_ref().filter(|o| !o.is_error_step()) else {
+        return Default::default();
+    };
+    let prev = node
+        .parent_edge
+        .and_then(|e| t.edge(e))
+        .and_then(|e| t.node(e.from))
+        .and_then(|n| n.real.as_ref())
+        .map(|o| o.text.as_bytes());
+    let pred = row.prediction.observation.as_deref().map(str::as_bytes);
+    match worldloom_obs::metrics::evaluate(
+        Some(real.text.as_bytes()),
+        pred,
+        prev,
+        real.representation,
+    ) {
+        Ok(e) => core::formats::run::RunMetrics {
+            exact: e.exact,
+            text_f1: e.text_f1,
+            node_f1: e.node_f1,
+            attribute_accuracy: e.attribute_accuracy,
+            transition_f1: e.transition_f1,
+        },
+        Err(_) => Default::default(),
+    }
+}
+
+/// Imports a file of run rows as a run. The outer error is a storage
+/// failure; the inner one a message for the file's `failed` entry. `Ok(true)`
+/// when a run was added.
+fn import_run(
+    studio: &Studio,
+    read: ReadPath,
+    path: &str,
+    shown: &dyn Fn(&str) -> String,
+    out: &mut ImportFilesResponse,
+) -> Result<Result<bool, String>, ApiError> {
+    let mut ws = studio.lock()?;
+    if let Some(existing) = ws.find_run(&read.sha256)? {
+        let run = ws.run(existing)?;
+        out.runs.push(ImportedRun {
+            run_id: existing.0.to_string(),
+            name: run.name,
+            path: path.to_owned(),
+            rows: run.row_count as u32,
+            added: false,
+        });
+        return Ok(Ok(false));
+    }
+    let mut items = Vec::with_capacity(read.trajectories.len());
+    let mut engine = None;
+    for mut t in read.trajectories {
+        if let Some(p) = &t.source.path {
+            t.source.path = Some(shown(p));
+        }
+        let mut rows = core::formats::run::take_rows(&mut t);
+        for row in &mut rows {
+            if row.metrics.is_empty() && row.status != "error" {
+                row.metrics = row_metrics(&t, row);
+            }
+            engine.get_or_insert_with(|| row.prediction.engine.clone());
+        }
+        items.push((t, rows));
+    }
+    let ids = items.iter().map(|(t, _)| t.id.clone()).collect();
+    ws.fingerprint_trajectories(&ids)?;
+    let run = worldloom_store::NewRun {
+        name: run_name(path),
+        engine: engine.unwrap_or_else(|| core::formats::run::OFFICIAL_ENGINE.to_owned()),
+        source_path: Some(path.to_owned()),
+        source_sha256: Some(read.sha256.clone()),
+        mode: core::ContextMode::TeacherForced,
+    };
+    let imported = match ws.import_run(&run, &items) {
+        Ok(i) => i,
+        Err(worldloom_store::StoreError::Invalid(message)) => return Ok(Err(message)),
+        Err(e) => return Err(e.into()),
+    };
+    for ((key, added), (t, _)) in imported.trajectories.iter().zip(&items) {
+        if *added {
+            score_trajectory(&mut ws, *key)?;
+        }
+        out.imported.push(ImportedTrajectory {
+            trajectory_id: key.0.to_string(),
+            name: t.id.clone(),
+            path: path.to_owned(),
+            added: *added,
+        });
+    }
+    out.runs.push(ImportedRun {
+        run_id: imported.run.0.to_string(),
+        name: run.name,
+        path: path.to_owned(),
+        rows: imported.rows as u32,
+        added: true,
+    });
+    Ok(Ok(true))
 }

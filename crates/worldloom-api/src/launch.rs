@@ -120,8 +120,12 @@ pub fn open_workspace(path: &Path) -> Result<Studio, LaunchError> {
 pub struct ImportSummary {
     /// Trajectories added to the workspace.
     pub added: usize,
-    /// Trajectories found already imported (same file, nothing added).
+    /// Trajectories found already imported (same file, nothing added), a
+    /// run's trajectories already in the workspace included.
     pub kept: usize,
+    /// Runs (eval outputs) imported, as `NAME (N rows)`, with
+    /// ` (already imported)` for a file imported before.
+    pub runs: Vec<String>,
     /// Problems that did not stop an import (`path:line: message`).
     pub warnings: Vec<String>,
     /// Files that did not import, one message each naming the file and the
@@ -148,6 +152,18 @@ pub fn import_paths(studio: &Studio, paths: &[PathBuf]) -> Result<ImportSummary,
     Ok(ImportSummary {
         added,
         kept: resp.imported.len() - added,
+        runs: resp
+            .runs
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} ({} rows){}",
+                    r.name,
+                    r.rows,
+                    if r.added { "" } else { " (already imported)" }
+                )
+            })
+            .collect(),
         warnings: resp.warnings,
         failures: resp.failed.into_iter().map(|f| f.message).collect(),
     })

@@ -256,4 +256,20 @@ command_table! {
     export_curriculum(ExportCurriculumRequest) -> ExportCurriculumResponse;
     /// Imports files the browser uploaded (contents in base64, folders with relative paths).
     import_uploaded(ImportUploadedRequest) -> ImportFilesResponse;
+    /// Every run (an imported eval output) with its headline numbers.
+    list_runs(EmptyRequest) -> ListRunsResponse;
+    /// A run's scores per domain and judge dimension, metric distributions and status counts.
+    get_run_dashboard(RunRequest) -> RunDashboard;
+    /// A run's rows filtered (full-text, domain, status, score), sorted and paged.
+    list_run_rows(ListRunRowsRequest) -> ListRunRowsResponse;
+    /// Two runs paired on the states both predicted: deltas, A better / B better / tie, scatter.
+    compare_runs(CompareRunsRequest) -> CompareRunsResponse;
+    /// Full-text search in the real and predicted observations and actions of run rows.
+    search_runs(SearchRunsRequest) -> SearchRunsResponse;
+    /// Sets or clears a label on a run's row (undoable).
+    set_row_label(SetRowLabelRequest) -> ChangeResponse;
+    /// The workspace's labels for run rows (defaults until saved).
+    label_set(EmptyRequest) -> LabelSetResponse;
+    /// Saves the workspace's labels for run rows (a setting, not undone).
+    set_label_set(SetLabelSetRequest) -> LabelSetResponse;
 }

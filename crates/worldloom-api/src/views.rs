@@ -278,6 +278,45 @@ pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
         .collect()
 }
 
+/// The API's view of a stored run row. The judge score is the row's total
+/// (else the mean of its dimensions) on [`judge_scale`]; a failed row has
+/// none.
+pub(crate) fn run_row_view(row: &worldloom_store::StoredRunRow) -> crate::types::RunRowView {
+    let judge = row.judge.as_ref();
+    let valid = judge.filter(|j| !j.failed);
+    let score = valid.and_then(|j| {
+        let present: Vec<f64> = j.scores.iter().flatten().copied().collect();
+        let total = j.total_score.filter(|t| *t > 0.0).or_else(|| {
+            (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64)
+        })?;
+        Some(judge_scale(total))
+    });
+    crate::types::RunRowView {
+        row_id: row.id.to_string(),
+        run_id: row.run.0.to_string(),
+        row_index: row.row_index,
+        trajectory_id: row.trajectory.0.to_string(),
+        trajectory_name: row.ext_id.clone(),
+        node_id: row.node.0,
+        prediction_id: row.prediction.0,
+        turn: row.turn,
+        domain: row.domain,
+        status: row.status.clone(),
+        error: row.error.clone(),
+        judged: judge.is_some(),
+        judge_failed: judge.is_some_and(|j| j.failed),
+        judge_scores: valid.map(|j| j.scores.to_vec()).unwrap_or_default(),
+        score,
+        exact: row.metrics.exact,
+        text_f1: row.metrics.text_f1,
+        node_f1: row.metrics.node_f1,
+        attribute_accuracy: row.metrics.attribute_accuracy,
+        transition_f1: row.metrics.transition_f1,
+        latency_ms: row.latency_ms,
+        labels: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{OS, WEB, sample, studio};
+use common::{AWB, OS, WEB, sample, studio, write_run_files};
 use serde_json::json;
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands, dispatch};
@@ -664,4 +664,409 @@ fn notes_and_tags() {
     assert_eq!(tagged.trajectories.len(), 1);
     assert_eq!(tagged.trajectories[0].id, web);
     assert_eq!(tagged.trajectories[0].tags, vec!["curriculum".to_string()]);
+}
+
+fn import_paths(studio: &Studio, paths: &[&std::path::Path]) -> ImportFilesResponse {
+    commands::import_files(
+        studio,
+        ImportFilesRequest {
+            paths: paths.iter().map(|p| p.display().to_string()).collect(),
+        },
+    )
+    .expect("import")
+}
+
+#[test]
+fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
+    let (dir, studio) = studio();
+    let [copy, predictions, judged] = write_run_files(dir.path());
+    let dataset = import(&studio, &[AWB]);
+    assert_eq!(dataset.imported.len(), 7);
+    assert!(dataset.runs.is_empty());
+
+    let ours = import_paths(&studio, &[&copy]);
+    assert!(ours.failed.is_empty(), "{:?}", ours.failed);
+    assert_eq!(ours.runs.len(), 1);
+    assert_eq!(
+        (
+            ours.runs[0].name.as_str(),
+            ours.runs[0].rows,
+            ours.runs[0].added
+        ),
+        ("copy.jsonl", 17, true)
+    );
+    assert!(
+        ours.imported.iter().all(|t| !t.added),
+        "rows attach to the dataset's trajectories"
+    );
+    // The official script's two files, a folder apart from ours.
+    let official = import_paths(&studio, &[&predictions, &judged]);
+    assert!(official.failed.is_empty(), "{:?}", official.failed);
+    let names: Vec<&str> = official.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["model-b/predictions.jsonl", "model-b/judged.jsonl"]);
+    // The same file again adds nothing.
+    let again = import_paths(&studio, &[&copy]);
+    assert!(!again.runs[0].added);
+    let listed =
+        commands::list_trajectories(&studio, ListTrajectoriesRequest::default()).expect("list");
+    assert_eq!(listed.trajectories.len(), 7);
+
+    let runs = commands::list_runs(&studio, EmptyRequest::default())
+        .expect("runs")
+        .runs;
+    assert_eq!(runs.len(), 3);
+    let (a, p, j) = (&runs[0], &runs[1], &runs[2]);
+    assert_eq!((a.engine.as_str(), a.judged_count), ("copy", 0));
+    assert_eq!(
+        (p.engine.as_str(), p.judged_count),
+        ("agentworldbench:gen", 0)
+    );
+    assert_eq!(j.judged_count, 17);
+    assert_eq!(a.overall_score, None);
+    // Judged: 8 valid even rows total 4.8 → 95 (the last, even, failed),
+    // 8 odd rows total 2 → 25.
+    let overall = j.overall_score.expect("score");
+    assert!((overall - 60.0).abs() < 1e-9, "{overall}");
+
+    // Dashboard of the judged run.
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(
+        d.dimensions,
+        [
+            "format",
+            "factuality",
+            "consistency",
+            "realism",
+            "quality",
+            "total"
+        ]
+    );
+    assert_eq!(d.overall.rows, 17);
+    assert_eq!(d.overall.valid, 16);
+    let web = d
+        .domains
+        .iter()
+        .find(|s| s.domain == Some(Domain::Web))
+        .expect("web");
+    assert_eq!(web.rows, 2);
+    assert_eq!(
+        d.judge,
+        vec![
+            StatusCount {
+                status: "judged".into(),
+                count: 16
+            },
+            StatusCount {
+                status: "judge_failed".into(),
+                count: 1
+            },
+        ]
+    );
+    // Our run: statuses and metric distributions from `wl_*`… computed here,
+    // since our file has no `wl_metrics`: the copy of the previous state.
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: a.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(
+        d.statuses,
+        vec![
+            StatusCount {
+                status: "ok".into(),
+                count: 10
+            },
+            StatusCount {
+                status: "error".into(),
+                count: 7
+            },
+        ]
+    );
+    let text_f1 = d
+        .metrics
+        .iter()
+        .find(|m| m.metric == "text_f1")
+        .expect("text_f1");
+    assert_eq!(text_f1.count, 10);
+    assert_eq!(text_f1.bins.iter().sum::<u32>(), 10);
+    assert!(d.overall.scores.iter().all(Option::is_none));
+
+    // The row table: search, filter, sort, page.
+    let rows = |req: ListRunRowsRequest| commands::list_run_rows(&studio, req).expect("rows");
+    let base = ListRunRowsRequest {
+        run_id: j.run_id.clone(),
+        query: None,
+        search_in: None,
+        domain: None,
+        status: None,
+        label: None,
+        min_score: None,
+        max_score: None,
+        sort: None,
+        descending: false,
+        offset: 0,
+        limit: None,
+    };
+    let all = rows(base.clone());
+    assert_eq!(all.total, 17);
+    let by_score = rows(ListRunRowsRequest {
+        sort: Some(RunRowSort::Score),
+        descending: true,
+        limit: Some(3),
+        ..base.clone()
+    });
+    assert_eq!(by_score.total, 17);
+    assert_eq!(
+        by_score.rows.iter().map(|r| r.score).collect::<Vec<_>>(),
+        vec![Some(95.0); 3]
+    );
+    let low = rows(ListRunRowsRequest {
+        max_score: Some(50.0),
+        ..base.clone()
+    });
+    assert_eq!(low.total, 8);
+    let invented = rows(ListRunRowsRequest {
+        query: Some("not there".into()),
+        search_in: Some(SearchIn::Predicted),
+        ..base.clone()
+    });
+    assert_eq!(
+        invented.total, 8,
+        "odd rows predict an element that is not there"
+    );
+    let real_only = rows(ListRunRowsRequest {
+        query: Some("not there".into()),
+        search_in: Some(SearchIn::Real),
+        ..base.clone()
+    });
+    assert_eq!(real_only.total, 0);
+    let web_rows = rows(ListRunRowsRequest {
+        domain: Some(Domain::Web),
+        ..base.clone()
+    });
+    assert_eq!(web_rows.total, 2);
+    let failed_row = all.rows.last().expect("row");
+    assert!(failed_row.judge_failed && failed_row.score.is_none());
+    // A row opens as a turn whose prediction carries the judge's verdict.
+    let first = &all.rows[0];
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: first.trajectory_id.clone(),
+            node_id: first.node_id,
+            prediction_id: Some(first.prediction_id),
+        },
+    )
+    .expect("turn");
+    let judge = turn
+        .fidelity
+        .as_ref()
+        .and_then(|f| f.judge.as_ref())
+        .expect("judge scores in the turn view");
+    assert_eq!(judge.format, Some(5.0));
+
+    // Compare the judged run with ours on text F1: pairs on every state.
+    let cmp = |outcome: Option<PairOutcome>| {
+        commands::compare_runs(
+            &studio,
+            CompareRunsRequest {
+                run_a: j.run_id.clone(),
+                run_b: a.run_id.clone(),
+                metric: Some(CompareMetric::TextF1),
+                outcome,
+                tie_margin: None,
+                domain: None,
+                offset: 0,
+                limit: None,
+            },
+        )
+        .expect("compare")
+    };
+    let c = cmp(None);
+    assert_eq!(c.counts.paired, 17);
+    assert_eq!((c.counts.only_a, c.counts.only_b), (0, 0));
+    assert_eq!(
+        c.counts.a_better + c.counts.b_better + c.counts.tie + c.counts.unscored,
+        17
+    );
+    assert_eq!(
+        c.scatter.len() as u32,
+        c.counts.a_better + c.counts.b_better + c.counts.tie
+    );
+    let a_better = cmp(Some(PairOutcome::ABetter));
+    assert_eq!(a_better.total, c.counts.a_better);
+    // 7 first turns: the copy baseline has nothing to copy (error rows, no
+    // metric). Of the 10 others, the 7 exact predictions and one of the 3
+    // wrong ones beat the stale state; 2 wrong ones lose to it.
+    assert_eq!(
+        (
+            c.counts.a_better,
+            c.counts.b_better,
+            c.counts.tie,
+            c.counts.unscored
+        ),
+        (8, 2, 0, 7)
+    );
+    for pair in &a_better.pairs {
+        assert_eq!(
+            (pair.a.trajectory_id.as_str(), pair.a.node_id),
+            (pair.b.trajectory_id.as_str(), pair.b.node_id)
+        );
+        assert!(pair.delta.expect("delta") > 0.5);
+    }
+    let deltas: Vec<f64> = a_better
+        .pairs
+        .iter()
+        .map(|p| p.delta.expect("delta").abs())
+        .collect();
+    assert!(
+        deltas.windows(2).all(|w| w[0] >= w[1]),
+        "largest difference first"
+    );
+
+    // Search across every run.
+    let hits = commands::search_runs(
+        &studio,
+        SearchRunsRequest {
+            query: "evt_41".into(),
+            search_in: Some(SearchIn::Real),
+            run_id: None,
+            limit: None,
+        },
+    )
+    .expect("search");
+    assert!(!hits.hits.is_empty());
+    let runs_hit: std::collections::BTreeSet<&str> =
+        hits.hits.iter().map(|h| h.run_id.as_str()).collect();
+    assert_eq!(runs_hit.len(), 3, "the same real state in every run");
+    let none = commands::search_runs(
+        &studio,
+        SearchRunsRequest {
+            query: "zzzqqq".into(),
+            search_in: None,
+            run_id: Some(a.run_id.clone()),
+            limit: None,
+        },
+    )
+    .expect("search");
+    assert!(none.hits.is_empty());
+
+    // Labels: from the workspace's set, on two rows, counted, filtered, undone.
+    let set = commands::label_set(&studio, EmptyRequest::default())
+        .expect("labels")
+        .labels;
+    assert_eq!(set[0], "missed effect");
+    assert_eq!(set.len(), 6);
+    for (row, label) in [
+        (&all.rows[1], "hallucinated element"),
+        (&all.rows[3], "hallucinated element"),
+        (&all.rows[3], "wrong page"),
+    ] {
+        commands::set_row_label(
+            &studio,
+            SetRowLabelRequest {
+                row_id: row.row_id.clone(),
+                label: label.into(),
+                present: true,
+            },
+        )
+        .expect("label");
+    }
+    let labelled = rows(ListRunRowsRequest {
+        label: Some("hallucinated element".into()),
+        ..base.clone()
+    });
+    assert_eq!(labelled.total, 2);
+    assert_eq!(
+        labelled.rows[1].labels,
+        ["hallucinated element", "wrong page"]
+    );
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(
+        d.labels,
+        vec![
+            StatusCount {
+                status: "hallucinated element".into(),
+                count: 2
+            },
+            StatusCount {
+                status: "wrong page".into(),
+                count: 1
+            },
+        ]
+    );
+    let log = commands::history(&studio, EmptyRequest::default()).expect("history");
+    assert_eq!(log.changes[0].kind, ChangeKind::SetLabel);
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    let d = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect("dashboard");
+    assert_eq!(d.labels.len(), 1);
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    let saved = commands::set_label_set(
+        &studio,
+        SetLabelSetRequest {
+            labels: vec!["wrong page".into(), " mine ".into()],
+        },
+    )
+    .expect("save");
+    assert_eq!(saved.labels, ["wrong page", "mine"]);
+    let err = commands::set_row_label(
+        &studio,
+        SetRowLabelRequest {
+            row_id: "x".into(),
+            label: "a".into(),
+            present: true,
+        },
+    )
+    .expect_err("bad id");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+
+    // One undo removes the newest run; the history names it (the newest
+    // applied change, after the three undone labels).
+    let log = commands::history(&studio, EmptyRequest::default()).expect("history");
+    let applied = log
+        .changes
+        .iter()
+        .find(|c| c.state == ChangeState::Applied)
+        .expect("applied");
+    assert_eq!(applied.kind, ChangeKind::ImportRun);
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    assert_eq!(
+        commands::list_runs(&studio, EmptyRequest::default())
+            .expect("runs")
+            .runs
+            .len(),
+        2
+    );
+    let err = commands::get_run_dashboard(
+        &studio,
+        RunRequest {
+            run_id: j.run_id.clone(),
+        },
+    )
+    .expect_err("undone");
+    assert_eq!(err.code, ErrorCode::NotFound);
+    let err = commands::get_run_dashboard(&studio, RunRequest { run_id: "x".into() })
+        .expect_err("bad id");
+    assert_eq!(err.code, ErrorCode::BadRequest);
 }

@@ -9,6 +9,10 @@
 //!   prediction (key `"<node>/<prediction>"`).
 //! - `trees.json`: the `worldloom-obs` tree of each observation snippet the
 //!   UI tests use (name → representation, text, tree).
+//! - `runs.json`: the AgentWorldBench sample with two runs over it (the
+//!   official judged output and `worldloom eval`'s copy baseline, written by
+//!   `common::write_run_files`): `list_runs`, each run's dashboard and rows,
+//!   their comparison, a search, and the trajectory and turn of every row.
 //!
 //! The committed files must equal what this build writes (volatile fields,
 //! the import time and the temporary source path, are fixed). Regenerate
@@ -20,6 +24,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use worldloom_api::types::*;
 use worldloom_api::{Studio, commands};
+
+#[allow(dead_code)] // the shared helpers this file does not call
+mod common;
 
 fn mocks_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/mocks")
@@ -231,6 +238,142 @@ fn trees_golden() -> Value {
     Value::Object(out)
 }
 
+/// Run summaries with their volatile fields fixed.
+fn fixed_run(mut r: RunSummary) -> RunSummary {
+    r.created_at = "2026-01-01T00:00:00.000Z".into();
+    r.source_path = r.source_path.map(|p| {
+        let path = std::path::Path::new(&p);
+        let file = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match path.parent().and_then(|d| d.file_name()) {
+            Some(d) if d == "model-b" => format!("model-b/{file}"),
+            _ => file,
+        }
+    });
+    r
+}
+
+/// The runs the mock back end serves: the sample dataset, the official
+/// judged run (A) and the copy baseline (B).
+fn runs_golden() -> Value {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
+    let [copy, _predictions, judged] = common::write_run_files(dir.path());
+    let paths = vec![
+        common::sample(common::AWB),
+        judged.display().to_string(),
+        copy.display().to_string(),
+    ];
+    let imported = commands::import_files(&studio, ImportFilesRequest { paths }).expect("import");
+    assert!(imported.failed.is_empty(), "{:?}", imported.failed);
+    let runs: Vec<RunSummary> = commands::list_runs(&studio, EmptyRequest::default())
+        .expect("runs")
+        .runs
+        .into_iter()
+        .map(fixed_run)
+        .collect();
+    let mut dashboards = Map::new();
+    let mut rows = Map::new();
+    let mut states = std::collections::BTreeSet::new();
+    for r in &runs {
+        let mut d = commands::get_run_dashboard(
+            &studio,
+            RunRequest {
+                run_id: r.run_id.clone(),
+            },
+        )
+        .expect("dashboard");
+        d.run = fixed_run(d.run);
+        dashboards.insert(r.run_id.clone(), json!(d));
+        let list = commands::list_run_rows(
+            &studio,
+            ListRunRowsRequest {
+                run_id: r.run_id.clone(),
+                query: None,
+                search_in: None,
+                domain: None,
+                status: None,
+                label: None,
+                min_score: None,
+                max_score: None,
+                sort: None,
+                descending: false,
+                offset: 0,
+                limit: None,
+            },
+        )
+        .expect("rows");
+        for row in &list.rows {
+            states.insert((row.trajectory_id.clone(), row.node_id, row.prediction_id));
+        }
+        rows.insert(r.run_id.clone(), json!(list.rows));
+    }
+    let mut compare = commands::compare_runs(
+        &studio,
+        CompareRunsRequest {
+            run_a: runs[0].run_id.clone(),
+            run_b: runs[1].run_id.clone(),
+            metric: Some(CompareMetric::TextF1),
+            outcome: None,
+            tie_margin: None,
+            domain: None,
+            offset: 0,
+            limit: None,
+        },
+    )
+    .expect("compare");
+    compare.run_a = fixed_run(compare.run_a);
+    compare.run_b = fixed_run(compare.run_b);
+    let search = commands::search_runs(
+        &studio,
+        SearchRunsRequest {
+            query: "element".into(),
+            search_in: None,
+            run_id: None,
+            limit: None,
+        },
+    )
+    .expect("search")
+    .hits;
+    let mut trajectories = Map::new();
+    let mut turns = Map::new();
+    for (tid, node, prediction) in &states {
+        if !trajectories.contains_key(tid) {
+            let mut t = commands::get_trajectory(
+                &studio,
+                GetTrajectoryRequest {
+                    trajectory_id: tid.clone(),
+                },
+            )
+            .expect("trajectory");
+            t.trajectory.source_path = Some("agentworldbench_sample.jsonl".into());
+            t.trajectory.imported_at = "2026-01-01 00:00:00".into();
+            trajectories.insert(tid.clone(), json!(t));
+        }
+        let turn = commands::get_turn(
+            &studio,
+            GetTurnRequest {
+                trajectory_id: tid.clone(),
+                node_id: *node,
+                prediction_id: Some(*prediction),
+            },
+        )
+        .expect("turn");
+        turns.insert(format!("{tid}/{node}/{prediction}"), json!(turn));
+    }
+    json!({
+        "runs": runs,
+        "dashboards": dashboards,
+        "rows": rows,
+        "compare": compare,
+        "search": { "query": "element", "hits": search },
+        "trajectories": trajectories,
+        "turns": turns,
+    })
+}
+
 /// Every golden file: name → content.
 fn golden_files() -> BTreeMap<String, String> {
     let mut files = BTreeMap::new();
@@ -251,6 +394,8 @@ fn golden_files() -> BTreeMap<String, String> {
     }
     let trees = serde_json::to_string_pretty(&trees_golden()).expect("serialise");
     files.insert("trees.json".into(), format!("{trees}\n"));
+    let runs = serde_json::to_string(&runs_golden()).expect("serialise");
+    files.insert("runs.json".into(), format!("{runs}\n"));
     files
 }
 

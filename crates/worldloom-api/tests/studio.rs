@@ -5,6 +5,7 @@
 //! the tiny local checkpoint (snapshot reuse), curriculum exports against
 //! committed expected files and their re-import, and browser uploads.
 
+#[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
 use std::path::{Path, PathBuf};

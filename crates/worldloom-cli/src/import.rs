@@ -1,4 +1,6 @@
-//! `worldloom import`: read a trajectory file or folder into a native file.
+//! `worldloom import`: read a trajectory file or folder into a native file,
+//! or into a workspace (`--workspace`), where an eval output (`worldloom
+//! eval`'s, the official `predictions.jsonl` / `judged.jsonl`) becomes a run.
 
 use std::path::PathBuf;
 
@@ -19,16 +21,53 @@ pub struct ImportArgs {
     #[arg(long)]
     pub skip_bad_rows: bool,
     /// The native file to write.
-    #[arg(short = 'o', long = "output")]
-    pub output: PathBuf,
+    #[arg(short = 'o', long = "output", required_unless_present = "workspace")]
+    pub output: Option<PathBuf>,
+    /// Import into this workspace file instead (created when missing); a file
+    /// of predictions (rows with `gen`) becomes a run there.
+    #[arg(long, conflicts_with = "output")]
+    pub workspace: Option<PathBuf>,
 }
 
 fn parse_format(s: &str) -> Result<InputFormat, String> {
     s.parse()
 }
 
+/// Imports into a workspace through the studio's `import_files` command.
+fn into_workspace(args: &ImportArgs, workspace: &std::path::Path) -> anyhow::Result<()> {
+    use worldloom_api::launch;
+    if args.format != InputFormat::Auto || args.skip_bad_rows {
+        anyhow::bail!(
+            "--format and --skip-bad-rows apply to native output (-o); a workspace import detects the format and stops at a bad row"
+        );
+    }
+    let studio = launch::open_workspace(workspace)?;
+    let summary = launch::import_paths(&studio, std::slice::from_ref(&args.path))?;
+    for warning in &summary.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(first) = summary.failures.first() {
+        anyhow::bail!("{first}");
+    }
+    println!(
+        "imported {} into {} ({} already there)",
+        crate::count(summary.added, "trajectory", "trajectories"),
+        workspace.display(),
+        summary.kept
+    );
+    for run in &summary.runs {
+        println!("run: {run}");
+    }
+    Ok(())
+}
+
 /// Runs `worldloom import`: warnings go to stderr, a one-line summary to stdout.
 pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
+    let output = match (&args.output, &args.workspace) {
+        (_, Some(workspace)) => return into_workspace(args, workspace),
+        (Some(output), None) => output,
+        (None, None) => anyhow::bail!("give -o FILE (a native file) or --workspace FILE"),
+    };
     let options = ImportOptions {
         format: args.format,
         skip_bad_rows: args.skip_bad_rows,
@@ -44,14 +83,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         .sum();
     let count = imported.trajectories.len();
     TrajectoryFile::new(imported.trajectories)
-        .write(&args.output)
-        .with_context(|| format!("writing {}", args.output.display()))?;
+        .write(output)
+        .with_context(|| format!("writing {}", output.display()))?;
     println!(
         "imported {} ({}) from {} into {} ({})",
         crate::count(count, "trajectory", "trajectories"),
         crate::count(turns, "turn", "turns"),
         args.path.display(),
-        args.output.display(),
+        output.display(),
         crate::count(imported.warnings.len(), "warning", "warnings")
     );
     Ok(())

@@ -69,6 +69,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
             "imported {} trajectories ({} already in the workspace)",
             summary.added, summary.kept
         );
+        for run in &summary.runs {
+            println!("run: {run}");
+        }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -508,3 +508,59 @@ fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
         "{err}"
     );
 }
+
+/// `worldloom import --workspace` of two eval outputs of the sample (the
+/// copy baseline, and a replay of it) makes two runs on the same
+/// trajectories; the same file again adds nothing.
+#[test]
+fn eval_outputs_import_into_a_workspace_as_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = sample_file();
+    let copy_out = dir.path().join("copy.jsonl");
+    eval_ok(&sample, &["--engine", "copy"], &copy_out);
+    let replay_out = dir.path().join("replay.jsonl");
+    let replay = copy_out.display().to_string();
+    eval_ok(
+        &sample,
+        &["--engine", "replay", "--replay", &replay],
+        &replay_out,
+    );
+    let ws = dir.path().join("runs.worldloom");
+    let ws_arg = ws.display().to_string();
+    let import = |file: &Path| {
+        let o = worldloom(&[
+            "import",
+            &file.display().to_string(),
+            "--workspace",
+            &ws_arg,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let first = import(&copy_out);
+    assert!(first.contains("imported 7 trajectories"), "{first}");
+    assert!(first.contains("run: copy.jsonl (17 rows)"), "{first}");
+    let second = import(&replay_out);
+    assert!(
+        second.contains("imported 0 trajectories") && second.contains("(7 already there)"),
+        "{second}"
+    );
+    assert!(second.contains("run: replay.jsonl (17 rows)"), "{second}");
+    let again = import(&copy_out);
+    assert!(
+        again.contains("run: copy.jsonl (17 rows) (already imported)"),
+        "{again}"
+    );
+    let both = worldloom(&[
+        "import",
+        &replay_out.display().to_string(),
+        "-o",
+        "x.json",
+        "--workspace",
+        &ws_arg,
+    ]);
+    assert!(
+        !both.status.success(),
+        "-o and --workspace exclude each other"
+    );
+}

@@ -1,6 +1,7 @@
 //! The Worldloom workspace store: one SQLite file holding trajectories, their
 //! branch trees, observations (real, predicted, authored), predictions with
-//! their provenance, metric results, notes and tags.
+//! their provenance, metric results, notes and tags, and runs (predictions
+//! over a dataset with judge scores and metrics, searchable by full text).
 //!
 //! - Every change is one SQLite transaction (WAL journal, `synchronous =
 //!   FULL`); there is no "save". A process killed mid-change loses that change
@@ -23,6 +24,7 @@ pub use error::{Result, StoreError};
 pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
-    ChangeId, ChangeRecord, ChangeState, EdgeLink, MetricResult, Note, NoteId, StoredTrajectory,
-    TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex,
+    ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult, NewRun, Note,
+    NoteId, RunId, RunImport, RunRecord, SearchField, StoredRunRow, StoredTrajectory, TagRecord,
+    TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
 };

@@ -19,6 +19,16 @@
 //! - `perturbations`: a control instruction on a turn (edge), added to the
 //!   world model's prompt; the newest live row per edge wins and a `NULL`
 //!   instruction clears it.
+//! - `runs`: a set of predictions over a dataset (an imported eval output);
+//!   `run_rows` link each row to its trajectory, state and prediction with
+//!   the judge's scores and the deterministic metrics; a run lives while its
+//!   import change is applied. `trajectory_fingerprints` (derived, outside
+//!   undo) name a trajectory by its contents so that rows of one dataset
+//!   from several runs attach to the same trajectories; `run_rows_text` is
+//!   a contentless FTS5 index of each row's real and predicted observations
+//!   and action, keyed by `run_rows.id`. `run_row_labels`: a label set on
+//!   or cleared from a row, as a change; the newest live record per row and
+//!   label wins (as for tags).
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -186,6 +196,73 @@ CREATE TABLE perturbations (
 CREATE INDEX perturbations_edge ON perturbations (trajectory_id, edge_id, id);
 "#,
     },
+    Migration {
+        version: 4,
+        description: "runs (predictions over a dataset), their rows and labels, trajectory fingerprints, full-text index of run rows",
+        sql: r#"
+CREATE TABLE runs (
+    id            INTEGER PRIMARY KEY,
+    change_id     INTEGER NOT NULL REFERENCES changes (id),
+    name          TEXT NOT NULL,
+    engine        TEXT NOT NULL,
+    source_path   TEXT,
+    source_sha256 TEXT,
+    mode          TEXT NOT NULL CHECK (mode IN ('teacher-forced', 'free-running')),
+    created_at    TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX runs_sha ON runs (source_sha256);
+
+CREATE TABLE run_rows (
+    id                 INTEGER PRIMARY KEY,
+    run_id             INTEGER NOT NULL REFERENCES runs (id),
+    row_index          INTEGER NOT NULL,
+    trajectory_id      INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id            INTEGER NOT NULL,
+    prediction_id      INTEGER NOT NULL,
+    turn               INTEGER NOT NULL,
+    domain             TEXT NOT NULL,
+    status             TEXT NOT NULL,
+    error              TEXT,
+    judged             INTEGER NOT NULL CHECK (judged IN (0, 1)),
+    judge_failed       INTEGER NOT NULL CHECK (judge_failed IN (0, 1)),
+    format             REAL,
+    factuality         REAL,
+    consistency        REAL,
+    realism            REAL,
+    quality            REAL,
+    total_score        REAL,
+    strengths          TEXT,
+    weaknesses         TEXT,
+    judge_error        TEXT,
+    exact              INTEGER,
+    text_f1            REAL,
+    node_f1            REAL,
+    attribute_accuracy REAL,
+    transition_f1      REAL,
+    latency_ms         REAL,
+    UNIQUE (run_id, row_index)
+);
+CREATE INDEX run_rows_node ON run_rows (trajectory_id, node_id, run_id);
+
+CREATE TABLE trajectory_fingerprints (
+    trajectory_id INTEGER PRIMARY KEY REFERENCES trajectories (id),
+    fingerprint   TEXT NOT NULL
+);
+CREATE INDEX trajectory_fingerprints_value ON trajectory_fingerprints (fingerprint);
+
+CREATE VIRTUAL TABLE run_rows_text USING fts5 (real, predicted, action, content = '', tokenize = 'unicode61');
+
+CREATE TABLE run_row_labels (
+    id         INTEGER PRIMARY KEY,
+    row_id     INTEGER NOT NULL REFERENCES run_rows (id),
+    label      TEXT NOT NULL,
+    present    INTEGER NOT NULL CHECK (present IN (0, 1)),
+    change_id  INTEGER NOT NULL REFERENCES changes (id),
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX run_row_labels_row ON run_row_labels (row_id, label, id);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -205,6 +282,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 3);
+        assert_eq!(SCHEMA_VERSION, 4);
     }
 }

@@ -496,7 +496,7 @@ fn opens_and_migrates_a_version_1_workspace() {
         assert_eq!(v, 1, "the fixture must stay at schema version 1");
     }
     let mut ws = Workspace::open(&path).expect("open and migrate");
-    assert_eq!(ws.schema_version().expect("version"), 3);
+    assert_eq!(ws.schema_version().expect("version"), 4);
     assert_eq!(ws.integrity_check().ok(), Some(()));
     let rows = ws.list_trajectories().expect("list");
     assert_eq!(rows.len(), 1);
@@ -682,5 +682,384 @@ fn killed_at_arbitrary_points_loses_nothing_committed() {
             .import_trajectory(&sample("after", 1), None)
             .expect("write after crash");
         assert!(ws.load_trajectory(key).is_ok());
+    }
+}
+
+/// Runs: eval outputs imported as runs, rows of two runs on the same states,
+/// the full-text index.
+mod runs {
+    use std::collections::BTreeSet;
+
+    use serde_json::{Value, json};
+    use worldloom_core::formats::run::take_rows;
+    use worldloom_core::{ContextMode, ImportOptions, Trajectory, import_path};
+    use worldloom_store::{NewRun, SearchField, Workspace};
+
+    use super::temp_ws;
+
+    fn sample_rows() -> Vec<serde_json::Map<String, Value>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
+        std::fs::read_to_string(path)
+            .expect("sample")
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).expect("row"))
+            .collect()
+    }
+
+    /// Writes the sample rows with `extra(i)` merged into row `i` and reads
+    /// the file back as a run.
+    fn run_file(
+        dir: &std::path::Path,
+        name: &str,
+        extra: &dyn Fn(usize) -> Value,
+    ) -> Vec<(Trajectory, Vec<worldloom_core::formats::run::RunRow>)> {
+        let mut text = String::new();
+        for (i, mut row) in sample_rows().into_iter().enumerate() {
+            if let Value::Object(more) = extra(i) {
+                row.extend(more);
+            }
+            text.push_str(&serde_json::to_string(&row).expect("json"));
+            text.push('\n');
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+        imported
+            .trajectories
+            .into_iter()
+            .map(|mut t| {
+                let rows = take_rows(&mut t);
+                (t, rows)
+            })
+            .collect()
+    }
+
+    fn new_run(name: &str, engine: &str) -> NewRun {
+        NewRun {
+            name: name.into(),
+            engine: engine.into(),
+            source_path: Some(name.into()),
+            source_sha256: Some(format!("sha-{name}")),
+            mode: ContextMode::TeacherForced,
+        }
+    }
+
+    #[test]
+    fn two_runs_of_one_dataset_share_trajectories_and_search_finds_rows() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        // The dataset itself first, as a user imports it.
+        let dataset = run_file(dir.path(), "dataset.jsonl", &|_| Value::Null);
+        assert!(dataset.iter().all(|(_, rows)| rows.is_empty()));
+        for (t, _) in &dataset {
+            ws.import_trajectory(t, Some("dataset")).expect("import");
+        }
+        let ours = run_file(dir.path(), "copy.jsonl", &|i| {
+            json!({
+                "gen": format!("<predicted_observation>copied zebra{i}</predicted_observation>"),
+                "wl_engine": "copy",
+                "wl_status": if i == 0 { "error" } else { "ok" },
+                "wl_error": if i == 0 { Value::from("no state") } else { Value::Null },
+                "wl_metrics": {"status": "scored", "exact": false, "text_f1": i as f64 / 20.0, "node_f1": null},
+            })
+        });
+        let official = run_file(dir.path(), "judged.jsonl", &|i| {
+            json!({
+                "gen": format!("<predicted_observation>official giraffe{i}</predicted_observation>"),
+                "format": 5, "factuality": 4, "consistency": 3, "realism": 2, "quality": 1,
+                "total_score": 3.0, "failed": if i == 1 { 1.0 } else { 0.0 },
+                "strengths": "kept the ids", "weaknesses": "", "error_message": null,
+            })
+        });
+        let rows_total: usize = ours.iter().map(|(_, r)| r.len()).sum();
+        assert_eq!(rows_total, 17);
+        assert!(ours[0].1[0].judge.is_none());
+        assert_eq!(ours[0].1[0].prediction.engine, "copy");
+        assert!(
+            ours.iter()
+                .all(|(t, _)| t.nodes.iter().all(|n| n.predictions.is_empty())),
+            "the run's predictions are taken out of the trajectories"
+        );
+
+        let a = ws
+            .import_run(&new_run("copy.jsonl", "copy"), &ours)
+            .expect("run a");
+        let b = ws
+            .import_run(&new_run("judged.jsonl", "agentworldbench:gen"), &official)
+            .expect("run b");
+        assert_eq!(a.rows, 17);
+        assert!(
+            a.trajectories.iter().all(|(_, added)| !added),
+            "attached to the dataset's trajectories"
+        );
+        assert_eq!(
+            a.trajectories.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+            b.trajectories.iter().map(|(k, _)| *k).collect::<Vec<_>>()
+        );
+        assert_eq!(ws.list_trajectories().expect("list").len(), dataset.len());
+
+        let runs = ws.list_runs().expect("runs");
+        assert_eq!(runs.len(), 2);
+        assert_eq!((runs[0].row_count, runs[0].judged_count), (17, 0));
+        assert_eq!((runs[1].row_count, runs[1].judged_count), (17, 17));
+
+        // Pairing: every row of A has exactly one row of B on the same state.
+        let rows_a = ws.run_rows(a.run).expect("rows a");
+        let rows_b = ws.run_rows(b.run).expect("rows b");
+        for ra in &rows_a {
+            let paired: Vec<_> = rows_b
+                .iter()
+                .filter(|rb| (rb.trajectory, rb.node) == (ra.trajectory, ra.node))
+                .collect();
+            assert_eq!(paired.len(), 1, "row {} of A", ra.row_index);
+            assert_eq!(paired[0].turn, ra.turn);
+            assert_ne!(
+                paired[0].prediction, ra.prediction,
+                "two predictions of one state"
+            );
+            let on_node = ws
+                .run_rows_of_node(ra.trajectory, ra.node)
+                .expect("node rows");
+            assert_eq!(on_node.len(), 2);
+        }
+        assert_eq!(rows_a[0].status, "error");
+        assert_eq!(rows_a[0].error.as_deref(), Some("no state"));
+        assert_eq!(rows_a[5].metrics.text_f1, Some(0.25));
+        let judged = rows_b[0].judge.as_ref().expect("judged");
+        assert_eq!(judged.scores[0], Some(5.0));
+        assert_eq!(judged.strengths.as_deref(), Some("kept the ids"));
+        assert!(rows_b[1].judge.as_ref().expect("judged").failed);
+        // The predictions are the state's predictions, shown by the turn view.
+        let st = ws.load_trajectory(rows_a[3].trajectory).expect("load");
+        let node = st.trajectory.node(rows_a[3].node).expect("node");
+        assert_eq!(node.predictions.len(), 2);
+        assert_eq!(
+            node.predictions[0].observation.as_deref(),
+            Some("copied zebra3")
+        );
+
+        // Full-text search: predicted words, prefixes, real words, per run.
+        let hit = ws
+            .search_run_rows("zebra7", SearchField::All, None, 100)
+            .expect("search");
+        assert_eq!(hit, vec![rows_a[7].id]);
+        let prefix = ws
+            .search_run_rows("giraf", SearchField::Predicted, Some(b.run), 100)
+            .expect("search");
+        assert_eq!(prefix.len(), 17);
+        assert!(
+            ws.search_run_rows("giraffe3", SearchField::Real, None, 100)
+                .expect("search")
+                .is_empty()
+        );
+        let real_word = ws
+            .search_run_rows("evt_41", SearchField::All, Some(a.run), 100)
+            .expect("search");
+        assert!(!real_word.is_empty());
+        assert!(
+            real_word
+                .iter()
+                .all(|id| rows_a.iter().any(|r| r.id == *id))
+        );
+
+        // A file already imported is found by its hash; undo removes the run
+        // and its predictions, redo brings them back.
+        assert_eq!(ws.find_run("sha-judged.jsonl").expect("find"), Some(b.run));
+        ws.undo().expect("undo");
+        assert_eq!(ws.list_runs().expect("runs").len(), 1);
+        assert!(ws.run_rows(b.run).is_err());
+        assert!(
+            ws.search_run_rows("giraffe3", SearchField::All, None, 100)
+                .expect("search")
+                .is_empty()
+        );
+        let st = ws.load_trajectory(rows_a[3].trajectory).expect("load");
+        assert_eq!(
+            st.trajectory
+                .node(rows_a[3].node)
+                .expect("node")
+                .predictions
+                .len(),
+            1
+        );
+        ws.redo().expect("redo");
+        assert_eq!(ws.run_rows(b.run).expect("rows").len(), 17);
+    }
+
+    #[test]
+    fn a_run_without_its_dataset_adds_the_trajectories_once() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let first = run_file(
+            dir.path(),
+            "predictions.jsonl",
+            &|_| json!({"gen": "<predicted_observation>x</predicted_observation>"}),
+        );
+        let second = run_file(dir.path(), "other.jsonl", &|_| json!({"gen": "y"}));
+        let a = ws
+            .import_run(&new_run("a", "agentworldbench:gen"), &first)
+            .expect("a");
+        let b = ws
+            .import_run(&new_run("b", "agentworldbench:gen"), &second)
+            .expect("b");
+        assert!(a.trajectories.iter().all(|(_, added)| *added));
+        assert!(b.trajectories.iter().all(|(_, added)| !added));
+        assert_eq!(ws.list_trajectories().expect("list").len(), first.len());
+        let rows = ws.run_rows(b.run).expect("rows");
+        assert_eq!(rows[0].status, "no_observation");
+        // The trajectories kept no run fields on their rows.
+        let st = ws.load_trajectory(a.trajectories[0].0).expect("load");
+        for e in &st.trajectory.edges {
+            let fields = &e.awb_row.as_ref().expect("row").fields;
+            assert!(!fields.contains_key("gen"));
+        }
+    }
+
+    #[test]
+    fn trajectories_imported_by_older_builds_are_fingerprinted_on_demand() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let dataset = run_file(dir.path(), "dataset.jsonl", &|_| Value::Null);
+        for (t, _) in &dataset {
+            ws.import_trajectory(t, Some("dataset")).expect("import");
+        }
+        // As a workspace migrated from version 3 has them: no fingerprints.
+        drop(ws);
+        let conn = worldloom_store::rusqlite::Connection::open(&path).expect("raw");
+        conn.execute("DELETE FROM trajectory_fingerprints", [])
+            .expect("delete");
+        drop(conn);
+        let mut ws = Workspace::open(&path).expect("open");
+        let run = run_file(dir.path(), "p.jsonl", &|_| json!({"gen": "z"}));
+        let ids: BTreeSet<String> = run.iter().map(|(t, _)| t.id.clone()).collect();
+        ws.fingerprint_trajectories(&ids).expect("fingerprint");
+        let imported = ws.import_run(&new_run("p", "g"), &run).expect("run");
+        assert!(imported.trajectories.iter().all(|(_, added)| !added));
+    }
+
+    /// 20,000 rows (2,000 trajectories of 10 turns): a search answers in
+    /// well under a second (figures in `docs/api.md`).
+    #[test]
+    fn searching_twenty_thousand_rows_is_fast() {
+        use worldloom_core::action::ActionFormat;
+        use worldloom_core::formats::run::RunRow;
+        use worldloom_core::{Action, Domain, Observation, Prediction, Representation};
+        let (_dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let mut items = Vec::new();
+        for i in 0..2000 {
+            let mut t = Trajectory::new(format!("t{i}"), Domain::Web, None);
+            let mut at = t.root();
+            let mut rows = Vec::new();
+            for k in 1..=10u32 {
+                let real = Observation::new(
+                    Representation::Axtree,
+                    format!(
+                        "[1] RootWebArea 'Shop page {k}'\n\t[{k}0] button 'Add item{i}x{k} to cart'"
+                    ),
+                );
+                let (_, n) = t
+                    .add_step(
+                        at,
+                        Action::new(format!("click('{k}0')"), ActionFormat::Browsergym),
+                        Some(real),
+                    )
+                    .expect("step");
+                at = n;
+                rows.push(RunRow {
+                    node: n,
+                    turn: k,
+                    row_index: None,
+                    prediction: Prediction::from_output(
+                        "copy",
+                        format!("<predicted_observation>[1] RootWebArea 'Shop page {k}' guess{i}x{k}</predicted_observation>"),
+                    ),
+                    status: "ok".into(),
+                    error: None,
+                    metrics: Default::default(),
+                    judge: None,
+                    latency_ms: None,
+                });
+            }
+            items.push((t, rows));
+        }
+        let started = std::time::Instant::now();
+        let run = ws
+            .import_run(&new_run("big", "copy"), &items)
+            .expect("import");
+        let import_s = started.elapsed().as_secs_f64();
+        assert_eq!(run.rows, 20_000);
+        let started = std::time::Instant::now();
+        let one = ws
+            .search_run_rows("item1234x7", SearchField::All, None, 100)
+            .expect("search");
+        let many = ws
+            .search_run_rows("shop page", SearchField::Real, Some(run.run), 20_000)
+            .expect("search");
+        let search_s = started.elapsed().as_secs_f64();
+        eprintln!("20,000 rows: import {import_s:.2} s, two searches {search_s:.3} s");
+        assert_eq!(one.len(), 1);
+        assert_eq!(many.len(), 20_000);
+        assert!(search_s < 1.0, "two searches took {search_s:.3} s");
+    }
+
+    #[test]
+    fn labels_on_rows_are_undoable_and_the_label_set_has_defaults() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let run = run_file(dir.path(), "p.jsonl", &|_| json!({"gen": "z"}));
+        let a = ws.import_run(&new_run("p", "g"), &run).expect("run");
+        let rows = ws.run_rows(a.run).expect("rows");
+        assert_eq!(
+            ws.label_set().expect("labels"),
+            worldloom_store::DEFAULT_LABELS.map(String::from).to_vec()
+        );
+        let saved = ws
+            .set_label_set(&[
+                " wrong page ".into(),
+                "".into(),
+                "mine".into(),
+                "mine".into(),
+            ])
+            .expect("save");
+        assert_eq!(saved, ["wrong page", "mine"]);
+        assert_eq!(ws.label_set().expect("labels"), saved);
+
+        ws.set_row_label(rows[0].id, "wrong page", true)
+            .expect("label");
+        ws.set_row_label(rows[0].id, "stale copy", true)
+            .expect("label");
+        ws.set_row_label(rows[2].id, "mine", true).expect("label");
+        ws.set_row_label(rows[0].id, "wrong page", false)
+            .expect("clear");
+        let labels = ws.row_labels(Some(a.run)).expect("labels");
+        assert_eq!(
+            labels.get(&rows[0].id).map(Vec::as_slice),
+            Some(&["stale copy".to_owned()][..])
+        );
+        assert_eq!(
+            labels.get(&rows[2].id).map(Vec::as_slice),
+            Some(&["mine".to_owned()][..])
+        );
+        assert_eq!(labels.len(), 2);
+        // Undo brings the cleared label back; undo again removes `mine`.
+        ws.undo().expect("undo");
+        let labels = ws.row_labels(None).expect("labels");
+        assert_eq!(labels[&rows[0].id], ["wrong page", "stale copy"]);
+        ws.undo().expect("undo");
+        assert!(
+            !ws.row_labels(None)
+                .expect("labels")
+                .contains_key(&rows[2].id)
+        );
+        ws.redo().expect("redo");
+        assert_eq!(ws.row_labels(None).expect("labels")[&rows[2].id], ["mine"]);
+        assert!(ws.set_row_label(rows[0].id, "  ", true).is_err());
+        assert!(matches!(
+            ws.set_row_label(999_999, "x", true),
+            Err(worldloom_store::StoreError::NotFound(_))
+        ));
     }
 }

@@ -77,6 +77,7 @@ export function TopBar({
         options={[
           ["turn", "Turn"],
           ["tree", "Branch tree"],
+          ["runs", "Runs"],
         ]}
         value={mainView}
         onChange={onView}

@@ -35,6 +35,7 @@ describe("navigation", () => {
       mainView: "tree",
       compareSel: [],
       playing: false,
+      prediction: null,
     });
   });
 
@@ -68,5 +69,15 @@ describe("navigation", () => {
     expect(resolveBranch(null, branches, true)).toBe("3");
     expect(resolveBranch(null, [{ id: "5", recorded: false }], false)).toBe("5");
     expect(resolveBranch("4", undefined, false)).toBe("4");
+  });
+
+  it("opens a run's row at its turn with its prediction, and a move shows the chosen one again", () => {
+    const opened = navigate({ ...AT, mainView: "runs" }, { type: "open_row", trajectoryId: "b", turnIndex: 1, predictionId: 3 });
+    expect(opened).toMatchObject({ trajectoryId: "b", branchId: null, pendingTurn: 1, mainView: "turn", prediction: 3 });
+    const loaded = navigate(opened, { type: "turns_loaded", count: 3 });
+    expect(loaded).toMatchObject({ current: 1, prediction: 3 });
+    expect(navigate(loaded, { type: "step", by: 1, count: 3 }).prediction).toBeNull();
+    expect(navigate(loaded, { type: "view", mainView: "runs" }).prediction).toBe(3);
+    expect(navigate({ ...AT, mainView: "runs" }, { type: "select_trajectory", trajectoryId: "z" }).mainView).toBe("turn");
   });
 });

@@ -6,8 +6,8 @@
  * one is not (or no longer) there. The place is kept in the URL hash.
  */
 
-/** The main area: the turn's panes, the branch tree, or two branches compared. */
-export type MainView = "turn" | "tree" | "compare";
+/** The main area: the turn's panes, the branch tree, two branches compared, or the runs. */
+export type MainView = "turn" | "tree" | "compare" | "runs";
 
 /** What is shown. */
 export interface NavState {
@@ -24,6 +24,8 @@ export interface NavState {
   compareSel: string[];
   /** Stepping through the turns for demos. */
   playing: boolean;
+  /** The prediction the turn shows when a run's row was opened (`null`: the chosen one); any move clears it. */
+  prediction: number | null;
 }
 
 /** What can happen to the place shown. */
@@ -39,15 +41,34 @@ export type NavAction =
   | { type: "play"; playing: boolean }
   | { type: "jump"; branchId: string; turnIndex: number; count: number; sameBranch: boolean }
   | { type: "view"; mainView: MainView }
-  | { type: "compare"; selection: string[] };
+  | { type: "compare"; selection: string[] }
+  | { type: "open_row"; trajectoryId: string; turnIndex: number; predictionId: number };
 
 function clamp(index: number, count: number): number {
   return Math.max(-1, Math.min(count - 1, index));
 }
 
-/** The navigation reducer (pure). */
+/** The navigation reducer (pure). Every move but a view switch shows the chosen prediction again. */
 export function navigate(state: NavState, action: NavAction): NavState {
+  const next = move(state, action);
+  if (next === state || action.type === "view" || action.type === "open_row" || action.type === "turns_loaded" || action.type === "compare") return next;
+  return next.prediction === null ? next : { ...next, prediction: null };
+}
+
+function move(state: NavState, action: NavAction): NavState {
   switch (action.type) {
+    case "open_row":
+      // A run's row: its trajectory's recorded branch at the row's turn, with the row's prediction.
+      return {
+        ...state,
+        trajectoryId: action.trajectoryId,
+        branchId: null,
+        pendingTurn: action.turnIndex,
+        playing: false,
+        compareSel: [],
+        mainView: "turn",
+        prediction: action.predictionId,
+      };
     case "select_trajectory":
       if (action.trajectoryId === state.trajectoryId) return state;
       return {
@@ -58,7 +79,7 @@ export function navigate(state: NavState, action: NavAction): NavState {
         pendingTurn: null,
         playing: false,
         compareSel: [],
-        mainView: state.mainView === "compare" ? "tree" : state.mainView,
+        mainView: state.mainView === "compare" ? "tree" : state.mainView === "runs" ? "turn" : state.mainView,
       };
     case "open_trajectory":
       return { ...state, trajectoryId: action.trajectoryId, branchId: null };
@@ -131,5 +152,14 @@ export function writeHash(trajectory: string | null, branch: string | null, turn
 /** The place at start-up: from the URL hash; the hash's turn waits for the branch's turns. */
 export function initialNav(hash: string): NavState {
   const h = readHash(hash);
-  return { trajectoryId: h.trajectory, branchId: h.branch, current: 0, pendingTurn: h.turn, mainView: "turn", compareSel: [], playing: false };
+  return {
+    trajectoryId: h.trajectory,
+    branchId: h.branch,
+    current: 0,
+    pendingTurn: h.turn,
+    mainView: "turn",
+    compareSel: [],
+    playing: false,
+    prediction: null,
+  };
 }

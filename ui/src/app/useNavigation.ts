@@ -35,7 +35,7 @@ export function useNavigation(backend: Backend, report: (e: unknown) => void, cl
   const { current } = nav;
   const nodeId = current < 0 ? 0 : (turns[current]?.node_id ?? 0);
   const turnKnown = nav.pendingTurn === null && (current < 0 || current < turns.length);
-  const turn = useTurn(backend, trajectoryId, nodeId, null, turnKnown);
+  const turn = useTurn(backend, trajectoryId, nodeId, nav.prediction, turnKnown);
 
   // Errors: the list, the tree and the turn are reported; a lost branch falls back to the recorded one.
   useEffect(() => {

@@ -1006,7 +1006,7 @@ node_id: number,
  */
 prediction_id: number | null, };
 
-export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag";
+export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label";
 
 export type StudioChangeKind = "undo" | "redo" | "set_engine" | "lagged";
 
@@ -1089,11 +1089,39 @@ path: string,
  */
 message: string, };
 
+export type ImportedRun = { 
+/**
+ * Run id.
+ */
+run_id: string, 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * The file it came from.
+ */
+path: string, 
+/**
+ * How many rows it has.
+ */
+rows: number, 
+/**
+ * False when the same file was imported before (nothing added).
+ */
+added: boolean, };
+
 export type ImportFilesResponse = { 
 /**
- * Trajectories added or already present.
+ * Trajectories added or already present (a run's included).
  */
 imported: Array<ImportedTrajectory>, 
+/**
+ * Runs added or already present: files whose rows carry predictions
+ * (`gen`: `worldloom eval` output, the official `predictions.jsonl` and
+ * `judged.jsonl`).
+ */
+runs: Array<ImportedRun>, 
 /**
  * Files that failed.
  */
@@ -1992,6 +2020,506 @@ export type ErrorBody = {
  */
 error: ApiError, };
 
+export type RunSummary = { 
+/**
+ * Run id.
+ */
+run_id: string, 
+/**
+ * The name shown (the file name).
+ */
+name: string, 
+/**
+ * The engine or model label (`copy`, `openai:MODEL`, `agentworldbench:gen`).
+ */
+engine: string, 
+/**
+ * The file it was imported from.
+ */
+source_path: string | null, 
+/**
+ * Teacher-forced or free-running.
+ */
+mode: ContextMode, 
+/**
+ * When it was imported (UTC).
+ */
+created_at: string, 
+/**
+ * Rows.
+ */
+row_count: number, 
+/**
+ * Rows the judge graded (failed included).
+ */
+judged_count: number, 
+/**
+ * The official overall score: every valid row's total on
+ * `(mean − 1) / 4 × 100`, pooled; `null` when no row was judged.
+ */
+overall_score: number | null, 
+/**
+ * The mean text F1 over rows where it was computed, in `[0, 1]`.
+ */
+mean_text_f1: number | null, };
+
+export type ListRunsResponse = { 
+/**
+ * Every run, oldest first.
+ */
+runs: Array<RunSummary>, };
+
+export type RunRequest = { 
+/**
+ * Run id.
+ */
+run_id: string, };
+
+export type DomainScores = { 
+/**
+ * The domain; `null` for every row of the run.
+ */
+domain: Domain | null, 
+/**
+ * Rows.
+ */
+rows: number, 
+/**
+ * Judged rows that did not fail.
+ */
+valid: number, 
+/**
+ * Per dimension of [`RunDashboard::dimensions`]: the mean over valid
+ * rows (scores of 0 left out) on `(mean − 1) / 4 × 100`, in `[0, 100]`;
+ * `null` without valid rows.
+ */
+scores: Array<number | null>, };
+
+export type MetricHistogram = { 
+/**
+ * `text_f1`, `node_f1`, `attribute_accuracy` or `transition_f1`.
+ */
+metric: string, 
+/**
+ * Rows where it was computed.
+ */
+count: number, 
+/**
+ * Their mean, in `[0, 1]`.
+ */
+mean: number | null, 
+/**
+ * Counts in [`RunDashboard::bins`] equal-width bins over `[0, 1]` (the
+ * last closed: 1.0 falls in it).
+ */
+bins: Array<number>, };
+
+export type StatusCount = { 
+/**
+ * `ok`, `truncated`, `no_observation`, `empty`, `error`, or the judge's
+ * `judge_failed`, `unjudged`.
+ */
+status: string, 
+/**
+ * Rows.
+ */
+count: number, };
+
+export type RunDashboard = { 
+/**
+ * The run.
+ */
+run: RunSummary, 
+/**
+ * The judge dimensions in column order: `format`, `factuality`,
+ * `consistency`, `realism`, `quality`, `total`.
+ */
+dimensions: Array<string>, 
+/**
+ * Per domain, in name order.
+ */
+domains: Array<DomainScores>, 
+/**
+ * All rows together (the official overall).
+ */
+overall: DomainScores, 
+/**
+ * How many bins each histogram has.
+ */
+bins: number, 
+/**
+ * The deterministic metrics' distributions.
+ */
+metrics: Array<MetricHistogram>, 
+/**
+ * Rows per prediction status (`wl_status`), most first.
+ */
+statuses: Array<StatusCount>, 
+/**
+ * Rows per judge outcome: `judged`, `judge_failed`, `unjudged`.
+ */
+judge: Array<StatusCount>, 
+/**
+ * Rows per label, most first.
+ */
+labels: Array<StatusCount>, };
+
+export type RunRowView = { 
+/**
+ * Row id (unique in the workspace).
+ */
+row_id: string, 
+/**
+ * Its run.
+ */
+run_id: string, 
+/**
+ * 0-based position in the run's file.
+ */
+row_index: number, 
+/**
+ * The trajectory (workspace id) it belongs to.
+ */
+trajectory_id: string, 
+/**
+ * That trajectory's own id.
+ */
+trajectory_name: string, 
+/**
+ * The state predicted; open it with `get_turn`.
+ */
+node_id: number, 
+/**
+ * The prediction the row made (pass it to `get_turn`).
+ */
+prediction_id: number, 
+/**
+ * The 1-based turn.
+ */
+turn: number, 
+/**
+ * The domain.
+ */
+domain: Domain, 
+/**
+ * `ok`, `truncated`, `no_observation`, `empty` or `error`.
+ */
+status: string, 
+/**
+ * The engine's error of an `error` row.
+ */
+error: string | null, 
+/**
+ * Whether the judge graded it (failed included).
+ */
+judged: boolean, 
+/**
+ * Whether the judge failed on it.
+ */
+judge_failed: boolean, 
+/**
+ * The judge's scores 1–5 per dimension (`format` … `quality`), when
+ * judged and not failed.
+ */
+judge_scores: Array<number | null>, 
+/**
+ * The judge's total on `(total − 1) / 4 × 100`, in `[0, 100]`.
+ */
+score: number | null, 
+/**
+ * Exact match after normalisation.
+ */
+exact: boolean | null, 
+/**
+ * Text F1, `[0, 1]`.
+ */
+text_f1: number | null, 
+/**
+ * Node F1, `[0, 1]`.
+ */
+node_f1: number | null, 
+/**
+ * Attribute accuracy, `[0, 1]`.
+ */
+attribute_accuracy: number | null, 
+/**
+ * Transition F1, `[0, 1]`.
+ */
+transition_f1: number | null, 
+/**
+ * Wall time of the row, milliseconds.
+ */
+latency_ms: number | null, 
+/**
+ * The labels set on the row, in the order they were last set.
+ */
+labels: Array<string>, };
+
+export type SearchIn = "all" | "real" | "predicted" | "action";
+
+export type RunRowSort = "row" | "trajectory" | "turn" | "domain" | "status" | "score" | "text_f1" | "node_f1" | "transition_f1" | "relevance";
+
+export type ListRunRowsRequest = { 
+/**
+ * Run id.
+ */
+run_id: string, 
+/**
+ * Full-text search in the rows' texts (words, the last also a prefix).
+ */
+query: string | null, 
+/**
+ * Where the search looks.
+ */
+search_in: SearchIn | null, 
+/**
+ * Only this domain.
+ */
+domain: Domain | null, 
+/**
+ * Only this status.
+ */
+status: string | null, 
+/**
+ * Only rows carrying this label.
+ */
+label: string | null, 
+/**
+ * Only rows whose judge score (0–100) is at least this.
+ */
+min_score: number | null, 
+/**
+ * Only rows whose judge score (0–100) is at most this.
+ */
+max_score: number | null, 
+/**
+ * Order; `null` is file order.
+ */
+sort: RunRowSort | null, 
+/**
+ * Reverse the order (unscored rows stay last).
+ */
+descending: boolean, 
+/**
+ * Rows to skip.
+ */
+offset: number, 
+/**
+ * At most this many rows; `null` for all.
+ */
+limit: number | null, };
+
+export type ListRunRowsResponse = { 
+/**
+ * The page of rows.
+ */
+rows: Array<RunRowView>, 
+/**
+ * How many rows pass the filters.
+ */
+total: number, 
+/**
+ * The offset of the first row.
+ */
+offset: number, };
+
+export type CompareMetric = "score" | "text_f1" | "node_f1" | "transition_f1";
+
+export type PairOutcome = "a_better" | "b_better" | "tie" | "unscored";
+
+export type CompareRunsRequest = { 
+/**
+ * Run A.
+ */
+run_a: string, 
+/**
+ * Run B.
+ */
+run_b: string, 
+/**
+ * The value compared; `null`: the judge score when both runs were
+ * judged, else text F1.
+ */
+metric: CompareMetric | null, 
+/**
+ * Only pairs with this outcome.
+ */
+outcome: PairOutcome | null, 
+/**
+ * Differences up to this (on the 0–100 scale) are ties; default 0.5.
+ */
+tie_margin: number | null, 
+/**
+ * Only this domain.
+ */
+domain: Domain | null, 
+/**
+ * Pairs to skip.
+ */
+offset: number, 
+/**
+ * At most this many pairs; `null` for all.
+ */
+limit: number | null, };
+
+export type RunPair = { 
+/**
+ * A's row.
+ */
+a: RunRowView, 
+/**
+ * B's row.
+ */
+b: RunRowView, 
+/**
+ * A's value (0–100).
+ */
+a_value: number | null, 
+/**
+ * B's value (0–100).
+ */
+b_value: number | null, 
+/**
+ * `a_value − b_value`.
+ */
+delta: number | null, 
+/**
+ * Who did better.
+ */
+outcome: PairOutcome, };
+
+export type CompareCounts = { 
+/**
+ * States both runs predicted.
+ */
+paired: number, 
+/**
+ * A better.
+ */
+a_better: number, 
+/**
+ * B better.
+ */
+b_better: number, 
+/**
+ * Ties.
+ */
+tie: number, 
+/**
+ * Pairs without a value on one side.
+ */
+unscored: number, 
+/**
+ * Rows of A with no row of B on their state.
+ */
+only_a: number, 
+/**
+ * Rows of B with no row of A on their state.
+ */
+only_b: number, };
+
+export type ScatterPoint = { 
+/**
+ * A's value.
+ */
+a: number, 
+/**
+ * B's value.
+ */
+b: number, 
+/**
+ * A's row id (to open the pair).
+ */
+row_a: string, };
+
+export type CompareRunsResponse = { 
+/**
+ * Run A.
+ */
+run_a: RunSummary, 
+/**
+ * Run B.
+ */
+run_b: RunSummary, 
+/**
+ * The value compared.
+ */
+metric: CompareMetric, 
+/**
+ * The tie margin used.
+ */
+tie_margin: number, 
+/**
+ * Outcome counts over every pair of the domain filter.
+ */
+counts: CompareCounts, 
+/**
+ * Every pair with both values (the domain filter applied, not the outcome filter).
+ */
+scatter: Array<ScatterPoint>, 
+/**
+ * The page of pairs passing the filters, largest |delta| first.
+ */
+pairs: Array<RunPair>, 
+/**
+ * How many pairs pass the filters.
+ */
+total: number, };
+
+export type SearchRunsRequest = { 
+/**
+ * The words (the last also a prefix).
+ */
+query: string, 
+/**
+ * Where to look.
+ */
+search_in: SearchIn | null, 
+/**
+ * Only this run.
+ */
+run_id: string | null, 
+/**
+ * At most this many hits; default 200.
+ */
+limit: number | null, };
+
+export type SearchRunsResponse = { 
+/**
+ * Matching rows, best first.
+ */
+hits: Array<RunRowView>, 
+/**
+ * How long the index took, milliseconds.
+ */
+took_ms: number, };
+
+export type SetRowLabelRequest = { 
+/**
+ * The row.
+ */
+row_id: string, 
+/**
+ * The label (any text; the label set only suggests).
+ */
+label: string, 
+/**
+ * Set (true) or clear (false).
+ */
+present: boolean, };
+
+export type LabelSetResponse = { 
+/**
+ * The workspace's labels, in order.
+ */
+labels: Array<string>, };
+
+export type SetLabelSetRequest = { 
+/**
+ * The labels (trimmed; blanks and repeats dropped).
+ */
+labels: Array<string>, };
+
 /** Every command: name → [request, response]. Transport: `POST /api/<name>` or a Tauri command. */
 export interface Commands {
   /** The workspace file, its schema version, trajectory count and undo state. */
@@ -2060,6 +2588,22 @@ export interface Commands {
   export_curriculum: [ExportCurriculumRequest, ExportCurriculumResponse];
   /** Imports files the browser uploaded (contents in base64, folders with relative paths). */
   import_uploaded: [ImportUploadedRequest, ImportFilesResponse];
+  /** Every run (an imported eval output) with its headline numbers. */
+  list_runs: [EmptyRequest, ListRunsResponse];
+  /** A run's scores per domain and judge dimension, metric distributions and status counts. */
+  get_run_dashboard: [RunRequest, RunDashboard];
+  /** A run's rows filtered (full-text, domain, status, score), sorted and paged. */
+  list_run_rows: [ListRunRowsRequest, ListRunRowsResponse];
+  /** Two runs paired on the states both predicted: deltas, A better / B better / tie, scatter. */
+  compare_runs: [CompareRunsRequest, CompareRunsResponse];
+  /** Full-text search in the real and predicted observations and actions of run rows. */
+  search_runs: [SearchRunsRequest, SearchRunsResponse];
+  /** Sets or clears a label on a run's row (undoable). */
+  set_row_label: [SetRowLabelRequest, ChangeResponse];
+  /** The workspace's labels for run rows (defaults until saved). */
+  label_set: [EmptyRequest, LabelSetResponse];
+  /** Saves the workspace's labels for run rows (a setting, not undone). */
+  set_label_set: [SetLabelSetRequest, LabelSetResponse];
 }
 
 /** A command name. */

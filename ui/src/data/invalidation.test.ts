@@ -35,6 +35,13 @@ describe("invalidation", () => {
     expect(keysTouchedBy({ type: "hello", version: "0.1.0" })).toEqual([]);
   });
 
+  it("refetches the runs after a workspace-wide change (a run imported, an undo)", () => {
+    const all = keysTouchedByChange(null);
+    for (const k of [["list_runs"], ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"]]) expect(all).toContainEqual(k);
+    expect(keysTouchedByChange("t1")).not.toContainEqual(["list_runs"]);
+    expect(keysTouchedBy({ type: "workspace_changed", trajectory_id: null, kind: "import_run" })).toEqual(all);
+  });
+
   it("marks only the touched replies stale", async () => {
     const client = new QueryClient();
     const all = [

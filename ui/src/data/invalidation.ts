@@ -23,8 +23,12 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
     ["compare_branches", ...ids],
     keys.workspace(),
     keys.history(),
+    ...(trajectoryId === null ? RUN_KEYS : []),
   ];
 }
+
+/** The runs' replies: a workspace-wide change (an import, an undo) may add or remove a run. */
+const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"]];
 
 /**
  * The key prefixes a studio event touches; none for events that change

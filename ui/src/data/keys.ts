@@ -27,4 +27,14 @@ export const keys = {
   history: () => ["history"] as const,
   /** `engine_status`. */
   engine: () => ["engine_status"] as const,
+  /** `list_runs`. */
+  runs: () => ["list_runs"] as const,
+  /** `get_run_dashboard` of one run. */
+  runDashboard: (runId: string) => ["get_run_dashboard", runId] as const,
+  /** `list_run_rows` of one run with the table's request. */
+  runRows: (runId: string, request: string) => ["list_run_rows", runId, request] as const,
+  /** `label_set`: the workspace's labels for run rows. */
+  labelSet: () => ["label_set"] as const,
+  /** `compare_runs` of two runs with the outcome filter. */
+  compareRuns: (runA: string, runB: string, outcome: string) => ["compare_runs", runA, runB, outcome] as const,
 } satisfies Record<string, (...ids: never[]) => QueryKey>;

@@ -3,8 +3,8 @@
  * `keys.ts`. Each hook is a thin `useQuery` over `Backend.call`; what a
  * change refetches is decided in `invalidation.ts`, never by the views.
  */
-import { QueryClient, useQuery, type QueryKey } from "@tanstack/react-query";
-import type { CommandName, RequestOf, ResponseOf } from "../api/types";
+import { QueryClient, keepPreviousData, useQuery, type QueryKey } from "@tanstack/react-query";
+import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { ALL_TRAJECTORIES, keys } from "./keys";
 
@@ -91,4 +91,47 @@ export function useHistory(backend: Backend) {
 /** `engine_status`. */
 export function useEngineStatus(backend: Backend) {
   return useQuery(commandQuery(backend, keys.engine(), "engine_status", {}));
+}
+
+/** `list_runs`: every run. */
+export function useRuns(backend: Backend) {
+  return useQuery(commandQuery(backend, keys.runs(), "list_runs", {}));
+}
+
+/** `get_run_dashboard` of one run. */
+export function useRunDashboard(backend: Backend, runId: string | null) {
+  return useQuery({ ...commandQuery(backend, keys.runDashboard(runId ?? ""), "get_run_dashboard", { run_id: runId ?? "" }), enabled: runId !== null });
+}
+
+/** `list_run_rows`: the row table (the previous rows stay shown while the next filter loads). */
+export function useRunRows(backend: Backend, request: ListRunRowsRequest | null) {
+  const req = request ?? ({ run_id: "" } as ListRunRowsRequest);
+  return useQuery({
+    ...commandQuery(backend, keys.runRows(req.run_id, JSON.stringify(req)), "list_run_rows", req),
+    enabled: request !== null,
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** `compare_runs` of A and B with the outcome filter (every pair: the table is virtualised). */
+export function useCompareRuns(backend: Backend, runA: string | null, runB: string | null, outcome: PairOutcome | null) {
+  return useQuery({
+    ...commandQuery(backend, keys.compareRuns(runA ?? "", runB ?? "", outcome ?? "all"), "compare_runs", {
+      run_a: runA ?? "",
+      run_b: runB ?? "",
+      metric: null,
+      outcome,
+      tie_margin: null,
+      domain: null,
+      offset: 0,
+      limit: null,
+    }),
+    enabled: runA !== null && runB !== null,
+    placeholderData: keepPreviousData,
+  });
+}
+
+/** `label_set`: the workspace's labels for run rows. */
+export function useLabelSet(backend: Backend) {
+  return useQuery(commandQuery(backend, keys.labelSet(), "label_set", {}));
 }

@@ -8,7 +8,17 @@
  * `WORLDLOOM_UPDATE_GOLDEN=1 cargo test -p worldloom-api --test golden`.
  * Dev and tests only, never bundled in a production build.
  */
-import type { GetBranchResponse, GetTrajectoryResponse, Representation, TurnDetail, UiTree } from "../api/types";
+import type {
+  CompareRunsResponse,
+  GetBranchResponse,
+  GetTrajectoryResponse,
+  Representation,
+  RunDashboard,
+  RunRowView,
+  RunSummary,
+  TurnDetail,
+  UiTree,
+} from "../api/types";
 
 /** The responses recorded for one fixture. */
 export interface FixtureGolden {
@@ -34,12 +44,28 @@ const files = import.meta.glob<unknown>("./golden/*.json", { eager: true, import
 /** Golden responses by fixture id. */
 export const GOLDEN: Record<string, FixtureGolden> = Object.fromEntries(
   Object.entries(files)
-    .filter(([path]) => !path.endsWith("/trees.json"))
+    .filter(([path]) => !path.endsWith("/trees.json") && !path.endsWith("/runs.json"))
     .map(([, data]) => {
       const g = data as FixtureGolden;
       return [g.fixture, g];
     }),
 );
+
+/** The recorded runs: the AgentWorldBench sample with two runs over it (`runs.json`). */
+export interface RunsGolden {
+  runs: RunSummary[];
+  /** `get_run_dashboard` by run id. */
+  dashboards: Record<string, RunDashboard>;
+  /** Every row (`list_run_rows` without filters) by run id. */
+  rows: Record<string, RunRowView[]>;
+  /** `compare_runs` of the first run (A) with the second (B) on text F1, every pair. */
+  compare: CompareRunsResponse;
+  /** `search_runs` of one word. */
+  search: { query: string; hits: RunRowView[] };
+}
+
+/** The recorded runs, when the golden file is there. */
+export const RUNS: RunsGolden | null = (files["./golden/runs.json"] ?? null) as RunsGolden | null;
 
 /** Parsed snippets by name (`axtree-list`, `html-bids`…). */
 export const TREES: Record<string, GoldenTree> = (files["./golden/trees.json"] ?? {}) as Record<string, GoldenTree>;

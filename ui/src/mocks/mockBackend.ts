@@ -10,6 +10,7 @@
  * build (see `createBackend`).
  */
 import type {
+  RunRowView,
   ActionFormat,
   ActionView,
   ChangeKind,
@@ -50,7 +51,7 @@ import type {
 import type { Backend } from "../backend/backend";
 import { BackendError } from "../backend/error";
 import { rawToForm, syntaxFor } from "../model/actionForm";
-import { goldenTurn, GOLDEN, rememberTree, treeOfText } from "./golden";
+import { goldenTurn, GOLDEN, RUNS, rememberTree, treeOfText } from "./golden";
 import { largeTree } from "./largeTree";
 import android from "./fixtures/android-settings.json";
 import os from "./fixtures/os-calculator.json";
@@ -938,8 +939,17 @@ export class MockBackend implements Backend {
       case "import_uploaded":
       case "import_files": {
         const files = (req.files as UploadedFile[] | undefined)?.map((f) => f.relative_path) ?? (req.paths as string[]);
-        return { imported: [], failed: files.map((path) => ({ path, message: "the mock back end does not import files" })), warnings: [] };
+        return { imported: [], runs: [], failed: files.map((path) => ({ path, message: "the mock back end does not import files" })), warnings: [] };
       }
+      case "list_runs":
+      case "get_run_dashboard":
+      case "list_run_rows":
+      case "compare_runs":
+      case "search_runs":
+      case "label_set":
+      case "set_label_set":
+      case "set_row_label":
+        return mockRuns(command, req);
       default:
         throw new BackendError("unknown_command", `unknown command \`${command}\``);
     }
@@ -950,5 +960,65 @@ export class MockBackend implements Backend {
     return () => {
       this.listeners.delete(listener);
     };
+  }
+}
+
+/**
+ * The run commands, answered from the recorded runs (`golden/runs.json`):
+ * the list, dashboards and comparison as recorded; rows filtered by domain
+ * and status and sorted by file order or score; a full-text query matches
+ * the recorded search's rows only for its word (the mock has no index);
+ * outcome filters select from the recorded pairs.
+ */
+function mockRuns(command: string, req: Record<string, unknown>): unknown {
+  const runs = RUNS;
+  if (!runs) throw new BackendError("not_found", "no recorded runs");
+  const run = (id: unknown) => {
+    const r = runs.runs.find((x) => x.run_id === String(id));
+    if (!r) throw new BackendError("not_found", `no run ${String(id)} in this workspace`);
+    return r;
+  };
+  const matches = (query: unknown, rows: RunRowView[]) => {
+    const q = typeof query === "string" ? query.trim().toLowerCase() : "";
+    if (q === "") return rows;
+    const hits = q === runs.search.query ? new Set(runs.search.hits.map((h) => h.row_id)) : new Set<string>();
+    return rows.filter((r) => hits.has(r.row_id));
+  };
+  switch (command) {
+    case "list_runs":
+      return { runs: runs.runs };
+    case "get_run_dashboard":
+      return runs.dashboards[run(req.run_id).run_id];
+    case "list_run_rows": {
+      let rows = matches(req.query, runs.rows[run(req.run_id).run_id] ?? []);
+      rows = rows.filter(
+        (r) =>
+          (req.domain == null || r.domain === req.domain) &&
+          (req.status == null || r.status === req.status) &&
+          (req.label == null || r.labels.includes(String(req.label))),
+      );
+      if (req.sort === "score") rows = [...rows].sort((a, b) => (b.score ?? -1) - (a.score ?? -1));
+      if (req.descending === true && req.sort !== "score") rows = [...rows].reverse();
+      return { rows, total: rows.length, offset: 0 };
+    }
+    case "compare_runs": {
+      const c = runs.compare;
+      if (String(req.run_a) !== c.run_a.run_id || String(req.run_b) !== c.run_b.run_id) {
+        throw new BackendError("unsupported", "the mock back end has one recorded comparison: the first run (A) with the second (B)");
+      }
+      const pairs = req.outcome == null ? c.pairs : c.pairs.filter((p) => p.outcome === req.outcome);
+      return { ...c, pairs, total: pairs.length };
+    }
+    case "search_runs": {
+      const all = Object.values(runs.rows).flat();
+      return { hits: matches(req.query, all), took_ms: 0 };
+    }
+    case "label_set":
+      return { labels: ["missed effect", "hallucinated element", "wrong page", "stale copy", "format error", "truncated"] };
+    case "set_label_set":
+    case "set_row_label":
+      throw new BackendError("unsupported", "the mock back end does not store labels");
+    default:
+      throw new BackendError("unknown_command", `unknown command \`${command}\``);
   }
 }

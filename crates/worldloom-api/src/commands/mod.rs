@@ -7,6 +7,7 @@ mod history;
 mod import_export;
 mod notes_tags;
 mod predictions;
+mod runs;
 mod trajectories;
 mod turns;
 mod workspace;
@@ -24,6 +25,10 @@ pub use history::{history, redo, undo};
 pub use import_export::{export, import_files};
 pub use notes_tags::{add_note, list_notes, set_tag};
 pub use predictions::{choose_prediction, list_predictions};
+pub use runs::{
+    compare_runs, get_run_dashboard, label_set, list_run_rows, list_runs, search_runs,
+    set_label_set, set_row_label,
+};
 pub use trajectories::{get_branch, get_trajectory, list_trajectories};
 pub use turns::get_turn;
 pub use workspace::workspace_info;

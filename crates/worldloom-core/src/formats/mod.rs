@@ -4,7 +4,9 @@
 //! and AgentLab result folders of step pickles ([`agentlab`], read with the
 //! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and
 //! OSWorld-style accessibility trees ([`folder`]), the native file ([`crate::native`]), and
-//! predictions sidecars ([`sidecar`]). Exporters: AgentWorldBench JSONL,
+//! predictions sidecars ([`sidecar`]); rows of a run (predictions with
+//! `gen`, judged or not) taken out of what the AgentWorldBench importer read
+//! ([`run`]). Exporters: AgentWorldBench JSONL,
 //! SFT chat JSONL ([`sft`]) and native.
 //!
 //! Every importer reads files through [`crate::text::read_text`], so invalid
@@ -14,6 +16,7 @@ pub mod agentlab;
 pub mod awb;
 pub mod folder;
 pub mod pickle;
+pub mod run;
 pub mod sft;
 pub mod sidecar;
 

@@ -12,12 +12,15 @@
 //! - `predictions`: predictions, the chosen prediction, authored
 //!   observations;
 //! - `notes_tags`: notes and tags;
-//! - `scores`: metric results (derived data, outside undo).
+//! - `scores`: metric results (derived data, outside undo);
+//! - `runs`: runs (predictions over a dataset), their rows, the full-text
+//!   index of their texts.
 
 mod branches;
 mod history;
 mod notes_tags;
 mod predictions;
+mod runs;
 mod scores;
 mod trajectories;
 
@@ -33,6 +36,10 @@ use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
 pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
+pub use runs::{
+    DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow,
+    trajectory_fingerprint,
+};
 pub use scores::MetricResult;
 pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow};
 

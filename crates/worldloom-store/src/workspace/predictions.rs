@@ -137,7 +137,7 @@ impl Workspace {
 
 /// Inserts `prediction` for a live `node` under the next free id (one more
 /// than the highest the node ever had, so ids are never reused).
-fn add_next_prediction(
+pub(super) fn add_next_prediction(
     tx: &Transaction<'_>,
     path: &Path,
     key: TrajectoryKey,

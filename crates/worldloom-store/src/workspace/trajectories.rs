@@ -11,7 +11,7 @@ use worldloom_core::{
 };
 
 use super::predictions::{insert_authored, insert_prediction};
-use super::{ChangeId, TrajectoryKey, Workspace};
+use super::{ChangeId, TrajectoryKey, Workspace, tx_err};
 use crate::error::{Result, StoreError};
 
 /// A trajectory as listed: the columns, without the tree.
@@ -111,31 +111,12 @@ impl Workspace {
             if turns == 1 { "turn" } else { "turns" }
         );
         self.with_change("import", None, &summary, |tx, change| {
-            let err = |source| StoreError::Sqlite { path: path.clone(), context: "importing a trajectory".into(), source };
+            let key = insert_trajectory(tx, &path, trajectory, source_sha256, change)?;
             tx.execute(
-                "INSERT INTO trajectories (change_id, ext_id, domain, source_format, source_path, source_sha256, goal, system_prompt, extra_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    change.0,
-                    trajectory.id,
-                    trajectory.domain.as_str(),
-                    trajectory.source.format,
-                    trajectory.source.path,
-                    source_sha256,
-                    trajectory.goal,
-                    trajectory.system_prompt,
-                    Self::json(&trajectory.extra),
-                ],
+                "UPDATE changes SET trajectory_id = ?1 WHERE id = ?2",
+                params![key, change.0],
             )
-            .map_err(err)?;
-            let key = tx.last_insert_rowid();
-            tx.execute("UPDATE changes SET trajectory_id = ?1 WHERE id = ?2", params![key, change.0]).map_err(err)?;
-            for node in &trajectory.nodes {
-                insert_node(tx, key, node, change).map_err(err)?;
-            }
-            for edge in &trajectory.edges {
-                insert_edge(tx, key, edge, change).map_err(err)?;
-            }
+            .map_err(tx_err(&path, "importing a trajectory"))?;
             Ok(TrajectoryKey(key))
         })
     }
@@ -212,7 +193,7 @@ impl Workspace {
         Ok(out)
     }
 
-    fn parse_domain(&self, s: &str, key: i64) -> Result<Domain> {
+    pub(super) fn parse_domain(&self, s: &str, key: i64) -> Result<Domain> {
         s.parse::<Domain>().map_err(|m| {
             StoreError::Invalid(format!(
                 "{}: trajectories row {key}: {m}",
@@ -581,6 +562,47 @@ fn node_slot(nodes: &mut [Node], node_id: u32, key: TrajectoryKey) -> Result<&mu
             key.0
         ))
     })
+}
+
+/// Inserts `trajectory` (its row, nodes, edges and contents fingerprint) as
+/// part of `change` and returns its key.
+pub(super) fn insert_trajectory(
+    tx: &Transaction<'_>,
+    path: &std::path::Path,
+    trajectory: &Trajectory,
+    source_sha256: Option<&str>,
+    change: ChangeId,
+) -> Result<i64> {
+    let err = tx_err(path, "importing a trajectory");
+    tx.execute(
+        "INSERT INTO trajectories (change_id, ext_id, domain, source_format, source_path, source_sha256, goal, system_prompt, extra_json)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            change.0,
+            trajectory.id,
+            trajectory.domain.as_str(),
+            trajectory.source.format,
+            trajectory.source.path,
+            source_sha256,
+            trajectory.goal,
+            trajectory.system_prompt,
+            Workspace::json(&trajectory.extra),
+        ],
+    )
+    .map_err(&err)?;
+    let key = tx.last_insert_rowid();
+    for node in &trajectory.nodes {
+        insert_node(tx, key, node, change).map_err(&err)?;
+    }
+    for edge in &trajectory.edges {
+        insert_edge(tx, key, edge, change).map_err(&err)?;
+    }
+    tx.execute(
+        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+        params![key, super::runs::trajectory_fingerprint(trajectory)],
+    )
+    .map_err(&err)?;
+    Ok(key)
 }
 
 /// Inserts `node` of trajectory `key` with its observations, predictions

@@ -1,0 +1,242 @@
+// End-to-end check of the Runs view in Debian Chromium (playwright-core):
+// two runs of the AgentWorldBench sample made by `worldloom eval` with the
+// `copy` and `replay` baselines, imported by `worldloom serve` beside the
+// dataset; the dashboard's charts; the comparison filtered to "A better";
+// a row opened in the turn view; a full-text search.
+//
+//   npm run build && node e2e/runs.mjs
+//
+// The binary is $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom.
+// `WL_RUNS_EXTRA=FILE[,FILE]` imports more run files (a judged one, say) for
+// screenshots. Screenshots go to e2e/screenshots/runs-*.png.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { launch } from "./browser.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const uiDir = resolve(here, "..");
+const repo = resolve(uiDir, "..");
+const shots = join(here, "screenshots");
+mkdirSync(shots, { recursive: true });
+const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+const dataset = join(repo, "samples", "agentworldbench", "agentworldbench_sample.jsonl");
+
+let failures = 0;
+function check(ok, what) {
+  console.log(`${ok ? "ok  " : "FAIL"} ${what}`);
+  if (!ok) failures += 1;
+}
+
+// 1. Two runs with the baselines. The replay source answers even rows with the
+// real observation and odd rows with the first line of it only, so the two
+// runs differ row by row.
+const work = mkdtempSync(join(tmpdir(), "worldloom-e2e-runs-"));
+const rows = readFileSync(dataset, "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "");
+const source = rows
+  .map((line, i) => {
+    const row = JSON.parse(line);
+    const real = String(row.response[row.turn_idx - 1] ?? "")
+      .replace(/^\*\*Environment Observation:\*\*\s*/, "")
+      .trim();
+    const text = i % 2 === 0 ? real : (real.split("\n")[0] ?? "");
+    return JSON.stringify({ ...row, gen: `<predicted_observation>\n${text}\n</predicted_observation>` });
+  })
+  .join("\n");
+writeFileSync(join(work, "replay-source.jsonl"), `${source}\n`);
+const copyRun = join(work, "copy.jsonl");
+const replayRun = join(work, "replay.jsonl");
+execFileSync(bin, ["eval", "--data", dataset, "--engine", "copy", "-o", copyRun], { stdio: "inherit" });
+execFileSync(bin, ["eval", "--data", dataset, "--engine", "replay", "--replay", join(work, "replay-source.jsonl"), "-o", replayRun], { stdio: "inherit" });
+const extra = (process.env.WL_RUNS_EXTRA ?? "").split(",").filter((p) => p !== "");
+
+// 2. The studio on the dataset and both runs.
+const server = spawn(
+  bin,
+  ["serve", "--port", "0", "--workspace", join(work, "runs.worldloom"), "--ui-dir", join(uiDir, "dist"), dataset, replayRun, copyRun, ...extra],
+  {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  },
+);
+const stop = () => {
+  try {
+    process.kill(-server.pid, "SIGTERM");
+  } catch {
+    // already gone
+  }
+};
+process.on("exit", stop);
+const url = await new Promise((ok, fail) => {
+  let seen = "";
+  const timer = setTimeout(() => fail(new Error(`worldloom serve printed no URL:\n${seen}`)), 90_000);
+  const onData = (chunk) => {
+    seen += chunk.toString();
+    const m = seen.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+/);
+    if (m) {
+      clearTimeout(timer);
+      ok(m[0]);
+    }
+  };
+  server.stdout.on("data", onData);
+  server.stderr.on("data", onData);
+});
+
+for (const colorScheme of ["light", "dark"]) {
+  const browser = await launch({ width: 1600, height: 1000, colorScheme });
+  const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.getByRole("button", { name: "Runs", exact: true }).click();
+  await page.locator(".runs-table tbody tr", { hasText: "copy.jsonl" }).waitFor();
+  const runNames = await page.locator(".runs-table tbody tr td:nth-child(2)").allTextContents();
+  check(runNames.includes("copy.jsonl") && runNames.includes("replay.jsonl"), `${colorScheme}: both runs listed (${runNames.join(", ")})`);
+  // Run A: the replay run, B: the copy run.
+  const a = await page.locator(".runs-table tbody tr", { hasText: "replay.jsonl" }).first();
+  check((await a.count()) === 1, "the replay run is in the list");
+  await page.getByLabel("Run A").selectOption({ label: (await page.getByLabel("Run A").locator("option", { hasText: "replay.jsonl" }).textContent()) ?? "" });
+  await page.getByLabel("Run B").selectOption({ label: (await page.getByLabel("Run B").locator("option", { hasText: "copy.jsonl" }).textContent()) ?? "" });
+  // Dashboard: the metric distributions and status counts are drawn.
+  await page.locator(".chart canvas").first().waitFor();
+  const charts = await page.locator(".chart figcaption > span:first-child").allTextContents();
+  check(
+    charts.some((c) => c.startsWith("Metric distributions")) && charts.some((c) => c.startsWith("Status counts")),
+    `${colorScheme}: dashboard charts drawn (${charts.join(" | ")})`,
+  );
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: join(shots, `runs-dashboard-${colorScheme}.png`), fullPage: true });
+  if (extra.length > 0) {
+    // The first extra run's dashboard (a judged run shows the judge's bar chart).
+    const runA = page.getByLabel("Run A");
+    const options = await runA.locator("option").allTextContents();
+    const pick = options.find((o) => !o.startsWith("replay.jsonl") && !o.startsWith("copy.jsonl"));
+    if (pick) {
+      await runA.selectOption({ label: pick });
+      await page.waitForTimeout(1000);
+      await page.screenshot({ path: join(shots, `runs-dashboard-extra-${colorScheme}.png`), fullPage: true });
+      await runA.selectOption({ label: options.find((o) => o.startsWith("replay.jsonl")) ?? "" });
+      await page.getByLabel("Run B").selectOption({ label: (await page.getByLabel("Run B").locator("option", { hasText: "copy.jsonl" }).textContent()) ?? "" });
+    }
+  }
+
+  // Compare: A better only.
+  await page.getByRole("tab", { name: "Compare A | B" }).click();
+  const better = page.getByRole("radio", { name: /^A better \(\d+\)$/ });
+  await better.waitFor();
+  const label = (await better.textContent()) ?? "";
+  const expected = Number(label.match(/\((\d+)\)/)?.[1] ?? -1);
+  await better.click();
+  await page.waitForTimeout(500);
+  const pairRows = await page.locator(".pair-row.outcome-a_better").count();
+  const otherRows = await page.locator(".pair-row.outcome-b_better, .pair-row.outcome-tie, .pair-row.outcome-unscored").count();
+  check(expected > 0 && pairRows === expected && otherRows === 0, `${colorScheme}: "A better" shows ${pairRows} pairs of ${expected}, no others`);
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: join(shots, `runs-compare-${colorScheme}.png`), fullPage: true });
+
+  // Real | A | B of the first pair, each prediction's differing lines marked.
+  await page.locator(".pair-row.outcome-a_better").first().locator("span").first().click();
+  await page.locator(".three-panes .three-text").nth(2).waitFor();
+  const panes = await page.locator(".three-panes .three-text").count();
+  const changedB = await page.locator('.three-text[aria-label="B\'s prediction"] .line.changed').count();
+  check(panes === 3 && changedB > 0, `${colorScheme}: three panes real | A | B, ${changedB} of B's lines marked`);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(shots, `runs-three-panes-${colorScheme}.png`), fullPage: true });
+
+  if (colorScheme === "light") {
+    // Open A's prediction of the first pair in the turn view.
+    const first = page.locator(".pair-row.outcome-a_better").first();
+    const trajectory = (await first.locator("span").first().textContent()) ?? "";
+    await first.getByRole("button", { name: "A", exact: true }).click();
+    await page.locator(".topbar h1", { hasText: trajectory }).waitFor();
+    // The fidelity panel names the engine of the prediction shown.
+    const shown = await page
+      .getByText(/overall · replay/)
+      .first()
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(shown, `a row opens in the turn view (trajectory ${trajectory}, A's replay prediction shown)`);
+    await page.waitForTimeout(600);
+    await page.screenshot({ path: join(shots, "runs-open-row.png") });
+
+    // Search inside observations: a word of one real observation. The Runs
+    // view kept its choice of runs while the row was open.
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    const kept = (await page.getByLabel("Run A").locator("option:checked").textContent()) ?? "";
+    check(kept.startsWith("replay.jsonl"), `the Runs view keeps run A after a row was opened (${kept})`);
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Search observations and actions").fill("evt_41");
+    await page.waitForTimeout(800);
+    const found = await page.locator(".run-table .run-row").count();
+    const status = (await page.locator(".run-filters [role=status]").textContent()) ?? "";
+    check(found > 0 && status.startsWith(`${found} row`), `search "evt_41" finds ${found} rows (${status})`);
+    await page.getByLabel("Search observations and actions").fill("zzzqqqnotthere");
+    await page.waitForTimeout(800);
+    check((await page.locator(".run-table .run-row").count()) === 0, "a word in no observation finds nothing");
+
+    // Label a row, filter by the label, undo it from the top bar.
+    await page.getByLabel("Search observations and actions").fill("");
+    await page.waitForTimeout(800);
+    // With the keyboard: focus row 1, ↓ to row 2, `2` toggles the second label.
+    await page.locator(".run-table .run-row").first().focus();
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("2");
+    await page.locator(".label-chip", { hasText: "hallucinated element" }).first().waitFor();
+    await page.getByLabel("Label", { exact: true }).selectOption("hallucinated element");
+    await page.waitForTimeout(800);
+    const labelled = await page.locator(".run-table .run-row").count();
+    check(labelled === 1, `the label filter shows the labelled row (${labelled})`);
+    await page.screenshot({ path: join(shots, "runs-labelled.png") });
+    await page.getByRole("button", { name: "Undo" }).click();
+    await page.waitForTimeout(1000);
+    check((await page.locator(".label-chip").count()) === 0, "undo removes the label");
+
+    // A report with a labelled row, opened from disk with the network off.
+    await page.getByLabel("Label", { exact: true }).selectOption("");
+    await page.waitForTimeout(600);
+    await page.getByLabel("Label row 3").selectOption("wrong page");
+    await page.locator(".label-chip", { hasText: "wrong page" }).first().waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export report…" }).click()]);
+    const reportPath = join(work, "report.html");
+    await download.saveAs(reportPath);
+    const report = readFileSync(reportPath, "utf8");
+    check(!/<script/i.test(report) && !/(src|href)\s*=\s*["']?(https?:)?\/\//i.test(report), "the report holds no script and no external reference");
+    await browser.context.setOffline(true);
+    const requests = [];
+    const offline = await browser.context.newPage();
+    offline.on("request", (r) => requests.push(r.url()));
+    await offline.goto(`file://${reportPath}`);
+    const svgs = await offline.locator("svg").count();
+    const text = (await offline.locator("body").textContent()) ?? "";
+    check(
+      svgs >= 3 && text.includes("wrong page") && text.includes("A better"),
+      `the report opens from disk offline: ${svgs} charts, the labelled row, the comparison`,
+    );
+    check(
+      requests.every((u) => u.startsWith("file://")),
+      `the report requests nothing beyond itself (${requests.filter((u) => !u.startsWith("file://")).join(", ")})`,
+    );
+    await offline.screenshot({ path: join(shots, "runs-report.png"), fullPage: true });
+    await offline.close();
+    await browser.context.setOffline(false);
+
+    // The workspace's label set, edited.
+    await page.getByText("Labels…").click();
+    await page.getByLabel("Label set, one per line").fill("wrong page\nleaks the goal\n");
+    await page.getByRole("button", { name: "Save labels" }).click();
+    await page.waitForTimeout(600);
+    const offered = await page.getByLabel("Label", { exact: true }).locator("option").allTextContents();
+    check(offered.join("|") === "any label|wrong page|leaks the goal", `the label set is saved (${offered.join(", ")})`);
+  }
+  check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
+  await browser.close();
+}
+stop();
+rmSync(work, { recursive: true, force: true });
+console.log(failures === 0 ? "runs e2e: all checks passed" : `runs e2e: ${failures} failed`);
+process.exit(failures === 0 ? 0 : 1);

@@ -1,0 +1,172 @@
+import { describe, expect, it } from "vitest";
+import { RUNS } from "../mocks/golden";
+import { MockBackend } from "../mocks/mockBackend";
+import {
+  INITIAL_RUNS,
+  binLabels,
+  chartColors,
+  domainScoreOption,
+  exportFileName,
+  formatDelta,
+  formatMetric,
+  formatScore,
+  changedPredictedLines,
+  changedRealLines,
+  labelChoices,
+  labelForKey,
+  labelledRowsJsonl,
+  metricHistogramOption,
+  outcomeLabel,
+  rowsRequest,
+  runsReducer,
+  scatterOption,
+  statusOption,
+} from "./runsModel";
+
+const golden = RUNS!;
+
+describe("runs reducer", () => {
+  it("picks the newest two runs and keeps chosen ones while they exist", () => {
+    const s = runsReducer(INITIAL_RUNS, { type: "runs_loaded", runIds: ["1", "2", "3"] });
+    expect([s.runA, s.runB]).toEqual(["3", "2"]);
+    const chosen = runsReducer(runsReducer(s, { type: "run_a", runId: "1" }), { type: "runs_loaded", runIds: ["1", "2", "3", "4"] });
+    expect([chosen.runA, chosen.runB]).toEqual(["1", "2"]);
+    // Choosing B's run as A swaps them.
+    const swapped = runsReducer(s, { type: "run_a", runId: "2" });
+    expect([swapped.runA, swapped.runB]).toEqual(["2", "3"]);
+    // A run removed (undone) falls back.
+    const after = runsReducer(s, { type: "runs_loaded", runIds: ["1"] });
+    expect([after.runA, after.runB]).toEqual(["1", null]);
+  });
+
+  it("sorts by a column, again reverses it, and searches by relevance", () => {
+    let s = runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "sort", sort: "score" });
+    expect([s.sort, s.descending]).toEqual(["score", true]);
+    s = runsReducer(s, { type: "sort", sort: "score" });
+    expect(s.descending).toBe(false);
+    s = runsReducer(s, { type: "sort", sort: "turn" });
+    expect([s.sort, s.descending]).toEqual(["turn", false]);
+    expect(rowsRequest(INITIAL_RUNS)).toBeNull();
+    const q = rowsRequest(runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "query", query: "  evt_41 ", searchIn: "real" }));
+    expect(q).toMatchObject({ run_id: "7", query: "evt_41", search_in: "real", sort: "relevance", limit: null });
+    const f = rowsRequest(runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "filter", domain: "web", status: "error" }));
+    expect(f).toMatchObject({ domain: "web", status: "error", query: null, sort: "row" });
+  });
+});
+
+describe("labels", () => {
+  it("offers the workspace's set, then labels on the row the set lost, and filters by label", () => {
+    expect(labelChoices(["wrong page", "stale copy"], ["old one", "stale copy"])).toEqual(["wrong page", "stale copy", "old one"]);
+    const s = runsReducer({ ...INITIAL_RUNS, runA: "7" }, { type: "filter", label: "wrong page" });
+    expect(rowsRequest(s)).toMatchObject({ label: "wrong page", domain: null });
+    expect(runsReducer(s, { type: "filter", domain: "web" }).label).toBe("wrong page");
+    expect(rowsRequest(runsReducer(s, { type: "filter", label: null }))).toMatchObject({ label: null });
+    expect(labelForKey("2", ["a", "b"])).toBe("b");
+    expect(labelForKey("3", ["a", "b"])).toBeNull();
+    expect(labelForKey("0", ["a"])).toBeNull();
+    expect(labelForKey("x", ["a"])).toBeNull();
+  });
+});
+
+describe("labelled rows export", () => {
+  it("writes one JSON line per labelled row", () => {
+    const run = golden.runs[0]!;
+    const rows = golden.rows[run.run_id]!.map((r, i) => (i === 2 ? { ...r, labels: ["wrong page", "stale copy"] } : r));
+    const text = labelledRowsJsonl(run, rows);
+    const lines = text.trim().split("\n");
+    expect(lines.length).toBe(1);
+    const parsed = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(parsed).toMatchObject({ run: run.name, trajectory: rows[2]!.trajectory_name, turn: rows[2]!.turn, labels: ["wrong page", "stale copy"] });
+    expect(labelledRowsJsonl(run, golden.rows[run.run_id]!)).toBe("");
+  });
+});
+
+describe("three panes", () => {
+  it("marks the lines the API's line diff found different", () => {
+    const diff = {
+      ratio: 0.5,
+      ops: [
+        { tag: "equal" as const, real_start: 0, real_end: 2, pred_start: 0, pred_end: 2 },
+        { tag: "replace" as const, real_start: 2, real_end: 3, pred_start: 2, pred_end: 4 },
+        { tag: "delete" as const, real_start: 3, real_end: 5, pred_start: 4, pred_end: 4 },
+      ],
+    };
+    expect([...changedPredictedLines(diff)]).toEqual([2, 3]);
+    expect([...changedRealLines(diff)]).toEqual([2, 3, 4]);
+    expect(changedPredictedLines(null).size).toBe(0);
+  });
+});
+
+describe("formatters", () => {
+  it("write scores, metrics and deltas", () => {
+    expect(formatScore(95)).toBe("95.0");
+    expect(formatScore(null)).toBe("—");
+    expect(formatMetric(0.5245)).toBe("0.52");
+    expect(formatMetric(undefined)).toBe("—");
+    expect(formatDelta(12.34)).toBe("+12.3");
+    expect(formatDelta(-3)).toBe("−3.0");
+    expect(formatDelta(0.01)).toBe("0.0");
+    expect(formatDelta(null)).toBe("—");
+    expect(binLabels(4)).toEqual(["0.0–0.3", "0.3–0.5", "0.5–0.8", "0.8–1.0"]);
+    expect(outcomeLabel("a_better")).toBe("A better");
+    expect(outcomeLabel(null)).toBe("All");
+    expect(exportFileName("Judge scores by domain — model-b/judged.jsonl", "svg")).toBe("judge-scores-by-domain-model-b-judged-jsonl.svg");
+  });
+});
+
+describe("chart options from the API's replies", () => {
+  const [judged, copy] = golden.runs;
+  const c = chartColors("light");
+
+  it("charts the judged run per domain × dimension and leaves an unjudged run without", () => {
+    const d = golden.dashboards[judged!.run_id]!;
+    const opt = domainScoreOption(d, c)!;
+    const series = opt.series as Array<{ name: string; data: Array<number | null> }>;
+    expect(series.map((s) => s.name)).toEqual(d.domains.filter((x) => x.valid > 0).map((x) => x.domain));
+    expect((opt.xAxis as { data: string[] }).data).toEqual(["Format", "Factuality", "Consistency", "Realism", "Quality", "Total"]);
+    for (const s of series) for (const v of s.data) expect(v === null || (v >= 0 && v <= 100)).toBe(true);
+    expect(domainScoreOption(golden.dashboards[copy!.run_id]!, c)).toBeNull();
+  });
+
+  it("charts metric histograms and status counts as the API counted them", () => {
+    const d = golden.dashboards[copy!.run_id]!;
+    const h = metricHistogramOption(d, c)!;
+    const series = h.series as Array<{ name: string; data: number[] }>;
+    const text = d.metrics.find((m) => m.metric === "text_f1")!;
+    expect(series[0]!.data).toEqual(text.bins);
+    expect(series[0]!.name).toBe(`Text F1 ${formatMetric(text.mean)}`);
+    const st = statusOption(d, c);
+    const bars = (st.series as Array<{ data: number[] }>)[0]!.data;
+    expect(bars.reduce((a, b) => a + b, 0)).toBe(2 * d.run.row_count);
+  });
+
+  it("puts every paired value in the scatter", () => {
+    const opt = scatterOption(golden.compare, chartColors("dark"));
+    const points = (opt.series as Array<{ data: number[][] }>)[0]!.data;
+    expect(points.length).toBe(golden.compare.scatter.length);
+    expect(points.length).toBe(golden.compare.counts.a_better + golden.compare.counts.b_better + golden.compare.counts.tie);
+  });
+});
+
+describe("the mock back end's runs", () => {
+  it("filters the recorded comparison to A better and searches the recorded word", async () => {
+    const mock = new MockBackend([]);
+    const { runs } = await mock.call("list_runs", {});
+    expect(runs.length).toBe(2);
+    const better = await mock.call("compare_runs", {
+      run_a: runs[0]!.run_id,
+      run_b: runs[1]!.run_id,
+      metric: null,
+      outcome: "a_better",
+      tie_margin: null,
+      domain: null,
+      offset: 0,
+      limit: null,
+    });
+    expect(better.total).toBe(golden.compare.counts.a_better);
+    expect(better.pairs.every((p) => p.outcome === "a_better" && (p.delta ?? 0) > 0)).toBe(true);
+    const hits = await mock.call("search_runs", { query: golden.search.query, search_in: null, run_id: null, limit: null });
+    expect(hits.hits.length).toBe(golden.search.hits.length);
+    expect(hits.hits.length).toBeGreaterThan(0);
+  });
+});
