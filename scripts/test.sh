@@ -44,6 +44,7 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 step "end to end: Chromium against worldloom serve"
 cargo build --locked -p worldloom-cli
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
+WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:runs
 
 step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
 cargo build --locked -p worldloom-studio
