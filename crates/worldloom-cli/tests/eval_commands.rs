@@ -1,7 +1,7 @@
-//! `worldloom eval`, `score` and `serve-model` as a user runs them: the copy
-//! baseline directly and through `serve-model` over HTTP on 127.0.0.1, and
-//! the tiny random checkpoint in `assets/tiny-world-model` served by the
-//! local engine.
+//! `worldloom eval`, `score`, `serve-model` and `serve-env` as a user runs
+//! them: the copy baseline directly and through `serve-model` over HTTP on
+//! 127.0.0.1, the tiny random checkpoint in `assets/tiny-world-model` served
+//! by the local engine, and `serve-env` with the copy baseline.
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] functions unwrap too
 
@@ -507,4 +507,88 @@ fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
         )),
         "{err}"
     );
+}
+
+/// `serve-env` as a user starts it: the address on the first line, the
+/// OpenEnv routes, a reset and a step with the copy baseline, the episode
+/// recorded beside the tasks file; off loopback without a token it refuses
+/// to start.
+#[test]
+fn serve_env_copy_over_http() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+        ),
+        &tasks,
+    )
+    .unwrap();
+    let refused = Command::new(BIN)
+        .args(["serve-env", "--tasks"])
+        .arg(&tasks)
+        .args(["--host", "0.0.0.0", "--port", "0"])
+        .env_remove("WORLDLOOM_ENV_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a token is required"));
+
+    let mut child = Command::new(BIN)
+        .args(["serve-env", "--engine", "copy", "--port", "0", "--tasks"])
+        .arg(&tasks)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("serving 7 task(s) with `copy`"), "{line}");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let call = |method: &str, path: &str, body: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        s.read_to_string(&mut reply).unwrap();
+        let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+        (
+            head.to_owned(),
+            serde_json::from_str::<Value>(body).unwrap(),
+        )
+    };
+    let (head, health) = call("GET", "/health", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(health["status"], "healthy");
+    let (_, reset) = call("POST", "/reset", r#"{"domain": "os", "seed": 2}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(reset["observation"]["representation"], "os-table");
+    let (head, step) = call(
+        "POST",
+        "/step",
+        &format!(
+            r#"{{"episode_id": "{id}", "action": {{"action": "pyautogui.click(1455, 206)"}}}}"#
+        ),
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(step["observation"]["text"], reset["observation"]["text"]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(dir.path().join("tasks.episodes.worldloom").is_file());
 }
