@@ -590,5 +590,74 @@ fn serve_env_copy_over_http() {
     assert_eq!(step["observation"]["text"], reset["observation"]["text"]);
     let _ = child.kill();
     let _ = child.wait();
-    assert!(dir.path().join("tasks.episodes.worldloom").is_file());
+
+    // The studio's API lists the recorded episode (its tag), opens it with
+    // its step, branches it and exports it.
+    use worldloom_api::commands;
+    use worldloom_api::types::{
+        AuthorObservationRequest, EditActionRequest, ExportFormat, ExportRequest,
+        GetTrajectoryRequest, ListTrajectoriesRequest,
+    };
+    use worldloom_core::Representation;
+    let studio =
+        worldloom_api::launch::open_workspace(&dir.path().join("tasks.episodes.worldloom"))
+            .unwrap();
+    let list = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("live-episode".into()),
+            ..ListTrajectoriesRequest::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(list.trajectories.len(), 1);
+    let episode = &list.trajectories[0];
+    assert_eq!(episode.name, id);
+    assert_eq!(episode.source_format, "openenv-episode");
+    assert_eq!((episode.turn_count, episode.prediction_count), (1, 1));
+    let tree = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: episode.id.clone(),
+        },
+    )
+    .unwrap();
+    assert_eq!((tree.nodes.len(), tree.edges.len()), (2, 1));
+    let branch = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: episode.id.clone(),
+            edge_id: 0,
+            raw: "pyautogui.doubleClick(560, 300)".into(),
+        },
+    )
+    .unwrap();
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: episode.id.clone(),
+            node_id: branch.node_id,
+            representation: Representation::OsTable,
+            text: "tag\tname\nframe\tReceipts".into(),
+            based_on_prediction: None,
+            note: Some("the folder opens".into()),
+        },
+    )
+    .unwrap();
+    let exported = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: episode.id.clone(),
+            branch_id: Some(branch.branch_id),
+            format: ExportFormat::Agentworldbench,
+            path: None,
+        },
+    )
+    .unwrap();
+    assert!(
+        exported.content.contains("doubleClick(560, 300)")
+            && exported.content.contains("frame\\tReceipts"),
+        "{}",
+        exported.content
+    );
 }
