@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::pool::EnginePool;
 use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_env::record::default_record_path;
 use worldloom_env::server::check_exposure;
@@ -57,15 +58,21 @@ pub struct ServeEnvArgs {
     /// Device for `--engine local`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1).
-    #[arg(long)]
-    pub base_url: Option<String>,
+    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
+    /// repeat it for several servers of the same model: each step goes to
+    /// the one with the fewest requests in flight, and a request that fails
+    /// before any output is retried on another.
+    #[arg(long = "base-url")]
+    pub base_urls: Vec<String>,
     /// Model name for `--engine openai`.
     #[arg(long)]
     pub model: Option<String>,
     /// Environment variable holding the API key for `--engine openai`.
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Use non-streaming requests for `--engine openai`.
+    #[arg(long)]
+    pub no_stream: bool,
     /// Connection limits for `--engine openai`.
     #[command(flatten)]
     pub endpoint: EndpointArgs,
@@ -135,19 +142,33 @@ fn engine(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
             crate::serve_model::local_engine(dir, &args.device)?.0
         }
         EnvEngine::Openai => {
-            let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
-                bail!("--engine openai needs --base-url URL and --model NAME")
+            let Some(model) = &args.model else {
+                bail!("--engine openai needs --base-url URL (one or more) and --model NAME")
             };
-            let config = OpenAiConfig {
-                base_url: base_url.clone(),
-                model: model.clone(),
-                api_key_env: args.api_key_env.clone(),
-                ..OpenAiConfig::default()
-            };
+            if args.base_urls.is_empty() {
+                bail!("--engine openai needs --base-url URL (one or more) and --model NAME");
+            }
             let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
-            let engine = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
-            engine.check_model()?;
-            Arc::new(engine)
+            let mut members: Vec<Arc<dyn WorldModel>> = Vec::new();
+            for base_url in &args.base_urls {
+                let config = OpenAiConfig {
+                    base_url: base_url.clone(),
+                    model: model.clone(),
+                    api_key_env: args.api_key_env.clone(),
+                    stream: !args.no_stream,
+                    ..OpenAiConfig::default()
+                };
+                let engine = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
+                engine
+                    .check_model()
+                    .with_context(|| format!("--base-url {base_url}"))?;
+                members.push(Arc::new(engine));
+            }
+            if members.len() == 1 {
+                members.remove(0)
+            } else {
+                Arc::new(EnginePool::new(members)?)
+            }
         }
     })
 }

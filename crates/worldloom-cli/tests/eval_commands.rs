@@ -515,7 +515,6 @@ fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
 /// to start.
 #[test]
 fn serve_env_copy_over_http() {
-    use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
     std::fs::copy(
@@ -536,15 +535,17 @@ fn serve_env_copy_over_http() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("a token is required"));
 
-    let mut child = Command::new(BIN)
-        .args(["serve-env", "--engine", "copy", "--port", "0", "--tasks"])
-        .arg(&tasks)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args(["serve-env", "--engine", "copy", "--port", "0", "--tasks"])
+            .arg(&tasks)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(child.0.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     assert!(line.contains("serving 7 task(s) with `copy`"), "{line}");
@@ -554,22 +555,7 @@ fn serve_env_copy_over_http() {
         .unwrap()
         .trim_start_matches("http://")
         .to_owned();
-    let call = |method: &str, path: &str, body: &str| {
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(
-            s,
-            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut reply = String::new();
-        s.read_to_string(&mut reply).unwrap();
-        let (head, body) = reply.split_once("\r\n\r\n").unwrap();
-        (
-            head.to_owned(),
-            serde_json::from_str::<Value>(body).unwrap(),
-        )
-    };
+    let call = |method: &str, path: &str, body: &str| http_json(&addr, method, path, body);
     let (head, health) = call("GET", "/health", "");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(health["status"], "healthy");
@@ -588,8 +574,7 @@ fn serve_env_copy_over_http() {
     );
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(step["observation"]["text"], reset["observation"]["text"]);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 
     // The studio's API lists the recorded episode (its tag), opens it with
     // its step, branches it and exports it.
@@ -660,4 +645,205 @@ fn serve_env_copy_over_http() {
         "{}",
         exported.content
     );
+}
+
+/// One HTTP/1.1 request to `addr` with a JSON body; the head and the JSON
+/// answer.
+fn http_json(addr: &str, method: &str, path: &str, body: &str) -> (String, Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    (
+        head.to_owned(),
+        serde_json::from_str::<Value>(body).unwrap(),
+    )
+}
+
+/// A mock OpenAI-compatible endpoint on 127.0.0.1: `/v1/models` lists
+/// `mock`; `/v1/chat/completions` (non-streaming) answers `observation` in
+/// an observation block. It stops accepting (connections are refused) when
+/// dropped.
+struct MockEndpoint {
+    base_url: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for MockEndpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn mock_endpoint(observation: &str) -> MockEndpoint {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let completion = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "mock",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": format!("<predicted_observation>\n{observation}\n</predicted_observation>")}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    })
+    .to_string();
+    let models = json!({"object": "list", "data": [{"id": "mock", "object": "model"}]}).to_string();
+    let thread = std::thread::spawn(move || {
+        while !flag.load(Ordering::SeqCst) {
+            let Ok((mut s, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            };
+            let _ = s.set_nonblocking(false);
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Read the head, then the body by its length.
+            let body_len = loop {
+                let Ok(n) = s.read(&mut chunk) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf).into_owned();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    break Some((end + 4, len));
+                }
+            };
+            let Some((head_len, len)) = body_len else {
+                continue;
+            };
+            while buf.len() < head_len + len {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf[..head_len]).into_owned();
+            let body = if head.starts_with("GET /v1/models") {
+                &models
+            } else {
+                &completion
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    MockEndpoint {
+        base_url,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// A child process killed when dropped (a failing test leaves none behind).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `serve-env --engine openai` over two mock endpoints: steps keep working
+/// when one goes away (retried on the other), and fail with a clear answer,
+/// the server still serving, when both have.
+#[test]
+fn serve_env_over_a_pool_of_endpoints_survives_one_going_down() {
+    let first = mock_endpoint("MOCK STATE");
+    let second = mock_endpoint("MOCK STATE");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "openai",
+                "--model",
+                "mock",
+                "--no-stream",
+            ])
+            .args(["--retries", "0", "--connect-timeout-s", "2"])
+            .args([
+                "--base-url",
+                &first.base_url,
+                "--base-url",
+                &second.base_url,
+            ])
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.contains("with `pool(openai:mock, openai:mock)`"),
+        "{line}"
+    );
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web", "seed": 4}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let step = format!(r#"{{"episode_id": "{id}", "action": {{"action": "click('21')"}}}}"#);
+    let (head, answer) = http_json(&addr, "POST", "/step", &step);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+    assert_eq!(answer["observation"]["text"], "MOCK STATE");
+    drop(first);
+    for _ in 0..3 {
+        let (head, answer) = http_json(&addr, "POST", "/step", &step);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+        assert_eq!(answer["observation"]["text"], "MOCK STATE");
+    }
+    drop(second);
+    let (head, answer) = http_json(&addr, "POST", "/step", &step);
+    assert!(head.starts_with("HTTP/1.1 502"), "{head} {answer}");
+    assert_eq!(answer["code"], "EXECUTION_ERROR");
+    let (head, _) = http_json(&addr, "GET", "/health", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "the server keeps serving");
+    let (_, state) = http_json(&addr, "GET", &format!("/state?episode_id={id}"), "");
+    assert_eq!(state["step_count"], 4);
 }

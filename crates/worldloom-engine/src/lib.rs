@@ -20,6 +20,7 @@ pub mod local;
 pub mod local_model;
 pub mod moe;
 pub mod openai;
+pub mod pool;
 pub mod qwen3_5_moe;
 pub mod record;
 pub mod sampling;
