@@ -44,6 +44,10 @@ pub struct ServeEnvArgs {
     /// (its trajectories, recorded episodes excepted).
     #[arg(long)]
     pub tasks: PathBuf,
+    /// With a workspace as `--tasks`: only the trajectories carrying this
+    /// tag (on the trajectory or one of its branches), e.g. a curriculum.
+    #[arg(long)]
+    pub task_tag: Option<String>,
     /// The workspace every episode is recorded into (created when missing;
     /// default: the tasks workspace itself, else `NAME.episodes.worldloom`
     /// beside the tasks file).
@@ -228,7 +232,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
     };
     check_exposure(addr, &options).map_err(anyhow::Error::msg)?;
     let perturbations = perturbations(args)?;
-    let tasks = TaskSet::load(&args.tasks)?;
+    let tasks = TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?;
     let record = args
         .record
         .clone()

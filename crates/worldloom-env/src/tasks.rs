@@ -82,12 +82,36 @@ impl TaskSet {
     /// [`EnvError::Tasks`] naming the file when it cannot be read or holds
     /// no task.
     pub fn load(path: &Path) -> Result<Self, EnvError> {
+        Self::load_tagged(path, None)
+    }
+
+    /// Like [`TaskSet::load`]; with `tag`, a workspace gives only the
+    /// trajectories carrying that tag (on the trajectory or on one of its
+    /// branches), such as an authored curriculum.
+    ///
+    /// # Errors
+    /// As [`TaskSet::load`]; [`EnvError::Tasks`] for a tag given with a
+    /// file that is not a workspace.
+    pub fn load_tagged(path: &Path, tag: Option<&str>) -> Result<Self, EnvError> {
         let fail = |message: String| EnvError::Tasks(format!("{}: {message}", path.display()));
         let mut tasks = Vec::new();
         if path.is_file() && is_workspace_file(path) {
             let ws = Workspace::open(path).map_err(|e| fail(e.to_string()))?;
+            let tagged: Option<Vec<_>> = match tag {
+                Some(tag) => Some(
+                    ws.tags()
+                        .map_err(|e| fail(e.to_string()))?
+                        .into_iter()
+                        .filter(|t| t.tag == tag)
+                        .map(|t| t.trajectory)
+                        .collect(),
+                ),
+                None => None,
+            };
             for row in ws.list_trajectories().map_err(|e| fail(e.to_string()))? {
-                if row.source.format == EPISODE_SOURCE_FORMAT {
+                if row.source.format == EPISODE_SOURCE_FORMAT
+                    || tagged.as_ref().is_some_and(|keys| !keys.contains(&row.key))
+                {
                     continue;
                 }
                 let stored = ws
@@ -99,6 +123,11 @@ impl TaskSet {
                 ));
             }
         } else {
+            if let Some(tag) = tag {
+                return Err(fail(format!(
+                    "--task-tag {tag} selects trajectories of a workspace, and this is not one"
+                )));
+            }
             let imported =
                 import_path(path, &ImportOptions::default()).map_err(|e| fail(e.to_string()))?;
             let name = path
@@ -113,7 +142,10 @@ impl TaskSet {
             );
         }
         if tasks.is_empty() {
-            return Err(fail("no task in it".into()));
+            return Err(fail(match tag {
+                Some(tag) => format!("no trajectory tagged `{tag}` in it"),
+                None => "no task in it".into(),
+            }));
         }
         Ok(Self { tasks })
     }
@@ -236,6 +268,38 @@ mod tests {
             .filter_map(|s| set.pick(s, None, None).ok().map(|t| t.id.clone()))
             .collect();
         assert_eq!(picked.len(), 3);
+    }
+
+    #[test]
+    fn a_workspace_gives_its_tagged_trajectories() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("c.worldloom");
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
+        let imported = import_path(&sample, &ImportOptions::default()).expect("import");
+        {
+            let mut ws = Workspace::open(&path).expect("ws");
+            let keys: Vec<_> = imported
+                .trajectories
+                .iter()
+                .map(|t| ws.import_trajectory(t, None).expect("import"))
+                .collect();
+            ws.set_tag(keys[4], Some(worldloom_core::NodeId(1)), "curriculum", true)
+                .expect("tag");
+        }
+        assert_eq!(TaskSet::load(&path).expect("all").tasks().len(), 7);
+        let tagged = TaskSet::load_tagged(&path, Some("curriculum")).expect("tagged");
+        assert_eq!(tagged.tasks().len(), 1);
+        assert_eq!(tagged.tasks()[0].domain, Domain::Web);
+        assert_eq!(
+            tagged.tasks()[0].goal.as_deref(),
+            Some("Buy two stoneware mugs.")
+        );
+        let err = TaskSet::load_tagged(&path, Some("nope"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no trajectory tagged `nope`"), "{err}");
+        assert!(TaskSet::load_tagged(&sample, Some("x")).is_err());
     }
 
     #[test]

@@ -573,3 +573,98 @@ fn official_openenv_client() {
         assert_eq!(t.edges.len(), 2, "{}", t.id);
     }
 }
+
+/// A model whose output has no observation block.
+struct Babbling;
+impl WorldModel for Babbling {
+    fn name(&self) -> String {
+        "babbling".into()
+    }
+    fn predict(&self, _: PredictRequest) -> Result<PredictionStream, EngineError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut parser = worldloom_core::OutputParser::new(false);
+        let _ = parser.push("the page probably changed");
+        let _ = parser.flush();
+        let _ = tx.send(EngineEvent::Done {
+            stats: worldloom_engine::GenerationStats::default(),
+            output: parser.finish_output(),
+        });
+        Ok(PredictionStream {
+            events: rx,
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+#[test]
+fn perturbations_turn_limit_and_unparseable_predictions() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws_path = dir.path().join("e.worldloom");
+    let config = EnvConfig {
+        max_turns: 2,
+        perturbations: worldloom_env::Perturbations {
+            instructions: vec!["The server answers with an error page.".into()],
+            probability: 1.0,
+        },
+        ..EnvConfig::default()
+    };
+    let env = Environment::new(
+        TaskSet::load(&sample()).expect("tasks"),
+        Arc::new(CopyEngine),
+        Some(Recorder::open(&ws_path).expect("ws")),
+        config,
+    );
+    let params = worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Web),
+        seed: Some(11),
+        ..Default::default()
+    };
+    let (mut episode, _) = env.reset(&params).expect("reset");
+    let step = json!({"action": "click('21')"});
+    let first = env
+        .step(&mut episode, &step, &CancelToken::new())
+        .expect("step");
+    assert_eq!(
+        first.observation["perturbation"],
+        "The server answers with an error page."
+    );
+    assert!(!first.done);
+    let second = env
+        .step(&mut episode, &step, &CancelToken::new())
+        .expect("step");
+    assert!(second.done);
+    assert_eq!(second.observation["done_reason"], "turn_limit");
+    let ws = Workspace::open(&ws_path).expect("ws");
+    let key = ws.list_trajectories().expect("rows")[0].key;
+    let recorded = ws.perturbations(key).expect("perturbations");
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert!(
+        recorded
+            .values()
+            .all(|p| p == "The server answers with an error page.")
+    );
+    drop(ws);
+
+    let env = Environment::new(
+        TaskSet::load(&sample()).expect("tasks"),
+        Arc::new(Babbling),
+        None,
+        EnvConfig::default(),
+    );
+    let (mut episode, _) = env.reset(&params).expect("reset");
+    let answer = env
+        .step(&mut episode, &step, &CancelToken::new())
+        .expect("step");
+    assert!(answer.done);
+    assert_eq!(answer.observation["done_reason"], "unparseable_prediction");
+    assert_eq!(answer.observation["status"], "no_observation");
+    assert!(
+        answer.observation["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no_observation"))
+    );
+    assert_eq!(
+        env.metrics.to_json(0, 1)["errors"]["unparseable_predictions"],
+        1
+    );
+}
