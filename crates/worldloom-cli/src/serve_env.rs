@@ -15,7 +15,8 @@ use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_env::record::default_record_path;
 use worldloom_env::server::check_exposure;
 use worldloom_env::{
-    EnvConfig, Environment, Perturbations, Recorder, ServeEnvOptions, TaskSet, serve,
+    EnvConfig, Environment, LlmJudgeReward, Perturbations, Recorder, Reward, ServeEnvOptions,
+    TaskSet, ZeroReward, serve,
 };
 use worldloom_eval::run::replay_engine;
 
@@ -33,6 +34,16 @@ pub enum EnvEngine {
     Copy,
     /// Answers recorded in an earlier predictions file (`--replay FILE`).
     Replay,
+}
+
+/// Rewards `serve-env` can give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvReward {
+    /// 0 for every step.
+    None,
+    /// An LLM judge at the end of the episode (`--judge-base-url`,
+    /// `--judge-model`).
+    Judge,
 }
 
 /// Arguments of `worldloom serve-env`.
@@ -74,7 +85,7 @@ pub struct ServeEnvArgs {
     /// Environment variable holding the API key for `--engine openai`.
     #[arg(long)]
     pub api_key_env: Option<String>,
-    /// Use non-streaming requests for `--engine openai`.
+    /// Use non-streaming requests for `--engine openai` and the judge.
     #[arg(long)]
     pub no_stream: bool,
     /// Connection limits for `--engine openai`.
@@ -122,6 +133,22 @@ pub struct ServeEnvArgs {
     /// from the episode's seed).
     #[arg(long, default_value_t = 0.0)]
     pub perturbation_prob: f64,
+    /// How steps are rewarded: `none` (0 everywhere) or `judge` (an LLM
+    /// judge at the end of the episode: 1 when the goal was achieved).
+    #[arg(long, value_enum, default_value = "none")]
+    pub reward: EnvReward,
+    /// Judge API base URL for `--reward judge` (OpenAI-compatible).
+    #[arg(long)]
+    pub judge_base_url: Option<String>,
+    /// Judge model name for `--reward judge`.
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Environment variable holding the judge's API key.
+    #[arg(long)]
+    pub judge_api_key_env: Option<String>,
+    /// Upper bound on the judge's generated tokens.
+    #[arg(long, default_value_t = 1024)]
+    pub judge_max_tokens: usize,
     /// Seconds between progress lines on stderr (0: none).
     #[arg(long, default_value_t = 10)]
     pub progress_s: u64,
@@ -211,6 +238,34 @@ fn perturbations(args: &ServeEnvArgs) -> anyhow::Result<Perturbations> {
     })
 }
 
+fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
+    Ok(match args.reward {
+        EnvReward::None => Arc::new(ZeroReward),
+        EnvReward::Judge => {
+            let (Some(base_url), Some(model)) = (&args.judge_base_url, &args.judge_model) else {
+                bail!("--reward judge needs --judge-base-url URL and --judge-model NAME")
+            };
+            let config = OpenAiConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: args.judge_api_key_env.clone(),
+                stream: !args.no_stream,
+                ..OpenAiConfig::default()
+            };
+            let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
+            let judge = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
+            judge
+                .check_model()
+                .with_context(|| format!("--judge-base-url {base_url}"))?;
+            Arc::new(LlmJudgeReward::new(
+                Arc::new(judge),
+                args.judge_max_tokens,
+                Duration::from_secs(args.step_timeout_s.max(1)),
+            ))
+        }
+    })
+}
+
 /// Runs `worldloom serve-env` until Ctrl-C.
 pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
     let ip: std::net::IpAddr = args
@@ -238,6 +293,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| default_record_path(&args.tasks));
     let recorder = Recorder::open(&record)?;
+    let reward = reward(args)?;
     let engine = engine(args)?;
     let mut params = GenerationParams::default();
     crate::eval::set_sampling(&mut params, args.max_tokens, args.temperature);
@@ -246,7 +302,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
         step_timeout: Duration::from_secs(args.step_timeout_s.max(1)),
         params,
         perturbations,
-        ..EnvConfig::default()
+        reward,
     };
     let engine_name = engine.name();
     let count = tasks.tasks().len();

@@ -847,3 +847,70 @@ fn serve_env_over_a_pool_of_endpoints_survives_one_going_down() {
     let (_, state) = http_json(&addr, "GET", &format!("/state?episode_id={id}"), "");
     assert_eq!(state["step_count"], 4);
 }
+
+/// `serve-env --reward judge`: the judge endpoint's verdict is the reward of
+/// the episode's last step.
+#[test]
+fn serve_env_rewards_with_a_judge_endpoint() {
+    let judge = mock_endpoint(r#"{"achieved": 1, "rationale": "two mugs in the cart"}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "copy",
+                "--reward",
+                "judge",
+                "--no-stream",
+            ])
+            .args(["--judge-base-url", &judge.base_url, "--judge-model", "mock"])
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web"}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let step = |action: &str| {
+        http_json(
+            &addr,
+            "POST",
+            "/step",
+            &json!({"episode_id": id, "action": {"action": action}}).to_string(),
+        )
+        .1
+    };
+    assert_eq!(step("fill('33', '2')")["reward"], 0.0);
+    let last = step("send_msg_to_user('done')");
+    assert_eq!(
+        (last["reward"].as_f64(), last["done"].as_bool()),
+        (Some(1.0), Some(true))
+    );
+    assert!(
+        last["observation"]["reward_rationale"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("two mugs in the cart")),
+        "{last}"
+    );
+}

@@ -668,3 +668,92 @@ fn perturbations_turn_limit_and_unparseable_predictions() {
         1
     );
 }
+
+/// A judge that answers a fixed verdict, and keeps the chat it was sent.
+struct Judge(std::sync::Mutex<Vec<worldloom_core::ChatMessage>>);
+impl WorldModel for Judge {
+    fn name(&self) -> String {
+        "judge".into()
+    }
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        if let Ok(mut seen) = self.0.lock() {
+            *seen = request.messages;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut parser = worldloom_core::OutputParser::new(false);
+        let _ = parser.push(r#"{"achieved": 1, "rationale": "the quantity field shows 2"}"#);
+        let _ = parser.flush();
+        let _ = tx.send(EngineEvent::Done {
+            stats: worldloom_engine::GenerationStats::default(),
+            output: parser.finish_output(),
+        });
+        Ok(PredictionStream {
+            events: rx,
+            cancel: CancelToken::new(),
+        })
+    }
+}
+
+#[test]
+fn an_llm_judge_rewards_the_end_of_the_episode() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws_path = dir.path().join("e.worldloom");
+    let judge = Arc::new(Judge(std::sync::Mutex::new(Vec::new())));
+    let config = EnvConfig {
+        reward: Arc::new(worldloom_env::LlmJudgeReward::new(
+            judge.clone(),
+            512,
+            Duration::from_secs(10),
+        )),
+        ..EnvConfig::default()
+    };
+    let env = Environment::new(
+        TaskSet::load(&sample()).expect("tasks"),
+        Arc::new(CopyEngine),
+        Some(Recorder::open(&ws_path).expect("ws")),
+        config,
+    );
+    let params = worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Web),
+        ..Default::default()
+    };
+    let (mut episode, _) = env.reset(&params).expect("reset");
+    let step = |a: &str| json!({ "action": a });
+    let first = env
+        .step(&mut episode, &step("fill('33', '2')"), &CancelToken::new())
+        .expect("step");
+    assert_eq!(first.reward, Some(0.0));
+    let last = env
+        .step(
+            &mut episode,
+            &step("send_msg_to_user('done')"),
+            &CancelToken::new(),
+        )
+        .expect("step");
+    assert_eq!((last.reward, last.done), (Some(1.0), true));
+    assert!(
+        last.observation["reward_rationale"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("the quantity field shows 2 (judge judge;")),
+        "{}",
+        last.observation
+    );
+    let sent = judge.0.lock().expect("lock").clone();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[1].content.contains("## Task\nBuy two stoneware mugs."));
+    assert!(
+        sent[1]
+            .content
+            .contains("## Step 2\nAction:\nsend_msg_to_user('done')")
+    );
+    let ws = Workspace::open(&ws_path).expect("ws");
+    let key = ws.list_trajectories().expect("rows")[0].key;
+    let notes = ws.notes(key).expect("notes");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.text.contains("reward 1 (llm-judge(judge))")
+                && n.text.contains("rationale: the quantity field shows 2")),
+        "{notes:?}"
+    );
+}
