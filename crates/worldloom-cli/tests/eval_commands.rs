@@ -914,3 +914,84 @@ fn serve_env_rewards_with_a_judge_endpoint() {
         "{last}"
     );
 }
+
+/// `serve-env --engine local` on the tiny random checkpoint, over HTTP: two sessions step at once (the engine thread
+/// serialises them); the random output has no observation block, so each
+/// episode ends as `unparseable_prediction`, reported with the parser's
+/// status.
+#[test]
+fn serve_env_with_the_tiny_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "local",
+                "--max-tokens",
+                "8",
+                "--model-dir",
+            ])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../assets/tiny-world-model"
+            ))
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("with `qwen3_5_moe@"), "{line}");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let threads: Vec<_> = ["web", "terminal"]
+        .into_iter()
+        .map(|domain| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let (_, reset) = http_json(
+                    &addr,
+                    "POST",
+                    "/reset",
+                    &json!({"domain": domain, "seed": 1}).to_string(),
+                );
+                let id = reset["observation"]["episode_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let action = if domain == "web" { "click('21')" } else { "ls" };
+                http_json(
+                    &addr,
+                    "POST",
+                    "/step",
+                    &json!({"episode_id": id, "action": {"action": action}}).to_string(),
+                )
+            })
+        })
+        .collect();
+    for t in threads {
+        let (head, answer) = t.join().unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+        assert_eq!(answer["done"], true, "{answer}");
+        assert_eq!(
+            answer["observation"]["done_reason"],
+            "unparseable_prediction"
+        );
+        assert!(answer["observation"]["status"].is_string());
+    }
+}
