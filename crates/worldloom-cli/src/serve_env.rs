@@ -16,7 +16,7 @@ use worldloom_env::record::default_record_path;
 use worldloom_env::server::check_exposure;
 use worldloom_env::{
     EnvConfig, Environment, LlmJudgeReward, Perturbations, Recorder, Reward, ServeEnvOptions,
-    TaskSet, ZeroReward, serve,
+    TargetStateReward, TaskSet, ZeroReward, serve,
 };
 use worldloom_eval::run::replay_engine;
 
@@ -44,6 +44,11 @@ pub enum EnvReward {
     /// An LLM judge at the end of the episode (`--judge-base-url`,
     /// `--judge-model`).
     Judge,
+    /// 1 for reaching the task's target state (the authored state at a
+    /// tagged branch's leaf, else the main path's last state), which ends
+    /// the episode; compared with the observation metrics
+    /// (`--target-threshold`).
+    Target,
 }
 
 /// Arguments of `worldloom serve-env`.
@@ -146,6 +151,10 @@ pub struct ServeEnvArgs {
     /// Environment variable holding the judge's API key.
     #[arg(long)]
     pub judge_api_key_env: Option<String>,
+    /// For `--reward target`: the score (node F1 for trees, token F1 for
+    /// text) from which a state counts as the target.
+    #[arg(long, default_value_t = 0.9)]
+    pub target_threshold: f64,
     /// Upper bound on the judge's generated tokens.
     #[arg(long, default_value_t = 1024)]
     pub judge_max_tokens: usize,
@@ -241,6 +250,17 @@ fn perturbations(args: &ServeEnvArgs) -> anyhow::Result<Perturbations> {
 fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
     Ok(match args.reward {
         EnvReward::None => Arc::new(ZeroReward),
+        EnvReward::Target => {
+            if !(0.0..=1.0).contains(&args.target_threshold) {
+                bail!(
+                    "--target-threshold {}: a score is in [0, 1]",
+                    args.target_threshold
+                );
+            }
+            Arc::new(TargetStateReward {
+                threshold: args.target_threshold,
+            })
+        }
         EnvReward::Judge => {
             let (Some(base_url), Some(model)) = (&args.judge_base_url, &args.judge_model) else {
                 bail!("--reward judge needs --judge-base-url URL and --judge-model NAME")

@@ -114,7 +114,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: ENV,
-        uses: &[CORE, ENGINE, STORE, MODEL_SERVER],
+        uses: &[CORE, OBS, ENGINE, STORE, MODEL_SERVER],
         forbidden: &[&TAURI],
     },
     Row {

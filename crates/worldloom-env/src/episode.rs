@@ -270,7 +270,8 @@ pub struct Episode {
     /// Whether the episode has ended.
     pub done: bool,
     /// Why it ended (`terminal_action`, `turn_limit`,
-    /// `unparseable_prediction`, `closed`).
+    /// `unparseable_prediction`, `target_reached`, `closed`, `reset`,
+    /// `idle`).
     pub done_reason: Option<String>,
     /// Sum of the step rewards.
     pub total_reward: f64,
@@ -629,16 +630,21 @@ impl Environment {
         mut extra: Map<String, Value>,
         started: Instant,
     ) -> Result<StepAnswer, EnvError> {
-        let done = reason.is_some();
+        let mut done = reason.is_some();
         episode.done = done;
         episode.done_reason = reason.map(str::to_owned);
         let reward = self.config.reward.reward(episode, done);
+        if reward.ends_episode && !done {
+            done = true;
+            episode.done = true;
+            episode.done_reason = Some("target_reached".to_owned());
+        }
         episode.total_reward += reward.value;
         self.metrics.steps.fetch_add(1, Ordering::Relaxed);
         self.metrics
             .step_us_total
             .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-        extra.insert("done_reason".into(), json!(reason));
+        extra.insert("done_reason".into(), json!(episode.done_reason));
         if let Some(r) = &reward.rationale {
             extra.insert("reward_rationale".into(), json!(r));
         }

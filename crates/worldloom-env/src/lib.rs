@@ -28,6 +28,6 @@ pub mod tasks;
 pub use episode::{EnvConfig, Environment, Episode, Perturbations, ResetParams, StepAnswer};
 pub use error::EnvError;
 pub use record::{EPISODE_SOURCE_FORMAT, LIVE_EPISODE_TAG, Recorder};
-pub use reward::{LlmJudgeReward, Reward, RewardOutcome, ZeroReward};
+pub use reward::{LlmJudgeReward, Reward, RewardOutcome, TargetStateReward, ZeroReward};
 pub use server::{RunningEnvServer, ServeEnvOptions, serve, spawn};
 pub use tasks::{Task, TaskSet};

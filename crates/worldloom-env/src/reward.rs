@@ -5,7 +5,8 @@
 //! episode. The default [`ZeroReward`] answers `0.0` everywhere, so a
 //! trainer that computes its own reward (from the observations it got)
 //! loses nothing. [`LlmJudgeReward`] asks an LLM at the end of the episode
-//! whether the goal was achieved (1 or 0), with its rationale.
+//! whether the goal was achieved (1 or 0), with its rationale;
+//! [`TargetStateReward`] rewards reaching an authored target state.
 
 use crate::episode::Episode;
 
@@ -16,6 +17,9 @@ pub struct RewardOutcome {
     pub value: f64,
     /// Why, when the reward says (kept in the recorded episode's note).
     pub rationale: Option<String>,
+    /// The step reached what the reward looks for: the episode ends
+    /// (`done_reason` `target_reached`).
+    pub ends_episode: bool,
 }
 
 /// How steps are rewarded.
@@ -39,6 +43,7 @@ impl Reward for ZeroReward {
 
     fn reward(&self, _episode: &Episode, _done: bool) -> RewardOutcome {
         RewardOutcome {
+            ends_episode: false,
             value: 0.0,
             rationale: None,
         }
@@ -163,6 +168,7 @@ impl Reward for LlmJudgeReward {
     fn reward(&self, episode: &Episode, done: bool) -> RewardOutcome {
         if !done {
             return RewardOutcome {
+                ends_episode: false,
                 value: 0.0,
                 rationale: None,
             };
@@ -188,6 +194,7 @@ impl Reward for LlmJudgeReward {
                 let text = collected.output.answer.trim().to_owned();
                 match verdict(&text) {
                     Ok((value, rationale)) => RewardOutcome {
+                        ends_episode: false,
                         value,
                         rationale: Some(format!(
                             "{rationale} (judge {}; answer: {text})",
@@ -195,6 +202,7 @@ impl Reward for LlmJudgeReward {
                         )),
                     },
                     Err(why) => RewardOutcome {
+                        ends_episode: false,
                         value: 0.0,
                         rationale: Some(format!(
                             "judge {}: {why}; reward 0 (answer: {text})",
@@ -204,6 +212,7 @@ impl Reward for LlmJudgeReward {
                 }
             }
             Err(e) => RewardOutcome {
+                ends_episode: false,
                 value: 0.0,
                 rationale: Some(format!("judge {} failed: {e}; reward 0", self.judge.name())),
             },
@@ -224,5 +233,78 @@ mod tests {
         assert_eq!(verdict("{\"achieved\": false}").map(|v| v.0), Ok(0.0));
         assert!(verdict("{\"achieved\": 3}").is_err());
         assert!(verdict("no idea").is_err());
+    }
+}
+
+/// Reward for authored curricula: 1 for the step whose state matches the
+/// task's target state ([`crate::Task::target`]: the authored state at a
+/// tagged branch's leaf), which ends the episode (`target_reached`); 0
+/// otherwise. States are compared with `worldloom-obs`'s metrics
+/// ([`worldloom_obs::metrics::evaluate`], the target as the real
+/// observation): node F1 for trees, token F1 for text; a match is a score at
+/// least the threshold (or an exact match). Tasks without a target get 0.
+#[derive(Debug, Clone, Copy)]
+pub struct TargetStateReward {
+    /// Score from which a state counts as the target, in [0, 1].
+    pub threshold: f64,
+}
+
+impl TargetStateReward {
+    /// The score of `state` against `target` (node F1, else token F1; 1
+    /// for an exact match), with the metric's name; `None` when the metrics
+    /// cannot compare them.
+    pub fn score(target: &worldloom_core::Observation, state: &str) -> Option<(f64, &'static str)> {
+        let e = worldloom_obs::metrics::evaluate(
+            Some(target.text.as_bytes()),
+            Some(state.as_bytes()),
+            None,
+            target.representation,
+        )
+        .ok()?;
+        if e.exact == Some(true) {
+            return Some((1.0, "exact"));
+        }
+        e.node_f1
+            .map(|f| (f, "node F1"))
+            .or(e.text_f1.map(|f| (f, "text F1")))
+    }
+}
+
+impl Reward for TargetStateReward {
+    fn name(&self) -> String {
+        format!("target-state(≥ {})", self.threshold)
+    }
+
+    fn reward(&self, episode: &Episode, _done: bool) -> RewardOutcome {
+        use worldloom_core::ContextMode;
+        use worldloom_core::prompt::context_observation;
+        let zero = |why: Option<String>| RewardOutcome {
+            value: 0.0,
+            rationale: why,
+            ends_episode: false,
+        };
+        let Some(target) = &episode.task.target else {
+            return zero(Some("the task has no target state".into()));
+        };
+        let Some(state) =
+            context_observation(&episode.trajectory, episode.leaf, ContextMode::FreeRunning)
+        else {
+            return zero(None);
+        };
+        match Self::score(target, &state.text) {
+            Some((score, metric)) if score >= self.threshold => RewardOutcome {
+                value: 1.0,
+                rationale: Some(format!(
+                    "turn {} reached the target state ({metric} {score:.3} ≥ {})",
+                    episode.step_count, self.threshold
+                )),
+                ends_episode: true,
+            },
+            Some((score, metric)) => zero(Some(format!(
+                "best so far below the target: {metric} {score:.3} at turn {}",
+                episode.step_count
+            ))),
+            None => zero(Some("the state cannot be compared with the target".into())),
+        }
     }
 }

@@ -8,7 +8,9 @@ use std::path::Path;
 use worldloom_core::formats::awb::prompt_sections;
 use worldloom_core::formats::guess_representation;
 use worldloom_core::prompt::context_observation;
-use worldloom_core::{ContextMode, Domain, ImportOptions, Observation, Trajectory, import_path};
+use worldloom_core::{
+    ContextMode, Domain, ImportOptions, NodeId, Observation, Trajectory, import_path,
+};
 use worldloom_store::{Workspace, is_workspace_file};
 
 use crate::error::EnvError;
@@ -30,6 +32,11 @@ pub struct Task {
     pub initial: Option<Observation>,
     /// Where the task came from (file name, or `workspace:KEY`).
     pub source: String,
+    /// The state the task should end in, when known: the authored (else
+    /// real) observation at the tagged branch's leaf for `--task-tag`, else
+    /// at the main path's last state. [`crate::reward::TargetStateReward`]
+    /// compares the episode's states with it.
+    pub target: Option<Observation>,
 }
 
 impl Task {
@@ -38,6 +45,26 @@ impl Task {
     /// state (authored, predicted or real, as free-running context reads
     /// it), else the first turn prompt's `**Current State:**` section.
     pub fn from_trajectory(trajectory: &Trajectory, source: impl Into<String>) -> Self {
+        let leaf = trajectory.main_path().nodes.last().copied();
+        Self::from_trajectory_to(trajectory, source, leaf)
+    }
+
+    /// Like [`Task::from_trajectory`], with the target state taken at
+    /// `target` (a branch's leaf): its authored observation, else its real
+    /// one.
+    pub fn from_trajectory_to(
+        trajectory: &Trajectory,
+        source: impl Into<String>,
+        target: Option<NodeId>,
+    ) -> Self {
+        let target = target
+            .filter(|n| *n != trajectory.root())
+            .and_then(|n| trajectory.node(n))
+            .and_then(|n| {
+                n.current_authored()
+                    .map(|a| a.observation.clone())
+                    .or_else(|| n.real.clone())
+            });
         let sections = trajectory
             .edges
             .first()
@@ -57,6 +84,7 @@ impl Task {
             goal: trajectory.goal.clone().or(sections.goal),
             initial,
             source: source.into(),
+            target,
         }
     }
 }
@@ -103,24 +131,49 @@ impl TaskSet {
                         .map_err(|e| fail(e.to_string()))?
                         .into_iter()
                         .filter(|t| t.tag == tag)
-                        .map(|t| t.trajectory)
+                        .map(|t| (t.trajectory, t.node))
                         .collect(),
                 ),
                 None => None,
             };
             for row in ws.list_trajectories().map_err(|e| fail(e.to_string()))? {
-                if row.source.format == EPISODE_SOURCE_FORMAT
-                    || tagged.as_ref().is_some_and(|keys| !keys.contains(&row.key))
-                {
+                if row.source.format == EPISODE_SOURCE_FORMAT {
+                    continue;
+                }
+                let nodes: Vec<Option<NodeId>> = match &tagged {
+                    Some(tags) => tags
+                        .iter()
+                        .filter(|(key, _)| *key == row.key)
+                        .map(|(_, node)| *node)
+                        .collect(),
+                    None => vec![None],
+                };
+                if nodes.is_empty() {
                     continue;
                 }
                 let stored = ws
                     .load_trajectory(row.key)
                     .map_err(|e| fail(e.to_string()))?;
-                tasks.push(Task::from_trajectory(
-                    &stored.trajectory,
-                    format!("workspace:{}", row.key.0),
-                ));
+                let source = format!("workspace:{}", row.key.0);
+                // One task per tagged branch; a tag on the trajectory (or no
+                // tag asked for) gives its main path.
+                let mut seen = Vec::new();
+                for node in nodes {
+                    if seen.contains(&node) {
+                        continue;
+                    }
+                    seen.push(node);
+                    let mut task = match node {
+                        Some(leaf) => {
+                            Task::from_trajectory_to(&stored.trajectory, source.clone(), Some(leaf))
+                        }
+                        None => Task::from_trajectory(&stored.trajectory, source.clone()),
+                    };
+                    if seen.len() > 1 {
+                        task.id = format!("{}@{}", task.id, node.map_or(0, |n| n.0));
+                    }
+                    tasks.push(task);
+                }
             }
         } else {
             if let Some(tag) = tag {
@@ -234,6 +287,7 @@ mod tests {
             goal: None,
             initial: None,
             source: "t".into(),
+            target: None,
         }
     }
 
@@ -294,6 +348,11 @@ mod tests {
         assert_eq!(
             tagged.tasks()[0].goal.as_deref(),
             Some("Buy two stoneware mugs.")
+        );
+        let target = tagged.tasks()[0].target.as_ref().expect("the tagged state");
+        assert_eq!(
+            Some(target),
+            imported.trajectories[4].nodes[1].real.as_ref()
         );
         let err = TaskSet::load_tagged(&path, Some("nope"))
             .unwrap_err()

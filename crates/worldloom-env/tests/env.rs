@@ -757,3 +757,62 @@ fn an_llm_judge_rewards_the_end_of_the_episode() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
+    let web = TaskSet::load(&sample())
+        .expect("tasks")
+        .tasks()
+        .iter()
+        .find(|t| t.domain == worldloom_core::Domain::Web)
+        .cloned()
+        .expect("a web task");
+    let mut reached = web.clone();
+    reached.target = web.initial.clone();
+    let mut elsewhere = web.clone();
+    elsewhere.id = "elsewhere".into();
+    elsewhere.target = Some(worldloom_core::Observation::new(
+        worldloom_core::Representation::Axtree,
+        "RootWebArea 'Checkout', focused\n\t[90] button 'Pay now', clickable",
+    ));
+    let env = Environment::new(
+        TaskSet::new(vec![reached.clone(), elsewhere]),
+        Arc::new(CopyEngine),
+        None,
+        EnvConfig {
+            reward: Arc::new(worldloom_env::TargetStateReward { threshold: 0.9 }),
+            ..EnvConfig::default()
+        },
+    );
+    let step = json!({"action": "click('21')"});
+    let reset = |id: &str| worldloom_env::ResetParams {
+        task_id: Some(id.into()),
+        ..Default::default()
+    };
+    // The copy baseline keeps the first state, which is this task's target.
+    let (mut episode, _) = env.reset(&reset(&reached.id)).expect("reset");
+    let answer = env
+        .step(&mut episode, &step, &CancelToken::new())
+        .expect("step");
+    assert_eq!((answer.reward, answer.done), (Some(1.0), true));
+    assert_eq!(answer.observation["done_reason"], "target_reached");
+    assert!(
+        answer.observation["reward_rationale"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("turn 1 reached the target state (exact 1.000")),
+        "{}",
+        answer.observation
+    );
+    let (mut episode, _) = env.reset(&reset("elsewhere")).expect("reset");
+    let answer = env
+        .step(&mut episode, &step, &CancelToken::new())
+        .expect("step");
+    assert_eq!((answer.reward, answer.done), (Some(0.0), false));
+    assert!(
+        answer.observation["reward_rationale"]
+            .as_str()
+            .is_some_and(|r| r.contains("below the target: node F1")),
+        "{}",
+        answer.observation
+    );
+}
