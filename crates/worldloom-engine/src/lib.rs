@@ -9,6 +9,8 @@
 //! - [`local`]: [`LocalEngine`], the generation runtime over any [`CausalLm`]
 //!   (engine thread, [`tokenizer`], [`chat_template`], [`sampling`],
 //!   [`snapshot`] reuse of decode state).
+//! - [`pool`]: several engines serving one model used as one (least
+//!   outstanding requests, a failed request retried on another).
 
 pub mod baseline;
 pub mod chat_template;
