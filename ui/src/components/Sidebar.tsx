@@ -1,5 +1,5 @@
 /** The trajectory list: search, filters (domain, has branches, live episodes, lowest fidelity) and the list itself. */
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import type { Domain, TrajectorySummary } from "../api/types";
 import { VirtualList } from "./VirtualList";
 import { fidelityClass, formatScore } from "./format";
@@ -58,15 +58,26 @@ const TRAJ_ROW_HEIGHT_PX = 46;
 
 const DOMAINS: Domain[] = ["web", "os", "android", "mcp", "search", "terminal", "swe"];
 
+/** While the live-episodes filter is on, the list (and the open trajectory) is refetched this often, ms. */
+export const LIVE_REFRESH_MS = 3000;
+
 /** Props of {@link Sidebar}. */
 export interface SidebarProps {
   trajectories: TrajectorySummary[];
   selectedId: string | null;
   onSelect: (id: string) => void;
+  /** Called every {@link LIVE_REFRESH_MS} while the live-episodes filter is on (episodes grow as `serve-env` records them). */
+  onLiveRefresh?: () => void;
 }
 
-export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
+export function Sidebar({ trajectories, selectedId, onSelect, onLiveRefresh }: SidebarProps) {
   const [filter, setFilter] = useState<TrajectoryFilter>(DEFAULT_FILTER);
+  const live = filter.live_episodes;
+  useEffect(() => {
+    if (!live || !onLiveRefresh) return;
+    const timer = setInterval(onLiveRefresh, LIVE_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [live, onLiveRefresh]);
   const shown = useMemo(() => filterTrajectories(trajectories, filter), [trajectories, filter]);
   const set = (patch: Partial<TrajectoryFilter>) => setFilter((f) => ({ ...f, ...patch }));
   return (
