@@ -2,7 +2,8 @@
 //! `GET /schema`, `GET /metadata`, `GET /health`) and the WebSocket session
 //! (`/ws`), with the message and error shapes of `openenv-core` 0.3
 //! (`openenv.core.env_server.http_server` and `types`), plus
-//! `GET /metrics` and a minimal `GET /openapi.json`.
+//! `GET /metrics`, a minimal `GET /openapi.json` and a `POST /mcp` without
+//! tools (what `openenv validate` checks).
 //!
 //! **Sessions.** A WebSocket connection is one session holding one episode
 //! at a time (a `reset` ends the one before). Over HTTP, which
@@ -202,6 +203,7 @@ fn build(
         )
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
+        .route("/mcp", post(mcp))
         .route("/ws", get(ws_upgrade))
         .fallback(|| async {
             (
@@ -493,9 +495,54 @@ async fn openapi() -> Response {
             "/metadata": {"get": op("Get environment metadata")},
             "/health": {"get": op("Health check")},
             "/metrics": {"get": op("Counters")},
+            "/mcp": {"post": op("MCP JSON-RPC (no tools)")},
         }
     }))
     .into_response()
+}
+
+/// `POST /mcp`: the JSON-RPC endpoint `openenv-core` servers have (its
+/// `validate` command requires one). This environment offers no MCP tools:
+/// `tools/list` answers an empty list, any other method
+/// `-32601 Method not found`, a body that is not JSON `-32700`, and one that
+/// is not a JSON-RPC 2.0 request `-32600`; always status 200, as
+/// `openenv-core` answers.
+async fn mcp(body: Bytes) -> Response {
+    let reply = |id: Value, result: Option<Value>, error: Option<(i64, String)>| {
+        axum::Json(json!({
+            "jsonrpc": "2.0",
+            "result": result,
+            "error": error.map(|(code, message)| json!({"code": code, "message": message})),
+            "id": id,
+        }))
+        .into_response()
+    };
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return reply(Value::Null, None, Some((-32700, "Parse error".into())));
+    };
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let method = request.get("method").and_then(Value::as_str);
+    match (request.get("jsonrpc").and_then(Value::as_str), method) {
+        (Some("2.0"), Some("tools/list")) => reply(id, Some(json!({"tools": []})), None),
+        (Some("2.0"), Some(other)) => reply(
+            id,
+            None,
+            Some((
+                -32601,
+                format!(
+                    "Method not found: {other} (this environment has no MCP tools; use reset and step)"
+                ),
+            )),
+        ),
+        _ => reply(
+            id,
+            None,
+            Some((
+                -32600,
+                "Invalid Request: expected a JSON-RPC 2.0 request with a method".into(),
+            )),
+        ),
+    }
 }
 
 async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: WebSocketUpgrade) -> Response {

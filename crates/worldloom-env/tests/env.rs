@@ -115,6 +115,25 @@ fn http_episode_is_validated_predicted_and_recorded() {
                 && schema["observation"].is_object()
                 && schema["state"].is_object()
         );
+        let (status, mcp) = post(&server, "/mcp", json!({})).await;
+        assert_eq!(
+            (
+                status,
+                mcp["jsonrpc"].as_str(),
+                mcp["error"]["code"].as_i64()
+            ),
+            (200, Some("2.0"), Some(-32600))
+        );
+        let (_, tools) = post(
+            &server,
+            "/mcp",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        )
+        .await;
+        assert_eq!(
+            (tools["result"]["tools"].clone(), tools["id"].clone()),
+            (json!([]), json!(1))
+        );
         let (_, meta) = get(&server, "/metadata").await;
         assert_eq!(meta["name"], "worldloom");
         assert!(
