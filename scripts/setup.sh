@@ -2,8 +2,8 @@
 # Installs what Worldloom needs to build, test and run on Debian/Ubuntu:
 # system packages (apt: build tools, WebKitGTK for the desktop app, Chromium,
 # Xvfb and WebKitWebDriver for the end-to-end tests), Rust components,
-# tauri-driver, the front end's npm packages, and the Python package used by
-# the OpenAI-client compatibility test.
+# tauri-driver, the front end's npm packages, and the Python packages used by
+# the OpenAI-client and OpenEnv-client compatibility tests.
 # Safe to re-run; quick when everything is already there.
 # Usage: scripts/setup.sh
 set -euo pipefail
@@ -73,3 +73,15 @@ echo "==> python packages"
 python3 -m pip install --quiet --disable-pip-version-check "openai>=1.40,<3" 2>/dev/null \
   || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "openai>=1.40,<3" \
   || echo "warning: could not install the openai Python package; its compatibility test will be skipped"
+# The `openenv-core` client (GenericEnvClient) proves `worldloom serve-env`
+# speaks OpenEnv. Its full dependency set pulls in gradio and a web UI
+# (about 470 MB); the client needs only what its modules import (about
+# 140 MB), so the package is installed without dependencies and those are
+# installed beside it.
+OPENENV_PACKAGES=(fastapi "pydantic>=2" "websockets>=15.0.1" requests fastmcp)
+pip_quiet() {
+  python3 -m pip install --quiet --disable-pip-version-check "$@" 2>/dev/null \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "$@" 2>/dev/null
+}
+{ pip_quiet --no-deps "openenv-core==0.3.0" && pip_quiet "${OPENENV_PACKAGES[@]}"; } \
+  || echo "warning: could not install openenv-core; the serve-env client test will be skipped"

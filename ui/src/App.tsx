@@ -86,6 +86,7 @@ function Studio({ backend }: AppProps) {
 
   const place = useNavigation(backend, report, clearError);
   const { nav, dispatch, trajectoryId, branchId, turns, current, nodeId, detail, branches, treeNodes, treeEdges } = place;
+  const refreshLive = useCallback(() => changed(trajectoryId), [changed, trajectoryId]);
   const engine = useEngineStatus(backend).data ?? null;
   const undoState = useWorkspaceInfo(backend).data;
   const runner = useStepRunner(backend, report, changed);
@@ -133,6 +134,7 @@ function Studio({ backend }: AppProps) {
             trajectories={place.trajectories}
             selectedId={trajectoryId}
             onSelect={(id) => id !== trajectoryId && dispatch({ type: "select_trajectory", trajectoryId: id })}
+            onLiveRefresh={refreshLive}
           />
           <main className="main">
             <TopBar

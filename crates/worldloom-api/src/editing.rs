@@ -117,26 +117,7 @@ pub fn parse_action(
     let format = ActionFormat::for_domain(req.domain);
     let action = core::Action::new(req.raw.clone(), format);
     let view = views::action(&action);
-    let error = if req.raw.trim().is_empty() {
-        Some("the action is empty".to_string())
-    } else if action.parsed.is_some() {
-        None
-    } else {
-        match format {
-            ActionFormat::Browsergym => Some(
-                "not BrowserGym call syntax: expected one call per line with literal arguments, e.g. click('12')"
-                    .to_string(),
-            ),
-            ActionFormat::AndroidJson => Some(match serde_json::from_str::<serde_json::Value>(req.raw.trim()) {
-                Err(e) => format!("line {}, column {}: not JSON: {e}", e.line(), e.column()),
-                Ok(_) => "the JSON is not a known Android action (an object with `action_type`)".to_string(),
-            }),
-            ActionFormat::ToolCall => Some(
-                "not a JSON tool call (an object or array, optionally in a code fence)".to_string(),
-            ),
-            ActionFormat::Pyautogui | ActionFormat::Shell | ActionFormat::Text => None,
-        }
-    };
+    let error = action.problem();
     Ok(ParseActionResponse {
         format: view.format,
         parsed: view.parsed,

@@ -14,6 +14,7 @@ mod parse_output;
 mod rollout;
 mod score;
 mod serve;
+mod serve_env;
 mod serve_model;
 mod step;
 
@@ -46,6 +47,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Serve a world model as an OpenAI-compatible endpoint (127.0.0.1 by default).
     ServeModel(serve_model::ServeModelArgs),
+    /// Serve a world model as an OpenEnv environment for RL trainers; records every episode.
+    ServeEnv(serve_env::ServeEnvArgs),
     /// Predict every row of an AgentWorldBench folder or file (resumable).
     Eval(eval::EvalArgs),
     /// Score predictions with an LLM judge on the five AgentWorldBench dimensions.
@@ -75,7 +78,10 @@ fn stop_quietly_on_closed_pipe() {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     #[cfg(unix)]
-    if !matches!(cli.command, Command::Serve(_) | Command::ServeModel(_)) {
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::ServeModel(_) | Command::ServeEnv(_)
+    ) {
         stop_quietly_on_closed_pipe();
     }
     let result: anyhow::Result<()> = match cli.command {
@@ -88,6 +94,7 @@ fn main() -> std::process::ExitCode {
         Command::Model(args) => model::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::ServeModel(args) => serve_model::run(&args),
+        Command::ServeEnv(args) => serve_env::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Judge(args) => judge::run(&args),
         Command::Score(args) => score::run(&args),

@@ -73,6 +73,7 @@ const ENGINE: &str = "worldloom-engine";
 const MODEL_SERVER: &str = "worldloom-model-server";
 const EVAL: &str = "worldloom-eval";
 const STORE: &str = "worldloom-store";
+const ENV: &str = "worldloom-env";
 const API: &str = "worldloom-api";
 const SERVER: &str = "worldloom-server";
 const CLI: &str = "worldloom-cli";
@@ -112,6 +113,11 @@ const MAP: &[Row] = &[
         forbidden: &[&CANDLE, &HTTP, &TAURI],
     },
     Row {
+        krate: ENV,
+        uses: &[CORE, OBS, ENGINE, STORE, MODEL_SERVER],
+        forbidden: &[&TAURI],
+    },
+    Row {
         krate: API,
         uses: &[CORE, OBS, STORE, ENGINE],
         forbidden: &[&AXUM, &TAURI],
@@ -123,7 +129,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: CLI,
-        uses: &[CORE, OBS, ENGINE, MODEL_SERVER, EVAL, API, SERVER],
+        uses: &[CORE, OBS, ENGINE, MODEL_SERVER, EVAL, ENV, API, SERVER],
         forbidden: &[&TAURI],
     },
     Row {

@@ -1,7 +1,7 @@
-//! `worldloom eval`, `score` and `serve-model` as a user runs them: the copy
-//! baseline directly and through `serve-model` over HTTP on 127.0.0.1, and
-//! the tiny random checkpoint in `assets/tiny-world-model` served by the
-//! local engine.
+//! `worldloom eval`, `score`, `serve-model` and `serve-env` as a user runs
+//! them: the copy baseline directly and through `serve-model` over HTTP on
+//! 127.0.0.1, the tiny random checkpoint in `assets/tiny-world-model` served
+//! by the local engine, and `serve-env` with the copy baseline.
 
 #![allow(clippy::unwrap_used)] // helpers outside #[test] functions unwrap too
 
@@ -563,4 +563,491 @@ fn eval_outputs_import_into_a_workspace_as_runs() {
         !both.status.success(),
         "-o and --workspace exclude each other"
     );
+}
+
+/// `serve-env` as a user starts it: the address on the first line, the
+/// OpenEnv routes, a reset and a step with the copy baseline, the episode
+/// recorded beside the tasks file; off loopback without a token it refuses
+/// to start.
+#[test]
+fn serve_env_copy_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks.jsonl");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+        ),
+        &tasks,
+    )
+    .unwrap();
+    let refused = Command::new(BIN)
+        .args(["serve-env", "--tasks"])
+        .arg(&tasks)
+        .args(["--host", "0.0.0.0", "--port", "0"])
+        .env_remove("WORLDLOOM_ENV_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a token is required"));
+
+    let mut child = Killed(
+        Command::new(BIN)
+            .args(["serve-env", "--engine", "copy", "--port", "0", "--tasks"])
+            .arg(&tasks)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("serving 7 task(s) with `copy`"), "{line}");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let call = |method: &str, path: &str, body: &str| http_json(&addr, method, path, body);
+    let (head, health) = call("GET", "/health", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(health["status"], "healthy");
+    let (_, reset) = call("POST", "/reset", r#"{"domain": "os", "seed": 2}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(reset["observation"]["representation"], "os-table");
+    let (head, step) = call(
+        "POST",
+        "/step",
+        &format!(
+            r#"{{"episode_id": "{id}", "action": {{"action": "pyautogui.click(1455, 206)"}}}}"#
+        ),
+    );
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(step["observation"]["text"], reset["observation"]["text"]);
+    drop(child);
+
+    // The studio's API lists the recorded episode (its tag), opens it with
+    // its step, branches it and exports it.
+    use worldloom_api::commands;
+    use worldloom_api::types::{
+        AuthorObservationRequest, EditActionRequest, ExportFormat, ExportRequest,
+        GetTrajectoryRequest, ListTrajectoriesRequest,
+    };
+    use worldloom_core::Representation;
+    let studio =
+        worldloom_api::launch::open_workspace(&dir.path().join("tasks.episodes.worldloom"))
+            .unwrap();
+    let list = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("live-episode".into()),
+            ..ListTrajectoriesRequest::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(list.trajectories.len(), 1);
+    let episode = &list.trajectories[0];
+    assert_eq!(episode.name, id);
+    assert_eq!(episode.source_format, "openenv-episode");
+    assert_eq!((episode.turn_count, episode.prediction_count), (1, 1));
+    let tree = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: episode.id.clone(),
+        },
+    )
+    .unwrap();
+    assert_eq!((tree.nodes.len(), tree.edges.len()), (2, 1));
+    let branch = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: episode.id.clone(),
+            edge_id: 0,
+            raw: "pyautogui.doubleClick(560, 300)".into(),
+        },
+    )
+    .unwrap();
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: episode.id.clone(),
+            node_id: branch.node_id,
+            representation: Representation::OsTable,
+            text: "tag\tname\nframe\tReceipts".into(),
+            based_on_prediction: None,
+            note: Some("the folder opens".into()),
+        },
+    )
+    .unwrap();
+    let exported = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: episode.id.clone(),
+            branch_id: Some(branch.branch_id),
+            format: ExportFormat::Agentworldbench,
+            path: None,
+        },
+    )
+    .unwrap();
+    assert!(
+        exported.content.contains("doubleClick(560, 300)")
+            && exported.content.contains("frame\\tReceipts"),
+        "{}",
+        exported.content
+    );
+}
+
+/// One HTTP/1.1 request to `addr` with a JSON body; the head and the JSON
+/// answer.
+fn http_json(addr: &str, method: &str, path: &str, body: &str) -> (String, Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    (
+        head.to_owned(),
+        serde_json::from_str::<Value>(body).unwrap(),
+    )
+}
+
+/// A mock OpenAI-compatible endpoint on 127.0.0.1: `/v1/models` lists
+/// `mock`; `/v1/chat/completions` (non-streaming) answers `observation` in
+/// an observation block. It stops accepting (connections are refused) when
+/// dropped.
+struct MockEndpoint {
+    base_url: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for MockEndpoint {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn mock_endpoint(observation: &str) -> MockEndpoint {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let completion = json!({
+        "id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "mock",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+            "content": format!("<predicted_observation>\n{observation}\n</predicted_observation>")}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    })
+    .to_string();
+    let models = json!({"object": "list", "data": [{"id": "mock", "object": "model"}]}).to_string();
+    let thread = std::thread::spawn(move || {
+        while !flag.load(Ordering::SeqCst) {
+            let Ok((mut s, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            };
+            let _ = s.set_nonblocking(false);
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            // Read the head, then the body by its length.
+            let body_len = loop {
+                let Ok(n) = s.read(&mut chunk) else {
+                    break None;
+                };
+                if n == 0 {
+                    break None;
+                }
+                buf.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&buf).into_owned();
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let len = text[..end]
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                        })
+                        .unwrap_or(0);
+                    break Some((end + 4, len));
+                }
+            };
+            let Some((head_len, len)) = body_len else {
+                continue;
+            };
+            while buf.len() < head_len + len {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&buf[..head_len]).into_owned();
+            let body = if head.starts_with("GET /v1/models") {
+                &models
+            } else {
+                &completion
+            };
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    MockEndpoint {
+        base_url,
+        stop,
+        thread: Some(thread),
+    }
+}
+
+/// A child process killed when dropped (a failing test leaves none behind).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `serve-env --engine openai` over two mock endpoints: steps keep working
+/// when one goes away (retried on the other), and fail with a clear answer,
+/// the server still serving, when both have.
+#[test]
+fn serve_env_over_a_pool_of_endpoints_survives_one_going_down() {
+    let first = mock_endpoint("MOCK STATE");
+    let second = mock_endpoint("MOCK STATE");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "openai",
+                "--model",
+                "mock",
+                "--no-stream",
+            ])
+            .args(["--retries", "0", "--connect-timeout-s", "2"])
+            .args([
+                "--base-url",
+                &first.base_url,
+                "--base-url",
+                &second.base_url,
+            ])
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(
+        line.contains("with `pool(openai:mock, openai:mock)`"),
+        "{line}"
+    );
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web", "seed": 4}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let step = format!(r#"{{"episode_id": "{id}", "action": {{"action": "click('21')"}}}}"#);
+    let (head, answer) = http_json(&addr, "POST", "/step", &step);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+    assert_eq!(answer["observation"]["text"], "MOCK STATE");
+    drop(first);
+    for _ in 0..3 {
+        let (head, answer) = http_json(&addr, "POST", "/step", &step);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+        assert_eq!(answer["observation"]["text"], "MOCK STATE");
+    }
+    drop(second);
+    let (head, answer) = http_json(&addr, "POST", "/step", &step);
+    assert!(head.starts_with("HTTP/1.1 502"), "{head} {answer}");
+    assert_eq!(answer["code"], "EXECUTION_ERROR");
+    let (head, _) = http_json(&addr, "GET", "/health", "");
+    assert!(head.starts_with("HTTP/1.1 200"), "the server keeps serving");
+    let (_, state) = http_json(&addr, "GET", &format!("/state?episode_id={id}"), "");
+    assert_eq!(state["step_count"], 4);
+}
+
+/// `serve-env --reward judge`: the judge endpoint's verdict is the reward of
+/// the episode's last step.
+#[test]
+fn serve_env_rewards_with_a_judge_endpoint() {
+    let judge = mock_endpoint(r#"{"achieved": 1, "rationale": "two mugs in the cart"}"#);
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "copy",
+                "--reward",
+                "judge",
+                "--no-stream",
+            ])
+            .args(["--judge-base-url", &judge.base_url, "--judge-model", "mock"])
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web"}"#);
+    let id = reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let step = |action: &str| {
+        http_json(
+            &addr,
+            "POST",
+            "/step",
+            &json!({"episode_id": id, "action": {"action": action}}).to_string(),
+        )
+        .1
+    };
+    assert_eq!(step("fill('33', '2')")["reward"], 0.0);
+    let last = step("send_msg_to_user('done')");
+    assert_eq!(
+        (last["reward"].as_f64(), last["done"].as_bool()),
+        (Some(1.0), Some(true))
+    );
+    assert!(
+        last["observation"]["reward_rationale"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("two mugs in the cart")),
+        "{last}"
+    );
+}
+
+/// `serve-env --engine local` on the tiny random checkpoint, over HTTP: two sessions step at once (the engine thread
+/// serialises them); the random output has no observation block, so each
+/// episode ends as `unparseable_prediction`, reported with the parser's
+/// status.
+#[test]
+fn serve_env_with_the_tiny_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "local",
+                "--max-tokens",
+                "8",
+                "--model-dir",
+            ])
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../assets/tiny-world-model"
+            ))
+            .args(["--port", "0", "--record"])
+            .arg(dir.path().join("e.worldloom"))
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("with `qwen3_5_moe@"), "{line}");
+    let addr = line
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned();
+    let threads: Vec<_> = ["web", "terminal"]
+        .into_iter()
+        .map(|domain| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let (_, reset) = http_json(
+                    &addr,
+                    "POST",
+                    "/reset",
+                    &json!({"domain": domain, "seed": 1}).to_string(),
+                );
+                let id = reset["observation"]["episode_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
+                let action = if domain == "web" { "click('21')" } else { "ls" };
+                http_json(
+                    &addr,
+                    "POST",
+                    "/step",
+                    &json!({"episode_id": id, "action": {"action": action}}).to_string(),
+                )
+            })
+        })
+        .collect();
+    for t in threads {
+        let (head, answer) = t.join().unwrap();
+        assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
+        assert_eq!(answer["done"], true, "{answer}");
+        assert_eq!(
+            answer["observation"]["done_reason"],
+            "unparseable_prediction"
+        );
+        assert!(answer["observation"]["status"].is_string());
+    }
 }

@@ -44,6 +44,37 @@ impl Action {
         Self::new(raw, ActionFormat::for_domain(domain))
     }
 
+    /// Why this action is malformed in its format, or `None` when it is
+    /// well formed: an empty text; BrowserGym text that is not calls with
+    /// literal arguments; Android text that is not JSON (line and column)
+    /// or not a known action object; a tool call that is not a JSON body.
+    /// `pyautogui` code, shell commands and plain text have no parser and
+    /// are never malformed unless empty. The studio's action form and
+    /// `worldloom serve-env` both report this text.
+    pub fn problem(&self) -> Option<String> {
+        if self.raw.trim().is_empty() {
+            return Some("the action is empty".to_owned());
+        }
+        if self.parsed.is_some() {
+            return None;
+        }
+        match self.format {
+            ActionFormat::Browsergym => Some(
+                "not BrowserGym call syntax: expected one call per line with literal arguments, e.g. click('12')"
+                    .to_owned(),
+            ),
+            ActionFormat::AndroidJson => Some(match serde_json::from_str::<Value>(self.raw.trim()) {
+                Err(e) => format!("line {}, column {}: not JSON: {e}", e.line(), e.column()),
+                Ok(_) => "the JSON is not a known Android action (an object with `action_type`)"
+                    .to_owned(),
+            }),
+            ActionFormat::ToolCall => Some(
+                "not a JSON tool call (an object or array, optionally in a code fence)".to_owned(),
+            ),
+            ActionFormat::Pyautogui | ActionFormat::Shell | ActionFormat::Text => None,
+        }
+    }
+
     /// A one-line summary for lists: the raw text's first line, cut at 80
     /// characters.
     pub fn summary(&self) -> String {

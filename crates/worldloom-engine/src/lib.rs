@@ -9,6 +9,8 @@
 //! - [`local`]: [`LocalEngine`], the generation runtime over any [`CausalLm`]
 //!   (engine thread, [`tokenizer`], [`chat_template`], [`sampling`],
 //!   [`snapshot`] reuse of decode state).
+//! - [`pool`]: several engines serving one model used as one (least
+//!   outstanding requests, a failed request retried on another).
 
 pub mod baseline;
 pub mod chat_template;
@@ -20,6 +22,7 @@ pub mod local;
 pub mod local_model;
 pub mod moe;
 pub mod openai;
+pub mod pool;
 pub mod qwen3_5_moe;
 pub mod record;
 pub mod sampling;

@@ -361,18 +361,41 @@ fn loopback_hosts(addr: SocketAddr) -> [String; 3] {
     ]
 }
 
-/// Why a request is refused before it reaches a route, if it is.
-fn door(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Option<ApiError> {
+/// Why [`check_door`] refuses a request: the HTTP status, a message for
+/// the client, and a short machine-readable code (`forbidden`,
+/// `invalid_api_key`, or none for a wrong content type).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// 403 (Host or Origin), 401 (API key) or 415 (content type).
+    pub status: StatusCode,
+    /// What was wrong, for the client.
+    pub message: String,
+    /// `forbidden`, `invalid_api_key`, or `None`.
+    pub code: Option<&'static str>,
+}
+
+/// The door every Worldloom HTTP server with an optional key keeps (this
+/// one and `worldloom serve-env`): on a loopback `addr` the `Host` header
+/// must name that address and port (DNS rebinding pages get 403); an
+/// `Origin` that is not this server gets 403; with `api_key` set and
+/// `key_needed` (the route is protected), `Authorization: Bearer KEY` is
+/// required (401, compared in constant time); a `POST` must be
+/// `Content-Type: application/json` (415). `None` lets the request in.
+pub fn check_door(
+    addr: SocketAddr,
+    api_key: Option<&str>,
+    key_needed: bool,
+    method: &Method,
+    headers: &HeaderMap,
+) -> Option<Refusal> {
     let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-    let forbidden = |message: &str| ApiError {
+    let forbidden = |message: &str| Refusal {
         status: StatusCode::FORBIDDEN,
-        kind: "invalid_request_error",
         message: message.to_owned(),
-        param: None,
         code: Some("forbidden"),
     };
-    let hosts = loopback_hosts(state.addr);
-    if state.addr.ip().is_loopback()
+    let hosts = loopback_hosts(addr);
+    if addr.ip().is_loopback()
         && !header(header::HOST).is_some_and(|h| hosts.contains(&h.to_owned()))
     {
         return Some(forbidden(
@@ -382,22 +405,20 @@ fn door(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> O
     if let Some(origin) = header(header::ORIGIN) {
         let own = hosts
             .iter()
-            .chain(std::iter::once(&state.addr.to_string()))
+            .chain(std::iter::once(&addr.to_string()))
             .any(|h| origin == format!("http://{h}"));
         if !own {
             return Some(forbidden("cross-origin requests are refused"));
         }
     }
-    if let Some(key) = &state.api_key
-        && path.starts_with("/v1/")
+    if let Some(key) = api_key.filter(|k| !k.is_empty())
+        && key_needed
     {
         let given = header(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "));
         if !given.is_some_and(|g| constant_time_eq(g.trim().as_bytes(), key.as_bytes())) {
-            return Some(ApiError {
+            return Some(Refusal {
                 status: StatusCode::UNAUTHORIZED,
-                kind: "invalid_request_error",
                 message: "missing or wrong API key: send `Authorization: Bearer KEY`".to_owned(),
-                param: None,
                 code: Some("invalid_api_key"),
             });
         }
@@ -409,17 +430,33 @@ fn door(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> O
                 .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
         });
         if !json {
-            return Some(ApiError {
+            return Some(Refusal {
                 status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                kind: "invalid_request_error",
                 message: "the request body must be sent as `Content-Type: application/json`"
                     .to_owned(),
-                param: None,
                 code: None,
             });
         }
     }
     None
+}
+
+/// Why a request is refused before it reaches a route, if it is.
+fn door(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Option<ApiError> {
+    check_door(
+        state.addr,
+        state.api_key.as_deref(),
+        path.starts_with("/v1/"),
+        method,
+        headers,
+    )
+    .map(|refusal| ApiError {
+        status: refusal.status,
+        kind: "invalid_request_error",
+        message: refusal.message,
+        param: None,
+        code: refusal.code,
+    })
 }
 
 /// Host / Origin / API key / content-type checks for every request, and

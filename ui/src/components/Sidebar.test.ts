@@ -18,6 +18,8 @@ const t = (id: string, domain: TrajectorySummary["domain"], branch_count: number
   imported_at: "2026-01-01T00:00:00Z",
 });
 const items = [t("shop", "web", 1, 0.9), t("calc", "os", 3, 0.4), t("settings", "android", 1, null), t("mail", "web", 2, 0.55)];
+const episode: TrajectorySummary = { ...t("ep-1", "web", 1, null), source_format: "openenv-episode", tags: ["live-episode"] };
+const tagged: TrajectorySummary = { ...t("ep-2", "os", 1, null), tags: ["live-episode"] };
 
 describe("filterTrajectories", () => {
   it("filters by domain, branches, lowest fidelity and search words", () => {
@@ -26,6 +28,11 @@ describe("filterTrajectories", () => {
     expect(filterTrajectories(items, { ...DEFAULT_FILTER, has_branches: true }).map((x) => x.id)).toEqual(["calc", "mail"]);
     expect(filterTrajectories(items, { ...DEFAULT_FILTER, max_lowest_fidelity_pct: 55 }).map((x) => x.id)).toEqual(["calc", "mail"]);
     expect(filterTrajectories(items, { ...DEFAULT_FILTER, query: "WEB sh" }).map((x) => x.id)).toEqual(["shop"]);
+  });
+  it("keeps only the episodes serve-env recorded with the live-episodes filter", () => {
+    const all = [...items, episode, tagged];
+    expect(filterTrajectories(all, { ...DEFAULT_FILTER, live_episodes: true }).map((x) => x.id)).toEqual(["ep-1", "ep-2"]);
+    expect(filterTrajectories(all, DEFAULT_FILTER)).toHaveLength(6);
   });
   it("sorts by lowest fidelity with unknown scores last", () => {
     expect(filterTrajectories(items, { ...DEFAULT_FILTER, sort: "lowest-fidelity" }).map((x) => x.id)).toEqual(["calc", "mail", "shop", "settings"]);

@@ -1,5 +1,5 @@
-/** The trajectory list: search, filters (domain, has branches, lowest fidelity) and the list itself. */
-import { useMemo, useState } from "react";
+/** The trajectory list: search, filters (domain, has branches, live episodes, lowest fidelity) and the list itself. */
+import { useEffect, useMemo, useState } from "react";
 import type { Domain, TrajectorySummary } from "../api/types";
 import { VirtualList } from "./VirtualList";
 import { fidelityClass, formatScore } from "./format";
@@ -9,12 +9,31 @@ export interface TrajectoryFilter {
   query: string;
   domain: Domain | "all";
   has_branches: boolean;
+  /** Keep only episodes recorded by `worldloom serve-env` (source `openenv-episode`, tag `live-episode`). */
+  live_episodes: boolean;
   /** Keep trajectories whose lowest fidelity is at most this, in percent (100 = no filter). */
   max_lowest_fidelity_pct: number;
   sort: "name" | "lowest-fidelity";
 }
 
-export const DEFAULT_FILTER: TrajectoryFilter = { query: "", domain: "all", has_branches: false, max_lowest_fidelity_pct: 100, sort: "name" };
+export const DEFAULT_FILTER: TrajectoryFilter = {
+  query: "",
+  domain: "all",
+  has_branches: false,
+  live_episodes: false,
+  max_lowest_fidelity_pct: 100,
+  sort: "name",
+};
+
+/** The source format of episodes recorded by `worldloom serve-env`. */
+export const EPISODE_SOURCE_FORMAT = "openenv-episode";
+/** The tag `worldloom serve-env` sets on every episode it records. */
+export const LIVE_EPISODE_TAG = "live-episode";
+
+/** Whether a trajectory is an episode recorded by `worldloom serve-env`. */
+export function isLiveEpisode(t: TrajectorySummary): boolean {
+  return t.source_format === EPISODE_SOURCE_FORMAT || t.tags.includes(LIVE_EPISODE_TAG);
+}
 
 /** Applies a filter to the list (pure; tested). */
 export function filterTrajectories(items: readonly TrajectorySummary[], f: TrajectoryFilter): TrajectorySummary[] {
@@ -22,6 +41,7 @@ export function filterTrajectories(items: readonly TrajectorySummary[], f: Traje
   const out = items.filter((t) => {
     if (f.domain !== "all" && t.domain !== f.domain) return false;
     if (f.has_branches && t.branch_count < 2) return false;
+    if (f.live_episodes && !isLiveEpisode(t)) return false;
     if (f.max_lowest_fidelity_pct < 100) {
       if (t.lowest_fidelity == null || t.lowest_fidelity * 100 > f.max_lowest_fidelity_pct + 1e-9) return false;
     }
@@ -38,15 +58,26 @@ const TRAJ_ROW_HEIGHT_PX = 46;
 
 const DOMAINS: Domain[] = ["web", "os", "android", "mcp", "search", "terminal", "swe"];
 
+/** While the live-episodes filter is on, the list (and the open trajectory) is refetched this often, ms. */
+export const LIVE_REFRESH_MS = 3000;
+
 /** Props of {@link Sidebar}. */
 export interface SidebarProps {
   trajectories: TrajectorySummary[];
   selectedId: string | null;
   onSelect: (id: string) => void;
+  /** Called every {@link LIVE_REFRESH_MS} while the live-episodes filter is on (episodes grow as `serve-env` records them). */
+  onLiveRefresh?: () => void;
 }
 
-export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
+export function Sidebar({ trajectories, selectedId, onSelect, onLiveRefresh }: SidebarProps) {
   const [filter, setFilter] = useState<TrajectoryFilter>(DEFAULT_FILTER);
+  const live = filter.live_episodes;
+  useEffect(() => {
+    if (!live || !onLiveRefresh) return;
+    const timer = setInterval(onLiveRefresh, LIVE_REFRESH_MS);
+    return () => clearInterval(timer);
+  }, [live, onLiveRefresh]);
   const shown = useMemo(() => filterTrajectories(trajectories, filter), [trajectories, filter]);
   const set = (patch: Partial<TrajectoryFilter>) => setFilter((f) => ({ ...f, ...patch }));
   return (
@@ -81,6 +112,9 @@ export function Sidebar({ trajectories, selectedId, onSelect }: SidebarProps) {
         </div>
         <label className="filter-check">
           <input type="checkbox" checked={filter.has_branches} onChange={(e) => set({ has_branches: e.target.checked })} /> Has branches
+        </label>
+        <label className="filter-check">
+          <input type="checkbox" checked={filter.live_episodes} onChange={(e) => set({ live_episodes: e.target.checked })} /> Live episodes
         </label>
         <label className="filter-range">
           Lowest fidelity ≤ {filter.max_lowest_fidelity_pct}%

@@ -274,6 +274,44 @@ pub fn import(
     Ok(out)
 }
 
+/// The task and the state a turn prompt carries (the first prompt of a
+/// trajectory holds the task's goal and, in GUI domains, its first state).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromptSections {
+    /// The `**Task Instruction:**` section, trimmed.
+    pub goal: Option<String>,
+    /// The `**Current State:**` (or `**Initial State:**`) section, with
+    /// its line breaks kept and surrounding blank lines removed.
+    pub state: Option<String>,
+}
+
+/// Reads the `**Task Instruction:**` and `**Current State:**` /
+/// `**Initial State:**` sections of a turn prompt (see
+/// [`crate::prompt::DEFAULT_GUI_TURN_TEMPLATE`]). A section runs to the
+/// next blank-line-separated `**…:**` heading (the state section to
+/// `**Action:**` or `**Last Action Error:**`, so a state may itself hold
+/// bold text); absent or blank sections are `None`.
+pub fn prompt_sections(prompt: &str) -> PromptSections {
+    fn section(prompt: &str, heading: &str, ends: &[&str]) -> Option<String> {
+        let at = prompt.find(heading)?;
+        let body = &prompt[at + heading.len()..];
+        let body = body.strip_prefix('\n').unwrap_or(body);
+        let end = ends
+            .iter()
+            .filter_map(|e| body.find(e))
+            .min()
+            .unwrap_or(body.len());
+        let text = body[..end].trim_matches('\n').trim_end();
+        (!text.trim().is_empty()).then(|| text.to_owned())
+    }
+    let state_ends = ["\n\n**Action:**", "\n\n**Last Action Error:**"];
+    PromptSections {
+        goal: section(prompt, "**Task Instruction:**", &["\n\n**"]).map(|g| g.trim().to_owned()),
+        state: section(prompt, "**Current State:**", &state_ends)
+            .or_else(|| section(prompt, "**Initial State:**", &state_ends)),
+    }
+}
+
 /// The text after `**Action:**` up to the next blank-line-separated `**…:**`
 /// heading, with a surrounding code fence removed; the whole prompt when it
 /// has no such section.
@@ -545,6 +583,21 @@ pub fn row_nodes(t: &Trajectory) -> Vec<(usize, NodeId)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn prompt_sections_read_goal_and_state() {
+        let p = "### Turn 1\n**Task Instruction:**\nBuy two mugs.\n\n**Current State:**\nRootWebArea 'Mugs'\n\t[21] link 'Cart (0)'\n\n**Action:**\n```python\nfill('33', '2')\n```";
+        let s = prompt_sections(p);
+        assert_eq!(s.goal.as_deref(), Some("Buy two mugs."));
+        assert_eq!(
+            s.state.as_deref(),
+            Some("RootWebArea 'Mugs'\n\t[21] link 'Cart (0)'")
+        );
+        let text = prompt_sections("### Turn 1\n**Action:**\n```bash\nls\n```");
+        assert_eq!(text, PromptSections::default());
+        let initial = prompt_sections("**Initial State:**\n$ \n\n**Action:**\nls");
+        assert_eq!(initial.state.as_deref(), Some("$"));
+    }
+
     use super::*;
 
     #[test]

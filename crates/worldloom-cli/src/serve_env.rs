@@ -1,0 +1,351 @@
+//! `worldloom serve-env`: serve a world model as an OpenEnv environment
+//! (see the `worldloom-env` crate and `docs/openenv.md`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use worldloom_engine::baseline::CopyEngine;
+use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::pool::EnginePool;
+use worldloom_engine::{GenerationParams, WorldModel};
+use worldloom_env::record::default_record_path;
+use worldloom_env::server::check_exposure;
+use worldloom_env::{
+    EnvConfig, Environment, LlmJudgeReward, Perturbations, Recorder, Reward, ServeEnvOptions,
+    TargetStateReward, TaskSet, ZeroReward, serve,
+};
+use worldloom_eval::run::replay_engine;
+
+use crate::eval::EndpointArgs;
+
+/// Engines `serve-env` can simulate with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvEngine {
+    /// The Qwen3.5-MoE model of `--model-dir`, on candle (one prediction at
+    /// a time, as the engine thread serialises them).
+    Local,
+    /// OpenAI-compatible endpoints (`--base-url`, `--model`).
+    Openai,
+    /// The stale-state baseline (predicts the current state unchanged).
+    Copy,
+    /// Answers recorded in an earlier predictions file (`--replay FILE`).
+    Replay,
+}
+
+/// Rewards `serve-env` can give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvReward {
+    /// 0 for every step.
+    None,
+    /// An LLM judge at the end of the episode (`--judge-base-url`,
+    /// `--judge-model`).
+    Judge,
+    /// 1 for reaching the task's target state (the authored state at a
+    /// tagged branch's leaf, else the main path's last state), which ends
+    /// the episode; compared with the observation metrics
+    /// (`--target-threshold`).
+    Target,
+}
+
+/// Arguments of `worldloom serve-env`.
+#[derive(Debug, Args)]
+pub struct ServeEnvArgs {
+    /// Tasks: an AgentWorldBench `.jsonl` file (one task per trajectory:
+    /// system prompt, goal and first state from its first prompt), any
+    /// trajectory file or folder `worldloom import` reads, or a workspace
+    /// (its trajectories, recorded episodes excepted).
+    #[arg(long)]
+    pub tasks: PathBuf,
+    /// With a workspace as `--tasks`: only the trajectories carrying this
+    /// tag (on the trajectory or one of its branches), e.g. a curriculum.
+    #[arg(long)]
+    pub task_tag: Option<String>,
+    /// The workspace every episode is recorded into (created when missing;
+    /// default: the tasks workspace itself, else `NAME.episodes.worldloom`
+    /// beside the tasks file).
+    #[arg(long)]
+    pub record: Option<PathBuf>,
+    /// Which engine predicts the observations.
+    #[arg(long, value_enum, default_value = "copy")]
+    pub engine: EnvEngine,
+    /// Model directory for `--engine local`.
+    #[arg(long)]
+    pub model_dir: Option<PathBuf>,
+    /// Device for `--engine local`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
+    /// repeat it for several servers of the same model: each step goes to
+    /// the one with the fewest requests in flight, and a request that fails
+    /// before any output is retried on another.
+    #[arg(long = "base-url")]
+    pub base_urls: Vec<String>,
+    /// Model name for `--engine openai`.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Environment variable holding the API key for `--engine openai`.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Use non-streaming requests for `--engine openai` and the judge.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Connection limits for `--engine openai`.
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// Earlier predictions file whose answers are replayed (`--engine replay`).
+    #[arg(long)]
+    pub replay: Option<PathBuf>,
+    /// Address to listen on. Anything but a loopback address needs a token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8001)]
+    pub port: u16,
+    /// Token clients send as `Authorization: Bearer TOKEN` (default: the
+    /// `WORLDLOOM_ENV_TOKEN` environment variable); required off loopback.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Sessions at once (WebSocket connections and open HTTP episodes);
+    /// one more is refused.
+    #[arg(long, default_value_t = 8)]
+    pub max_sessions: usize,
+    /// Seconds without a message after which a session is closed.
+    #[arg(long, default_value_t = 600)]
+    pub idle_timeout_s: u64,
+    /// Steps after which an episode ends (`turn_limit`).
+    #[arg(long, default_value_t = 30)]
+    pub max_turns: usize,
+    /// Seconds one prediction may take.
+    #[arg(long, default_value_t = 600)]
+    pub step_timeout_s: u64,
+    /// Upper bound on generated tokens per step.
+    #[arg(long, default_value_t = 4096)]
+    pub max_tokens: usize,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.6)]
+    pub temperature: f32,
+    /// A control instruction that may perturb a step (repeatable).
+    #[arg(long = "perturbation")]
+    pub perturbations: Vec<String>,
+    /// A file of control instructions, one per line (blank lines skipped).
+    #[arg(long)]
+    pub perturbations_file: Option<PathBuf>,
+    /// Probability in [0, 1] that a step gets a control instruction (drawn
+    /// from the episode's seed).
+    #[arg(long, default_value_t = 0.0)]
+    pub perturbation_prob: f64,
+    /// How steps are rewarded: `none` (0 everywhere) or `judge` (an LLM
+    /// judge at the end of the episode: 1 when the goal was achieved).
+    #[arg(long, value_enum, default_value = "none")]
+    pub reward: EnvReward,
+    /// Judge API base URL for `--reward judge` (OpenAI-compatible).
+    #[arg(long)]
+    pub judge_base_url: Option<String>,
+    /// Judge model name for `--reward judge`.
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Environment variable holding the judge's API key.
+    #[arg(long)]
+    pub judge_api_key_env: Option<String>,
+    /// For `--reward target`: the score (node F1 for trees, token F1 for
+    /// text) from which a state counts as the target.
+    #[arg(long, default_value_t = 0.9)]
+    pub target_threshold: f64,
+    /// Upper bound on the judge's generated tokens.
+    #[arg(long, default_value_t = 1024)]
+    pub judge_max_tokens: usize,
+    /// Seconds between progress lines on stderr (0: none).
+    #[arg(long, default_value_t = 10)]
+    pub progress_s: u64,
+}
+
+/// The environment variable `--token` defaults to.
+pub const TOKEN_ENV: &str = "WORLDLOOM_ENV_TOKEN";
+
+fn engine(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
+    Ok(match args.engine {
+        EnvEngine::Copy => Arc::new(CopyEngine),
+        EnvEngine::Replay => {
+            let Some(file) = &args.replay else {
+                bail!("--engine replay needs --replay FILE")
+            };
+            Arc::new(replay_engine(file)?)
+        }
+        EnvEngine::Local => {
+            let Some(dir) = &args.model_dir else {
+                bail!("--engine local needs --model-dir DIR")
+            };
+            crate::serve_model::local_engine(dir, &args.device)?.0
+        }
+        EnvEngine::Openai => {
+            let Some(model) = &args.model else {
+                bail!("--engine openai needs --base-url URL (one or more) and --model NAME")
+            };
+            if args.base_urls.is_empty() {
+                bail!("--engine openai needs --base-url URL (one or more) and --model NAME");
+            }
+            let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
+            let mut members: Vec<Arc<dyn WorldModel>> = Vec::new();
+            for base_url in &args.base_urls {
+                let config = OpenAiConfig {
+                    base_url: base_url.clone(),
+                    model: model.clone(),
+                    api_key_env: args.api_key_env.clone(),
+                    stream: !args.no_stream,
+                    ..OpenAiConfig::default()
+                };
+                let engine = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
+                engine
+                    .check_model()
+                    .with_context(|| format!("--base-url {base_url}"))?;
+                members.push(Arc::new(engine));
+            }
+            if members.len() == 1 {
+                members.remove(0)
+            } else {
+                Arc::new(EnginePool::new(members)?)
+            }
+        }
+    })
+}
+
+fn perturbations(args: &ServeEnvArgs) -> anyhow::Result<Perturbations> {
+    if !(0.0..=1.0).contains(&args.perturbation_prob) {
+        bail!(
+            "--perturbation-prob {}: a probability is in [0, 1]",
+            args.perturbation_prob
+        );
+    }
+    let mut instructions: Vec<String> = args
+        .perturbations
+        .iter()
+        .map(|p| p.trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .collect();
+    if let Some(file) = &args.perturbations_file {
+        let text =
+            std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        instructions.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    if args.perturbation_prob > 0.0 && instructions.is_empty() {
+        bail!(
+            "--perturbation-prob needs instructions (--perturbation TEXT or --perturbations-file FILE)"
+        );
+    }
+    Ok(Perturbations {
+        instructions,
+        probability: args.perturbation_prob,
+    })
+}
+
+fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
+    Ok(match args.reward {
+        EnvReward::None => Arc::new(ZeroReward),
+        EnvReward::Target => {
+            if !(0.0..=1.0).contains(&args.target_threshold) {
+                bail!(
+                    "--target-threshold {}: a score is in [0, 1]",
+                    args.target_threshold
+                );
+            }
+            Arc::new(TargetStateReward {
+                threshold: args.target_threshold,
+            })
+        }
+        EnvReward::Judge => {
+            let (Some(base_url), Some(model)) = (&args.judge_base_url, &args.judge_model) else {
+                bail!("--reward judge needs --judge-base-url URL and --judge-model NAME")
+            };
+            let config = OpenAiConfig {
+                base_url: base_url.clone(),
+                model: model.clone(),
+                api_key_env: args.judge_api_key_env.clone(),
+                stream: !args.no_stream,
+                ..OpenAiConfig::default()
+            };
+            let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
+            let judge = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
+            judge
+                .check_model()
+                .with_context(|| format!("--judge-base-url {base_url}"))?;
+            Arc::new(LlmJudgeReward::new(
+                Arc::new(judge),
+                args.judge_max_tokens,
+                Duration::from_secs(args.step_timeout_s.max(1)),
+            ))
+        }
+    })
+}
+
+/// Runs `worldloom serve-env` until Ctrl-C.
+pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
+    let ip: std::net::IpAddr = args
+        .host
+        .parse()
+        .with_context(|| format!("--host {} is not an IP address", args.host))?;
+    let token = args
+        .token
+        .clone()
+        .or_else(|| std::env::var(TOKEN_ENV).ok())
+        .filter(|t| !t.is_empty());
+    let addr = SocketAddr::new(ip, args.port);
+    let options = ServeEnvOptions {
+        max_sessions: args.max_sessions.max(1),
+        idle_timeout: Duration::from_secs(args.idle_timeout_s.max(1)),
+        token,
+        progress_every: (args.progress_s > 0).then(|| Duration::from_secs(args.progress_s)),
+        ..ServeEnvOptions::default()
+    };
+    check_exposure(addr, &options).map_err(anyhow::Error::msg)?;
+    let perturbations = perturbations(args)?;
+    let tasks = TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?;
+    let record = args
+        .record
+        .clone()
+        .unwrap_or_else(|| default_record_path(&args.tasks));
+    let recorder = Recorder::open(&record)?;
+    let reward = reward(args)?;
+    let engine = engine(args)?;
+    let mut params = GenerationParams::default();
+    crate::eval::set_sampling(&mut params, args.max_tokens, args.temperature);
+    let config = EnvConfig {
+        max_turns: args.max_turns.max(1),
+        step_timeout: Duration::from_secs(args.step_timeout_s.max(1)),
+        params,
+        perturbations,
+        reward,
+    };
+    let engine_name = engine.name();
+    let count = tasks.tasks().len();
+    let env = Arc::new(Environment::new(tasks, engine, Some(recorder), config));
+    if !ip.is_loopback() {
+        eprintln!("warning: listening on {ip}, which is reachable from other machines");
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let bound = listener.local_addr()?;
+        // The first stdout line names the address (tests and scripts read it).
+        println!("serving {count} task(s) with `{engine_name}` as an OpenEnv environment at http://{bound}");
+        eprintln!("recording episodes into {}", record.display());
+        serve(listener, env, options, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("server stopped")
+    })
+}
