@@ -9,12 +9,19 @@
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
 //!     [--moe auto|fused|per-expert] [--profile-decode N]
+//!     [--context-tokens N]
 //! ```
 //!
 //! `--moe` picks the MoE dispatch (`auto`: the fused CUDA kernels for
 //! bf16/f16 on CUDA, else per expert). `--profile-decode N` (CUDA builds)
 //! runs N decode steps between `cuProfilerStart` and `cuProfilerStop` after
 //! a warm-up and exits, for `ncu --profile-from-start off`.
+//!
+//! `--context-tokens N` (N > `--prompt-tokens`): after the decode at the
+//! prompt's length, the state is extended (untimed, in chunks of 512
+//! tokens) to N tokens and `--decode-tokens` steps are timed again there;
+//! the JSON line's `decode_ms_per_token_at_context` next to
+//! `decode_ms_per_token` says how a step's cost grows with the context.
 //!
 //! Reports (best of `--repeats`):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
@@ -47,6 +54,8 @@ struct Options {
     /// `None`: what loading picks.
     moe: Option<MoeDispatch>,
     profile_decode: usize,
+    /// Tokens in the state when decode is timed (0: the prompt's).
+    context_tokens: usize,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -60,6 +69,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         repeats: 2,
         moe: None,
         profile_decode: 0,
+        context_tokens: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -81,6 +91,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
                 }
             }
             "--profile-decode" => o.profile_decode = value()?.parse()?,
+            "--context-tokens" => o.context_tokens = value()?.parse()?,
             // `cargo bench` passes --bench; ignore flags we do not know.
             _ => {}
         }
@@ -181,6 +192,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut prefill_s = f64::INFINITY;
     let mut decode_s = f64::INFINITY;
     let mut decode_host_share = f64::NAN;
+    let mut long_decode_s = f64::INFINITY;
     let mut scratch_turn_s = f64::INFINITY;
     let mut snapshot_turn_s = f64::INFINITY;
     let mut clone_us = f64::INFINITY;
@@ -210,6 +222,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if elapsed < decode_s {
             decode_s = elapsed;
             decode_host_share = in_forward_s / elapsed;
+        }
+
+        // Long-context decode: grow the state (untimed) to the context,
+        // then time the same number of decode steps there.
+        if o.context_tokens > state.len() {
+            let mut fed = state.len() as u64;
+            while (fed as usize) < o.context_tokens {
+                let n = 512.min(o.context_tokens - fed as usize) as u64;
+                let chunk: Vec<u32> = (fed..fed + n)
+                    .map(|i| ((i * 2_654_435_761 + 12_345) % vocab) as u32)
+                    .collect();
+                logits = model.forward(&chunk, &mut state)?;
+                fed += n;
+            }
+            synchronize(&o.device)?;
+            let t = Instant::now();
+            for _ in 0..o.decode_tokens {
+                let next = argmax(&logits)?;
+                logits = model.forward(&[next], &mut state)?;
+            }
+            synchronize(&o.device)?;
+            long_decode_s = long_decode_s.min(t.elapsed().as_secs_f64());
         }
 
         // Turn k+1 with snapshot reuse: restore, feed only the new turn.
@@ -273,6 +307,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "parameters_active_per_token": counts.active_per_token,
             "prompt_tokens": o.prompt_tokens,
             "decode_tokens": o.decode_tokens,
+            "context_tokens": o.context_tokens,
+            "decode_ms_per_token_at_context": (o.context_tokens > o.prompt_tokens)
+                .then(|| long_decode_s * 1e3 / o.decode_tokens as f64),
             "turn_tokens": o.turn_tokens,
             "prefill_tokens_per_sec": prefill_tokens_per_sec,
             "decode_tokens_per_sec": decode_tokens_per_sec,

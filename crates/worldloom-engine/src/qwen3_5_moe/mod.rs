@@ -30,9 +30,10 @@
 //! Precision follows the reference: projections run in the model dtype,
 //! norms, the router softmax, the gated delta rule and its state run in f32.
 //!
-//! State ([`State`]) is immutable per step: each forward builds new cache
-//! tensors instead of writing into old ones, so `State::clone` (which shares
-//! the tensors) is a snapshot that later steps on either copy cannot disturb.
+//! State ([`State`]): the DeltaNet states are rebuilt by each forward; the
+//! KV caches are buffers written in place and copied on the first write
+//! after a clone (copy-on-write), so `State::clone` (which shares the
+//! tensors) is a snapshot that later steps on either copy cannot disturb.
 //!
 //! Where things are: [`Config`] in `config.rs`, the mixers in
 //! `attention.rs` and `deltanet.rs`, the norms in `norm.rs`; the decoder,
@@ -83,8 +84,9 @@ enum LayerState {
 /// The decode state of one sequence: KV caches of the attention layers,
 /// conv and recurrent states of the DeltaNet layers, and the position.
 ///
-/// Cloning is cheap (tensors are shared) and is a snapshot: forwards build
-/// new tensors and never write into shared ones.
+/// Cloning is cheap (tensors are shared) and is a snapshot: forwards never
+/// write into shared tensors (a shared KV buffer is copied before its
+/// first write).
 #[derive(Debug, Clone)]
 pub struct State {
     position: usize,
@@ -108,11 +110,36 @@ impl State {
         self.layers
             .iter()
             .map(|l| match l {
-                LayerState::Attention(Some(c)) => bytes(&c.k) + bytes(&c.v),
+                LayerState::Attention(Some(c)) => c.size_bytes(),
                 LayerState::Attention(None) => 0,
                 LayerState::DeltaNet(s) => bytes(&s.conv) + bytes(&s.recurrent),
             })
             .sum()
+    }
+}
+
+/// What a step must put back into a layer's state if it fails.
+enum SavedLayer {
+    /// The KV cache's length before the step (`None`: no cache yet).
+    Attention(Option<usize>),
+    DeltaNet(DeltaNetState),
+}
+
+impl SavedLayer {
+    fn of(layer: &LayerState) -> Self {
+        match layer {
+            LayerState::Attention(cache) => Self::Attention(cache.as_ref().map(KvCache::len)),
+            LayerState::DeltaNet(s) => Self::DeltaNet(s.clone()),
+        }
+    }
+
+    fn restore(self, layer: &mut LayerState) {
+        match (self, layer) {
+            (Self::Attention(None), LayerState::Attention(cache)) => *cache = None,
+            (Self::Attention(Some(len)), LayerState::Attention(Some(cache))) => cache.truncate(len),
+            (Self::DeltaNet(saved), LayerState::DeltaNet(s)) => *s = saved,
+            _ => {}
+        }
     }
 }
 
@@ -343,14 +370,39 @@ impl Qwen3_5Moe {
         if let Some(bad) = input_ids.iter().find(|&&id| id as usize >= vocab) {
             candle_core::bail!("token id {bad} is outside the vocabulary of {vocab}");
         }
-        // Work on a copy so that a failing step leaves `state` untouched.
-        let mut next = state.clone();
+        // A failing step leaves `state` as it was: the DeltaNet states (cheap
+        // tensor handles) and the KV lengths are saved and put back on error;
+        // KV positions written past the saved length are never read.
+        let saved: Vec<SavedLayer> = state.layers.iter().map(SavedLayer::of).collect();
+        match self.run_layers(input_ids, state, mode) {
+            Ok(out) => {
+                state.position += t;
+                Ok(out)
+            }
+            Err(e) => {
+                for (layer, saved) in state.layers.iter_mut().zip(saved) {
+                    saved.restore(layer);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The decoder layers and the final norm over `input_ids`, updating the
+    /// layer states of `state` (not its position).
+    fn run_layers(
+        &self,
+        input_ids: &[u32],
+        state: &mut State,
+        mode: DeltaNetMode,
+    ) -> candle_core::Result<Tensor> {
+        let t = input_ids.len();
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.embed_tokens.index_select(&ids, 0)?; // [T, H]
         let offset = state.position;
         let (cos, sin) = self.rope_tables(offset, t)?;
         let chunked = t > 1 && mode == DeltaNetMode::Auto;
-        for (layer, layer_state) in self.layers.iter().zip(next.layers.iter_mut()) {
+        for (layer, layer_state) in self.layers.iter().zip(state.layers.iter_mut()) {
             let normed = layer.input_layernorm.forward(&x)?;
             let mixed = match (&layer.mixer, layer_state) {
                 (Mixer::Attention(a), LayerState::Attention(cache)) => {
@@ -363,10 +415,7 @@ impl Qwen3_5Moe {
             let normed = layer.post_attention_layernorm.forward(&x)?;
             x = (x + layer.moe.forward(&normed, self.moe_dispatch)?)?;
         }
-        next.position += t;
-        let out = self.norm.forward(&x)?;
-        *state = next;
-        Ok(out)
+        self.norm.forward(&x)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of **every** position,
