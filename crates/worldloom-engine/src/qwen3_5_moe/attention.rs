@@ -9,6 +9,7 @@ use candle_core::{D, DType, Tensor};
 
 use super::config::Config;
 use super::norm::ZeroCentredRmsNorm;
+use crate::kernels::cpu::try_decode_attention;
 use crate::kernels::linear;
 use crate::weights::{LoadError, Weights};
 
@@ -66,6 +67,11 @@ impl KvCache {
     pub(super) fn size_bytes(&self) -> usize {
         let bytes = |t: &Tensor| t.elem_count() * t.dtype().size_in_bytes();
         bytes(&self.buffers.k) + bytes(&self.buffers.v)
+    }
+
+    /// The K and V buffers [kv_heads, capacity, head_dim].
+    fn buffers(&self) -> (&Tensor, &Tensor) {
+        (&self.buffers.k, &self.buffers.v)
     }
 
     fn capacity(&self) -> usize {
@@ -180,6 +186,17 @@ impl FullAttention {
         let s = k.dim(1)?;
         let groups = nh / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
+        if t == 1 {
+            // Decode on the CPU: read the cache in place, f32 sums.
+            if let Some(c) = cache.as_ref() {
+                let (k_buf, v_buf) = c.buffers();
+                let q1 = q.reshape((nh, hd))?;
+                if let Some(out) = try_decode_attention(&q1, k_buf, v_buf, s, scale as f32)? {
+                    let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
+                    return linear(&gated, &self.o_proj);
+                }
+            }
+        }
         // GQA without repeating K/V: query head h reads KV head h / groups
         // (consecutive groups), so the queries of one KV head are the rows
         // of q [kv_heads, groups·T, hd] (group-major) and one batched matmul
