@@ -13,7 +13,8 @@
 # The GGUFs: a bench-shape BF16 file (llama.cpp's converter layout for arch `qwen35moe`, 4 layers,
 # the widths below), then `llama-quantize FILE-bf16.gguf FILE-q8_0.gguf Q8_0` (or Q4_K_M).
 # Environment: ROUNDS (default 3), THREADS (default 2), WL_DTYPES (our precisions, default
-# "bf16"), WL_BENCH (our bench executable; default: built with `cargo bench --no-run`),
+# "bf16"; an entry PREC=FILE.gguf runs our bench on that GGUF, e.g. "bf16 Q8_0=/tmp/x-q8_0.gguf"),
+# WL_BENCH (our bench executable; default: built with `cargo bench --no-run`),
 # OUT (raw outputs; default a temporary folder), LLAMA_EXTRA (more llama-bench arguments, e.g.
 # "--repack 0" where llama.cpp's AMX path faults: a VM whose CPU reports AMX without granting
 # the tile state; then state it next to the figures).
@@ -82,9 +83,15 @@ for round in $(seq 1 "$ROUNDS"); do
       "$(rss_gib "$base.rss") | $l0 → $(load) |"
   done
   for dtype in $WL_DTYPES; do
+    if [ "${dtype#*=}" != "$dtype" ]; then
+      weights=(--gguf "${dtype#*=}")
+      dtype=${dtype%%=*}
+    else
+      weights=(--dtype "$dtype")
+    fi
     base="$OUT/$round-worldloom-$dtype"
     l0=$(load)
-    RAYON_NUM_THREADS=$THREADS /usr/bin/time -f %M -o "$base.rss" "$WL_BENCH" --dtype "$dtype" \
+    RAYON_NUM_THREADS=$THREADS /usr/bin/time -f %M -o "$base.rss" "$WL_BENCH" "${weights[@]}" \
       --repeats 1 --prompt-tokens 512 --decode-tokens 32 --turn-tokens 1 >"$base.out" 2>"$base.err"
     printf '| %s | worldloom | %s | %.1f | %.2f | %s | %s → %s |\n' "$round" "$dtype" \
       "$(json_field "$base.out" prefill_tokens_per_sec)" \

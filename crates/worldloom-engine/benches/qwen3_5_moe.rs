@@ -9,8 +9,13 @@
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
 //!     [--moe auto|fused|per-expert] [--profile-decode N]
-//!     [--context-tokens N]
+//!     [--context-tokens N] [--gguf FILE]
 //! ```
+//!
+//! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
+//! file llama.cpp's tools make, quantized with `llama-quantize`) instead of
+//! building random ones; the widths and depth come from the file, the
+//! compute dtype is the file's default (`--dtype` is not used).
 //!
 //! `--moe` picks the MoE dispatch (`auto`: the fused CUDA kernels for
 //! bf16/f16 on CUDA, else per expert). `--profile-decode N` (CUDA builds)
@@ -40,7 +45,9 @@ use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
 use worldloom_engine::CausalLm;
-use worldloom_engine::loading::{RandomWeights, device_name, parse_device, parse_dtype};
+use worldloom_engine::loading::{
+    LoadOptions, RandomWeights, device_name, load_model, parse_device, parse_dtype,
+};
 use worldloom_engine::qwen3_5_moe::{Config, MoeDispatch, Qwen3_5Moe};
 
 struct Options {
@@ -56,6 +63,8 @@ struct Options {
     profile_decode: usize,
     /// Tokens in the state when decode is timed (0: the prompt's).
     context_tokens: usize,
+    /// Weights from this GGUF file instead of random ones.
+    gguf: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -70,6 +79,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         moe: None,
         profile_decode: 0,
         context_tokens: 0,
+        gguf: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -92,6 +102,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             }
             "--profile-decode" => o.profile_decode = value()?.parse()?,
             "--context-tokens" => o.context_tokens = value()?.parse()?,
+            "--gguf" => o.gguf = Some(value()?.into()),
             // `cargo bench` passes --bench; ignore flags we do not know.
             _ => {}
         }
@@ -141,19 +152,39 @@ fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = parse_args()?;
-    let config = real_width_config(o.layers)?;
+    let mut o = parse_args()?;
+    let t0 = Instant::now();
+    let mut model = match &o.gguf {
+        Some(path) => {
+            let options = LoadOptions {
+                device: o.device.clone(),
+                ..LoadOptions::default()
+            };
+            let model = load_model(path, &options)?;
+            o.dtype = model.dtype();
+            o.layers = model.config().num_hidden_layers;
+            model
+        }
+        None => Qwen3_5Moe::load(
+            real_width_config(o.layers)?,
+            &RandomWeights::new(7),
+            o.dtype,
+            &o.device,
+        )?,
+    };
+    let config = model.config().clone();
     let counts = config.param_counts();
     eprintln!(
-        "building random model: {} layers, {:.2} G parameters ({:.2} G active per token), {:?} on {}",
+        "model: {} layers, {:.2} G parameters ({:.2} G active per token), {:?} on {}, weights {}",
         o.layers,
         counts.total as f64 / 1e9,
         counts.active_per_token as f64 / 1e9,
         o.dtype,
-        device_name(&o.device)
+        device_name(&o.device),
+        o.gguf
+            .as_ref()
+            .map_or("random".to_string(), |p| p.display().to_string())
     );
-    let t0 = Instant::now();
-    let mut model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(7), o.dtype, &o.device)?;
     if let Some(moe) = o.moe {
         model.set_moe_dispatch(moe)?;
     }
@@ -301,6 +332,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         serde_json::json!({
             "device": device_name(&o.device),
             "dtype": format!("{:?}", o.dtype),
+            "weights": o.gguf.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
             "threads": threads,
             "layers": o.layers,
             "parameters": counts.total,
