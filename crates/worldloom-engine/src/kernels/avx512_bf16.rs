@@ -25,9 +25,10 @@
 //! after [`available`]) and raw-pointer tile loads and stores whose bounds
 //! [`matmul_bt`] asserts once; every block says why it holds.
 #![allow(unsafe_code)]
+// Off x86-64 only `available` (false) is reachable.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code, unused_variables))]
 
 use half::bf16;
-use rayon::prelude::*;
 
 /// Input rows per tile.
 const MR: usize = 4;
@@ -57,12 +58,16 @@ pub fn available() -> bool {
 }
 
 /// A raw output pointer shared by tasks that write disjoint elements.
+#[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 struct OutPtr(*mut bf16);
 // SAFETY: every task writes a disjoint set of output columns.
+#[cfg(target_arch = "x86_64")]
 unsafe impl Send for OutPtr {}
+#[cfg(target_arch = "x86_64")]
 unsafe impl Sync for OutPtr {}
 
+#[cfg(target_arch = "x86_64")]
 impl OutPtr {
     /// The pointer (a method, so closures capture the whole `Sync` wrapper).
     fn get(self) -> *mut bf16 {
@@ -82,23 +87,24 @@ pub fn matmul_bt(x: &[bf16], w: &[bf16], m: usize, k: usize, n: usize, out: &mut
     if m == 0 || n == 0 {
         return;
     }
-    let ptr = OutPtr(out.as_mut_ptr());
-    let tasks = n.div_ceil(COLS_PER_TASK);
-    for i0 in (0..m).step_by(ROW_BLOCK) {
-        let rows = ROW_BLOCK.min(m - i0);
-        (0..tasks).into_par_iter().for_each(|task| {
-            let j0 = task * COLS_PER_TASK;
-            let cols = COLS_PER_TASK.min(n - j0);
-            // SAFETY: the feature check above; the bounds were asserted and
-            // the block [i0..i0+rows] × [j0..j0+cols] lies inside them;
-            // tasks write disjoint columns of `out`.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                imp::block(x, w, k, n, i0, rows, j0, cols, ptr.get())
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = (ptr, cols, j0);
-        });
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("`available` is false off x86-64");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use rayon::prelude::*;
+        let ptr = OutPtr(out.as_mut_ptr());
+        let tasks = n.div_ceil(COLS_PER_TASK);
+        for i0 in (0..m).step_by(ROW_BLOCK) {
+            let rows = ROW_BLOCK.min(m - i0);
+            (0..tasks).into_par_iter().for_each(|task| {
+                let j0 = task * COLS_PER_TASK;
+                let cols = COLS_PER_TASK.min(n - j0);
+                // SAFETY: the feature check above; the bounds were asserted
+                // and the block [i0..i0+rows] × [j0..j0+cols] lies inside
+                // them; tasks write disjoint columns of `out`.
+                unsafe { imp::block(x, w, k, n, i0, rows, j0, cols, ptr.get()) };
+            });
+        }
     }
 }
 
