@@ -9,12 +9,24 @@
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
 //!     [--moe auto|fused|per-expert] [--profile-decode N]
+//!     [--context-tokens N] [--gguf FILE]
 //! ```
+//!
+//! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
+//! file llama.cpp's tools make, quantized with `llama-quantize`) instead of
+//! building random ones; the widths and depth come from the file, the
+//! compute dtype is the file's default (`--dtype` is not used).
 //!
 //! `--moe` picks the MoE dispatch (`auto`: the fused CUDA kernels for
 //! bf16/f16 on CUDA, else per expert). `--profile-decode N` (CUDA builds)
 //! runs N decode steps between `cuProfilerStart` and `cuProfilerStop` after
 //! a warm-up and exits, for `ncu --profile-from-start off`.
+//!
+//! `--context-tokens N` (N > `--prompt-tokens`): after the decode at the
+//! prompt's length, the state is extended (untimed, in chunks of 512
+//! tokens) to N tokens and `--decode-tokens` steps are timed again there;
+//! the JSON line's `decode_ms_per_token_at_context` next to
+//! `decode_ms_per_token` says how a step's cost grows with the context.
 //!
 //! Reports (best of `--repeats`):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
@@ -33,7 +45,9 @@ use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor};
 use worldloom_engine::CausalLm;
-use worldloom_engine::loading::{RandomWeights, device_name, parse_device, parse_dtype};
+use worldloom_engine::loading::{
+    LoadOptions, RandomWeights, device_name, load_model, parse_device, parse_dtype,
+};
 use worldloom_engine::qwen3_5_moe::{Config, MoeDispatch, Qwen3_5Moe};
 
 struct Options {
@@ -47,6 +61,10 @@ struct Options {
     /// `None`: what loading picks.
     moe: Option<MoeDispatch>,
     profile_decode: usize,
+    /// Tokens in the state when decode is timed (0: the prompt's).
+    context_tokens: usize,
+    /// Weights from this GGUF file instead of random ones.
+    gguf: Option<std::path::PathBuf>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -60,6 +78,8 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         repeats: 2,
         moe: None,
         profile_decode: 0,
+        context_tokens: 0,
+        gguf: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -81,6 +101,8 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
                 }
             }
             "--profile-decode" => o.profile_decode = value()?.parse()?,
+            "--context-tokens" => o.context_tokens = value()?.parse()?,
+            "--gguf" => o.gguf = Some(value()?.into()),
             // `cargo bench` passes --bench; ignore flags we do not know.
             _ => {}
         }
@@ -130,19 +152,39 @@ fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let o = parse_args()?;
-    let config = real_width_config(o.layers)?;
+    let mut o = parse_args()?;
+    let t0 = Instant::now();
+    let mut model = match &o.gguf {
+        Some(path) => {
+            let options = LoadOptions {
+                device: o.device.clone(),
+                ..LoadOptions::default()
+            };
+            let model = load_model(path, &options)?;
+            o.dtype = model.dtype();
+            o.layers = model.config().num_hidden_layers;
+            model
+        }
+        None => Qwen3_5Moe::load(
+            real_width_config(o.layers)?,
+            &RandomWeights::new(7),
+            o.dtype,
+            &o.device,
+        )?,
+    };
+    let config = model.config().clone();
     let counts = config.param_counts();
     eprintln!(
-        "building random model: {} layers, {:.2} G parameters ({:.2} G active per token), {:?} on {}",
+        "model: {} layers, {:.2} G parameters ({:.2} G active per token), {:?} on {}, weights {}",
         o.layers,
         counts.total as f64 / 1e9,
         counts.active_per_token as f64 / 1e9,
         o.dtype,
-        device_name(&o.device)
+        device_name(&o.device),
+        o.gguf
+            .as_ref()
+            .map_or("random".to_string(), |p| p.display().to_string())
     );
-    let t0 = Instant::now();
-    let mut model = Qwen3_5Moe::load(config.clone(), &RandomWeights::new(7), o.dtype, &o.device)?;
     if let Some(moe) = o.moe {
         model.set_moe_dispatch(moe)?;
     }
@@ -181,6 +223,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut prefill_s = f64::INFINITY;
     let mut decode_s = f64::INFINITY;
     let mut decode_host_share = f64::NAN;
+    let mut long_decode_s = f64::INFINITY;
     let mut scratch_turn_s = f64::INFINITY;
     let mut snapshot_turn_s = f64::INFINITY;
     let mut clone_us = f64::INFINITY;
@@ -210,6 +253,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if elapsed < decode_s {
             decode_s = elapsed;
             decode_host_share = in_forward_s / elapsed;
+        }
+
+        // Long-context decode: grow the state (untimed) to the context,
+        // then time the same number of decode steps there.
+        if o.context_tokens > state.len() {
+            let mut fed = state.len() as u64;
+            while (fed as usize) < o.context_tokens {
+                let n = 512.min(o.context_tokens - fed as usize) as u64;
+                let chunk: Vec<u32> = (fed..fed + n)
+                    .map(|i| ((i * 2_654_435_761 + 12_345) % vocab) as u32)
+                    .collect();
+                logits = model.forward(&chunk, &mut state)?;
+                fed += n;
+            }
+            synchronize(&o.device)?;
+            let t = Instant::now();
+            for _ in 0..o.decode_tokens {
+                let next = argmax(&logits)?;
+                logits = model.forward(&[next], &mut state)?;
+            }
+            synchronize(&o.device)?;
+            long_decode_s = long_decode_s.min(t.elapsed().as_secs_f64());
         }
 
         // Turn k+1 with snapshot reuse: restore, feed only the new turn.
@@ -267,12 +332,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         serde_json::json!({
             "device": device_name(&o.device),
             "dtype": format!("{:?}", o.dtype),
+            "weights": o.gguf.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
             "threads": threads,
             "layers": o.layers,
             "parameters": counts.total,
             "parameters_active_per_token": counts.active_per_token,
             "prompt_tokens": o.prompt_tokens,
             "decode_tokens": o.decode_tokens,
+            "context_tokens": o.context_tokens,
+            "decode_ms_per_token_at_context": (o.context_tokens > o.prompt_tokens)
+                .then(|| long_decode_s * 1e3 / o.decode_tokens as f64),
             "turn_tokens": o.turn_tokens,
             "prefill_tokens_per_sec": prefill_tokens_per_sec,
             "decode_tokens_per_sec": decode_tokens_per_sec,

@@ -269,13 +269,16 @@ impl Sampler {
     }
 
     fn pick(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {
-        let model_logprobs = log_softmax(logits)?;
+        // Only the chosen token's model log-probability is needed: the
+        // normaliser once, no [vocab] vector (the same value log_softmax
+        // gives for that token).
+        let normaliser = LogNormaliser::of(logits)?;
         let penalised = self.penalised(logits);
         if self.is_greedy() {
             let id = argmax(&penalised)?;
             return Ok(SampledToken {
                 id,
-                logprob: model_logprobs[id as usize],
+                logprob: normaliser.logprob(logits, id),
                 sampling_logprob: 0.0,
             });
         }
@@ -298,7 +301,7 @@ impl Sampler {
         }
         Ok(SampledToken {
             id: chosen.0,
-            logprob: model_logprobs[chosen.0 as usize],
+            logprob: normaliser.logprob(logits, chosen.0),
             sampling_logprob: chosen.1.ln(),
         })
     }
@@ -354,39 +357,63 @@ pub fn argmax(logits: &[f32]) -> Result<u32, SamplingError> {
     }
 }
 
+/// The max and the log of Σ exp(x − max) (in f64) over the finite logits:
+/// what turns a logit into its log-probability.
+#[derive(Debug, Clone, Copy)]
+struct LogNormaliser {
+    max: f32,
+    log_sum: f64,
+}
+
+impl LogNormaliser {
+    fn of(logits: &[f32]) -> Result<Self, SamplingError> {
+        let max = logits
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite())
+            .fold(f32::NEG_INFINITY, f32::max);
+        if !max.is_finite() {
+            return Err(SamplingError::BadLogits(format!(
+                "no finite logit among {}",
+                logits.len()
+            )));
+        }
+        let sum: f64 = logits
+            .iter()
+            .filter(|x| x.is_finite())
+            .map(|&x| f64::from(x - max).exp())
+            .sum();
+        Ok(Self {
+            max,
+            log_sum: sum.ln(),
+        })
+    }
+
+    /// The log-probability of logit `x` (`-inf` when not finite).
+    fn apply(&self, x: f32) -> f32 {
+        if x.is_finite() {
+            (f64::from(x - self.max) - self.log_sum) as f32
+        } else {
+            f32::NEG_INFINITY
+        }
+    }
+
+    /// The log-probability of token `id` of `logits`.
+    fn logprob(&self, logits: &[f32], id: u32) -> f32 {
+        logits
+            .get(id as usize)
+            .map_or(f32::NEG_INFINITY, |&x| self.apply(x))
+    }
+}
+
 /// Natural-log softmax of `logits` (`[vocab]` → `[vocab]`), computed stably
 /// in f64 and returned as f32; non-finite logits get `-inf`.
 ///
 /// # Errors
 /// [`SamplingError::BadLogits`] when there is no finite logit.
 pub fn log_softmax(logits: &[f32]) -> Result<Vec<f32>, SamplingError> {
-    let max = logits
-        .iter()
-        .copied()
-        .filter(|x| x.is_finite())
-        .fold(f32::NEG_INFINITY, f32::max);
-    if !max.is_finite() {
-        return Err(SamplingError::BadLogits(format!(
-            "no finite logit among {}",
-            logits.len()
-        )));
-    }
-    let sum: f64 = logits
-        .iter()
-        .filter(|x| x.is_finite())
-        .map(|&x| f64::from(x - max).exp())
-        .sum();
-    let log_sum = sum.ln();
-    Ok(logits
-        .iter()
-        .map(|&x| {
-            if x.is_finite() {
-                (f64::from(x - max) - log_sum) as f32
-            } else {
-                f32::NEG_INFINITY
-            }
-        })
-        .collect())
+    let normaliser = LogNormaliser::of(logits)?;
+    Ok(logits.iter().map(|&x| normaliser.apply(x)).collect())
 }
 
 /// The distribution a token is drawn from: `(id, probability)` of the
@@ -437,15 +464,24 @@ pub fn filtered_distribution(
             logits.len()
         )));
     }
-    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Most likely first, ties towards the lower id: a total order, so
+    // filtering, then selecting the top k, then sorting only those gives
+    // the same list as sorting everything first.
+    let by_rank = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
     if min_p > 0.0 {
         // p_i / p_max = exp(x_i - x_max) ≥ min_p
-        let floor = order[0].1 + min_p.ln();
+        let best = order
+            .iter()
+            .min_by(|a, b| by_rank(a, b))
+            .map_or(f32::NEG_INFINITY, |&(_, x)| x);
+        let floor = best + min_p.ln();
         order.retain(|&(_, x)| x >= floor);
     }
     if top_k > 0 && top_k < order.len() {
+        order.select_nth_unstable_by(top_k - 1, by_rank);
         order.truncate(top_k);
     }
+    order.sort_by(by_rank);
     let max = order[0].1;
     let weights: Vec<f64> = order
         .iter()
@@ -822,5 +858,72 @@ mod tests {
         assert!((top[1].1 - 0.3f32.ln()).abs() < 1e-5);
         assert_eq!(top_logprobs(&logits, 9).expect("finite").len(), 4);
         assert!(top_logprobs(&logits, 0).expect("finite").is_empty());
+    }
+
+    /// Selecting the top k before sorting gives exactly the list a full
+    /// sort gives (same ids, same order, same probabilities, ties towards
+    /// the lower id), with min-p and top-p on top.
+    #[test]
+    fn partial_selection_equals_a_full_sort() {
+        let mut seed = 0x9e37_79b9_u64;
+        let logits: Vec<f32> = (0..5000)
+            .map(|i| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                if i % 97 == 0 {
+                    f32::NEG_INFINITY
+                } else {
+                    // Coarse values: many exact ties.
+                    (seed % 400) as f32 / 40.0 - 5.0
+                }
+            })
+            .collect();
+        let full_sort = |temperature: f32, min_p: f32, top_k: usize, top_p: f32| {
+            let mut order: Vec<(u32, f32)> = logits
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.is_finite())
+                .map(|(i, &x)| (i as u32, x / temperature))
+                .collect();
+            order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            if min_p > 0.0 {
+                let floor = order[0].1 + min_p.ln();
+                order.retain(|&(_, x)| x >= floor);
+            }
+            if top_k > 0 && top_k < order.len() {
+                order.truncate(top_k);
+            }
+            let max = order[0].1;
+            let weights: Vec<f64> = order
+                .iter()
+                .map(|&(_, x)| f64::from(x - max).exp())
+                .collect();
+            let total: f64 = weights.iter().sum();
+            let mut kept = Vec::new();
+            let mut mass = 0.0f64;
+            for (&(id, _), &w) in order.iter().zip(&weights) {
+                if !kept.is_empty() && mass >= f64::from(top_p) {
+                    break;
+                }
+                kept.push((id, w / total));
+                mass += w / total;
+            }
+            let kept_total: f64 = kept.iter().map(|&(_, p)| p).sum();
+            kept.into_iter()
+                .map(|(id, p)| (id, (p / kept_total) as f32))
+                .collect::<Vec<_>>()
+        };
+        for &(temperature, min_p, top_k, top_p) in &[
+            (1.0, 0.0, 20, 0.95),
+            (0.7, 0.0, 1, 1.0),
+            (1.3, 0.05, 50, 0.9),
+            (1.0, 0.0, 4999, 1.0),
+            (0.6, 0.0, 0, 0.8),
+        ] {
+            let got = filtered_distribution(&logits, temperature, min_p, top_k, top_p)
+                .expect("distribution");
+            assert_eq!(got, full_sort(temperature, min_p, top_k, top_p));
+        }
     }
 }

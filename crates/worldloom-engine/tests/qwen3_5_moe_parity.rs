@@ -307,6 +307,36 @@ fn bf16_stays_within_documented_tolerance() {
     );
 }
 
+/// The bf16 decode path (one token per step: the KV cache read in place by
+/// the CPU decode attention, the single-row kernels) stays within the same
+/// documented bf16 tolerance of the f32 reference as the bf16 prefill.
+#[test]
+fn bf16_token_by_token_decode_stays_within_documented_tolerance() {
+    let r = reference();
+    let model = load("flat_per_expert", Some(DType::BF16));
+    let mut state = model.new_state().expect("state");
+    let rows: Vec<Tensor> = r
+        .prompt_ids
+        .iter()
+        .map(|&id| {
+            model
+                .forward_with(&[id], &mut state, DeltaNetMode::Auto)
+                .expect("decode step")
+        })
+        .collect();
+    let logits = Tensor::stack(&rows, 0).expect("stack");
+    let f32_ref = &r.tensors["logits_full"];
+    let bf16_ref = &r.tensors["logits_full_bf16"];
+    let ours = relative_rms(&logits, f32_ref);
+    let theirs = relative_rms(bf16_ref, f32_ref);
+    eprintln!("bf16 decode relative RMS vs f32 reference: ours {ours}, reference bf16 {theirs}");
+    assert!(ours <= BF16_MAX_RELATIVE_RMS, "relative RMS {ours}");
+    assert!(
+        ours <= 1.5 * theirs,
+        "ours {ours} vs reference bf16 {theirs}"
+    );
+}
+
 /// The fused CUDA MoE kernels against the per-expert dispatch, on the test
 /// device. One DeltaNet layer (so no routing decision downstream of a
 /// rounding difference), random weights, 16 experts top-4 (≈ 40 rows per

@@ -3,9 +3,10 @@
 //! [`linear`] is `x @ wᵀ`, routed to the CPU streaming kernel of [`cpu`]
 //! where it applies and to candle's matmul elsewhere.
 
+pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
 
-use candle_core::{DType, Tensor};
+use candle_core::{CpuStorage, DType, Storage, Tensor};
 
 /// `x @ wᵀ` for `x` [T, in] and `w` [out, in] (a plain or narrowed weight).
 ///
@@ -15,9 +16,13 @@ use candle_core::{DType, Tensor};
 /// once (decode and the small per-expert batches of a prefill); larger bf16
 /// inputs widen only the viewed weight to f32 and use candle's gemm (candle's
 /// own bf16 CPU matmul widens the whole storage behind a view, i.e. all
-/// experts of a layer).
+/// experts of a layer). Where the CPU has AVX512-BF16, bf16 `x` and `w`
+/// of any row count go through [`avx512_bf16`]'s blocked kernel instead.
 pub(crate) fn linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     if x.device().is_cpu() && matches!(w.dtype(), DType::BF16 | DType::F16) {
+        if let Some(y) = try_linear_avx512_bf16(x, w)? {
+            return Ok(y);
+        }
         if let Some(y) = cpu::try_linear(x, w)? {
             return Ok(y);
         }
@@ -29,4 +34,36 @@ pub(crate) fn linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
         }
     }
     x.matmul(&w.t()?)
+}
+
+/// [`avx512_bf16::matmul_bt`] for CPU bf16 `x` [m, k] and a contiguous
+/// bf16 `w` [n, k] (plain or an expert's view); `None` when it does not
+/// apply (other dtypes, a CPU without AVX512-BF16, a strided weight).
+fn try_linear_avx512_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    if x.dtype() != DType::BF16 || w.dtype() != DType::BF16 || !avx512_bf16::available() {
+        return Ok(None);
+    }
+    let (m, k) = x.dims2()?;
+    let (n, k_w) = w.dims2()?;
+    if k != k_w {
+        return Ok(None);
+    }
+    let x = x.contiguous()?;
+    let mut out = vec![half::bf16::ZERO; m * n];
+    {
+        let (w_storage, w_layout) = w.storage_and_layout();
+        let (x_storage, x_layout) = x.storage_and_layout();
+        let (Some((ws, we)), Some((xs, xe))) =
+            (w_layout.contiguous_offsets(), x_layout.contiguous_offsets())
+        else {
+            return Ok(None);
+        };
+        match (&*x_storage, &*w_storage) {
+            (Storage::Cpu(CpuStorage::BF16(xv)), Storage::Cpu(CpuStorage::BF16(wv))) => {
+                avx512_bf16::matmul_bt(&xv[xs..xe], &wv[ws..we], m, k, n, &mut out);
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(Tensor::from_vec(out, (m, n), x.device())?))
 }

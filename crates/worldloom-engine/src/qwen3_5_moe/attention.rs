@@ -3,20 +3,22 @@
 //! `head_dim × partial_rotary_factor` dimensions, GQA, output ×
 //! sigmoid(gate).
 
+use std::sync::Arc;
+
 use candle_core::{D, DType, Tensor};
 
 use super::config::Config;
 use super::norm::ZeroCentredRmsNorm;
-use crate::kernels::linear;
-use crate::weights::{LoadError, Weights};
+use crate::kernels::cpu::try_decode_attention;
+use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Gated full attention (`self_attn`).
 #[derive(Debug, Clone)]
 pub(super) struct FullAttention {
-    q_proj: Tensor,
-    k_proj: Tensor,
-    v_proj: Tensor,
-    o_proj: Tensor,
+    q_proj: LinearWeight,
+    k_proj: LinearWeight,
+    v_proj: LinearWeight,
+    o_proj: LinearWeight,
     q_norm: ZeroCentredRmsNorm,
     k_norm: ZeroCentredRmsNorm,
     num_heads: usize,
@@ -25,11 +27,100 @@ pub(super) struct FullAttention {
     rotary_dim: usize,
 }
 
-/// KV cache of one attention layer: K and V as [kv_heads, T, head_dim].
+/// KV cache of one attention layer: K and V buffers [kv_heads, capacity,
+/// head_dim] of which the first `len` positions are valid.
+///
+/// A step writes its new positions in place (no copy of the cache per
+/// step); the buffers grow by doubling (one copy per growth). Clones share
+/// the buffers, and a write into shared buffers copies them first
+/// (copy-on-write), so a cloned state stays a snapshot. Positions at or
+/// after `len` are never read, so a failed step that wrote there and kept
+/// the old `len` leaves the cache as it was.
 #[derive(Debug, Clone)]
 pub(super) struct KvCache {
-    pub(super) k: Tensor,
-    pub(super) v: Tensor,
+    buffers: Arc<KvBuffers>,
+    len: usize,
+}
+
+#[derive(Debug)]
+struct KvBuffers {
+    k: Tensor,
+    v: Tensor,
+}
+
+/// Capacity granularity of the KV buffers, in positions.
+const KV_BLOCK: usize = 256;
+
+impl KvCache {
+    /// Valid positions.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets the positions from `len` on (restoring a failed step).
+    pub(super) fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Bytes the K and V buffers occupy (their capacity).
+    pub(super) fn size_bytes(&self) -> usize {
+        let bytes = |t: &Tensor| t.elem_count() * t.dtype().size_in_bytes();
+        bytes(&self.buffers.k) + bytes(&self.buffers.v)
+    }
+
+    /// The K and V buffers [kv_heads, capacity, head_dim].
+    fn buffers(&self) -> (&Tensor, &Tensor) {
+        (&self.buffers.k, &self.buffers.v)
+    }
+
+    fn capacity(&self) -> usize {
+        self.buffers.k.dims().get(1).copied().unwrap_or(0)
+    }
+
+    /// Appends `k`, `v` [kv_heads, T, head_dim] to `cache` (creating it)
+    /// and returns views of all valid K and V, [kv_heads, len, head_dim].
+    fn append(
+        cache: &mut Option<Self>,
+        k: &Tensor,
+        v: &Tensor,
+    ) -> candle_core::Result<(Tensor, Tensor)> {
+        let (kvh, t, hd) = k.dims3()?;
+        let len = cache.as_ref().map_or(0, |c| c.len);
+        let needed = len + t;
+        let writable = cache
+            .as_mut()
+            .is_some_and(|c| c.capacity() >= needed && Arc::get_mut(&mut c.buffers).is_some());
+        if !writable {
+            let old_capacity = cache.as_ref().map_or(0, KvCache::capacity);
+            let capacity = needed.max(2 * old_capacity).div_ceil(KV_BLOCK) * KV_BLOCK;
+            let fresh = |old: Option<&Tensor>| -> candle_core::Result<Tensor> {
+                let buf = Tensor::zeros((kvh, capacity, hd), k.dtype(), k.device())?;
+                if let Some(old) = old.filter(|_| len > 0) {
+                    buf.slice_set(&old.narrow(1, 0, len)?.contiguous()?, 1, 0)?;
+                }
+                Ok(buf)
+            };
+            let old = cache.as_ref().map(|c| &c.buffers);
+            let buffers = KvBuffers {
+                k: fresh(old.map(|b| &b.k))?,
+                v: fresh(old.map(|b| &b.v))?,
+            };
+            *cache = Some(KvCache {
+                buffers: Arc::new(buffers),
+                len,
+            });
+        }
+        let Some(c) = cache.as_mut() else {
+            candle_core::bail!("KV cache missing after allocation");
+        };
+        c.buffers.k.slice_set(&k.contiguous()?, 1, len)?;
+        c.buffers.v.slice_set(&v.contiguous()?, 1, len)?;
+        c.len = needed;
+        Ok((
+            c.buffers.k.narrow(1, 0, needed)?,
+            c.buffers.v.narrow(1, 0, needed)?,
+        ))
+    }
 }
 
 impl FullAttention {
@@ -42,10 +133,10 @@ impl FullAttention {
             cfg.head_dim,
         );
         Ok(Self {
-            q_proj: vb.get("q_proj.weight", &[nh * hd * 2, h])?,
-            k_proj: vb.get("k_proj.weight", &[kvh * hd, h])?,
-            v_proj: vb.get("v_proj.weight", &[kvh * hd, h])?,
-            o_proj: vb.get("o_proj.weight", &[h, nh * hd])?,
+            q_proj: vb.get_linear("q_proj.weight", &[nh * hd * 2, h])?,
+            k_proj: vb.get_linear("k_proj.weight", &[kvh * hd, h])?,
+            v_proj: vb.get_linear("v_proj.weight", &[kvh * hd, h])?,
+            o_proj: vb.get_linear("o_proj.weight", &[h, nh * hd])?,
             q_norm: ZeroCentredRmsNorm::load(vb, "q_norm.weight", hd, cfg.rms_norm_eps)?,
             k_norm: ZeroCentredRmsNorm::load(vb, "k_norm.weight", hd, cfg.rms_norm_eps)?,
             num_heads: nh,
@@ -78,39 +169,41 @@ impl FullAttention {
     ) -> candle_core::Result<Tensor> {
         let t = x.dim(0)?;
         let (nh, kvh, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let q_gate = linear(x, &self.q_proj)?.reshape((t, nh, 2 * hd))?;
+        let q_gate = self.q_proj.forward(x)?.reshape((t, nh, 2 * hd))?;
         let q = q_gate.narrow(2, 0, hd)?;
         let gate = q_gate.narrow(2, hd, hd)?.reshape((t, nh * hd))?;
         let q = self.q_norm.forward(&q.contiguous()?)?.transpose(0, 1)?;
-        let k = linear(x, &self.k_proj)?.reshape((t, kvh, hd))?;
+        let k = self.k_proj.forward(x)?.reshape((t, kvh, hd))?;
         let k = self.k_norm.forward(&k)?.transpose(0, 1)?;
-        let v = linear(x, &self.v_proj)?
+        let v = self
+            .v_proj
+            .forward(x)?
             .reshape((t, kvh, hd))?
             .transpose(0, 1)?
             .contiguous()?;
         let q = self.rope(&q, cos, sin)?;
         let k = self.rope(&k, cos, sin)?;
-        let (k, v) = match cache.as_ref() {
-            Some(c) => (Tensor::cat(&[&c.k, &k], 1)?, Tensor::cat(&[&c.v, &v], 1)?),
-            None => (k, v),
-        };
-        *cache = Some(KvCache {
-            k: k.clone(),
-            v: v.clone(),
-        });
+        let (k, v) = KvCache::append(cache, &k, &v)?;
         let s = k.dim(1)?;
         let groups = nh / kvh;
-        // GQA: query head h reads KV head h / groups (consecutive groups).
-        let k = k
-            .unsqueeze(1)?
-            .broadcast_as((kvh, groups, s, hd))?
-            .reshape((nh, s, hd))?;
-        let v = v
-            .unsqueeze(1)?
-            .broadcast_as((kvh, groups, s, hd))?
-            .reshape((nh, s, hd))?;
         let scale = 1.0 / (hd as f64).sqrt();
-        let scores = (q.contiguous()?.matmul(&k.t()?)? * scale)?;
+        if t == 1 {
+            // Decode on the CPU: read the cache in place, f32 sums.
+            if let Some(c) = cache.as_ref() {
+                let (k_buf, v_buf) = c.buffers();
+                let q1 = q.reshape((nh, hd))?;
+                if let Some(out) = try_decode_attention(&q1, k_buf, v_buf, s, scale as f32)? {
+                    let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
+                    return self.o_proj.forward(&gated);
+                }
+            }
+        }
+        // GQA without repeating K/V: query head h reads KV head h / groups
+        // (consecutive groups), so the queries of one KV head are the rows
+        // of q [kv_heads, groups·T, hd] (group-major) and one batched matmul
+        // per KV head reads the cache in place.
+        let q = q.contiguous()?.reshape((kvh, groups * t, hd))?;
+        let scores = (q.matmul(&k.t()?)? * scale)?;
         let scores = if t > 1 {
             // Query i (absolute offset + i) sees keys 0..=offset + i.
             let mask: Vec<f32> = (0..t)
@@ -124,14 +217,74 @@ impl FullAttention {
                     })
                 })
                 .collect();
-            let mask = Tensor::from_vec(mask, (1, t, s), x.device())?;
-            scores.to_dtype(DType::F32)?.broadcast_add(&mask)?
+            let mask = Tensor::from_vec(mask, (1, 1, t, s), x.device())?;
+            scores
+                .to_dtype(DType::F32)?
+                .reshape((kvh, groups, t, s))?
+                .broadcast_add(&mask)?
+                .reshape((kvh, groups * t, s))?
         } else {
             scores.to_dtype(DType::F32)?
         };
         let probs = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(x.dtype())?;
-        let out = probs.matmul(&v)?.transpose(0, 1)?.reshape((t, nh * hd))?;
+        let out = probs
+            .matmul(&v)?
+            .reshape((nh, t, hd))?
+            .transpose(0, 1)?
+            .reshape((t, nh * hd))?;
         let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
-        linear(&gated, &self.o_proj)
+        self.o_proj.forward(&gated)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    fn kv(value: f32, t: usize) -> candle_core::Result<Tensor> {
+        Tensor::full(value, (2, t, 3), &Device::Cpu)
+    }
+
+    fn values(t: &Tensor) -> candle_core::Result<Vec<f32>> {
+        t.narrow(2, 0, 1)?.flatten_all()?.to_vec1()
+    }
+
+    /// Appends write in place while the buffers are unshared, grow past
+    /// their capacity keeping the old positions, and a clone is a snapshot:
+    /// writes on either copy after the clone do not reach the other.
+    #[test]
+    fn kv_cache_appends_in_place_and_clones_are_snapshots() -> candle_core::Result<()> {
+        let mut cache = None;
+        let (k, v) = KvCache::append(&mut cache, &kv(1.0, 2)?, &kv(-1.0, 2)?)?;
+        assert_eq!(k.dims(), &[2, 2, 3]);
+        assert_eq!(values(&v)?, vec![-1.0; 4]);
+        let first = cache.clone().expect("cache");
+        assert_eq!(first.capacity(), KV_BLOCK);
+        // `first` shares the buffers: this write copies them.
+        let (k, _) = KvCache::append(&mut cache, &kv(2.0, 1)?, &kv(-2.0, 1)?)?;
+        assert_eq!(values(&k)?, vec![1.0, 1.0, 2.0, 1.0, 1.0, 2.0]);
+        let mut snapshot = Some(first);
+        let (k, _) = KvCache::append(&mut snapshot, &kv(3.0, 1)?, &kv(-3.0, 1)?)?;
+        assert_eq!(values(&k)?, vec![1.0, 1.0, 3.0, 1.0, 1.0, 3.0]);
+        // Unshared now: in place, then growth past the capacity.
+        let c = cache.as_ref().expect("cache");
+        let before = Arc::as_ptr(&c.buffers);
+        KvCache::append(&mut cache, &kv(4.0, 1)?, &kv(-4.0, 1)?)?;
+        let c = cache.as_ref().expect("cache");
+        assert_eq!(Arc::as_ptr(&c.buffers), before);
+        let (k, v) = KvCache::append(&mut cache, &kv(5.0, KV_BLOCK)?, &kv(-5.0, KV_BLOCK)?)?;
+        let c = cache.as_ref().expect("cache");
+        assert_eq!(c.len(), 4 + KV_BLOCK);
+        assert_eq!(c.capacity(), 2 * KV_BLOCK);
+        let head0: Vec<f32> = values(&k.narrow(0, 0, 1)?)?;
+        assert_eq!(&head0[..5], &[1.0, 1.0, 2.0, 4.0, 5.0]);
+        assert_eq!(values(&v.narrow(1, 0, 4)?)?[..4], [-1.0, -1.0, -2.0, -4.0]);
+        // Truncation forgets the tail; the next append overwrites it.
+        let mut cache = cache;
+        cache.as_mut().expect("cache").truncate(3);
+        let (k, _) = KvCache::append(&mut cache, &kv(6.0, 1)?, &kv(-6.0, 1)?)?;
+        assert_eq!(values(&k.narrow(0, 0, 1)?)?, vec![1.0, 1.0, 2.0, 6.0]);
+        Ok(())
     }
 }

@@ -30,9 +30,10 @@
 //! Precision follows the reference: projections run in the model dtype,
 //! norms, the router softmax, the gated delta rule and its state run in f32.
 //!
-//! State ([`State`]) is immutable per step: each forward builds new cache
-//! tensors instead of writing into old ones, so `State::clone` (which shares
-//! the tensors) is a snapshot that later steps on either copy cannot disturb.
+//! State ([`State`]): the DeltaNet states are rebuilt by each forward; the
+//! KV caches are buffers written in place and copied on the first write
+//! after a clone (copy-on-write), so `State::clone` (which shares the
+//! tensors) is a snapshot that later steps on either copy cannot disturb.
 //!
 //! Where things are: [`Config`] in `config.rs`, the mixers in
 //! `attention.rs` and `deltanet.rs`, the norms in `norm.rs`; the decoder,
@@ -42,14 +43,14 @@
 
 use candle_core::{DType, Device, Tensor};
 
-use crate::kernels::linear;
 use crate::lm::CausalLm;
 use crate::moe::SparseMoe;
-use crate::weights::{LoadError, TensorSource, Weights};
+use crate::weights::{LinearWeight, LoadError, TensorSource, Weights};
 
 mod attention;
 mod config;
 mod deltanet;
+pub mod gguf;
 mod norm;
 
 pub use crate::moe::{MoeDispatch, MoeShape};
@@ -83,8 +84,9 @@ enum LayerState {
 /// The decode state of one sequence: KV caches of the attention layers,
 /// conv and recurrent states of the DeltaNet layers, and the position.
 ///
-/// Cloning is cheap (tensors are shared) and is a snapshot: forwards build
-/// new tensors and never write into shared ones.
+/// Cloning is cheap (tensors are shared) and is a snapshot: forwards never
+/// write into shared tensors (a shared KV buffer is copied before its
+/// first write).
 #[derive(Debug, Clone)]
 pub struct State {
     position: usize,
@@ -108,11 +110,36 @@ impl State {
         self.layers
             .iter()
             .map(|l| match l {
-                LayerState::Attention(Some(c)) => bytes(&c.k) + bytes(&c.v),
+                LayerState::Attention(Some(c)) => c.size_bytes(),
                 LayerState::Attention(None) => 0,
                 LayerState::DeltaNet(s) => bytes(&s.conv) + bytes(&s.recurrent),
             })
             .sum()
+    }
+}
+
+/// What a step must put back into a layer's state if it fails.
+enum SavedLayer {
+    /// The KV cache's length before the step (`None`: no cache yet).
+    Attention(Option<usize>),
+    DeltaNet(DeltaNetState),
+}
+
+impl SavedLayer {
+    fn of(layer: &LayerState) -> Self {
+        match layer {
+            LayerState::Attention(cache) => Self::Attention(cache.as_ref().map(KvCache::len)),
+            LayerState::DeltaNet(s) => Self::DeltaNet(s.clone()),
+        }
+    }
+
+    fn restore(self, layer: &mut LayerState) {
+        match (self, layer) {
+            (Self::Attention(None), LayerState::Attention(cache)) => *cache = None,
+            (Self::Attention(Some(len)), LayerState::Attention(Some(cache))) => cache.truncate(len),
+            (Self::DeltaNet(saved), LayerState::DeltaNet(s)) => *s = saved,
+            _ => {}
+        }
     }
 }
 
@@ -132,10 +159,10 @@ pub enum DeltaNetMode {
 #[derive(Debug, Clone)]
 pub struct Qwen3_5Moe {
     config: Config,
-    embed_tokens: Tensor,
+    embed_tokens: LinearWeight,
     layers: Vec<DecoderLayer>,
     norm: ZeroCentredRmsNorm,
-    lm_head: Tensor,
+    lm_head: LinearWeight,
     /// RoPE inverse frequencies θ^(−2j/rot), f32, [rot/2].
     inv_freq: Vec<f32>,
     dtype: DType,
@@ -191,9 +218,9 @@ impl Qwen3_5Moe {
             vb.pp("model")
         };
         let (h, v) = (config.hidden_size, config.vocab_size);
-        let embed_tokens = text.get("embed_tokens.weight", &[v, h])?;
+        let embed_tokens = text.get_linear("embed_tokens.weight", &[v, h])?;
         let lm_head = if vb.contains("lm_head.weight") || !config.tie_word_embeddings {
-            vb.get("lm_head.weight", &[v, h])?
+            vb.get_linear("lm_head.weight", &[v, h])?
         } else {
             embed_tokens.clone()
         };
@@ -233,7 +260,12 @@ impl Qwen3_5Moe {
         let inv_freq = (0..rot / 2)
             .map(|j| (1.0 / theta.powf((2 * j) as f64 / rot as f64)) as f32)
             .collect();
-        let moe_dispatch = MoeDispatch::best_for(&config, dtype, device);
+        let dense_experts = layers.iter().all(|l| l.moe.experts_are_dense());
+        let moe_dispatch = if dense_experts {
+            MoeDispatch::best_for(&config, dtype, device)
+        } else {
+            MoeDispatch::PerExpert
+        };
         Ok(Self {
             config,
             embed_tokens,
@@ -260,11 +292,12 @@ impl Qwen3_5Moe {
     /// false for this model's config, dtype and device.
     pub fn set_moe_dispatch(&mut self, dispatch: MoeDispatch) -> candle_core::Result<()> {
         if dispatch == MoeDispatch::FusedCuda
-            && !MoeDispatch::fused_applies(&self.config, self.dtype, &self.device)
+            && (!MoeDispatch::fused_applies(&self.config, self.dtype, &self.device)
+                || !self.layers.iter().all(|l| l.moe.experts_are_dense()))
         {
             candle_core::bail!(
-                "the fused CUDA MoE kernels need a `cuda` build, a CUDA device and bf16/f16 \
-                 weights (model: {:?} on {:?})",
+                "the fused CUDA MoE kernels need a `cuda` build, a CUDA device and dense \
+                 bf16/f16 experts (model: {:?} on {:?})",
                 self.dtype,
                 self.device.location()
             );
@@ -343,14 +376,39 @@ impl Qwen3_5Moe {
         if let Some(bad) = input_ids.iter().find(|&&id| id as usize >= vocab) {
             candle_core::bail!("token id {bad} is outside the vocabulary of {vocab}");
         }
-        // Work on a copy so that a failing step leaves `state` untouched.
-        let mut next = state.clone();
+        // A failing step leaves `state` as it was: the DeltaNet states (cheap
+        // tensor handles) and the KV lengths are saved and put back on error;
+        // KV positions written past the saved length are never read.
+        let saved: Vec<SavedLayer> = state.layers.iter().map(SavedLayer::of).collect();
+        match self.run_layers(input_ids, state, mode) {
+            Ok(out) => {
+                state.position += t;
+                Ok(out)
+            }
+            Err(e) => {
+                for (layer, saved) in state.layers.iter_mut().zip(saved) {
+                    saved.restore(layer);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The decoder layers and the final norm over `input_ids`, updating the
+    /// layer states of `state` (not its position).
+    fn run_layers(
+        &self,
+        input_ids: &[u32],
+        state: &mut State,
+        mode: DeltaNetMode,
+    ) -> candle_core::Result<Tensor> {
+        let t = input_ids.len();
         let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = self.embed_tokens.index_select(&ids, 0)?; // [T, H]
+        let mut x = self.embed_tokens.rows(&ids, self.dtype)?; // [T, H]
         let offset = state.position;
         let (cos, sin) = self.rope_tables(offset, t)?;
         let chunked = t > 1 && mode == DeltaNetMode::Auto;
-        for (layer, layer_state) in self.layers.iter().zip(next.layers.iter_mut()) {
+        for (layer, layer_state) in self.layers.iter().zip(state.layers.iter_mut()) {
             let normed = layer.input_layernorm.forward(&x)?;
             let mixed = match (&layer.mixer, layer_state) {
                 (Mixer::Attention(a), LayerState::Attention(cache)) => {
@@ -363,10 +421,7 @@ impl Qwen3_5Moe {
             let normed = layer.post_attention_layernorm.forward(&x)?;
             x = (x + layer.moe.forward(&normed, self.moe_dispatch)?)?;
         }
-        next.position += t;
-        let out = self.norm.forward(&x)?;
-        *state = next;
-        Ok(out)
+        self.norm.forward(&x)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of **every** position,
@@ -380,7 +435,9 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        linear(&self.hidden_states(input_ids, state, mode)?, &self.lm_head)?.to_dtype(DType::F32)
+        self.lm_head
+            .forward(&self.hidden_states(input_ids, state, mode)?)?
+            .to_dtype(DType::F32)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of the last position,
@@ -396,7 +453,8 @@ impl Qwen3_5Moe {
     ) -> candle_core::Result<Tensor> {
         let hidden = self.hidden_states(input_ids, state, mode)?;
         let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
-        linear(&last, &self.lm_head)?
+        self.lm_head
+            .forward(&last)?
             .squeeze(0)?
             .to_dtype(DType::F32)
     }
