@@ -350,6 +350,30 @@ fn loading_one_path_reads_only_its_records() {
         ws.load_trajectory_path(key, NodeId(99)),
         Err(StoreError::NotFound(_))
     ));
+
+    // A state and its parent only: the root (an ancestor) stays empty, so
+    // the records read do not grow with the state's depth.
+    assert_eq!(
+        ws.parent_state(key, NodeId(2)).expect("parent"),
+        Some(NodeId(1))
+    );
+    assert_eq!(ws.parent_state(key, NodeId(0)).expect("root"), None);
+    let two = ws
+        .load_trajectory_states(key, &[NodeId(2), NodeId(1)])
+        .expect("states");
+    assert_eq!(two.live_nodes, full.live_nodes);
+    assert_eq!(two.trajectory.nodes[1], full.trajectory.nodes[1]);
+    assert_eq!(two.trajectory.nodes[2], full.trajectory.nodes[2]);
+    assert_eq!(two.trajectory.edges[..2], full.trajectory.edges[..2]);
+    assert!(full.trajectory.nodes[0].real.is_some());
+    assert!(two.trajectory.nodes[0].real.is_none());
+    assert!(two.trajectory.nodes[3].real.is_none());
+    assert_eq!(two.trajectory.edges[2].action.raw, "");
+    assert_eq!(two.trajectory.turn_of(NodeId(2)).ok(), Some(2));
+    assert!(matches!(
+        ws.load_trajectory_states(key, &[NodeId(2), NodeId(99)]),
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 #[test]

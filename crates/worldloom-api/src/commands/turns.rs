@@ -23,9 +23,13 @@ use crate::views::{self};
 pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
-    // Only the path to the node is needed (its state, the previous one, the
-    // action): large trees are not read whole.
-    let st = ws.load_trajectory_path(key, NodeId(req.node_id))?;
+    // Only the state and the one before it are read (its observations and
+    // predictions, the action into it, the previous real observation for
+    // transition F1): the cost does not grow with the state's depth.
+    let node_id = NodeId(req.node_id);
+    let mut states = vec![node_id];
+    states.extend(ws.parent_state(key, node_id)?);
+    let st = ws.load_trajectory_states(key, &states)?;
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
     let shown = shown(node, req.prediction_id.map(PredictionId))?;

@@ -305,6 +305,49 @@ impl Workspace {
         Ok(loaded)
     }
 
+    /// Reads a live trajectory with the records of only the given states
+    /// (their observations, predictions, choices and the edges into them);
+    /// every other node and edge is present but empty, as in
+    /// [`Workspace::load_trajectory_path`]. `get_turn` reads a state and its
+    /// parent this way, so its cost does not grow with the state's depth
+    /// (`cargo bench -p worldloom-api --bench huge`; `docs/benchmarks.md`).
+    ///
+    /// # Errors
+    /// As [`Workspace::load_trajectory`]; [`StoreError::NotFound`] when one
+    /// of `nodes` does not exist.
+    pub fn load_trajectory_states(
+        &self,
+        key: TrajectoryKey,
+        nodes: &[NodeId],
+    ) -> Result<StoredTrajectory> {
+        let wanted: BTreeSet<u32> = nodes.iter().map(|n| n.0).collect();
+        let loaded = self.load_inner(key, Some(&wanted))?;
+        if let Some(missing) = nodes.iter().find(|n| loaded.trajectory.node(**n).is_none()) {
+            return Err(StoreError::NotFound(format!(
+                "trajectory {} has no node {}",
+                key.0, missing.0
+            )));
+        }
+        Ok(loaded)
+    }
+
+    /// The parent state of `node` (the state its turn was taken from), from
+    /// the tree's shape alone; `None` for the root.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn parent_state(&self, key: TrajectoryKey, node: NodeId) -> Result<Option<NodeId>> {
+        self.conn
+            .query_row(
+                "SELECT from_node FROM edges WHERE trajectory_id = ?1 AND to_node = ?2 LIMIT 1",
+                params![key.0, node.0],
+                |r| r.get::<_, u32>(0),
+            )
+            .optional()
+            .map(|o| o.map(NodeId))
+            .map_err(self.sql_err("reading a parent state"))
+    }
+
     /// Reads a trajectory; with `only`, records are read for those nodes
     /// (and the edges into them) only.
     fn load_inner(
@@ -375,16 +418,23 @@ impl Workspace {
         trajectory.nodes.clear();
 
         let mut live_nodes = BTreeSet::new();
+        let extra_json = match only {
+            None => "n.extra_json".to_string(),
+            Some(_) => format!(
+                "CASE WHEN 1{} THEN n.extra_json END",
+                node_filter("n.node_id")
+            ),
+        };
         let rows = self.query_all(
-            "SELECT n.node_id, n.parent_edge, n.extra_json, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
-             WHERE n.trajectory_id = ?1 ORDER BY n.node_id",
+            &format!("SELECT n.node_id, n.parent_edge, {extra_json}, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
+             WHERE n.trajectory_id = ?1 ORDER BY n.node_id"),
             params![key.0],
             &ctx,
             |r| {
                 Ok((
                     r.get::<_, u32>(0)?,
                     r.get::<_, Option<u32>>(1)?,
-                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(2)?,
                     r.get::<_, String>(3)?,
                 ))
             },
@@ -401,7 +451,7 @@ impl Workspace {
             let mut node = node_template.clone();
             node.id = NodeId(id);
             node.parent_edge = parent_edge.map(EdgeId);
-            if wanted(id) {
+            if let (true, Some(extra)) = (wanted(id), extra) {
                 node.extra = self.parse_json("nodes", &format!("{}/{id}", key.0), &extra)?;
             }
             if state == "applied" {
@@ -411,15 +461,23 @@ impl Workspace {
         }
 
         let mut live_edges = BTreeSet::new();
+        // Edge records of unwanted states are not even read from the file.
+        let edge_json = match only {
+            None => "e.edge_json".to_string(),
+            Some(_) => format!(
+                "CASE WHEN 1{} THEN e.edge_json END",
+                node_filter("e.to_node")
+            ),
+        };
         let rows = self.query_all(
-            "SELECT e.edge_id, e.edge_json, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
-             WHERE e.trajectory_id = ?1 ORDER BY e.edge_id",
+            &format!("SELECT e.edge_id, {edge_json}, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
+             WHERE e.trajectory_id = ?1 ORDER BY e.edge_id"),
             params![key.0],
             &ctx,
             |r| {
                 Ok((
                     r.get::<_, u32>(0)?,
-                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, u32>(3)?,
                     r.get::<_, u32>(4)?,
@@ -427,7 +485,7 @@ impl Workspace {
             },
         )?;
         for (id, json, state, from, to) in rows {
-            let edge: Edge = if wanted(to) {
+            let edge: Edge = if let (true, Some(json)) = (wanted(to), json) {
                 self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
             } else {
                 let mut e = edge_template.clone();
