@@ -21,8 +21,16 @@ pub(crate) struct ReadPath {
     pub sha256: String,
 }
 
-/// Hashes a file, or every file of a folder in name order (path and bytes).
+/// Hashes a file, or every file of a folder in name order (each file's
+/// name, a zero byte, its bytes, a zero byte), reading each file in pieces
+/// rather than whole.
 fn hash_path(path: &Path) -> Result<String, String> {
+    fn feed(h: &mut worldloom_store::Sha256Hex, p: &Path) -> Result<(), String> {
+        let file = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        h.update_reader(file)
+            .map_err(|e| format!("{}: {e}", p.display()))
+    }
+    let mut h = worldloom_store::Sha256Hex::default();
     if path.is_dir() {
         let mut entries: Vec<_> = std::fs::read_dir(path)
             .map_err(|e| format!("{}: {e}", path.display()))?
@@ -31,22 +39,20 @@ fn hash_path(path: &Path) -> Result<String, String> {
             .filter(|p| p.is_file())
             .collect();
         entries.sort();
-        let mut all = Vec::new();
         for p in entries {
-            all.extend_from_slice(
+            h.update(
                 p.file_name()
                     .map(|n| n.as_encoded_bytes())
                     .unwrap_or_default(),
             );
-            all.push(0);
-            all.extend(std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?);
-            all.push(0);
+            h.update(&[0]);
+            feed(&mut h, &p)?;
+            h.update(&[0]);
         }
-        Ok(worldloom_store::sha256_hex(&all))
     } else {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(worldloom_store::sha256_hex(&bytes))
+        feed(&mut h, path)?;
     }
+    Ok(h.finish())
 }
 
 /// Reads every trajectory in a file or folder. Errors are messages naming

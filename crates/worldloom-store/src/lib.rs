@@ -23,6 +23,7 @@ pub use error::{Result, StoreError};
 pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
-    ChangeId, ChangeRecord, ChangeState, EdgeLink, MetricResult, Note, NoteId, StoredTrajectory,
-    TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex,
+    ChangeId, ChangeRecord, ChangeState, EdgeLink, MetricResult, Note, NoteId, Sha256Hex,
+    StoredTrajectory, TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file,
+    sha256_hex,
 };
