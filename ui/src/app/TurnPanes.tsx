@@ -206,7 +206,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
         banner={predictedBanner}
       />
       <div className="side-column">
-        <NodeInspector view={view} />
+        <NodeInspector view={view} backend={backend} turnRef={turnRef} />
         <FidelityPanel
           fidelity={detail?.fidelity}
           reasoning={detail?.reasoning}

@@ -141,6 +141,24 @@ export function useTreeRows(backend: Backend, ref: TreeRef, firstWindow: TreeWin
   }, [stamp, collapsedKey, visibleCount]);
 }
 
+/**
+ * One node of a turn's tree as its row (diff marks included), for views that
+ * show a node of a tree too large to come whole (the node inspector). With
+ * nothing collapsed a node's row is its id, so this reads the page the tree
+ * view reads for it; `null` until loaded, or without a reference.
+ */
+export function useTreeRow(backend: Backend, ref: TreeRef | null, id: number | null): TreeRow | null {
+  const page = id === null ? 0 : Math.floor(id / TREE_PAGE_ROWS);
+  const q = useQuery({
+    queryKey: ref ? keys.treeRows(ref, "", page) : ["get_tree_rows", null],
+    queryFn: () => backend.call("get_tree_rows", { ...ref!, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [], reveal: null }),
+    enabled: ref !== null && id !== null,
+    staleTime: Infinity,
+    gcTime: TURN_CACHE_MS,
+  });
+  return (id !== null && q.data?.rows.find((r) => r.row === id)) || null;
+}
+
 /** `search_tree`: matches of `query` in a turn's tree (none for a blank query). */
 export function useTreeSearch(backend: Backend, ref: TreeRef, query: string) {
   return useQuery({
