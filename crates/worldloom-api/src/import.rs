@@ -7,7 +7,7 @@ use worldloom_core as core;
 use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::scoring::score_trajectory;
+use crate::scoring::score_nodes;
 use crate::types::{
     ChangeKind, ExportFormat, ImportFailure, ImportFilesResponse, ImportedTrajectory,
 };
@@ -185,10 +185,20 @@ pub(crate) fn import_paths(
             }
             match ws.import_trajectory(&t, Some(&read.sha256)) {
                 Ok(key) => {
-                    score_trajectory(&mut ws, key)?;
+                    // The states with something to score; the tree itself
+                    // is dropped first (it can be hundreds of megabytes).
+                    let to_score: Vec<NodeId> = t
+                        .nodes
+                        .iter()
+                        .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
+                        .map(|n| n.id)
+                        .collect();
+                    let name = std::mem::take(&mut t.id);
+                    drop(t);
+                    score_nodes(&mut ws, key, &to_score)?;
                     out.imported.push(ImportedTrajectory {
                         trajectory_id: key.0.to_string(),
-                        name: t.id.clone(),
+                        name,
                         path: path.clone(),
                         added: true,
                     });

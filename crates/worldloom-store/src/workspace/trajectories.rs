@@ -654,10 +654,12 @@ pub(super) fn insert_node(
         params![key, node.id.0, node.parent_edge.map(|e| e.0), Workspace::json(&node.extra), change.0],
     )?;
     if let Some(real) = &node.real {
-        tx.execute(
-            "INSERT INTO observations (trajectory_id, node_id, kind, representation, observation_json, change_id)
+        execute_with_json(
+            tx,
+            "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
              VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
-            params![key, node.id.0, real.representation.as_str(), Workspace::json(real), change.0],
+            params![key, node.id.0, real.representation.as_str(), change.0],
+            Workspace::json(real),
         )?;
     }
     for authored in &node.authored {
@@ -682,9 +684,30 @@ pub(super) fn insert_edge(
     edge: &Edge,
     change: ChangeId,
 ) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO edges (trajectory_id, edge_id, from_node, to_node, edge_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![key, edge.id.0, edge.from.0, edge.to.0, Workspace::json(edge), change.0],
+    execute_with_json(
+        tx,
+        "INSERT INTO edges (trajectory_id, edge_id, from_node, to_node, change_id, edge_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![key, edge.id.0, edge.from.0, edge.to.0, change.0],
+        Workspace::json(edge),
     )?;
     Ok(())
+}
+
+/// Runs `sql` with `params` and then `json` as its last parameter, dropping
+/// this copy of `json` as soon as SQLite has bound its own: a record of a
+/// large observation is then held twice at most (SQLite's bound value and
+/// the row it builds), not three times.
+fn execute_with_json(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    json: String,
+) -> rusqlite::Result<usize> {
+    let mut stmt = tx.prepare_cached(sql)?;
+    for (i, p) in params.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, p)?;
+    }
+    stmt.raw_bind_parameter(params.len() + 1, &json)?;
+    drop(json);
+    stmt.raw_execute()
 }
