@@ -279,19 +279,31 @@ pub(crate) fn window(
     })
 }
 
-/// The text a tree search looks at: role, name, value, key and every
-/// attribute as `name=value`, lower-cased.
-fn search_text(node: &obs::tree::UiNode) -> String {
-    let mut parts = vec![
-        node.role.clone(),
-        node.name.clone(),
-        node.value.clone().unwrap_or_default(),
-        node.key.clone().unwrap_or_default(),
-    ];
-    for a in &node.attributes {
-        parts.push(format!("{}={}", a.name, a.value));
+/// Writes the text a tree search looks at into `out` (cleared first): role,
+/// name, value, key and every attribute as `name=value`, lower-cased. One
+/// buffer serves every node, so a search allocates nothing per node.
+fn search_text(node: &obs::tree::UiNode, out: &mut String) {
+    out.clear();
+    for part in [
+        node.role.as_str(),
+        node.name.as_str(),
+        node.value.as_deref().unwrap_or(""),
+        node.key.as_deref().unwrap_or(""),
+    ] {
+        out.push_str(part);
+        out.push(' ');
     }
-    parts.join(" ").to_lowercase()
+    for a in &node.attributes {
+        out.push_str(&a.name);
+        out.push('=');
+        out.push_str(&a.value);
+        out.push(' ');
+    }
+    if out.is_ascii() {
+        out.make_ascii_lowercase();
+    } else {
+        *out = out.to_lowercase();
+    }
 }
 
 /// Nodes whose search text contains every whitespace-separated word of
@@ -305,8 +317,9 @@ pub(crate) fn search(tree: &UiTree, query: &str, limit: u32) -> SearchTreeRespon
     if words.is_empty() {
         return SearchTreeResponse { total, matches };
     }
+    let mut text = String::new();
     for node in &tree.nodes {
-        let text = search_text(node);
+        search_text(node, &mut text);
         if words.iter().all(|w| text.contains(w.as_str())) {
             total += 1;
             if matches.len() < limit {
