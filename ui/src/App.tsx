@@ -227,6 +227,7 @@ function Studio({ backend }: AppProps) {
                 onEngine={() => setDialog("engine")}
                 onChoose={(id) => void edits.chooseShown(id)}
                 settings={{ tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen }}
+                backend={backend}
               />
             )}
             <StatusBar kind={backend.kind} live={live} error={error} />

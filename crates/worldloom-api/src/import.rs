@@ -7,7 +7,7 @@ use worldloom_core as core;
 use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::scoring::score_trajectory;
+use crate::scoring::score_nodes;
 use crate::types::{
     ChangeKind, ExportFormat, ImportFailure, ImportFilesResponse, ImportedRun, ImportedTrajectory,
 };
@@ -21,8 +21,16 @@ pub(crate) struct ReadPath {
     pub sha256: String,
 }
 
-/// Hashes a file, or every file of a folder in name order (path and bytes).
+/// Hashes a file, or every file of a folder in name order (each file's
+/// name, a zero byte, its bytes, a zero byte), reading each file in pieces
+/// rather than whole.
 fn hash_path(path: &Path) -> Result<String, String> {
+    fn feed(h: &mut worldloom_store::Sha256Hex, p: &Path) -> Result<(), String> {
+        let file = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        h.update_reader(file)
+            .map_err(|e| format!("{}: {e}", p.display()))
+    }
+    let mut h = worldloom_store::Sha256Hex::default();
     if path.is_dir() {
         let mut entries: Vec<_> = std::fs::read_dir(path)
             .map_err(|e| format!("{}: {e}", path.display()))?
@@ -31,22 +39,20 @@ fn hash_path(path: &Path) -> Result<String, String> {
             .filter(|p| p.is_file())
             .collect();
         entries.sort();
-        let mut all = Vec::new();
         for p in entries {
-            all.extend_from_slice(
+            h.update(
                 p.file_name()
                     .map(|n| n.as_encoded_bytes())
                     .unwrap_or_default(),
             );
-            all.push(0);
-            all.extend(std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?);
-            all.push(0);
+            h.update(&[0]);
+            feed(&mut h, &p)?;
+            h.update(&[0]);
         }
-        Ok(worldloom_store::sha256_hex(&all))
     } else {
-        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(worldloom_store::sha256_hex(&bytes))
+        feed(&mut h, path)?;
     }
+    Ok(h.finish())
 }
 
 /// Reads every trajectory in a file or folder. Errors are messages naming
@@ -188,10 +194,20 @@ pub(crate) fn import_paths(
             }
             match ws.import_trajectory(&t, Some(&read.sha256)) {
                 Ok(key) => {
-                    score_trajectory(&mut ws, key)?;
+                    // The states with something to score; the tree itself
+                    // is dropped first (it can be hundreds of megabytes).
+                    let to_score: Vec<NodeId> = t
+                        .nodes
+                        .iter()
+                        .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
+                        .map(|n| n.id)
+                        .collect();
+                    let name = std::mem::take(&mut t.id);
+                    drop(t);
+                    score_nodes(&mut ws, key, &to_score)?;
                     out.imported.push(ImportedTrajectory {
                         trajectory_id: key.0.to_string(),
-                        name: t.id.clone(),
+                        name,
                         path: path.clone(),
                         added: true,
                     });
@@ -318,9 +334,20 @@ fn import_run(
         Err(worldloom_store::StoreError::Invalid(message)) => return Ok(Err(message)),
         Err(e) => return Err(e.into()),
     };
-    for ((key, added), (t, _)) in imported.trajectories.iter().zip(&items) {
+    for ((key, added), (t, rows)) in imported.trajectories.iter().zip(&items) {
         if *added {
-            score_trajectory(&mut ws, *key)?;
+            // The states with something to score: the rows' predictions and
+            // whatever the file carried besides.
+            let mut to_score: Vec<NodeId> = t
+                .nodes
+                .iter()
+                .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
+                .map(|n| n.id)
+                .chain(rows.iter().map(|r| r.node))
+                .collect();
+            to_score.sort_unstable();
+            to_score.dedup();
+            score_nodes(&mut ws, *key, &to_score)?;
         }
         out.imported.push(ImportedTrajectory {
             trajectory_id: key.0.to_string(),

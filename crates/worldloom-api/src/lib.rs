@@ -25,6 +25,7 @@ pub mod keys;
 pub mod launch;
 mod scoring;
 pub mod stepping;
+mod tree_rows;
 pub mod types;
 mod views;
 
@@ -58,6 +59,9 @@ struct Inner {
     jobs: Mutex<BTreeMap<String, Arc<stepping::Job>>>,
     next_job: AtomicU64,
     keys: Mutex<Arc<dyn keys::KeyStore>>,
+    /// The parsed trees of the turn shown last (`get_turn`), for
+    /// `get_tree_rows` and `search_tree`.
+    trees: tree_rows::TreeCache,
 }
 
 impl std::fmt::Debug for Studio {
@@ -88,6 +92,7 @@ impl Studio {
                 jobs: Mutex::new(BTreeMap::new()),
                 next_job: AtomicU64::new(1),
                 keys: Mutex::new(Arc::new(keys::OsKeyStore)),
+                trees: Mutex::new(None),
             }),
         }
     }
@@ -135,6 +140,22 @@ impl Studio {
             for s in sinks.iter() {
                 s(&event);
             }
+        }
+    }
+
+    /// The cached trees of a turn, when they were read at `key`'s revision.
+    pub(crate) fn cached_trees(
+        &self,
+        key: tree_rows::TurnKey,
+    ) -> Option<Arc<tree_rows::TurnTrees>> {
+        let cache = self.inner.trees.lock().ok()?;
+        cache.as_ref().filter(|t| t.key == key).cloned()
+    }
+
+    /// Keeps `trees` as the turn shown last (dropping the previous one).
+    pub(crate) fn cache_trees(&self, trees: Arc<tree_rows::TurnTrees>) {
+        if let Ok(mut cache) = self.inner.trees.lock() {
+            *cache = Some(trees);
         }
     }
 
@@ -200,6 +221,10 @@ command_table! {
     get_branch(GetBranchRequest) -> GetBranchResponse;
     /// One turn side by side: real and predicted text, parsed trees, diff statuses, line diff, metrics and anchors.
     get_turn(GetTurnRequest) -> TurnDetail;
+    /// A window of a turn's tree rows (one side of one view): nodes with their diff marks, under a collapsed set.
+    get_tree_rows(GetTreeRowsRequest) -> TreeWindow;
+    /// Searches one side of a turn's tree: matching node ids in document order and their count.
+    search_tree(SearchTreeRequest) -> SearchTreeResponse;
     /// The predictions of a node and which one is chosen.
     list_predictions(ListPredictionsRequest) -> ListPredictionsResponse;
     /// Chooses the prediction a node shows (undoable).

@@ -157,11 +157,29 @@ pub(crate) fn store_score(
     Ok(())
 }
 
-/// Scores every node's shown prediction that has no stored score yet.
-pub(crate) fn score_trajectory(ws: &mut Workspace, key: TrajectoryKey) -> Result<(), ApiError> {
-    let st = ws.load_trajectory(key)?;
-    for node in &st.trajectory.nodes {
-        if st.live_nodes.contains(&node.id) {
+/// Scores the shown prediction of each of `nodes` that has no stored score
+/// yet. Only those states and their parents are read (a state without a
+/// prediction or authored observation has nothing to score, so an imported
+/// file of real observations alone reads nothing back).
+pub(crate) fn score_nodes(
+    ws: &mut Workspace,
+    key: TrajectoryKey,
+    nodes: &[NodeId],
+) -> Result<(), ApiError> {
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let mut states: Vec<NodeId> = nodes.to_vec();
+    for n in nodes {
+        states.extend(ws.parent_state(key, *n)?);
+    }
+    states.sort();
+    states.dedup();
+    let st = ws.load_trajectory_states(key, &states)?;
+    for id in nodes {
+        if let Some(node) = st.trajectory.node(*id)
+            && st.live_nodes.contains(id)
+        {
             node_score(ws, &st, node)?;
         }
     }

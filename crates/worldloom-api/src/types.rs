@@ -80,10 +80,25 @@ pub struct TreeDiff {
 /// One side (real or predicted) of a compared representation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SideDocument {
-    /// The exact text of this view.
+    /// The exact text of this view, or its first
+    /// [`crate::commands::TEXT_MAX_BYTES`] bytes (cut at a character
+    /// boundary) when `text_bytes` is set.
     pub text: String,
-    /// The parsed tree, for tree representations that parsed.
+    /// The whole text's length in bytes when `text` holds a cut prefix of
+    /// it; `null` when `text` is whole.
+    #[serde(default)]
+    #[ts(type = "number | null")]
+    pub text_bytes: Option<u64>,
+    /// The parsed tree, for tree representations that parsed, when it has at
+    /// most [`crate::commands::WHOLE_TREE_MAX_NODES`] nodes (views that need
+    /// every node: wireframe, render, source spans, the node inspector).
+    /// Larger trees travel only as `rows`.
     pub tree: Option<UiTree>,
+    /// The first window of the tree's visible rows (nothing collapsed), with
+    /// the node count; further windows come from `get_tree_rows`. Present
+    /// whenever `tree` parsed, large or small: the tree panes read their rows
+    /// only through windows.
+    pub rows: Option<TreeWindow>,
     /// Why the text did not parse, if it did not.
     pub parse_error: Option<String>,
     /// Repairs and oddities met while parsing (replaced bytes, text after the
@@ -126,6 +141,137 @@ pub struct ComparedView {
     pub diff: Option<TreeDiff>,
     /// Present when both sides exist.
     pub line_diff: Option<LineDiff>,
+}
+
+/// Which side of a compared view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum PaneSide {
+    /// The real (recorded) observation.
+    Real,
+    /// The predicted or authored observation.
+    Predicted,
+}
+
+/// How many nodes of one side have each diff status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct StatusCounts {
+    /// Aligned and equal.
+    pub unchanged: u32,
+    /// Aligned, fields differ.
+    pub changed: u32,
+    /// Aligned by key at another place.
+    pub moved: u32,
+    /// Predicted only.
+    pub added: u32,
+    /// Real only.
+    pub removed: u32,
+}
+
+/// One visible row of a tree window: the node (its `children` list left
+/// empty; `child_count` says how many it has) with its diff marks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TreeRow {
+    /// 0-based index among the visible rows.
+    pub row: u32,
+    /// The node; `node.id` is its index in the whole tree, `node.children`
+    /// is empty.
+    pub node: UiNode,
+    /// How many children the node has.
+    pub child_count: u32,
+    /// Index one past the node's last descendant (pre-order), so that the
+    /// subtree is `node.id .. subtree_end`.
+    pub subtree_end: u32,
+    /// Its diff status, when the view has a diff.
+    pub status: Option<DiffStatus>,
+    /// The aligned node on the other side, when aligned.
+    pub counterpart: Option<u32>,
+    /// Field changes against the counterpart (empty when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<FieldChange>,
+}
+
+/// A window of a tree's visible rows (pre-order, skipping the descendants
+/// of collapsed nodes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TreeWindow {
+    /// Nodes in the whole tree.
+    pub node_count: u32,
+    /// Visible rows with the collapsed set applied.
+    pub visible_count: u32,
+    /// Index of the first row in `rows`.
+    pub offset: u32,
+    /// The rows `offset .. offset + rows.len()`.
+    pub rows: Vec<TreeRow>,
+    /// The collapsed nodes in effect (the request's, less the ancestors of a
+    /// revealed node), ascending.
+    pub collapsed: Vec<u32>,
+    /// The row of the revealed node, when one was asked for.
+    pub revealed_row: Option<u32>,
+    /// Diff status counts over the whole side, when the view has a diff.
+    pub status_counts: Option<StatusCounts>,
+}
+
+/// `get_tree_rows` request: a window of one side's tree of a turn as
+/// `get_turn` showed it (same trajectory and node; `prediction_id` is the
+/// reply's `TurnDetail.prediction_id`, the prediction shown).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetTreeRowsRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node (state).
+    pub node_id: u32,
+    /// The prediction shown (`TurnDetail.prediction_id`; `null` when an
+    /// authored observation or nothing is shown).
+    #[serde(default)]
+    pub prediction_id: Option<u32>,
+    /// Index into `TurnDetail.views`.
+    pub view_index: u32,
+    /// Which side.
+    pub side: PaneSide,
+    /// First visible row wanted.
+    pub offset: u32,
+    /// Rows wanted (at most [`crate::commands::TREE_WINDOW_MAX_ROWS`]).
+    pub limit: u32,
+    /// Collapsed node ids (their descendants are hidden).
+    #[serde(default)]
+    pub collapsed: Vec<u32>,
+    /// A node to reveal: its collapsed ancestors are expanded and its row
+    /// returned in `revealed_row`.
+    #[serde(default)]
+    pub reveal: Option<u32>,
+}
+
+/// `search_tree` request: nodes of one side's tree whose role, name, value,
+/// key and attributes (`name=value`) contain every whitespace-separated word
+/// of `query`, case-insensitively.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SearchTreeRequest {
+    /// Workspace id.
+    pub trajectory_id: String,
+    /// The node (state).
+    pub node_id: u32,
+    /// The prediction shown (`TurnDetail.prediction_id`; `null` when an
+    /// authored observation or nothing is shown).
+    #[serde(default)]
+    pub prediction_id: Option<u32>,
+    /// Index into `TurnDetail.views`.
+    pub view_index: u32,
+    /// Which side.
+    pub side: PaneSide,
+    /// The words to find.
+    pub query: String,
+    /// Most matches returned (at most [`crate::commands::SEARCH_MAX_MATCHES`]).
+    pub limit: u32,
+}
+
+/// `search_tree` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SearchTreeResponse {
+    /// Every match in the tree.
+    pub total: u32,
+    /// The first `limit` matching node ids, in document order.
+    pub matches: Vec<u32>,
 }
 
 /// One fidelity metric (`docs/metrics.md`), with its description from the

@@ -1070,3 +1070,297 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
         .expect_err("bad id");
     assert_eq!(err.code, ErrorCode::BadRequest);
 }
+
+fn rows_request(
+    id: &str,
+    node: u32,
+    prediction: Option<u32>,
+    side: PaneSide,
+) -> GetTreeRowsRequest {
+    GetTreeRowsRequest {
+        trajectory_id: id.into(),
+        node_id: node,
+        prediction_id: prediction,
+        view_index: 0,
+        side,
+        offset: 0,
+        limit: 10_000,
+        collapsed: Vec::new(),
+        reveal: None,
+    }
+}
+
+#[test]
+fn tree_windows_match_the_turn_and_carry_diff_marks_search_and_reveal() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[WEB]);
+    let id = id_of(&resp, WEB);
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    let view = &turn.views[0];
+    let diff = view.diff.as_ref().expect("diff");
+    for (side, doc, statuses) in [
+        (
+            PaneSide::Real,
+            view.real.as_ref().expect("real"),
+            &diff.real,
+        ),
+        (
+            PaneSide::Predicted,
+            view.predicted.as_ref().expect("pred"),
+            &diff.predicted,
+        ),
+    ] {
+        let tree = doc.tree.as_ref().expect("small trees come whole");
+        let first = doc.rows.as_ref().expect("first window");
+        assert_eq!(first.node_count as usize, tree.nodes.len());
+        assert_eq!(first.visible_count as usize, tree.nodes.len());
+        let w = commands::get_tree_rows(&studio, rows_request(&id, 2, turn.prediction_id, side))
+            .expect("rows");
+        assert_eq!(w.node_count as usize, tree.nodes.len());
+        assert_eq!(w.rows.len(), tree.nodes.len());
+        assert_eq!(&w.rows[..first.rows.len()], &first.rows[..]);
+        // Each row is its node (less the child list) with the diff's marks.
+        for r in &w.rows {
+            let node = &tree.nodes[r.node.id.index()];
+            assert_eq!(r.node.name, node.name);
+            assert_eq!(r.child_count as usize, node.children.len());
+            assert_eq!(r.status, Some(statuses[r.node.id.index()]));
+        }
+        let counts = w.status_counts.expect("counts");
+        let count = |s: DiffStatus| statuses.iter().filter(|x| **x == s).count() as u32;
+        assert_eq!(counts.changed, count(DiffStatus::Changed));
+        assert_eq!(counts.added, count(DiffStatus::Added));
+        assert_eq!(counts.removed, count(DiffStatus::Removed));
+    }
+    // Marks agree with the pairs, and changes ride on both sides.
+    let real = commands::get_tree_rows(
+        &studio,
+        rows_request(&id, 2, turn.prediction_id, PaneSide::Real),
+    )
+    .expect("rows");
+    let pred = commands::get_tree_rows(
+        &studio,
+        rows_request(&id, 2, turn.prediction_id, PaneSide::Predicted),
+    )
+    .expect("rows");
+    for (r, p) in &diff.pairs {
+        assert_eq!(real.rows[*r as usize].counterpart, Some(*p));
+        assert_eq!(pred.rows[*p as usize].counterpart, Some(*r));
+        assert_eq!(
+            real.rows[*r as usize].changes,
+            diff.real_changes[*r as usize]
+        );
+        assert_eq!(
+            pred.rows[*p as usize].changes,
+            diff.real_changes[*r as usize]
+        );
+    }
+
+    // Search runs on the server: every word, any case, over role, name,
+    // value, key and attributes.
+    let predicted = view
+        .predicted
+        .as_ref()
+        .and_then(|d| d.tree.as_ref())
+        .expect("tree");
+    let text_of = |n: &UiNode| {
+        let mut parts = vec![
+            n.role.clone(),
+            n.name.clone(),
+            n.value.clone().unwrap_or_default(),
+            n.key.clone().unwrap_or_default(),
+        ];
+        parts.extend(
+            n.attributes
+                .iter()
+                .map(|a| format!("{}={}", a.name, a.value)),
+        );
+        parts.join(" ").to_lowercase()
+    };
+    let target = predicted
+        .nodes
+        .iter()
+        .rev()
+        .find(|n| n.name.split_whitespace().count() >= 2)
+        .expect("a named node");
+    let words: Vec<String> = target
+        .name
+        .split_whitespace()
+        .take(2)
+        .map(str::to_uppercase)
+        .collect();
+    let query = words.join("  ");
+    let expected: Vec<u32> = predicted
+        .nodes
+        .iter()
+        .filter(|n| {
+            let t = text_of(n);
+            words.iter().all(|w| t.contains(&w.to_lowercase()))
+        })
+        .map(|n| n.id.0)
+        .collect();
+    let found = commands::search_tree(
+        &studio,
+        SearchTreeRequest {
+            trajectory_id: id.clone(),
+            node_id: 2,
+            prediction_id: turn.prediction_id,
+            view_index: 0,
+            side: PaneSide::Predicted,
+            query,
+            limit: 100,
+        },
+    )
+    .expect("search");
+    assert!(found.matches.contains(&target.id.0));
+    assert_eq!(found.matches, expected);
+    assert_eq!(found.total as usize, expected.len());
+
+    // Collapsing the root leaves one row; revealing a match expands it again.
+    let mut req = rows_request(&id, 2, turn.prediction_id, PaneSide::Predicted);
+    req.collapsed = vec![0];
+    let one = commands::get_tree_rows(&studio, req.clone()).expect("rows");
+    assert_eq!(one.visible_count, 1);
+    assert_eq!(one.collapsed, vec![0]);
+    req.reveal = Some(target.id.0);
+    let revealed = commands::get_tree_rows(&studio, req.clone()).expect("rows");
+    assert!(revealed.collapsed.is_empty());
+    assert_eq!(revealed.revealed_row, Some(target.id.0));
+
+    // Through the dispatcher too, and after a change (a new revision) the
+    // trees are read again rather than served stale.
+    let v = dispatch(
+        &studio,
+        "get_tree_rows",
+        json!({"trajectory_id": id, "node_id": 2, "prediction_id": turn.prediction_id,
+               "view_index": 0, "side": "real", "offset": 3, "limit": 2}),
+    )
+    .expect("dispatch");
+    assert_eq!(v["offset"], 3);
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["rows"][0]["row"], 3);
+    commands::add_note(
+        &studio,
+        AddNoteRequest {
+            trajectory_id: id.clone(),
+            node_id: Some(2),
+            text: "look".into(),
+        },
+    )
+    .expect("note");
+    let again = commands::get_tree_rows(
+        &studio,
+        rows_request(&id, 2, turn.prediction_id, PaneSide::Real),
+    )
+    .expect("rows");
+    assert_eq!(again, real);
+    // Bad references are errors, not panics.
+    let mut bad = rows_request(&id, 2, turn.prediction_id, PaneSide::Real);
+    bad.view_index = 9;
+    assert_eq!(
+        commands::get_tree_rows(&studio, bad).unwrap_err().code,
+        ErrorCode::NotFound
+    );
+    let mut bad = rows_request(&id, 2, turn.prediction_id, PaneSide::Real);
+    bad.reveal = Some(1_000_000);
+    assert_eq!(
+        commands::get_tree_rows(&studio, bad).unwrap_err().code,
+        ErrorCode::BadRequest
+    );
+    assert_eq!(
+        commands::get_tree_rows(&studio, rows_request(&id, 99, None, PaneSide::Real))
+            .unwrap_err()
+            .code,
+        ErrorCode::NotFound
+    );
+}
+
+#[test]
+fn a_tree_past_the_whole_tree_cap_travels_only_in_windows() {
+    let (dir, studio) = studio();
+    // An Android dump of WHOLE_TREE_MAX_NODES + 1 nodes (root + children).
+    let n = commands::WHOLE_TREE_MAX_NODES;
+    let mut xml = String::from(
+        "<hierarchy rotation=\"0\"><node class=\"android.widget.FrameLayout\" bounds=\"[0,0][1080,2400]\">",
+    );
+    for i in 0..n - 1 {
+        xml.push_str(&format!(
+            "<node class=\"android.widget.TextView\" text=\"Item x{i}x\" bounds=\"[0,{i}][1080,{}]\"/>",
+            i + 1
+        ));
+    }
+    xml.push_str("</node></hierarchy>");
+    let native = json!({
+        "format": "worldloom-trajectory",
+        "version": 1,
+        "trajectories": [{
+            "id": "big", "domain": "android", "source": {"format": "manual"},
+            "nodes": [{"id": 0, "real": {"representation": "android-xml", "text": xml}}],
+            "edges": []
+        }]
+    });
+    let path = dir.path().join("big.json");
+    std::fs::write(&path, native.to_string()).expect("write");
+    let resp = commands::import_files(
+        &studio,
+        ImportFilesRequest {
+            paths: vec![path.display().to_string()],
+        },
+    )
+    .expect("import");
+    let id = resp.imported[0].trajectory_id.clone();
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id.clone(),
+            node_id: 0,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    let doc = turn.views[0].real.as_ref().expect("real");
+    assert!(doc.tree.is_none());
+    assert_eq!(doc.text_bytes, None);
+    let first = doc.rows.as_ref().expect("rows");
+    assert_eq!(first.node_count as usize, n + 1);
+    assert_eq!(first.rows.len() as u32, commands::FIRST_WINDOW_ROWS);
+    assert_eq!(first.status_counts, None);
+    let mut req = rows_request(&id, 0, None, PaneSide::Real);
+    req.offset = n as u32 - 5;
+    req.limit = 100;
+    let tail = commands::get_tree_rows(&studio, req).expect("rows");
+    assert_eq!(tail.rows.len(), 6);
+    assert_eq!(
+        tail.rows.last().map(|r| r.node.name.as_str()),
+        Some(format!("Item x{}x", n - 2).as_str())
+    );
+    // A window never exceeds its cap.
+    let mut req = rows_request(&id, 0, None, PaneSide::Real);
+    req.limit = u32::MAX;
+    let capped = commands::get_tree_rows(&studio, req).expect("rows");
+    assert_eq!(capped.rows.len() as u32, commands::TREE_WINDOW_MAX_ROWS);
+    let found = commands::search_tree(
+        &studio,
+        SearchTreeRequest {
+            trajectory_id: id,
+            node_id: 0,
+            prediction_id: None,
+            view_index: 0,
+            side: PaneSide::Real,
+            query: "ITEM x1999".into(),
+            limit: 5,
+        },
+    )
+    .expect("search");
+    // "Item x1999x" and "Item x19990x".."Item x19998x", the first five listed.
+    assert_eq!(found.total, 10);
+    assert_eq!(found.matches, vec![2001, 19992, 19993, 19994, 19995]);
+}

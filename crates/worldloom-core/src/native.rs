@@ -120,9 +120,17 @@ impl TrajectoryFile {
     /// # Errors
     /// [`CoreError::Io`].
     pub fn write(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, self.to_json_string()).map_err(|source| CoreError::Io {
+        use std::io::Write;
+        // Written as it is serialised (the same bytes as
+        // [`TrajectoryFile::to_json_string`]), never held whole in memory.
+        let io = |source| CoreError::Io {
             path: path.to_path_buf(),
             source,
-        })
+        };
+        let file = std::fs::File::create(path).map_err(io)?;
+        let mut out = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut out, self).map_err(|e| io(std::io::Error::other(e)))?;
+        out.write_all(b"\n").map_err(io)?;
+        out.flush().map_err(io)
     }
 }

@@ -114,7 +114,14 @@ pub fn read_text(path: &Path) -> Result<DecodedText> {
         path: path.to_path_buf(),
         source,
     })?;
-    Ok(decode_utf8_lossy(path, &bytes))
+    // Valid UTF-8 keeps the bytes' buffer (no second copy of a large file).
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(DecodedText {
+            text,
+            warning: None,
+        }),
+        Err(e) => Ok(decode_utf8_lossy(path, e.as_bytes())),
+    }
 }
 
 /// Reads `path` as text, pushing the decoding warning (if any) onto `warnings`.

@@ -25,6 +25,7 @@ pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
     ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult, NewRun, Note,
-    NoteId, RunId, RunImport, RunRecord, SearchField, StoredRunRow, StoredTrajectory, TagRecord,
-    TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
+    NoteId, RunId, RunImport, RunRecord, SearchField, Sha256Hex, StoredRunRow, StoredTrajectory,
+    TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex,
+    trajectory_fingerprint,
 };

@@ -101,9 +101,14 @@ fn predictions_choices_and_undo_redo() {
         .expect("choose");
     let node = |ws: &Workspace| ws.load_trajectory(key).expect("load").trajectory.nodes[1].clone();
     assert_eq!(node(&ws).chosen_prediction, Some(p0));
+    let chosen = ws.revision().expect("revision");
 
     // Undo the choice, then the second prediction.
     let undone = ws.undo().expect("undo").expect("something to undo");
+    let after_undo = ws.revision().expect("revision");
+    assert_ne!(after_undo, chosen);
+    assert_eq!(after_undo.0, chosen.0);
+    assert_eq!(after_undo.1, chosen.1 + 1);
     assert_eq!(undone.kind, "choose_prediction");
     assert_eq!(undone.state, ChangeState::Undone);
     assert_eq!(node(&ws).chosen_prediction, None);
@@ -119,6 +124,8 @@ fn predictions_choices_and_undo_redo() {
     ws.redo().expect("redo");
     assert_eq!(node(&ws).chosen_prediction, Some(p0));
     assert!(ws.redo().expect("redo").is_none());
+    // The same live records, the same revision.
+    assert_eq!(ws.revision().expect("revision"), chosen);
 
     // A new change after an undo abandons the redo history, and ids are
     // never reused.
@@ -133,6 +140,9 @@ fn predictions_choices_and_undo_redo() {
         .expect("p2");
     assert_eq!(p2, PredictionId(2));
     assert!(ws.redo().expect("redo").is_none());
+    let newer = ws.revision().expect("revision");
+    assert!(newer.0 > chosen.0);
+    assert_eq!(newer.1, 0);
     let ids: Vec<u32> = node(&ws).predictions.iter().map(|p| p.id.0).collect();
     assert_eq!(ids, vec![0, 2]);
     let states: Vec<ChangeState> = ws
@@ -348,6 +358,30 @@ fn loading_one_path_reads_only_its_records() {
     assert_eq!(part.trajectory.turn_of(NodeId(2)).ok(), Some(2));
     assert!(matches!(
         ws.load_trajectory_path(key, NodeId(99)),
+        Err(StoreError::NotFound(_))
+    ));
+
+    // A state and its parent only: the root (an ancestor) stays empty, so
+    // the records read do not grow with the state's depth.
+    assert_eq!(
+        ws.parent_state(key, NodeId(2)).expect("parent"),
+        Some(NodeId(1))
+    );
+    assert_eq!(ws.parent_state(key, NodeId(0)).expect("root"), None);
+    let two = ws
+        .load_trajectory_states(key, &[NodeId(2), NodeId(1)])
+        .expect("states");
+    assert_eq!(two.live_nodes, full.live_nodes);
+    assert_eq!(two.trajectory.nodes[1], full.trajectory.nodes[1]);
+    assert_eq!(two.trajectory.nodes[2], full.trajectory.nodes[2]);
+    assert_eq!(two.trajectory.edges[..2], full.trajectory.edges[..2]);
+    assert!(full.trajectory.nodes[0].real.is_some());
+    assert!(two.trajectory.nodes[0].real.is_none());
+    assert!(two.trajectory.nodes[3].real.is_none());
+    assert_eq!(two.trajectory.edges[2].action.raw, "");
+    assert_eq!(two.trajectory.turn_of(NodeId(2)).ok(), Some(2));
+    assert!(matches!(
+        ws.load_trajectory_states(key, &[NodeId(2), NodeId(99)]),
         Err(StoreError::NotFound(_))
     ));
 }

@@ -6,6 +6,7 @@
  */
 import { useMemo, type ReactNode } from "react";
 import type { ContextMode, TurnDetail, TurnSummary } from "../api/types";
+import type { Backend } from "../backend/backend";
 import { FidelityPanel } from "../components/FidelityPanel";
 import { formatScore } from "../components/format";
 import { NodeInspector } from "../components/NodeInspector";
@@ -50,9 +51,11 @@ export interface TurnPanesProps {
   /** Chooses the prediction shown (`null`: the authored observation). */
   onChoose: (predictionId: number | null) => void;
   settings: PaneSettings;
+  /** The back end the tree views read their rows from. */
+  backend: Backend;
 }
 
-export function TurnPanes({ detail, turn, stream, engine, context, onContext, onStep, onStop, onEngine, onChoose, settings }: TurnPanesProps) {
+export function TurnPanes({ detail, turn, stream, engine, context, onContext, onStep, onStop, onEngine, onChoose, settings, backend }: TurnPanesProps) {
   const { tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen } = settings;
   const views = useMemo(() => detail?.views ?? [], [detail]);
   const tabs = useMemo(() => tabsFor(views), [views]);
@@ -66,8 +69,16 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
     // Prefer the back end's line diff, so the view and the line-ratio metric agree.
     return view.line_diff ? sideBySideFromOps(real, predicted, view.line_diff.ops) : sideBySideLines(real, predicted);
   }, [needsLines, view]);
-  /** What both panes show alike: the tabs, the view and its lines, the real state's metadata. */
-  const shared = { tabs, active, onTab: (t: ViewTab) => setTabId(t.id), view, lines, meta: detail?.real_meta };
+  const viewIndex = active?.view_index ?? null;
+  const turnRef = useMemo(
+    () =>
+      detail && viewIndex !== null
+        ? { trajectory_id: detail.trajectory_id, node_id: detail.node_id, prediction_id: detail.prediction_id, view_index: viewIndex }
+        : null,
+    [detail, viewIndex],
+  );
+  /** What both panes show alike: the tabs, the view and its lines, the real state's metadata, where tree rows come from. */
+  const shared = { tabs, active, onTab: (t: ViewTab) => setTabId(t.id), view, lines, meta: detail?.real_meta, backend, turnRef };
 
   const shownPrediction = detail?.predictions.find((p) => p.id === detail.prediction_id) ?? null;
   const predictedKind = detail?.predicted_kind ?? null;
@@ -195,7 +206,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
         banner={predictedBanner}
       />
       <div className="side-column">
-        <NodeInspector view={view} />
+        <NodeInspector view={view} backend={backend} turnRef={turnRef} />
         <FidelityPanel
           fidelity={detail?.fidelity}
           reasoning={detail?.reasoning}

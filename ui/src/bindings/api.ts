@@ -275,15 +275,119 @@ byte: number,
  */
 message: string, };
 
+export type PaneSide = "real" | "predicted";
+
+export type StatusCounts = { 
+/**
+ * Aligned and equal.
+ */
+unchanged: number, 
+/**
+ * Aligned, fields differ.
+ */
+changed: number, 
+/**
+ * Aligned by key at another place.
+ */
+moved: number, 
+/**
+ * Predicted only.
+ */
+added: number, 
+/**
+ * Real only.
+ */
+removed: number, };
+
+export type TreeRow = { 
+/**
+ * 0-based index among the visible rows.
+ */
+row: number, 
+/**
+ * The node; `node.id` is its index in the whole tree, `node.children`
+ * is empty.
+ */
+node: UiNode, 
+/**
+ * How many children the node has.
+ */
+child_count: number, 
+/**
+ * Index one past the node's last descendant (pre-order), so that the
+ * subtree is `node.id .. subtree_end`.
+ */
+subtree_end: number, 
+/**
+ * Its diff status, when the view has a diff.
+ */
+status: DiffStatus | null, 
+/**
+ * The aligned node on the other side, when aligned.
+ */
+counterpart: number | null, 
+/**
+ * Field changes against the counterpart (empty when none).
+ */
+changes?: Array<FieldChange>, };
+
+export type TreeWindow = { 
+/**
+ * Nodes in the whole tree.
+ */
+node_count: number, 
+/**
+ * Visible rows with the collapsed set applied.
+ */
+visible_count: number, 
+/**
+ * Index of the first row in `rows`.
+ */
+offset: number, 
+/**
+ * The rows `offset .. offset + rows.len()`.
+ */
+rows: Array<TreeRow>, 
+/**
+ * The collapsed nodes in effect (the request's, less the ancestors of a
+ * revealed node), ascending.
+ */
+collapsed: Array<number>, 
+/**
+ * The row of the revealed node, when one was asked for.
+ */
+revealed_row: number | null, 
+/**
+ * Diff status counts over the whole side, when the view has a diff.
+ */
+status_counts: StatusCounts | null, };
+
 export type SideDocument = { 
 /**
- * The exact text of this view.
+ * The exact text of this view, or its first
+ * [`crate::commands::TEXT_MAX_BYTES`] bytes (cut at a character
+ * boundary) when `text_bytes` is set.
  */
 text: string, 
 /**
- * The parsed tree, for tree representations that parsed.
+ * The whole text's length in bytes when `text` holds a cut prefix of
+ * it; `null` when `text` is whole.
+ */
+text_bytes: number | null, 
+/**
+ * The parsed tree, for tree representations that parsed, when it has at
+ * most [`crate::commands::WHOLE_TREE_MAX_NODES`] nodes (views that need
+ * every node: wireframe, render, source spans, the node inspector).
+ * Larger trees travel only as `rows`.
  */
 tree: UiTree | null, 
+/**
+ * The first window of the tree's visible rows (nothing collapsed), with
+ * the node count; further windows come from `get_tree_rows`. Present
+ * whenever `tree` parsed, large or small: the tree panes read their rows
+ * only through windows.
+ */
+rows: TreeWindow | null, 
 /**
  * Why the text did not parse, if it did not.
  */
@@ -971,6 +1075,87 @@ node_id: number,
  * the authored observation, else the newest prediction).
  */
 prediction_id: number | null, };
+
+export type GetTreeRowsRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node (state).
+ */
+node_id: number, 
+/**
+ * The prediction shown (`TurnDetail.prediction_id`; `null` when an
+ * authored observation or nothing is shown).
+ */
+prediction_id: number | null, 
+/**
+ * Index into `TurnDetail.views`.
+ */
+view_index: number, 
+/**
+ * Which side.
+ */
+side: PaneSide, 
+/**
+ * First visible row wanted.
+ */
+offset: number, 
+/**
+ * Rows wanted (at most [`crate::commands::TREE_WINDOW_MAX_ROWS`]).
+ */
+limit: number, 
+/**
+ * Collapsed node ids (their descendants are hidden).
+ */
+collapsed: Array<number>, 
+/**
+ * A node to reveal: its collapsed ancestors are expanded and its row
+ * returned in `revealed_row`.
+ */
+reveal: number | null, };
+
+export type SearchTreeRequest = { 
+/**
+ * Workspace id.
+ */
+trajectory_id: string, 
+/**
+ * The node (state).
+ */
+node_id: number, 
+/**
+ * The prediction shown (`TurnDetail.prediction_id`; `null` when an
+ * authored observation or nothing is shown).
+ */
+prediction_id: number | null, 
+/**
+ * Index into `TurnDetail.views`.
+ */
+view_index: number, 
+/**
+ * Which side.
+ */
+side: PaneSide, 
+/**
+ * The words to find.
+ */
+query: string, 
+/**
+ * Most matches returned (at most [`crate::commands::SEARCH_MAX_MATCHES`]).
+ */
+limit: number, };
+
+export type SearchTreeResponse = { 
+/**
+ * Every match in the tree.
+ */
+total: number, 
+/**
+ * The first `limit` matching node ids, in document order.
+ */
+matches: Array<number>, };
 
 export type ListPredictionsRequest = { 
 /**
@@ -2532,6 +2717,10 @@ export interface Commands {
   get_branch: [GetBranchRequest, GetBranchResponse];
   /** One turn side by side: real and predicted text, parsed trees, diff statuses, line diff, metrics and anchors. */
   get_turn: [GetTurnRequest, TurnDetail];
+  /** A window of a turn's tree rows (one side of one view): nodes with their diff marks, under a collapsed set. */
+  get_tree_rows: [GetTreeRowsRequest, TreeWindow];
+  /** Searches one side of a turn's tree: matching node ids in document order and their count. */
+  search_tree: [SearchTreeRequest, SearchTreeResponse];
   /** The predictions of a node and which one is chosen. */
   list_predictions: [ListPredictionsRequest, ListPredictionsResponse];
   /** Chooses the prediction a node shows (undoable). */

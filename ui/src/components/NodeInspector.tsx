@@ -4,6 +4,9 @@
  */
 import { useMemo } from "react";
 import type { ComparedView, FieldChange, UiNode, UiTree } from "../api/types";
+import type { Backend } from "../backend/backend";
+import type { TreeRef } from "../data/keys";
+import { useTreeRow } from "../data/queries";
 import { alignment, counterpart } from "../model/tree";
 import { isInvertedBounds, outsideRootIds } from "../model/wireframe";
 import { useSelection } from "../state/selection";
@@ -79,28 +82,52 @@ export function compareNodes(real: UiNode | undefined, predicted: UiNode | undef
 /** Props of {@link NodeInspector}. */
 export interface NodeInspectorProps {
   view: ComparedView | undefined;
+  /** Where rows of trees too large to come whole are read from. */
+  backend?: Backend;
+  /** The turn as shown and the active view (see `TreeRef`). */
+  turnRef?: Omit<TreeRef, "side"> | null;
 }
 
-export function NodeInspector({ view }: NodeInspectorProps) {
+/** A stand-in for a missing back end (its reads are never enabled). */
+const NO_BACKEND: Backend = {
+  kind: "none",
+  call: () => Promise.reject(new Error("no back end")),
+  subscribe: () => () => {},
+};
+
+export function NodeInspector({ view, backend, turnRef }: NodeInspectorProps) {
   const [state, store] = useSelection();
   const align = useMemo(() => alignment(view?.diff), [view]);
   const sel = state.selected;
+  // A tree too large to come whole: the selected node and its counterpart
+  // are read as rows (`get_tree_rows`), marks included.
+  const selDoc = sel ? (sel.side === "real" ? view?.real : view?.predicted) : undefined;
+  const byRows = !!sel && !selDoc?.tree && !!selDoc?.rows && !!backend && !!turnRef;
+  const selRow = useTreeRow(backend ?? NO_BACKEND, byRows && sel && turnRef ? { ...turnRef, side: sel.side } : null, byRows && sel ? sel.id : null);
+  const other = sel?.side === "real" ? "predicted" : "real";
+  const otherRow = useTreeRow(
+    backend ?? NO_BACKEND,
+    byRows && turnRef && selRow?.counterpart != null ? { ...turnRef, side: other } : null,
+    selRow?.counterpart ?? null,
+  );
   if (!sel || !view) return null;
   const realTree = view.real?.tree;
   const predTree = view.predicted?.tree;
-  const realId = sel.side === "real" ? sel.id : counterpart(align, "predicted", sel.id);
-  const predId = sel.side === "predicted" ? sel.id : counterpart(align, "real", sel.id);
-  const real = realId !== undefined ? realTree?.nodes[realId] : undefined;
-  const predicted = predId !== undefined ? predTree?.nodes[predId] : undefined;
+  const realRow = sel.side === "real" ? selRow : otherRow;
+  const predRow = sel.side === "predicted" ? selRow : otherRow;
+  const realId = byRows ? realRow?.node.id : sel.side === "real" ? sel.id : counterpart(align, "predicted", sel.id);
+  const predId = byRows ? predRow?.node.id : sel.side === "predicted" ? sel.id : counterpart(align, "real", sel.id);
+  const real = byRows ? realRow?.node : realId !== undefined ? realTree?.nodes[realId] : undefined;
+  const predicted = byRows ? predRow?.node : predId !== undefined ? predTree?.nodes[predId] : undefined;
   if (!real && !predicted) return null;
   // Differing fields first, then the rest in their usual order.
-  const changes = realId !== undefined ? view.diff?.real_changes?.[realId] : null;
+  const changes = byRows ? (selRow?.changes ?? null) : realId !== undefined ? view.diff?.real_changes?.[realId] : null;
   const all = compareNodes(real, predicted, changes);
   const rows = [...all.filter((r) => r.differs), ...all.filter((r) => !r.differs)];
   const geoReal = geometryNote(realTree, real);
   const geoPred = geometryNote(predTree, predicted);
   if (geoReal || geoPred) rows.push({ field: "geometry", real: real ? geoReal : null, predicted: predicted ? geoPred : null, differs: false });
-  const status = sel.side === "real" ? view.diff?.real[sel.id] : view.diff?.predicted[sel.id];
+  const status = byRows ? selRow?.status : sel.side === "real" ? view.diff?.real[sel.id] : view.diff?.predicted[sel.id];
   return (
     <section className="inspector" role="region" aria-label="Selected node">
       <header>

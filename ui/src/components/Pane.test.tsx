@@ -2,6 +2,7 @@ import { cleanup, fireEvent, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ComparedView, SideWarning } from "../api/types";
 import type { ViewTab } from "../views/tabs";
+import { treeBackend } from "../mocks/treeBackend";
 import { Pane } from "./Pane";
 
 afterEach(cleanup);
@@ -14,8 +15,8 @@ const warnings: SideWarning[] = [
 const view: ComparedView = {
   representation: "android-xml",
   name: "main",
-  real: { text, tree: null, parse_error: null, warnings },
-  predicted: { text, tree: null, parse_error: null },
+  real: { text, text_bytes: null, tree: null, rows: null, parse_error: null, warnings },
+  predicted: { text, text_bytes: null, tree: null, rows: null, parse_error: null },
   diff: null,
   line_diff: null,
 };
@@ -31,6 +32,8 @@ function pane(side: "real" | "predicted") {
       onTab={() => {}}
       view={view}
       lines={null}
+      backend={treeBackend({})}
+      turnRef={null}
     />,
   );
 }

@@ -12,6 +12,8 @@ import { HtmlRender } from "../views/HtmlRender";
 import { SourceView } from "../views/SourceView";
 import type { ViewTab } from "../views/tabs";
 import { TreeView } from "../views/TreeView";
+import type { Backend } from "../backend/backend";
+import type { TreeRef } from "../data/keys";
 import { Wireframe } from "../views/Wireframe";
 import { useMemo } from "react";
 
@@ -78,14 +80,39 @@ export interface PaneProps {
   toolbar?: ReactNode;
   /** Shown instead of the view (a streaming step, uncertainty shading). */
   bodyOverride?: ReactNode;
+  /** The back end the tree view reads its rows from. */
+  backend: Backend;
+  /** The turn as shown and the active view, for tree rows (`null` before a turn loads). */
+  turnRef: Omit<TreeRef, "side"> | null;
 }
 
-export function Pane({ side, title, tabs, active, onTab, view, lines, meta, headerExtra, emptyMessage, banner, titleExtra, toolbar, bodyOverride }: PaneProps) {
+export function Pane({
+  side,
+  title,
+  tabs,
+  active,
+  onTab,
+  view,
+  lines,
+  meta,
+  headerExtra,
+  emptyMessage,
+  banner,
+  titleExtra,
+  toolbar,
+  bodyOverride,
+  backend,
+  turnRef,
+}: PaneProps) {
   const doc = side === "real" ? view?.real : view?.predicted;
   const diff = view?.diff ?? null;
   const align = useMemo(() => alignment(diff), [diff]);
   const statuses = diff ? diff[side] : null;
-  const counts = statusCounts(statuses ?? []);
+  // Counts come with the rows (the whole diff list is sent for small trees only).
+  const rowCounts = doc?.rows?.status_counts ?? null;
+  const counts = rowCounts ?? statusCounts(statuses ?? []);
+  const hasDiff = diff !== null || rowCounts !== null;
+  const treeRef = useMemo(() => (turnRef ? { ...turnRef, side } : null), [turnRef, side]);
   const what = side === "real" ? "Real" : "Predicted";
 
   let body: ReactNode;
@@ -95,11 +122,23 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
   else if (!doc) body = <div className="pane-empty">No {view.representation} view on this side.</div>;
   else {
     const treeOrError = (label: string, showBounds = false) =>
-      doc.tree ? (
-        <TreeView side={side} tree={doc.tree} statuses={statuses} align={align} label={label} showBounds={showBounds} />
+      doc.rows && treeRef ? (
+        <TreeView
+          side={side}
+          backend={backend}
+          treeRef={treeRef}
+          first={doc.rows}
+          representation={view.representation}
+          align={align}
+          label={label}
+          showBounds={showBounds}
+        />
       ) : (
         <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
       );
+    // Views that draw every node get the whole tree only when it is small.
+    const tooLarge =
+      !doc.tree && doc.rows ? <div className="pane-empty">{doc.rows.node_count} nodes: too many to draw here; the tree tab lists them.</div> : null;
     const source = (label: string) => (
       <SourceView side={side} lines={lines ? lines[side] : plainLines(doc.text)} text={doc.text} tree={doc.tree} align={align} label={label} />
     );
@@ -118,24 +157,31 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
         break;
       case "screen":
       case "device":
-        body = doc.tree ? (
-          <Wireframe
-            side={side}
-            tree={doc.tree}
-            statuses={statuses}
-            align={align}
-            meta={meta}
-            variant={active.kind}
-            label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`}
-          />
-        ) : (
-          <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
-        );
+        body =
+          tooLarge ??
+          (doc.tree ? (
+            <Wireframe
+              side={side}
+              tree={doc.tree}
+              statuses={statuses}
+              align={align}
+              meta={meta}
+              variant={active.kind}
+              label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`}
+            />
+          ) : (
+            <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+          ));
         break;
       case "screen-tree":
       case "device-tree": {
         const variant = active.kind === "device-tree" ? "device" : "screen";
-        body = doc.tree ? (
+        body = tooLarge ? (
+          <div className={`split split-${variant}`}>
+            {tooLarge}
+            {treeOrError(`${what} accessibility tree`, true)}
+          </div>
+        ) : doc.tree ? (
           <div className={`split split-${variant}`}>
             <Wireframe side={side} tree={doc.tree} statuses={statuses} align={align} meta={meta} variant={variant} label={`${what} ${variant} wireframe`} />
             {treeOrError(`${what} accessibility tree`, true)}
@@ -163,7 +209,7 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
         {titleExtra}
         {headerExtra}
         <span className="pane-counts" aria-label={`${what} diff counts`}>
-          {diff ? (
+          {hasDiff ? (
             <>
               {side === "real" ? (
                 <span className="c-removed" title="nodes only in the real observation">
@@ -217,6 +263,11 @@ export function Pane({ side, title, tabs, active, onTab, view, lines, meta, head
         </div>
       ) : null}
       {!bodyOverride && !emptyMessage ? <ParseWarnings warnings={doc?.warnings} what={what} /> : null}
+      {!bodyOverride && !emptyMessage && doc?.text_bytes != null ? (
+        <div className="pane-note" role="note" aria-label={`${what} text cut`}>
+          Text: the first {doc.text.length.toLocaleString("en")} of {doc.text_bytes.toLocaleString("en")} characters are shown.
+        </div>
+      ) : null}
       <div className="pane-body" role="tabpanel" aria-label={active ? `${what}: ${active.label}` : what}>
         {body}
       </div>

@@ -20,6 +20,8 @@ export interface VirtualListProps extends Omit<HTMLAttributes<HTMLDivElement>, "
   syncScrollTop?: number | null;
   /** Called with the scroll offset after the user scrolls, px. */
   onScrollTop?: (top_px: number) => void;
+  /** Called with the rendered rows `[first, last)` whenever they change (to fetch them). */
+  onRange?: (first: number, last: number) => void;
 }
 
 /** The rows a viewport shows: `[first, last)` with overscan, clamped to the count. */
@@ -38,6 +40,7 @@ export function VirtualList({
   fallbackHeight = 600,
   syncScrollTop,
   onScrollTop,
+  onRange,
   style,
   ...rest
 }: VirtualListProps) {
@@ -76,6 +79,9 @@ export function VirtualList({
   }, [syncScrollTop]);
 
   const [first, last] = visibleRange(scrollTop, height, rowHeight, count, overscan);
+  useEffect(() => {
+    onRange?.(first, last);
+  }, [onRange, first, last]);
   const rows: ReactNode[] = [];
   for (let i = first; i < last; i++) {
     rows.push(

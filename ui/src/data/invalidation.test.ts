@@ -11,6 +11,8 @@ describe("invalidation", () => {
       ["get_trajectory", "t1"],
       ["get_branch", "t1"],
       ["get_turn", "t1"],
+      ["get_tree_rows", "t1"],
+      ["search_tree", "t1"],
       ["compare_branches", "t1"],
       ["workspace_info"],
       ["history"],
@@ -52,13 +54,15 @@ describe("invalidation", () => {
       keys.branch("t2", "4"),
       keys.turn("t1", 2, null),
       keys.turn("t2", 2, null),
+      keys.treeRows({ trajectory_id: "t1", node_id: 2, prediction_id: null, view_index: 0, side: "real" }, "", 0),
+      keys.treeSearch({ trajectory_id: "t2", node_id: 2, prediction_id: 1, view_index: 0, side: "predicted" }, "ok"),
       keys.engine(),
       keys.workspace(),
     ];
     for (const k of all) client.setQueryData(k, { at: 1 });
     await invalidate(client, keysTouchedByChange("t1"));
     const stale = all.filter((k) => client.getQueryState(k)?.isInvalidated).map((k) => k.join("/"));
-    expect(stale).toEqual(["list_trajectories", "get_trajectory/t1", "get_branch/t1/4", "get_turn/t1/2/", "workspace_info"]);
+    expect(stale).toEqual(["list_trajectories", "get_trajectory/t1", "get_branch/t1/4", "get_turn/t1/2/", "get_tree_rows/t1/2//0/real//0", "workspace_info"]);
     await invalidate(client, keysTouchedByChange(null));
     expect(all.filter((k) => client.getQueryState(k)?.isInvalidated).length).toBe(all.length - 1);
   });

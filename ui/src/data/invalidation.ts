@@ -9,7 +9,7 @@ import { keys } from "./keys";
 
 /**
  * The key prefixes a stored change touches: one trajectory's tree, branches,
- * turns and comparisons, or every trajectory's when `trajectoryId` is `null`
+ * turns (with their tree rows and searches) and comparisons, or every trajectory's when `trajectoryId` is `null`
  * (a workspace-wide change such as an import); always the list, the undo
  * state and the history.
  */
@@ -20,6 +20,8 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
     ["get_trajectory", ...ids],
     ["get_branch", ...ids],
     ["get_turn", ...ids],
+    ["get_tree_rows", ...ids],
+    ["search_tree", ...ids],
     ["compare_branches", ...ids],
     keys.workspace(),
     keys.history(),

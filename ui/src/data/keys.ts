@@ -5,6 +5,18 @@
  * which is what a change to that trajectory invalidates (`invalidation.ts`).
  */
 import type { QueryKey } from "@tanstack/react-query";
+import type { PaneSide } from "../api/types";
+
+/** One side of one view of a turn as `get_turn` showed it: what `get_tree_rows` and `search_tree` name. */
+export interface TreeRef {
+  trajectory_id: string;
+  node_id: number;
+  /** `TurnDetail.prediction_id`: the prediction shown. */
+  prediction_id: number | null;
+  /** Index into `TurnDetail.views`. */
+  view_index: number;
+  side: PaneSide;
+}
 
 /** The request every `list_trajectories` call sends: the whole list (the sidebar filters it locally). */
 export const ALL_TRAJECTORIES = { query: null, domain: null, has_branches: null, max_fidelity: null, sort: null };
@@ -19,6 +31,14 @@ export const keys = {
   branch: (trajectoryId: string, branchId: string) => ["get_branch", trajectoryId, branchId] as const,
   /** `get_turn`: one state, with the prediction shown (`null`: the chosen one). */
   turn: (trajectoryId: string, nodeId: number, predictionId: number | null) => ["get_turn", trajectoryId, nodeId, predictionId] as const,
+  /**
+   * `get_tree_rows`: one page of a turn's tree rows (`ref` names the turn as
+   * shown, the view and the side; `collapsed` the collapsed ids joined by commas).
+   */
+  treeRows: (ref: TreeRef, collapsed: string, page: number) =>
+    ["get_tree_rows", ref.trajectory_id, ref.node_id, ref.prediction_id, ref.view_index, ref.side, collapsed, page] as const,
+  /** `search_tree`: the matches of a query in a turn's tree. */
+  treeSearch: (ref: TreeRef, query: string) => ["search_tree", ref.trajectory_id, ref.node_id, ref.prediction_id, ref.view_index, ref.side, query] as const,
   /** `compare_branches`. */
   compare: (trajectoryId: string, left: string, right: string) => ["compare_branches", trajectoryId, left, right] as const,
   /** `workspace_info` (undo / redo availability). */

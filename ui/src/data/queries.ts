@@ -3,10 +3,19 @@
  * `keys.ts`. Each hook is a thin `useQuery` over `Backend.call`; what a
  * change refetches is decided in `invalidation.ts`, never by the views.
  */
-import { QueryClient, keepPreviousData, useQuery, type QueryKey } from "@tanstack/react-query";
-import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf } from "../api/types";
+import { QueryClient, keepPreviousData, useQueries, useQuery, type QueryKey } from "@tanstack/react-query";
+import { useMemo } from "react";
+import type {
+  CommandName,
+  ListRunRowsRequest,
+  PairOutcome,
+  RequestOf,
+  ResponseOf,
+  TreeRow,
+  TreeWindow,
+} from "../api/types";
 import type { Backend } from "../backend/backend";
-import { ALL_TRAJECTORIES, keys } from "./keys";
+import { ALL_TRAJECTORIES, keys, type TreeRef } from "./keys";
 
 /**
  * The query client of one studio window. Replies change only through
@@ -69,6 +78,102 @@ export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: n
     }),
     enabled: enabled && trajectoryId !== null,
     placeholderData: sameTrajectory<ResponseOf<"get_turn">>(trajectoryId),
+    gcTime: TURN_CACHE_MS,
+  });
+}
+
+/** Rows per `get_tree_rows` page; the first window `get_turn` sends is page 0 (the API's `FIRST_WINDOW_ROWS`). */
+export const TREE_PAGE_ROWS = 200;
+
+/** Most matches a tree search lists (the total is always counted). */
+export const TREE_SEARCH_LIMIT = 1000;
+
+/** The pages holding rows `[first, last)`. */
+export function pagesFor(first: number, last: number, pageRows = TREE_PAGE_ROWS): number[] {
+  const out: number[] = [];
+  const from = Math.floor(Math.max(0, first) / pageRows);
+  const to = Math.floor(Math.max(first, last - 1) / pageRows);
+  for (let p = from; p <= to; p++) out.push(p);
+  return out;
+}
+
+/** The rows of a turn's tree a list shows, as loaded so far. */
+export interface TreeRows {
+  /** Loaded rows by row index. */
+  byRow: Map<number, TreeRow>;
+  /** Row index of each loaded node id. */
+  rowOf: Map<number, number>;
+  /** Visible rows under the collapsed set (the previous count while a new set loads). */
+  visibleCount: number;
+}
+
+/**
+ * `get_tree_rows`: the pages of a turn's tree covering rows `[first, last)`
+ * with `collapsed` applied. Page 0 with nothing collapsed is `get_turn`'s
+ * first window, so a small tree needs no further call; a page keeps the
+ * previous reply's count while the next loads. Replies change only when the
+ * trajectory does (`invalidation.ts`), so they never go stale by age.
+ */
+export function useTreeRows(backend: Backend, ref: TreeRef, firstWindow: TreeWindow, collapsed: readonly number[], range: readonly [number, number]): TreeRows {
+  const collapsedKey = collapsed.join(",");
+  // Page 0 with nothing collapsed is the turn's own first window: it is never
+  // fetched, and refreshes with the turn.
+  const fromTurn = collapsed.length === 0 && firstWindow.offset === 0;
+  const pages = pagesFor(range[0], range[1]).filter((p) => !(p === 0 && fromTurn));
+  const results = useQueries({
+    queries: pages.map((page) => ({
+      queryKey: keys.treeRows(ref, collapsedKey, page),
+      queryFn: () => backend.call("get_tree_rows", { ...ref, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [...collapsed], reveal: null }),
+      placeholderData: keepPreviousData,
+      staleTime: Infinity,
+      gcTime: TURN_CACHE_MS,
+    })),
+  });
+  const datas = [fromTurn ? firstWindow : undefined, ...results.map((r) => r.data)];
+  const fresh = results.find((r) => r.data && !r.isPlaceholderData)?.data;
+  const visibleCount = fromTurn ? firstWindow.visible_count : (fresh?.visible_count ?? datas.find(Boolean)?.visible_count ?? 0);
+  const stamp = datas.map((d) => (d ? `${d.offset}:${d.rows.length}:${d.collapsed.join(",")}` : "-")).join("|");
+  return useMemo(() => {
+    const byRow = new Map<number, TreeRow>();
+    const rowOf = new Map<number, number>();
+    for (const d of datas) {
+      if (!d || d.collapsed.join(",") !== collapsedKey) continue;
+      for (const r of d.rows) {
+        byRow.set(r.row, r);
+        rowOf.set(r.node.id, r.row);
+      }
+    }
+    return { byRow, rowOf, visibleCount };
+    // `stamp` stands for the replies' contents.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [stamp, collapsedKey, visibleCount]);
+}
+
+/**
+ * One node of a turn's tree as its row (diff marks included), for views that
+ * show a node of a tree too large to come whole (the node inspector). With
+ * nothing collapsed a node's row is its id, so this reads the page the tree
+ * view reads for it; `null` until loaded, or without a reference.
+ */
+export function useTreeRow(backend: Backend, ref: TreeRef | null, id: number | null): TreeRow | null {
+  const page = id === null ? 0 : Math.floor(id / TREE_PAGE_ROWS);
+  const q = useQuery({
+    queryKey: ref ? keys.treeRows(ref, "", page) : ["get_tree_rows", null],
+    queryFn: () => backend.call("get_tree_rows", { ...ref!, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [], reveal: null }),
+    enabled: ref !== null && id !== null,
+    staleTime: Infinity,
+    gcTime: TURN_CACHE_MS,
+  });
+  return (id !== null && q.data?.rows.find((r) => r.row === id)) || null;
+}
+
+/** `search_tree`: matches of `query` in a turn's tree (none for a blank query). */
+export function useTreeSearch(backend: Backend, ref: TreeRef, query: string) {
+  return useQuery({
+    queryKey: keys.treeSearch(ref, query),
+    queryFn: () => backend.call("search_tree", { ...ref, query, limit: TREE_SEARCH_LIMIT }),
+    enabled: query.trim() !== "",
+    staleTime: Infinity,
     gcTime: TURN_CACHE_MS,
   });
 }

@@ -53,6 +53,7 @@ import { BackendError } from "../backend/error";
 import { rawToForm, syntaxFor } from "../model/actionForm";
 import { goldenTurn, GOLDEN, RUNS, rememberTree, treeOfText } from "./golden";
 import { largeTree } from "./largeTree";
+import { MOCK_FIRST_WINDOW_ROWS, searchOf, windowOf } from "./treeWindow";
 import android from "./fixtures/android-settings.json";
 import os from "./fixtures/os-calculator.json";
 import terminal from "./fixtures/terminal-build.json";
@@ -123,7 +124,10 @@ export const FIXTURES: Fixture[] = [web, os, android, terminal, hostile] as Fixt
  * `get_turn` pairs them; no diff, since the mock computes none.
  */
 function compare(real: FixtureObservation | null, predicted: FixtureView[]): ComparedView[] {
-  const side = (v: FixtureView): SideDocument => ({ text: v.text, tree: treeOfText(v.representation as Representation, v.text), parse_error: null });
+  const side = (v: FixtureView): SideDocument => {
+    const tree = treeOfText(v.representation as Representation, v.text);
+    return { text: v.text, text_bytes: null, tree, rows: tree ? windowOf(tree, null, "real", 0, MOCK_FIRST_WINDOW_ROWS, []) : null, parse_error: null };
+  };
   const out: ComparedView[] = [];
   let placed = false;
   for (const r of real?.views ?? []) {
@@ -718,6 +722,21 @@ export class MockBackend implements Backend {
       }
       case "get_turn":
         return this.detail(this.find(String(req.trajectory_id)), Number(req.node_id), req.prediction_id as number | null | undefined);
+      case "get_tree_rows":
+      case "search_tree": {
+        const d = this.detail(this.find(String(req.trajectory_id)), Number(req.node_id), req.prediction_id as number | null | undefined);
+        const view = d.views[Number(req.view_index)];
+        const side = req.side === "predicted" ? "predicted" : "real";
+        const tree = (side === "real" ? view?.real : view?.predicted)?.tree;
+        if (!view || !tree) throw new BackendError("not_found", `view ${String(req.view_index)} of node ${d.node_id} has no parsed ${side} tree`);
+        if (command === "search_tree") return searchOf(tree, String(req.query), Number(req.limit));
+        try {
+          const collapsed = (req.collapsed as number[] | undefined) ?? [];
+          return windowOf(tree, view.diff, side, Number(req.offset), Number(req.limit), collapsed, (req.reveal as number | null | undefined) ?? null);
+        } catch (e) {
+          throw new BackendError("bad_request", String((e as Error).message));
+        }
+      }
       case "choose_prediction": {
         const t = this.find(String(req.trajectory_id));
         const n = this.node(t, Number(req.node_id));

@@ -113,15 +113,22 @@ function clamp(v: number, lo: number, hi: number): number {
  */
 export function outsideRootIds(tree: UiTree): Set<number> {
   const out = new Set<number>();
-  const root = tree.nodes.find(hasDrawableBounds);
-  if (!root) return out;
-  const r = root.bounds_px!;
-  for (const n of tree.nodes) {
-    if (n === root || !hasDrawableBounds(n)) continue;
-    const b = n.bounds_px!;
-    if (b.left < r.left || b.top < r.top || b.right > r.right || b.bottom > r.bottom) out.add(n.id);
-  }
+  const root = screenRoot(tree.nodes);
+  for (const n of tree.nodes) if (isOutsideRoot(root, n)) out.add(n.id);
   return out;
+}
+
+/** The node whose bounds are the screen: the first (pre-order) with drawable bounds. */
+export function screenRoot(nodes: readonly UiNode[]): UiNode | undefined {
+  return nodes.find(hasDrawableBounds);
+}
+
+/** Whether `node`'s bounds reach outside `root`'s (see {@link outsideRootIds}). */
+export function isOutsideRoot(root: UiNode | undefined, node: UiNode): boolean {
+  if (!root || node.id === root.id || !hasDrawableBounds(node)) return false;
+  const r = root.bounds_px!;
+  const b = node.bounds_px!;
+  return b.left < r.left || b.top < r.top || b.right > r.right || b.bottom > r.bottom;
 }
 
 /** Whether a node's bounds are an inverted rectangle (`right < left` or `bottom < top`). */

@@ -1,10 +1,14 @@
-import { act, cleanup, fireEvent, render } from "@testing-library/react";
+import { QueryClientProvider } from "@tanstack/react-query";
+import { act, cleanup, fireEvent, render, waitFor } from "@testing-library/react";
+import type { ReactElement } from "react";
 import { afterEach, describe, expect, it } from "vitest";
+import type { PaneSide, TreeDiff, UiNode, UiTree } from "../api/types";
+import { createQueryClient } from "../data/queries";
 import { goldenTurn } from "../mocks/golden";
 import { largeTree } from "../mocks/largeTree";
+import { treeBackend } from "../mocks/treeBackend";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
-import type { UiNode, UiTree } from "../api/types";
 import { TreeView } from "./TreeView";
 
 /** A flat tree: node 0 is the root, the others its children. */
@@ -29,34 +33,69 @@ function flatTree(representation: UiTree["representation"], rows: Array<[string,
 
 afterEach(cleanup);
 
+/** Renders the tree view of one side over a back end that serves its windows. */
+function renderTree(side: PaneSide, trees: Partial<Record<PaneSide, UiTree>>, diff: TreeDiff | null = null, store = new SelectionStore()) {
+  const backend = treeBackend(trees, diff);
+  const tree = trees[side]!;
+  const label = `${side === "real" ? "Real" : "Predicted"} accessibility tree`;
+  const wrap = (el: ReactElement) => (
+    <QueryClientProvider client={createQueryClient()}>
+      <SelectionContext.Provider value={store}>{el}</SelectionContext.Provider>
+    </QueryClientProvider>
+  );
+  const view = render(
+    wrap(
+      <TreeView
+        side={side}
+        backend={backend}
+        treeRef={backend.ref(side)}
+        first={backend.first(side)}
+        representation={tree.representation}
+        align={alignment(diff)}
+        label={label}
+      />,
+    ),
+  );
+  return { ...view, backend, store, label };
+}
+
+const rowsOf = (c: HTMLElement) => c.querySelectorAll("[role=treeitem]");
+
 describe("TreeView", () => {
-  it("keeps a 20,000-node tree to a window of rows", () => {
+  it("keeps a 20,000-node tree to a window of rows, fetched page by page", async () => {
     const tree = largeTree(20000).tree;
     expect(tree.nodes.length).toBe(20001); // the synthetic document root + 20,000 lines
-    const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
-    const rows = container.querySelectorAll("[role=treeitem]");
+    const { container, backend } = renderTree("real", { real: tree });
     // 600 px fallback viewport / 20 px rows + 8 overscan below.
-    expect(rows.length).toBe(38);
+    expect(rowsOf(container).length).toBe(38);
     const list = container.querySelector("[role=tree]") as HTMLElement;
     expect((list.firstElementChild as HTMLElement).style.height).toBe(`${20001 * 20}px`);
+    // The first page came with the turn: nothing was fetched.
+    expect(backend.calls).toEqual([]);
+    expect(container.querySelector(".tree-count")!.textContent).toBe("20001 nodes");
+    // Scrolling far fetches the page holding those rows only.
+    list.scrollTop = 10_000 * 20;
+    fireEvent.scroll(list);
+    await waitFor(() => expect(container.querySelector('[role=treeitem][data-node-id="10000"]')).not.toBeNull());
+    const asked = backend.calls.filter((c) => c.command === "get_tree_rows").map((c) => [c.request.offset, c.request.limit]);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every(([o, l]) => l === 200 && Number(o) >= 9800 && Number(o) <= 10_200)).toBe(true);
   });
 
-  it("colours rows by diff status, searches and collapses", () => {
+  it("colours rows by diff status, searches on the server and collapses", async () => {
     // The second turn of the web fixture as `get_turn` shows it.
     const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
     const predicted = view.predicted!.tree!;
     const diff = view.diff!;
-    const store = new SelectionStore();
-    const { container, getByLabelText } = render(
-      <SelectionContext.Provider value={store}>
-        <TreeView side="predicted" tree={predicted} statuses={diff.predicted} align={alignment(diff)} label="Predicted accessibility tree" />
-      </SelectionContext.Provider>,
-    );
+    const { container, getByLabelText, store, backend } = renderTree("predicted", { real: view.real!.tree!, predicted }, diff);
     const added = Array.from(container.querySelectorAll('[role=treeitem][data-diff="added"]')).map((r) => r.querySelector(".tkey")?.textContent);
     expect(added).toEqual(["[21]", "[22]", "[24]"]);
+    // The golden first window is the API's: the same rows, marks included.
+    expect(view.predicted!.rows!.rows.filter((r) => r.status === "added").map((r) => r.node.key)).toEqual(["21", "22", "24"]);
 
     fireEvent.change(getByLabelText("Search Predicted accessibility tree"), { target: { value: "add to basket" } });
-    expect(container.querySelector(".tree-count")!.textContent).toBe("0/3");
+    await waitFor(() => expect(container.querySelector(".tree-count")!.textContent).toBe("0/3"));
+    expect(backend.calls.some((c) => c.command === "search_tree" && c.request.query === "add to basket")).toBe(true);
     fireEvent.click(getByLabelText("Next match"));
     expect(container.querySelector(".tree-count")!.textContent).toBe("1/3");
     fireEvent.click(getByLabelText("Next match"));
@@ -65,11 +104,20 @@ describe("TreeView", () => {
     expect(predicted.nodes[sel.id]!.key).toBe("17");
     expect(container.querySelector('[aria-selected="true"]')!.getAttribute("data-node-id")).toBe(String(sel.id));
 
-    // Collapse the list: its 9 descendants disappear.
-    const before = container.querySelectorAll("[role=treeitem]").length;
-    const list = container.querySelector('[role=treeitem][data-node-id="' + predicted.nodes.find((n) => n.key === "11")!.id + '"] .twisty')!;
-    fireEvent.click(list);
-    expect(container.querySelectorAll("[role=treeitem]").length).toBe(before - 9);
+    // Collapse the list: its 9 descendants disappear, and the count says so.
+    fireEvent.change(getByLabelText("Search Predicted accessibility tree"), { target: { value: "" } });
+    const before = rowsOf(container).length;
+    const listId = predicted.nodes.find((n) => n.key === "11")!.id;
+    fireEvent.click(container.querySelector(`[role=treeitem][data-node-id="${listId}"] .twisty`)!);
+    await waitFor(() => expect(rowsOf(container).length).toBe(before - 9));
+    expect(container.querySelector(".tree-count")!.textContent).toBe(`${predicted.nodes.length} nodes, showing ${predicted.nodes.length - 9}`);
+    expect(backend.calls.some((c) => c.command === "get_tree_rows" && (c.request.collapsed as number[]).includes(listId))).toBe(true);
+
+    // Selecting a hidden node reveals it: the server expands its ancestors.
+    const hidden = predicted.nodes[listId + 1]!.id;
+    act(() => store.select({ side: "predicted", id: hidden }));
+    await waitFor(() => expect(rowsOf(container).length).toBe(before));
+    expect(container.querySelector('[aria-selected="true"]')!.getAttribute("data-node-id")).toBe(String(hidden));
   });
 
   it("highlights the aligned node when the other pane hovers", () => {
@@ -78,11 +126,35 @@ describe("TreeView", () => {
     const real = view.real!.tree!;
     const predicted = view.predicted!.tree!;
     const diff = view.diff!;
+    const { container, store } = renderTree("predicted", { real, predicted }, diff);
+    const realBasket = real.nodes.find((n) => n.key === "8")!;
+    const predBasket = predicted.nodes.find((n) => n.key === "8")!;
+    act(() => store.hover({ side: "real", id: realBasket.id }));
+    const hovered = container.querySelectorAll(".trow.is-hover");
+    expect(hovered.length).toBe(1);
+    expect(hovered[0]!.getAttribute("data-node-id")).toBe(String(predBasket.id));
+  });
+
+  it("aligns the panes from the rows' counterparts when the whole diff is not sent", () => {
+    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+    const real = view.real!.tree!;
+    const predicted = view.predicted!.tree!;
+    const backend = treeBackend({ real, predicted }, view.diff!);
     const store = new SelectionStore();
     const { container } = render(
-      <SelectionContext.Provider value={store}>
-        <TreeView side="predicted" tree={predicted} statuses={diff.predicted} align={alignment(diff)} label="Predicted accessibility tree" />
-      </SelectionContext.Provider>,
+      <QueryClientProvider client={createQueryClient()}>
+        <SelectionContext.Provider value={store}>
+          <TreeView
+            side="predicted"
+            backend={backend}
+            treeRef={backend.ref("predicted")}
+            first={backend.first("predicted")}
+            representation="axtree"
+            align={alignment(null)}
+            label="Predicted accessibility tree"
+          />
+        </SelectionContext.Provider>
+      </QueryClientProvider>,
     );
     const realBasket = real.nodes.find((n) => n.key === "8")!;
     const predBasket = predicted.nodes.find((n) => n.key === "8")!;
@@ -99,8 +171,8 @@ describe("TreeView", () => {
       ["iframe", "7", null],
       ["StaticText", null, null],
     ]);
-    const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
-    const keys = Array.from(container.querySelectorAll("[role=treeitem]")).map((r) => r.querySelector(".tkey")?.textContent ?? null);
+    const { container } = renderTree("real", { real: tree });
+    const keys = Array.from(rowsOf(container)).map((r) => r.querySelector(".tkey")?.textContent ?? null);
     expect(keys).toEqual(["[1]", "(no bid)", "[7]", null]);
   });
 
@@ -112,8 +184,8 @@ describe("TreeView", () => {
       ["android.widget.TextView", null, [700, 700, 600, 800]],
       ["android.widget.TextView", null, [900, 2300, 1300, 2600]],
     ]);
-    const { container } = render(<TreeView side="real" tree={tree} align={alignment(null)} label="Real accessibility tree" />);
-    const badges = Array.from(container.querySelectorAll("[role=treeitem]")).map((r) => Array.from(r.querySelectorAll(".tgeom")).map((b) => b.textContent));
+    const { container } = renderTree("real", { real: tree });
+    const badges = Array.from(rowsOf(container)).map((r) => Array.from(r.querySelectorAll(".tgeom")).map((b) => b.textContent));
     expect(badges).toEqual([[], ["outside root bounds"], [], ["invalid"], ["outside root bounds"]]);
   });
 });

@@ -1,14 +1,20 @@
 /**
- * An indented, virtualised tree of a `UiTree`: keys (`bid`, `resource-id`),
- * roles, names, values, states, optional bounds; diff colours per node;
- * hover and selection shared with every other view; search with
- * previous/next match.
+ * An indented, virtualised tree of a turn's `UiTree`, read in windows of
+ * rows (`get_tree_rows`: the rows in view, children on expand) so that a
+ * 200,000-node tree costs what a small one does: keys (`bid`,
+ * `resource-id`), roles, names, values, states, optional bounds; diff colours
+ * per row (the marks come with the rows); hover and selection shared with
+ * every other view; search on the server (`search_tree`) with previous/next
+ * match; "N nodes, showing M" when collapsed nodes hide rows.
  */
-import { memo, useCallback, useMemo, useState } from "react";
-import type { DiffStatus, UiNode, UiTree } from "../api/types";
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import type { DiffStatus, TreeWindow, UiNode, UiTree } from "../api/types";
+import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
-import { ancestors, searchTree, subtreeEnds, visibleRows, type Alignment, type Side } from "../model/tree";
-import { isInvertedBounds, outsideRootIds } from "../model/wireframe";
+import type { TreeRef } from "../data/keys";
+import { TREE_PAGE_ROWS, useTreeRows, useTreeSearch } from "../data/queries";
+import type { Alignment, Side } from "../model/tree";
+import { isInvertedBounds, isOutsideRoot, screenRoot } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
 
@@ -21,8 +27,12 @@ const INDENT_PX = 12;
 /** Props of {@link TreeView}. */
 export interface TreeViewProps {
   side: Side;
-  tree: UiTree;
-  statuses?: readonly DiffStatus[] | null;
+  backend: Backend;
+  /** The turn, view and side the rows are fetched for. */
+  treeRef: TreeRef;
+  /** The first window of rows, from `get_turn` (`SideDocument.rows`). */
+  first: TreeWindow;
+  representation: UiTree["representation"];
   align: Alignment;
   /** Accessible name of the tree (`Real accessibility tree`…). */
   label: string;
@@ -222,55 +232,85 @@ const TreeRow = memo(function TreeRow({
   );
 });
 
-export function TreeView({ side, tree, statuses, align, label, showBounds = false }: TreeViewProps) {
+export function TreeView({ side, backend, treeRef, first, representation, align, label, showBounds = false }: TreeViewProps) {
   const [state, store] = useSelection();
-  const { hoverId, selectedId } = resolveOnSide(state, side, align);
-  const [collapsed, setCollapsed] = useState<Set<number>>(() => new Set());
+  // Collapsed node ids, ascending (the key of the rows fetched).
+  const [collapsed, setCollapsed] = useState<number[]>([]);
+  const [range, setRange] = useState<readonly [number, number]>([0, TREE_PAGE_ROWS]);
   const [query, setQuery] = useState("");
   // Index into the matches of the last jump; -1 before the first jump.
   const [matchIndex, setMatchIndex] = useState(-1);
+  // The row to scroll to (a revealed selection).
+  const [scrollRow, setScrollRow] = useState<number | null>(null);
 
-  const ends = useMemo(() => subtreeEnds(tree), [tree]);
-  const rows = useMemo(() => visibleRows(tree, collapsed, ends), [tree, collapsed, ends]);
-  const rowOf = useMemo(() => {
-    const m = new Map<number, number>();
-    rows.forEach((id, i) => m.set(id, i));
-    return m;
-  }, [rows]);
-  const matches = useMemo(() => searchTree(tree, query), [tree, query]);
-  // Android dumps' root spans the screen; elsewhere the root's frame is not a screen.
-  const outside = useMemo(() => (tree.representation === "android-xml" ? outsideRootIds(tree) : new Set<number>()), [tree]);
+  const { byRow, rowOf, visibleCount } = useTreeRows(backend, treeRef, first, collapsed, range);
+  const search = useTreeSearch(backend, treeRef, query).data;
+  const matches = useMemo(() => (query.trim() && search ? search.matches : []), [query, search]);
   const matchSet = useMemo(() => new Set(matches), [matches]);
-
-  // A new tree opens fully expanded. A node selected elsewhere (other pane,
-  // wireframe, source) is revealed — only when the selection changes, so
-  // collapsing a node that holds it sticks. Adjusted while rendering, from
-  // the tree and selection last seen.
-  const [seen, setSeen] = useState({ tree, selectedId });
-  if (seen.tree !== tree || seen.selectedId !== selectedId) {
-    setSeen({ tree, selectedId });
-    let next = seen.tree !== tree ? new Set<number>() : collapsed;
-    const up = selectedId == null ? [] : ancestors(tree, selectedId);
-    if (up.some((a) => next.has(a))) {
-      next = new Set(next);
-      for (const a of up) next.delete(a);
+  // Rows carry their counterpart: without the whole diff (a large tree), the
+  // loaded rows align the panes.
+  const rowAlign = useMemo(() => {
+    if (align.realToPredicted.size > 0) return align;
+    const own = new Map<number, number>();
+    const other = new Map<number, number>();
+    for (const r of byRow.values()) {
+      if (r.counterpart == null) continue;
+      own.set(r.node.id, r.counterpart);
+      other.set(r.counterpart, r.node.id);
     }
-    if (next !== collapsed) setCollapsed(next);
+    return side === "real" ? { realToPredicted: own, predictedToReal: other } : { realToPredicted: other, predictedToReal: own };
+  }, [align, byRow, side]);
+  const { hoverId, selectedId } = resolveOnSide(state, side, rowAlign);
+  // Android dumps' root spans the screen; elsewhere the root's frame is not a screen.
+  const root = useMemo(() => (representation === "android-xml" ? screenRoot(first.rows.map((r) => r.node)) : undefined), [representation, first]);
+
+  // A new tree opens fully expanded, scrolled to the top.
+  const [seen, setSeen] = useState(first);
+  if (seen !== first) {
+    setSeen(first);
+    setCollapsed([]);
+    setScrollRow(null);
   }
 
-  const onToggle = useCallback(
-    (id: number) => {
-      setCollapsed((prev) => {
-        const next = new Set(prev);
-        if (next.has(id)) next.delete(id);
-        else next.add(id);
-        return next;
+  // A node selected elsewhere (other pane, wireframe, source, search) is
+  // revealed — only when the selection changes, so collapsing a node that
+  // holds it sticks. The server expands its collapsed ancestors and gives
+  // its row.
+  const latest = useRef({ collapsed, rowOf });
+  useLayoutEffect(() => {
+    latest.current = { collapsed, rowOf };
+  });
+  useEffect(() => {
+    if (selectedId == null) return;
+    const known = latest.current.rowOf.get(selectedId);
+    if (known !== undefined) {
+      setScrollRow(known);
+      return;
+    }
+    let live = true;
+    backend
+      .call("get_tree_rows", { ...treeRef, offset: 0, limit: 0, collapsed: latest.current.collapsed, reveal: selectedId })
+      .then((w) => {
+        if (!live) return;
+        if (w.collapsed.join(",") !== latest.current.collapsed.join(",")) setCollapsed(w.collapsed);
+        setScrollRow(w.revealed_row);
+      })
+      .catch(() => {
+        // A node the other side has no counterpart for: nothing to reveal.
       });
-    },
-    [setCollapsed],
-  );
+    return () => {
+      live = false;
+    };
+    // Only when the selection (or the tree) changes.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [selectedId, treeRef.trajectory_id, treeRef.node_id, treeRef.prediction_id, treeRef.view_index, treeRef.side, first]);
+
+  const onToggle = useCallback((id: number) => {
+    setCollapsed((prev) => (prev.includes(id) ? prev.filter((x) => x !== id) : [...prev, id].sort((a, b) => a - b)));
+  }, []);
   const onHover = useCallback((id: number) => store.hover({ side, id }), [store, side]);
   const onSelect = useCallback((id: number) => store.select({ side, id }), [store, side]);
+  const onRange = useCallback((a: number, b: number) => setRange((prev) => (prev[0] === a && prev[1] === b ? prev : [a, b])), []);
 
   const jump = (delta: number) => {
     if (matches.length === 0) return;
@@ -289,9 +329,17 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
     if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
     e.preventDefault();
     const cur = selectedId != null ? (rowOf.get(selectedId) ?? -1) : -1;
-    const next = Math.max(0, Math.min(rows.length - 1, cur + (e.key === "ArrowDown" ? 1 : -1)));
-    store.select({ side, id: rows[next]! });
+    const next = Math.max(0, Math.min(visibleCount - 1, cur + (e.key === "ArrowDown" ? 1 : -1)));
+    const id = byRow.get(next)?.node.id;
+    if (id !== undefined) store.select({ side, id });
   };
+
+  const total = search?.total ?? 0;
+  const count = query.trim()
+    ? `${matchIndex + 1}/${total}${total > matches.length ? ` (first ${matches.length} listed)` : ""}`
+    : visibleCount < first.node_count
+      ? `${first.node_count} nodes, showing ${visibleCount}`
+      : `${first.node_count} nodes`;
 
   return (
     <div className="treeview">
@@ -310,7 +358,7 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
           }}
         />
         <span className="tree-count" aria-live="polite">
-          {query ? `${matchIndex + 1}/${matches.length}` : `${tree.nodes.length} nodes`}
+          {count}
         </span>
         <button type="button" aria-label="Previous match" disabled={!matches.length} onClick={() => jump(-1)}>
           ↑
@@ -324,26 +372,28 @@ export function TreeView({ side, tree, statuses, align, label, showBounds = fals
         aria-label={label}
         tabIndex={0}
         className="tree-list"
-        count={rows.length}
+        count={visibleCount}
         rowHeight={TREE_ROW_HEIGHT_PX}
-        scrollToIndex={selectedId != null ? (rowOf.get(selectedId) ?? null) : null}
+        scrollToIndex={scrollRow}
+        onRange={onRange}
         onKeyDown={onKeyDown}
         onMouseLeave={() => store.hover(null)}
         renderRow={(i) => {
-          const id = rows[i]!;
-          const node = tree.nodes[id]!;
+          const r = byRow.get(i);
+          if (!r) return <div className="trow is-loading" aria-hidden="true" />;
+          const id = r.node.id;
           return (
             <TreeRow
-              node={node}
-              representation={tree.representation}
-              status={statuses?.[id] ?? "unchanged"}
-              collapsed={collapsed.has(id)}
-              hasChildren={node.children.length > 0}
+              node={r.node}
+              representation={representation}
+              status={r.status ?? "unchanged"}
+              collapsed={collapsed.includes(id)}
+              hasChildren={r.child_count > 0}
               hovered={hoverId === id}
               selected={selectedId === id}
               matched={matchSet.has(id)}
               showBounds={showBounds}
-              outsideRoot={outside.has(id)}
+              outsideRoot={isOutsideRoot(root, r.node)}
               onToggle={onToggle}
               onHover={onHover}
               onSelect={onSelect}

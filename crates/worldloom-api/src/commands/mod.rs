@@ -21,6 +21,10 @@ pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
 pub use crate::keys::{endpoint_key_status, set_endpoint_key};
 pub use crate::scoring::METRICS_PRODUCER;
 pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
+pub use crate::tree_rows::{
+    FIRST_WINDOW_ROWS, SEARCH_MAX_MATCHES, TEXT_MAX_BYTES, TREE_WINDOW_MAX_ROWS,
+    WHOLE_TREE_MAX_NODES,
+};
 pub use history::{history, redo, undo};
 pub use import_export::{export, import_files};
 pub use notes_tags::{add_note, list_notes, set_tag};
@@ -30,5 +34,5 @@ pub use runs::{
     set_label_set, set_row_label,
 };
 pub use trajectories::{get_branch, get_trajectory, list_trajectories};
-pub use turns::get_turn;
+pub use turns::{get_tree_rows, get_turn, search_tree};
 pub use workspace::workspace_info;

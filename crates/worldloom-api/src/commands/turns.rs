@@ -12,6 +12,12 @@ use crate::ids::parse_trajectory_id;
 use crate::scoring::{
     METRICS_PRODUCER, Shown, evaluate, predictions_of, shown, shown_text, store_score, subject_of,
 };
+use std::sync::Arc;
+
+use crate::tree_rows::{
+    self, FIRST_WINDOW_ROWS, SideTree, TurnKey, TurnTrees, ViewTrees, WHOLE_TREE_MAX_NODES,
+    capped_text,
+};
 use crate::types::*;
 use crate::views::{self};
 
@@ -23,9 +29,13 @@ use crate::views::{self};
 pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
-    // Only the path to the node is needed (its state, the previous one, the
-    // action): large trees are not read whole.
-    let st = ws.load_trajectory_path(key, NodeId(req.node_id))?;
+    // Only the state and the one before it are read (its observations and
+    // predictions, the action into it, the previous real observation for
+    // transition F1): the cost does not grow with the state's depth.
+    let node_id = NodeId(req.node_id);
+    let mut states = vec![node_id];
+    states.extend(ws.parent_state(key, node_id)?);
+    let st = ws.load_trajectory_states(key, &states)?;
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
     let shown = shown(node, req.prediction_id.map(PredictionId))?;
@@ -50,6 +60,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     let (pred_text, pred_repr) = shown.as_ref().map(shown_text).unwrap_or((None, None));
 
     let mut views = Vec::new();
+    let mut trees = Vec::new();
     let mut pred_placed = false;
     if let Some(real) = &node.real {
         let mut reals: Vec<(String, core::Representation, &str)> =
@@ -58,31 +69,38 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             reals.push((v.name.clone(), v.representation, v.text.as_str()));
         }
         for (name, repr, text) in reals {
-            let real_side = side(text, repr);
+            let real_side = parse_side(text, repr);
             let takes_prediction = !pred_placed && pred_repr == Some(repr);
             let predicted = if takes_prediction {
-                pred_text.map(|t| side(t, repr))
+                pred_text.map(|t| parse_side(t, repr))
             } else {
                 None
             };
             pred_placed |= takes_prediction;
-            views.push(compared(
+            let (view, view_trees) = compared(
                 name,
                 repr,
                 Some(real_side),
                 predicted,
                 text,
                 pred_text.filter(|_| takes_prediction),
-            ));
+            )?;
+            views.push(view);
+            trees.push(view_trees);
         }
     }
     if !pred_placed && let (Some(text), Some(repr)) = (pred_text, pred_repr) {
-        views.insert(
-            0,
-            compared("main".into(), repr, None, Some(side(text, repr)), "", None),
-        );
+        let (view, view_trees) = compared(
+            "main".into(),
+            repr,
+            None,
+            Some(parse_side(text, repr)),
+            "",
+            None,
+        )?;
+        views.insert(0, view);
+        trees.insert(0, view_trees);
     }
-
     let predicted_kind = shown.as_ref().map(|s| match s {
         Shown::Prediction(_) => ObservationKind::Predicted,
         Shown::Authored(..) => ObservationKind::Authored,
@@ -98,6 +116,17 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         }
         _ => (None, None, None),
     };
+    // Kept under the prediction shown (what `TurnDetail.prediction_id`
+    // says), which tree requests name.
+    studio.cache_trees(Arc::new(TurnTrees {
+        key: TurnKey {
+            trajectory: key.0,
+            node: req.node_id,
+            prediction: prediction_id,
+            revision: ws.revision()?,
+        },
+        views: trees,
+    }));
     let predictions = predictions_of(&ws, &st, node)?;
     let tokens = match &shown {
         Some(Shown::Prediction(p)) => p
@@ -161,59 +190,187 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     })
 }
 
+/// A side as parsed: its document (text cut to [`tree_rows::TEXT_MAX_BYTES`], no tree
+/// or rows yet) and its tree, when it parsed.
+struct ParsedSide {
+    doc: SideDocument,
+    tree: Option<obs::tree::UiTree>,
+}
+
+/// Builds one compared view and keeps its trees: each side's tree goes whole
+/// into the view only when small, its first window of rows always; the
+/// per-node diff list only when both trees are small (rows carry their
+/// marks), the line diff only when neither text was cut.
 fn compared(
     name: String,
     repr: core::Representation,
-    real: Option<SideDocument>,
-    predicted: Option<SideDocument>,
+    real: Option<ParsedSide>,
+    predicted: Option<ParsedSide>,
     real_text: &str,
     pred_text: Option<&str>,
-) -> ComparedView {
-    // The sides hold the `worldloom-obs` trees themselves: align those.
-    let diff = match (
-        real.as_ref().and_then(|r| r.tree.as_ref()),
-        predicted.as_ref().and_then(|p| p.tree.as_ref()),
-    ) {
-        (Some(rt), Some(pt)) => Some(views::tree_diff(&obs::diff::diff_trees(rt, pt).1)),
+) -> Result<(ComparedView, ViewTrees), ApiError> {
+    let (mut real_doc, real_tree) = match real {
+        Some(s) => (Some(s.doc), s.tree),
+        None => (None, None),
+    };
+    let (mut pred_doc, pred_tree) = match predicted {
+        Some(s) => (Some(s.doc), s.tree),
+        None => (None, None),
+    };
+    let diff = match (&real_tree, &pred_tree) {
+        (Some(rt), Some(pt)) => Some(obs::diff::diff_trees(rt, pt).1),
         _ => None,
     };
+    let small = |t: &Option<obs::tree::UiTree>| {
+        t.as_ref()
+            .is_none_or(|t| t.nodes.len() <= WHOLE_TREE_MAX_NODES)
+    };
+    let both_small = small(&real_tree) && small(&pred_tree);
+    let cut = [&real_doc, &pred_doc]
+        .iter()
+        .any(|d| d.as_ref().is_some_and(|d| d.text_bytes.is_some()));
     let line_diff = pred_text
-        .filter(|_| real.is_some())
+        .filter(|_| real_doc.is_some() && !cut)
         .map(|p| obs::diff::line_diff(real_text, p));
-    ComparedView {
-        representation: repr,
-        name,
-        real,
-        predicted,
+    let trees = ViewTrees {
+        real: real_tree.map(SideTree::new),
+        predicted: pred_tree.map(SideTree::new),
         diff,
-        line_diff,
+    };
+    let diff_view = trees
+        .diff
+        .as_ref()
+        .filter(|_| both_small)
+        .map(views::tree_diff);
+    for (side, doc) in [
+        (PaneSide::Real, &mut real_doc),
+        (PaneSide::Predicted, &mut pred_doc),
+    ] {
+        let (Some(doc), Some(tree)) = (doc.as_mut(), trees.tree(side)) else {
+            continue;
+        };
+        if tree.tree.nodes.len() <= WHOLE_TREE_MAX_NODES {
+            doc.tree = Some(tree.tree.clone());
+        }
+        doc.rows = Some(tree_rows::window(
+            &trees,
+            side,
+            0,
+            FIRST_WINDOW_ROWS,
+            &[],
+            None,
+        )?);
     }
+    Ok((
+        ComparedView {
+            representation: repr,
+            name,
+            real: real_doc,
+            predicted: pred_doc,
+            diff: diff_view,
+            line_diff,
+        },
+        trees,
+    ))
 }
 
-/// One side of a compared view, with its tree when the representation has one.
-fn side(text: &str, representation: core::Representation) -> SideDocument {
+/// One side of a compared view, parsed when the representation is a tree.
+fn parse_side(text: &str, representation: core::Representation) -> ParsedSide {
+    let (shown, text_bytes) = capped_text(text);
+    let doc = |parse_error, warnings| SideDocument {
+        text: shown.clone(),
+        text_bytes,
+        tree: None,
+        rows: None,
+        parse_error,
+        warnings,
+    };
     if !representation.is_tree() {
-        return SideDocument {
-            text: text.to_string(),
+        return ParsedSide {
+            doc: doc(None, Vec::new()),
             tree: None,
-            parse_error: None,
-            warnings: Vec::new(),
         };
     }
     match obs::parse(text, representation) {
-        Ok(parsed) => SideDocument {
-            text: text.to_string(),
+        Ok(parsed) => ParsedSide {
+            doc: doc(
+                None,
+                parsed.warnings.iter().map(views::side_warning).collect(),
+            ),
             tree: Some(parsed.tree),
-            parse_error: None,
-            warnings: parsed.warnings.iter().map(views::side_warning).collect(),
         },
-        Err(e) => SideDocument {
-            text: text.to_string(),
+        Err(e) => ParsedSide {
+            doc: doc(Some(e.to_string()), Vec::new()),
             tree: None,
-            parse_error: Some(e.to_string()),
-            warnings: Vec::new(),
         },
     }
+}
+
+/// The trees of the turn a tree request names: the studio's cached ones when
+/// they were read at the workspace's current revision, else `get_turn`'s
+/// (which caches them).
+fn turn_trees(
+    studio: &Studio,
+    trajectory_id: &str,
+    node_id: u32,
+    prediction_id: Option<u32>,
+) -> Result<Arc<TurnTrees>, ApiError> {
+    let key = parse_trajectory_id(trajectory_id)?;
+    let turn_key = |revision| TurnKey {
+        trajectory: key.0,
+        node: node_id,
+        prediction: prediction_id,
+        revision,
+    };
+    let revision = studio.lock()?.revision()?;
+    if let Some(t) = studio.cached_trees(turn_key(revision)) {
+        return Ok(t);
+    }
+    get_turn(
+        studio,
+        GetTurnRequest {
+            trajectory_id: trajectory_id.to_string(),
+            node_id,
+            prediction_id,
+        },
+    )?;
+    let revision = studio.lock()?.revision()?;
+    studio
+        .cached_trees(turn_key(revision))
+        .ok_or_else(|| ApiError::internal("the turn's trees changed while being read; retry"))
+}
+
+/// `get_tree_rows`: a window of the visible rows of one side's tree of a
+/// turn, with their diff marks.
+///
+/// # Errors
+/// [`crate::ErrorCode::NotFound`] for an unknown node, prediction, view or a
+/// side without a parsed tree; [`crate::ErrorCode::BadRequest`] for a
+/// `reveal` node not in the tree; [`crate::ErrorCode::Storage`].
+pub fn get_tree_rows(studio: &Studio, req: GetTreeRowsRequest) -> Result<TreeWindow, ApiError> {
+    let trees = turn_trees(studio, &req.trajectory_id, req.node_id, req.prediction_id)?;
+    let (view, _) = trees.view(req.view_index, req.side)?;
+    tree_rows::window(
+        view,
+        req.side,
+        req.offset,
+        req.limit,
+        &req.collapsed,
+        req.reveal,
+    )
+}
+
+/// `search_tree`: the nodes of one side's tree that match a query.
+///
+/// # Errors
+/// As [`get_tree_rows`].
+pub fn search_tree(
+    studio: &Studio,
+    req: SearchTreeRequest,
+) -> Result<SearchTreeResponse, ApiError> {
+    let trees = turn_trees(studio, &req.trajectory_id, req.node_id, req.prediction_id)?;
+    let (_, side) = trees.view(req.view_index, req.side)?;
+    Ok(tree_rows::search(&side.tree, &req.query, req.limit))
 }
 
 #[cfg(test)]
@@ -224,8 +381,10 @@ mod tests {
     fn a_side_carries_its_parse_warnings_with_line_and_byte() {
         // adb appends a status line after the root element.
         let text = "<hierarchy rotation=\"0\"><node class=\"android.widget.FrameLayout\" bounds=\"[0,0][1080,2400]\"/></hierarchy>\nUI hierchary dumped to: /dev/tty\n";
-        let doc = side(text, core::Representation::AndroidXml);
-        assert!(doc.tree.is_some());
+        let doc = parse_side(text, core::Representation::AndroidXml);
+        let tree = doc.tree;
+        let doc = doc.doc;
+        assert!(tree.is_some());
         assert_eq!(doc.parse_error, None);
         let parsed = obs::parse(text, core::Representation::AndroidXml).unwrap();
         assert!(!parsed.warnings.is_empty());
@@ -239,16 +398,18 @@ mod tests {
         assert_eq!(w.message, parsed.warnings[0].message);
 
         // A clean side has none, and its JSON has no `warnings` field.
-        let clean = side(
+        let clean = parse_side(
             "<hierarchy><node bounds=\"[0,0][10,10]\"/></hierarchy>",
             core::Representation::AndroidXml,
-        );
+        )
+        .doc;
         assert!(clean.warnings.is_empty());
         let json = serde_json::to_value(&clean).unwrap();
         assert!(json.get("warnings").is_none());
         // Texts that are not trees carry none.
         assert!(
-            side("plain text", core::Representation::Text)
+            parse_side("plain text", core::Representation::Text)
+                .doc
                 .warnings
                 .is_empty()
         );

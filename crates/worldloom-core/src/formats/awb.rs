@@ -49,26 +49,28 @@ struct Row {
 }
 
 fn string_list(
-    value: Option<&Value>,
+    value: Option<Value>,
     path: &Path,
     line: usize,
     field: &str,
 ) -> Result<(Vec<String>, bool, bool)> {
-    // (list, was a single string, present and rebuilt)
+    // (list, was a single string, present and rebuilt). The strings are
+    // moved out of the row, never copied: a row can hold hundreds of
+    // megabytes of observations.
     match value {
         None => Ok((Vec::new(), false, false)),
-        Some(Value::String(s)) => Ok((vec![s.clone()], true, true)),
+        Some(Value::String(s)) => Ok((vec![s], true, true)),
         Some(Value::Array(items)) => {
             let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in items.into_iter().enumerate() {
                 match item {
-                    Value::String(s) => out.push(s.clone()),
+                    Value::String(s) => out.push(s),
                     other => {
                         return Err(CoreError::Field {
                             path: path.to_path_buf(),
                             line: Some(line),
                             field: format!("{field}[{i}]"),
-                            message: format!("expected a string, found {}", type_name(other)),
+                            message: format!("expected a string, found {}", type_name(&other)),
                         });
                     }
                 }
@@ -79,8 +81,20 @@ fn string_list(
             path: path.to_path_buf(),
             line: Some(line),
             field: field.into(),
-            message: format!("expected a list of strings, found {}", type_name(other)),
+            message: format!("expected a list of strings, found {}", type_name(&other)),
         }),
+    }
+}
+
+/// Moves a string field's value out of the row (leaving `null`, the
+/// placeholder export rebuilds it from); `None` when absent or not a string.
+fn take_string(fields: &mut Map<String, Value>, key: &str) -> Option<String> {
+    match fields.get_mut(key) {
+        Some(slot @ Value::String(_)) => match std::mem::take(slot) {
+            Value::String(s) => Some(s),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -139,10 +153,19 @@ fn parse_row(
         }
     };
     let domain: Domain = task.parse().map_err(|e: String| field_err("task", e))?;
-    let (prompts, prompt_is_string, prompt_rebuilt) =
-        string_list(fields.get("prompt"), path, line, "prompt")?;
-    let (responses, response_is_string, response_rebuilt) =
-        string_list(fields.get("response"), path, line, "response")?;
+    // Taken out of the row (a `null` left in place, as export expects).
+    let (prompts, prompt_is_string, _) = string_list(
+        fields.get_mut("prompt").map(std::mem::take),
+        path,
+        line,
+        "prompt",
+    )?;
+    let (responses, response_is_string, _) = string_list(
+        fields.get_mut("response").map(std::mem::take),
+        path,
+        line,
+        "response",
+    )?;
     let turn = match fields.get("turn_idx") {
         None => 1,
         Some(v) => v.as_u64().map(|t| t.max(1) as usize).ok_or_else(|| {
@@ -152,26 +175,11 @@ fn parse_row(
             )
         })?,
     };
-    let system = match fields.get("system_str") {
-        Some(Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
-    let current_prompt = match fields.get("current_prompt") {
-        Some(Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
+    // `prompt`, `response` (above), `system_str` and `current_prompt` are
+    // the REBUILT fields: moved out, `null` left in their place.
+    let system = take_string(&mut fields, REBUILT[3]);
+    let current_prompt = take_string(&mut fields, REBUILT[2]);
     let total_turns = fields.get("total_turns").cloned();
-    for key in REBUILT {
-        let rebuilt = match key {
-            "prompt" => prompt_rebuilt,
-            "response" => response_rebuilt,
-            "current_prompt" => current_prompt.is_some(),
-            _ => system.is_some(),
-        };
-        if rebuilt && let Some(slot) = fields.get_mut(key) {
-            *slot = Value::Null;
-        }
-    }
     Ok(Row {
         line,
         index,
@@ -224,23 +232,40 @@ pub fn import(
     skip_bad_rows: bool,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<Vec<Trajectory>> {
+    let mut streamed = Vec::new();
+    if let Some(out) = import_streaming(path, skip_bad_rows, &mut streamed)? {
+        warnings.append(&mut streamed);
+        return Ok(out);
+    }
     let text = crate::text::read_text_into(path, warnings)?;
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index = 0;
-    for (i, raw_line) in text.lines().enumerate() {
+    let rows = text.lines().enumerate().filter_map(|(i, raw_line)| {
         let line = i + 1;
         let trimmed = raw_line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        let parsed = serde_json::from_str::<Value>(trimmed)
-            .map_err(|e| CoreError::Json {
+        (!trimmed.is_empty()).then(|| {
+            let value = serde_json::from_str::<Value>(trimmed).map_err(|e| CoreError::Json {
                 path: path.to_path_buf(),
                 line,
                 column: e.column(),
                 message: e.to_string(),
-            })
-            .and_then(|v| parse_row(path, line, index, v, warnings));
+            });
+            (line, value)
+        })
+    });
+    group_rows(path, skip_bad_rows, warnings, rows)
+}
+
+/// Groups parsed rows (line number and JSON value, in file order) into
+/// trajectories.
+fn group_rows(
+    path: &Path,
+    skip_bad_rows: bool,
+    warnings: &mut Vec<ImportWarning>,
+    rows: impl Iterator<Item = (usize, Result<Value>)>,
+) -> Result<Vec<Trajectory>> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut index = 0;
+    for (line, value) in rows {
+        let parsed = value.and_then(|v| parse_row(path, line, index, v, warnings));
         let row = match parsed {
             Ok(row) => row,
             Err(err) if skip_bad_rows => {
@@ -312,6 +337,110 @@ pub fn prompt_sections(prompt: &str) -> PromptSections {
     }
 }
 
+/// Where a non-blank line's JSON value must end: one past its last
+/// non-whitespace byte, in file offsets; and its 1-based line number.
+struct LineEnd {
+    line: usize,
+    value_end: u64,
+}
+
+/// The non-blank lines of a file, when it is valid UTF-8 (else `None`).
+/// Reads one line at a time.
+fn scan_lines(path: &Path) -> Result<Option<Vec<LineEnd>>> {
+    use std::io::BufRead;
+    let io_err = |source| CoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io_err)?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    let mut line = 0usize;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(io_err)?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let Ok(text) = std::str::from_utf8(&buf) else {
+            return Ok(None);
+        };
+        if !text.trim().is_empty() {
+            let kept = text
+                .trim_end_matches(|c: char| c.is_ascii_whitespace())
+                .len();
+            out.push(LineEnd {
+                line,
+                value_end: offset + kept as u64,
+            });
+        }
+        offset += n as u64;
+    }
+    Ok(Some(out))
+}
+
+/// Reads the rows straight from the file, one JSON value at a time, without
+/// holding the file's text, and moves each row's strings into the tree
+/// (`docs/benchmarks.md`, "Huge observations"). `None` when the file is not
+/// the simple case (valid UTF-8, one JSON value per non-blank line, every
+/// value parsing): the line-by-line reader over the whole text then reads
+/// it, with its exact errors and skipping rules.
+fn import_streaming(
+    path: &Path,
+    skip_bad_rows: bool,
+    warnings: &mut Vec<ImportWarning>,
+) -> Result<Option<Vec<Trajectory>>> {
+    let Some(lines) = scan_lines(path)? else {
+        return Ok(None);
+    };
+    let file = std::fs::File::open(path).map_err(|source| CoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut stream = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
+    let mut simple = true;
+    let mut k = 0usize;
+    let rows = std::iter::from_fn(|| {
+        if !simple {
+            return None;
+        }
+        match stream.next() {
+            None => {
+                simple = k == lines.len();
+                None
+            }
+            Some(Ok(value)) => {
+                let at = lines
+                    .get(k)
+                    .filter(|l| l.value_end == stream.byte_offset() as u64);
+                k += 1;
+                match at {
+                    Some(l) => Some((l.line, Ok(value))),
+                    None => {
+                        simple = false;
+                        None
+                    }
+                }
+            }
+            Some(Err(_)) => {
+                simple = false;
+                None
+            }
+        }
+    });
+    let out = group_rows(path, skip_bad_rows, warnings, rows);
+    drop(stream);
+    if !simple {
+        warnings.clear();
+        return Ok(None);
+    }
+    out.map(Some)
+}
+
 /// The text after `**Action:**` up to the next blank-line-separated `**…:**`
 /// heading, with a surrounding code fence removed; the whole prompt when it
 /// has no such section.
@@ -342,30 +471,38 @@ pub fn action_from_prompt(prompt: &str) -> String {
     section[..end].trim().to_owned()
 }
 
-fn split_response(response: &str) -> (String, String) {
+/// Splits the `**Environment Observation:**` prefix (with the blank space
+/// after it) off a response, in place: the body keeps the response's buffer.
+fn split_response(mut response: String) -> (String, String) {
     if let Some(rest) = response.strip_prefix(AWB_RESPONSE_MARKER) {
         let body = rest.trim_start_matches([' ', '\t', '\r', '\n']);
         let prefix_len = response.len() - body.len();
-        (response[..prefix_len].to_owned(), body.to_owned())
+        let prefix: String = response.drain(..prefix_len).collect();
+        (prefix, response)
     } else {
-        (String::new(), response.to_owned())
+        (String::new(), response)
     }
 }
 
 fn build(path: &Path, group: Group, warnings: &mut Vec<ImportWarning>) -> Trajectory {
     let mut rows = group.rows;
     rows.sort_by_key(|r| r.turn);
-    let first = &rows[0];
-    let domain = first.domain;
-    let longest = |f: fn(&Row) -> &Vec<String>| {
-        rows.iter()
-            .map(f)
-            .max_by_key(|l| l.len())
-            .cloned()
+    // Each row's list lengths (kept for export) before the longest lists are
+    // moved out: rows of one group agree entry by entry, so the longest
+    // holds every turn's string, and nothing is copied.
+    let counts: Vec<(usize, usize)> = rows
+        .iter()
+        .map(|r| (r.prompts.len(), r.responses.len()))
+        .collect();
+    let longest = |rows: &mut [Row], f: fn(&mut Row) -> &mut Vec<String>| {
+        let at = (0..rows.len()).max_by_key(|&i| f(&mut rows[i]).len());
+        at.map(|i| std::mem::take(f(&mut rows[i])))
             .unwrap_or_default()
     };
-    let prompts = longest(|r| &r.prompts);
-    let responses = longest(|r| &r.responses);
+    let mut prompts = longest(&mut rows, |r| &mut r.prompts);
+    let mut responses = longest(&mut rows, |r| &mut r.responses);
+    let first = &rows[0];
+    let domain = first.domain;
     let max_turn = rows.iter().map(|r| r.turn).max().unwrap_or(1);
     let turns = prompts.len().max(responses.len()).max(max_turn);
     // A row id `<trajectory id>#<turn>` (as Worldloom writes them) names
@@ -387,36 +524,39 @@ fn build(path: &Path, group: Group, warnings: &mut Vec<ImportWarning>) -> Trajec
     t.system_prompt = Some(first.system.clone().unwrap_or_default());
     let mut node = t.root();
     for k in 1..=turns {
-        let row = rows.iter().find(|r| r.turn == k);
+        let at = rows.iter().position(|r| r.turn == k);
+        let row = at.map(|i| &rows[i]);
         let prompt = prompts
-            .get(k - 1)
-            .cloned()
+            .get_mut(k - 1)
+            .map(std::mem::take)
             .or_else(|| row.and_then(|r| r.current_prompt.clone()));
         let action_text = prompt
             .as_deref()
             .map(action_from_prompt)
             .unwrap_or_default();
-        let real = responses.get(k - 1).map(|resp| {
-            let (prefix, body) = split_response(resp);
+        let real = responses.get_mut(k - 1).map(|resp| {
+            let (prefix, body) = split_response(std::mem::take(resp));
             let mut obs = Observation::new(guess_representation(domain, &body), body);
             obs.prefix = prefix;
             obs
+        });
+        let current = row.and_then(|r| {
+            r.current_prompt
+                .clone()
+                .filter(|c| Some(c) != prompt.as_ref())
         });
         let Ok((edge, next)) = t.add_step(node, Action::for_domain(domain, action_text), real)
         else {
             break;
         };
         let e = &mut t.edges[edge.0 as usize];
-        e.prompt = prompt.clone();
-        if let Some(r) = row {
-            let current = r
-                .current_prompt
-                .clone()
-                .filter(|c| Some(c) != prompt.as_ref());
+        e.prompt = prompt;
+        if let (Some(r), Some(i)) = (row, at) {
+            let (prompt_count, response_count) = counts[i];
             let mut info = AwbRowInfo {
                 fields: r.fields.clone(),
-                prompt_count: r.prompts.len(),
-                response_count: r.responses.len(),
+                prompt_count,
+                response_count,
                 current_prompt: current,
                 prompt_is_string: r.prompt_is_string,
                 response_is_string: r.response_is_string,
@@ -617,12 +757,103 @@ mod tests {
         );
     }
 
+    /// The whole-text reader, for comparing with the streaming one.
+    fn import_whole(path: &Path, skip: bool) -> (Result<Vec<Trajectory>>, Vec<ImportWarning>) {
+        let mut warnings = Vec::new();
+        let text = crate::text::read_text_into(path, &mut warnings).unwrap();
+        let rows = text.lines().enumerate().filter_map(|(i, l)| {
+            let t = l.trim();
+            (!t.is_empty()).then(|| {
+                let v = serde_json::from_str::<Value>(t).map_err(|e| CoreError::Json {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    column: e.column(),
+                    message: e.to_string(),
+                });
+                (i + 1, v)
+            })
+        });
+        let out = group_rows(path, skip, &mut warnings, rows);
+        (out, warnings)
+    }
+
+    #[test]
+    fn rows_stream_from_the_file_when_simple_and_read_the_same() {
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(&sample).unwrap();
+        // Blank lines, CRLF endings and trailing spaces stay simple.
+        let mut spaced = String::from("\n  \n");
+        for l in text.lines() {
+            spaced.push_str(l);
+            spaced.push_str(" \r\n\n");
+        }
+        for (name, content) in [("plain.jsonl", text.clone()), ("spaced.jsonl", spaced)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &content).unwrap();
+            let mut w = Vec::new();
+            let streamed = import_streaming(&path, false, &mut w)
+                .unwrap()
+                .expect("a simple file streams");
+            let (whole, ww) = import_whole(&path, false);
+            assert_eq!(streamed, whole.unwrap(), "{name}");
+            assert_eq!(w, ww, "{name}");
+            assert_eq!(import(&path, false, &mut Vec::new()).unwrap(), streamed);
+        }
+        // Not the simple case: the whole-text reader answers, with its
+        // errors and line numbers.
+        let first = text.lines().next().unwrap();
+        let cases = [
+            ("two.jsonl", format!("{first}{first}\n").into_bytes()),
+            ("bad.jsonl", format!("{first}\n{{\"task\": \n").into_bytes()),
+            ("split.jsonl", first.replacen(",", ",\n", 1).into_bytes()),
+            ("latin1.jsonl", {
+                let mut b = first.as_bytes().to_vec();
+                let at = b.iter().position(|&c| c == b'"').unwrap() + 1;
+                b.insert(at, 0xE9);
+                b
+            }),
+        ];
+        for (name, bytes) in cases {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes).unwrap();
+            let mut w = Vec::new();
+            assert!(
+                import_streaming(&path, true, &mut w).unwrap().is_none(),
+                "{name}"
+            );
+            assert!(w.is_empty(), "{name}");
+            let (whole, ww) = import_whole(&path, true);
+            let mut got = Vec::new();
+            let via = import(&path, true, &mut got);
+            assert_eq!(via.is_ok(), whole.is_ok(), "{name}");
+            if let (Ok(a), Ok(b)) = (&via, &whole) {
+                assert_eq!(a, b, "{name}");
+            }
+            assert_eq!(got, ww, "{name}");
+        }
+        // A row of the wrong shape is the same error either way.
+        let path = dir.path().join("shape.jsonl");
+        std::fs::write(&path, format!("{first}\n{{\"task\": 5}}\n")).unwrap();
+        let streamed = import_streaming(&path, false, &mut Vec::new()).unwrap_err();
+        let whole = import_whole(&path, false).0.unwrap_err();
+        assert_eq!(streamed.to_string(), whole.to_string());
+        assert!(
+            streamed.to_string().contains("shape.jsonl:2:"),
+            "{streamed}"
+        );
+    }
+
     #[test]
     fn response_prefix_split() {
         assert_eq!(
-            split_response("**Environment Observation:**\n{}"),
+            split_response("**Environment Observation:**\n{}".into()),
             ("**Environment Observation:**\n".into(), "{}".into())
         );
-        assert_eq!(split_response("plain"), (String::new(), "plain".into()));
+        assert_eq!(
+            split_response("plain".into()),
+            (String::new(), "plain".into())
+        );
     }
 }

@@ -127,19 +127,22 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
             message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder, and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
         });
     }
-    let decoded = crate::text::read_text(path)?;
-    let head = decoded.text.trim_start();
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    if ext == "jsonl"
-        || (head.starts_with('{')
-            && head
-                .lines()
-                .nth(1)
-                .is_some_and(|l| l.trim_start().starts_with("{\"")))
+    // Decided by the name alone: a large JSONL file is not read twice.
+    if ext == "jsonl" {
+        return Ok(InputFormat::Agentworldbench);
+    }
+    let decoded = crate::text::read_text(path)?;
+    let head = decoded.text.trim_start();
+    if head.starts_with('{')
+        && head
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.trim_start().starts_with("{\""))
     {
         return Ok(InputFormat::Agentworldbench);
     }

@@ -144,6 +144,24 @@ impl Workspace {
         )
     }
 
+    /// Where the change log stands: the newest change's id (0 for none) and
+    /// how many changes are undone. Undo and redo only ever move the newest
+    /// applied or the oldest undone change and a new change abandons the
+    /// undone ones, so two equal revisions mean the same live records: a
+    /// cache of derived data (parsed trees) keyed by it is never stale.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn revision(&self) -> Result<(i64, i64)> {
+        self.conn
+            .query_row(
+                "SELECT coalesce(max(id), 0), coalesce(sum(state = 'undone'), 0) FROM changes",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(self.sql_err("reading the change log"))
+    }
+
     /// Whether an undo / a redo is possible now.
     ///
     /// # Errors

@@ -55,12 +55,47 @@ pub struct TrajectoryKey(pub i64);
 
 /// SHA-256 of `bytes`, lowercase hex (64 characters).
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
+    let mut h = Sha256Hex::default();
+    h.update(bytes);
+    h.finish()
+}
+
+/// An incremental [`sha256_hex`]: the hash of everything fed, so that a
+/// large file is hashed without being read whole.
+#[derive(Debug, Clone, Default)]
+pub struct Sha256Hex(Sha256);
+
+impl Sha256Hex {
+    /// Feeds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
     }
-    out
+
+    /// Feeds everything `reader` yields, 64 KiB at a time.
+    ///
+    /// # Errors
+    /// The reader's I/O error.
+    pub fn update_reader(&mut self, mut reader: impl std::io::Read) -> std::io::Result<()> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => self.0.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The hash, lowercase hex (64 characters).
+    pub fn finish(self) -> String {
+        let digest = self.0.finalize();
+        let mut out = String::with_capacity(64);
+        for b in digest {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out
+    }
 }
 
 /// Whether `path` is an SQLite file carrying the Worldloom application id,

@@ -286,6 +286,49 @@ impl Workspace {
         Ok(loaded)
     }
 
+    /// Reads a live trajectory with the records of only the given states
+    /// (their observations, predictions, choices and the edges into them);
+    /// every other node and edge is present but empty, as in
+    /// [`Workspace::load_trajectory_path`]. `get_turn` reads a state and its
+    /// parent this way, so its cost does not grow with the state's depth
+    /// (`cargo bench -p worldloom-api --bench huge`; `docs/benchmarks.md`).
+    ///
+    /// # Errors
+    /// As [`Workspace::load_trajectory`]; [`StoreError::NotFound`] when one
+    /// of `nodes` does not exist.
+    pub fn load_trajectory_states(
+        &self,
+        key: TrajectoryKey,
+        nodes: &[NodeId],
+    ) -> Result<StoredTrajectory> {
+        let wanted: BTreeSet<u32> = nodes.iter().map(|n| n.0).collect();
+        let loaded = self.load_inner(key, Some(&wanted))?;
+        if let Some(missing) = nodes.iter().find(|n| loaded.trajectory.node(**n).is_none()) {
+            return Err(StoreError::NotFound(format!(
+                "trajectory {} has no node {}",
+                key.0, missing.0
+            )));
+        }
+        Ok(loaded)
+    }
+
+    /// The parent state of `node` (the state its turn was taken from), from
+    /// the tree's shape alone; `None` for the root.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn parent_state(&self, key: TrajectoryKey, node: NodeId) -> Result<Option<NodeId>> {
+        self.conn
+            .query_row(
+                "SELECT from_node FROM edges WHERE trajectory_id = ?1 AND to_node = ?2 LIMIT 1",
+                params![key.0, node.0],
+                |r| r.get::<_, u32>(0),
+            )
+            .optional()
+            .map(|o| o.map(NodeId))
+            .map_err(self.sql_err("reading a parent state"))
+    }
+
     /// Reads a trajectory; with `only`, records are read for those nodes
     /// (and the edges into them) only.
     fn load_inner(
@@ -356,16 +399,23 @@ impl Workspace {
         trajectory.nodes.clear();
 
         let mut live_nodes = BTreeSet::new();
+        let extra_json = match only {
+            None => "n.extra_json".to_string(),
+            Some(_) => format!(
+                "CASE WHEN 1{} THEN n.extra_json END",
+                node_filter("n.node_id")
+            ),
+        };
         let rows = self.query_all(
-            "SELECT n.node_id, n.parent_edge, n.extra_json, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
-             WHERE n.trajectory_id = ?1 ORDER BY n.node_id",
+            &format!("SELECT n.node_id, n.parent_edge, {extra_json}, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
+             WHERE n.trajectory_id = ?1 ORDER BY n.node_id"),
             params![key.0],
             &ctx,
             |r| {
                 Ok((
                     r.get::<_, u32>(0)?,
                     r.get::<_, Option<u32>>(1)?,
-                    r.get::<_, String>(2)?,
+                    r.get::<_, Option<String>>(2)?,
                     r.get::<_, String>(3)?,
                 ))
             },
@@ -382,7 +432,7 @@ impl Workspace {
             let mut node = node_template.clone();
             node.id = NodeId(id);
             node.parent_edge = parent_edge.map(EdgeId);
-            if wanted(id) {
+            if let (true, Some(extra)) = (wanted(id), extra) {
                 node.extra = self.parse_json("nodes", &format!("{}/{id}", key.0), &extra)?;
             }
             if state == "applied" {
@@ -392,15 +442,23 @@ impl Workspace {
         }
 
         let mut live_edges = BTreeSet::new();
+        // Edge records of unwanted states are not even read from the file.
+        let edge_json = match only {
+            None => "e.edge_json".to_string(),
+            Some(_) => format!(
+                "CASE WHEN 1{} THEN e.edge_json END",
+                node_filter("e.to_node")
+            ),
+        };
         let rows = self.query_all(
-            "SELECT e.edge_id, e.edge_json, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
-             WHERE e.trajectory_id = ?1 ORDER BY e.edge_id",
+            &format!("SELECT e.edge_id, {edge_json}, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
+             WHERE e.trajectory_id = ?1 ORDER BY e.edge_id"),
             params![key.0],
             &ctx,
             |r| {
                 Ok((
                     r.get::<_, u32>(0)?,
-                    r.get::<_, String>(1)?,
+                    r.get::<_, Option<String>>(1)?,
                     r.get::<_, String>(2)?,
                     r.get::<_, u32>(3)?,
                     r.get::<_, u32>(4)?,
@@ -408,7 +466,7 @@ impl Workspace {
             },
         )?;
         for (id, json, state, from, to) in rows {
-            let edge: Edge = if wanted(to) {
+            let edge: Edge = if let (true, Some(json)) = (wanted(to), json) {
                 self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
             } else {
                 let mut e = edge_template.clone();
@@ -618,10 +676,12 @@ pub(super) fn insert_node(
         params![key, node.id.0, node.parent_edge.map(|e| e.0), Workspace::json(&node.extra), change.0],
     )?;
     if let Some(real) = &node.real {
-        tx.execute(
-            "INSERT INTO observations (trajectory_id, node_id, kind, representation, observation_json, change_id)
+        execute_with_json(
+            tx,
+            "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
              VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
-            params![key, node.id.0, real.representation.as_str(), Workspace::json(real), change.0],
+            params![key, node.id.0, real.representation.as_str(), change.0],
+            Workspace::json(real),
         )?;
     }
     for authored in &node.authored {
@@ -646,9 +706,30 @@ pub(super) fn insert_edge(
     edge: &Edge,
     change: ChangeId,
 ) -> rusqlite::Result<()> {
-    tx.execute(
-        "INSERT INTO edges (trajectory_id, edge_id, from_node, to_node, edge_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![key, edge.id.0, edge.from.0, edge.to.0, Workspace::json(edge), change.0],
+    execute_with_json(
+        tx,
+        "INSERT INTO edges (trajectory_id, edge_id, from_node, to_node, change_id, edge_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![key, edge.id.0, edge.from.0, edge.to.0, change.0],
+        Workspace::json(edge),
     )?;
     Ok(())
+}
+
+/// Runs `sql` with `params` and then `json` as its last parameter, dropping
+/// this copy of `json` as soon as SQLite has bound its own: a record of a
+/// large observation is then held twice at most (SQLite's bound value and
+/// the row it builds), not three times.
+fn execute_with_json(
+    tx: &Transaction<'_>,
+    sql: &str,
+    params: &[&dyn rusqlite::ToSql],
+    json: String,
+) -> rusqlite::Result<usize> {
+    let mut stmt = tx.prepare_cached(sql)?;
+    for (i, p) in params.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, p)?;
+    }
+    stmt.raw_bind_parameter(params.len() + 1, &json)?;
+    drop(json);
+    stmt.raw_execute()
 }

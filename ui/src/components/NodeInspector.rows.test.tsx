@@ -1,0 +1,47 @@
+import { QueryClientProvider } from "@tanstack/react-query";
+import { act, cleanup, render, waitFor } from "@testing-library/react";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ComparedView } from "../api/types";
+import { createQueryClient } from "../data/queries";
+import { goldenTurn } from "../mocks/golden";
+import { treeBackend } from "../mocks/treeBackend";
+import { SelectionContext, SelectionStore } from "../state/selection";
+import { NodeInspector } from "./NodeInspector";
+
+afterEach(cleanup);
+
+describe("NodeInspector on a tree sent only as rows", () => {
+  it("reads the selected node and its counterpart as rows, with the field changes", async () => {
+    // The web fixture's third turn (two changed nodes), as if its trees were too large to come whole.
+    const whole = goldenTurn("web-harbor-books", 3)!.views[0]!;
+    const diff = whole.diff!;
+    const [realId, predId] = diff.pairs.find(([r]) => (diff.real_changes[r] ?? []).length > 0)!;
+    const view: ComparedView = {
+      ...whole,
+      real: { ...whole.real!, tree: null },
+      predicted: { ...whole.predicted!, tree: null },
+      diff: null,
+    };
+    const backend = treeBackend({ real: whole.real!.tree!, predicted: whole.predicted!.tree! }, diff);
+    const store = new SelectionStore();
+    const { container } = render(
+      <QueryClientProvider client={createQueryClient()}>
+        <SelectionContext.Provider value={store}>
+          <NodeInspector view={view} backend={backend} turnRef={{ trajectory_id: "t", node_id: 1, prediction_id: null, view_index: 0 }} />
+        </SelectionContext.Provider>
+      </QueryClientProvider>,
+    );
+    expect(container.querySelector(".inspector")).toBeNull();
+    act(() => store.select({ side: "predicted", id: predId }));
+    await waitFor(() => expect(container.querySelector(".inspector-table")).not.toBeNull());
+    await waitFor(() => expect(container.querySelectorAll("tr.differs").length).toBeGreaterThan(0));
+    const realNode = whole.real!.tree!.nodes[realId]!;
+    const predNode = whole.predicted!.tree!.nodes[predId]!;
+    const role = Array.from(container.querySelectorAll("tbody tr")).find((tr) => tr.querySelector("th")?.textContent === "role")!;
+    expect(Array.from(role.querySelectorAll("td")).map((td) => td.textContent)).toEqual([realNode.role, predNode.role]);
+    expect(container.querySelector(".istatus")!.textContent).toBe(diff.predicted[predId]);
+    const asked = backend.calls.map((c) => [c.request.side, c.request.offset]);
+    expect(asked).toContainEqual(["predicted", Math.floor(predId / 200) * 200]);
+    expect(asked).toContainEqual(["real", Math.floor(realId / 200) * 200]);
+  });
+});
