@@ -335,7 +335,7 @@ fn rewrite(
 }
 
 fn load_error(path: &Path) -> LoadError {
-    load_model(path, &options(None)).err().expect("load fails")
+    load_model(path, &options(None)).expect_err("load fails")
 }
 
 /// Truncated files, another architecture, a missing key and a missing
@@ -434,9 +434,7 @@ fn local_model_loads_a_gguf_file() {
     let src = tiny_world_model();
     let out = tmp.path().join("tiny-q8_0.gguf");
     write(&src, &out, GgmlDType::Q8_0);
-    let err = load_local_model(&out, "cpu", None)
-        .err()
-        .expect("no tokenizer");
+    let err = load_local_model(&out, "cpu", None).expect_err("no tokenizer");
     assert!(
         err.to_string().contains("no tokenizer beside")
             && err.to_string().contains("tiny-q8_0.gguf"),
