@@ -365,10 +365,10 @@ fn info(args: &InfoArgs) -> Result<()> {
             );
             for row in &g.types {
                 println!(
-                    "  {:<5} {:>5} tensors {:>10.3} GiB",
+                    "  {:<5} {:>5} tensors {:>12.2} MiB",
                     row.name,
                     row.tensors,
-                    row.bytes as f64 / BYTES_PER_GIB
+                    row.bytes as f64 / (1024.0 * 1024.0)
                 );
             }
         }
@@ -376,10 +376,10 @@ fn info(args: &InfoArgs) -> Result<()> {
         _ => {}
     }
     println!(
-        "memory (weights + state at {} tokens + scratch{}):",
+        "memory (weights + state at {} tokens + scratch){}:",
         out.context_tokens,
         if out.gguf.is_some() {
-            "; quantized tensors as stored, compute dtype:"
+            ", quantized tensors as stored, per compute dtype"
         } else {
             ""
         }
