@@ -303,3 +303,104 @@ fn rollout_of_a_non_native_file_writes_a_native_file_beside_it() {
         "turn 2 reused turn 1's prefix ({c2} of {p2} computed)"
     );
 }
+
+/// The tiny checkpoint as a GGUF file (`worldloom model quantize`), with
+/// its tokenizer files beside it, in `dir`.
+fn tiny_gguf(dir: &Path, file_type: &str) -> PathBuf {
+    let out = dir.join(format!("tiny-{file_type}.gguf"));
+    let model = tiny_model();
+    succeeded(worldloom(&[
+        "model",
+        "quantize",
+        model.to_str().expect("utf-8"),
+        "-o",
+        out.to_str().expect("utf-8"),
+        "--type",
+        file_type,
+    ]));
+    for name in [
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+        "generation_config.json",
+    ] {
+        std::fs::copy(model.join(name), dir.join(name)).expect("copy");
+    }
+    out
+}
+
+/// `step` takes a GGUF file for `--model`: an F32 file predicts what the
+/// directory predicts (greedy), a Q8_0 file steps the sample trajectory.
+#[test]
+fn step_runs_on_a_gguf_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_trajectory(dir.path());
+    let f32_gguf = tiny_gguf(dir.path(), "f32");
+    let args = [
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "2",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "16",
+        "--json",
+    ];
+    let from_dir = succeeded(with_tiny_model("step", &file, &args[2..]));
+    let from_dir: serde_json::Value = serde_json::from_slice(&from_dir.stdout).expect("JSON");
+    let mut gguf_args = args.to_vec();
+    gguf_args.extend(["--model", f32_gguf.to_str().expect("utf-8")]);
+    let from_gguf = succeeded(worldloom(&gguf_args));
+    let from_gguf: serde_json::Value = serde_json::from_slice(&from_gguf.stdout).expect("JSON");
+    assert_eq!(from_gguf["engine"], "local:tiny-f32.gguf");
+    assert_eq!(from_gguf["raw_output"], from_dir["raw_output"]);
+
+    let q8 = tiny_gguf(dir.path(), "q8_0");
+    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let out = succeeded(worldloom(&[
+        "step",
+        sample_file.to_str().expect("utf-8"),
+        "--turn",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
+        "--model",
+        q8.to_str().expect("utf-8"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["stats"]["completion_tokens"], 8);
+    assert_eq!(v["engine"], "local:tiny-q8_0.gguf");
+
+    let info = succeeded(worldloom(&[
+        "model",
+        "info",
+        q8.to_str().expect("utf-8"),
+        "--json",
+    ]));
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    assert_eq!(info["gguf"]["architecture"], "qwen35moe");
+    let types = info["gguf"]["types"].as_array().expect("types");
+    let names: Vec<&str> = types.iter().filter_map(|t| t["type"].as_str()).collect();
+    // 16-wide rows (the experts' down projections) fall back to F16.
+    assert_eq!(names, ["F16", "F32", "Q8_0"], "{info}");
+    assert_eq!(info["config"]["linear_value_heads_tiled"], true);
+    assert!(info["parameters_total"].as_u64().expect("count") > 100_000);
+
+    // Without the tokenizer files beside it, the error says so.
+    let lone = tempfile::tempdir().expect("tempdir");
+    let lone_gguf = lone.path().join("lone.gguf");
+    std::fs::copy(&q8, &lone_gguf).expect("copy");
+    let err = failed(worldloom(&[
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "2",
+        "--model",
+        lone_gguf.to_str().expect("utf-8"),
+    ]));
+    assert!(err.contains("no tokenizer beside"), "{err}");
+}
