@@ -1,7 +1,12 @@
-//! Loading Qwen3.5-MoE checkpoints from local Hugging Face model directories.
+//! Loading Qwen3.5-MoE checkpoints from local Hugging Face model directories
+//! and GGUF files.
 //!
 //! A model directory holds `config.json` and the weights as safetensors
-//! (one file or shards, read through [`crate::weights`]). Before any tensor is
+//! (one file or shards, read through [`crate::weights`]). A GGUF file (or
+//! the first part of a split one, recognised by its `.gguf` extension)
+//! holds the config in its metadata and the weights, quantized or not
+//! ([`crate::qwen3_5_moe::gguf`]); wherever a path is taken here, either
+//! form is accepted. Before any tensor is
 //! allocated, [`load_model`] estimates the memory the model needs
 //! ([`MemoryEstimate`]) and fails with [`LoadError::InsufficientMemory`]
 //! ("needed X GiB, available Y GiB") rather than letting the allocator abort
@@ -19,7 +24,9 @@ use std::path::Path;
 
 use candle_core::{DType, Device};
 
+use crate::qwen3_5_moe::gguf::Qwen35MoeGguf;
 use crate::qwen3_5_moe::{Config, Qwen3_5Moe};
+pub use crate::weights::gguf::is_gguf_path;
 pub use crate::weights::{
     BYTES_PER_GIB, LoadError, MemoryEstimate, RandomWeights, SafetensorsWeights, TensorRequest,
     TensorSource, Weights, available_memory_bytes, device_name,
@@ -27,12 +34,17 @@ pub use crate::weights::{
 use crate::weights::{ensure_fits, read_text};
 
 /// Reads and validates `config.json` of a model directory (flat ForCausalLM
-/// form or released form with `text_config`).
+/// form or released form with `text_config`), or the metadata of a GGUF
+/// file.
 ///
 /// # Errors
 /// [`LoadError::Io`], [`LoadError::BadJson`] (names a missing or mistyped
-/// field with its line), [`LoadError::InvalidConfig`].
+/// field with its line), [`LoadError::InvalidConfig`] (for GGUF: naming the
+/// metadata key), [`LoadError::BadGguf`].
 pub fn read_config(dir: &Path) -> Result<Config, LoadError> {
+    if is_gguf_path(dir) {
+        return Ok(Qwen35MoeGguf::open(dir)?.config().clone());
+    }
     let path = dir.join("config.json");
     let text = read_text(&path)?;
     let config = Config::from_json(&text).map_err(|e| LoadError::BadJson {
@@ -125,6 +137,20 @@ pub fn estimate_memory(config: &Config, dtype: DType, context_tokens: usize) -> 
     }
 }
 
+/// Estimates the memory a GGUF model needs in compute dtype `dtype`: the
+/// weights from the file's tensor types (quantized ones as stored), the
+/// decode state and scratch as [`estimate_memory`].
+pub fn estimate_memory_gguf(
+    gguf: &Qwen35MoeGguf,
+    dtype: DType,
+    context_tokens: usize,
+) -> MemoryEstimate {
+    MemoryEstimate {
+        weight_bytes: gguf.weight_bytes(dtype),
+        ..estimate_memory(gguf.config(), dtype, context_tokens)
+    }
+}
+
 /// Options of [`load_model`].
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -164,16 +190,29 @@ pub fn check_memory(
     Ok(estimate)
 }
 
-/// Loads a Qwen3.5-MoE model from a Hugging Face model directory.
+/// Loads a Qwen3.5-MoE model from a Hugging Face model directory or a GGUF
+/// file.
 ///
 /// Reads `config.json`, memory-maps the safetensors, checks the memory
-/// estimate against the device, then builds the model tensor by tensor.
+/// estimate against the device, then builds the model tensor by tensor. A
+/// GGUF file: reads the metadata, estimates from the tensor types, then
+/// reads tensor by tensor (quantized ones stay quantized); its default
+/// compute dtype is that of `token_embd` when it is bf16/f16, else f32.
 ///
 /// # Errors
 /// Every [`LoadError`] variant: unreadable or invalid config, missing
 /// weights, a missing tensor or one of the wrong shape (both named), not
 /// enough memory (needed vs available GiB).
 pub fn load_model(dir: &Path, options: &LoadOptions) -> Result<Qwen3_5Moe, LoadError> {
+    if is_gguf_path(dir) {
+        let gguf = Qwen35MoeGguf::open(dir)?;
+        let dtype = options.dtype.or(gguf.stored_dtype()).unwrap_or(DType::F32);
+        if !options.skip_memory_check {
+            let estimate = estimate_memory_gguf(&gguf, dtype, options.context_tokens);
+            ensure_fits(&estimate, dtype, &options.device)?;
+        }
+        return Qwen3_5Moe::load(gguf.config().clone(), &gguf, dtype, &options.device);
+    }
     let config = read_config(dir)?;
     let weights = SafetensorsWeights::open(dir)?;
     let dtype = options

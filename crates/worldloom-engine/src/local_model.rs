@@ -1,13 +1,17 @@
-//! Loading a local model directory into a running [`LocalEngine`]: device
-//! and dtype by name, a memory check before the weights are read, and a
-//! provenance name. Shared by the studio and `worldloom step` / `rollout`.
+//! Loading a local model directory or GGUF file into a running
+//! [`LocalEngine`]: device and dtype by name, a memory check before the
+//! weights are read, and a provenance name. Shared by the studio,
+//! `worldloom step` / `rollout`, `serve-model` and `eval --engine local`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::loading::{
-    LoadOptions, estimate_memory, load_model, parse_device, parse_dtype, read_config,
+    LoadOptions, estimate_memory, estimate_memory_gguf, is_gguf_path, load_model, parse_device,
+    parse_dtype, read_config,
 };
 use crate::qwen3_5_moe::Qwen3_5Moe;
+use crate::qwen3_5_moe::gguf::{Qwen35MoeGguf, type_table};
+use crate::weights::TensorSource;
 use crate::{LocalEngine, LocalEngineOptions};
 
 /// The context length memory estimates reserve decode state for, tokens.
@@ -19,7 +23,36 @@ pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
 #[error("{0}")]
 pub struct LocalModelError(pub String);
 
-/// Provenance name of a local model directory: `local:<dir name>`.
+/// Where the tokenizer (`tokenizer.json`, with `tokenizer_config.json`'s
+/// chat template and `generation_config.json` when present) of a model is
+/// read from: the model directory itself, or for a GGUF file the directory
+/// holding it when it has a `tokenizer.json`.
+///
+/// # Errors
+/// `no tokenizer beside FILE.gguf` for a GGUF file without a
+/// `tokenizer.json` next to it.
+pub fn tokenizer_dir(model_path: &Path) -> Result<PathBuf, LocalModelError> {
+    if !is_gguf_path(model_path) {
+        return Ok(model_path.to_path_buf());
+    }
+    let dir = model_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if dir.join("tokenizer.json").is_file() {
+        Ok(dir.to_path_buf())
+    } else {
+        Err(LocalModelError(format!(
+            "no tokenizer beside {} (put the model's tokenizer.json, tokenizer_config.json and \
+             generation_config.json in {})",
+            model_path.display(),
+            dir.display()
+        )))
+    }
+}
+
+/// Provenance name of a local model directory or GGUF file: `local:<dir
+/// or file name>`.
 pub fn local_engine_name(model_dir: &Path) -> String {
     let dir_name = model_dir
         .canonicalize()
@@ -51,8 +84,8 @@ impl std::fmt::Debug for LocalModel {
     }
 }
 
-/// Loads a model directory onto a device (memory checked first) and starts
-/// its engine.
+/// Loads a model directory or GGUF file onto a device (memory checked
+/// first) and starts its engine, named [`local_engine_name`].
 ///
 /// `device`: `cpu`, `cuda`, `cuda:N`, `metal`; `dtype` `None` keeps the
 /// stored dtype.
@@ -60,12 +93,25 @@ impl std::fmt::Debug for LocalModel {
 /// # Errors
 /// A [`LocalModelError`] naming the device, dtype, file or tensor: bad
 /// device or dtype names, `cannot load model DIR: …` (config, weights, not
-/// enough memory: needed and available GiB), tokenizer / template /
-/// generation-config errors.
+/// enough memory: needed and available GiB), `no tokenizer beside
+/// FILE.gguf`, tokenizer / template / generation-config errors.
 pub fn load_local_model(
     model_dir: &Path,
     device: &str,
     dtype: Option<&str>,
+) -> Result<LocalModel, LocalModelError> {
+    load_local_model_named(model_dir, device, dtype, local_engine_name(model_dir))
+}
+
+/// [`load_local_model`] with the engine's provenance name given.
+///
+/// # Errors
+/// As [`load_local_model`].
+pub fn load_local_model_named(
+    model_dir: &Path,
+    device: &str,
+    dtype: Option<&str>,
+    name: String,
 ) -> Result<LocalModel, LocalModelError> {
     let fail = |e: String| LocalModelError(e);
     let device_value = parse_device(device).map_err(|e| fail(e.to_string()))?;
@@ -75,6 +121,7 @@ pub fn load_local_model(
         .map_err(|e| fail(e.to_string()))?;
     let config = read_config(model_dir)
         .map_err(|e| fail(format!("cannot load model {}: {e}", model_dir.display())))?;
+    let tokenizer_dir = tokenizer_dir(model_dir)?;
     let load = LoadOptions {
         device: device_value,
         dtype: dtype_value,
@@ -82,25 +129,45 @@ pub fn load_local_model(
     };
     let model = load_model(model_dir, &load)
         .map_err(|e| fail(format!("cannot load model {}: {e}", model_dir.display())))?;
-    let name = local_engine_name(model_dir);
+    let gguf = is_gguf_path(model_dir);
     let options = LocalEngineOptions {
         name: name.clone(),
+        context_tokens: gguf.then_some(config.max_position_embeddings),
         ..LocalEngineOptions::default()
     };
     let engine =
-        LocalEngine::from_dir(model, model_dir, options).map_err(|e| fail(e.to_string()))?;
+        LocalEngine::from_dir(model, &tokenizer_dir, options).map_err(|e| fail(e.to_string()))?;
     let counts = config.param_counts();
-    let estimate_dtype = match dtype_value {
-        Some(d) => d,
-        None => parse_dtype("bf16").map_err(|e| fail(e.to_string()))?,
+    let (memory, stored) = if gguf {
+        let file = Qwen35MoeGguf::open(model_dir)
+            .map_err(|e| fail(format!("cannot load model {}: {e}", model_dir.display())))?;
+        let compute = dtype_value
+            .or(file.stored_dtype())
+            .unwrap_or(candle_core::DType::F32);
+        let types: Vec<String> = type_table(file.file())
+            .into_iter()
+            .map(|(t, n, _)| format!("{n} {t}"))
+            .collect();
+        (
+            estimate_memory_gguf(&file, compute, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+            format!("GGUF ({})", types.join(", ")),
+        )
+    } else {
+        let estimate_dtype = match dtype_value {
+            Some(d) => d,
+            None => parse_dtype("bf16").map_err(|e| fail(e.to_string()))?,
+        };
+        (
+            estimate_memory(&config, estimate_dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+            "stored dtype".to_string(),
+        )
     };
-    let memory = estimate_memory(&config, estimate_dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes();
     let description = format!(
         "{}, {} params ({} active) on {device}, {}",
         architecture(model_dir),
         billions(counts.total),
         billions(counts.active_per_token),
-        dtype.unwrap_or("stored dtype")
+        dtype.map_or(stored, str::to_string)
     );
     Ok(LocalModel {
         engine,
@@ -121,8 +188,15 @@ fn billions(n: u64) -> String {
 }
 
 /// `config.json` `model_type` (the released form nests it under
-/// `text_config` too); `unknown` when missing.
+/// `text_config` too), or a GGUF file's `general.architecture`; `unknown`
+/// when missing.
 pub fn architecture(dir: &Path) -> String {
+    if is_gguf_path(dir) {
+        return crate::weights::GgufFile::open(dir)
+            .ok()
+            .and_then(|f| f.architecture().map(str::to_owned))
+            .unwrap_or_else(|| "unknown".into());
+    }
     std::fs::read_to_string(dir.join("config.json"))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())

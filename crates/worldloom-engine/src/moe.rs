@@ -20,11 +20,10 @@
 //! The block's widths come as a [`MoeShape`]; this module knows no model
 //! config.
 
-use candle_core::{DType, Device, IndexOp, Tensor};
+use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
-use crate::kernels::linear;
-use crate::weights::{LoadError, Weights};
+use crate::weights::{ExpertWeights, LinearWeight, LoadError, Weights};
 
 /// The widths of a sparse MoE block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,32 +43,44 @@ pub struct MoeShape {
 /// A SwiGLU MLP with separate projections (the shared expert).
 #[derive(Debug, Clone)]
 struct SwiGlu {
-    gate_proj: Tensor,
-    up_proj: Tensor,
-    down_proj: Tensor,
+    gate_proj: LinearWeight,
+    up_proj: LinearWeight,
+    down_proj: LinearWeight,
 }
 
 impl SwiGlu {
     fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
-        let g = candle_nn::ops::silu(&linear(x, &self.gate_proj)?)?;
-        let u = linear(x, &self.up_proj)?;
-        linear(&(g * u)?, &self.down_proj)
+        let g = candle_nn::ops::silu(&self.gate_proj.forward(x)?)?;
+        let u = self.up_proj.forward(x)?;
+        self.down_proj.forward(&(g * u)?)
     }
+}
+
+/// The routed experts' gate and up projections.
+#[derive(Debug, Clone)]
+enum GateUp {
+    /// Gate and up together [E, 2I, hidden] (gate rows first); dense ones
+    /// are packed for the fused kernels.
+    Joined(ExpertWeights),
+    /// Gate and up apart, each [E, I, hidden] (quantized GGUF experts).
+    Split {
+        gate: ExpertWeights,
+        up: ExpertWeights,
+    },
 }
 
 /// Sparse MoE block (`mlp`) with a sigmoid-gated shared expert.
 #[derive(Debug, Clone)]
 pub(crate) struct SparseMoe {
     /// Router weight [E, hidden].
-    router: Tensor,
-    /// Stacked expert gate and up projections [E, 2I, hidden] (gate rows
-    /// first).
-    gate_up: Tensor,
-    /// Stacked expert down projections [E, hidden, I].
-    down: Tensor,
+    router: LinearWeight,
+    /// Expert gate and up projections.
+    gate_up: GateUp,
+    /// Expert down projections [E, hidden, I].
+    down: ExpertWeights,
     shared: SwiGlu,
     /// [1, hidden].
-    shared_gate: Tensor,
+    shared_gate: LinearWeight,
     top_k: usize,
     intermediate: usize,
 }
@@ -94,48 +105,85 @@ impl SparseMoe {
         let experts = vb.pp("experts");
         let (gate_up, down) = if experts.contains("gate_up_proj") {
             (
-                experts.get("gate_up_proj", &[e, 2 * i, h])?,
-                experts.get("down_proj", &[e, h, i])?,
+                GateUp::Joined(experts.get_experts("gate_up_proj", &[e, 2 * i, h])?),
+                experts.get_experts("down_proj", &[e, h, i])?,
             )
+        } else if experts.contains("gate_proj") {
+            // Stacked but apart (GGUF `ffn_gate_exps` / `ffn_up_exps`).
+            let gate = experts.get_experts("gate_proj", &[e, i, h])?;
+            let up = experts.get_experts("up_proj", &[e, i, h])?;
+            let gate_up = match (gate, up) {
+                (ExpertWeights::Dense(g), ExpertWeights::Dense(u)) => {
+                    GateUp::Joined(ExpertWeights::Dense(
+                        Tensor::cat(&[&g, &u], 1).map_err(experts.error("gate_up_proj"))?,
+                    ))
+                }
+                (gate, up) => GateUp::Split { gate, up },
+            };
+            (gate_up, experts.get_experts("down_proj", &[e, h, i])?)
         } else {
             // Gate rows first: expert e's [2I, H] is its gate then its up.
             let gate = experts.get_stacked(e, "gate_proj.weight", &[i, h])?;
             let up = experts.get_stacked(e, "up_proj.weight", &[i, h])?;
             (
-                Tensor::cat(&[&gate, &up], 1).map_err(experts.error("gate_up_proj"))?,
-                experts.get_stacked(e, "down_proj.weight", &[h, i])?,
+                GateUp::Joined(ExpertWeights::Dense(
+                    Tensor::cat(&[&gate, &up], 1).map_err(experts.error("gate_up_proj"))?,
+                )),
+                ExpertWeights::Dense(experts.get_stacked(e, "down_proj.weight", &[h, i])?),
             )
         };
         // The fused kernels read the stacked buffers from their start.
-        let gate_up = packed(&gate_up).map_err(experts.error("gate_up_proj"))?;
-        let down = packed(&down).map_err(experts.error("down_proj"))?;
+        let gate_up = match gate_up {
+            GateUp::Joined(ExpertWeights::Dense(t)) => GateUp::Joined(ExpertWeights::Dense(
+                packed(&t).map_err(experts.error("gate_up_proj"))?,
+            )),
+            other => other,
+        };
+        let down = match down {
+            ExpertWeights::Dense(t) => {
+                ExpertWeights::Dense(packed(&t).map_err(experts.error("down_proj"))?)
+            }
+            other => other,
+        };
         let shared = vb.pp("shared_expert");
         Ok(Self {
-            router: vb.get("gate.weight", &[e, h])?,
+            router: vb.get_linear("gate.weight", &[e, h])?,
             gate_up,
             down,
             shared: SwiGlu {
-                gate_proj: shared.get("gate_proj.weight", &[is, h])?,
-                up_proj: shared.get("up_proj.weight", &[is, h])?,
-                down_proj: shared.get("down_proj.weight", &[h, is])?,
+                gate_proj: shared.get_linear("gate_proj.weight", &[is, h])?,
+                up_proj: shared.get_linear("up_proj.weight", &[is, h])?,
+                down_proj: shared.get_linear("down_proj.weight", &[h, is])?,
             },
-            shared_gate: vb.get("shared_expert_gate.weight", &[1, h])?,
+            shared_gate: vb.get_linear("shared_expert_gate.weight", &[1, h])?,
             top_k: shape.top_k,
             intermediate: i,
         })
+    }
+
+    /// Whether the routed experts are dense stacked tensors (what the
+    /// grouped dispatch needs); quantized experts run per expert.
+    pub(crate) fn experts_are_dense(&self) -> bool {
+        matches!(
+            (&self.gate_up, &self.down),
+            (
+                GateUp::Joined(ExpertWeights::Dense(_)),
+                ExpertWeights::Dense(_)
+            )
+        )
     }
 
     /// x [T, hidden] → [T, hidden]: the routed experts' weighted sum plus
     /// the gated shared expert.
     pub(crate) fn forward(&self, x: &Tensor, dispatch: MoeDispatch) -> candle_core::Result<Tensor> {
         let routed = match dispatch {
-            MoeDispatch::PerExpert => self.routed_per_expert(x)?,
-            MoeDispatch::FusedCuda => {
+            MoeDispatch::FusedCuda if self.experts_are_dense() => {
                 self.routed_grouped(x, FUSED_MOE_MAX_PAIRS, &fused_cuda_grouped_gemm)?
             }
+            _ => self.routed_per_expert(x)?,
         };
         let shared = self.shared.forward(x)?;
-        let shared_gate = candle_nn::ops::sigmoid(&linear(x, &self.shared_gate)?)?;
+        let shared_gate = candle_nn::ops::sigmoid(&self.shared_gate.forward(x)?)?;
         routed + shared.broadcast_mul(&shared_gate)?
     }
 
@@ -144,12 +192,12 @@ impl SparseMoe {
     fn routed_per_expert(&self, x: &Tensor) -> candle_core::Result<Tensor> {
         let (t, _) = x.dims2()?;
         let dtype = x.dtype();
-        let logits = linear(x, &self.router)?;
+        let logits = self.router.forward(x)?;
         let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
         let probs: Vec<Vec<f32>> = probs.to_vec2()?;
         // Route on the host: top-k per token, renormalised, then group the
         // tokens by expert so each chosen expert runs one matmul.
-        let num_experts = self.router.dim(0)?;
+        let num_experts = self.down.len();
         let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
         let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
         let mut order: Vec<usize> = Vec::with_capacity(num_experts);
@@ -179,10 +227,17 @@ impl SparseMoe {
             } else {
                 x.index_select(&idx, 0)?
             };
-            let gate_up = linear(&xs, &self.gate_up.i(e)?)?; // [n, 2I]
-            let g = candle_nn::ops::silu(&gate_up.narrow(1, 0, i)?)?;
-            let u = gate_up.narrow(1, i, i)?;
-            let y = linear(&(g * u)?, &self.down.i(e)?)?; // [n, hidden]
+            let (g, u) = match &self.gate_up {
+                GateUp::Joined(w) => {
+                    let gate_up = w.expert(e)?.forward(&xs)?; // [n, 2I]
+                    (gate_up.narrow(1, 0, i)?, gate_up.narrow(1, i, i)?)
+                }
+                GateUp::Split { gate, up } => {
+                    (gate.expert(e)?.forward(&xs)?, up.expert(e)?.forward(&xs)?)
+                }
+            };
+            let g = candle_nn::ops::silu(&g)?;
+            let y = self.down.expert(e)?.forward(&(g * u)?)?; // [n, hidden]
             let w = Tensor::new(weights_of[e].as_slice(), x.device())?
                 .to_dtype(dtype)?
                 .unsqueeze(1)?;
@@ -215,15 +270,22 @@ impl SparseMoe {
             }
             return Tensor::cat(&parts, 0);
         }
+        let (
+            GateUp::Joined(ExpertWeights::Dense(gate_up_weights)),
+            ExpertWeights::Dense(down_weights),
+        ) = (&self.gate_up, &self.down)
+        else {
+            candle_core::bail!("the grouped MoE dispatch needs dense stacked experts");
+        };
         let x = packed(x)?;
         let (t, hidden) = x.dims2()?;
-        let logits = linear(&x, &self.router)?;
+        let logits = self.router.forward(&x)?;
         let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
         let routing = PairRouting::from_probs(&probs, k, x.dtype())?;
         // Pass 1: every pair's gate/up rows, [T·k, 2I], input row = pair / k.
         let gate_up_call = GroupedGemmCall {
             input: &x,
-            weights: &self.gate_up,
+            weights: gate_up_weights,
             pair_weights: None,
             routing: &routing,
             top_k: k,
@@ -236,7 +298,7 @@ impl SparseMoe {
         // [T·k, hidden], input row = pair.
         let down = gemm(&GroupedGemmCall {
             input: &packed(&act)?,
-            weights: &self.down,
+            weights: down_weights,
             pair_weights: Some(&routing.pair_weights),
             ..gate_up_call
         })?;
@@ -389,6 +451,7 @@ fn round_to(x: f32, dtype: DType) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use candle_core::IndexOp;
 
     /// A CPU model of the grouped-GEMM contract that candle-kernels'
     /// `moe_gemm_wmma` implements: it counts `expert_of_sorted` per expert,
@@ -455,16 +518,17 @@ mod tests {
                 .and_then(|t| t.to_dtype(dtype))
                 .expect("randn")
         };
+        let d = |shape: &[usize]| LinearWeight::Dense(r(shape));
         SparseMoe {
-            router: r(&[experts, hidden]),
-            gate_up: r(&[experts, 2 * inter, hidden]),
-            down: r(&[experts, hidden, inter]),
+            router: d(&[experts, hidden]),
+            gate_up: GateUp::Joined(ExpertWeights::Dense(r(&[experts, 2 * inter, hidden]))),
+            down: ExpertWeights::Dense(r(&[experts, hidden, inter])),
             shared: SwiGlu {
-                gate_proj: r(&[24, hidden]),
-                up_proj: r(&[24, hidden]),
-                down_proj: r(&[hidden, 24]),
+                gate_proj: d(&[24, hidden]),
+                up_proj: d(&[24, hidden]),
+                down_proj: d(&[hidden, 24]),
             },
-            shared_gate: r(&[1, hidden]),
+            shared_gate: d(&[1, hidden]),
             top_k,
             intermediate: inter,
         }

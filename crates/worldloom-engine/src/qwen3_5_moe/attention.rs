@@ -7,16 +7,15 @@ use candle_core::{D, DType, Tensor};
 
 use super::config::Config;
 use super::norm::ZeroCentredRmsNorm;
-use crate::kernels::linear;
-use crate::weights::{LoadError, Weights};
+use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Gated full attention (`self_attn`).
 #[derive(Debug, Clone)]
 pub(super) struct FullAttention {
-    q_proj: Tensor,
-    k_proj: Tensor,
-    v_proj: Tensor,
-    o_proj: Tensor,
+    q_proj: LinearWeight,
+    k_proj: LinearWeight,
+    v_proj: LinearWeight,
+    o_proj: LinearWeight,
     q_norm: ZeroCentredRmsNorm,
     k_norm: ZeroCentredRmsNorm,
     num_heads: usize,
@@ -42,10 +41,10 @@ impl FullAttention {
             cfg.head_dim,
         );
         Ok(Self {
-            q_proj: vb.get("q_proj.weight", &[nh * hd * 2, h])?,
-            k_proj: vb.get("k_proj.weight", &[kvh * hd, h])?,
-            v_proj: vb.get("v_proj.weight", &[kvh * hd, h])?,
-            o_proj: vb.get("o_proj.weight", &[h, nh * hd])?,
+            q_proj: vb.get_linear("q_proj.weight", &[nh * hd * 2, h])?,
+            k_proj: vb.get_linear("k_proj.weight", &[kvh * hd, h])?,
+            v_proj: vb.get_linear("v_proj.weight", &[kvh * hd, h])?,
+            o_proj: vb.get_linear("o_proj.weight", &[h, nh * hd])?,
             q_norm: ZeroCentredRmsNorm::load(vb, "q_norm.weight", hd, cfg.rms_norm_eps)?,
             k_norm: ZeroCentredRmsNorm::load(vb, "k_norm.weight", hd, cfg.rms_norm_eps)?,
             num_heads: nh,
@@ -78,13 +77,15 @@ impl FullAttention {
     ) -> candle_core::Result<Tensor> {
         let t = x.dim(0)?;
         let (nh, kvh, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
-        let q_gate = linear(x, &self.q_proj)?.reshape((t, nh, 2 * hd))?;
+        let q_gate = self.q_proj.forward(x)?.reshape((t, nh, 2 * hd))?;
         let q = q_gate.narrow(2, 0, hd)?;
         let gate = q_gate.narrow(2, hd, hd)?.reshape((t, nh * hd))?;
         let q = self.q_norm.forward(&q.contiguous()?)?.transpose(0, 1)?;
-        let k = linear(x, &self.k_proj)?.reshape((t, kvh, hd))?;
+        let k = self.k_proj.forward(x)?.reshape((t, kvh, hd))?;
         let k = self.k_norm.forward(&k)?.transpose(0, 1)?;
-        let v = linear(x, &self.v_proj)?
+        let v = self
+            .v_proj
+            .forward(x)?
             .reshape((t, kvh, hd))?
             .transpose(0, 1)?
             .contiguous()?;
@@ -132,6 +133,6 @@ impl FullAttention {
         let probs = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(x.dtype())?;
         let out = probs.matmul(&v)?.transpose(0, 1)?.reshape((t, nh * hd))?;
         let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
-        linear(&gated, &self.o_proj)
+        self.o_proj.forward(&gated)
     }
 }

@@ -137,6 +137,15 @@ pub struct Config {
     /// End-of-sequence token id(s), as stored (number or list).
     #[serde(default)]
     pub eos_token_id: Option<serde_json::Value>,
+    /// Gated DeltaNet value heads (and everything indexed by them: the v
+    /// rows of `in_proj_qkv` and the conv, `in_proj_z`, `in_proj_a`/`b`,
+    /// `A_log`, `dt_bias`, the columns of `out_proj`) are stored in
+    /// llama.cpp's tiled order `[k0v0, k1v0, …, k0v1, k1v1, …]` rather
+    /// than the reference's grouped order `[k0v0, k0v1, …, k1v0, …]`. Set
+    /// for GGUF files (whose converter reorders them), never by
+    /// `config.json`'s authors; the function computed is the same.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub linear_value_heads_tiled: bool,
 }
 
 /// Which token mixer a layer uses.

@@ -9,8 +9,7 @@ use candle_core::{D, DType, Device, IndexOp, Tensor};
 
 use super::config::Config;
 use super::norm::rms_normalise_f32;
-use crate::kernels::linear;
-use crate::weights::{LoadError, Weights};
+use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Chunk length of the chunked gated-delta-rule prefill (the reference's).
 pub const DELTANET_CHUNK_TOKENS: usize = 64;
@@ -21,10 +20,10 @@ const L2NORM_EPS: f64 = 1e-6;
 /// Gated DeltaNet (`linear_attn`).
 #[derive(Debug, Clone)]
 pub(super) struct GatedDeltaNet {
-    in_proj_qkv: Tensor,
-    in_proj_z: Tensor,
-    in_proj_b: Tensor,
-    in_proj_a: Tensor,
+    in_proj_qkv: LinearWeight,
+    in_proj_z: LinearWeight,
+    in_proj_b: LinearWeight,
+    in_proj_a: LinearWeight,
     /// Conv taps as [kernel, conv_dim] in the model dtype.
     conv_taps: Tensor,
     /// −exp(A_log) in f32, [n_v].
@@ -33,13 +32,17 @@ pub(super) struct GatedDeltaNet {
     dt_bias: Tensor,
     /// Gated-norm weight [d_v] in the model dtype.
     norm_weight: Tensor,
-    out_proj: Tensor,
+    out_proj: LinearWeight,
     n_k: usize,
     n_v: usize,
     d_k: usize,
     d_v: usize,
     kernel: usize,
     eps: f64,
+    /// Value heads in llama.cpp's tiled order (value head h uses key head
+    /// h mod n_k) rather than the reference's grouped order (h / (n_v /
+    /// n_k)); see [`Config::linear_value_heads_tiled`].
+    tiled_value_heads: bool,
 }
 
 /// Decode state of one DeltaNet layer.
@@ -76,21 +79,22 @@ impl GatedDeltaNet {
             .and_then(|a| a.neg())
             .map_err(vb.error("A_log"))?;
         Ok(Self {
-            in_proj_qkv: vb.get("in_proj_qkv.weight", &[conv_dim, h])?,
-            in_proj_z: vb.get("in_proj_z.weight", &[n_v * d_v, h])?,
-            in_proj_b: vb.get("in_proj_b.weight", &[n_v, h])?,
-            in_proj_a: vb.get("in_proj_a.weight", &[n_v, h])?,
+            in_proj_qkv: vb.get_linear("in_proj_qkv.weight", &[conv_dim, h])?,
+            in_proj_z: vb.get_linear("in_proj_z.weight", &[n_v * d_v, h])?,
+            in_proj_b: vb.get_linear("in_proj_b.weight", &[n_v, h])?,
+            in_proj_a: vb.get_linear("in_proj_a.weight", &[n_v, h])?,
             conv_taps,
             neg_a,
             dt_bias: vb.get_as("dt_bias", &[n_v], DType::F32)?,
             norm_weight: vb.get("norm.weight", &[d_v])?,
-            out_proj: vb.get("out_proj.weight", &[h, n_v * d_v])?,
+            out_proj: vb.get_linear("out_proj.weight", &[h, n_v * d_v])?,
             n_k,
             n_v,
             d_k,
             d_v,
             kernel,
             eps: cfg.rms_norm_eps,
+            tiled_value_heads: cfg.linear_value_heads_tiled,
         })
     }
 
@@ -118,10 +122,10 @@ impl GatedDeltaNet {
         let dtype = x.dtype();
         let (n_k, n_v, d_k, d_v) = (self.n_k, self.n_v, self.d_k, self.d_v);
         let key_dim = n_k * d_k;
-        let mixed = linear(x, &self.in_proj_qkv)?; // [T, conv_dim]
-        let z = linear(x, &self.in_proj_z)?; // [T, n_v·d_v]
-        let b = linear(x, &self.in_proj_b)?; // [T, n_v]
-        let a = linear(x, &self.in_proj_a)?; // [T, n_v]
+        let mixed = self.in_proj_qkv.forward(x)?; // [T, conv_dim]
+        let z = self.in_proj_z.forward(x)?; // [T, n_v·d_v]
+        let b = self.in_proj_b.forward(x)?; // [T, n_v]
+        let a = self.in_proj_a.forward(x)?; // [T, n_v]
 
         // Depthwise causal conv1d over time with the cached left context.
         let padded = Tensor::cat(&[&state.conv, &mixed], 0)?; // [K−1+T, C]
@@ -147,11 +151,18 @@ impl GatedDeltaNet {
         let g = softplus(&a.to_dtype(DType::F32)?.broadcast_add(&self.dt_bias)?)?
             .broadcast_mul(&self.neg_a)?; // [T, n_v], ≤ 0
 
-        // Value head h uses key head h / (n_v / n_k): interleaved repeat.
+        // Value head h uses key head h / (n_v / n_k): interleaved repeat
+        // (grouped order); in the tiled order key head h mod n_k: tiled
+        // repeat.
         let r = n_v / n_k;
+        let tiled = self.tiled_value_heads;
         let expand = |x: &Tensor| -> candle_core::Result<Tensor> {
             let x = x.to_dtype(DType::F32)?;
-            let x = if r > 1 {
+            let x = if r > 1 && tiled {
+                x.unsqueeze(1)?
+                    .broadcast_as((t, r, n_k, d_k))?
+                    .reshape((t, n_v, d_k))?
+            } else if r > 1 {
                 x.unsqueeze(2)?
                     .broadcast_as((t, n_k, r, d_k))?
                     .reshape((t, n_v, d_k))?
@@ -190,7 +201,7 @@ impl GatedDeltaNet {
         let gated = (normed * candle_nn::ops::silu(&z.to_dtype(DType::F32)?)?)?
             .to_dtype(dtype)?
             .reshape((t, n_v * d_v))?;
-        linear(&gated, &self.out_proj)
+        self.out_proj.forward(&gated)
     }
 }
 

@@ -42,14 +42,14 @@
 
 use candle_core::{DType, Device, Tensor};
 
-use crate::kernels::linear;
 use crate::lm::CausalLm;
 use crate::moe::SparseMoe;
-use crate::weights::{LoadError, TensorSource, Weights};
+use crate::weights::{LinearWeight, LoadError, TensorSource, Weights};
 
 mod attention;
 mod config;
 mod deltanet;
+pub mod gguf;
 mod norm;
 
 pub use crate::moe::{MoeDispatch, MoeShape};
@@ -132,10 +132,10 @@ pub enum DeltaNetMode {
 #[derive(Debug, Clone)]
 pub struct Qwen3_5Moe {
     config: Config,
-    embed_tokens: Tensor,
+    embed_tokens: LinearWeight,
     layers: Vec<DecoderLayer>,
     norm: ZeroCentredRmsNorm,
-    lm_head: Tensor,
+    lm_head: LinearWeight,
     /// RoPE inverse frequencies θ^(−2j/rot), f32, [rot/2].
     inv_freq: Vec<f32>,
     dtype: DType,
@@ -191,9 +191,9 @@ impl Qwen3_5Moe {
             vb.pp("model")
         };
         let (h, v) = (config.hidden_size, config.vocab_size);
-        let embed_tokens = text.get("embed_tokens.weight", &[v, h])?;
+        let embed_tokens = text.get_linear("embed_tokens.weight", &[v, h])?;
         let lm_head = if vb.contains("lm_head.weight") || !config.tie_word_embeddings {
-            vb.get("lm_head.weight", &[v, h])?
+            vb.get_linear("lm_head.weight", &[v, h])?
         } else {
             embed_tokens.clone()
         };
@@ -233,7 +233,12 @@ impl Qwen3_5Moe {
         let inv_freq = (0..rot / 2)
             .map(|j| (1.0 / theta.powf((2 * j) as f64 / rot as f64)) as f32)
             .collect();
-        let moe_dispatch = MoeDispatch::best_for(&config, dtype, device);
+        let dense_experts = layers.iter().all(|l| l.moe.experts_are_dense());
+        let moe_dispatch = if dense_experts {
+            MoeDispatch::best_for(&config, dtype, device)
+        } else {
+            MoeDispatch::PerExpert
+        };
         Ok(Self {
             config,
             embed_tokens,
@@ -260,11 +265,12 @@ impl Qwen3_5Moe {
     /// false for this model's config, dtype and device.
     pub fn set_moe_dispatch(&mut self, dispatch: MoeDispatch) -> candle_core::Result<()> {
         if dispatch == MoeDispatch::FusedCuda
-            && !MoeDispatch::fused_applies(&self.config, self.dtype, &self.device)
+            && (!MoeDispatch::fused_applies(&self.config, self.dtype, &self.device)
+                || !self.layers.iter().all(|l| l.moe.experts_are_dense()))
         {
             candle_core::bail!(
-                "the fused CUDA MoE kernels need a `cuda` build, a CUDA device and bf16/f16 \
-                 weights (model: {:?} on {:?})",
+                "the fused CUDA MoE kernels need a `cuda` build, a CUDA device and dense \
+                 bf16/f16 experts (model: {:?} on {:?})",
                 self.dtype,
                 self.device.location()
             );
@@ -346,7 +352,7 @@ impl Qwen3_5Moe {
         // Work on a copy so that a failing step leaves `state` untouched.
         let mut next = state.clone();
         let ids = Tensor::new(input_ids, &self.device)?;
-        let mut x = self.embed_tokens.index_select(&ids, 0)?; // [T, H]
+        let mut x = self.embed_tokens.rows(&ids, self.dtype)?; // [T, H]
         let offset = state.position;
         let (cos, sin) = self.rope_tables(offset, t)?;
         let chunked = t > 1 && mode == DeltaNetMode::Auto;
@@ -380,7 +386,9 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        linear(&self.hidden_states(input_ids, state, mode)?, &self.lm_head)?.to_dtype(DType::F32)
+        self.lm_head
+            .forward(&self.hidden_states(input_ids, state, mode)?)?
+            .to_dtype(DType::F32)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of the last position,
@@ -396,7 +404,8 @@ impl Qwen3_5Moe {
     ) -> candle_core::Result<Tensor> {
         let hidden = self.hidden_states(input_ids, state, mode)?;
         let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
-        linear(&last, &self.lm_head)?
+        self.lm_head
+            .forward(&last)?
             .squeeze(0)?
             .to_dtype(DType::F32)
     }

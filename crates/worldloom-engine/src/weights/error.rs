@@ -50,6 +50,15 @@ pub enum LoadError {
         /// What went wrong.
         message: String,
     },
+    /// A GGUF file could not be parsed, is truncated, or holds something
+    /// the model cannot use; the message names the tensor or key.
+    #[error("{path}: {message}")]
+    BadGguf {
+        /// The GGUF file (or part).
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// A tensor the architecture needs is absent from every shard.
     #[error("{dir}: missing tensor `{name}`")]
     MissingTensor {

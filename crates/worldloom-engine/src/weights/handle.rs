@@ -1,8 +1,11 @@
 //! [`Weights`]: the prefixed handle a model reads its tensors through.
 
+use std::sync::Arc;
+
 use candle_core::{DType, Device, Tensor};
 
 use super::error::LoadError;
+use super::linear::{ExpertWeights, LinearWeight};
 use super::source::{TensorRequest, TensorSource};
 
 /// A prefixed handle on a [`TensorSource`]: name prefix, compute dtype and
@@ -83,6 +86,47 @@ impl<'a> Weights<'a> {
             dtype,
             device: &self.device,
         })
+    }
+
+    /// The projection weight `name` [out, in] under this prefix: quantized
+    /// as stored when the source holds it block-quantized
+    /// ([`TensorSource::quantized`]), else dense in the handle's dtype.
+    ///
+    /// # Errors
+    /// See [`TensorSource::tensor`].
+    pub fn get_linear(&self, name: &str, shape: &[usize]) -> Result<LinearWeight, LoadError> {
+        let request = TensorRequest {
+            name: &self.path(name),
+            shape,
+            dtype: self.dtype,
+            device: &self.device,
+        };
+        match self.source.quantized(&request)? {
+            Some(q) => Ok(LinearWeight::Quantized(Arc::new(q))),
+            None => Ok(LinearWeight::Dense(self.get(name, shape)?)),
+        }
+    }
+
+    /// Stacked experts `name` of `shape` [E, out, in] under this prefix:
+    /// one quantized tensor per expert when stored block-quantized
+    /// ([`TensorSource::quantized_experts`]), else one dense stacked tensor
+    /// in the handle's dtype.
+    ///
+    /// # Errors
+    /// See [`TensorSource::tensor`].
+    pub fn get_experts(&self, name: &str, shape: &[usize]) -> Result<ExpertWeights, LoadError> {
+        let request = TensorRequest {
+            name: &self.path(name),
+            shape,
+            dtype: self.dtype,
+            device: &self.device,
+        };
+        match self.source.quantized_experts(&request)? {
+            Some(v) => Ok(ExpertWeights::Quantized(
+                v.into_iter().map(Arc::new).collect(),
+            )),
+            None => Ok(ExpertWeights::Dense(self.get(name, shape)?)),
+        }
     }
 
     /// Tensors `0.name`, `1.name`, … `(count − 1).name` under this prefix,

@@ -12,8 +12,15 @@
 //!   `model.safetensors.index.json`, memory-mapped. Each tensor is read,
 //!   converted and placed one at a time, so the peak memory is the model
 //!   plus one tensor.
+//! - [`GgufFile`] ([`gguf`]): a GGUF file or split parts (llama.cpp's
+//!   format, quantized block types included), read one tensor at a time;
+//!   a model maps its own names onto it (`qwen3_5_moe::gguf`).
 //! - [`RandomWeights`]: random tensors built in memory (the benchmark's model
 //!   at real widths).
+//!
+//! Projections come as a [`LinearWeight`] (dense, or quantized as stored
+//! through [`TensorSource::quantized`]) and stacked experts as
+//! [`ExpertWeights`] (quantized ones one tensor per expert).
 //!
 //! Experts stored one tensor per expert are read through
 //! [`Weights::get_stacked`]; experts stored stacked are one tensor.
@@ -25,7 +32,9 @@
 //! This module knows no model: models import it, never the reverse.
 
 mod error;
+pub mod gguf;
 mod handle;
+mod linear;
 pub mod memory;
 mod random;
 mod safetensors_dir;
@@ -33,7 +42,9 @@ mod source;
 
 pub use error::LoadError;
 pub(crate) use error::read_text;
+pub use gguf::GgufFile;
 pub use handle::Weights;
+pub use linear::{ExpertWeights, LinearWeight};
 pub use memory::{BYTES_PER_GIB, MemoryEstimate, available_memory_bytes, device_name, ensure_fits};
 pub use random::RandomWeights;
 pub use safetensors_dir::SafetensorsWeights;

@@ -1,6 +1,7 @@
 //! [`TensorSource`]: the trait a weight format implements, and the
 //! [`TensorRequest`] a model sends it.
 
+use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor};
 
 use super::error::LoadError;
@@ -36,4 +37,32 @@ pub trait TensorSource {
     /// The dtype the weights are stored in, if known (used as the default
     /// compute dtype).
     fn stored_dtype(&self) -> Option<DType>;
+
+    /// Tensor `request.name` as its stored quantized blocks (Q8_0, Q4_K, …)
+    /// on `request.device`, when the source stores it block-quantized and
+    /// can hand it over unchanged; `None` when [`TensorSource::tensor`]
+    /// is the way to read it (dense formats, or a value that needs a
+    /// transform). `request.dtype` is ignored.
+    ///
+    /// # Errors
+    /// As [`TensorSource::tensor`].
+    fn quantized(&self, request: &TensorRequest<'_>) -> Result<Option<QTensor>, LoadError> {
+        let _ = request;
+        Ok(None)
+    }
+
+    /// Stacked experts `request.name` of shape `[E, out, in]` as one
+    /// quantized `[out, in]` tensor per expert (each read from its own byte
+    /// range, so the whole stack is never held twice), when stored
+    /// block-quantized; `None` otherwise.
+    ///
+    /// # Errors
+    /// As [`TensorSource::tensor`].
+    fn quantized_experts(
+        &self,
+        request: &TensorRequest<'_>,
+    ) -> Result<Option<Vec<QTensor>>, LoadError> {
+        let _ = request;
+        Ok(None)
+    }
 }
