@@ -9,11 +9,11 @@ crates/worldloom-engine/tests/fixtures/gguf/:
   (`tokenizer.json`, `tokenizer_config.json`, `chat_template.jinja`): a byte-level
   BPE of 320 ids trained here on a fixed text, laid out like Qwen3.5's own
   (NFC, the Qwen3.5 split regex, byte-level, ChatML and think tokens);
-- `small-flat-{bf16,q8_0,q4_k_m}.gguf`, `small-nested-bf16.gguf`: the tiny
+- `small-flat-{bf16,q8_0,q4_k_m}.gguf`, `small-nested-f32.gguf`: the tiny
   Qwen3.5-MoE checkpoint of `../qwen3_5_moe/` (flat ForCausalLM config with
   per-expert tensors; nested ForConditionalGeneration config with stacked,
   sharded experts), with the tokenizer above beside it, converted by
-  llama.cpp's own `convert_hf_to_gguf.py` to BF16 and quantized by
+  llama.cpp's own `convert_hf_to_gguf.py` to BF16 (F32 for the nested form) and quantized by
   `llama-quantize` to Q8_0 and Q4_K_M (rows narrower than 256 fall back to
   Q5_0 / Q5_1 / Q8_0 / F16 there: see each JSON's `tensor_types`);
 - `wide-q4_k_m.gguf`: a checkpoint with every quantized row 256 wide (hidden 256,
@@ -258,7 +258,7 @@ def stage(src: Path, dst: Path, tokenizer: Path | None) -> Path:
 # llama.cpp
 
 
-def convert(src: Path, python: str, checkpoint: Path, out: Path, pre: str) -> None:
+def convert(src: Path, python: str, checkpoint: Path, out: Path, pre: str, outtype: str = "bf16") -> None:
     """Runs llama.cpp's convert_hf_to_gguf.py with the pre-tokenizer type fixed."""
     runner = (
         "import sys; sys.path.insert(0, sys.argv[1]); sys.argv = sys.argv[2:];"
@@ -267,7 +267,7 @@ def convert(src: Path, python: str, checkpoint: Path, out: Path, pre: str) -> No
         "c.main()"
     )
     cmd = [python, "-c", runner, str(src), "convert_hf_to_gguf.py", str(checkpoint),
-           "--outtype", "bf16", "--outfile", str(out), "--no-mtp"]
+           "--outtype", outtype, "--outfile", str(out), "--no-mtp"]
     run(cmd, cwd=src)
 
 
@@ -480,10 +480,12 @@ def main() -> None:
     python = sys.executable
     plan = {
         "small-flat": (["BF16", "Q8_0", "Q4_K_M"], small_prompts, VOCAB),
-        # Quantized, the nested form's tensors are byte for byte the flat form's (only the metadata
-        # differs: recurrent_layers), so only its BF16 file is kept; the wide checkpoint keeps only
+        # Converted, the nested form's tensors are byte for byte the flat form's (only the metadata
+        # differs: recurrent_layers), so it is kept once, in F32: with F32 weights llama.cpp computes
+        # in f32 and matches the reference to ~1e-6, which the BF16 and quantized files cannot (llama.cpp
+        # rounds the activations to bf16 / Q8 for those matrix products). The wide checkpoint keeps only
         # Q4_K_M (its Q8_0 would add 2.9 MB for what the small Q8_0 file already covers).
-        "small-nested": (["BF16"], small_prompts, VOCAB),
+        "small-nested": (["F32"], small_prompts, VOCAB),
         "wide": (["Q4_K_M"], small_prompts, VOCAB),
         "tiny-world": (["BF16"], tiny_prompts, 1024),
     }
@@ -497,6 +499,8 @@ def main() -> None:
             target = out / f"{name}-{kind.lower()}.gguf"
             if kind == "BF16":
                 shutil.copy(bf16, target)
+            elif kind == "F32":
+                convert(args.llama_src, python, checkpoint, target, pre, "f32")
             else:
                 quantize(args.llama_bin, bf16, target, kind)
             summary = gguf_summary(args.llama_src, target)
@@ -506,7 +510,7 @@ def main() -> None:
                              "rendering from llama-server)",
                 "llama_cpp": version,
                 "source": SOURCES[name],
-                "converter": {"outtype": "bf16", "no_mtp": True, "tokenizer_pre": pre},
+                "converter": {"outtype": "f32" if kind == "F32" else "bf16", "no_mtp": True, "tokenizer_pre": pre},
                 "quantization": kind,
                 "gguf_sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
                 "settings": "CPU, 2 threads, flash attention off, f32 K/V cache, prompt in one batch, "

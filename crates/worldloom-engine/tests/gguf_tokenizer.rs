@@ -35,7 +35,7 @@ fn cases() -> Vec<(PathBuf, PathBuf)> {
             fixtures().join("tokenizer"),
         ),
         (
-            fixtures().join("small-nested-bf16.gguf"),
+            fixtures().join("small-nested-f32.gguf"),
             fixtures().join("tokenizer"),
         ),
         (fixtures().join("tiny-world-bf16.gguf"), tiny_world_dir()),
