@@ -17,7 +17,7 @@ use candle_core::quantized::gguf_file::{Content, Value};
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::chat_template::{ChatTemplate, RenderOptions};
 use worldloom_engine::tokenizer::Tokenizer;
-use worldloom_engine::tokenizer::gguf::GgufSpecialIds;
+use worldloom_engine::tokenizer::gguf::{GgufSpecialIds, gguf_tokenizer_metadata};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf")
@@ -183,4 +183,72 @@ fn metadata_chat_template_renders_like_the_checkpoint_files() {
             from_json.encode(&text).expect("encodes")
         );
     }
+}
+
+#[test]
+fn written_tokenizer_metadata_equals_the_converters() {
+    // (GGUF written by llama.cpp's converter, the directory it converted, vocab size)
+    for (gguf, hf_dir, vocab) in [
+        (
+            fixtures().join("small-flat-bf16.gguf"),
+            fixtures().join("tokenizer"),
+            320,
+        ),
+        (
+            fixtures().join("tiny-world-bf16.gguf"),
+            tiny_world_dir(),
+            1024,
+        ),
+    ] {
+        let converter = metadata(&gguf);
+        let ours: HashMap<String, Value> = gguf_tokenizer_metadata(&hf_dir, vocab)
+            .expect("metadata")
+            .into_iter()
+            .collect();
+        let mut keys: Vec<&String> = converter
+            .keys()
+            .filter(|k| k.starts_with("tokenizer."))
+            .collect();
+        keys.sort();
+        let mut our_keys: Vec<&String> = ours.keys().collect();
+        our_keys.sort();
+        assert_eq!(our_keys, keys, "{}", gguf.display());
+        for key in keys {
+            assert_eq!(
+                format!("{:?}", ours[key]),
+                format!("{:?}", converter[key]),
+                "{}: {key}",
+                gguf.display()
+            );
+        }
+        // And it reads back into the same tokenizer.
+        let back = Tokenizer::from_gguf_metadata(&ours, &gguf).expect("tokenizer");
+        let hf = Tokenizer::from_dir(&hf_dir).expect("tokenizer.json");
+        for text in TEXTS {
+            assert_eq!(
+                back.encode(text).expect("encodes"),
+                hf.encode(text).expect("encodes")
+            );
+        }
+    }
+}
+
+#[test]
+fn written_tokenizer_metadata_errors_name_the_file() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let err = gguf_tokenizer_metadata(tmp.path(), 10).expect_err("no tokenizer.json");
+    assert!(err.to_string().contains("tokenizer.json"), "{err}");
+    // The tiny world model's 1024 ids do not fit a 320-id model.
+    let err = gguf_tokenizer_metadata(&tiny_world_dir(), 320).expect_err("ids too large");
+    assert!(
+        err.to_string().contains("not below the model's 320 ids"),
+        "{err}"
+    );
+    std::fs::write(
+        tmp.path().join("tokenizer.json"),
+        r#"{"model": {"type": "WordPiece", "vocab": {}}, "pre_tokenizer": null}"#,
+    )
+    .expect("write");
+    let err = gguf_tokenizer_metadata(tmp.path(), 10).expect_err("not BPE");
+    assert!(err.to_string().contains("only BPE"), "{err}");
 }

@@ -29,12 +29,18 @@
 //! | `gpt-2` | none | byte-level with GPT-2's regex |
 //!
 //! Any other `model` or `pre` value is refused with an error naming the key.
+//!
+//! [`gguf_tokenizer_metadata`] goes the other way, as the converter does: a
+//! model directory's `tokenizer.json`, `tokenizer_config.json`,
+//! `config.json` and chat template to these keys, so that a GGUF file we
+//! write carries its tokenizer (llama.cpp's server refuses files without
+//! one).
 //! The tests (`tests/gguf_tokenizer.rs`) check, on GGUF files written by
 //! llama.cpp's converter, that the result encodes like the checkpoint's own
 //! `tokenizer.json` and decodes back.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file::Value;
 use serde_json::json;
@@ -264,6 +270,244 @@ impl Tokenizer {
             inner,
             path: path.to_path_buf(),
         })
+    }
+}
+
+/// The `tokenizer.*` metadata llama.cpp's `convert_hf_to_gguf.py` writes for
+/// the byte-level BPE tokenizer of model directory `dir`, for a model of
+/// `vocab_size` ids:
+/// - `tokenizer.ggml.model` `gpt2`; `tokenizer.ggml.pre` `qwen35`, `qwen2`
+///   or `gpt-2`, recognised from `tokenizer.json`'s pre-tokenizer;
+/// - `tokens` / `token_type` for every id below `vocab_size`: added tokens
+///   marked `special` (or spelled `<|…|>`) are control (3), other added
+///   tokens user-defined (4), vocabulary entries normal (1), ids without a
+///   token `[PADn]`, unused (5);
+/// - `merges` as `"left right"`;
+/// - `bos` / `eos` / `padding_token_id` from `tokenizer_config.json`'s
+///   `bos_token` / `eos_token` / `pad_token`, else `config.json`'s
+///   `*_token_id`; `add_bos_token` / `add_eos_token` when
+///   `tokenizer_config.json` sets them;
+/// - `tokenizer.chat_template` from `chat_template.jinja`, else
+///   `tokenizer_config.json`'s `chat_template` (its `default` entry when a
+///   list), when there is one.
+///
+/// # Errors
+/// [`TokenizerError::Load`] naming the file when `tokenizer.json` (or a
+/// present `tokenizer_config.json` / `config.json` / `chat_template.jinja`)
+/// cannot be read or parsed, is not a byte-level BPE, has a pre-tokenizer
+/// llama.cpp has no type for, or holds an id at or above `vocab_size`.
+pub fn gguf_tokenizer_metadata(
+    dir: &Path,
+    vocab_size: usize,
+) -> Result<Vec<(String, Value)>, TokenizerError> {
+    let tokenizer_path = dir.join("tokenizer.json");
+    let json =
+        read_json(&tokenizer_path)?.ok_or_else(|| load_error(&tokenizer_path, "file not found"))?;
+    let model = &json["model"];
+    if model["type"].as_str() != Some("BPE") {
+        return Err(load_error(
+            &tokenizer_path,
+            "field `model.type`: only BPE tokenizers can be written to GGUF",
+        ));
+    }
+    let pre = pre_name(&json["pre_tokenizer"]).ok_or_else(|| {
+        load_error(
+            &tokenizer_path,
+            "field `pre_tokenizer`: not one llama.cpp has a type for (byte-level with the GPT-2, Qwen2 or Qwen3.5 split)",
+        )
+    })?;
+
+    // id → (token, type)
+    let mut entries: Vec<Option<(String, i32)>> = vec![None; vocab_size];
+    let mut place = |id: u64, token: &str, kind: i32| -> Result<(), TokenizerError> {
+        let slot = entries.get_mut(id as usize).ok_or_else(|| {
+            load_error(
+                &tokenizer_path,
+                &format!("token `{token}` has id {id}, not below the model's {vocab_size} ids"),
+            )
+        })?;
+        *slot = Some((token.to_string(), kind));
+        Ok(())
+    };
+    let vocab = model["vocab"]
+        .as_object()
+        .ok_or_else(|| load_error(&tokenizer_path, "field `model.vocab`: expected an object"))?;
+    for (token, id) in vocab {
+        let id = id.as_u64().ok_or_else(|| {
+            load_error(
+                &tokenizer_path,
+                &format!("field `model.vocab`: `{token}` has no integer id"),
+            )
+        })?;
+        place(id, token, token_type::NORMAL)?;
+    }
+    let mut added_by_content = HashMap::new();
+    for added in json["added_tokens"].as_array().into_iter().flatten() {
+        let (Some(id), Some(content)) = (added["id"].as_u64(), added["content"].as_str()) else {
+            return Err(load_error(
+                &tokenizer_path,
+                "field `added_tokens`: an entry lacks `id` or `content`",
+            ));
+        };
+        let special = added["special"].as_bool().unwrap_or(false) || looks_special(content);
+        let kind = if special {
+            token_type::CONTROL
+        } else {
+            token_type::USER_DEFINED
+        };
+        place(id, content, kind)?;
+        added_by_content.insert(content.to_string(), id);
+    }
+    let (tokens, types): (Vec<Value>, Vec<Value>) = entries
+        .into_iter()
+        .enumerate()
+        .map(|(id, entry)| match entry {
+            Some((token, kind)) => (Value::String(token), Value::I32(kind)),
+            None => (
+                Value::String(format!("[PAD{id}]")),
+                Value::I32(token_type::UNUSED),
+            ),
+        })
+        .unzip();
+    let merges = model["merges"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| match m {
+            serde_json::Value::String(s) => Ok(Value::String(s.clone())),
+            serde_json::Value::Array(pair) => match (pair.first(), pair.get(1)) {
+                (Some(serde_json::Value::String(a)), Some(serde_json::Value::String(b))) => {
+                    Ok(Value::String(format!("{a} {b}")))
+                }
+                _ => Err(load_error(
+                    &tokenizer_path,
+                    "field `model.merges`: expected pairs of strings",
+                )),
+            },
+            _ => Err(load_error(
+                &tokenizer_path,
+                "field `model.merges`: expected strings or pairs",
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let mut out = vec![
+        (
+            "tokenizer.ggml.model".to_string(),
+            Value::String("gpt2".into()),
+        ),
+        ("tokenizer.ggml.pre".to_string(), Value::String(pre.into())),
+        ("tokenizer.ggml.tokens".to_string(), Value::Array(tokens)),
+        ("tokenizer.ggml.token_type".to_string(), Value::Array(types)),
+        ("tokenizer.ggml.merges".to_string(), Value::Array(merges)),
+    ];
+
+    let config_path = dir.join("tokenizer_config.json");
+    let config = read_json(&config_path)?;
+    let model_config = read_json(&dir.join("config.json"))?;
+    for (field, key) in [
+        ("bos", "tokenizer.ggml.bos_token_id"),
+        ("eos", "tokenizer.ggml.eos_token_id"),
+        ("pad", "tokenizer.ggml.padding_token_id"),
+    ] {
+        let named = config
+            .as_ref()
+            .and_then(|c| match &c[format!("{field}_token")] {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Object(o) => o.get("content")?.as_str().map(str::to_string),
+                _ => None,
+            });
+        let id = match named {
+            Some(token) => added_by_content
+                .get(&token)
+                .copied()
+                .or_else(|| vocab.get(&token).and_then(serde_json::Value::as_u64)),
+            None => model_config
+                .as_ref()
+                .and_then(|c| c[format!("{field}_token_id")].as_u64()),
+        };
+        if let Some(id) = id {
+            out.push((key.to_string(), Value::U32(id as u32)));
+        }
+    }
+    for field in ["add_bos_token", "add_eos_token"] {
+        if let Some(flag) = config.as_ref().and_then(|c| c[field].as_bool()) {
+            out.push((format!("tokenizer.ggml.{field}"), Value::Bool(flag)));
+        }
+    }
+    let jinja_path = dir.join("chat_template.jinja");
+    let template = match std::fs::read_to_string(&jinja_path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            config.as_ref().and_then(|c| match &c["chat_template"] {
+                serde_json::Value::String(s) => Some(s.clone()),
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .find(|t| t["name"].as_str() == Some("default"))
+                    .and_then(|t| t["template"].as_str())
+                    .map(str::to_string),
+                _ => None,
+            })
+        }
+        Err(e) => return Err(load_error(&jinja_path, &e.to_string())),
+    };
+    if let Some(template) = template {
+        out.push((
+            "tokenizer.chat_template".to_string(),
+            Value::String(template),
+        ));
+    }
+    Ok(out)
+}
+
+/// The llama.cpp pre-tokenizer type of a `tokenizer.json` pre-tokenizer.
+fn pre_name(pre: &serde_json::Value) -> Option<&'static str> {
+    match pre["type"].as_str()? {
+        "ByteLevel" if pre["use_regex"].as_bool() == Some(true) => Some("gpt-2"),
+        "Sequence" => {
+            let parts = pre["pretokenizers"].as_array()?;
+            let [split, byte_level] = parts.as_slice() else {
+                return None;
+            };
+            if split["type"].as_str() != Some("Split")
+                || byte_level["type"].as_str() != Some("ByteLevel")
+                || byte_level["use_regex"].as_bool() == Some(true)
+            {
+                return None;
+            }
+            match split["pattern"]["Regex"].as_str()? {
+                QWEN35_SPLIT => Some("qwen35"),
+                QWEN2_SPLIT => Some("qwen2"),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The converter's rule for added tokens that ought to be control tokens.
+fn looks_special(token: &str) -> bool {
+    matches!(token, "<pad>" | "<mask>" | "<2mass>" | "[@BOS@]")
+        || (token.starts_with("<|") && token.ends_with("|>"))
+        || (token.starts_with("<\u{ff5c}") && token.ends_with("\u{ff5c}>"))
+        || (token.starts_with("<unused") && token.ends_with('>'))
+}
+
+/// Reads a JSON file; `None` when it does not exist.
+fn read_json(path: &Path) -> Result<Option<serde_json::Value>, TokenizerError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| load_error(path, &e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(load_error(path, &e.to_string())),
+    }
+}
+
+fn load_error(path: &Path, message: &str) -> TokenizerError {
+    TokenizerError::Load {
+        path: PathBuf::from(path),
+        message: message.to_string(),
     }
 }
 
