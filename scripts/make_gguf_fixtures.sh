@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds the GGUF fixtures of worldloom-engine (crates/worldloom-engine/tests/fixtures/gguf/) with
-# llama.cpp as the measuring instrument: its own convert_hf_to_gguf.py (to BF16), llama-quantize (Q8_0,
-# Q4_K_M) and llama-server (greedy tokens and last-position log-probabilities as references).
+# llama.cpp as the measuring instrument: its own convert_hf_to_gguf.py (to BF16, F32), llama-quantize (Q8_0,
+# Q4_K_M), its C API (greedy ids and logits, through scripts/gguf_reference_logits.cpp, compiled here) and
+# llama-server (a greedy cross-check and the chat rendering) as references.
 # Hand-run only: CI and the tests never need llama.cpp, torch or this script; the outputs are committed.
 #
 # Usage:
