@@ -18,7 +18,7 @@ use worldloom_engine::loading::{
     available_memory_bytes, estimate_memory, estimate_memory_gguf, is_gguf_path, parse_device,
     parse_dtype, read_config,
 };
-use worldloom_engine::local_model::tokenizer_dir;
+use worldloom_engine::local_model::{TokenizerSource, gguf_has_tokenizer, tokenizer_source};
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::qwen3_5_moe::gguf::Qwen35MoeGguf;
 use worldloom_engine::{GenerationParams, WorldModel};
@@ -404,10 +404,6 @@ pub fn inspect_model_dir(
         Some(g) => g.config().clone(),
         None => read_config(path).map_err(|e| ApiError::bad_request(e.to_string()))?,
     };
-    // The tokenizer and chat template: the directory itself, or the one
-    // holding the GGUF file.
-    let dir_buf = tokenizer_dir(path).unwrap_or_else(|_| path.to_path_buf());
-    let dir = dir_buf.as_path();
     let counts = config.param_counts();
     let mut memory = Vec::new();
     for d in [ModelDtype::Bf16, ModelDtype::F16, ModelDtype::F32] {
@@ -421,11 +417,27 @@ pub fn inspect_model_dir(
         });
     }
     let cpu = parse_device("cpu").map_err(|e| ApiError::internal(e.to_string()))?;
-    let has_template = dir.join("chat_template.jinja").is_file()
-        || std::fs::read_to_string(dir.join("tokenizer_config.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|v| v.get("chat_template").is_some());
+    // The tokenizer and chat template: the directory itself, the one
+    // holding the GGUF file when it has a tokenizer.json, else the GGUF
+    // file's metadata (the loader's own decision, `tokenizer_source`).
+    let (has_tokenizer, has_template) = match (tokenizer_source(path), &gguf_file) {
+        (Ok(TokenizerSource::Dir(dir)), _) => (
+            dir.join("tokenizer.json").is_file(),
+            dir.join("chat_template.jinja").is_file()
+                || std::fs::read_to_string(dir.join("tokenizer_config.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .is_some_and(|v| v.get("chat_template").is_some()),
+        ),
+        (Ok(TokenizerSource::GgufMetadata(_)), Some(g)) => {
+            let metadata = g.file().metadata();
+            (
+                gguf_has_tokenizer(metadata),
+                metadata.contains_key("tokenizer.chat_template"),
+            )
+        }
+        _ => (false, false),
+    };
     Ok(ModelDirInfo {
         path: req.path.clone(),
         architecture: architecture(path),
@@ -434,7 +446,7 @@ pub fn inspect_model_dir(
         memory,
         context_tokens: ESTIMATE_CONTEXT_TOKENS as u32,
         available_memory_bytes: available_memory_bytes(&cpu),
-        has_tokenizer: dir.join("tokenizer.json").is_file(),
+        has_tokenizer,
         has_chat_template: has_template,
         devices: devices(),
     })

@@ -1868,7 +1868,9 @@ fn gguf_model_inspects_loads_and_reuses_snapshots() {
     };
     let lone = inspect(&gguf).expect("inspect");
     assert_eq!(lone.architecture, "qwen35moe");
-    assert!(!lone.has_tokenizer);
+    // The writer copied the directory's tokenizer and template into the
+    // file's metadata.
+    assert!(lone.has_tokenizer && lone.has_chat_template, "{lone:?}");
     for name in [
         "tokenizer.json",
         "tokenizer_config.json",
@@ -1925,6 +1927,83 @@ fn gguf_model_inspects_loads_and_reuses_snapshots() {
         assert_eq!(error, None);
         stats.push(s.expect("stats"));
     }
+    assert!(
+        stats[1].prompt_tokens_reused > 0,
+        "turn 2 reuses turn 1's snapshot: {:?}",
+        stats[1]
+    );
+}
+
+/// A GGUF file made by llama.cpp's converter (the tiny world model's BF16
+/// fixture), alone in its folder: inspected (tokenizer and template from its
+/// metadata), loaded, and stepped, the second turn reusing the first turn's
+/// state snapshot.
+#[test]
+fn lone_llama_cpp_gguf_file_loads_and_steps() {
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let models = tempfile::tempdir().expect("tempdir");
+    let gguf = models.path().join("tiny-world-bf16.gguf");
+    std::fs::copy(
+        repo().join("crates/worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf"),
+        &gguf,
+    )
+    .expect("copy fixture");
+    let info = commands::inspect_model_dir(
+        &studio,
+        InspectModelDirRequest {
+            path: gguf.display().to_string(),
+        },
+    )
+    .expect("inspect");
+    assert_eq!(info.architecture, "qwen35moe");
+    assert!(info.has_tokenizer && info.has_chat_template, "{info:?}");
+
+    let mut params = worldloom_api::engine::default_params();
+    params.max_new_tokens = 4;
+    params.temperature = 0.0;
+    params.enable_thinking = false;
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Local {
+                model_dir: gguf.display().to_string(),
+                device: "cpu".into(),
+                dtype: ModelDtype::F32,
+            },
+            params,
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    assert_eq!(status.name.as_deref(), Some("local:tiny-world-bf16.gguf"));
+    let mut stats = Vec::new();
+    for node in [1, 2] {
+        let resp = commands::step(
+            &studio,
+            StepRequest {
+                trajectory_id: id.clone(),
+                node_id: node,
+                context: ContextMode::TeacherForced,
+            },
+        )
+        .expect("step");
+        let (_, fin) = wait_finished(&rx, &resp.job_id);
+        let StudioEvent::StepFinished {
+            error, stats: s, ..
+        } = fin
+        else {
+            unreachable!()
+        };
+        assert_eq!(error, None);
+        stats.push(s.expect("stats"));
+    }
+    assert!(
+        (1..=4).contains(&stats[0].completion_tokens),
+        "{:?}",
+        stats[0]
+    );
     assert!(
         stats[1].prompt_tokens_reused > 0,
         "turn 2 reuses turn 1's snapshot: {:?}",

@@ -390,17 +390,68 @@ fn step_runs_on_a_gguf_file() {
     assert_eq!(info["config"]["linear_value_heads_tiled"], true);
     assert!(info["parameters_total"].as_u64().expect("count") > 100_000);
 
-    // Without the tokenizer files beside it, the error says so.
+    // `model quantize` writes the tokenizer and chat template into the
+    // file: alone, it predicts the same tokens as with the tokenizer files
+    // beside it.
     let lone = tempfile::tempdir().expect("tempdir");
-    let lone_gguf = lone.path().join("lone.gguf");
+    let lone_gguf = lone.path().join("tiny-q8_0.gguf");
     std::fs::copy(&q8, &lone_gguf).expect("copy");
-    let err = failed(worldloom(&[
+    let greedy = |model: &Path| -> serde_json::Value {
+        let out = succeeded(worldloom(&[
+            "step",
+            file.to_str().expect("utf-8"),
+            "--turn",
+            "2",
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            "16",
+            "--json",
+            "--model",
+            model.to_str().expect("utf-8"),
+        ]));
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let (beside, alone) = (greedy(&q8), greedy(&lone_gguf));
+    assert_eq!(alone["engine"], "local:tiny-q8_0.gguf");
+    assert_eq!(alone["raw_output"], beside["raw_output"]);
+    assert_eq!(
+        alone["stats"]["prompt_tokens"],
+        beside["stats"]["prompt_tokens"]
+    );
+    assert_eq!(alone["stats"]["completion_tokens"], 16);
+}
+
+/// A GGUF file made by llama.cpp's converter from the tiny world model
+/// (`crates/worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf`),
+/// alone in a folder, steps a sample trajectory: tokenizer, chat template
+/// and end-of-turn id from its metadata.
+#[test]
+fn step_runs_on_a_lone_llama_cpp_gguf_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gguf = dir.path().join("tiny-world-bf16.gguf");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf"),
+        &gguf,
+    )
+    .expect("copy fixture");
+    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let out = succeeded(worldloom(&[
         "step",
-        file.to_str().expect("utf-8"),
+        sample_file.to_str().expect("utf-8"),
         "--turn",
-        "2",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
         "--model",
-        lone_gguf.to_str().expect("utf-8"),
+        gguf.to_str().expect("utf-8"),
     ]));
-    assert!(err.contains("no tokenizer beside"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["engine"], "local:tiny-world-bf16.gguf");
+    assert_eq!(v["stats"]["completion_tokens"], 8);
+    assert!(v["stats"]["prompt_tokens"].as_u64().expect("prompt tokens") > 100);
 }

@@ -1090,14 +1090,19 @@ pub struct WriteOptions {
 
 /// Writes a `qwen35moe` GGUF file from the Hugging Face model directory
 /// `dir`: the converter's names, transforms and metadata, matrices
-/// quantized to `options.dtype` with candle. The file is written as a
+/// quantized to `options.dtype` with candle. When `dir` has a
+/// `tokenizer.json`, its tokenizer and chat template go into the metadata
+/// ([`crate::tokenizer::gguf::gguf_tokenizer_metadata`]), so the file alone is a
+/// complete model; otherwise `tokenizer.ggml.model` is `none`. The file is written as a
 /// stream (GGUF version 3): the tensor table first, from the config, then
 /// each tensor read in f32, transformed, quantized and written in turn, so
 /// the peak memory is about one f32 tensor and its quantized copy.
 ///
 /// # Errors
 /// [`LoadError`] from reading the directory (naming the file or tensor),
-/// [`LoadError::Tensor`] from quantizing, [`LoadError::Io`] writing `out`.
+/// [`LoadError::BadJson`] naming `tokenizer.json` when its tokenizer cannot
+/// be written as GGUF metadata, [`LoadError::Tensor`] from quantizing,
+/// [`LoadError::Io`] writing `out`.
 pub fn write_gguf(
     dir: &Path,
     out: &Path,
@@ -1122,7 +1127,19 @@ pub fn write_gguf(
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "model".into());
-    let metadata = gguf_metadata(&cfg, &name, options.dtype)?;
+    let mut metadata = gguf_metadata(&cfg, &name, options.dtype)?;
+    if dir.join("tokenizer.json").is_file() {
+        // The directory's tokenizer and chat template, as the converter
+        // writes them, in place of `tokenizer.ggml.model = none`: llama.cpp
+        // and this engine then need nothing beside the file.
+        let tokenizer = crate::tokenizer::gguf::gguf_tokenizer_metadata(dir, cfg.vocab_size)
+            .map_err(|e| LoadError::BadJson {
+                path: dir.join("tokenizer.json"),
+                message: e.to_string(),
+            })?;
+        metadata.retain(|(k, _)| k != "tokenizer.ggml.model");
+        metadata.extend(tokenizer);
+    }
     // Pass 1: every tensor's name, file shape and type, from the config
     // alone (the header comes first in the file).
     let mut plan: Vec<(String, Vec<usize>, GgmlDType)> = Vec::new();
