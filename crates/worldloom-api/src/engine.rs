@@ -372,7 +372,7 @@ fn devices() -> Vec<String> {
 
 /// `inspect_model_dir`: what a model directory or GGUF file holds, before
 /// loading it (for a GGUF file: its metadata, memory from its tensor types,
-/// the tokenizer files beside it).
+/// the tokenizer files beside it, else the tokenizer in its metadata).
 ///
 /// # Errors
 /// [`ErrorCode::BadRequest`] naming the file: no such folder or file, a

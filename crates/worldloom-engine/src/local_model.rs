@@ -207,7 +207,13 @@ pub fn load_local_model_named(
     let gguf = is_gguf_path(model_dir);
     let options = LocalEngineOptions {
         name: name.clone(),
-        context_tokens: Some(config.max_position_embeddings),
+        // A GGUF file's context length is its metadata's; a directory's
+        // is `config.json`'s field when it has one (no limit otherwise).
+        context_tokens: if gguf {
+            Some(config.max_position_embeddings)
+        } else {
+            crate::local::context_of_dir(model_dir)
+        },
         ..LocalEngineOptions::default()
     };
     let engine = LocalEngine::new(model, tokenizer, template, &generation, options)
