@@ -15,9 +15,12 @@ use std::sync::Arc;
 
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::loading::{
-    available_memory_bytes, estimate_memory, parse_device, parse_dtype, read_config,
+    available_memory_bytes, estimate_memory, estimate_memory_gguf, is_gguf_path, parse_device,
+    parse_dtype, read_config,
 };
+use worldloom_engine::local_model::{TokenizerSource, gguf_has_tokenizer, tokenizer_source};
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::qwen3_5_moe::gguf::Qwen35MoeGguf;
 use worldloom_engine::{GenerationParams, WorldModel};
 
 use crate::error::{ApiError, ErrorCode};
@@ -367,47 +370,83 @@ fn devices() -> Vec<String> {
     out
 }
 
-/// `inspect_model_dir`: what a model directory holds, before loading it.
+/// `inspect_model_dir`: what a model directory or GGUF file holds, before
+/// loading it (for a GGUF file: its metadata, memory from its tensor types,
+/// the tokenizer files beside it, else the tokenizer in its metadata).
 ///
 /// # Errors
-/// [`ErrorCode::BadRequest`] naming the file: no such folder, a
-/// `config.json` that is missing or invalid.
+/// [`ErrorCode::BadRequest`] naming the file: no such folder or file, a
+/// `config.json` (or GGUF metadata) that is missing or invalid.
 pub fn inspect_model_dir(
     _studio: &Studio,
     req: InspectModelDirRequest,
 ) -> Result<ModelDirInfo, ApiError> {
-    let dir = Path::new(&req.path);
-    if !dir.is_dir() {
+    let path = Path::new(&req.path);
+    let gguf = is_gguf_path(path);
+    if gguf && !path.is_file() {
         return Err(ApiError::bad_request(format!(
-            "{}: no such folder",
-            dir.display()
+            "{}: no such file",
+            path.display()
         )));
     }
-    let config = read_config(dir).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    if !gguf && !path.is_dir() {
+        return Err(ApiError::bad_request(format!(
+            "{}: no such folder",
+            path.display()
+        )));
+    }
+    let gguf_file = if gguf {
+        Some(Qwen35MoeGguf::open(path).map_err(|e| ApiError::bad_request(e.to_string()))?)
+    } else {
+        None
+    };
+    let config = match &gguf_file {
+        Some(g) => g.config().clone(),
+        None => read_config(path).map_err(|e| ApiError::bad_request(e.to_string()))?,
+    };
     let counts = config.param_counts();
     let mut memory = Vec::new();
     for d in [ModelDtype::Bf16, ModelDtype::F16, ModelDtype::F32] {
         let dtype = parse_dtype(dtype_name(d)).map_err(|e| ApiError::internal(e.to_string()))?;
         memory.push(DtypeMemory {
             dtype: d,
-            bytes: estimate_memory(&config, dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+            bytes: match &gguf_file {
+                Some(g) => estimate_memory_gguf(g, dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+                None => estimate_memory(&config, dtype, ESTIMATE_CONTEXT_TOKENS).total_bytes(),
+            },
         });
     }
     let cpu = parse_device("cpu").map_err(|e| ApiError::internal(e.to_string()))?;
-    let has_template = dir.join("chat_template.jinja").is_file()
-        || std::fs::read_to_string(dir.join("tokenizer_config.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .is_some_and(|v| v.get("chat_template").is_some());
+    // The tokenizer and chat template: the directory itself, the one
+    // holding the GGUF file when it has a tokenizer.json, else the GGUF
+    // file's metadata (the loader's own decision, `tokenizer_source`).
+    let (has_tokenizer, has_template) = match (tokenizer_source(path), &gguf_file) {
+        (Ok(TokenizerSource::Dir(dir)), _) => (
+            dir.join("tokenizer.json").is_file(),
+            dir.join("chat_template.jinja").is_file()
+                || std::fs::read_to_string(dir.join("tokenizer_config.json"))
+                    .ok()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                    .is_some_and(|v| v.get("chat_template").is_some()),
+        ),
+        (Ok(TokenizerSource::GgufMetadata(_)), Some(g)) => {
+            let metadata = g.file().metadata();
+            (
+                gguf_has_tokenizer(metadata),
+                metadata.contains_key("tokenizer.chat_template"),
+            )
+        }
+        _ => (false, false),
+    };
     Ok(ModelDirInfo {
         path: req.path.clone(),
-        architecture: architecture(dir),
+        architecture: architecture(path),
         total_params: counts.total,
         active_params: counts.active_per_token,
         memory,
         context_tokens: ESTIMATE_CONTEXT_TOKENS as u32,
         available_memory_bytes: available_memory_bytes(&cpu),
-        has_tokenizer: dir.join("tokenizer.json").is_file(),
+        has_tokenizer,
         has_chat_template: has_template,
         devices: devices(),
     })

@@ -1174,10 +1174,12 @@ pub struct ModelDirInfo {
     /// Free memory on the CPU (or unified memory), bytes, when readable.
     #[ts(type = "number | null")]
     pub available_memory_bytes: Option<u64>,
-    /// `tokenizer.json` is present.
+    /// `tokenizer.json` is present (for a GGUF file: beside it, or else a
+    /// tokenizer in its metadata).
     pub has_tokenizer: bool,
     /// A chat template is present (`chat_template.jinja` or in
-    /// `tokenizer_config.json`).
+    /// `tokenizer_config.json`; for a lone GGUF file
+    /// `tokenizer.chat_template`).
     pub has_chat_template: bool,
     /// Devices this build can run on (`cpu`, `cuda:0`, `metal`).
     pub devices: Vec<String>,

@@ -1839,3 +1839,175 @@ fn a_step_cut_by_the_token_limit_inside_reasoning_is_truncated() {
         Some("The page reloads. <predicted_observation>draft")
     );
 }
+
+/// The studio's engine takes a GGUF file (written from the tiny checkpoint,
+/// its tokenizer files beside it): inspected before loading, loaded, and
+/// stepped with the second turn reusing the first turn's state snapshot.
+#[test]
+fn gguf_model_inspects_loads_and_reuses_snapshots() {
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let models = tempfile::tempdir().expect("tempdir");
+    let gguf = models.path().join("tiny-q8_0.gguf");
+    worldloom_engine::qwen3_5_moe::gguf::write_gguf(
+        &tiny_model(),
+        &gguf,
+        worldloom_engine::qwen3_5_moe::gguf::WriteOptions {
+            dtype: worldloom_engine::qwen3_5_moe::gguf::parse_file_type("q8_0").expect("type"),
+            max_tensors_per_file: None,
+        },
+    )
+    .expect("write gguf");
+    let inspect = |path: &Path| {
+        commands::inspect_model_dir(
+            &studio,
+            InspectModelDirRequest {
+                path: path.display().to_string(),
+            },
+        )
+    };
+    let lone = inspect(&gguf).expect("inspect");
+    assert_eq!(lone.architecture, "qwen35moe");
+    // The writer copied the directory's tokenizer and template into the
+    // file's metadata.
+    assert!(lone.has_tokenizer && lone.has_chat_template, "{lone:?}");
+    for name in [
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+        "generation_config.json",
+    ] {
+        std::fs::copy(tiny_model().join(name), models.path().join(name)).expect("copy");
+    }
+    let info = inspect(&gguf).expect("inspect");
+    assert!(info.has_tokenizer && info.has_chat_template);
+    let from_dir = inspect(&tiny_model()).expect("inspect dir");
+    assert_eq!(info.total_params, from_dir.total_params);
+    // Quantized weights count at their stored size: less than f32.
+    assert!(info.memory[2].bytes < from_dir.memory[2].bytes, "{info:?}");
+    let missing = inspect(&models.path().join("absent.gguf")).expect_err("missing");
+    assert!(missing.message.contains("absent.gguf: no such file"));
+
+    let mut params = worldloom_api::engine::default_params();
+    params.max_new_tokens = 4;
+    params.temperature = 0.0;
+    params.enable_thinking = false;
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Local {
+                model_dir: gguf.display().to_string(),
+                device: "cpu".into(),
+                dtype: ModelDtype::F32,
+            },
+            params,
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    assert_eq!(status.name.as_deref(), Some("local:tiny-q8_0.gguf"));
+    let mut stats = Vec::new();
+    for node in [1, 2] {
+        let resp = commands::step(
+            &studio,
+            StepRequest {
+                trajectory_id: id.clone(),
+                node_id: node,
+                context: ContextMode::TeacherForced,
+            },
+        )
+        .expect("step");
+        let (_, fin) = wait_finished(&rx, &resp.job_id);
+        let StudioEvent::StepFinished {
+            error, stats: s, ..
+        } = fin
+        else {
+            unreachable!()
+        };
+        assert_eq!(error, None);
+        stats.push(s.expect("stats"));
+    }
+    assert!(
+        stats[1].prompt_tokens_reused > 0,
+        "turn 2 reuses turn 1's snapshot: {:?}",
+        stats[1]
+    );
+}
+
+/// A GGUF file made by llama.cpp's converter (the tiny world model's BF16
+/// fixture), alone in its folder: inspected (tokenizer and template from its
+/// metadata), loaded, and stepped, the second turn reusing the first turn's
+/// state snapshot.
+#[test]
+fn lone_llama_cpp_gguf_file_loads_and_steps() {
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let models = tempfile::tempdir().expect("tempdir");
+    let gguf = models.path().join("tiny-world-bf16.gguf");
+    std::fs::copy(
+        repo().join("crates/worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf"),
+        &gguf,
+    )
+    .expect("copy fixture");
+    let info = commands::inspect_model_dir(
+        &studio,
+        InspectModelDirRequest {
+            path: gguf.display().to_string(),
+        },
+    )
+    .expect("inspect");
+    assert_eq!(info.architecture, "qwen35moe");
+    assert!(info.has_tokenizer && info.has_chat_template, "{info:?}");
+
+    let mut params = worldloom_api::engine::default_params();
+    params.max_new_tokens = 4;
+    params.temperature = 0.0;
+    params.enable_thinking = false;
+    let status = commands::set_engine(
+        &studio,
+        SetEngineRequest {
+            settings: EngineSettings::Local {
+                model_dir: gguf.display().to_string(),
+                device: "cpu".into(),
+                dtype: ModelDtype::F32,
+            },
+            params,
+        },
+    )
+    .expect("set engine");
+    assert!(status.ready, "{status:?}");
+    assert_eq!(status.name.as_deref(), Some("local:tiny-world-bf16.gguf"));
+    let mut stats = Vec::new();
+    for node in [1, 2] {
+        let resp = commands::step(
+            &studio,
+            StepRequest {
+                trajectory_id: id.clone(),
+                node_id: node,
+                context: ContextMode::TeacherForced,
+            },
+        )
+        .expect("step");
+        let (_, fin) = wait_finished(&rx, &resp.job_id);
+        let StudioEvent::StepFinished {
+            error, stats: s, ..
+        } = fin
+        else {
+            unreachable!()
+        };
+        assert_eq!(error, None);
+        stats.push(s.expect("stats"));
+    }
+    assert!(
+        (1..=4).contains(&stats[0].completion_tokens),
+        "{:?}",
+        stats[0]
+    );
+    assert!(
+        stats[1].prompt_tokens_reused > 0,
+        "turn 2 reuses turn 1's snapshot: {:?}",
+        stats[1]
+    );
+}

@@ -90,7 +90,7 @@ pub struct EvalArgs {
     /// Environment variable holding the API key for `--engine openai`.
     #[arg(long)]
     pub api_key_env: Option<String>,
-    /// Model directory for `--engine local`.
+    /// Model directory or GGUF file for `--engine local`.
     #[arg(long)]
     pub model_dir: Option<PathBuf>,
     /// Device for `--engine local`.

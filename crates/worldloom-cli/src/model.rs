@@ -5,9 +5,17 @@
 //!   token ids in, token ids out (no tokenizer needed); with `--json` prints
 //!   `{"generated_ids": […], "prompt_last_logits": […]}`, the full-vocabulary
 //!   f32 logits at the last prompt position.
-//! - `worldloom model info DIR [--json]`: architecture, parameter counts
-//!   (total and active per token) and the memory estimate per dtype, from
-//!   `config.json` and the safetensors headers alone.
+//! - `worldloom model info DIR|FILE.gguf [--json]`: architecture, parameter
+//!   counts (total and active per token) and the memory estimate per dtype,
+//!   from `config.json` and the safetensors headers alone, or from a GGUF
+//!   file's metadata and tensor table (with its tensor types: count and
+//!   bytes per type).
+//! - `worldloom model quantize DIR -o OUT.gguf --type q8_0`: a GGUF file
+//!   (llama.cpp's `qwen35moe`) from a model directory, matrices quantized
+//!   with candle.
+//!
+//! `--model` / `DIR` take a model directory or a `.gguf` file (the first
+//! part of a split one).
 
 use std::path::PathBuf;
 
@@ -17,10 +25,13 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use worldloom_engine::CausalLm;
 use worldloom_engine::loading::{
-    BYTES_PER_GIB, LoadOptions, SafetensorsWeights, estimate_memory, load_model, parse_device,
-    parse_dtype, read_config,
+    BYTES_PER_GIB, LoadOptions, SafetensorsWeights, estimate_memory, estimate_memory_gguf,
+    is_gguf_path, load_model, parse_device, parse_dtype, read_config,
 };
 use worldloom_engine::qwen3_5_moe::LayerKind;
+use worldloom_engine::qwen3_5_moe::gguf::{
+    Qwen35MoeGguf, WriteOptions, parse_file_type, type_table, write_gguf,
+};
 
 /// Arguments of `worldloom model`.
 #[derive(Args)]
@@ -33,13 +44,35 @@ pub struct ModelArgs {
 enum ModelCommand {
     /// Greedy generation from token ids (no tokenizer needed).
     Generate(GenerateArgs),
-    /// Architecture, parameter counts and memory estimate of a model directory.
+    /// Architecture, parameter counts and memory estimate of a model directory
+    /// or GGUF file.
     Info(InfoArgs),
+    /// Write a GGUF file (llama.cpp `qwen35moe`) from a model directory.
+    Quantize(QuantizeArgs),
+}
+
+#[derive(Args)]
+struct QuantizeArgs {
+    /// Hugging Face model directory (config.json + safetensors).
+    dir: PathBuf,
+    /// The GGUF file to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Type of the matrices: f32, f16, bf16, q8_0, q4_k, q5_k, q6_k (rows a
+    /// block does not divide fall back as llama-quantize does; norms,
+    /// vectors, the router and the conv stay f32).
+    #[arg(long = "type", default_value = "q8_0")]
+    file_type: String,
+    /// Split into parts of at most this many tensors
+    /// (OUT-00001-of-0000N.gguf, …).
+    #[arg(long)]
+    split_max_tensors: Option<usize>,
 }
 
 #[derive(Args)]
 struct GenerateArgs {
-    /// Hugging Face model directory (config.json + safetensors).
+    /// Hugging Face model directory (config.json + safetensors) or GGUF
+    /// file.
     #[arg(long)]
     model: PathBuf,
     /// Prompt token ids, comma-separated (e.g. 1,17,42).
@@ -64,7 +97,7 @@ struct GenerateArgs {
 
 #[derive(Args)]
 struct InfoArgs {
-    /// Hugging Face model directory.
+    /// Hugging Face model directory or GGUF file.
     dir: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]
@@ -86,7 +119,31 @@ pub fn run(args: &ModelArgs) -> Result<()> {
     match &args.command {
         ModelCommand::Generate(a) => generate(a),
         ModelCommand::Info(a) => info(a),
+        ModelCommand::Quantize(a) => quantize(a),
     }
+}
+
+fn quantize(args: &QuantizeArgs) -> Result<()> {
+    let dtype = parse_file_type(&args.file_type).map_err(anyhow::Error::msg)?;
+    let summary = write_gguf(
+        &args.dir,
+        &args.output,
+        WriteOptions {
+            dtype,
+            max_tensors_per_file: args.split_max_tensors,
+        },
+    )
+    .with_context(|| format!("quantizing {}", args.dir.display()))?;
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for (_, t) in &summary.tensors {
+        *counts.entry(format!("{t:?}")).or_default() += 1;
+    }
+    for file in &summary.files {
+        println!("wrote {}", file.display());
+    }
+    let types: Vec<String> = counts.iter().map(|(t, n)| format!("{n} {t}")).collect();
+    println!("{} tensors: {}", summary.tensors.len(), types.join(", "));
+    Ok(())
 }
 
 fn generate(args: &GenerateArgs) -> Result<()> {
@@ -161,9 +218,29 @@ struct MemoryRow {
 }
 
 #[derive(Serialize)]
+struct TypeRow {
+    #[serde(rename = "type")]
+    name: &'static str,
+    tensors: usize,
+    bytes: u64,
+}
+
+#[derive(Serialize)]
+struct GgufInfo {
+    /// `general.architecture`.
+    architecture: String,
+    /// Files (parts) of the model.
+    parts: usize,
+    /// Tensors and bytes per stored type.
+    types: Vec<TypeRow>,
+}
+
+#[derive(Serialize)]
 struct InfoOutput {
     architecture: &'static str,
     model_dir: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gguf: Option<GgufInfo>,
     stored_dtype: Option<String>,
     tensor_count: Option<usize>,
     config: worldloom_engine::qwen3_5_moe::Config,
@@ -176,7 +253,16 @@ struct InfoOutput {
 
 fn info(args: &InfoArgs) -> Result<()> {
     let config = read_config(&args.dir)?;
-    let weights = SafetensorsWeights::open(&args.dir).ok();
+    let gguf = if is_gguf_path(&args.dir) {
+        Some(Qwen35MoeGguf::open(&args.dir)?)
+    } else {
+        None
+    };
+    let weights = if gguf.is_none() {
+        SafetensorsWeights::open(&args.dir).ok()
+    } else {
+        None
+    };
     let counts = config.param_counts();
     let memory = [
         ("bf16", DType::BF16),
@@ -185,7 +271,10 @@ fn info(args: &InfoArgs) -> Result<()> {
     ]
     .into_iter()
     .map(|(name, dtype)| {
-        let e = estimate_memory(&config, dtype, args.context_tokens);
+        let e = match &gguf {
+            Some(g) => estimate_memory_gguf(g, dtype, args.context_tokens),
+            None => estimate_memory(&config, dtype, args.context_tokens),
+        };
         MemoryRow {
             dtype: name,
             weight_gib: e.weight_bytes as f64 / BYTES_PER_GIB,
@@ -194,14 +283,31 @@ fn info(args: &InfoArgs) -> Result<()> {
         }
     })
     .collect();
+    use worldloom_engine::loading::TensorSource;
+    let stored_dtype = match &gguf {
+        Some(g) => g.stored_dtype(),
+        None => weights.as_ref().and_then(TensorSource::stored_dtype),
+    };
     let out = InfoOutput {
         architecture: "qwen3_5_moe",
         model_dir: args.dir.display().to_string(),
-        stored_dtype: weights
-            .as_ref()
-            .and_then(worldloom_engine::loading::TensorSource::stored_dtype)
-            .map(|d| d.as_str().to_string()),
-        tensor_count: weights.as_ref().map(|w| w.names().count()),
+        gguf: gguf.as_ref().map(|g| GgufInfo {
+            architecture: g.file().architecture().unwrap_or("unknown").to_string(),
+            parts: g.file().part_paths().count(),
+            types: type_table(g.file())
+                .into_iter()
+                .map(|(name, tensors, bytes)| TypeRow {
+                    name,
+                    tensors,
+                    bytes,
+                })
+                .collect(),
+        }),
+        stored_dtype: stored_dtype.map(|d| d.as_str().to_string()),
+        tensor_count: match &gguf {
+            Some(g) => Some(g.file().tensors().len()),
+            None => weights.as_ref().map(|w| w.names().count()),
+        },
         layer_kinds: (0..config.num_hidden_layers)
             .map(|i| config.layer_kind(i))
             .collect(),
@@ -251,12 +357,32 @@ fn info(args: &InfoArgs) -> Result<()> {
         "parameters     {} total, {} active per token",
         out.parameters_total, out.parameters_active_per_token
     );
-    if let (Some(d), Some(n)) = (&out.stored_dtype, out.tensor_count) {
-        println!("weights        {n} tensors stored in {d}");
+    match (&out.gguf, &out.stored_dtype, out.tensor_count) {
+        (Some(g), _, Some(n)) => {
+            println!(
+                "weights        GGUF `{}`, {} part(s), {n} tensors:",
+                g.architecture, g.parts
+            );
+            for row in &g.types {
+                println!(
+                    "  {:<5} {:>5} tensors {:>12.2} MiB",
+                    row.name,
+                    row.tensors,
+                    row.bytes as f64 / (1024.0 * 1024.0)
+                );
+            }
+        }
+        (None, Some(d), Some(n)) => println!("weights        {n} tensors stored in {d}"),
+        _ => {}
     }
     println!(
-        "memory (weights + state at {} tokens + scratch):",
-        out.context_tokens
+        "memory (weights + state at {} tokens + scratch){}:",
+        out.context_tokens,
+        if out.gguf.is_some() {
+            ", quantized tensors as stored, per compute dtype"
+        } else {
+            ""
+        }
     );
     for row in &out.memory {
         println!(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use worldloom_engine::baseline::CopyEngine;
-use worldloom_engine::loading::{LoadOptions, load_model, parse_device};
-use worldloom_engine::{GenerationParams, LocalEngine, LocalEngineOptions, WorldModel};
+use worldloom_engine::local_model::load_local_model_named;
+use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_model_server::{ServerOptions, check_exposure, serve};
 
 /// Engines `serve-model` can serve.
@@ -25,7 +25,8 @@ pub enum ServedEngine {
 #[derive(Debug, Args)]
 pub struct ServeModelArgs {
     /// Model directory (config.json, *.safetensors, tokenizer.json, chat
-    /// template); required for `--engine local`.
+    /// template) or GGUF file (tokenizer files beside it); required for
+    /// `--engine local`.
     #[arg(long)]
     pub model_dir: Option<PathBuf>,
     /// Which engine to serve.
@@ -64,29 +65,17 @@ pub struct ServeModelArgs {
 /// The environment variable `--api-key` defaults to.
 pub const API_KEY_ENV: &str = "WORLDLOOM_API_KEY";
 
-/// Loads the local Qwen3.5-MoE engine of a model directory; returns it with
-/// the directory's recommended generation parameters.
+/// Loads the local Qwen3.5-MoE engine of a model directory or GGUF file
+/// (through `worldloom_engine::local_model`, as `step` and the studio do);
+/// returns it with the model's recommended generation parameters.
 pub fn local_engine(
     dir: &Path,
     device: &str,
 ) -> anyhow::Result<(Arc<dyn WorldModel>, GenerationParams)> {
-    let device = parse_device(device).with_context(|| format!("--device {device}"))?;
-    let model = load_model(
-        dir,
-        &LoadOptions {
-            device,
-            ..LoadOptions::default()
-        },
-    )
-    .with_context(|| format!("loading the model in {}", dir.display()))?;
-    let options = LocalEngineOptions {
-        name: format!("qwen3_5_moe@{}", dir.display()),
-        ..LocalEngineOptions::default()
-    };
-    let engine = LocalEngine::from_dir(model, dir, options)
-        .with_context(|| format!("starting the engine for {}", dir.display()))?;
-    let params = engine.default_params().clone();
-    Ok((Arc::new(engine), params))
+    let local = load_local_model_named(dir, device, None, format!("qwen3_5_moe@{}", dir.display()))
+        .with_context(|| format!("loading the model in {}", dir.display()))?;
+    let params = local.engine.default_params().clone();
+    Ok((Arc::new(local.engine), params))
 }
 
 /// Runs `worldloom serve-model` until Ctrl-C.

@@ -39,7 +39,7 @@ use worldloom_engine::{
 #[derive(Args, Debug, Clone)]
 pub struct ModelOptions {
     /// Hugging Face model directory (config.json, safetensors, tokenizer.json,
-    /// chat template).
+    /// chat template), or a GGUF file with the tokenizer files beside it.
     #[arg(long)]
     pub model: PathBuf,
     /// Device: cpu, cuda, cuda:N, metal.

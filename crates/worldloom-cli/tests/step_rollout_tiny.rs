@@ -303,3 +303,155 @@ fn rollout_of_a_non_native_file_writes_a_native_file_beside_it() {
         "turn 2 reused turn 1's prefix ({c2} of {p2} computed)"
     );
 }
+
+/// The tiny checkpoint as a GGUF file (`worldloom model quantize`), with
+/// its tokenizer files beside it, in `dir`.
+fn tiny_gguf(dir: &Path, file_type: &str) -> PathBuf {
+    let out = dir.join(format!("tiny-{file_type}.gguf"));
+    let model = tiny_model();
+    succeeded(worldloom(&[
+        "model",
+        "quantize",
+        model.to_str().expect("utf-8"),
+        "-o",
+        out.to_str().expect("utf-8"),
+        "--type",
+        file_type,
+    ]));
+    for name in [
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+        "generation_config.json",
+    ] {
+        std::fs::copy(model.join(name), dir.join(name)).expect("copy");
+    }
+    out
+}
+
+/// `step` takes a GGUF file for `--model`: an F32 file predicts what the
+/// directory predicts (greedy), a Q8_0 file steps the sample trajectory.
+#[test]
+fn step_runs_on_a_gguf_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_trajectory(dir.path());
+    let f32_gguf = tiny_gguf(dir.path(), "f32");
+    let args = [
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "2",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "16",
+        "--json",
+    ];
+    let from_dir = succeeded(with_tiny_model("step", &file, &args[2..]));
+    let from_dir: serde_json::Value = serde_json::from_slice(&from_dir.stdout).expect("JSON");
+    let mut gguf_args = args.to_vec();
+    gguf_args.extend(["--model", f32_gguf.to_str().expect("utf-8")]);
+    let from_gguf = succeeded(worldloom(&gguf_args));
+    let from_gguf: serde_json::Value = serde_json::from_slice(&from_gguf.stdout).expect("JSON");
+    assert_eq!(from_gguf["engine"], "local:tiny-f32.gguf");
+    assert_eq!(from_gguf["raw_output"], from_dir["raw_output"]);
+
+    let q8 = tiny_gguf(dir.path(), "q8_0");
+    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let out = succeeded(worldloom(&[
+        "step",
+        sample_file.to_str().expect("utf-8"),
+        "--turn",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
+        "--model",
+        q8.to_str().expect("utf-8"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["stats"]["completion_tokens"], 8);
+    assert_eq!(v["engine"], "local:tiny-q8_0.gguf");
+
+    let info = succeeded(worldloom(&[
+        "model",
+        "info",
+        q8.to_str().expect("utf-8"),
+        "--json",
+    ]));
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
+    assert_eq!(info["gguf"]["architecture"], "qwen35moe");
+    let types = info["gguf"]["types"].as_array().expect("types");
+    let names: Vec<&str> = types.iter().filter_map(|t| t["type"].as_str()).collect();
+    // 16-wide rows (the experts' down projections) fall back to F16.
+    assert_eq!(names, ["F16", "F32", "Q8_0"], "{info}");
+    assert_eq!(info["config"]["linear_value_heads_tiled"], true);
+    assert!(info["parameters_total"].as_u64().expect("count") > 100_000);
+
+    // `model quantize` writes the tokenizer and chat template into the
+    // file: alone, it predicts the same tokens as with the tokenizer files
+    // beside it.
+    let lone = tempfile::tempdir().expect("tempdir");
+    let lone_gguf = lone.path().join("tiny-q8_0.gguf");
+    std::fs::copy(&q8, &lone_gguf).expect("copy");
+    let greedy = |model: &Path| -> serde_json::Value {
+        let out = succeeded(worldloom(&[
+            "step",
+            file.to_str().expect("utf-8"),
+            "--turn",
+            "2",
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            "16",
+            "--json",
+            "--model",
+            model.to_str().expect("utf-8"),
+        ]));
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let (beside, alone) = (greedy(&q8), greedy(&lone_gguf));
+    assert_eq!(alone["engine"], "local:tiny-q8_0.gguf");
+    assert_eq!(alone["raw_output"], beside["raw_output"]);
+    assert_eq!(
+        alone["stats"]["prompt_tokens"],
+        beside["stats"]["prompt_tokens"]
+    );
+    assert_eq!(alone["stats"]["completion_tokens"], 16);
+}
+
+/// A GGUF file made by llama.cpp's converter from the tiny world model
+/// (`crates/worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf`),
+/// alone in a folder, steps a sample trajectory: tokenizer, chat template
+/// and end-of-turn id from its metadata.
+#[test]
+fn step_runs_on_a_lone_llama_cpp_gguf_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gguf = dir.path().join("tiny-world-bf16.gguf");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../worldloom-engine/tests/fixtures/gguf/tiny-world-bf16.gguf"),
+        &gguf,
+    )
+    .expect("copy fixture");
+    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let out = succeeded(worldloom(&[
+        "step",
+        sample_file.to_str().expect("utf-8"),
+        "--turn",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
+        "--model",
+        gguf.to_str().expect("utf-8"),
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["engine"], "local:tiny-world-bf16.gguf");
+    assert_eq!(v["stats"]["completion_tokens"], 8);
+    assert!(v["stats"]["prompt_tokens"].as_u64().expect("prompt tokens") > 100);
+}

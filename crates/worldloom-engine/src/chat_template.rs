@@ -9,10 +9,14 @@
 //! `startswith`, `split`, `lstrip`…), a `raise_exception(message)` function,
 //! and the variables `messages` (list of `{role, content}`),
 //! `add_generation_prompt`, `enable_thinking`, `bos_token` and `eos_token`.
+//!
+//! A GGUF file carries the same template in its `tokenizer.chat_template`
+//! metadata ([`ChatTemplate::from_gguf_metadata`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use candle_core::quantized::gguf_file::Value as GgufValue;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value, context};
 use worldloom_core::ChatMessage;
 
@@ -30,6 +34,12 @@ pub enum ChatTemplateError {
     Missing {
         /// The model directory.
         dir: PathBuf,
+    },
+    /// A GGUF file has no `tokenizer.chat_template` in its metadata.
+    #[error("no chat template in {path}: expected a `tokenizer.chat_template` metadata string")]
+    MissingInGguf {
+        /// The GGUF file.
+        path: PathBuf,
     },
     /// A file could not be read or is not valid JSON / has a malformed field.
     #[error("{path}: {message}")]
@@ -167,6 +177,63 @@ impl ChatTemplate {
             }
         };
         let mut template = Self::from_source(&source_name, source)?;
+        template.bos_token = bos_token;
+        template.eos_token = eos_token;
+        Ok(template)
+    }
+
+    /// The template of a GGUF file: its `tokenizer.chat_template` metadata
+    /// (the `metadata` map of `candle_core::quantized::gguf_file::Content`),
+    /// as llama.cpp's converter copies it from the checkpoint's
+    /// `chat_template.jinja` or `tokenizer_config.json`. `bos_token` and
+    /// `eos_token` are the tokens (`tokenizer.ggml.tokens`) of
+    /// `tokenizer.ggml.bos_token_id` and `eos_token_id` when present. `path`
+    /// is the file, named in errors.
+    ///
+    /// # Errors
+    /// [`ChatTemplateError::MissingInGguf`] when the key is absent;
+    /// [`ChatTemplateError::Read`] when it or a special id has the wrong
+    /// type; [`ChatTemplateError::Template`] for a syntax error (line within
+    /// the template).
+    pub fn from_gguf_metadata(
+        metadata: &HashMap<String, GgufValue>,
+        path: &Path,
+    ) -> Result<Self, ChatTemplateError> {
+        const KEY: &str = "tokenizer.chat_template";
+        let read_error = |key: &str, message: &str| ChatTemplateError::Read {
+            path: path.to_path_buf(),
+            message: format!("metadata `{key}`: {message}"),
+        };
+        let source = metadata
+            .get(KEY)
+            .ok_or_else(|| ChatTemplateError::MissingInGguf {
+                path: path.to_path_buf(),
+            })?
+            .to_string()
+            .map_err(|_| read_error(KEY, "expected a string"))?
+            .clone();
+        let tokens = metadata
+            .get("tokenizer.ggml.tokens")
+            .and_then(|v| v.to_vec().ok());
+        let special = |key: &str| -> Result<Option<String>, ChatTemplateError> {
+            let Some(value) = metadata.get(key) else {
+                return Ok(None);
+            };
+            let id = value
+                .to_u32()
+                .map_err(|_| read_error(key, "expected a token id"))?;
+            let token = tokens
+                .and_then(|t| t.get(id as usize))
+                .and_then(|t| t.to_string().ok())
+                .ok_or_else(|| {
+                    read_error(key, &format!("id {id} is not in `tokenizer.ggml.tokens`"))
+                })?;
+            Ok(Some(token.clone()))
+        };
+        let bos_token = special("tokenizer.ggml.bos_token_id")?;
+        let eos_token = special("tokenizer.ggml.eos_token_id")?;
+        let mut template =
+            Self::from_source(&format!("{} (metadata `{KEY}`)", path.display()), source)?;
         template.bos_token = bos_token;
         template.eos_token = eos_token;
         Ok(template)
@@ -387,5 +454,61 @@ mod tests {
             ChatTemplate::from_dir(empty.path()),
             Err(ChatTemplateError::Missing { .. })
         ));
+    }
+
+    #[test]
+    fn gguf_metadata_template_and_special_tokens() {
+        let tokens = GgufValue::Array(
+            ["<s>", "<|im_end|>"]
+                .iter()
+                .map(|t| GgufValue::String((*t).into()))
+                .collect(),
+        );
+        let mut meta = HashMap::from([
+            (
+                "tokenizer.chat_template".to_string(),
+                GgufValue::String(
+                    "{{ bos_token }}|{{ messages[0].content }}|{{ eos_token }}".into(),
+                ),
+            ),
+            ("tokenizer.ggml.tokens".to_string(), tokens),
+            ("tokenizer.ggml.bos_token_id".to_string(), GgufValue::U32(0)),
+            ("tokenizer.ggml.eos_token_id".to_string(), GgufValue::U32(1)),
+        ]);
+        let path = Path::new("/m/x.gguf");
+        let template = ChatTemplate::from_gguf_metadata(&meta, path).expect("template");
+        assert_eq!(
+            template.source_name(),
+            "/m/x.gguf (metadata `tokenizer.chat_template`)"
+        );
+        let text = template
+            .render(
+                &[ChatMessage::new(ChatRole::User, "hi")],
+                RenderOptions::default(),
+            )
+            .expect("renders");
+        assert_eq!(text, "<s>|hi|<|im_end|>");
+
+        meta.insert("tokenizer.ggml.eos_token_id".into(), GgufValue::U32(7));
+        let err = ChatTemplate::from_gguf_metadata(&meta, path).expect_err("bad id");
+        assert!(
+            err.to_string()
+                .contains("/m/x.gguf: metadata `tokenizer.ggml.eos_token_id`: id 7"),
+            "{err}"
+        );
+        meta.insert("tokenizer.chat_template".into(), GgufValue::U32(1));
+        let err = ChatTemplate::from_gguf_metadata(&meta, path).expect_err("not a string");
+        assert!(
+            err.to_string()
+                .contains("metadata `tokenizer.chat_template`: expected a string"),
+            "{err}"
+        );
+        meta.remove("tokenizer.chat_template");
+        let err = ChatTemplate::from_gguf_metadata(&meta, path).expect_err("missing");
+        assert!(
+            matches!(err, ChatTemplateError::MissingInGguf { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("/m/x.gguf"), "{err}");
     }
 }

@@ -217,7 +217,7 @@ impl<M: CausalLm> LocalEngine<M> {
 
 /// `max_position_embeddings` of `dir/config.json` (top level or
 /// `text_config`), if the file reads and has it.
-fn context_of_dir(dir: &Path) -> Option<usize> {
+pub(crate) fn context_of_dir(dir: &Path) -> Option<usize> {
     let text = std::fs::read_to_string(dir.join("config.json")).ok()?;
     let value: serde_json::Value = serde_json::from_str(&text).ok()?;
     let field = |v: &serde_json::Value| v.get("max_position_embeddings")?.as_u64();

@@ -5,12 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::chat_template::ChatTemplate;
 use crate::loading::{
     LoadOptions, estimate_memory, estimate_memory_gguf, is_gguf_path, load_model, parse_device,
     parse_dtype, read_config,
 };
 use crate::qwen3_5_moe::Qwen3_5Moe;
 use crate::qwen3_5_moe::gguf::{Qwen35MoeGguf, type_table};
+use crate::sampling::GenerationConfig;
+use crate::tokenizer::Tokenizer;
+use crate::tokenizer::gguf::GgufSpecialIds;
 use crate::weights::TensorSource;
 use crate::{LocalEngine, LocalEngineOptions};
 
@@ -23,31 +27,100 @@ pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
 #[error("{0}")]
 pub struct LocalModelError(pub String);
 
-/// Where the tokenizer (`tokenizer.json`, with `tokenizer_config.json`'s
-/// chat template and `generation_config.json` when present) of a model is
-/// read from: the model directory itself, or for a GGUF file the directory
-/// holding it when it has a `tokenizer.json`.
+/// Where a local model's tokenizer, chat template and end-of-turn ids are
+/// read from ([`tokenizer_source`] decides).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenizerSource {
+    /// A Hugging Face directory: `tokenizer.json`, the chat template of
+    /// `chat_template.jinja` or `tokenizer_config.json`, and
+    /// `generation_config.json` when present.
+    Dir(PathBuf),
+    /// A GGUF file's metadata: `tokenizer.ggml.*` (tokens, merges, types,
+    /// special ids; `eos_token_id` ends a turn) and
+    /// `tokenizer.chat_template`.
+    GgufMetadata(PathBuf),
+}
+
+/// Decides where the tokenizer of a model directory or GGUF file comes
+/// from: a directory is its own source; for a GGUF file (the first part of
+/// a split one) an HF `tokenizer.json` beside it wins when present, else
+/// the file's own tokenizer metadata.
 ///
 /// # Errors
-/// `no tokenizer beside FILE.gguf` for a GGUF file without a
-/// `tokenizer.json` next to it.
-pub fn tokenizer_dir(model_path: &Path) -> Result<PathBuf, LocalModelError> {
+/// For a GGUF file with no `tokenizer.json` beside it: the file cannot be
+/// opened, or its metadata has no tokenizer (`tokenizer.ggml.model`
+/// missing or `none`) — `no tokenizer beside FILE.gguf nor in its
+/// metadata`.
+pub fn tokenizer_source(model_path: &Path) -> Result<TokenizerSource, LocalModelError> {
     if !is_gguf_path(model_path) {
-        return Ok(model_path.to_path_buf());
+        return Ok(TokenizerSource::Dir(model_path.to_path_buf()));
     }
     let dir = model_path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if dir.join("tokenizer.json").is_file() {
-        Ok(dir.to_path_buf())
+        return Ok(TokenizerSource::Dir(dir.to_path_buf()));
+    }
+    let file = crate::weights::GgufFile::open(model_path)
+        .map_err(|e| LocalModelError(format!("cannot load model {}: {e}", model_path.display())))?;
+    if gguf_has_tokenizer(file.metadata()) {
+        Ok(TokenizerSource::GgufMetadata(model_path.to_path_buf()))
     } else {
         Err(LocalModelError(format!(
-            "no tokenizer beside {} (put the model's tokenizer.json, tokenizer_config.json and \
-             generation_config.json in {})",
+            "no tokenizer beside {} nor in its metadata (`tokenizer.ggml.model` is missing or \
+             `none`; put the model's tokenizer.json, tokenizer_config.json and \
+             generation_config.json in {}, or write the file with `worldloom model quantize` \
+             from a directory that has them)",
             model_path.display(),
             dir.display()
         )))
+    }
+}
+
+/// Whether GGUF metadata holds a tokenizer: `tokenizer.ggml.model` present
+/// and not `none`.
+pub fn gguf_has_tokenizer(
+    metadata: &std::collections::HashMap<String, candle_core::quantized::gguf_file::Value>,
+) -> bool {
+    metadata
+        .get("tokenizer.ggml.model")
+        .and_then(|v| v.to_string().ok())
+        .is_some_and(|m| m != "none")
+}
+
+/// The tokenizer, chat template and generation settings of a
+/// [`TokenizerSource`]. From GGUF metadata the generation config holds only
+/// the end-of-turn id (`tokenizer.ggml.eos_token_id`).
+///
+/// # Errors
+/// A [`LocalModelError`] naming the file and field or metadata key.
+pub fn load_tokenizer(
+    source: &TokenizerSource,
+) -> Result<(Tokenizer, ChatTemplate, GenerationConfig), LocalModelError> {
+    let fail = |e: String| LocalModelError(e);
+    match source {
+        TokenizerSource::Dir(dir) => Ok((
+            Tokenizer::from_dir(dir).map_err(|e| fail(e.to_string()))?,
+            ChatTemplate::from_dir(dir).map_err(|e| fail(e.to_string()))?,
+            GenerationConfig::from_dir(dir).map_err(|e| fail(e.to_string()))?,
+        )),
+        TokenizerSource::GgufMetadata(path) => {
+            let file = crate::weights::GgufFile::open(path)
+                .map_err(|e| fail(format!("cannot load model {}: {e}", path.display())))?;
+            let metadata = file.metadata();
+            let tokenizer =
+                Tokenizer::from_gguf_metadata(metadata, path).map_err(|e| fail(e.to_string()))?;
+            let template = ChatTemplate::from_gguf_metadata(metadata, path)
+                .map_err(|e| fail(e.to_string()))?;
+            let special = GgufSpecialIds::from_gguf_metadata(metadata, path)
+                .map_err(|e| fail(e.to_string()))?;
+            let generation = GenerationConfig {
+                eos_token_ids: special.eos.into_iter().collect(),
+                ..GenerationConfig::default()
+            };
+            Ok((tokenizer, template, generation))
+        }
     }
 }
 
@@ -94,7 +167,9 @@ impl std::fmt::Debug for LocalModel {
 /// A [`LocalModelError`] naming the device, dtype, file or tensor: bad
 /// device or dtype names, `cannot load model DIR: …` (config, weights, not
 /// enough memory: needed and available GiB), `no tokenizer beside
-/// FILE.gguf`, tokenizer / template / generation-config errors.
+/// FILE.gguf nor in its metadata`, tokenizer / template / generation-config
+/// errors (from the files beside a GGUF file when there is a
+/// `tokenizer.json`, else from its metadata: [`tokenizer_source`]).
 pub fn load_local_model(
     model_dir: &Path,
     device: &str,
@@ -121,7 +196,7 @@ pub fn load_local_model_named(
         .map_err(|e| fail(e.to_string()))?;
     let config = read_config(model_dir)
         .map_err(|e| fail(format!("cannot load model {}: {e}", model_dir.display())))?;
-    let tokenizer_dir = tokenizer_dir(model_dir)?;
+    let (tokenizer, template, generation) = load_tokenizer(&tokenizer_source(model_dir)?)?;
     let load = LoadOptions {
         device: device_value,
         dtype: dtype_value,
@@ -132,11 +207,17 @@ pub fn load_local_model_named(
     let gguf = is_gguf_path(model_dir);
     let options = LocalEngineOptions {
         name: name.clone(),
-        context_tokens: gguf.then_some(config.max_position_embeddings),
+        // A GGUF file's context length is its metadata's; a directory's
+        // is `config.json`'s field when it has one (no limit otherwise).
+        context_tokens: if gguf {
+            Some(config.max_position_embeddings)
+        } else {
+            crate::local::context_of_dir(model_dir)
+        },
         ..LocalEngineOptions::default()
     };
-    let engine =
-        LocalEngine::from_dir(model, &tokenizer_dir, options).map_err(|e| fail(e.to_string()))?;
+    let engine = LocalEngine::new(model, tokenizer, template, &generation, options)
+        .map_err(|e| fail(e.to_string()))?;
     let counts = config.param_counts();
     let (memory, stored) = if gguf {
         let file = Qwen35MoeGguf::open(model_dir)

@@ -4,12 +4,18 @@
 //! Built on the `tokenizers` crate with its C-free regex backend
 //! (`fancy-regex`), so it compiles everywhere the engine does.
 //!
+//! A GGUF file's `tokenizer.ggml.*` metadata builds the same tokenizer
+//! ([`Tokenizer::from_gguf_metadata`], see [`gguf`]), so a lone `.gguf` is
+//! enough.
+//!
 //! Byte-level BPE vocabularies (Qwen's among them) split one multi-byte UTF-8
 //! character over several tokens. [`StreamDecoder`] turns generated ids into
 //! text pieces as they arrive and never emits a piece that ends inside such a
 //! character: it waits for the token that completes it.
 
 use std::path::{Path, PathBuf};
+
+pub mod gguf;
 
 /// Errors of loading or running a tokenizer.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +28,17 @@ pub enum TokenizerError {
         /// What went wrong.
         message: String,
     },
+    /// A GGUF file's tokenizer metadata is missing a key, has a key of the
+    /// wrong type, or describes a tokenizer this engine cannot build.
+    #[error("{path}: metadata `{key}`: {message}")]
+    Metadata {
+        /// The GGUF file.
+        path: PathBuf,
+        /// The metadata key (`tokenizer.ggml.tokens`…).
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Encoding or decoding failed.
     #[error("tokenizer {path}: {message}")]
     Run {
@@ -32,7 +49,8 @@ pub enum TokenizerError {
     },
 }
 
-/// A tokenizer loaded from a model directory's `tokenizer.json`.
+/// A tokenizer loaded from a model directory's `tokenizer.json` or built from
+/// a GGUF file's metadata.
 pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     path: PathBuf,
@@ -77,7 +95,8 @@ impl Tokenizer {
         })
     }
 
-    /// The file this tokenizer was loaded from.
+    /// The file this tokenizer was loaded from (`tokenizer.json`, or the
+    /// `.gguf` whose metadata built it).
     pub fn path(&self) -> &Path {
         &self.path
     }

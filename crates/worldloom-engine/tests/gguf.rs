@@ -11,9 +11,13 @@ use std::path::{Path, PathBuf};
 use candle_core::quantized::GgmlDType;
 use candle_core::quantized::gguf_file::{self, Content};
 use candle_core::{DType, Device, Tensor};
+use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::CausalLm;
+use worldloom_engine::chat_template::RenderOptions;
 use worldloom_engine::loading::{LoadError, LoadOptions, load_model, read_config};
-use worldloom_engine::local_model::load_local_model;
+use worldloom_engine::local_model::{
+    TokenizerSource, load_local_model, load_tokenizer, tokenizer_source,
+};
 use worldloom_engine::qwen3_5_moe::gguf::{
     Qwen35MoeGguf, WriteOptions, config_from_gguf, write_gguf,
 };
@@ -252,12 +256,14 @@ fn split_files_load_from_the_first_part() {
     let b = last_logits(&load_model(&first, &options(None)).expect("split"), &ids);
     assert_eq!(max_abs_diff(&a, &b), 0.0);
 
-    let err = GgufFile::open(&summary.files[1])
-        .err()
-        .expect("second part refused");
+    let Err(err) = GgufFile::open(&summary.files[1]) else {
+        panic!("second part refused");
+    };
     assert!(err.to_string().contains("open the first part"), "{err}");
     std::fs::remove_file(&summary.files[2]).expect("remove");
-    let err = GgufFile::open(&first).err().expect("missing part");
+    let Err(err) = GgufFile::open(&first) else {
+        panic!("missing part");
+    };
     assert!(
         err.to_string()
             .contains(&summary.files[2].display().to_string()),
@@ -335,10 +341,7 @@ fn rewrite(
 }
 
 fn load_error(path: &Path) -> LoadError {
-    match load_model(path, &options(None)) {
-        Ok(_) => panic!("load fails"),
-        Err(e) => e,
-    }
+    load_model(path, &options(None)).expect_err("load fails")
 }
 
 /// Truncated files, another architecture, a missing key and a missing
@@ -429,22 +432,54 @@ fn memory_estimate_follows_the_tensor_types() {
     assert!(b < a * 3 / 10, "q8_0 {b} vs f32 {a}");
 }
 
-/// `load_local_model` takes a GGUF file with the tokenizer beside it, and
-/// refuses a lone one by name.
+/// `load_local_model` takes a GGUF file alone (tokenizer and chat template
+/// from the metadata our writer copies from the directory) or with an HF
+/// tokenizer beside it, and refuses by name a file with neither.
 #[test]
 fn local_model_loads_a_gguf_file() {
     let tmp = tempfile::tempdir().expect("tmp");
     let src = tiny_world_model();
     let out = tmp.path().join("tiny-q8_0.gguf");
     write(&src, &out, GgmlDType::Q8_0);
-    let Err(err) = load_local_model(&out, "cpu", None) else {
-        panic!("no tokenizer");
-    };
-    assert!(
-        err.to_string().contains("no tokenizer beside")
-            && err.to_string().contains("tiny-q8_0.gguf"),
-        "{err}"
+    assert_eq!(
+        tokenizer_source(&out).expect("source"),
+        TokenizerSource::GgufMetadata(out.clone())
     );
+    let lone = load_local_model(&out, "cpu", None).expect("loads alone");
+    assert_eq!(lone.name, "local:tiny-q8_0.gguf");
+    assert!(lone.description.contains("Q8_0"), "{}", lone.description);
+
+    // The written metadata holds the directory's tokenizer and template:
+    // the same ids and the same rendered prompt.
+    let (tok_gguf, template_gguf, generation_gguf) =
+        load_tokenizer(&TokenizerSource::GgufMetadata(out.clone())).expect("from metadata");
+    let (tok_dir, template_dir, generation_dir) =
+        load_tokenizer(&TokenizerSource::Dir(src.clone())).expect("from directory");
+    let messages = vec![
+        ChatMessage::new(ChatRole::System, "You simulate a web page."),
+        ChatMessage::new(ChatRole::User, "click [12] «Send» — ünïcode 😀 <|im_end|>"),
+    ];
+    let options = RenderOptions {
+        add_generation_prompt: true,
+        enable_thinking: false,
+    };
+    let text_gguf = template_gguf.render(&messages, options).expect("render");
+    let text_dir = template_dir.render(&messages, options).expect("render");
+    assert_eq!(text_gguf, text_dir);
+    let ids = tok_dir.encode(&text_dir).expect("encode");
+    assert_eq!(tok_gguf.encode(&text_gguf).expect("encode"), ids);
+    assert_eq!(tok_gguf.decode(&ids, false).expect("decode"), text_dir);
+    let end = tok_dir.token_id("<|im_end|>").expect("<|im_end|>");
+    assert!(generation_gguf.eos_token_ids.contains(&end));
+    assert!(
+        generation_gguf
+            .eos_token_ids
+            .iter()
+            .all(|id| generation_dir.eos_token_ids.contains(id)),
+        "{generation_gguf:?} vs {generation_dir:?}"
+    );
+
+    // An HF tokenizer beside the file is used instead.
     for name in [
         "tokenizer.json",
         "tokenizer_config.json",
@@ -453,7 +488,27 @@ fn local_model_loads_a_gguf_file() {
     ] {
         std::fs::copy(src.join(name), tmp.path().join(name)).expect("copy");
     }
+    assert_eq!(
+        tokenizer_source(&out).expect("source"),
+        TokenizerSource::Dir(tmp.path().to_path_buf())
+    );
     let local = load_local_model(&out, "cpu", None).expect("loads");
     assert_eq!(local.name, "local:tiny-q8_0.gguf");
-    assert!(local.description.contains("Q8_0"), "{}", local.description);
+
+    // A file written from a directory without a tokenizer has none: refused,
+    // naming the file.
+    let bare_src = tempfile::tempdir().expect("tmp");
+    for name in ["config.json", "model.safetensors"] {
+        std::fs::copy(src.join(name), bare_src.path().join(name)).expect("copy");
+    }
+    let bare_dir = tempfile::tempdir().expect("tmp");
+    let bare = bare_dir.path().join("bare.gguf");
+    write(bare_src.path(), &bare, GgmlDType::Q8_0);
+    let err = load_local_model(&bare, "cpu", None).expect_err("no tokenizer");
+    assert!(
+        err.to_string().contains("no tokenizer beside")
+            && err.to_string().contains("nor in its metadata")
+            && err.to_string().contains("bare.gguf"),
+        "{err}"
+    );
 }

@@ -1608,12 +1608,14 @@ context_tokens: number,
  */
 available_memory_bytes: number | null, 
 /**
- * `tokenizer.json` is present.
+ * `tokenizer.json` is present (for a GGUF file: beside it, or else a
+ * tokenizer in its metadata).
  */
 has_tokenizer: boolean, 
 /**
  * A chat template is present (`chat_template.jinja` or in
- * `tokenizer_config.json`).
+ * `tokenizer_config.json`; for a lone GGUF file
+ * `tokenizer.chat_template`).
  */
 has_chat_template: boolean, 
 /**

@@ -225,7 +225,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
               <input
                 aria-label="Model directory"
                 value={modelDir}
-                placeholder="/models/Qwen-AgentWorld-35B-A3B"
+                placeholder="/models/Qwen-AgentWorld-35B-A3B or a .gguf file"
                 onChange={(e) => {
                   setModelDir(e.target.value);
                   setInfo(null);

@@ -966,10 +966,15 @@ pub struct WriteSummary {
 
 /// The checkpoint's tensors in GGUF order, as (mapping, layer, file shape,
 /// f32 checkpoint tensor). Reads through `vb` (f32 on the CPU).
+type Load<'a> = dyn Fn() -> Result<Tensor, LoadError> + 'a;
+
+/// Calls `each(mapping, GGUF name, checkpoint shape, load)` for the
+/// checkpoint's tensors in GGUF order; `load` reads the tensor (f32 on the
+/// CPU, through `vb`) only when called.
 fn checkpoint_tensors(
     cfg: &Config,
     vb: &Weights<'_>,
-    mut each: impl FnMut(&TensorMapping, String, Tensor) -> Result<(), LoadError>,
+    mut each: impl FnMut(&TensorMapping, String, Vec<usize>, &Load<'_>) -> Result<(), LoadError>,
 ) -> Result<(), LoadError> {
     let text = if vb.contains("model.language_model.embed_tokens.weight") {
         vb.pp("model.language_model")
@@ -980,7 +985,8 @@ fn checkpoint_tensors(
     each(
         &GLOBAL_TENSORS[0],
         GLOBAL_TENSORS[0].gguf.into(),
-        text.get("embed_tokens.weight", &[v, h])?,
+        vec![v, h],
+        &|| text.get("embed_tokens.weight", &[v, h]),
     )?;
     let (nh, kvh, hd) = (
         cfg.num_attention_heads,
@@ -1020,44 +1026,52 @@ fn checkpoint_tensors(
                 }
                 "mlp.shared_expert.down_proj.weight" => vec![h, is],
                 "mlp.shared_expert_gate.weight" => vec![1, h],
+                "mlp.experts.gate_proj" | "mlp.experts.up_proj" => vec![e, i, h],
+                "mlp.experts.down_proj" => vec![e, h, i],
                 _ => Vec::new(),
             };
             let name = format!("blk.{layer}.{}", m.gguf);
             let experts = vbl.pp("mlp").pp("experts");
-            let x = match m.hf {
-                "mlp.experts.gate_proj" | "mlp.experts.up_proj" => {
-                    let gate = m.hf == "mlp.experts.gate_proj";
-                    if experts.contains("gate_up_proj") {
-                        let gu = experts.get("gate_up_proj", &[e, 2 * i, h])?;
-                        gu.narrow(1, if gate { 0 } else { i }, i)
-                            .and_then(|x| x.contiguous())
-                            .map_err(experts.error("gate_up_proj"))?
-                    } else {
-                        let part = if gate {
-                            "gate_proj.weight"
+            let load = || -> Result<Tensor, LoadError> {
+                Ok(match m.hf {
+                    "mlp.experts.gate_proj" | "mlp.experts.up_proj" => {
+                        let gate = m.hf == "mlp.experts.gate_proj";
+                        if experts.contains("gate_up_proj") {
+                            let gu = experts.get("gate_up_proj", &[e, 2 * i, h])?;
+                            gu.narrow(1, if gate { 0 } else { i }, i)
+                                .and_then(|x| x.contiguous())
+                                .map_err(experts.error("gate_up_proj"))?
                         } else {
-                            "up_proj.weight"
-                        };
-                        experts.get_stacked(e, part, &[i, h])?
+                            let part = if gate {
+                                "gate_proj.weight"
+                            } else {
+                                "up_proj.weight"
+                            };
+                            experts.get_stacked(e, part, &[i, h])?
+                        }
                     }
-                }
-                "mlp.experts.down_proj" => {
-                    if experts.contains("down_proj") {
-                        experts.get("down_proj", &[e, h, i])?
-                    } else {
-                        experts.get_stacked(e, "down_proj.weight", &[h, i])?
+                    "mlp.experts.down_proj" => {
+                        if experts.contains("down_proj") {
+                            experts.get("down_proj", &[e, h, i])?
+                        } else {
+                            experts.get_stacked(e, "down_proj.weight", &[h, i])?
+                        }
                     }
-                }
-                hf => vbl.get(hf, &shape)?,
+                    hf => vbl.get(hf, &shape)?,
+                })
             };
-            each(m, name, x)?;
+            each(m, name, shape.clone(), &load)?;
         }
     }
     let norm = &GLOBAL_TENSORS[1];
-    each(norm, norm.gguf.into(), text.get("norm.weight", &[h])?)?;
+    each(norm, norm.gguf.into(), vec![h], &|| {
+        text.get("norm.weight", &[h])
+    })?;
     if vb.contains("lm_head.weight") || !cfg.tie_word_embeddings {
         let head = &GLOBAL_TENSORS[2];
-        each(head, head.gguf.into(), vb.get("lm_head.weight", &[v, h])?)?;
+        each(head, head.gguf.into(), vec![v, h], &|| {
+            vb.get("lm_head.weight", &[v, h])
+        })?;
     }
     Ok(())
 }
@@ -1076,13 +1090,19 @@ pub struct WriteOptions {
 
 /// Writes a `qwen35moe` GGUF file from the Hugging Face model directory
 /// `dir`: the converter's names, transforms and metadata, matrices
-/// quantized to `options.dtype` with candle. The whole quantized model is
-/// held in memory until it is written (candle's writer takes all tensors
-/// at once); the f32 checkpoint tensors are read one at a time.
+/// quantized to `options.dtype` with candle. When `dir` has a
+/// `tokenizer.json`, its tokenizer and chat template go into the metadata
+/// ([`crate::tokenizer::gguf::gguf_tokenizer_metadata`]), so the file alone is a
+/// complete model; otherwise `tokenizer.ggml.model` is `none`. The file is written as a
+/// stream (GGUF version 3): the tensor table first, from the config, then
+/// each tensor read in f32, transformed, quantized and written in turn, so
+/// the peak memory is about one f32 tensor and its quantized copy.
 ///
 /// # Errors
 /// [`LoadError`] from reading the directory (naming the file or tensor),
-/// [`LoadError::Tensor`] from quantizing, [`LoadError::Io`] writing `out`.
+/// [`LoadError::BadJson`] naming `tokenizer.json` when its tokenizer cannot
+/// be written as GGUF metadata, [`LoadError::Tensor`] from quantizing,
+/// [`LoadError::Io`] writing `out`.
 pub fn write_gguf(
     dir: &Path,
     out: &Path,
@@ -1107,100 +1127,266 @@ pub fn write_gguf(
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "model".into());
-    let metadata = gguf_metadata(&cfg, &name, options.dtype)?;
-    let mut tensors: Vec<(String, QTensor)> = Vec::new();
-    checkpoint_tensors(&cfg, &vb, |m, gguf, x| {
+    let mut metadata = gguf_metadata(&cfg, &name, options.dtype)?;
+    if dir.join("tokenizer.json").is_file() {
+        // The directory's tokenizer and chat template, as the converter
+        // writes them, in place of `tokenizer.ggml.model = none`: llama.cpp
+        // and this engine then need nothing beside the file.
+        let tokenizer = crate::tokenizer::gguf::gguf_tokenizer_metadata(dir, cfg.vocab_size)
+            .map_err(|e| LoadError::BadJson {
+                path: dir.join("tokenizer.json"),
+                message: e.to_string(),
+            })?;
+        metadata.retain(|(k, _)| k != "tokenizer.ggml.model");
+        metadata.extend(tokenizer);
+    }
+    // Pass 1: every tensor's name, file shape and type, from the config
+    // alone (the header comes first in the file).
+    let mut plan: Vec<(String, Vec<usize>, GgmlDType)> = Vec::new();
+    checkpoint_tensors(&cfg, &vb, |m, gguf, hf_shape, _| {
         let file_shape: Vec<usize> = match m.hf {
-            "linear_attn.conv1d.weight" | "mlp.shared_expert_gate.weight" => squeezed(x.dims()),
-            _ => x.dims().to_vec(),
+            "linear_attn.conv1d.weight" | "mlp.shared_expert_gate.weight" => squeezed(&hf_shape),
+            _ => hf_shape,
         };
-        let wrap = LoadError::tensor(&gguf);
-        let y = to_file_values(&x, m, &cfg, &file_shape).map_err(&wrap)?;
         let row_len = file_shape.last().copied().unwrap_or(1);
         let dtype = if m.keep_f32 || file_shape.len() < 2 {
             GgmlDType::F32
         } else {
             fallback_type(options.dtype, row_len)
         };
-        let q = QTensor::quantize(&y, dtype).map_err(wrap)?;
-        tensors.push((gguf, q));
+        plan.push((gguf, file_shape, dtype));
         Ok(())
     })?;
-    let summary_tensors = tensors
-        .iter()
-        .map(|(n, q)| (n.clone(), q.dtype()))
-        .collect();
-    let files = write_parts(out, &metadata, &tensors, options.max_tensors_per_file)?;
+    let chunk = options.max_tensors_per_file.unwrap_or(plan.len()).max(1);
+    let count = plan.len().div_ceil(chunk).max(1);
+    let files: Vec<PathBuf> = if count == 1 {
+        vec![out.to_path_buf()]
+    } else {
+        let stem = out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .map(|n| n.strip_suffix(".gguf").unwrap_or(n).to_string())
+            .unwrap_or_else(|| "model".into());
+        let dir = out.parent().unwrap_or(Path::new(""));
+        (0..count)
+            .map(|k| dir.join(split_part_name(&stem, k + 1, count)))
+            .collect()
+    };
+    // Pass 2: headers, then each tensor read, transformed, quantized and
+    // written in turn.
+    let mut writer: Option<(usize, GgufWriter)> = None;
+    let mut index = 0;
+    checkpoint_tensors(&cfg, &vb, |m, gguf, _, load| {
+        let part = index / chunk;
+        if writer.as_ref().is_none_or(|(p, _)| *p != part) {
+            if let Some((_, w)) = writer.take() {
+                w.finish()?;
+            }
+            let mut meta: Vec<(String, Value)> = if part == 0 {
+                metadata.clone()
+            } else {
+                metadata
+                    .iter()
+                    .filter(|(k, _)| k == "general.architecture")
+                    .cloned()
+                    .collect()
+            };
+            if count > 1 {
+                meta.push(("split.no".into(), Value::U16(part as u16)));
+                meta.push(("split.count".into(), Value::U16(count as u16)));
+                meta.push(("split.tensors.count".into(), Value::I32(plan.len() as i32)));
+            }
+            let end = ((part + 1) * chunk).min(plan.len());
+            writer = Some((
+                part,
+                GgufWriter::create(&files[part], &meta, &plan[part * chunk..end])?,
+            ));
+        }
+        let (_, file_shape, dtype) = &plan[index];
+        let wrap = LoadError::tensor(&gguf);
+        let y = to_file_values(&load()?, m, &cfg, file_shape).map_err(&wrap)?;
+        let q = QTensor::quantize(&y, *dtype).map_err(wrap)?;
+        if let Some((_, w)) = writer.as_mut() {
+            w.tensor(&q)?;
+        }
+        index += 1;
+        Ok(())
+    })?;
+    if let Some((_, w)) = writer.take() {
+        w.finish()?;
+    }
+    let summary_tensors = plan.into_iter().map(|(n, _, t)| (n, t)).collect();
     Ok(WriteSummary {
         files,
         tensors: summary_tensors,
     })
 }
 
-/// Writes `tensors` with `metadata` to `out`, or to split parts of at most
-/// `max_tensors` tensors each (the first part holds the metadata; every
-/// part has `split.no`, `split.count`, `split.tensors.count`).
-fn write_parts(
-    out: &Path,
-    metadata: &[(String, Value)],
-    tensors: &[(String, QTensor)],
-    max_tensors: Option<usize>,
-) -> Result<Vec<PathBuf>, LoadError> {
-    let chunk = max_tensors.unwrap_or(tensors.len()).max(1);
-    let count = tensors.len().div_ceil(chunk).max(1);
-    if count == 1 {
-        write_one(out, metadata, tensors).map_err(|e| gguf_write_error(out, e))?;
-        return Ok(vec![out.to_path_buf()]);
+/// Alignment of the tensor data (GGUF's default, `general.alignment`).
+const ALIGNMENT: u64 = 32;
+
+/// ggml's id of a block type.
+fn ggml_type_id(dtype: GgmlDType) -> u32 {
+    match dtype {
+        GgmlDType::F32 => 0,
+        GgmlDType::F16 => 1,
+        GgmlDType::Q4_0 => 2,
+        GgmlDType::Q4_1 => 3,
+        GgmlDType::Q5_0 => 6,
+        GgmlDType::Q5_1 => 7,
+        GgmlDType::Q8_0 => 8,
+        GgmlDType::Q8_1 => 9,
+        GgmlDType::Q2K => 10,
+        GgmlDType::Q3K => 11,
+        GgmlDType::Q4K => 12,
+        GgmlDType::Q5K => 13,
+        GgmlDType::Q6K => 14,
+        GgmlDType::Q8K => 15,
+        GgmlDType::BF16 => 30,
     }
-    let stem = out
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(|n| n.strip_suffix(".gguf").unwrap_or(n).to_string())
-        .unwrap_or_else(|| "model".into());
-    let dir = out.parent().unwrap_or(Path::new(""));
-    let mut files = Vec::with_capacity(count);
-    for (index, part) in tensors.chunks(chunk).enumerate() {
-        let path = dir.join(split_part_name(&stem, index + 1, count));
-        let mut meta: Vec<(String, Value)> = if index == 0 {
-            metadata.to_vec()
-        } else {
-            metadata
-                .iter()
-                .filter(|(k, _)| k == "general.architecture")
-                .cloned()
-                .collect()
+}
+
+/// A GGUF (version 3) file written as a stream: the header and tensor
+/// table first, from names, shapes and types known up front, then each
+/// tensor's data as it is produced, so only one tensor is in memory.
+struct GgufWriter {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    /// Expected byte size of each tensor still to come, in order.
+    sizes: std::collections::VecDeque<u64>,
+}
+
+impl GgufWriter {
+    fn create(
+        path: &Path,
+        metadata: &[(String, Value)],
+        tensors: &[(String, Vec<usize>, GgmlDType)],
+    ) -> Result<Self, LoadError> {
+        let io = |source| LoadError::Io {
+            path: path.to_path_buf(),
+            source,
         };
-        meta.push(("split.no".into(), Value::U16(index as u16)));
-        meta.push(("split.count".into(), Value::U16(count as u16)));
-        meta.push((
-            "split.tensors.count".into(),
-            Value::I32(tensors.len() as i32),
-        ));
-        write_one(&path, &meta, part).map_err(|e| gguf_write_error(&path, e))?;
-        files.push(path);
+        let mut head: Vec<u8> = Vec::new();
+        head.extend(0x4655_4747u32.to_le_bytes());
+        head.extend(3u32.to_le_bytes());
+        head.extend((tensors.len() as u64).to_le_bytes());
+        head.extend((metadata.len() as u64).to_le_bytes());
+        for (key, value) in metadata {
+            put_string(&mut head, key);
+            head.extend(value_type_id(value).to_le_bytes());
+            put_value(&mut head, value);
+        }
+        let mut offset = 0u64;
+        let mut sizes = std::collections::VecDeque::with_capacity(tensors.len());
+        for (name, shape, dtype) in tensors {
+            put_string(&mut head, name);
+            head.extend((shape.len() as u32).to_le_bytes());
+            for &d in shape.iter().rev() {
+                head.extend((d as u64).to_le_bytes());
+            }
+            head.extend(ggml_type_id(*dtype).to_le_bytes());
+            head.extend(offset.to_le_bytes());
+            let size = crate::weights::gguf::dtype_bytes(*dtype, shape.iter().product());
+            sizes.push_back(size);
+            offset += size.div_ceil(ALIGNMENT) * ALIGNMENT;
+        }
+        let padded = (head.len() as u64).div_ceil(ALIGNMENT) * ALIGNMENT;
+        head.resize(padded as usize, 0);
+        let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+        std::io::Write::write_all(&mut file, &head).map_err(io)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            file,
+            sizes,
+        })
     }
-    Ok(files)
+
+    /// Writes the next tensor's data (padded to the alignment).
+    fn tensor(&mut self, q: &QTensor) -> Result<(), LoadError> {
+        let data = q.data().map_err(LoadError::tensor("gguf data"))?;
+        let expected = self.sizes.pop_front();
+        if expected != Some(data.len() as u64) {
+            return Err(LoadError::BadGguf {
+                path: self.path.clone(),
+                message: format!(
+                    "tensor data of {} bytes where the header announced {expected:?}",
+                    data.len()
+                ),
+            });
+        }
+        let pad = (data.len() as u64).div_ceil(ALIGNMENT) * ALIGNMENT - data.len() as u64;
+        let io = |source| LoadError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        std::io::Write::write_all(&mut self.file, &data).map_err(io)?;
+        std::io::Write::write_all(&mut self.file, &vec![0u8; pad as usize]).map_err(io)?;
+        Ok(())
+    }
+
+    /// Flushes the file; every announced tensor must have been written.
+    fn finish(mut self) -> Result<(), LoadError> {
+        if !self.sizes.is_empty() {
+            return Err(LoadError::BadGguf {
+                path: self.path.clone(),
+                message: format!("{} announced tensors were not written", self.sizes.len()),
+            });
+        }
+        std::io::Write::flush(&mut self.file).map_err(|source| LoadError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
 }
 
-fn gguf_write_error(path: &Path, e: candle_core::Error) -> LoadError {
-    LoadError::BadGguf {
-        path: path.to_path_buf(),
-        message: format!("cannot write: {e}"),
+fn put_string(out: &mut Vec<u8>, s: &str) {
+    out.extend((s.len() as u64).to_le_bytes());
+    out.extend(s.as_bytes());
+}
+
+/// GGUF's id of a metadata value type.
+fn value_type_id(value: &Value) -> u32 {
+    match value {
+        Value::U8(_) => 0,
+        Value::I8(_) => 1,
+        Value::U16(_) => 2,
+        Value::I16(_) => 3,
+        Value::U32(_) => 4,
+        Value::I32(_) => 5,
+        Value::F32(_) => 6,
+        Value::Bool(_) => 7,
+        Value::String(_) => 8,
+        Value::Array(_) => 9,
+        Value::U64(_) => 10,
+        Value::I64(_) => 11,
+        Value::F64(_) => 12,
     }
 }
 
-fn write_one(
-    path: &Path,
-    metadata: &[(String, Value)],
-    tensors: &[(String, QTensor)],
-) -> candle_core::Result<()> {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let meta: Vec<(&str, &Value)> = metadata.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let tensors: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    candle_core::quantized::gguf_file::write(&mut file, &meta, &tensors)?;
-    use std::io::Write;
-    file.flush()?;
-    Ok(())
+fn put_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::U8(v) => out.push(*v),
+        Value::I8(v) => out.extend(v.to_le_bytes()),
+        Value::U16(v) => out.extend(v.to_le_bytes()),
+        Value::I16(v) => out.extend(v.to_le_bytes()),
+        Value::U32(v) => out.extend(v.to_le_bytes()),
+        Value::I32(v) => out.extend(v.to_le_bytes()),
+        Value::U64(v) => out.extend(v.to_le_bytes()),
+        Value::I64(v) => out.extend(v.to_le_bytes()),
+        Value::F32(v) => out.extend(v.to_le_bytes()),
+        Value::F64(v) => out.extend(v.to_le_bytes()),
+        Value::Bool(v) => out.push(u8::from(*v)),
+        Value::String(v) => put_string(out, v),
+        Value::Array(values) => {
+            // An empty array is written as one of U8.
+            let element = values.first().map_or(0, value_type_id);
+            out.extend(element.to_le_bytes());
+            out.extend((values.len() as u64).to_le_bytes());
+            for v in values {
+                put_value(out, v);
+            }
+        }
+    }
 }
 
 /// Parses a `--type` name: `f32`, `f16`, `bf16`, `q8_0`, `q4_k`, `q5_k`,
