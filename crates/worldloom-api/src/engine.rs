@@ -164,9 +164,66 @@ pub(crate) fn keyring_account_of<'a>(
         .unwrap_or_else(|| base_url.trim())
 }
 
+fn account_of(account: &str) -> Result<&str, ApiError> {
+    let account = account.trim();
+    if account.is_empty() {
+        return Err(ApiError::bad_request("account: empty"));
+    }
+    Ok(account)
+}
+
+/// `set_endpoint_key`: stores an endpoint's API key in the studio's key store
+/// (the OS keyring unless [`Studio::set_key_store`] replaced it) under
+/// service [`KEYRING_SERVICE`] and the trimmed `account`; an empty key
+/// deletes it. The key is never returned, logged or written to the
+/// workspace. Returns whether a key is now stored.
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a blank account;
+/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
+pub fn set_endpoint_key(
+    studio: &Studio,
+    req: SetEndpointKeyRequest,
+) -> Result<EndpointKeyStatus, ApiError> {
+    let account = account_of(&req.account)?;
+    let store = studio.key_store();
+    if req.key.is_empty() {
+        store.delete(account).map_err(ApiError::internal)?;
+    } else {
+        store.set(account, &req.key).map_err(ApiError::internal)?;
+    }
+    forget(studio);
+    Ok(EndpointKeyStatus {
+        account: account.to_owned(),
+        stored: !req.key.is_empty(),
+    })
+}
+
+/// `endpoint_key_status`: whether the studio's key store holds a non-empty
+/// key for the trimmed `account` (the key itself is never returned).
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a blank account;
+/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
+pub fn endpoint_key_status(
+    studio: &Studio,
+    req: EndpointKeyStatusRequest,
+) -> Result<EndpointKeyStatus, ApiError> {
+    let account = account_of(&req.account)?;
+    let stored = studio
+        .key_store()
+        .get(account)
+        .map_err(ApiError::internal)?
+        .is_some_and(|k| !k.is_empty());
+    Ok(EndpointKeyStatus {
+        account: account.to_owned(),
+        stored,
+    })
+}
+
 /// Drops the cached engine so the next one is created afresh (after a key
 /// changed in the key store); running jobs keep their own handle.
-pub(crate) fn forget(studio: &Studio) {
+fn forget(studio: &Studio) {
     if let Ok(mut slot) = lock_slot(studio) {
         slot.loaded = None;
     }

@@ -7,9 +7,6 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::types::{EndpointKeyStatus, EndpointKeyStatusRequest, SetEndpointKeyRequest};
-use crate::{ApiError, Studio};
-
 /// The keyring service name under which every endpoint key is stored.
 pub const KEYRING_SERVICE: &str = "worldloom";
 
@@ -105,63 +102,6 @@ impl KeyStore for MemoryKeyStore {
         self.keys().remove(account);
         Ok(())
     }
-}
-
-fn account_of(account: &str) -> Result<&str, ApiError> {
-    let account = account.trim();
-    if account.is_empty() {
-        return Err(ApiError::bad_request("account: empty"));
-    }
-    Ok(account)
-}
-
-/// `set_endpoint_key`: stores an endpoint's API key in the studio's key store
-/// (the OS keyring unless [`Studio::set_key_store`] replaced it) under
-/// service [`KEYRING_SERVICE`] and the trimmed `account`; an empty key
-/// deletes it. The key is never returned, logged or written to the
-/// workspace. Returns whether a key is now stored.
-///
-/// # Errors
-/// [`crate::ErrorCode::BadRequest`] for a blank account;
-/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
-pub fn set_endpoint_key(
-    studio: &Studio,
-    req: SetEndpointKeyRequest,
-) -> Result<EndpointKeyStatus, ApiError> {
-    let account = account_of(&req.account)?;
-    let store = studio.key_store();
-    if req.key.is_empty() {
-        store.delete(account).map_err(ApiError::internal)?;
-    } else {
-        store.set(account, &req.key).map_err(ApiError::internal)?;
-    }
-    crate::engine::forget(studio);
-    Ok(EndpointKeyStatus {
-        account: account.to_owned(),
-        stored: !req.key.is_empty(),
-    })
-}
-
-/// `endpoint_key_status`: whether the studio's key store holds a non-empty
-/// key for the trimmed `account` (the key itself is never returned).
-///
-/// # Errors
-/// [`crate::ErrorCode::BadRequest`] for a blank account;
-/// [`crate::ErrorCode::Internal`] when the keyring cannot be reached.
-pub fn endpoint_key_status(
-    studio: &Studio,
-    req: EndpointKeyStatusRequest,
-) -> Result<EndpointKeyStatus, ApiError> {
-    let account = account_of(&req.account)?;
-    let stored = studio
-        .key_store()
-        .get(account)
-        .map_err(ApiError::internal)?
-        .is_some_and(|k| !k.is_empty());
-    Ok(EndpointKeyStatus {
-        account: account.to_owned(),
-        stored,
-    })
 }
 
 #[cfg(test)]

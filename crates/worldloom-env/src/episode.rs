@@ -23,18 +23,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 use worldloom_core::prompt::context_observation;
 use worldloom_core::{
-    Action, ActionFormat, AndroidAction, ContextMode, Domain, NodeId, OutputStatus, ParsedAction,
+    Action, ActionFormat, AndroidAction, ContextMode, Domain, OutputStatus, ParsedAction,
     PromptOptions, Representation, Trajectory, build_messages,
 };
 use worldloom_engine::record::prediction_record;
 use worldloom_engine::{CancelToken, GenerationParams, PredictRequest, WorldModel, collect};
-use worldloom_store::TrajectoryKey;
 
 use crate::error::EnvError;
 use crate::metrics::Metrics;
 use crate::record::{EPISODE_SOURCE_FORMAT, Recorder};
 use crate::reward::{Reward, ZeroReward};
-use crate::tasks::{Task, TaskSet, splitmix64, unit_interval};
+use crate::state::Episode;
+use crate::tasks::{TaskSet, splitmix64, unit_interval};
 
 /// Control instructions drawn per step ("perturbations", as the studio's).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -249,38 +249,6 @@ pub fn action_space(domain: Domain) -> String {
         }
     };
     text.to_owned()
-}
-
-/// One episode: its task, its trajectory so far, where it is.
-#[derive(Debug, Clone)]
-pub struct Episode {
-    /// The episode id.
-    pub id: String,
-    /// The task it started from.
-    pub task: Task,
-    /// Its seed.
-    pub seed: u64,
-    /// The trajectory: the task's first state and the turns so far (the
-    /// chosen predictions are the states).
-    pub trajectory: Trajectory,
-    /// The current state.
-    pub leaf: NodeId,
-    /// Steps that produced a turn.
-    pub step_count: usize,
-    /// Whether the episode has ended.
-    pub done: bool,
-    /// Why it ended (`terminal_action`, `turn_limit`,
-    /// `unparseable_prediction`, `target_reached`, `closed`, `reset`,
-    /// `idle`).
-    pub done_reason: Option<String>,
-    /// Sum of the step rewards.
-    pub total_reward: f64,
-    /// The control instructions of the turns, by turn (1-based).
-    pub perturbations: BTreeMap<usize, String>,
-    /// Its trajectory in the workspace, when recorded.
-    pub recorded: Option<TrajectoryKey>,
-    /// When it started.
-    pub started: Instant,
 }
 
 /// The answer to a reset or a step: OpenEnv's `observation`, `reward`,

@@ -9,6 +9,7 @@
 //! - [`episode`]: reset and step over one engine event stream, free-running,
 //!   actions checked by `worldloom-core`'s parsers, terminal actions per
 //!   domain, turn limit, perturbations;
+//! - [`state`]: an episode as plain data (what rewards read);
 //! - [`reward`]: pluggable rewards (none by default);
 //! - [`record`]: each episode written into a workspace;
 //! - [`server`]: the HTTP and WebSocket transports with `openenv-core`'s
@@ -23,11 +24,13 @@ pub mod metrics;
 pub mod record;
 pub mod reward;
 pub mod server;
+pub mod state;
 pub mod tasks;
 
-pub use episode::{EnvConfig, Environment, Episode, Perturbations, ResetParams, StepAnswer};
+pub use episode::{EnvConfig, Environment, Perturbations, ResetParams, StepAnswer};
 pub use error::EnvError;
 pub use record::{EPISODE_SOURCE_FORMAT, LIVE_EPISODE_TAG, Recorder};
 pub use reward::{LlmJudgeReward, Reward, RewardOutcome, TargetStateReward, ZeroReward};
 pub use server::{RunningEnvServer, ServeEnvOptions, serve, spawn};
+pub use state::Episode;
 pub use tasks::{Task, TaskSet};

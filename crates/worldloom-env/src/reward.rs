@@ -8,7 +8,7 @@
 //! whether the goal was achieved (1 or 0), with its rationale;
 //! [`TargetStateReward`] rewards reaching an authored target state.
 
-use crate::episode::Episode;
+use crate::state::Episode;
 
 /// The reward of one step.
 #[derive(Debug, Clone, PartialEq)]

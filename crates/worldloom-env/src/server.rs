@@ -49,8 +49,9 @@ use serde_json::{Value, json};
 use worldloom_engine::CancelToken;
 use worldloom_model_server::check_door;
 
-use crate::episode::{Environment, Episode, ResetParams, StepAnswer};
+use crate::episode::{Environment, ResetParams, StepAnswer};
 use crate::error::EnvError;
+use crate::state::Episode;
 
 /// Settings of the server.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,15 +5,7 @@
  */
 import { QueryClient, keepPreviousData, useQueries, useQuery, type QueryKey } from "@tanstack/react-query";
 import { useMemo } from "react";
-import type {
-  CommandName,
-  ListRunRowsRequest,
-  PairOutcome,
-  RequestOf,
-  ResponseOf,
-  TreeRow,
-  TreeWindow,
-} from "../api/types";
+import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, TreeRow, TreeWindow } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { ALL_TRAJECTORIES, keys, type TreeRef } from "./keys";
 

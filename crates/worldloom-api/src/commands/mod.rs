@@ -17,8 +17,8 @@ pub use crate::editing::{
     append_turn, author_observation, compare_branches, edit_action, parse_action, set_perturbation,
     validate_observation,
 };
+pub use crate::engine::{endpoint_key_status, set_endpoint_key};
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
-pub use crate::keys::{endpoint_key_status, set_endpoint_key};
 pub use crate::scoring::METRICS_PRODUCER;
 pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
 pub use crate::tree_rows::{

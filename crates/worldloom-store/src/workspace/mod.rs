@@ -36,12 +36,9 @@ use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
 pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
-pub use runs::{
-    DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow,
-    trajectory_fingerprint,
-};
+pub use runs::{DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow};
 pub use scores::MetricResult;
-pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow};
+pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow, trajectory_fingerprint};
 
 /// The first 16 bytes of every SQLite database file (SQLite file format,
 /// section 1.3 "The Database Header").

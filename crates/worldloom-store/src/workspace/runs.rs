@@ -17,7 +17,7 @@ use worldloom_core::formats::run::{JudgeVerdict, RunMetrics, RunRow};
 use worldloom_core::{ContextMode, Domain, NodeId, PredictionId, Trajectory};
 
 use super::predictions::add_next_prediction;
-use super::trajectories::insert_trajectory;
+use super::trajectories::{insert_trajectory, trajectory_fingerprint};
 use super::{TrajectoryKey, Workspace, tx_err};
 use crate::error::{Result, StoreError};
 
@@ -122,34 +122,6 @@ pub enum SearchField {
     Predicted,
     /// The action.
     Action,
-}
-
-/// The contents fingerprint of a trajectory: SHA-256 over its domain, id,
-/// system prompt, and along its main path every turn's prompt (or action)
-/// and real observation. Equal for the same dataset trajectory read from
-/// the dataset file, from `worldloom eval` output or from the official
-/// script's output.
-pub fn trajectory_fingerprint(t: &Trajectory) -> String {
-    let mut bytes = Vec::new();
-    let mut push = |s: &str| {
-        bytes.extend_from_slice(s.as_bytes());
-        bytes.push(0);
-    };
-    push(t.domain.as_str());
-    push(&t.id);
-    push(t.system_prompt.as_deref().unwrap_or(""));
-    let path = t.main_path();
-    for (j, edge) in path.edges.iter().enumerate() {
-        let Some(e) = t.edge(*edge) else { continue };
-        push(e.prompt.as_deref().unwrap_or(&e.action.raw));
-        let real = path
-            .nodes
-            .get(j + 1)
-            .and_then(|n| t.node(*n))
-            .and_then(|n| n.real.as_ref());
-        push(real.map_or("", |o| o.text.as_str()));
-    }
-    super::sha256_hex(&bytes)
 }
 
 /// A search typed by a user as an FTS5 query: each whitespace-separated

@@ -657,7 +657,7 @@ pub(super) fn insert_trajectory(
     }
     tx.execute(
         "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
-        params![key, super::runs::trajectory_fingerprint(trajectory)],
+        params![key, trajectory_fingerprint(trajectory)],
     )
     .map_err(&err)?;
     Ok(key)
@@ -732,4 +732,32 @@ fn execute_with_json(
     stmt.raw_bind_parameter(params.len() + 1, &json)?;
     drop(json);
     stmt.raw_execute()
+}
+
+/// The contents fingerprint of a trajectory: SHA-256 over its domain, id,
+/// system prompt, and along its main path every turn's prompt (or action)
+/// and real observation. Equal for the same dataset trajectory read from
+/// the dataset file, from `worldloom eval` output or from the official
+/// script's output.
+pub fn trajectory_fingerprint(t: &Trajectory) -> String {
+    let mut bytes = Vec::new();
+    let mut push = |s: &str| {
+        bytes.extend_from_slice(s.as_bytes());
+        bytes.push(0);
+    };
+    push(t.domain.as_str());
+    push(&t.id);
+    push(t.system_prompt.as_deref().unwrap_or(""));
+    let path = t.main_path();
+    for (j, edge) in path.edges.iter().enumerate() {
+        let Some(e) = t.edge(*edge) else { continue };
+        push(e.prompt.as_deref().unwrap_or(&e.action.raw));
+        let real = path
+            .nodes
+            .get(j + 1)
+            .and_then(|n| t.node(*n))
+            .and_then(|n| n.real.as_ref());
+        push(real.map_or("", |o| o.text.as_str()));
+    }
+    super::sha256_hex(&bytes)
 }
