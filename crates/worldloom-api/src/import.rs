@@ -196,12 +196,7 @@ pub(crate) fn import_paths(
                 Ok(key) => {
                     // The states with something to score; the tree itself
                     // is dropped first (it can be hundreds of megabytes).
-                    let to_score: Vec<NodeId> = t
-                        .nodes
-                        .iter()
-                        .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
-                        .map(|n| n.id)
-                        .collect();
+                    let to_score = states_to_score(&t);
                     let name = std::mem::take(&mut t.id);
                     drop(t);
                     score_nodes(&mut ws, key, &to_score)?;
@@ -338,13 +333,8 @@ fn import_run(
         if *added {
             // The states with something to score: the rows' predictions and
             // whatever the file carried besides.
-            let mut to_score: Vec<NodeId> = t
-                .nodes
-                .iter()
-                .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
-                .map(|n| n.id)
-                .chain(rows.iter().map(|r| r.node))
-                .collect();
+            let mut to_score = states_to_score(t);
+            to_score.extend(rows.iter().map(|r| r.node));
             to_score.sort_unstable();
             to_score.dedup();
             score_nodes(&mut ws, *key, &to_score)?;
@@ -364,4 +354,14 @@ fn import_run(
         added: true,
     });
     Ok(Ok(true))
+}
+
+/// The states of `t` with something to score: a prediction or an authored
+/// observation.
+fn states_to_score(t: &core::Trajectory) -> Vec<NodeId> {
+    t.nodes
+        .iter()
+        .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
+        .map(|n| n.id)
+        .collect()
 }

@@ -47,7 +47,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use worldloom_engine::CancelToken;
-use worldloom_model_server::check_door;
+use worldloom_model_server::{BackgroundServer, check_door};
 
 use crate::episode::{Environment, ResetParams, StepAnswer};
 use crate::error::EnvError;
@@ -841,8 +841,7 @@ pub async fn serve(
 pub struct RunningEnvServer {
     /// The bound address.
     pub addr: SocketAddr,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: BackgroundServer,
 }
 
 impl RunningEnvServer {
@@ -852,23 +851,8 @@ impl RunningEnvServer {
     }
 
     /// Stops the server and waits for its thread.
-    pub fn stop(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for RunningEnvServer {
-    fn drop(&mut self) {
-        self.shutdown();
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 
@@ -890,17 +874,14 @@ pub fn spawn(
         .build()?;
     let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
     let bound = listener.local_addr()?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("worldloom-env-server".to_owned())
-        .spawn(move || {
-            let _ = runtime.block_on(serve(listener, env, options, async move {
-                let _ = stop_rx.await;
-            }));
-        })?;
+    let server = BackgroundServer::run(
+        runtime,
+        listener,
+        "worldloom-env-server",
+        move |listener, shutdown| serve(listener, env, options, shutdown),
+    )?;
     Ok(RunningEnvServer {
         addr: bound,
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        server,
     })
 }

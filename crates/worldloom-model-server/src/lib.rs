@@ -274,19 +274,48 @@ pub async fn serve(
         .await
 }
 
-/// A server running on its own thread and runtime (for tests and embedding).
-/// Dropping it stops the server.
-pub struct RunningServer {
-    /// The bound address (port resolved when 0 was asked for).
-    pub addr: SocketAddr,
+/// A server future running on its own thread and Tokio runtime, stopped
+/// (shutdown signalled, thread joined) by [`BackgroundServer::stop`] or on
+/// drop. Shared by `serve-model` and `serve-env` for tests and embedding.
+pub struct BackgroundServer {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl RunningServer {
-    /// Base URL of the API, e.g. `http://127.0.0.1:8000/v1`.
-    pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+impl BackgroundServer {
+    /// Runs `serve(listener, shutdown)` on `runtime` in a new thread named
+    /// `thread_name`; `shutdown` completes when the server is stopped.
+    ///
+    /// # Errors
+    /// The thread cannot be spawned.
+    pub fn run<F, Fut>(
+        runtime: tokio::runtime::Runtime,
+        listener: tokio::net::TcpListener,
+        thread_name: &str,
+        serve: F,
+    ) -> std::io::Result<Self>
+    where
+        F: FnOnce(
+                tokio::net::TcpListener,
+                std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+            ) -> Fut
+            + Send
+            + 'static,
+        Fut: Future,
+    {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(thread_name.to_owned())
+            .spawn(move || {
+                let shutdown = Box::pin(async move {
+                    let _ = stop_rx.await;
+                });
+                let _ = runtime.block_on(serve(listener, shutdown));
+            })?;
+        Ok(Self {
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        })
     }
 
     /// Stops the server and waits for its thread.
@@ -304,9 +333,29 @@ impl RunningServer {
     }
 }
 
-impl Drop for RunningServer {
+impl Drop for BackgroundServer {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// `serve-model` running on its own thread and runtime (for tests and
+/// embedding). Dropping it stops the server.
+pub struct RunningServer {
+    /// The bound address (port resolved when 0 was asked for).
+    pub addr: SocketAddr,
+    server: BackgroundServer,
+}
+
+impl RunningServer {
+    /// Base URL of the API, e.g. `http://127.0.0.1:8000/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Stops the server and waits for its thread.
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 
@@ -329,18 +378,15 @@ pub fn spawn(
         .block_on(tokio::net::TcpListener::bind(addr))
         .map_err(|source| ServerError::Bind { addr, source })?;
     let bound = listener.local_addr()?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::Builder::new()
-        .name("worldloom-model-server".to_owned())
-        .spawn(move || {
-            let _ = runtime.block_on(serve(listener, engine, options, async move {
-                let _ = stop_rx.await;
-            }));
-        })?;
+    let server = BackgroundServer::run(
+        runtime,
+        listener,
+        "worldloom-model-server",
+        move |listener, shutdown| serve(listener, engine, options, shutdown),
+    )?;
     Ok(RunningServer {
         addr: bound,
-        stop: Some(stop_tx),
-        thread: Some(thread),
+        server,
     })
 }
 
