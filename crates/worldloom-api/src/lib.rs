@@ -297,4 +297,10 @@ command_table! {
     label_set(EmptyRequest) -> LabelSetResponse;
     /// Saves the workspace's labels for run rows (a setting, not undone).
     set_label_set(SetLabelSetRequest) -> LabelSetResponse;
+    /// Writes or clears the free-text note of a run's row (undoable).
+    set_row_note(SetRowNoteRequest) -> ChangeResponse;
+    /// Fidelity by turn index of one or two runs (drift): per turn, rows and the metric's mean, min and max.
+    run_drift(RunDriftRequest) -> RunDriftResponse;
+    /// A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes.
+    export_run_rows(ExportRunRowsRequest) -> ExportRunRowsResponse;
 }

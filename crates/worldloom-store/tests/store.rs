@@ -530,7 +530,7 @@ fn opens_and_migrates_a_version_1_workspace() {
         assert_eq!(v, 1, "the fixture must stay at schema version 1");
     }
     let mut ws = Workspace::open(&path).expect("open and migrate");
-    assert_eq!(ws.schema_version().expect("version"), 4);
+    assert_eq!(ws.schema_version().expect("version"), 5);
     assert_eq!(ws.integrity_check().ok(), Some(()));
     let rows = ws.list_trajectories().expect("list");
     assert_eq!(rows.len(), 1);
@@ -1095,5 +1095,46 @@ mod runs {
             ws.set_row_label(999_999, "x", true),
             Err(worldloom_store::StoreError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn notes_on_rows_are_undoable_and_cleared_by_an_empty_text() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let run = run_file(dir.path(), "p.jsonl", &|_| json!({"gen": "z"}));
+        let a = ws.import_run(&new_run("p", "g"), &run).expect("run");
+        let rows = ws.run_rows(a.run).expect("rows");
+        assert!(ws.row_notes(Some(a.run)).expect("notes").is_empty());
+        ws.set_row_note(rows[1].id, "  forgot the toast  ")
+            .expect("note");
+        ws.set_row_note(rows[1].id, "forgot the toast after saving")
+            .expect("edit");
+        ws.set_row_note(rows[0].id, "ok").expect("note");
+        let notes = ws.row_notes(Some(a.run)).expect("notes");
+        assert_eq!(notes.len(), 2);
+        assert_eq!(notes[&rows[1].id], "forgot the toast after saving");
+        assert_eq!(notes[&rows[0].id], "ok");
+        ws.set_row_note(rows[0].id, "   ").expect("clear");
+        assert!(!ws.row_notes(None).expect("notes").contains_key(&rows[0].id));
+        // Undo the clear, then the edit: the first text comes back.
+        ws.undo().expect("undo");
+        assert_eq!(ws.row_notes(None).expect("notes")[&rows[0].id], "ok");
+        ws.undo().expect("undo");
+        ws.undo().expect("undo");
+        assert_eq!(
+            ws.row_notes(None).expect("notes")[&rows[1].id],
+            "forgot the toast"
+        );
+        ws.redo().expect("redo");
+        assert_eq!(
+            ws.row_notes(None).expect("notes")[&rows[1].id],
+            "forgot the toast after saving"
+        );
+        assert!(matches!(
+            ws.set_row_note(999_999, "x"),
+            Err(worldloom_store::StoreError::NotFound(_))
+        ));
+        let history = ws.history(20).expect("history");
+        assert!(history.iter().any(|c| c.kind == "set_row_note"));
     }
 }
