@@ -8,7 +8,8 @@
 //! node like any other (the turn view shows it); the row adds the judge's
 //! scores, the deterministic metrics and the status. A full-text index
 //! (`run_rows_text`, SQLite FTS5) holds each row's real and predicted
-//! observations and action.
+//! observations and action. Labels (`run_row_labels`) and free-text notes
+//! (`run_row_notes`) on rows are undoable changes.
 
 use std::collections::BTreeSet;
 
