@@ -765,6 +765,15 @@ mod tests {
     }
 
     #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(csv_field("plain note"), "plain note");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(""), "");
+    }
+
+    #[test]
     fn histograms_put_one_in_the_last_bin() {
         let mut row = RunRowView {
             row_id: "1".into(),
