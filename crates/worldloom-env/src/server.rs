@@ -592,7 +592,17 @@ async fn close_episode(env: &Arc<Environment>, episode: Arc<Mutex<Episode>>, rea
 async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
     if let Err(e) = state.reserve() {
         let _ = send(&mut socket, &env_ws_error(&e)).await;
-        let _ = socket.send(Message::Close(None)).await;
+        // 1013 "try again later", with the reason, for a client that reads
+        // the close before the error answer.
+        let frame = axum::extract::ws::CloseFrame {
+            code: 1013,
+            reason: format!(
+                "server at capacity ({} sessions)",
+                state.options.max_sessions.max(1)
+            )
+            .into(),
+        };
+        let _ = socket.send(Message::Close(Some(frame))).await;
         return;
     }
     state

@@ -569,11 +569,14 @@ fn official_openenv_client() {
     let server = start(
         Arc::new(CopyEngine),
         Some(&ws_path),
-        ServeEnvOptions::default(),
+        ServeEnvOptions {
+            max_sessions: 2,
+            ..ServeEnvOptions::default()
+        },
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openenv_client.py");
     let output = std::process::Command::new(&python)
-        .args([script, &server.base_url()])
+        .args([script, &server.base_url(), "2"])
         .output()
         .expect("python");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -586,8 +589,12 @@ fn official_openenv_client() {
     server.stop();
     let ws = Workspace::open(&ws_path).expect("ws");
     let rows = ws.list_trajectories().expect("rows");
-    assert_eq!(rows.len(), 2, "one episode over /ws, one over HTTP");
-    for row in rows {
+    assert_eq!(
+        rows.len(),
+        5,
+        "one episode over /ws, one over HTTP, three in the capacity check"
+    );
+    for row in &rows[..2] {
         let t = ws.load_trajectory(row.key).expect("load").trajectory;
         assert_eq!(t.edges.len(), 2, "{}", t.id);
     }
