@@ -1045,7 +1045,8 @@ fn serve_env_rewards_with_a_judge_endpoint() {
 /// `scripts/setup.sh`) runs episodes against `worldloom serve-env`; the
 /// episode it ran over `/ws` then appears in the studio's API (the live
 /// episodes filter), opens with its steps, is branched and corrected, and
-/// exports as curriculum JSONL (AgentWorldBench rows).
+/// exports as curriculum JSONL (AgentWorldBench rows); the progress line on
+/// stderr counts the client's episodes, steps and errors.
 #[test]
 fn serve_env_openenv_client_episode_is_branched_and_exported() {
     let python = std::env::var("WORLDLOOM_OPENENV_PYTHON").unwrap_or_else(|_| "python3".into());
@@ -1064,7 +1065,16 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
     let record = dir.path().join("episodes.worldloom");
     let mut child = Killed(
         Command::new(BIN)
-            .args(["serve-env", "--engine", "copy", "--port", "0", "--record"])
+            .args([
+                "serve-env",
+                "--engine",
+                "copy",
+                "--port",
+                "0",
+                "--progress-s",
+                "1",
+            ])
+            .arg("--record")
             .arg(&record)
             .arg("--tasks")
             .arg(concat!(
@@ -1072,10 +1082,17 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
                 "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
             ))
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
     let mut line = String::new();
     BufReader::new(child.0.stdout.take().unwrap())
         .read_line(&mut line)
@@ -1095,6 +1112,23 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
         "stdout:\n{stdout}\nstderr:\n{}",
         String::from_utf8_lossy(&client.stderr)
     );
+    // The progress line on the terminal catches up with the client's work:
+    // two episodes, four steps, the two malformed actions among the errors.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(line) = lines.recv_timeout(left) else {
+            panic!("no progress line with the client's steps: {seen:#?}");
+        };
+        if line.starts_with("serve-env: ")
+            && line.contains("2 episode(s) started, 4 step(s)")
+            && line.contains(r#""invalid_actions":2"#)
+        {
+            break;
+        }
+        seen.push(line);
+    }
     drop(child);
 
     use worldloom_api::commands;
