@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use worldloom_core::Domain;
 use worldloom_engine::GenerationParams;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_env::record::default_record_path;
@@ -48,6 +49,10 @@ pub struct ServeEnvArgs {
     /// tag (on the trajectory or one of its branches), e.g. a curriculum.
     #[arg(long)]
     pub task_tag: Option<String>,
+    /// Serve only the tasks of this domain (repeat for several; default:
+    /// every domain the tasks have, up to all seven).
+    #[arg(long = "domain")]
+    pub domains: Vec<Domain>,
     /// The workspace every episode is recorded into (created when missing;
     /// default: the tasks workspace itself, else `NAME.episodes.worldloom`
     /// beside the tasks file).
@@ -261,7 +266,8 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
     check_exposure(addr, &options).map_err(anyhow::Error::msg)?;
     check_spec(&engine_spec(args))?;
     let perturbations = perturbations(args)?;
-    let tasks = TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?;
+    let tasks =
+        TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?.only_domains(&args.domains)?;
     let record = args
         .record
         .clone()

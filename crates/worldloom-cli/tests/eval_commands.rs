@@ -590,6 +590,17 @@ fn serve_env_copy_over_http() {
         .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("a token is required"));
+    let unknown = Command::new(BIN)
+        .args(["serve-env", "--port", "0", "--domain", "moon", "--tasks"])
+        .arg(&tasks)
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("moon"),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
 
     let mut child = Killed(
         Command::new(BIN)

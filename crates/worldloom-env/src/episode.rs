@@ -438,12 +438,13 @@ impl Environment {
     }
 
     /// The state object: `episode_id`, `step_count` (as `openenv-core`'s
-    /// `State`) and the task, seed, done flag, reason, total reward and the
-    /// recorded trajectory's workspace key.
+    /// `State`) and the start turn, task, seed, done flag, reason, total
+    /// reward and the recorded trajectory's workspace key.
     pub fn state(&self, episode: &Episode) -> Value {
         json!({
             "episode_id": episode.id,
             "step_count": episode.step_count,
+            "start_turn": episode.task.start_turn(),
             "task_id": episode.task.id,
             "domain": episode.task.domain.as_str(),
             "seed": episode.seed,

@@ -422,10 +422,12 @@ async fn schema() -> Response {
                 "turn": {"type": "integer"},
                 "action_space": {"type": "string", "description": "After reset only."},
                 "system_prompt": {"type": ["string", "null"], "description": "After reset only."},
+                "start_turn": {"type": "integer", "description": "After reset only: turns before the start state (a tagged branch's fork point; 0 from the root)."},
+                "reward_rationale": {"type": "string"},
                 "status": {"type": "string", "description": "The output parser's status of the prediction (ok, truncated, no_observation, empty)."},
                 "perturbation": {"type": ["string", "null"]},
                 "prediction_ms": {"type": "number"},
-                "done_reason": {"type": ["string", "null"], "description": "terminal_action, turn_limit, unparseable_prediction."},
+                "done_reason": {"type": ["string", "null"], "description": "terminal_action, turn_limit, unparseable_prediction, target_reached."},
                 "error": {"type": "string"}
             }
         },
@@ -435,6 +437,7 @@ async fn schema() -> Response {
             "properties": {
                 "episode_id": {"type": ["string", "null"]},
                 "step_count": {"type": "integer", "minimum": 0},
+                "start_turn": {"type": "integer", "minimum": 0},
                 "task_id": {"type": "string"},
                 "domain": {"type": "string"},
                 "seed": {"type": "integer"},

@@ -302,6 +302,33 @@ impl TaskSet {
         Ok(Self { tasks })
     }
 
+    /// Keeps only the tasks of `domains` (all of them when empty), for a
+    /// server of one domain or a few.
+    ///
+    /// # Errors
+    /// [`EnvError::Tasks`] when none of them has a task, naming the domains
+    /// served.
+    pub fn only_domains(self, domains: &[Domain]) -> Result<Self, EnvError> {
+        if domains.is_empty() {
+            return Ok(self);
+        }
+        let served: Vec<&str> = self.domains().into_iter().map(Domain::as_str).collect();
+        let tasks: Vec<Task> = self
+            .tasks
+            .into_iter()
+            .filter(|t| domains.contains(&t.domain))
+            .collect();
+        if tasks.is_empty() {
+            let asked: Vec<&str> = domains.iter().map(|d| d.as_str()).collect();
+            return Err(EnvError::Tasks(format!(
+                "--domain {}: no task in that domain (the tasks have: {})",
+                asked.join(", "),
+                served.join(", ")
+            )));
+        }
+        Ok(Self { tasks })
+    }
+
     /// Every task, in source order.
     pub fn tasks(&self) -> &[Task] {
         &self.tasks
@@ -490,5 +517,20 @@ mod tests {
             .expect("terminal");
         assert!(terminal.initial.is_none());
         assert_eq!(set.domains().len(), 7);
+        let two = set
+            .clone()
+            .only_domains(&[Domain::Web, Domain::Os])
+            .expect("two domains");
+        assert_eq!(two.domains(), [Domain::Web, Domain::Os]);
+        assert_eq!(two.tasks().len(), 2);
+        assert_eq!(set.clone().only_domains(&[]).expect("all"), set);
+        let none = TaskSet::new(vec![web.clone()])
+            .only_domains(&[Domain::Android])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("--domain android: no task") && none.contains("have: web"),
+            "{none}"
+        );
     }
 }

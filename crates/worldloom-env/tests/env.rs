@@ -956,6 +956,12 @@ fn a_tagged_branch_starts_at_its_fork_point() {
         assert_eq!(status, 200, "{step}");
         assert_eq!(step["observation"]["text"], turn1.text.as_str());
         assert_eq!(step["observation"]["turn"], 1);
+        let (_, state) = get(&server, &format!("/state?episode_id={id}")).await;
+        assert_eq!(
+            (state["step_count"].as_u64(), state["start_turn"].as_u64()),
+            (Some(1), Some(1)),
+            "{state}"
+        );
         id
     });
     server.stop();
