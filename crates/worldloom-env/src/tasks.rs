@@ -54,9 +54,10 @@ pub struct Task {
     /// starts mid-tree (a tagged branch's fork point): a one-path
     /// trajectory from the root to that state, whose last node is the
     /// start. Each state keeps its real observation, its current authored
-    /// one and its chosen prediction (what free-running context reads);
-    /// actions keep their source prompt strings. `None`: the episode starts
-    /// at [`Task::initial`].
+    /// one and its chosen prediction (what free-running context reads; a
+    /// root whose state lives only in the first prompt gets
+    /// [`Task::initial`]); actions keep their source prompt strings.
+    /// `None`: the episode starts at [`Task::initial`].
     pub history: Option<Trajectory>,
 }
 
@@ -144,7 +145,16 @@ impl Task {
             .find(|e| !on_main.contains(&e.to))
             .map_or(t.root(), |e| e.from);
         if fork != t.root() {
-            task.history = history_to(t, fork);
+            task.history = history_to(t, fork).map(|mut h| {
+                // A first state that lives only in the first prompt (an
+                // AgentWorldBench GUI row) becomes the root's, as for a task
+                // that starts at the root.
+                let root = h.root();
+                if context_observation(&h, root, ContextMode::FreeRunning).is_none() {
+                    h.nodes[0].real = task.initial.clone();
+                }
+                h
+            });
         }
         task
     }

@@ -990,6 +990,13 @@ fn a_tagged_branch_starts_at_its_fork_point() {
     let actions: Vec<&str> = t.edges.iter().map(|e| e.action.raw.as_str()).collect();
     assert_eq!(actions, [first_action.as_str(), "click('21')"]);
     assert_eq!(t.nodes[1].real.as_ref(), Some(&turn1));
+    assert!(
+        t.nodes[0]
+            .real
+            .as_ref()
+            .is_some_and(|o| o.text.starts_with("RootWebArea 'Mugs")),
+        "the first state, read from the first prompt, is the root's"
+    );
     assert_eq!(t.edges[1].from, NodeId(1));
     assert!(t.nodes[2].preferred_prediction().is_some());
     assert_eq!(t.system_prompt, web.system_prompt);
