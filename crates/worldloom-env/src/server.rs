@@ -357,11 +357,18 @@ async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, En
         session.episode.clone()
     };
     let env = state.env.clone();
+    let cancel = CancelToken::new();
+    let token = cancel.clone();
+    // A client that goes away mid-step drops this request's future: the
+    // guard then cancels the prediction, as a closed socket does.
+    let guard = CancelOnDrop(Some(cancel));
     let answer = blocking(move || {
         let mut ep = lock(&episode)?;
-        env.step(&mut ep, &action, &CancelToken::new())
+        env.step(&mut ep, &action, &token)
     })
-    .await?;
+    .await;
+    guard.disarm();
+    let answer = answer?;
     if answer.done
         && let Ok(mut map) = state.http.lock()
         && let Some(session) = map.get_mut(id)
@@ -371,6 +378,23 @@ async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, En
         state.release();
     }
     Ok(answer)
+}
+
+/// Cancels its token when dropped before [`CancelOnDrop::disarm`].
+struct CancelOnDrop(Option<CancelToken>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
 }
 
 async fn http_state(

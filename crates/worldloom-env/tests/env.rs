@@ -474,6 +474,57 @@ fn a_socket_closed_mid_step_cancels_the_prediction_and_is_recorded() {
     );
 }
 
+/// Over HTTP too: a client that disconnects during `POST /step` cancels
+/// the prediction, the episode stays at its state and can step again.
+#[test]
+fn an_http_client_gone_mid_step_cancels_the_prediction() {
+    use std::io::Write;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let server = start(
+        Arc::new(Hanging(cancelled.clone())),
+        None,
+        ServeEnvOptions::default(),
+    );
+    let id = runtime().block_on(async {
+        let (_, reset) = post(&server, "/reset", json!({"domain": "web"})).await;
+        reset["observation"]["episode_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    });
+    let body = json!({"episode_id": id, "action": {"action": "click('21')"}}).to_string();
+    let mut s = std::net::TcpStream::connect(server.addr).expect("connect");
+    write!(
+        s,
+        "POST /step HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    )
+    .expect("send");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the prediction was not cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    runtime().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, state) = get(&server, &format!("/state?episode_id={id}")).await;
+            assert_eq!(status, 200, "{state}");
+            if state["step_count"] == 0 && state["done"] == false {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{state}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
 #[test]
 fn idle_sessions_are_closed_and_the_door_holds() {
     let options = ServeEnvOptions {
