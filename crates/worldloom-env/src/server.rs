@@ -23,7 +23,8 @@
 //! episode, episode ended, idle), `EXECUTION_ERROR` (the world model or the
 //! workspace failed; the episode stays at the same state). A socket that
 //! closes during a step cancels its prediction; the episode is recorded as
-//! `closed`. Over HTTP the same errors are `{"detail": message, "code":
+//! `closed`. An HTTP client that disconnects during `POST /step` cancels
+//! the prediction too (the episode stays where it was). Over HTTP the same errors are `{"detail": message, "code":
 //! code}` with the statuses of [`EnvError::http_status`].
 //!
 //! **The door.** `worldloom-model-server`'s [`check_door`]: Host and
