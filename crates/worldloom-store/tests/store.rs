@@ -10,7 +10,9 @@ use worldloom_core::{
     Action, AuthoredObservation, Domain, EdgeId, NodeId, Observation, Prediction, PredictionId,
     Representation, Trajectory,
 };
-use worldloom_store::{ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex};
+use worldloom_store::{
+    AppendTurn, ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex,
+};
 
 fn sample(id: &str, turns: usize) -> Trajectory {
     let mut t = Trajectory::new(
@@ -235,6 +237,80 @@ fn branches_authored_and_undo_of_import() {
     ));
     ws.redo().expect("redo");
     assert_eq!(ws.list_trajectories().expect("list").len(), 1);
+}
+
+/// `append_turns`: several turns in one call (one continuing another),
+/// read back like `add_turn`'s with their perturbation and chosen
+/// prediction, each its own change; the ids continue past an undone turn;
+/// an unknown state fails the whole call without writing.
+#[test]
+fn append_turns_writes_without_reading_back() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let key = ws.import_trajectory(&sample("t", 1), None).expect("import");
+    let other = ws.import_trajectory(&sample("u", 2), None).expect("import");
+    let predicted = Prediction::from_output(
+        "copy",
+        "<predicted_observation>[1] RootWebArea 'Cart'</predicted_observation>",
+    );
+    let turn = |key, from: u32, raw: &str, prediction: Option<&Prediction>| AppendTurn {
+        key,
+        from: NodeId(from),
+        action: Action::new(raw, ActionFormat::Browsergym),
+        perturbation: Some("  the cart is empty ".into()),
+        prediction: prediction.cloned(),
+    };
+    let ids = ws
+        .append_turns(&[
+            turn(key, 1, "click('5')", Some(&predicted)),
+            turn(other, 2, "click('6')", None),
+            turn(key, 2, "click('7')", Some(&predicted)),
+        ])
+        .expect("append");
+    assert_eq!(
+        ids,
+        [
+            (EdgeId(1), NodeId(2)),
+            (EdgeId(2), NodeId(3)),
+            (EdgeId(2), NodeId(3))
+        ]
+    );
+    let stored = ws.load_trajectory(key).expect("load");
+    let t = &stored.trajectory;
+    assert_eq!(stored.live_children(NodeId(2)), vec![EdgeId(2)]);
+    assert_eq!(t.edges[2].action.raw, "click('7')");
+    assert_eq!((t.edges[2].from, t.edges[2].to), (NodeId(2), NodeId(3)));
+    let chosen = t.nodes[3].preferred_prediction().expect("chosen");
+    assert_eq!(t.nodes[3].chosen_prediction, Some(PredictionId(0)));
+    assert_eq!(
+        chosen.observation.as_deref(),
+        Some("[1] RootWebArea 'Cart'")
+    );
+    let perturbations = ws.perturbations(key).expect("read");
+    assert_eq!(perturbations[&EdgeId(1)], "the cart is empty");
+    assert_eq!(perturbations.len(), 2);
+    let history = ws.history(10).expect("history");
+    assert_eq!(
+        history
+            .iter()
+            .take(3)
+            .map(|c| c.kind.as_str())
+            .collect::<Vec<_>>(),
+        ["add_turn"; 3]
+    );
+    // One undo takes back one turn; the next turn does not reuse its ids.
+    ws.undo().expect("undo");
+    assert_eq!(ws.load_trajectory(key).expect("load").live_edges.len(), 2);
+    let again = ws
+        .append_turns(&[turn(key, 2, "click('8')", None)])
+        .expect("append");
+    assert_eq!(again, [(EdgeId(3), NodeId(4))]);
+    assert!(matches!(
+        ws.append_turns(&[turn(key, 4, "ok", None), turn(key, 40, "x", None)]),
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(ws.load_trajectory(key).expect("load").live_edges.len(), 3);
+    assert_eq!(ws.integrity_check().ok(), Some(()));
 }
 
 #[test]
