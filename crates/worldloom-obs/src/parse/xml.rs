@@ -3,7 +3,7 @@
 
 use super::text::{Decoded, LineIndex, WarningSink};
 use super::{ParseError, ParseWarning, WarningKind, truncation_marker, truncation_message};
-use crate::tree::{NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
+use crate::tree::{NodeId, NodeStates, SourceSpan, Truncation, TruncationReason, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Options used for every XML document: no DTD (so no entity expansion).
@@ -132,7 +132,7 @@ pub(crate) fn build_tree(
     representation: Representation,
     decoded: &Decoded,
     to_decoded: &dyn Fn(usize) -> usize,
-    mut fill: impl FnMut(&mut UiTree, NodeId, roxmltree::Node<'_, '_>),
+    fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
 ) -> UiTree {
     let mut tree = UiTree {
         representation,
@@ -140,36 +140,77 @@ pub(crate) fn build_tree(
         truncated: None,
         incomplete: false,
     };
+    build_nodes(doc, decoded, to_decoded, fill, |node| {
+        if let Some(p) = node.parent {
+            tree.nodes[p.index()].children.push(node.id);
+        }
+        tree.nodes.push(node);
+    });
+    tree
+}
+
+/// Makes one [`UiNode`] per element of `doc`, in document order (pre-order)
+/// and without recursion, and hands each to `emit` once `fill` has set its
+/// role, name, attributes…: ids are indices in that order, the first
+/// element is the root, and an element whose parent is not an element
+/// hangs under the root. Children lists are left empty (`emit` links them,
+/// or not). A consumer that keeps nodes in another form never holds them
+/// all as [`UiNode`]s.
+pub(crate) fn build_nodes(
+    doc: &roxmltree::Document<'_>,
+    decoded: &Decoded,
+    to_decoded: &dyn Fn(usize) -> usize,
+    mut fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
+    mut emit: impl FnMut(UiNode),
+) {
     // roxmltree node index → our node id, for elements only.
     let mut ours: Vec<u32> = Vec::new();
+    // Depth of each of our nodes.
+    let mut depths: Vec<u32> = Vec::new();
     for node in doc.root().descendants().filter(|n| n.is_element()) {
         let parent = node
             .parent_element()
             .and_then(|p| ours.get(p.id().get_usize()).copied())
             .filter(|p| *p != u32::MAX)
             .map(NodeId);
-        let parent = if tree.is_empty() {
+        let parent = if depths.is_empty() {
             None
         } else {
             parent.or(Some(NodeId(0)))
         };
-        let id = tree.push(parent, node.tag_name().name().to_string());
+        let id = NodeId(u32::try_from(depths.len()).unwrap_or(u32::MAX));
+        let depth = parent.map_or(0, |p| depths[p.index()] + 1);
+        depths.push(depth);
         let range = node.range();
         let start = decoded.map.original(to_decoded(range.start));
         let end = decoded.map.original(to_decoded(range.end)).max(start);
-        tree.node_mut(id).span = Some(SourceSpan {
-            start_byte: start,
-            end_byte: end,
-            line: decoded.lines.line(start),
-        });
+        let mut ui = UiNode {
+            id,
+            parent,
+            children: Vec::new(),
+            depth,
+            role: node.tag_name().name().to_string(),
+            name: String::new(),
+            value: None,
+            key: None,
+            attributes: Vec::new(),
+            states: NodeStates::default(),
+            bounds_px: None,
+            span: Some(SourceSpan {
+                start_byte: start,
+                end_byte: end,
+                line: decoded.lines.line(start),
+            }),
+            synthetic: false,
+        };
         let idx = node.id().get_usize();
         if ours.len() <= idx {
             ours.resize(idx + 1, u32::MAX);
         }
         ours[idx] = id.0;
-        fill(&mut tree, id, node);
+        fill(&mut ui, node);
+        emit(ui);
     }
-    tree
 }
 
 /// Finds the first comment of `doc` that is a truncation marker (see
