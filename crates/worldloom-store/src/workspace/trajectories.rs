@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use worldloom_core::{
     Action, AuthoredObservation, Domain, Edge, EdgeId, Node, NodeId, Observation, Prediction,
-    PredictionId, Source, Trajectory,
+    PredictionId, Representation, Source, Trajectory,
 };
 
 use super::predictions::{insert_authored, insert_prediction};
@@ -117,6 +117,55 @@ impl Workspace {
                 params![key, change.0],
             )
             .map_err(tx_err(&path, "importing a trajectory"))?;
+            Ok(TrajectoryKey(key))
+        })
+    }
+
+    /// As [`import_trajectory`](Self::import_trajectory), consuming the
+    /// trajectory so that a huge one is not held twice: its states are
+    /// written one by one and released as they are, and each real
+    /// observation is dropped as soon as its JSON is made, before SQLite
+    /// copies that JSON into the row. The workspace ends up the same.
+    ///
+    /// # Errors
+    /// As [`import_trajectory`](Self::import_trajectory).
+    pub fn import_trajectory_owned(
+        &mut self,
+        mut trajectory: Trajectory,
+        source_sha256: Option<&str>,
+    ) -> Result<TrajectoryKey> {
+        trajectory
+            .validate()
+            .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+        let path = self.path.clone();
+        let turns = trajectory.edges.len();
+        let summary = format!(
+            "import `{}` ({}, {turns} {})",
+            trajectory.id,
+            trajectory.domain,
+            if turns == 1 { "turn" } else { "turns" }
+        );
+        let fingerprint = trajectory_fingerprint(&trajectory);
+        self.with_change("import", None, &summary, move |tx, change| {
+            let err = tx_err(&path, "importing a trajectory");
+            let nodes = std::mem::take(&mut trajectory.nodes);
+            let key = insert_trajectory_row(tx, &path, &trajectory, source_sha256, change)?;
+            for node in nodes {
+                insert_node_owned(tx, key, node, change).map_err(&err)?;
+            }
+            for edge in &trajectory.edges {
+                insert_edge(tx, key, edge, change).map_err(&err)?;
+            }
+            tx.execute(
+                "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+                params![key, fingerprint],
+            )
+            .map_err(&err)?;
+            tx.execute(
+                "UPDATE changes SET trajectory_id = ?1 WHERE id = ?2",
+                params![key, change.0],
+            )
+            .map_err(&err)?;
             Ok(TrajectoryKey(key))
         })
     }
@@ -632,6 +681,31 @@ pub(super) fn insert_trajectory(
     change: ChangeId,
 ) -> Result<i64> {
     let err = tx_err(path, "importing a trajectory");
+    let key = insert_trajectory_row(tx, path, trajectory, source_sha256, change)?;
+    for node in &trajectory.nodes {
+        insert_node(tx, key, node, change).map_err(&err)?;
+    }
+    for edge in &trajectory.edges {
+        insert_edge(tx, key, edge, change).map_err(&err)?;
+    }
+    tx.execute(
+        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+        params![key, trajectory_fingerprint(trajectory)],
+    )
+    .map_err(&err)?;
+    Ok(key)
+}
+
+/// Inserts the `trajectories` row of `trajectory` (not its nodes, edges or
+/// fingerprint) and returns its key.
+fn insert_trajectory_row(
+    tx: &Transaction<'_>,
+    path: &std::path::Path,
+    trajectory: &Trajectory,
+    source_sha256: Option<&str>,
+    change: ChangeId,
+) -> Result<i64> {
+    let err = tx_err(path, "importing a trajectory");
     tx.execute(
         "INSERT INTO trajectories (change_id, ext_id, domain, source_format, source_path, source_sha256, goal, system_prompt, extra_json)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -648,19 +722,7 @@ pub(super) fn insert_trajectory(
         ],
     )
     .map_err(&err)?;
-    let key = tx.last_insert_rowid();
-    for node in &trajectory.nodes {
-        insert_node(tx, key, node, change).map_err(&err)?;
-    }
-    for edge in &trajectory.edges {
-        insert_edge(tx, key, edge, change).map_err(&err)?;
-    }
-    tx.execute(
-        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
-        params![key, trajectory_fingerprint(trajectory)],
-    )
-    .map_err(&err)?;
-    Ok(key)
+    Ok(tx.last_insert_rowid())
 }
 
 /// Inserts `node` of trajectory `key` with its observations, predictions
@@ -671,19 +733,77 @@ pub(super) fn insert_node(
     node: &Node,
     change: ChangeId,
 ) -> rusqlite::Result<()> {
+    insert_node_row(tx, key, node, change)?;
+    if let Some(real) = &node.real {
+        insert_real(
+            tx,
+            key,
+            node.id,
+            real.representation,
+            Workspace::json(real),
+            change,
+        )?;
+    }
+    insert_node_rest(tx, key, node, change)
+}
+
+/// As [`insert_node`], consuming the node: its real observation is dropped
+/// once its JSON is made, before SQLite copies the JSON.
+fn insert_node_owned(
+    tx: &Transaction<'_>,
+    key: i64,
+    mut node: Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    insert_node_row(tx, key, &node, change)?;
+    if let Some(real) = node.real.take() {
+        let (representation, json) = (real.representation, Workspace::json(&real));
+        drop(real);
+        insert_real(tx, key, node.id, representation, json, change)?;
+    }
+    insert_node_rest(tx, key, &node, change)
+}
+
+/// The `nodes` row of `node`.
+fn insert_node_row(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: &Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO nodes (trajectory_id, node_id, parent_edge, extra_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![key, node.id.0, node.parent_edge.map(|e| e.0), Workspace::json(&node.extra), change.0],
     )?;
-    if let Some(real) = &node.real {
-        execute_with_json(
-            tx,
-            "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
-             VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
-            params![key, node.id.0, real.representation.as_str(), change.0],
-            Workspace::json(real),
-        )?;
-    }
+    Ok(())
+}
+
+/// The row of a state's real observation, from its JSON.
+fn insert_real(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: NodeId,
+    representation: Representation,
+    json: String,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    execute_with_json(
+        tx,
+        "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
+         VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
+        params![key, node.0, representation.as_str(), change.0],
+        json,
+    )?;
+    Ok(())
+}
+
+/// A state's authored observations, predictions and chosen prediction.
+fn insert_node_rest(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: &Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
     for authored in &node.authored {
         insert_authored(tx, key, node.id, authored, change)?;
     }
@@ -740,10 +860,12 @@ fn execute_with_json(
 /// the dataset file, from `worldloom eval` output or from the official
 /// script's output.
 pub fn trajectory_fingerprint(t: &Trajectory) -> String {
-    let mut bytes = Vec::new();
+    // Fed piece by piece: the texts are hashed where they lie, never copied
+    // (one copy of every observation along the path, for a huge one).
+    let mut h = super::Sha256Hex::default();
     let mut push = |s: &str| {
-        bytes.extend_from_slice(s.as_bytes());
-        bytes.push(0);
+        h.update(s.as_bytes());
+        h.update(&[0]);
     };
     push(t.domain.as_str());
     push(&t.id);
@@ -759,5 +881,45 @@ pub fn trajectory_fingerprint(t: &Trajectory) -> String {
             .and_then(|n| n.real.as_ref());
         push(real.map_or("", |o| o.text.as_str()));
     }
-    super::sha256_hex(&bytes)
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldloom_core::action::ActionFormat;
+    use worldloom_core::{Action, Domain, Observation, Representation};
+
+    #[test]
+    fn the_fingerprint_hashes_the_path_as_one_nul_separated_text() {
+        // Fed piece by piece, the hash is that of the pieces joined, each
+        // followed by a NUL: domain, id, system prompt, then per turn the
+        // prompt (or action) and the real observation.
+        let mut t = Trajectory::new(
+            "t-1",
+            Domain::Android,
+            Some(Observation::new(Representation::AndroidXml, "<a/>")),
+        );
+        t.system_prompt = Some("sys".into());
+        let root = t.root();
+        let (_, n1) = t
+            .add_step(
+                root,
+                Action::new("{\"action_type\": \"wait\"}", ActionFormat::AndroidJson),
+                Some(Observation::new(Representation::AndroidXml, "<b/>")),
+            )
+            .unwrap();
+        t.add_step(
+            n1,
+            Action::new("{\"action_type\": \"back\"}", ActionFormat::AndroidJson),
+            None,
+        )
+        .unwrap();
+        let joined =
+            "android\0t-1\0sys\0{\"action_type\": \"wait\"}\0<b/>\0{\"action_type\": \"back\"}\0\0";
+        assert_eq!(
+            trajectory_fingerprint(&t),
+            super::super::sha256_hex(joined.as_bytes())
+        );
+    }
 }
