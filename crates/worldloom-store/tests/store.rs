@@ -440,6 +440,15 @@ fn loading_one_path_reads_only_its_records() {
         ws.load_trajectory_states(key, &[NodeId(2), NodeId(99)]),
         Err(StoreError::NotFound(_))
     ));
+    // One state's real observation alone is the one a whole load gives.
+    for n in 0..full.trajectory.nodes.len() {
+        assert_eq!(
+            ws.real_observation(key, NodeId(n as u32)).expect("real"),
+            full.trajectory.nodes[n].real,
+            "node {n}"
+        );
+    }
+    assert_eq!(ws.real_observation(key, NodeId(99)).expect("none"), None);
 }
 
 #[test]

@@ -361,6 +361,34 @@ impl Workspace {
         Ok(loaded)
     }
 
+    /// The real observation of one state, as [`load_trajectory`](Self::load_trajectory)
+    /// would give it (the newest live record), read alone; `None` when the
+    /// state has none.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`]; [`StoreError::Record`] for a record that does
+    /// not parse.
+    pub fn real_observation(
+        &self,
+        key: TrajectoryKey,
+        node: NodeId,
+    ) -> Result<Option<Observation>> {
+        let ctx = format!("reading trajectory {}", key.0);
+        let rows = self.query_all(
+            "SELECT o.id, o.observation_json FROM observations o JOIN changes c ON c.id = o.change_id
+             WHERE o.trajectory_id = ?1 AND o.node_id = ?2 AND o.kind = 'real' AND c.state = 'applied'
+             ORDER BY o.id DESC LIMIT 1",
+            params![key.0, node.0],
+            &ctx,
+            |r| {
+                let row_id: i64 = r.get(0)?;
+                let json = r.get_ref(1)?.as_str()?;
+                Ok(self.parse_json::<Observation>("observations", &row_id.to_string(), json))
+            },
+        )?;
+        rows.into_iter().next().transpose()
+    }
+
     /// The parent state of `node` (the state its turn was taken from), from
     /// the tree's shape alone; `None` for the root.
     ///
@@ -505,18 +533,22 @@ impl Workspace {
             params![key.0],
             &ctx,
             |r| {
-                Ok((
-                    r.get::<_, u32>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, u32>(3)?,
-                    r.get::<_, u32>(4)?,
-                ))
+                let id = r.get::<_, u32>(0)?;
+                let to = r.get::<_, u32>(4)?;
+                // Parsed from SQLite's own copy of the text as the row is
+                // stepped (a prompt can be hundreds of megabytes).
+                let edge = match r.get_ref(1)?.as_str_or_null()? {
+                    Some(json) if wanted(to) => {
+                        Some(self.parse_json::<Edge>("edges", &format!("{}/{id}", key.0), json))
+                    }
+                    _ => None,
+                };
+                Ok((id, edge, r.get::<_, String>(2)?, r.get::<_, u32>(3)?, to))
             },
         )?;
-        for (id, json, state, from, to) in rows {
-            let edge: Edge = if let (true, Some(json)) = (wanted(to), json) {
-                self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
+        for (id, edge, state, from, to) in rows {
+            let edge: Edge = if let Some(edge) = edge {
+                edge?
             } else {
                 let mut e = edge_template.clone();
                 e.id = EdgeId(id);
@@ -540,15 +572,22 @@ impl Workspace {
             i64,
             u32,
             String,
-            String,
             Option<String>,
             Option<u32>,
             Option<String>,
         );
+        // The rows in order without their records, then each record by its
+        // row id, read from SQLite's own copy of the text (never copied into
+        // a `String` first). Sorting rows that carry their records would
+        // copy every record into SQLite's sorter: an observation can be
+        // hundreds of megabytes.
         let rows = self.query_all(
-            &format!("SELECT o.id, o.node_id, o.kind, o.observation_json, o.author, o.based_on, o.note FROM observations o
+            &format!(
+                "SELECT o.id, o.node_id, o.kind, o.author, o.based_on, o.note FROM observations o
              JOIN changes c ON c.id = o.change_id
-             WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id", node_filter("o.node_id")),
+             WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id",
+                node_filter("o.node_id")
+            ),
             params![key.0],
             &ctx,
             |r| -> rusqlite::Result<ObsRow> {
@@ -559,13 +598,20 @@ impl Workspace {
                     r.get(3)?,
                     r.get(4)?,
                     r.get(5)?,
-                    r.get(6)?,
                 ))
             },
         )?;
-        for (row_id, node_id, kind, json, author, based_on, note) in rows {
-            let observation: Observation =
-                self.parse_json("observations", &row_id.to_string(), &json)?;
+        let mut record = self
+            .conn
+            .prepare_cached("SELECT observation_json FROM observations WHERE id = ?1")
+            .map_err(self.sql_err(ctx.clone()))?;
+        for (row_id, node_id, kind, author, based_on, note) in rows {
+            let observation: Observation = record
+                .query_row(params![row_id], |r| {
+                    let json = r.get_ref(0)?.as_str()?;
+                    Ok(self.parse_json("observations", &row_id.to_string(), json))
+                })
+                .map_err(self.sql_err(ctx.clone()))??;
             let node = node_slot(&mut trajectory.nodes, node_id, key)?;
             if kind == "real" {
                 node.real = Some(observation);
