@@ -32,25 +32,46 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     // The trees kept for the turn shown last are rebuilt below; released
     // first, so that two turns' trees are never held together.
     studio.drop_cached_trees();
-    // Only the state and the one before it are read (its observations and
-    // predictions, the action into it, the previous real observation for
-    // transition F1): the cost does not grow with the state's depth.
+    // Only the state's records are read (its observations and predictions,
+    // the action into it) and, for transition F1, the real observation
+    // before it: the cost does not grow with the state's depth.
     let node_id = NodeId(req.node_id);
-    let parent = ws.parent_state(key, node_id)?;
-    let mut states = vec![node_id];
-    states.extend(parent);
-    let mut st = ws.load_trajectory_states(key, &states)?;
+    let mut st = ws.load_trajectory_states(key, &[node_id])?;
+    // The prompt of the turn into the state (an AgentWorldBench row's holds
+    // the whole state before it) is not shown here: released at once.
+    if let Some(e) = st
+        .trajectory
+        .node(node_id)
+        .and_then(|n| n.parent_edge)
+        .and_then(|e| st.trajectory.edges.get_mut(e.0 as usize))
+    {
+        e.prompt = None;
+    }
+    // The real observation before is read for transition F1 only, so only
+    // when something is shown to score, and released once scored, before
+    // this state's trees are parsed.
+    let scored = shown(
+        live_node(&st, req.node_id)?,
+        req.prediction_id.map(PredictionId),
+    )?
+    .is_some();
+    let before = match ws.parent_state(key, node_id)? {
+        Some(p) if scored && p != node_id => Some(p),
+        _ => None,
+    };
+    if let Some(p) = before {
+        let real = ws.real_observation(key, p)?;
+        if let Some(n) = st.trajectory.node_mut(p) {
+            n.real = real;
+        }
+    }
     let evaluation = {
         let node = live_node(&st, req.node_id)?;
         let shown = shown(node, req.prediction_id.map(PredictionId))?;
         shown.as_ref().and_then(|s| evaluate(&st, node, s))
     };
-    // The state before is read for transition F1 only: its observation is
-    // released before this state's trees are parsed.
-    if let Some(p) = parent.filter(|p| *p != node_id)
-        && let Some(before) = st.trajectory.node_mut(p)
-    {
-        before.real = None;
+    if let Some(n) = before.and_then(|p| st.trajectory.node_mut(p)) {
+        n.real = None;
     }
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
