@@ -74,7 +74,7 @@ fn read_android_xml(
     let mut sink = WarningSink::default();
     xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink)?;
     // Borrowed, not copied: the document refers into the decoded text.
-    let text = decoded.text.as_str();
+    let text: &str = &decoded.text;
     let doc = roxmltree::Document::parse_with_options(text, xml::options())
         .map_err(|e| xml::syntax_error(&e, text, &decoded))?;
     xml::build_nodes(

@@ -44,7 +44,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     let mut sink = WarningSink::default();
     xml::prepare(&mut decoded, None, &mut sink)?;
     // Borrowed, not copied: the document refers into the decoded text.
-    let text = decoded.text.as_str();
+    let text: &str = &decoded.text;
     let strict = roxmltree::Document::parse_with_options(text, xml::options());
     let tree = match strict {
         Ok(doc) => build(&doc, &decoded, &|p| p, &mut sink),
@@ -85,7 +85,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
 
 fn build(
     doc: &roxmltree::Document<'_>,
-    decoded: &super::text::Decoded,
+    decoded: &super::text::Decoded<'_>,
     back: &dyn Fn(usize) -> usize,
     sink: &mut WarningSink,
 ) -> UiTree {

@@ -21,7 +21,7 @@ pub(crate) fn options<'a>() -> roxmltree::ParsingOptions<'a> {
 /// (`</hierarchy>`); without one, text after the last `>` is treated as
 /// trailing.
 pub(crate) fn prepare(
-    decoded: &mut Decoded,
+    decoded: &mut Decoded<'_>,
     root_close: Option<&str>,
     sink: &mut WarningSink,
 ) -> Result<(), ParseError> {
@@ -45,7 +45,7 @@ pub(crate) fn prepare(
             byte,
             format!("ignored text before the first tag: {junk:?}"),
         );
-        blank(&mut decoded.text, 0, first_lt);
+        blank(decoded.text.to_mut(), 0, first_lt);
     }
     blank_late_declaration(&mut decoded.text);
     let end = root_close
@@ -63,7 +63,7 @@ pub(crate) fn prepare(
             format!("ignored text after the root element: {junk:?}"),
         );
         let len = decoded.text.len();
-        blank(&mut decoded.text, end, len);
+        blank(decoded.text.to_mut(), end, len);
     }
     Ok(())
 }
@@ -82,19 +82,23 @@ pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
 
 /// Blanks an XML declaration that no longer starts the text (after leading
 /// junk was blanked), since XML allows it only at offset 0.
-fn blank_late_declaration(text: &mut String) {
+fn blank_late_declaration(text: &mut std::borrow::Cow<'_, str>) {
     let lead = text.len() - text.trim_start().len();
     if lead > 0
         && text[lead..].starts_with("<?xml")
         && let Some(end) = text[lead..].find("?>")
     {
-        blank(text, lead, lead + end + 2);
+        blank(text.to_mut(), lead, lead + end + 2);
     }
 }
 
 /// Turns a roxmltree error into a [`ParseError::Syntax`] whose line and
 /// column refer to the original input.
-pub(crate) fn syntax_error(err: &roxmltree::Error, text: &str, decoded: &Decoded) -> ParseError {
+pub(crate) fn syntax_error(
+    err: &roxmltree::Error,
+    text: &str,
+    decoded: &Decoded<'_>,
+) -> ParseError {
     syntax_error_mapped(err, text, decoded, &|p| p)
 }
 
@@ -103,7 +107,7 @@ pub(crate) fn syntax_error(err: &roxmltree::Error, text: &str, decoded: &Decoded
 pub(crate) fn syntax_error_mapped(
     err: &roxmltree::Error,
     text: &str,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
 ) -> ParseError {
     let pos = err.pos();
@@ -130,7 +134,7 @@ pub(crate) fn syntax_error_mapped(
 pub(crate) fn build_tree(
     doc: &roxmltree::Document<'_>,
     representation: Representation,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
     fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
 ) -> UiTree {
@@ -158,7 +162,7 @@ pub(crate) fn build_tree(
 /// all as [`UiNode`]s.
 pub(crate) fn build_nodes(
     doc: &roxmltree::Document<'_>,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
     mut fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
     mut emit: impl FnMut(UiNode),
@@ -220,7 +224,7 @@ pub(crate) fn build_nodes(
 pub(crate) fn flag_truncation_comment(
     doc: &roxmltree::Document<'_>,
     tree: &mut UiTree,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
 ) -> Option<ParseWarning> {
     let comment = doc
