@@ -264,15 +264,12 @@ impl CompactBuilder {
 
     /// The tree of the nodes pushed, with the tree-wide fields of
     /// [`UiTree`].
-    ///
-    /// # Errors
-    /// None today; kept fallible for the offsets it checks.
     pub fn finish(
         self,
         representation: Representation,
         truncated: Option<Truncation>,
         incomplete: bool,
-    ) -> Result<CompactTree, CompactError> {
+    ) -> CompactTree {
         let CompactBuilder {
             b,
             mut records,
@@ -297,7 +294,7 @@ impl CompactBuilder {
         text.shrink_to_fit();
         attributes.shrink_to_fit();
         records.shrink_to_fit();
-        Ok(CompactTree {
+        CompactTree {
             representation,
             truncated,
             incomplete,
@@ -305,7 +302,7 @@ impl CompactBuilder {
             attributes,
             names,
             text,
-        })
+        }
     }
 }
 
@@ -332,7 +329,7 @@ impl CompactTree {
             children.push(u32::try_from(node.children.len()).unwrap_or(u32::MAX));
             builder.push(node)?;
         }
-        let tree = builder.finish(representation, truncated, incomplete)?;
+        let tree = builder.finish(representation, truncated, incomplete);
         if let Some(i) = (0..tree.len()).find(|&i| tree.records[i].child_count != children[i]) {
             return Err(CompactError::NotPreorder { node: i });
         }
@@ -512,9 +509,11 @@ mod tests {
         let ax = "RootWebArea 'Shop', focused\n\t[12] link 'Home'\n\t[13] textbox 'Search', value='shoes'\n\t\t[14] StaticText 'x'\n\t[15] checkbox 'Remember', checked='true'\n";
         roundtrip(&parse::parse(ax, Representation::Axtree).unwrap().tree);
         let os = r#"<desktop-frame name="main"><application name="gedit" xmlns:st="https://accessibility.ubuntu.example.org/ns/state"><frame name="doc" st:focused="true">  <text>hello</text></frame></application></desktop-frame>"#;
-        if let Ok(p) = parse::parse(os, Representation::OsXml) {
-            roundtrip(&p.tree);
-        }
+        roundtrip(&parse::parse(os, Representation::OsXml).unwrap().tree);
+        let table = "id\tclass\tname\ttext\tposition\tsize\n1\tframe\tDocs\t\t(0, 0)\t(800, 600)\n2\tpush-button\tOK\t\t(10, 10)\t(50, 20)\n";
+        let p = parse::parse(table, Representation::OsTable).unwrap();
+        assert!(p.tree.nodes.len() >= 3);
+        roundtrip(&p.tree);
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub fn parse_android_xml_compact(
     if let Some(e) = failed {
         return Err(e.into());
     }
-    let tree = builder.finish(Representation::AndroidXml, None, false)?;
+    let tree = builder.finish(Representation::AndroidXml, None, false);
     Ok((tree, warnings))
 }
 
