@@ -152,6 +152,14 @@ impl Studio {
         cache.as_ref().filter(|t| t.key == key).cloned()
     }
 
+    /// Drops the kept trees (before reading another turn's, so that two
+    /// turns' trees are never held at once).
+    pub(crate) fn drop_cached_trees(&self) {
+        if let Ok(mut cache) = self.inner.trees.lock() {
+            *cache = None;
+        }
+    }
+
     /// Keeps `trees` as the turn shown last (dropping the previous one).
     pub(crate) fn cache_trees(&self, trees: Arc<tree_rows::TurnTrees>) {
         if let Ok(mut cache) = self.inner.trees.lock() {

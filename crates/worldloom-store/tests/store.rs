@@ -80,6 +80,62 @@ fn import_and_load_round_trip() {
 }
 
 #[test]
+fn an_import_that_consumes_the_trajectory_stores_the_same() {
+    // `import_trajectory_owned` releases the trajectory state by state as it
+    // writes it; what it stores reads back exactly as a borrowed import.
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let mut t = sample("traj-o", 3);
+    t.add_prediction(
+        NodeId(2),
+        Prediction::from_output("copy", "<predicted_observation>x</predicted_observation>"),
+    )
+    .expect("prediction");
+    let borrowed = ws.import_trajectory(&t, Some("abc")).expect("import");
+    let owned = ws
+        .import_trajectory_owned(t.clone(), Some("def"))
+        .expect("import owned");
+    let a = ws.load_trajectory(borrowed).expect("load");
+    let b = ws.load_trajectory(owned).expect("load");
+    assert_eq!(b.trajectory, t);
+    assert_eq!(a.trajectory, b.trajectory);
+    assert_eq!(a.live_nodes, b.live_nodes);
+    assert_eq!(a.live_edges, b.live_edges);
+    assert_eq!(
+        ws.find_imported("def", "traj-o").expect("find"),
+        Some(owned)
+    );
+    let rows = ws.list_trajectories().expect("list");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].prediction_count, 1);
+    assert_eq!(rows[0].goal, rows[1].goal);
+    // The same fingerprint is stored for both.
+    let conn = worldloom_store::rusqlite::Connection::open(&path).expect("raw");
+    let prints: Vec<String> = conn
+        .prepare("SELECT fingerprint FROM trajectory_fingerprints ORDER BY trajectory_id")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(prints.len(), 2);
+    assert_eq!(prints[0], prints[1]);
+    assert_eq!(prints[0], worldloom_store::trajectory_fingerprint(&t));
+    drop(conn);
+    // It is one undoable change, as an import is.
+    ws.undo().expect("undo");
+    assert_eq!(ws.list_trajectories().expect("list").len(), 1);
+    // An invalid trajectory is refused the same way.
+    let mut bad = sample("bad", 1);
+    bad.edges[0].to = NodeId(99);
+    assert!(matches!(
+        ws.import_trajectory_owned(bad, None),
+        Err(StoreError::Invalid(_))
+    ));
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+}
+
+#[test]
 fn predictions_choices_and_undo_redo() {
     let (_dir, path) = temp_ws();
     let mut ws = Workspace::open(&path).expect("open");
@@ -460,6 +516,15 @@ fn loading_one_path_reads_only_its_records() {
         ws.load_trajectory_states(key, &[NodeId(2), NodeId(99)]),
         Err(StoreError::NotFound(_))
     ));
+    // One state's real observation alone is the one a whole load gives.
+    for n in 0..full.trajectory.nodes.len() {
+        assert_eq!(
+            ws.real_observation(key, NodeId(n as u32)).expect("real"),
+            full.trajectory.nodes[n].real,
+            "node {n}"
+        );
+    }
+    assert_eq!(ws.real_observation(key, NodeId(99)).expect("none"), None);
 }
 
 #[test]
