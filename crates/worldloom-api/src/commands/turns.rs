@@ -58,6 +58,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         }
     }
     let (pred_text, pred_repr) = shown.as_ref().map(shown_text).unwrap_or((None, None));
+    let action_target = edge.and_then(|e| e.action.target());
 
     let mut views = Vec::new();
     let mut trees = Vec::new();
@@ -84,6 +85,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
                 predicted,
                 text,
                 pred_text.filter(|_| takes_prediction),
+                action_target.as_ref(),
             )?;
             views.push(view);
             trees.push(view_trees);
@@ -97,6 +99,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             Some(parse_side(text, repr)),
             "",
             None,
+            action_target.as_ref(),
         )?;
         views.insert(0, view);
         trees.insert(0, view_trees);
@@ -167,6 +170,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         node_id: node.id.0,
         edge_id: edge.map(|e| e.id.0),
         action: edge.map(|e| views::action(&e.action)),
+        action_target,
         real_meta: node.real.as_ref().map(|r| r.metadata.clone()),
         real_error: node
             .real
@@ -200,7 +204,8 @@ struct ParsedSide {
 /// Builds one compared view and keeps its trees: each side's tree goes whole
 /// into the view only when small, its first window of rows always; the
 /// per-node diff list only when both trees are small (rows carry their
-/// marks), the line diff only when neither text was cut.
+/// marks), the line diff only when neither text was cut. Each side with a
+/// tree says where `target` (the turn's action's element) landed in it.
 fn compared(
     name: String,
     repr: core::Representation,
@@ -208,6 +213,7 @@ fn compared(
     predicted: Option<ParsedSide>,
     real_text: &str,
     pred_text: Option<&str>,
+    target: Option<&core::ActionTarget>,
 ) -> Result<(ComparedView, ViewTrees), ApiError> {
     let (mut real_doc, real_tree) = match real {
         Some(s) => (Some(s.doc), s.tree),
@@ -252,6 +258,7 @@ fn compared(
         if tree.tree.nodes.len() <= WHOLE_TREE_MAX_NODES {
             doc.tree = Some(tree.tree.clone());
         }
+        doc.landing = target.map(|t| landing(&tree.tree, t, side));
         doc.rows = Some(tree_rows::window(
             &trees,
             side,
@@ -274,6 +281,51 @@ fn compared(
     ))
 }
 
+/// Where `target` landed in one side's tree, as the panes show it.
+fn landing(tree: &obs::tree::UiTree, target: &core::ActionTarget, side: PaneSide) -> Landing {
+    match obs::target::land(tree, target) {
+        Ok(id) => {
+            let node = tree.node(id);
+            let mut path = Vec::new();
+            let mut up = node.parent;
+            while let Some(p) = up {
+                path.push(p.0);
+                up = tree.node(p).parent;
+            }
+            path.reverse();
+            let text = if node.name.is_empty() {
+                node.value.as_deref().unwrap_or("")
+            } else {
+                node.name.as_str()
+            };
+            let label = if text.is_empty() {
+                node.role.clone()
+            } else {
+                let cut: String = text.chars().take(80).collect();
+                let more = if cut.len() < text.len() { "…" } else { "" };
+                format!("{} \"{cut}{more}\"", node.role)
+            };
+            Landing {
+                node_id: Some(id.0),
+                path,
+                line: node.span.map(|s| s.line),
+                label: Some(label),
+                reason: None,
+            }
+        }
+        Err(why) => Landing {
+            node_id: None,
+            path: Vec::new(),
+            line: None,
+            label: None,
+            reason: Some(why.describe(match side {
+                PaneSide::Real => "real",
+                PaneSide::Predicted => "predicted",
+            })),
+        },
+    }
+}
+
 /// One side of a compared view, parsed when the representation is a tree.
 fn parse_side(text: &str, representation: core::Representation) -> ParsedSide {
     let (shown, text_bytes) = capped_text(text);
@@ -284,6 +336,7 @@ fn parse_side(text: &str, representation: core::Representation) -> ParsedSide {
         rows: None,
         parse_error,
         warnings,
+        landing: None,
     };
     if !representation.is_tree() {
         return ParsedSide {
