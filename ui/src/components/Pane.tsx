@@ -296,7 +296,7 @@ export function Pane({
       ) : null}
       {!bodyOverride && !emptyMessage ? <ParseWarnings warnings={doc?.warnings} what={what} /> : null}
       {!bodyOverride && !emptyMessage && actionTarget && landing ? (
-        <div className={landingId != null ? "pane-landing" : "pane-landing is-missing"} role="note" aria-label={`${what} action target`}>
+        <div className={landingId != null ? "pane-landing" : "pane-landing is-missing"} role="status" aria-label={`${what} action target`}>
           <span aria-hidden="true">◎ </span>
           {landingCaption(actionTarget, landing)}
         </div>

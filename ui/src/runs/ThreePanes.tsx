@@ -50,7 +50,7 @@ function LandingNote({ detail, landing, label }: { detail: TurnDetail | undefine
   const target = detail?.action_target;
   if (!target || !landing) return null;
   return (
-    <div className="three-landing" role="note" aria-label={label}>
+    <div className="three-landing" role="status" aria-label={label}>
       ◎ {landingCaption(target, landing)}
     </div>
   );

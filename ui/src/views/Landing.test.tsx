@@ -155,7 +155,7 @@ describe("where the action landed: tree", () => {
       </QueryClientProvider>,
     );
     // The row is far below the first window: the list scrolls to it and it is marked.
-    await waitFor(() => expect(container.querySelector(`[role=treeitem][data-node-id="${target}"]`)).not.toBeNull(), { timeout: 3000 });
+    await waitFor(() => expect(container.querySelector(`[role=treeitem][data-node-id="${target}"]`)).not.toBeNull(), { timeout: 10_000 });
     const row = container.querySelector(`[role=treeitem][data-node-id="${target}"]`)!;
     expect(row.classList.contains("is-landed")).toBe(true);
     expect(row.querySelector(".tlanded")!.textContent).toBe("◎");
