@@ -129,6 +129,10 @@ pub struct Landing {
     /// 1-based line of the node in this side's text, when its source span
     /// is known.
     pub line: Option<u32>,
+    /// The node's markup in this side's text (UTF-8 byte offsets, its
+    /// subtree included), when known: a one-line dump marks the element, not
+    /// the line.
+    pub span: Option<SourceSpan>,
     /// The node as a caption: its role, then its name or value in quotes
     /// (cut at 80 characters).
     pub label: Option<String>,

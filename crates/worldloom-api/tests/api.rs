@@ -400,6 +400,9 @@ fn the_action_lands_on_its_element_in_both_panes() {
             up.reverse();
             assert_eq!(landing.path, up, "{rel} {side:?}");
             assert_eq!(landing.line, node.span.map(|s| s.line), "{rel} {side:?}");
+            let span = landing.span.expect("span");
+            assert_eq!(Some(span), node.span, "{rel} {side:?}");
+            assert!(span.end_byte <= doc.text.len() && span.start_byte < span.end_byte);
             if let Some(ActionTarget::Point { x_px, y_px, .. }) = &turn.action_target {
                 let b = node.bounds_px.as_ref().expect("bounds");
                 assert!(

@@ -379,6 +379,12 @@ path: Array<number>,
  */
 line: number | null, 
 /**
+ * The node's markup in this side's text (UTF-8 byte offsets, its
+ * subtree included), when known: a one-line dump marks the element, not
+ * the line.
+ */
+span: SourceSpan | null, 
+/**
  * The node as a caption: its role, then its name or value in quotes
  * (cut at 80 characters).
  */

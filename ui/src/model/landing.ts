@@ -45,3 +45,17 @@ export function pointOnLayout(layout: Layout, x_px: number, y_px: number): { x: 
   const y = Math.min(Math.max(y_px * layout.scale, 0), layout.screen_height);
   return { x: layout.offset_x + x, y: layout.offset_y + y };
 }
+
+/**
+ * A source span (UTF-8 byte offsets into `text`, as the API gives them) as
+ * string indices `[start, end)` into `text`; `null` when it lies outside.
+ */
+export function spanChars(text: string, span: { start_byte: number; end_byte: number } | null | undefined): [number, number] | null {
+  if (!span) return null;
+  const bytes = new TextEncoder().encode(text);
+  if (span.start_byte > span.end_byte || span.end_byte > bytes.length) return null;
+  const dec = new TextDecoder();
+  const start = dec.decode(bytes.subarray(0, span.start_byte)).length;
+  const end = start + dec.decode(bytes.subarray(span.start_byte, span.end_byte)).length;
+  return [start, end];
+}

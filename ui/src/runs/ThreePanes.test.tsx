@@ -42,5 +42,26 @@ describe("ThreePanes: where the action landed", () => {
     expect(getByLabelText("A's action target").textContent).toBe("◎ fill bid 33: bid 33 not in the predicted tree");
     expect(getByLabelText("A's prediction").querySelectorAll(".line.landed").length).toBe(0);
     expect(container.querySelectorAll("[data-landed]").length).toBe(1);
+    // The element's own markup is highlighted within its line.
+    const mark = real.querySelectorAll("mark.landed-span");
+    expect(mark.length).toBe(1);
+    expect(mark[0]!.textContent).toBe("\t[33] spinbutton 'Quantity', clickable, visible, focused, value='2'");
+  });
+
+  it("highlights the tapped element inside a one-line Android dump", async () => {
+    const pair = RUNS!.compare.pairs.find((p) => p.a.domain === "android" && p.a.node_id === 1)!;
+    const { getByLabelText } = render(
+      <QueryClientProvider client={createQueryClient()}>
+        <ThreePanes backend={turnsBackend()} pair={pair} onClose={() => {}} />
+      </QueryClientProvider>,
+    );
+    await waitFor(() => expect(getByLabelText("Real action target")).toBeTruthy());
+    expect(getByLabelText("Real action target").textContent).toBe("◎ click at (976, 450) → android.widget.Switch");
+    const mark = getByLabelText("Real observation").querySelectorAll("mark.landed-span");
+    expect(mark.length).toBe(1);
+    const text = mark[0]!.textContent!;
+    expect(text.startsWith('<node index="1"')).toBe(true);
+    expect(text).toContain('class="android.widget.Switch"');
+    expect(text.endsWith("/>")).toBe(true);
   });
 });

@@ -3,12 +3,13 @@
  * prediction's lines that differ from the real observation marked (from the
  * API's line diff of each prediction against the real state; nothing is
  * diffed here), and the line of the element the turn's action landed on
- * (`SideDocument.landing`) outlined and scrolled to. Observations are shown
+ * (`SideDocument.landing`) outlined and scrolled to, the element's own
+ * markup highlighted in it. Observations are shown
  * as text, never rendered.
  */
-import { useEffect, useRef } from "react";
+import { useEffect, useMemo, useRef } from "react";
 import type { Landing, RunPair, TurnDetail } from "../api/types";
-import { landingCaption } from "../model/landing";
+import { landingCaption, spanChars } from "../model/landing";
 import type { Backend } from "../backend/backend";
 import { useTurn } from "../data/queries";
 import { changedPredictedLines, changedRealLines, formatScore } from "./runsModel";
@@ -20,27 +21,49 @@ export interface ThreePanesProps {
   onClose: () => void;
 }
 
-function Lines({ text, marked, label, landing }: { text: string | null; marked: Set<number>; label: string; landing: Landing | null }) {
+/** A line's text with the part in `[from, to)` (string indices within the line) marked. */
+function marked(line: string, from: number, to: number) {
+  if (line === "") return "\u00a0";
+  if (to <= 0 || from >= line.length) return line;
+  const a = Math.max(0, from);
+  const b = Math.min(line.length, to);
+  return (
+    <>
+      {line.slice(0, a)}
+      <mark className="landed-span">{line.slice(a, b)}</mark>
+      {line.slice(b)}
+    </>
+  );
+}
+
+function Lines({ text, marked: changed, label, landing }: { text: string | null; marked: Set<number>; label: string; landing: Landing | null }) {
   const ref = useRef<HTMLPreElement>(null);
-  // 0-based index of the landed line.
+  // 0-based index of the landed line, and the landed element's characters.
   const landed = landing?.line != null ? landing.line - 1 : null;
+  const chars = useMemo(() => (text !== null ? spanChars(text, landing?.span) : null), [text, landing]);
   useEffect(() => {
     const pre = ref.current;
     const row = landed != null ? (pre?.children[landed] as HTMLElement | undefined) : undefined;
     if (pre && row) pre.scrollTop = Math.max(0, row.offsetTop - pre.offsetTop - pre.clientHeight / 3);
   }, [landed, text]);
   if (text === null) return <div className="pane-empty">none</div>;
+  const lines = text.split("\n");
+  const starts: number[] = [];
+  for (let i = 0, at = 0; i < lines.length; i++) {
+    starts.push(at);
+    at += lines[i]!.length + 1;
+  }
   return (
     <pre className="three-text" aria-label={label} ref={ref}>
-      {text.split("\n").map((line, i) => (
-        <div
-          key={i}
-          className={["line", marked.has(i) ? "changed" : "", landed === i ? "landed" : ""].filter(Boolean).join(" ")}
-          data-landed={landed === i ? "" : undefined}
-        >
-          {line === "" ? "\u00a0" : line}
-        </div>
-      ))}
+      {lines.map((line, i) => {
+        const start = starts[i]!;
+        const cls = ["line", changed.has(i) ? "changed" : "", landed === i ? "landed" : ""].filter(Boolean).join(" ");
+        return (
+          <div key={i} className={cls} data-landed={landed === i ? "" : undefined}>
+            {chars ? marked(line, chars[0] - start, chars[1] - start) : line === "" ? "\u00a0" : line}
+          </div>
+        );
+      })}
     </pre>
   );
 }

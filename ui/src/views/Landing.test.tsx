@@ -6,7 +6,7 @@ import { createQueryClient } from "../data/queries";
 import { goldenTurn } from "../mocks/golden";
 import { largeTree } from "../mocks/largeTree";
 import { treeBackend } from "../mocks/treeBackend";
-import { landingCaption, pointOnLayout, targetText } from "../model/landing";
+import { landingCaption, pointOnLayout, spanChars, targetText } from "../model/landing";
 import { buildSrcdoc } from "../model/srcdoc";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
@@ -16,7 +16,7 @@ import { Wireframe } from "./Wireframe";
 
 afterEach(cleanup);
 
-const found = (node_id: number, label: string): Landing => ({ node_id, path: [], line: null, label, reason: null });
+const found = (node_id: number, label: string): Landing => ({ node_id, path: [], line: null, span: null, label, reason: null });
 
 describe("where the action landed: captions", () => {
   it("names the target and the node, or why it was not found", () => {
@@ -28,9 +28,18 @@ describe("where the action landed: captions", () => {
     expect(targetText(element)).toBe("“com.app:id/msg”");
     expect(landingCaption(bid, found(13, 'button "Add to basket"'))).toBe('click bid 14 → button "Add to basket"');
     expect(landingCaption(point, found(9, 'push-button "7"'))).toBe('pyautogui.click at (420, 324.5) → push-button "7"');
-    expect(landingCaption(bid, { node_id: null, path: [], line: null, label: null, reason: "bid 14 not in the predicted tree" })).toBe(
+    expect(landingCaption(bid, { node_id: null, path: [], line: null, span: null, label: null, reason: "bid 14 not in the predicted tree" })).toBe(
       "click bid 14: bid 14 not in the predicted tree",
     );
+  });
+
+  it("turns the API's byte spans into string indices", () => {
+    // "é" is two UTF-8 bytes and one UTF-16 unit; "语" three bytes and one unit.
+    const text = 'é<node text="语言"/>';
+    expect(spanChars(text, { start_byte: 2, end_byte: 23 })).toEqual([1, text.length]);
+    expect(text.slice(...spanChars(text, { start_byte: 2, end_byte: 8 })!)).toBe("<node ");
+    expect(spanChars(text, { start_byte: 2, end_byte: 999 })).toBeNull();
+    expect(spanChars(text, null)).toBeNull();
   });
 
   it("places a screen point on the laid-out screen, clamped to it", () => {

@@ -309,6 +309,7 @@ fn landing(tree: &obs::tree::UiTree, target: &core::ActionTarget, side: PaneSide
                 node_id: Some(id.0),
                 path,
                 line: node.span.map(|s| s.line),
+                span: node.span,
                 label: Some(label),
                 reason: None,
             }
@@ -317,6 +318,7 @@ fn landing(tree: &obs::tree::UiTree, target: &core::ActionTarget, side: PaneSide
             node_id: None,
             path: Vec::new(),
             line: None,
+            span: None,
             label: None,
             reason: Some(why.describe(match side {
                 PaneSide::Real => "real",
