@@ -275,6 +275,39 @@ async function findDiffTurn() {
   return null;
 }
 
+/** The real pane's "where the action landed" caption, when it names a node. */
+async function landedCaption() {
+  const note = real.getByLabel("Real action target");
+  if ((await note.count()) !== 1) return null;
+  const text = (await note.innerText()).trim();
+  return text.includes("→") ? text : null;
+}
+
+/** Walks turns from the first until the real pane says where the action landed. */
+async function findLandedTurn() {
+  await page.keyboard.press("Home");
+  for (let i = 0; i < 12; i++) {
+    await page.keyboard.press("ArrowRight");
+    await page.waitForTimeout(600);
+    const caption = await landedCaption();
+    if (caption) return `${await turnText()}: ${caption}`;
+  }
+  return null;
+}
+
+/** Where the action landed, in the tree and wireframe of a screen domain (`Screen + tree`, `Device + tree`). */
+async function landingOnScreen(domain, tab) {
+  await clickTab(tab);
+  const at = await findLandedTurn();
+  check(at !== null, `${domain}: the real pane says where the action landed (${at})`);
+  if (at === null) return;
+  await page.waitForTimeout(400);
+  check((await real.locator("rect.wtarget").count()) === 1, `${domain}: the landed element is outlined on the wireframe`);
+  check((await real.locator(".wpoint").count()) === 1, `${domain}: the action's point is drawn`);
+  check((await real.locator("[role=treeitem][data-landed]").count()) === 1, `${domain}: the landed row is revealed and marked in the tree`);
+  await page.screenshot({ path: join(shots, `landing-${domain}.png`) });
+}
+
 if (!labOnly) {
   // ---- Web ----
   if (await openTrajectory("web", ["larkmail", "quillpost", "tidewell", "harbor"])) {
@@ -304,6 +337,20 @@ if (!labOnly) {
     }
     await clickTab("AX source");
     await page.screenshot({ path: join(shots, "web-source.png") });
+    // Where the action landed: the bid's row in the AX tree, its element in the render.
+    await clickTab("AX tree");
+    const landed = await findLandedTurn();
+    check(landed !== null, `web: the real pane says where the action landed (${landed})`);
+    if (landed !== null) {
+      await page.waitForTimeout(400);
+      check((await real.locator("[role=treeitem][data-landed]").count()) === 1, "web: the bid's row is revealed and marked in the AX tree");
+      await page.screenshot({ path: join(shots, "landing-web-axtree.png") });
+      if (await clickTab("Render")) {
+        const srcdoc = (await page.locator("iframe.render-frame").first().getAttribute("srcdoc")) ?? "";
+        check(srcdoc.includes('data-wl-target=""'), "web: the bid's element is marked in the real render (data-wl-target)");
+        await page.screenshot({ path: join(shots, "landing-web-render.png") });
+      }
+    }
   } else check(false, "a web trajectory is listed");
 
   // ---- OS ----
@@ -316,6 +363,7 @@ if (!labOnly) {
     await page.screenshot({ path: join(shots, "os-screen.png") });
     await clickTab("Tree");
     await page.screenshot({ path: join(shots, "os-tree.png") });
+    await landingOnScreen("os", "Screen + tree");
   } else check(false, "an os trajectory is listed");
 
   // ---- Android ----
@@ -330,6 +378,7 @@ if (!labOnly) {
     );
     check((await real.locator("rect.wbox").count()) > 3, "android: node bounds drawn");
     await page.screenshot({ path: join(shots, "android-device.png") });
+    await landingOnScreen("android", "Device + tree");
   } else check(false, "an android trajectory is listed");
 
   // ---- text domain (mock fixtures include one; samples may not) ----

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use worldloom_core::action::{
-    ActionFormat, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
+    ActionFormat, ActionTarget, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
 };
 pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
 pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
@@ -106,6 +106,38 @@ pub struct SideDocument {
     /// are none, so documents without warnings keep their shape.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<SideWarning>,
+    /// Where the turn's action landed in this side's tree (see
+    /// `worldloom-obs::target`). Absent when the action names no element
+    /// (`TurnDetail.action_target` is absent) or this side has no tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub landing: Option<Landing>,
+}
+
+/// The element of one side's tree that the turn's action names: a
+/// BrowserGym bid's node, or the topmost node containing a tap or click
+/// point, or an Android element found by `resource-id` or text. Either
+/// `node_id` or `reason` is set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct Landing {
+    /// The node (`UiTree.nodes` index; `get_tree_rows` can `reveal` it),
+    /// `null` when the target is not in this tree.
+    pub node_id: Option<u32>,
+    /// Indices of the node's ancestors, root first (the path a tree view
+    /// expands to reach it); empty when not found.
+    pub path: Vec<u32>,
+    /// 1-based line of the node in this side's text, when its source span
+    /// is known.
+    pub line: Option<u32>,
+    /// The node's markup in this side's text (UTF-8 byte offsets, its
+    /// subtree included), when known: a one-line dump marks the element, not
+    /// the line.
+    pub span: Option<SourceSpan>,
+    /// The node as a caption: its role, then its name or value in quotes
+    /// (cut at 80 characters).
+    pub label: Option<String>,
+    /// Why the target was not found (`bid 12 not in the predicted tree`).
+    pub reason: Option<String>,
 }
 
 /// A non-fatal problem met while parsing one side. A view of `worldloom-obs`
@@ -511,6 +543,12 @@ pub struct TurnDetail {
     pub edge_id: Option<u32>,
     /// The action that led here.
     pub action: Option<ActionView>,
+    /// The element that action names (a bid, a point in px, an element
+    /// reference), when it names one; each tree side's `landing` says
+    /// where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub action_target: Option<ActionTarget>,
     /// Facts of the real observation.
     pub real_meta: Option<ObservationMeta>,
     /// The step's error (`last_action_error`, a failed capture), if any.

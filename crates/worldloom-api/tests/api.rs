@@ -338,6 +338,126 @@ fn os_and_android_turns_carry_bounds() {
 }
 
 #[test]
+fn the_action_lands_on_its_element_in_both_panes() {
+    let (_dir, studio) = studio();
+    let resp = import(&studio, &[WEB, OS, ANDROID]);
+    // (sample, the action's target, the label of the node it lands on in the
+    // first turn's real tree)
+    let cases = [
+        (
+            WEB,
+            json!({"kind": "bid", "verb": "click", "bid": "32"}),
+            "article \"Message from Odile Marchetti\"",
+        ),
+        (
+            OS,
+            json!({"kind": "point", "verb": "pyautogui.doubleClick", "x_px": 785.0, "y_px": 307.0}),
+            "icon \"draft_budget.ods\"",
+        ),
+        (
+            ANDROID,
+            json!({"kind": "point", "verb": "click", "x_px": 540.0, "y_px": 559.0}),
+            "android.widget.LinearLayout",
+        ),
+    ];
+    for (rel, target, label) in cases {
+        let id = id_of(&resp, rel);
+        let node_id = main_branch(&studio, &id).turns[0].node_id;
+        let turn = commands::get_turn(
+            &studio,
+            GetTurnRequest {
+                trajectory_id: id.clone(),
+                node_id,
+                prediction_id: None,
+            },
+        )
+        .expect("turn");
+        assert_eq!(
+            serde_json::to_value(&turn.action_target).unwrap(),
+            target,
+            "{rel}"
+        );
+        let main = &turn.views[0];
+        for (side, doc) in [
+            (PaneSide::Real, main.real.as_ref().expect("real")),
+            (
+                PaneSide::Predicted,
+                main.predicted.as_ref().expect("predicted"),
+            ),
+        ] {
+            let landing = doc.landing.as_ref().expect("landing");
+            assert_eq!(landing.reason, None, "{rel} {side:?}");
+            assert_eq!(landing.label.as_deref(), Some(label), "{rel} {side:?}");
+            let tree = doc.tree.as_ref().expect("tree");
+            let node = &tree.nodes[landing.node_id.expect("node") as usize];
+            // The path is the node's ancestors, root first; the line is its own.
+            let mut up = Vec::new();
+            let mut p = node.parent;
+            while let Some(a) = p {
+                up.push(a.0);
+                p = tree.nodes[a.0 as usize].parent;
+            }
+            up.reverse();
+            assert_eq!(landing.path, up, "{rel} {side:?}");
+            assert_eq!(landing.line, node.span.map(|s| s.line), "{rel} {side:?}");
+            let span = landing.span.expect("span");
+            assert_eq!(Some(span), node.span, "{rel} {side:?}");
+            assert!(span.end_byte <= doc.text.len() && span.start_byte < span.end_byte);
+            if let Some(ActionTarget::Point { x_px, y_px, .. }) = &turn.action_target {
+                let b = node.bounds_px.as_ref().expect("bounds");
+                assert!(
+                    (b.left as f64) <= *x_px
+                        && *x_px < b.right as f64
+                        && (b.top as f64) <= *y_px
+                        && *y_px < b.bottom as f64,
+                    "{rel} {side:?}: {b:?}"
+                );
+            }
+            // A tree view reveals it through its window of rows.
+            let window = commands::get_tree_rows(
+                &studio,
+                GetTreeRowsRequest {
+                    trajectory_id: id.clone(),
+                    node_id,
+                    prediction_id: turn.prediction_id,
+                    view_index: 0,
+                    side,
+                    offset: 0,
+                    limit: 0,
+                    collapsed: up.clone(),
+                    reveal: landing.node_id,
+                },
+            )
+            .expect("rows");
+            assert!(window.collapsed.is_empty(), "{rel} {side:?}");
+            assert!(window.revealed_row.is_some(), "{rel} {side:?}");
+        }
+    }
+    // A turn whose action names no element has no target and no landing.
+    let id = id_of(&resp, OS);
+    let press = main_branch(&studio, &id).turns[2].node_id;
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: id,
+            node_id: press,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    assert_eq!(
+        turn.action.as_ref().map(|a| a.raw.as_str()),
+        Some("pyautogui.press('f2')")
+    );
+    assert_eq!(turn.action_target, None);
+    assert!(
+        turn.views
+            .iter()
+            .all(|v| v.real.as_ref().is_none_or(|d| d.landing.is_none()))
+    );
+}
+
+#[test]
 fn choosing_predictions_and_undo() {
     let (dir, studio) = studio();
     // A terminal trajectory in the native format with two predictions.

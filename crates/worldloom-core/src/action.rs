@@ -644,6 +644,195 @@ impl AndroidTarget {
     }
 }
 
+/// The element an action names, before it is looked up in a tree: a
+/// BrowserGym `bid`, a screen point in pixels, or an element reference
+/// (Android `resource-id`, visible text or index) as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ActionTarget {
+    /// A BrowserGym element id (`click('12')`; the first bid of
+    /// `drag_and_drop`).
+    Bid {
+        /// The call that names it (`click`, `fill`…).
+        verb: String,
+        /// The bid as written (numbers as their decimal text).
+        bid: String,
+    },
+    /// A point on the screen (Android tap, long press or swipe start;
+    /// `pyautogui.click(x, y)`; BrowserGym `mouse_click(x, y)`).
+    Point {
+        /// The action's name (`click`, `long_press`, `pyautogui.click`…).
+        verb: String,
+        /// x in pixels from the screen's (or page's) left edge.
+        x_px: f64,
+        /// y in pixels from the top edge.
+        y_px: f64,
+    },
+    /// An element named otherwise: an Android `resource-id`, visible text
+    /// or element index, as written.
+    Element {
+        /// The action's name.
+        verb: String,
+        /// The reference as written.
+        element: String,
+    },
+}
+
+/// BrowserGym functions whose first argument is the bid acted on.
+const BID_FUNCTIONS: [&str; 10] = [
+    "click",
+    "dblclick",
+    "hover",
+    "fill",
+    "select_option",
+    "clear",
+    "focus",
+    "press",
+    "upload_file",
+    "drag_and_drop",
+];
+
+/// BrowserGym functions whose first two arguments are page coordinates.
+const BROWSERGYM_POINT_FUNCTIONS: [&str; 6] = [
+    "mouse_click",
+    "mouse_dblclick",
+    "mouse_move",
+    "mouse_down",
+    "mouse_up",
+    "mouse_drag_and_drop",
+];
+
+/// `pyautogui` functions whose `x`, `y` say where the pointer acts.
+const PYAUTOGUI_POINT_FUNCTIONS: [&str; 8] = [
+    "click",
+    "doubleClick",
+    "tripleClick",
+    "rightClick",
+    "middleClick",
+    "moveTo",
+    "mouseDown",
+    "mouseUp",
+];
+
+impl Action {
+    /// The element this action names, when it names one: the first
+    /// BrowserGym call with a bid (or page coordinates); an Android tap,
+    /// long press, typed-into field or swipe start; the first
+    /// `pyautogui` pointer call with `x` and `y` (lines of the code that
+    /// are not calls are skipped). `None` for actions that name no element
+    /// (`press('Enter')`, `navigate_back`, `pyautogui.write(…)`). An action
+    /// stored without its parsed form (native files keep only the text) is
+    /// parsed here.
+    pub fn target(&self) -> Option<ActionTarget> {
+        if self.format == ActionFormat::Pyautogui {
+            return pyautogui_target(&self.raw);
+        }
+        let parsed = match &self.parsed {
+            Some(p) => std::borrow::Cow::Borrowed(p),
+            None => std::borrow::Cow::Owned(parse_action(&self.raw, self.format)?),
+        };
+        match parsed.as_ref() {
+            ParsedAction::Browsergym { calls } => calls.iter().find_map(browsergym_target),
+            ParsedAction::Android { action } => android_target(action),
+            ParsedAction::Json { .. } => None,
+        }
+    }
+}
+
+/// A literal argument as a bid: strings as written, integers as decimal text.
+fn bid_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Value::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// `x` and `y` of a call: its first two positional numbers, or keywords.
+fn call_point(call: &PythonCall, x_key: &str, y_key: &str) -> Option<(f64, f64)> {
+    let x = call.args.first().or_else(|| call.kwargs.get(x_key))?;
+    let y = call.args.get(1).or_else(|| call.kwargs.get(y_key))?;
+    Some((x.as_f64()?, y.as_f64()?))
+}
+
+fn browsergym_target(call: &PythonCall) -> Option<ActionTarget> {
+    let verb = call.function.as_str();
+    if BID_FUNCTIONS.contains(&verb) {
+        let bid = call
+            .args
+            .first()
+            .or_else(|| call.kwargs.get("bid"))
+            .or_else(|| call.kwargs.get("from_bid"))
+            .and_then(bid_text)?;
+        return Some(ActionTarget::Bid {
+            verb: verb.to_owned(),
+            bid,
+        });
+    }
+    if BROWSERGYM_POINT_FUNCTIONS.contains(&verb) {
+        let (x_key, y_key) = if verb == "mouse_drag_and_drop" {
+            ("from_x", "from_y")
+        } else {
+            ("x", "y")
+        };
+        let (x_px, y_px) = call_point(call, x_key, y_key)?;
+        return Some(ActionTarget::Point {
+            verb: verb.to_owned(),
+            x_px,
+            y_px,
+        });
+    }
+    None
+}
+
+fn android_target(action: &AndroidAction) -> Option<ActionTarget> {
+    let (verb, target) = match action {
+        AndroidAction::Click { target } => ("click", target),
+        AndroidAction::LongPress { target } => ("long_press", target),
+        AndroidAction::Type {
+            target: Some(target),
+            ..
+        } => ("type", target),
+        AndroidAction::Scroll {
+            target: Some(target),
+            ..
+        } => ("scroll", target),
+        _ => return None,
+    };
+    let verb = verb.to_owned();
+    Some(match target {
+        AndroidTarget::Point { x_px, y_px } => ActionTarget::Point {
+            verb,
+            x_px: *x_px,
+            y_px: *y_px,
+        },
+        AndroidTarget::Element { element } => ActionTarget::Element {
+            verb,
+            element: element.clone(),
+        },
+    })
+}
+
+fn pyautogui_target(raw: &str) -> Option<ActionTarget> {
+    raw.lines()
+        .flat_map(|line| line.split(';'))
+        .filter_map(|stmt| parse_python_calls(stmt.trim()))
+        .flatten()
+        .find_map(|call| {
+            let name = call.function.strip_prefix("pyautogui.")?;
+            if !PYAUTOGUI_POINT_FUNCTIONS.contains(&name) {
+                return None;
+            }
+            let (x_px, y_px) = call_point(&call, "x", "y")?;
+            Some(ActionTarget::Point {
+                verb: call.function.clone(),
+                x_px,
+                y_px,
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -782,5 +971,133 @@ mod tests {
                 .parsed
                 .is_none()
         );
+    }
+
+    fn target(raw: &str, format: ActionFormat) -> Option<ActionTarget> {
+        Action::new(raw, format).target()
+    }
+
+    #[test]
+    fn browsergym_targets_name_the_first_bid_or_point() {
+        let bid = |verb: &str, bid: &str| {
+            Some(ActionTarget::Bid {
+                verb: verb.into(),
+                bid: bid.into(),
+            })
+        };
+        assert_eq!(
+            target("click('12')", ActionFormat::Browsergym),
+            bid("click", "12")
+        );
+        assert_eq!(
+            target("fill('a41', 'hello')", ActionFormat::Browsergym),
+            bid("fill", "a41")
+        );
+        // The first call that names an element wins; a bare integer bid is
+        // its decimal text; keywords are read.
+        assert_eq!(
+            target("noop()\nselect_option(7, 'Red')", ActionFormat::Browsergym),
+            bid("select_option", "7")
+        );
+        assert_eq!(
+            target(
+                "drag_and_drop(from_bid='3', to_bid='9')",
+                ActionFormat::Browsergym
+            ),
+            bid("drag_and_drop", "3")
+        );
+        assert_eq!(
+            target("mouse_click(120.5, 64)", ActionFormat::Browsergym),
+            Some(ActionTarget::Point {
+                verb: "mouse_click".into(),
+                x_px: 120.5,
+                y_px: 64.0
+            })
+        );
+        assert_eq!(
+            target("keyboard_press('Enter')", ActionFormat::Browsergym),
+            None
+        );
+        assert_eq!(target("scroll(0, 200)", ActionFormat::Browsergym), None);
+        assert_eq!(target("click(", ActionFormat::Browsergym), None);
+        // An action read back without its parsed form is parsed on demand.
+        let stored = Action {
+            raw: "click('14')".into(),
+            format: ActionFormat::Browsergym,
+            parsed: None,
+        };
+        assert_eq!(stored.target(), bid("click", "14"));
+    }
+
+    #[test]
+    fn android_targets_are_taps_presses_fields_and_swipe_starts() {
+        let point = |verb: &str, x: f64, y: f64| {
+            Some(ActionTarget::Point {
+                verb: verb.into(),
+                x_px: x,
+                y_px: y,
+            })
+        };
+        let a = ActionFormat::AndroidJson;
+        assert_eq!(
+            target(r#"{"action_type": "click", "x": 540, "y": 398}"#, a),
+            point("click", 540.0, 398.0)
+        );
+        assert_eq!(
+            target(r#"{"action_type": "long_press", "x": 10, "y": 20}"#, a),
+            point("long_press", 10.0, 20.0)
+        );
+        assert_eq!(
+            target(
+                r#"{"action_type": "swipe", "direction": "up", "x": 500, "y": 1800}"#,
+                a
+            ),
+            point("scroll", 500.0, 1800.0)
+        );
+        assert_eq!(
+            target(
+                r#"{"action_type": "input_text", "text": "hi", "resource_id": "com.app:id/msg"}"#,
+                a
+            ),
+            Some(ActionTarget::Element {
+                verb: "type".into(),
+                element: "com.app:id/msg".into()
+            })
+        );
+        assert_eq!(target(r#"{"action_type": "type", "text": "hi"}"#, a), None);
+        assert_eq!(target(r#"{"action_type": "navigate_back"}"#, a), None);
+        assert_eq!(
+            target(r#"{"action_type": "scroll", "direction": "down"}"#, a),
+            None
+        );
+    }
+
+    #[test]
+    fn pyautogui_targets_are_pointer_calls_with_coordinates() {
+        let p = ActionFormat::Pyautogui;
+        assert_eq!(
+            target("pyautogui.click(785, 307)", p),
+            Some(ActionTarget::Point {
+                verb: "pyautogui.click".into(),
+                x_px: 785.0,
+                y_px: 307.0
+            })
+        );
+        // Other statements are skipped; keywords are read.
+        assert_eq!(
+            target(
+                "import pyautogui\ntime.sleep(0.5); pyautogui.doubleClick(x=10, y=20, interval=0.1)",
+                p
+            ),
+            Some(ActionTarget::Point {
+                verb: "pyautogui.doubleClick".into(),
+                x_px: 10.0,
+                y_px: 20.0
+            })
+        );
+        assert_eq!(target("pyautogui.click()", p), None);
+        assert_eq!(target("pyautogui.write('hello')", p), None);
+        assert_eq!(target("pyautogui.press('f2')", p), None);
+        assert_eq!(target("DONE", p), None);
     }
 }

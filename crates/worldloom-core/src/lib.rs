@@ -19,7 +19,9 @@ pub mod prompt;
 pub mod text;
 pub mod trajectory;
 
-pub use action::{Action, ActionFormat, AndroidAction, AndroidTarget, ParsedAction, PythonCall};
+pub use action::{
+    Action, ActionFormat, ActionTarget, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
+};
 pub use domain::{ChatMessage, ChatRole, Domain, Representation};
 pub use error::{CoreError, ImportWarning};
 pub use native::{NATIVE_FORMAT, NATIVE_VERSION, TrajectoryFile};

@@ -376,6 +376,12 @@ impl CompactTree {
         (p != u32::MAX).then_some(NodeId(p))
     }
 
+    /// Where node `i` came from in the source text (line, byte span), when
+    /// the parser recorded it.
+    pub fn span(&self, i: usize) -> Option<SourceSpan> {
+        self.records[i].span
+    }
+
     /// How many children node `i` has.
     pub fn child_count(&self, i: usize) -> u32 {
         self.records[i].child_count

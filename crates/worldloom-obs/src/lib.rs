@@ -9,6 +9,8 @@
 //! - [`align`]: real ↔ predicted node alignment (stable keys, then role +
 //!   name signatures with an LCS over children).
 //! - [`diff`]: per-node statuses on both sides and line diffs.
+//! - [`target`]: where an action landed (the node a bid, a point or an
+//!   element reference names).
 //! - [`metrics`]: exact match, visible-text F1, node F1, attribute accuracy,
 //!   transition F1 and domain anchors (formulas in `docs/metrics.md`).
 
@@ -17,6 +19,7 @@ pub mod compact;
 pub mod diff;
 pub mod metrics;
 pub mod parse;
+pub mod target;
 pub mod tree;
 
 pub use compact::{CompactBuilder, CompactError, CompactParseError, CompactTree};

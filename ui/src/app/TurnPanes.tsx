@@ -78,7 +78,17 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
     [detail, viewIndex],
   );
   /** What both panes show alike: the tabs, the view and its lines, the real state's metadata, where tree rows come from. */
-  const shared = { tabs, active, onTab: (t: ViewTab) => setTabId(t.id), view, lines, meta: detail?.real_meta, backend, turnRef };
+  const shared = {
+    tabs,
+    active,
+    onTab: (t: ViewTab) => setTabId(t.id),
+    view,
+    lines,
+    meta: detail?.real_meta,
+    backend,
+    turnRef,
+    actionTarget: detail?.action_target ?? null,
+  };
 
   const shownPrediction = detail?.predictions.find((p) => p.id === detail.prediction_id) ?? null;
   const predictedKind = detail?.predicted_kind ?? null;

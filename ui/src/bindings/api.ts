@@ -362,6 +362,38 @@ revealed_row: number | null,
  */
 status_counts: StatusCounts | null, };
 
+export type Landing = { 
+/**
+ * The node (`UiTree.nodes` index; `get_tree_rows` can `reveal` it),
+ * `null` when the target is not in this tree.
+ */
+node_id: number | null, 
+/**
+ * Indices of the node's ancestors, root first (the path a tree view
+ * expands to reach it); empty when not found.
+ */
+path: Array<number>, 
+/**
+ * 1-based line of the node in this side's text, when its source span
+ * is known.
+ */
+line: number | null, 
+/**
+ * The node's markup in this side's text (UTF-8 byte offsets, its
+ * subtree included), when known: a one-line dump marks the element, not
+ * the line.
+ */
+span: SourceSpan | null, 
+/**
+ * The node as a caption: its role, then its name or value in quotes
+ * (cut at 80 characters).
+ */
+label: string | null, 
+/**
+ * Why the target was not found (`bid 12 not in the predicted tree`).
+ */
+reason: string | null, };
+
 export type SideDocument = { 
 /**
  * The exact text of this view, or its first
@@ -397,7 +429,13 @@ parse_error: string | null,
  * root, the lenient XML fallback…), in input order. Absent when there
  * are none, so documents without warnings keep their shape.
  */
-warnings?: Array<SideWarning>, };
+warnings?: Array<SideWarning>, 
+/**
+ * Where the turn's action landed in this side's tree (see
+ * `worldloom-obs::target`). Absent when the action names no element
+ * (`TurnDetail.action_target` is absent) or this side has no tree.
+ */
+landing?: Landing, };
 
 export type ComparedView = { 
 /**
@@ -622,6 +660,36 @@ x_px: number,
 y_px: number, } | { 
 /**
  * The element reference.
+ */
+element: string, };
+
+export type ActionTarget = { "kind": "bid", 
+/**
+ * The call that names it (`click`, `fill`…).
+ */
+verb: string, 
+/**
+ * The bid as written (numbers as their decimal text).
+ */
+bid: string, } | { "kind": "point", 
+/**
+ * The action's name (`click`, `long_press`, `pyautogui.click`…).
+ */
+verb: string, 
+/**
+ * x in pixels from the screen's (or page's) left edge.
+ */
+x_px: number, 
+/**
+ * y in pixels from the top edge.
+ */
+y_px: number, } | { "kind": "element", 
+/**
+ * The action's name.
+ */
+verb: string, 
+/**
+ * The reference as written.
  */
 element: string, };
 
@@ -908,6 +976,12 @@ edge_id: number | null,
  * The action that led here.
  */
 action: ActionView | null, 
+/**
+ * The element that action names (a bid, a point in px, an element
+ * reference), when it names one; each tree side's `landing` says
+ * where it is.
+ */
+action_target?: ActionTarget, 
 /**
  * Facts of the real observation.
  */

@@ -4,7 +4,8 @@
  * active view.
  */
 import type { ReactNode } from "react";
-import type { ComparedView, ObservationMeta, SideWarning } from "../api/types";
+import type { ActionTarget, ComparedView, ObservationMeta, SideWarning } from "../api/types";
+import { landedId, landingCaption } from "../model/landing";
 import type { SideBySideLines } from "../model/lineDiff";
 import { plainLines } from "../model/lineDiff";
 import { alignment, statusCounts, type Side } from "../model/tree";
@@ -84,6 +85,8 @@ export interface PaneProps {
   backend: Backend;
   /** The turn as shown and the active view, for tree rows (`null` before a turn loads). */
   turnRef: Omit<TreeRef, "side"> | null;
+  /** The element the turn's action names (`TurnDetail.action_target`); where it landed is each side's `landing`. */
+  actionTarget?: ActionTarget | null;
 }
 
 export function Pane({
@@ -103,6 +106,7 @@ export function Pane({
   bodyOverride,
   backend,
   turnRef,
+  actionTarget = null,
 }: PaneProps) {
   const doc = side === "real" ? view?.real : view?.predicted;
   const diff = view?.diff ?? null;
@@ -114,6 +118,10 @@ export function Pane({
   const hasDiff = diff !== null || rowCounts !== null;
   const treeRef = useMemo(() => (turnRef ? { ...turnRef, side } : null), [turnRef, side]);
   const what = side === "real" ? "Real" : "Predicted";
+  const landing = actionTarget ? (doc?.landing ?? null) : null;
+  const landingId = landedId(landing);
+  const point = actionTarget?.kind === "point" ? actionTarget : null;
+  const targetBid = actionTarget?.kind === "bid" && landingId != null ? actionTarget.bid : null;
 
   let body: ReactNode;
   if (bodyOverride) body = bodyOverride;
@@ -132,6 +140,7 @@ export function Pane({
           align={align}
           label={label}
           showBounds={showBounds}
+          landingId={landingId}
         />
       ) : (
         <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
@@ -144,7 +153,18 @@ export function Pane({
     );
     switch (active.kind) {
       case "render":
-        body = <HtmlRender side={side} html={doc.text} tree={doc.tree} statuses={statuses} align={align} label={`${what} page render`} />;
+        body = (
+          <HtmlRender
+            side={side}
+            html={doc.text}
+            tree={doc.tree}
+            statuses={statuses}
+            align={align}
+            label={`${what} page render`}
+            landingId={landingId}
+            targetBid={targetBid}
+          />
+        );
         break;
       case "dom":
         body = treeOrError(`${what} DOM tree`);
@@ -167,6 +187,8 @@ export function Pane({
               align={align}
               meta={meta}
               variant={active.kind}
+              landingId={landingId}
+              point={point}
               label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`}
             />
           ) : (
@@ -183,7 +205,17 @@ export function Pane({
           </div>
         ) : doc.tree ? (
           <div className={`split split-${variant}`}>
-            <Wireframe side={side} tree={doc.tree} statuses={statuses} align={align} meta={meta} variant={variant} label={`${what} ${variant} wireframe`} />
+            <Wireframe
+              side={side}
+              tree={doc.tree}
+              statuses={statuses}
+              align={align}
+              meta={meta}
+              variant={variant}
+              landingId={landingId}
+              point={point}
+              label={`${what} ${variant} wireframe`}
+            />
             {treeOrError(`${what} accessibility tree`, true)}
           </div>
         ) : (
@@ -263,6 +295,12 @@ export function Pane({
         </div>
       ) : null}
       {!bodyOverride && !emptyMessage ? <ParseWarnings warnings={doc?.warnings} what={what} /> : null}
+      {!bodyOverride && !emptyMessage && actionTarget && landing ? (
+        <div className={landingId != null ? "pane-landing" : "pane-landing is-missing"} role="status" aria-label={`${what} action target`}>
+          <span aria-hidden="true">◎ </span>
+          {landingCaption(actionTarget, landing)}
+        </div>
+      ) : null}
       {!bodyOverride && !emptyMessage && doc?.text_bytes != null ? (
         <div className="pane-note" role="note" aria-label={`${what} text cut`}>
           Text: the first {doc.text.length.toLocaleString("en")} of {doc.text_bytes.toLocaleString("en")} characters are shown.

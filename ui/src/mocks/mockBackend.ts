@@ -464,6 +464,8 @@ export class MockBackend implements Backend {
       node_id: nodeId,
       edge_id: e?.id ?? null,
       action: e ? this.action(t, e) : null,
+      // Where the API resolved the fixture's action (each golden side carries its landing).
+      action_target: golden?.action_target ?? (e?.golden ? state?.action_target : undefined),
       real_meta: state?.real_meta ?? null,
       real_error: state?.real_error ?? null,
       predictions: n.predictions.map((q) => ({

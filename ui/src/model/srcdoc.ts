@@ -74,6 +74,7 @@ export const DIFF_OUTLINE_CSS = `
 [data-wl-diff="added"]{outline:2px solid #1f9d55 !important;outline-offset:-2px !important;background-color:rgba(31,157,85,.08) !important}
 [data-wl-diff="removed"]{outline:2px dashed #d03b3b !important;outline-offset:-2px !important;background-color:rgba(208,59,59,.07) !important}
 [data-wl-selected]{outline:3px solid #2f6fde !important;outline-offset:0 !important;box-shadow:0 0 0 5px rgba(47,111,222,.28) !important}
+[data-wl-target]{outline:3px solid #d6336c !important;outline-offset:2px !important;box-shadow:0 0 0 6px rgba(214,51,108,.3) !important}
 [data-wl-placeholder]{display:inline-block;min-width:120px;min-height:40px;padding:4px 6px;border:1px dashed #888;color:#666;font:12px/1.3 system-ui,sans-serif;background:repeating-linear-gradient(45deg,transparent,transparent 6px,rgba(128,128,128,.08) 6px,rgba(128,128,128,.08) 12px)}
 `;
 
@@ -85,6 +86,10 @@ export interface SrcdocOptions {
   statuses?: readonly DiffStatus[] | null;
   /** Node id to mark as selected. */
   selectedId?: number | null;
+  /** Node id the turn's action landed on, marked `data-wl-target`. */
+  landingId?: number | null;
+  /** The action's bid: the first element with this `bid` attribute is marked when no keyed element was. */
+  targetBid?: string | null;
 }
 
 /** The result: the srcdoc string and what was neutralised (for the UI and tests). */
@@ -177,6 +182,9 @@ export function buildSrcdoc(html: string, options: SrcdocOptions = {}): Srcdoc {
   const counts: Record<string, number> = {};
   let keyedElements = 0;
 
+  // 0. The page's own marks never pass for the studio's.
+  for (const el of Array.from(doc.querySelectorAll("[data-wl-target]"))) el.removeAttribute("data-wl-target");
+
   // 1. Key elements to tree nodes and mark diff statuses before anything moves.
   if (options.tree) {
     const keys = keyElements(elementsInOrder(doc), options.tree);
@@ -186,7 +194,13 @@ export function buildSrcdoc(html: string, options: SrcdocOptions = {}): Srcdoc {
       const status = options.statuses?.[id];
       if (status && status !== "unchanged") el.setAttribute("data-wl-diff", status);
       if (options.selectedId === id) el.setAttribute("data-wl-selected", "");
+      if (options.landingId != null && options.landingId === id) el.setAttribute("data-wl-target", "");
     }
+  }
+  if (options.targetBid != null && !doc.querySelector("[data-wl-target]")) {
+    const bid = options.targetBid;
+    const el = Array.from(doc.querySelectorAll("[bid]")).find((e) => e.getAttribute("bid") === bid);
+    el?.setAttribute("data-wl-target", "");
   }
 
   // 2. Remove active and loading elements.
@@ -201,7 +215,7 @@ export function buildSrcdoc(html: string, options: SrcdocOptions = {}): Srcdoc {
       bump(counts, selector);
       const box = doc.createElement("div");
       box.setAttribute("data-wl-placeholder", "");
-      for (const name of ["data-wl-node", "data-wl-diff", "data-wl-selected", "bid", "style", "width", "height"]) {
+      for (const name of ["data-wl-node", "data-wl-diff", "data-wl-selected", "data-wl-target", "bid", "style", "width", "height"]) {
         const v = el.getAttribute(name);
         if (v !== null) box.setAttribute(name, name === "style" ? neutraliseCss(v) : v);
       }

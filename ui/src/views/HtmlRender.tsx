@@ -4,7 +4,8 @@
  * a `srcdoc` carrying its own no-load Content-Security-Policy, and diff
  * outlines from `data-wl-diff` attributes (see `model/srcdoc.ts`). The frame
  * cannot be scripted from the app either, so the selected node is marked by
- * rebuilding the srcdoc.
+ * rebuilding the srcdoc; so is the element the turn's action landed on
+ * (`data-wl-target`).
  */
 import { useMemo } from "react";
 import type { DiffStatus, UiTree } from "../api/types";
@@ -21,12 +22,16 @@ export interface HtmlRenderProps {
   statuses?: readonly DiffStatus[] | null;
   align: Alignment;
   label: string;
+  /** The node the turn's action landed on (keyed through `tree`). */
+  landingId?: number | null;
+  /** The action's bid, marked by attribute when the tree is not at hand (large pages). */
+  targetBid?: string | null;
 }
 
-export function HtmlRender({ side, html, tree, statuses, align, label }: HtmlRenderProps) {
+export function HtmlRender({ side, html, tree, statuses, align, label, landingId = null, targetBid = null }: HtmlRenderProps) {
   const [state] = useSelection();
   const { selectedId } = resolveOnSide(state, side, align);
-  const doc = useMemo(() => buildSrcdoc(html, { tree, statuses, selectedId }), [html, tree, statuses, selectedId]);
+  const doc = useMemo(() => buildSrcdoc(html, { tree, statuses, selectedId, landingId, targetBid }), [html, tree, statuses, selectedId, landingId, targetBid]);
   // Plain links and form targets are rewritten on every page; only count what tried to run or load.
   const neutralised = Object.entries(doc.neutralised)
     .filter(([kind]) => kind !== "url-attribute")

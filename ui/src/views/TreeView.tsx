@@ -5,7 +5,8 @@
  * `resource-id`), roles, names, values, states, optional bounds; diff colours
  * per row (the marks come with the rows); hover and selection shared with
  * every other view; search on the server (`search_tree`) with previous/next
- * match; "N nodes, showing M" when collapsed nodes hide rows.
+ * match; "N nodes, showing M" when collapsed nodes hide rows. The node the
+ * turn's action landed on is marked ◎ and revealed when the tree opens.
  */
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { DiffStatus, TreeWindow, UiNode, UiTree } from "../api/types";
@@ -38,6 +39,8 @@ export interface TreeViewProps {
   label: string;
   /** Show each node's bounds in px. */
   showBounds?: boolean;
+  /** The node the turn's action landed on: marked, and revealed when the tree opens. */
+  landingId?: number | null;
 }
 
 /** Roles of BrowserGym frames, which should carry a `bid`. */
@@ -126,6 +129,7 @@ interface RowProps {
   hovered: boolean;
   selected: boolean;
   matched: boolean;
+  landed: boolean;
   showBounds: boolean;
   /** The node's bounds reach outside the root's bounds. */
   outsideRoot: boolean;
@@ -143,6 +147,7 @@ const TreeRow = memo(function TreeRow({
   hovered,
   selected,
   matched,
+  landed,
   showBounds,
   outsideRoot,
   onToggle,
@@ -158,6 +163,7 @@ const TreeRow = memo(function TreeRow({
     hovered ? "is-hover" : "",
     selected ? "is-selected" : "",
     matched ? "is-match" : "",
+    landed ? "is-landed" : "",
     node.synthetic ? "is-synthetic" : "",
   ]
     .filter(Boolean)
@@ -170,6 +176,7 @@ const TreeRow = memo(function TreeRow({
       aria-expanded={hasChildren ? !collapsed : undefined}
       data-node-id={node.id}
       data-diff={status}
+      data-landed={landed ? "" : undefined}
       className={cls}
       style={{ paddingLeft: 4 + depth * INDENT_PX }}
       onMouseEnter={() => onHover(node.id)}
@@ -179,6 +186,11 @@ const TreeRow = memo(function TreeRow({
       <span className="tmark" aria-hidden="true">
         {DIFF_MARK[status]}
       </span>
+      {landed ? (
+        <span className="tlanded" title="The turn's action landed on this element">
+          ◎
+        </span>
+      ) : null}
       {hasChildren ? (
         <span
           className="twisty"
@@ -232,7 +244,7 @@ const TreeRow = memo(function TreeRow({
   );
 });
 
-export function TreeView({ side, backend, treeRef, first, representation, align, label, showBounds = false }: TreeViewProps) {
+export function TreeView({ side, backend, treeRef, first, representation, align, label, showBounds = false, landingId = null }: TreeViewProps) {
   const [state, store] = useSelection();
   // Collapsed node ids, ascending (the key of the rows fetched).
   const [collapsed, setCollapsed] = useState<number[]>([]);
@@ -280,30 +292,46 @@ export function TreeView({ side, backend, treeRef, first, representation, align,
   useLayoutEffect(() => {
     latest.current = { collapsed, rowOf };
   });
+  // Reveals a node: its row when loaded, else the server expands its
+  // collapsed ancestors and gives its row. Returns a canceller.
+  const reveal = useCallback(
+    (id: number) => {
+      const known = latest.current.rowOf.get(id);
+      if (known !== undefined) {
+        setScrollRow(known);
+        return () => {};
+      }
+      let live = true;
+      backend
+        .call("get_tree_rows", { ...treeRef, offset: 0, limit: 0, collapsed: latest.current.collapsed, reveal: id })
+        .then((w) => {
+          if (!live) return;
+          if (w.collapsed.join(",") !== latest.current.collapsed.join(",")) setCollapsed(w.collapsed);
+          setScrollRow(w.revealed_row);
+        })
+        .catch(() => {
+          // A node the other side has no counterpart for: nothing to reveal.
+        });
+      return () => {
+        live = false;
+      };
+    },
+    [backend, treeRef],
+  );
   useEffect(() => {
     if (selectedId == null) return;
-    const known = latest.current.rowOf.get(selectedId);
-    if (known !== undefined) {
-      setScrollRow(known);
-      return;
-    }
-    let live = true;
-    backend
-      .call("get_tree_rows", { ...treeRef, offset: 0, limit: 0, collapsed: latest.current.collapsed, reveal: selectedId })
-      .then((w) => {
-        if (!live) return;
-        if (w.collapsed.join(",") !== latest.current.collapsed.join(",")) setCollapsed(w.collapsed);
-        setScrollRow(w.revealed_row);
-      })
-      .catch(() => {
-        // A node the other side has no counterpart for: nothing to reveal.
-      });
-    return () => {
-      live = false;
-    };
+    return reveal(selectedId);
     // Only when the selection (or the tree) changes.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [selectedId, treeRef.trajectory_id, treeRef.node_id, treeRef.prediction_id, treeRef.view_index, treeRef.side, first]);
+  // Where the action landed is revealed when the tree opens (a selection
+  // made afterwards takes over).
+  useEffect(() => {
+    if (landingId == null) return;
+    return reveal(landingId);
+    // Only when the landing (or the tree) changes.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [landingId, treeRef.trajectory_id, treeRef.node_id, treeRef.prediction_id, treeRef.view_index, treeRef.side, first]);
 
   const onToggle = useCallback((id: number) => {
     setCollapsed((prev) => (prev.includes(id) ? prev.filter((x) => x !== id) : [...prev, id].sort((a, b) => a - b)));
@@ -392,6 +420,7 @@ export function TreeView({ side, backend, treeRef, first, representation, align,
               hovered={hoverId === id}
               selected={selectedId === id}
               matched={matchSet.has(id)}
+              landed={landingId === id}
               showBounds={showBounds}
               outsideRoot={isOutsideRoot(root, r.node)}
               onToggle={onToggle}

@@ -3,11 +3,14 @@
  * as a box at its screen position and size) and the Android device frame (the
  * same, inside a phone bezel at the dump's aspect ratio, with clickable,
  * focused and checked states drawn). One uniform scale fits the screen into
- * the pane; diff colours and the shared hover/selection are drawn on top.
+ * the pane; diff colours and the shared hover/selection are drawn on top,
+ * then where the turn's action landed (the target's box and the tap or
+ * click point).
  */
 import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
 import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
+import { pointOnLayout } from "../model/landing";
 import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
@@ -22,6 +25,10 @@ export interface WireframeProps {
   /** `screen`: OS desktop; `device`: Android phone frame. */
   variant: "screen" | "device";
   label: string;
+  /** The node the turn's action landed on (outlined). */
+  landingId?: number | null;
+  /** The action's point in screen px (drawn as a crosshair). */
+  point?: { x_px: number; y_px: number } | null;
   /** Pane size used before measuring (and in DOMs without layout), px. */
   fallbackSize?: { width: number; height: number };
 }
@@ -62,7 +69,18 @@ function truncate(text: string, widthPx: number, fontPx: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function Wireframe({ side, tree, statuses, align, meta, variant, label, fallbackSize = { width: 640, height: 480 } }: WireframeProps) {
+export function Wireframe({
+  side,
+  tree,
+  statuses,
+  align,
+  meta,
+  variant,
+  label,
+  landingId = null,
+  point = null,
+  fallbackSize = { width: 640, height: 480 },
+}: WireframeProps) {
   const [state, store] = useSelection();
   const { hoverId, selectedId } = resolveOnSide(state, side, align);
   const [ref, size] = usePaneSize(fallbackSize);
@@ -124,6 +142,8 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
     if (!b) return null;
     return <rect className={cls} x={b.x - 1} y={b.y - 1} width={b.width + 2} height={b.height + 2} pointerEvents="none" />;
   };
+  const landingBox = landingId != null ? byId.get(landingId) : undefined;
+  const pt = point ? pointOnLayout(layout, point.x_px, point.y_px) : null;
 
   const pick = (e: React.MouseEvent<SVGSVGElement>) => {
     const r = e.currentTarget.getBoundingClientRect();
@@ -166,6 +186,27 @@ export function Wireframe({ side, tree, statuses, align, meta, variant, label, f
           {boxes}
           {overlay(hoverId, "whover")}
           {overlay(selectedId, "wselected")}
+          {landingBox ? (
+            <rect
+              className="wtarget"
+              data-landing={landingBox.id}
+              x={landingBox.x - 2}
+              y={landingBox.y - 2}
+              width={landingBox.width + 4}
+              height={landingBox.height + 4}
+              pointerEvents="none"
+            >
+              <title>{`Action landed here: ${nodeLabel(tree.nodes[landingBox.id]!, 120)}`}</title>
+            </rect>
+          ) : null}
+          {pt && point ? (
+            <g className="wpoint" data-point={`${point.x_px},${point.y_px}`} pointerEvents="none">
+              <circle cx={pt.x} cy={pt.y} r={9} />
+              <line x1={pt.x - 14} y1={pt.y} x2={pt.x + 14} y2={pt.y} />
+              <line x1={pt.x} y1={pt.y - 14} x2={pt.x} y2={pt.y + 14} />
+              <circle className="wpoint-dot" cx={pt.x} cy={pt.y} r={2.5} />
+            </g>
+          ) : null}
         </svg>
       </div>
     </div>

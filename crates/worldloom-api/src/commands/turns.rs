@@ -94,6 +94,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         }
     }
     let (pred_text, pred_repr) = shown.as_ref().map(shown_text).unwrap_or((None, None));
+    let action_target = edge.and_then(|e| e.action.target());
 
     let mut views = Vec::new();
     let mut trees = Vec::new();
@@ -112,8 +113,15 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             let real_side = parse_side(text, repr, view_pred_text.is_some());
             let predicted = view_pred_text.map(|t| parse_side(t, repr, true));
             pred_placed |= takes_prediction;
-            let (view, view_trees) =
-                compared(name, repr, Some(real_side), predicted, text, view_pred_text)?;
+            let (view, view_trees) = compared(
+                name,
+                repr,
+                Some(real_side),
+                predicted,
+                text,
+                view_pred_text,
+                action_target.as_ref(),
+            )?;
             views.push(view);
             trees.push(view_trees);
         }
@@ -126,6 +134,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             Some(parse_side(text, repr, false)),
             "",
             None,
+            action_target.as_ref(),
         )?;
         views.insert(0, view);
         trees.insert(0, view_trees);
@@ -196,6 +205,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         node_id: node.id.0,
         edge_id: edge.map(|e| e.id.0),
         action: edge.map(|e| views::action(&e.action)),
+        action_target,
         real_meta: node.real.as_ref().map(|r| r.metadata.clone()),
         real_error: node
             .real
@@ -259,7 +269,8 @@ impl SideParse {
 /// Builds one compared view and keeps its trees: each side's tree goes whole
 /// into the view only when small, its first window of rows always; the
 /// per-node diff list only when both trees are small (rows carry their
-/// marks), the line diff only when neither text was cut.
+/// marks), the line diff only when neither text was cut. Each side with a
+/// tree says where `target` (the turn's action's element) landed in it.
 fn compared(
     name: String,
     repr: core::Representation,
@@ -267,6 +278,7 @@ fn compared(
     predicted: Option<ParsedSide>,
     real_text: &str,
     pred_text: Option<&str>,
+    target: Option<&core::ActionTarget>,
 ) -> Result<(ComparedView, ViewTrees), ApiError> {
     let (mut real_doc, real_tree) = match real {
         Some(s) => (Some(s.doc), s.tree),
@@ -312,9 +324,10 @@ fn compared(
         let Some(doc) = doc.as_mut() else {
             continue;
         };
-        if trees.tree(side).is_none() {
+        let Some(kept) = trees.tree(side) else {
             continue;
-        }
+        };
+        doc.landing = target.map(|t| landing(&kept.tree, t, side));
         doc.rows = Some(tree_rows::window(
             &trees,
             side,
@@ -337,6 +350,55 @@ fn compared(
     ))
 }
 
+/// Where `target` landed in one side's tree, as the panes show it.
+fn landing(tree: &obs::CompactTree, target: &core::ActionTarget, side: PaneSide) -> Landing {
+    match obs::target::land_compact(tree, target) {
+        Ok(id) => {
+            let i = id.0 as usize;
+            let mut path = Vec::new();
+            let mut up = tree.parent(i);
+            while let Some(p) = up {
+                path.push(p.0);
+                up = tree.parent(p.0 as usize);
+            }
+            path.reverse();
+            let text = if tree.name(i).is_empty() {
+                tree.value(i).unwrap_or("")
+            } else {
+                tree.name(i)
+            };
+            let role = tree.role(i);
+            let label = if text.is_empty() {
+                role.to_string()
+            } else {
+                let cut: String = text.chars().take(80).collect();
+                let more = if cut.len() < text.len() { "…" } else { "" };
+                format!("{role} \"{cut}{more}\"")
+            };
+            let span = tree.span(i);
+            Landing {
+                node_id: Some(id.0),
+                path,
+                line: span.map(|s| s.line),
+                span,
+                label: Some(label),
+                reason: None,
+            }
+        }
+        Err(why) => Landing {
+            node_id: None,
+            path: Vec::new(),
+            line: None,
+            span: None,
+            label: None,
+            reason: Some(why.describe(match side {
+                PaneSide::Real => "real",
+                PaneSide::Predicted => "predicted",
+            })),
+        },
+    }
+}
+
 /// One side of a compared view, parsed when the representation is a tree:
 /// whole when `for_diff`, else straight into the compact form
 /// ([`obs::parse_compact`]: same tree, warnings and errors).
@@ -349,6 +411,7 @@ fn parse_side(text: &str, representation: core::Representation, for_diff: bool) 
         rows: None,
         parse_error,
         warnings: warnings.iter().map(views::side_warning).collect(),
+        landing: None,
     };
     if !representation.is_tree() {
         return ParsedSide {
