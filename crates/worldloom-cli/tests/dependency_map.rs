@@ -119,7 +119,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: API,
-        uses: &[CORE, OBS, STORE, ENGINE],
+        uses: &[CORE, OBS, STORE, ENGINE, EVAL],
         forbidden: &[&AXUM, &TAURI],
     },
     Row {
