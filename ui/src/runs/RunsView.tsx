@@ -15,6 +15,7 @@ import { invalidate, keysTouchedByChange } from "../data/invalidation";
 import { keys } from "../data/keys";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
 import { EChart, chartSvg } from "./EChart";
+import { RunJobsPanel } from "./StartRun";
 import { buildReport, type PickedRow } from "./report";
 import { ThreePanes } from "./ThreePanes";
 import {
@@ -70,7 +71,8 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
     return (
       <div className="pane-empty runs-empty" role="status">
         No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
-        <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here.
+        <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here, or start one here.
+        <RunJobsPanel backend={backend} runs={list} />
       </div>
     );
   }
@@ -126,6 +128,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
           ))}
         </div>
       </div>
+      <RunJobsPanel backend={backend} runs={list} defaultRunId={state.runA} />
       <RunsTable runs={list} chosenA={state.runA} chosenB={state.runB} />
       {state.tab === "dashboard" ? <Dashboard backend={backend} runId={state.runA} theme={theme} /> : null}
       {state.tab === "rows" && runA ? <RowsTab backend={backend} run={runA} state={state} dispatch={dispatch} onOpenRow={onOpenRow} /> : null}
