@@ -10,7 +10,7 @@
  * refreshes the runs list, so a growing run shows in the Runs view.
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useState, type ReactNode } from "react";
 import type { RunJobView, RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { invalidate } from "../data/invalidation";
@@ -71,7 +71,14 @@ export function RunJobsPanel({ backend, runs, defaultRunId = null }: RunJobsPane
     setOpen(null);
     void invalidate(client, [JOBS_KEY, keys.runs()]);
   };
-  const resumable = (listed.data?.resumable ?? []).filter((r) => !jobs.some((j) => j.run_id === r.run_id && j.state === "running"));
+  /** Each run's newest job (jobs are newest first): a resumable run's Resume sits on it. */
+  const newest = new Map<string, string>();
+  for (const j of jobs) if (!newest.has(j.run_id)) newest.set(j.run_id, j.job_id);
+  const resumable = listed.data?.resumable ?? [];
+  const resumableIds = new Set(resumable.map((r) => r.run_id));
+  const canResume = (j: RunJobView) => j.kind === "run" && j.state !== "running" && resumableIds.has(j.run_id) && newest.get(j.run_id) === j.job_id;
+  /** Runs left unfinished before this window's jobs (another session, a crash). */
+  const leftOver = resumable.filter((r) => !newest.has(r.run_id));
   return (
     <div className="run-jobs" aria-label="Run jobs">
       <div className="run-jobs-bar">
@@ -84,12 +91,18 @@ export function RunJobsPanel({ backend, runs, defaultRunId = null }: RunJobsPane
       </div>
       {open === "run" ? <StartRunForm backend={backend} onStarted={started} onClose={() => setOpen(null)} /> : null}
       {open === "judge" ? <JudgeForm backend={backend} runs={runs} defaultRunId={defaultRunId} onStarted={started} onClose={() => setOpen(null)} /> : null}
-      {jobs.length > 0 || resumable.length > 0 ? (
+      {jobs.length > 0 || leftOver.length > 0 ? (
         <ul className="run-job-list" aria-label="Jobs">
           {jobs.map((j) => (
-            <JobRow key={j.job_id} backend={backend} job={j} onChanged={(v) => setLive((now) => mergeJob(now, v))} />
+            <JobRow
+              key={j.job_id}
+              backend={backend}
+              job={j}
+              onChanged={(v) => setLive((now) => mergeJob(now, v))}
+              resume={canResume(j) ? <ResumeButton backend={backend} runId={j.run_id} onStarted={started} /> : null}
+            />
           ))}
-          {resumable.map((r) => (
+          {leftOver.map((r) => (
             <li key={`resume-${r.run_id}`} className="run-job is-resumable">
               <div className="run-job-head">
                 <span className="run-job-name">{r.name}</span>
@@ -116,7 +129,7 @@ function ProgressBar({ fraction, label, state = "running" }: { fraction: number;
   );
 }
 
-function JobRow({ backend, job, onChanged }: { backend: Backend; job: RunJobView; onChanged: (v: RunJobView) => void }) {
+function JobRow({ backend, job, onChanged, resume }: { backend: Backend; job: RunJobView; onChanged: (v: RunJobView) => void; resume: ReactNode }) {
   const [error, setError] = useState<string | null>(null);
   const cancel = () => {
     setError(null);
@@ -138,6 +151,7 @@ function JobRow({ backend, job, onChanged }: { backend: Backend; job: RunJobView
             Cancel
           </button>
         ) : null}
+        {resume}
       </div>
       <ProgressBar fraction={fractionDone(job)} state={job.state} label={`${job.run_name}: ${job.done} of ${job.total}`} />
       <ErrorLine error={error} />
