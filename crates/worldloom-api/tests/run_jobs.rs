@@ -637,3 +637,82 @@ fn a_dataset_file_is_imported_once_and_run() {
     let keys: BTreeSet<String> = rows.iter().map(|r| r.trajectory.0.to_string()).collect();
     assert_eq!(keys, ids.into_iter().collect());
 }
+
+#[test]
+fn a_run_left_unfinished_is_resumable_from_a_new_studio_on_the_workspace() {
+    let (addr, requests) = endpoint(Duration::from_millis(100));
+    let (dir, studio) = studio();
+    let rx = events(&studio);
+    let ids = import_sample(&studio);
+    let job = start(
+        &studio,
+        &ids,
+        openai(addr, "slow"),
+        2,
+        ContextMode::TeacherForced,
+    );
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(StudioEvent::RunJobProgress { job: v }) if v.job_id == job.job_id && v.done >= 2 => {
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("no progress: {e}"),
+        }
+    }
+    commands::cancel_run_job(
+        &studio,
+        CancelRunJobRequest {
+            job_id: job.job_id.clone(),
+        },
+    )
+    .expect("cancel");
+    let (_, end) = wait_end(&rx, &job.job_id);
+    drop(studio);
+    // Another process opens the workspace: no job of its own, the run to
+    // resume from the plan saved in the workspace.
+    let again = Studio::open(&dir.path().join("ws.worldloom")).expect("reopen");
+    let rx = events(&again);
+    let jobs = commands::list_run_jobs(&again, EmptyRequest::default()).expect("jobs");
+    assert!(jobs.jobs.is_empty());
+    assert_eq!(jobs.resumable.len(), 1);
+    assert_eq!(
+        (jobs.resumable[0].done, jobs.resumable[0].total),
+        (end.done, 17)
+    );
+    let before = requests.load(Ordering::SeqCst);
+    let resumed = commands::resume_run(
+        &again,
+        ResumeRunRequest {
+            run_id: end.run_id.clone(),
+            concurrency: None,
+        },
+    )
+    .expect("resume");
+    assert_eq!(resumed.engine, "openai:slow");
+    let (_, done) = wait_end(&rx, &resumed.job_id);
+    assert_eq!(
+        (done.state, done.done, done.already_done),
+        (RunJobState::Finished, 17, end.done)
+    );
+    assert_eq!(
+        requests.load(Ordering::SeqCst) - before,
+        (17 - end.done) as usize
+    );
+    // Resuming a complete run starts and ends at once, asking nothing.
+    let idle = commands::resume_run(
+        &again,
+        ResumeRunRequest {
+            run_id: end.run_id.clone(),
+            concurrency: None,
+        },
+    )
+    .expect("resume");
+    assert_eq!((idle.done, idle.total, idle.already_done), (17, 17, 17));
+    let (_, idle_end) = wait_end(&rx, &idle.job_id);
+    assert_eq!(idle_end.state, RunJobState::Finished);
+    assert_eq!(
+        requests.load(Ordering::SeqCst) - before,
+        (17 - end.done) as usize
+    );
+}
