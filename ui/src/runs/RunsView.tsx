@@ -69,11 +69,13 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
 
   if (runsQuery.isSuccess && list.length === 0) {
     return (
-      <div className="pane-empty runs-empty" role="status">
-        No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
-        <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here, or start one here.
+      <section className="runs" aria-label="Runs">
+        <div className="pane-empty runs-empty" role="status">
+          No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
+          <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here, or start one below.
+        </div>
         <RunJobsPanel backend={backend} runs={list} />
-      </div>
+      </section>
     );
   }
   const runA = list.find((r) => r.run_id === state.runA) ?? null;
