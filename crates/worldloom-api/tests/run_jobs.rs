@@ -716,3 +716,53 @@ fn a_run_left_unfinished_is_resumable_from_a_new_studio_on_the_workspace() {
         (17 - end.done) as usize
     );
 }
+
+#[test]
+fn a_studio_turn_of_an_agentworldbench_row_is_prompted_with_the_chat_eval_sends() {
+    let (_dir, studio) = studio();
+    let ids = import_sample(&studio);
+    let rows: Vec<worldloom_eval::bench::BenchRow> = std::fs::read_to_string(sample(AWB))
+        .expect("sample")
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| worldloom_eval::bench::BenchRow {
+            fields: serde_json::from_str(l).expect("row"),
+            source: sample(AWB).into(),
+            line: i + 1,
+        })
+        .collect();
+    let mut compared = 0;
+    for id in &ids {
+        let key = TrajectoryKey(id.parse().expect("id"));
+        let st = studio
+            .lock()
+            .expect("lock")
+            .load_trajectory(key)
+            .expect("trajectory");
+        let path = st.trajectory.main_path();
+        for (j, edge) in path.edges.iter().enumerate() {
+            // The file row this turn was read from.
+            let line = st
+                .trajectory
+                .edge(*edge)
+                .and_then(|e| e.awb_row.as_ref())
+                .and_then(|r| r.row)
+                .expect("an AgentWorldBench row");
+            let ours = commands::preview_prompt(
+                &studio,
+                PreviewPromptRequest {
+                    trajectory_id: id.clone(),
+                    node_id: path.nodes[j + 1].0,
+                    context: ContextMode::TeacherForced,
+                    perturbation: None,
+                },
+            )
+            .expect("prompt")
+            .messages;
+            assert_eq!(ours, rows[line].messages().expect("messages"), "row {line}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 17);
+}
