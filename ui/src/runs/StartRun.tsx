@@ -10,7 +10,7 @@
  * refreshes the runs list, so a growing run shows in the Runs view.
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useState, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import type { RunJobView, RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { invalidate } from "../data/invalidation";
@@ -54,14 +54,20 @@ export function RunJobsPanel({ backend, runs, defaultRunId = null }: RunJobsPane
   const listed = useQuery({ queryKey: JOBS_KEY, queryFn: () => backend.call("list_run_jobs", {}) });
   /** Jobs as the events and this window's commands last showed them, newest first. */
   const [live, setLive] = useState<RunJobView[]>([]);
+  /** When each run's dashboard and rows were last refreshed (ms). */
+  const refreshed = useRef(new Map<string, number>());
   const jobs = useMemo(() => live.reduceRight((acc, j) => mergeJob(acc, j), listed.data?.jobs ?? []), [live, listed.data]);
   useEffect(
     () =>
       backend.subscribe((event) => {
         if (event.type !== "run_job_progress") return;
         setLive((now) => mergeJob(now, event.job));
-        // A growing run: its row count, dashboard and rows move on.
-        void invalidate(client, [keys.runs(), ["get_run_dashboard", event.job.run_id], ["list_run_rows", event.job.run_id]]);
+        // A growing run: its row count follows each event; its dashboard and
+        // rows every two seconds (the job's end refreshes everything).
+        const now = Date.now();
+        const due = now - (refreshed.current.get(event.job.run_id) ?? 0) >= 2000;
+        if (due) refreshed.current.set(event.job.run_id, now);
+        void invalidate(client, due ? [keys.runs(), ["get_run_dashboard", event.job.run_id], ["list_run_rows", event.job.run_id]] : [keys.runs()]);
         if (event.job.state !== "running") void invalidate(client, [JOBS_KEY]);
       }),
     [backend, client],
