@@ -766,3 +766,74 @@ fn a_studio_turn_of_an_agentworldbench_row_is_prompted_with_the_chat_eval_sends(
     }
     assert_eq!(compared, 17);
 }
+
+#[test]
+fn a_cancelled_judge_keeps_its_verdicts_and_judging_again_grades_only_the_rest() {
+    let (addr, requests) = endpoint(Duration::from_millis(150));
+    let (_dir, studio) = studio();
+    let rx = events(&studio);
+    let ids = import_sample(&studio);
+    let job = start(&studio, &ids, copy(), 4, ContextMode::TeacherForced);
+    let (_, end) = wait_end(&rx, &job.job_id);
+    let judge = || StartJudgeRequest {
+        run_id: end.run_id.clone(),
+        judge: openai(addr, "judge"),
+        concurrency: 1,
+    };
+    let first = commands::start_judge(&studio, judge()).expect("judge");
+    // The 7 rows without a generation fail at once; wait for 2 graded more.
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(StudioEvent::RunJobProgress { job: v })
+                if v.job_id == first.job_id && v.done >= v.failed + 2 =>
+            {
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("no progress: {e}"),
+        }
+    }
+    commands::cancel_run_job(
+        &studio,
+        CancelRunJobRequest {
+            job_id: first.job_id.clone(),
+        },
+    )
+    .expect("cancel");
+    let (_, cut) = wait_end(&rx, &first.job_id);
+    assert_eq!(cut.state, RunJobState::Cancelled, "{cut:?}");
+    let judged = |studio: &Studio| {
+        studio
+            .lock()
+            .expect("lock")
+            .run_rows(run_id(&end))
+            .expect("rows")
+            .iter()
+            .filter(|r| r.judge.is_some())
+            .count() as u32
+    };
+    assert_eq!(
+        judged(&studio),
+        cut.done,
+        "every verdict counted is stored, no other"
+    );
+    assert!(cut.done < 17);
+    // The rows left that have a generation to send.
+    let to_call = studio
+        .lock()
+        .expect("lock")
+        .run_rows(run_id(&end))
+        .expect("rows")
+        .iter()
+        .filter(|r| r.judge.is_none() && r.status != "error")
+        .count();
+    assert!(to_call > 0);
+    let asked = requests.load(Ordering::SeqCst);
+    let second = commands::start_judge(&studio, judge()).expect("judge again");
+    assert_eq!(second.already_done, cut.done);
+    let (_, done) = wait_end(&rx, &second.job_id);
+    assert_eq!((done.state, done.done), (RunJobState::Finished, 17));
+    assert_eq!(judged(&studio), 17);
+    // Only the rows left were sent to the judge.
+    assert_eq!(requests.load(Ordering::SeqCst) - asked, to_call);
+}
