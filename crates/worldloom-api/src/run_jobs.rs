@@ -288,6 +288,23 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> 
         .map_err(|e| ApiError::internal(format!("cannot start a job thread: {e}")))
 }
 
+/// Runs a job's thread body; a panic in it (a bug, an engine's) ends the job
+/// as `failed` instead of leaving it `running`, which would block a resume.
+fn guarded(studio: &Studio, job: &RunJob, body: impl FnOnce()) {
+    if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".into());
+        job.stop.store(true, Ordering::SeqCst);
+        job.end(
+            studio,
+            Some(format!("the job stopped on an internal error: {what}")),
+        );
+    }
+}
+
 /// The engine for `settings`: the studio's own instance when they are its
 /// saved settings, else a new one.
 fn engine_for(studio: &Studio, settings: &EngineSettings) -> Result<Arc<LoadedEngine>, ApiError> {
@@ -346,13 +363,14 @@ fn plan_work(
     let mut work = Vec::with_capacity(keys.len());
     for &key in keys {
         let st = ws.load_trajectory(key)?;
+        let turns = planned_turns(&st);
         let mut w = TrajectoryWork {
             key,
-            trajectory: Trajectory::clone(&st.trajectory),
+            trajectory: st.trajectory,
             todo: Vec::new(),
             done: BTreeMap::new(),
         };
-        for (node, turn) in planned_turns(&st) {
+        for (node, turn) in turns {
             total += 1;
             match have.get(&(key.0, node.0)) {
                 Some(p) => {
@@ -560,7 +578,10 @@ fn launch_run(
     let handle = studio.handle();
     studio.emit(StudioEvent::RunJobProgress { job: view.clone() });
     spawn("worldloom-run", move || {
-        run_thread(handle, job, work, engine, params, mode, concurrency);
+        let (studio, ended) = (handle.handle(), Arc::clone(&job));
+        guarded(&studio, &ended, move || {
+            run_thread(handle, job, work, engine, params, mode, concurrency);
+        });
     })?;
     Ok(view)
 }
@@ -822,7 +843,10 @@ pub fn start_judge(studio: &Studio, req: StartJudgeRequest) -> Result<RunJobView
     studio.emit(StudioEvent::RunJobProgress { job: view.clone() });
     let handle = studio.handle();
     spawn("worldloom-judge", move || {
-        judge_thread(handle, job, items, judge, concurrency);
+        let (studio, ended) = (handle.handle(), Arc::clone(&job));
+        guarded(&studio, &ended, move || {
+            judge_thread(handle, job, items, judge, concurrency);
+        });
     })?;
     Ok(view)
 }
