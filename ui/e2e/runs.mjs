@@ -6,7 +6,8 @@
 // with the searched word marked in the row panel and Enter opening the best
 // hit; the drift chart (fidelity by turn); labels and a note written with the
 // keyboard, undone; "Copy link" opening the row's turn after a reload; the
-// labelled rows exported as CSV; the report.
+// labelled rows exported as CSV; the report; a run started in the studio with
+// the `copy` baseline.
 //
 //   npm run build && node e2e/runs.mjs
 //
@@ -343,6 +344,40 @@ for (const colorScheme of ["light", "dark"]) {
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();
 }
+// 3. A run started in the studio: the copy baseline over every trajectory of
+// the workspace (the dataset's 7), its progress to the end, the run listed.
+{
+  const browser = await launch({ width: 1600, height: 1000, colorScheme: "light" });
+  const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.getByRole("button", { name: "Runs", exact: true }).click();
+  await page.getByRole("button", { name: "Start a run…" }).click();
+  const form = page.getByRole("form", { name: "Start a run" });
+  await form.getByRole("radio", { name: "copy baseline" }).click();
+  await form.getByRole("checkbox").first().waitFor();
+  await form.getByRole("button", { name: "Choose all" }).click();
+  const chosen = (await form.getByText(/ of \d+ chosen$/).textContent()) ?? "";
+  await page.screenshot({ path: join(shots, "runs-start-run.png"), fullPage: true });
+  await form.getByRole("button", { name: "Start run" }).click();
+  const job = page.locator(".run-job", { hasText: "copy · teacher-forced" }).first();
+  await job.locator(".run-job-state", { hasText: "done in" }).waitFor({ timeout: 60_000 });
+  const state = (await job.locator(".run-job-state").textContent()) ?? "";
+  check(state.startsWith("17 / 17 predicted · 7 failed"), `a studio run of the copy baseline over ${chosen} ends: ${state}`);
+  const listed = page.locator(".runs-table tbody tr", { hasText: "copy · teacher-forced · 7 trajectories" });
+  await listed.waitFor();
+  const cells = await listed.locator("td").allTextContents();
+  check(cells[2] === "copy" && cells[4] === "17", `the studio run is listed with its rows (${cells.join(" | ")})`);
+  // The same baseline through `worldloom eval` scored the same.
+  const evalCells = await page.locator(".runs-table tbody tr", { hasText: "copy.jsonl" }).first().locator("td").allTextContents();
+  check(cells[7] === evalCells[7], `its mean text F1 is that of \`worldloom eval --engine copy\` (${cells[7]} = ${evalCells[7]})`);
+  await page.waitForTimeout(400);
+  await page.screenshot({ path: join(shots, "runs-started.png"), fullPage: true });
+  check(errors.length === 0, `studio run: no page errors ${errors.join("; ")}`);
+  await browser.close();
+}
+
 stop();
 rmSync(work, { recursive: true, force: true });
 console.log(failures === 0 ? "runs e2e: all checks passed" : `runs e2e: ${failures} failed`);

@@ -230,7 +230,10 @@ fn forget(studio: &Studio) {
 }
 
 /// Creates the engine for `settings` (a local model loads here: slow).
-fn create(settings: &EngineSettings, keys: &dyn KeyStore) -> Result<LoadedEngine, String> {
+pub(crate) fn create(
+    settings: &EngineSettings,
+    keys: &dyn KeyStore,
+) -> Result<LoadedEngine, String> {
     match settings {
         EngineSettings::Baseline { name } => match name.as_str() {
             "copy" => Ok(LoadedEngine {

@@ -247,7 +247,10 @@ fn run_name(path: &str) -> String {
 /// Metrics of a row whose file has none (the official script's output):
 /// computed as `worldloom eval` computes `wl_metrics`, against the state's
 /// real observation and the previous one.
-fn row_metrics(t: &Trajectory, row: &core::formats::run::RunRow) -> core::formats::run::RunMetrics {
+pub(crate) fn row_metrics(
+    t: &Trajectory,
+    row: &core::formats::run::RunRow,
+) -> core::formats::run::RunMetrics {
     let Some(node) = t.node(row.node) else {
         return Default::default();
     };

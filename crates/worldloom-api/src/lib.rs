@@ -23,6 +23,8 @@ mod ids;
 mod import;
 pub mod keys;
 pub mod launch;
+mod run_job_types;
+pub mod run_jobs;
 mod scoring;
 pub mod stepping;
 mod tree_rows;
@@ -57,6 +59,7 @@ struct Inner {
     sinks: Mutex<Vec<EventSink>>,
     engine: Mutex<engine::EngineSlot>,
     jobs: Mutex<BTreeMap<String, Arc<stepping::Job>>>,
+    run_jobs: Mutex<run_jobs::JobTable>,
     next_job: AtomicU64,
     keys: Mutex<Arc<dyn keys::KeyStore>>,
     /// The parsed trees of the turn shown last (`get_turn`), for
@@ -90,6 +93,7 @@ impl Studio {
                 sinks: Mutex::new(Vec::new()),
                 engine: Mutex::new(engine::EngineSlot::default()),
                 jobs: Mutex::new(BTreeMap::new()),
+                run_jobs: Mutex::new(run_jobs::JobTable::default()),
                 next_job: AtomicU64::new(1),
                 keys: Mutex::new(Arc::new(keys::OsKeyStore)),
                 trees: Mutex::new(None),
@@ -311,4 +315,14 @@ command_table! {
     run_drift(RunDriftRequest) -> RunDriftResponse;
     /// A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes.
     export_run_rows(ExportRunRowsRequest) -> ExportRunRowsResponse;
+    /// Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events.
+    start_run(StartRunRequest) -> RunJobView;
+    /// Continues a cancelled or interrupted studio run: only the turns it has no row for.
+    resume_run(ResumeRunRequest) -> RunJobView;
+    /// Judges a run's rows without a verdict with an OpenAI-compatible judge, on a job thread; RunJobProgress events.
+    start_judge(StartJudgeRequest) -> RunJobView;
+    /// Stops a run or judge job; rows done so far are kept.
+    cancel_run_job(CancelRunJobRequest) -> RunJobView;
+    /// This session's run and judge jobs, and the studio runs that can be resumed.
+    list_run_jobs(EmptyRequest) -> ListRunJobsResponse;
 }

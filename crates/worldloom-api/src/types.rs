@@ -20,6 +20,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+pub use crate::run_job_types::*;
 pub use worldloom_core::action::{
     ActionFormat, ActionTarget, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
 };
@@ -1696,6 +1697,13 @@ pub enum StudioEvent {
         total: u32,
         /// The node of the newest turn (the start state when `done` = 0).
         node_id: u32,
+    },
+    /// A run or judge job moved on (`start_run`, `resume_run`,
+    /// `start_judge`): sent as rows finish (at most about five times a
+    /// second) and once when it ends.
+    RunJobProgress {
+        /// The job as `list_run_jobs` shows it.
+        job: RunJobView,
     },
     /// Sent once when an event stream opens.
     Hello {

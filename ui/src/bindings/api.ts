@@ -2257,7 +2257,11 @@ total: number,
 /**
  * The node of the newest turn (the start state when `done` = 0).
  */
-node_id: number, } | { "type": "hello", 
+node_id: number, } | { "type": "run_job_progress", 
+/**
+ * The job as `list_run_jobs` shows it.
+ */
+job: RunJobView, } | { "type": "hello", 
 /**
  * The Worldloom version.
  */
@@ -2899,6 +2903,164 @@ content: string | null,
  */
 file_name: string, };
 
+export type RunInput = { "kind": "trajectories", 
+/**
+ * Workspace ids (at least one).
+ */
+trajectory_ids: Array<string>, } | { "kind": "dataset", 
+/**
+ * The file's path.
+ */
+path: string, };
+
+export type StartRunRequest = { 
+/**
+ * The run's name; absent or blank: `<engine> <mode> <UTC time>`.
+ */
+name?: string, 
+/**
+ * The engine; absent or `null`: the studio's own (`engine_status`),
+ * with its generation parameters either way.
+ */
+engine?: EngineSettings, 
+/**
+ * The turns to predict.
+ */
+input: RunInput, 
+/**
+ * Predictions in flight at once, 1–64.
+ */
+concurrency: number, 
+/**
+ * Teacher-forced (history from the real observations) or free-running
+ * (history from this run's own earlier predictions, one trajectory's
+ * turns in order).
+ */
+context: ContextMode, };
+
+export type ResumeRunRequest = { 
+/**
+ * A run started in the studio.
+ */
+run_id: string, 
+/**
+ * Predictions in flight at once, 1–64; absent: as when started.
+ */
+concurrency?: number, };
+
+export type StartJudgeRequest = { 
+/**
+ * The run to judge; only its rows without a verdict are judged, so
+ * starting again after a cancel resumes.
+ */
+run_id: string, 
+/**
+ * The judge: an OpenAI-compatible endpoint (`kind: "openai"`; the
+ * other engine kinds are refused).
+ */
+judge: EngineSettings, 
+/**
+ * Judge calls in flight at once, 1–64.
+ */
+concurrency: number, };
+
+export type CancelRunJobRequest = { 
+/**
+ * The job.
+ */
+job_id: string, };
+
+export type RunJobKind = "run" | "judge";
+
+export type RunJobState = "running" | "finished" | "cancelled" | "failed";
+
+export type RunJobView = { 
+/**
+ * Job id.
+ */
+job_id: string, 
+/**
+ * Predicting or judging.
+ */
+kind: RunJobKind, 
+/**
+ * The run.
+ */
+run_id: string, 
+/**
+ * The run's name.
+ */
+run_name: string, 
+/**
+ * The engine (a run) or the judge (judging).
+ */
+engine: string, 
+/**
+ * Where it stands.
+ */
+state: RunJobState, 
+/**
+ * Rows done, earlier runs of the job included.
+ */
+done: number, 
+/**
+ * Rows in all.
+ */
+total: number, 
+/**
+ * Of the rows done by this job, those that failed (`error` status, or
+ * the judge could not grade them).
+ */
+failed: number, 
+/**
+ * Rows that were already done when the job started (a resume).
+ */
+already_done: number, 
+/**
+ * Seconds since the job started.
+ */
+elapsed_s: number, 
+/**
+ * Rows per second done by this job; `null` before the first.
+ */
+rows_per_sec: number | null, 
+/**
+ * Seconds left at that rate; `null` when unknown or not running.
+ */
+eta_s: number | null, 
+/**
+ * Why the job failed.
+ */
+error: string | null, };
+
+export type ResumableRun = { 
+/**
+ * The run.
+ */
+run_id: string, 
+/**
+ * Its name.
+ */
+name: string, 
+/**
+ * Rows it has.
+ */
+done: number, 
+/**
+ * Rows it was started for.
+ */
+total: number, };
+
+export type ListRunJobsResponse = { 
+/**
+ * The jobs of this session, newest first (finished ones included).
+ */
+jobs: Array<RunJobView>, 
+/**
+ * Studio runs with turns still to predict and no job running.
+ */
+resumable: Array<ResumableRun>, };
+
 /** Every command: name → [request, response]. Transport: `POST /api/<name>` or a Tauri command. */
 export interface Commands {
   /** The workspace file, its schema version, trajectory count and undo state. */
@@ -2993,6 +3155,16 @@ export interface Commands {
   run_drift: [RunDriftRequest, RunDriftResponse];
   /** A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes. */
   export_run_rows: [ExportRunRowsRequest, ExportRunRowsResponse];
+  /** Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events. */
+  start_run: [StartRunRequest, RunJobView];
+  /** Continues a cancelled or interrupted studio run: only the turns it has no row for. */
+  resume_run: [ResumeRunRequest, RunJobView];
+  /** Judges a run's rows without a verdict with an OpenAI-compatible judge, on a job thread; RunJobProgress events. */
+  start_judge: [StartJudgeRequest, RunJobView];
+  /** Stops a run or judge job; rows done so far are kept. */
+  cancel_run_job: [CancelRunJobRequest, RunJobView];
+  /** This session's run and judge jobs, and the studio runs that can be resumed. */
+  list_run_jobs: [EmptyRequest, ListRunJobsResponse];
 }
 
 /** A command name. */

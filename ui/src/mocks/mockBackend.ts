@@ -53,6 +53,7 @@ import { BackendError } from "../backend/error";
 import { rawToForm, syntaxFor } from "../model/actionForm";
 import { goldenTurn, GOLDEN, RUNS, rememberTree, treeOfText } from "./golden";
 import { largeTree } from "./largeTree";
+import { MockRunJobs } from "./mockRunJobs";
 import { MOCK_FIRST_WINDOW_ROWS, searchOf, windowOf } from "./treeWindow";
 import android from "./fixtures/android-settings.json";
 import os from "./fixtures/os-calculator.json";
@@ -281,6 +282,16 @@ export class MockBackend implements Backend {
   private readonly jobs = new Map<string, { timer: number | null; cancelled: boolean }>();
   private nextJob = 1;
   private nextChange = 1;
+  /** `start_run` and the other run job commands (`mockRunJobs.ts`). */
+  private readonly runJobs = new MockRunJobs(
+    (e) => this.emit(e),
+    () => this.chunkDelayMs,
+    (id) => this.find(id).nodes.filter((n) => n.parent_edge !== null && n.real !== null).length,
+    (runId) => {
+      const r = RUNS?.runs.find((x) => x.run_id === runId);
+      return r ? { name: r.name, rows: r.row_count, judged: r.judged_count } : null;
+    },
+  );
   /** Milliseconds between streamed chunks (the mock's "slow" endpoint uses 300). */
   chunkDelayMs = 40;
 
@@ -974,6 +985,12 @@ export class MockBackend implements Backend {
       case "run_drift":
       case "export_run_rows":
         return mockRuns(command, req);
+      case "start_run":
+      case "resume_run":
+      case "start_judge":
+      case "cancel_run_job":
+      case "list_run_jobs":
+        return this.runJobs.call(command, req);
       default:
         throw new BackendError("unknown_command", `unknown command \`${command}\``);
     }

@@ -16,6 +16,7 @@ import { keys } from "../data/keys";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
 import { DriftChart, driftTitle } from "./DriftChart";
 import { EChart, chartSvg } from "./EChart";
+import { RunJobsPanel } from "./StartRun";
 import { buildReport, type PickedRow } from "./report";
 import { RowPanel, copyText, currentRowLink } from "./RowPanel";
 import { ThreePanes } from "./ThreePanes";
@@ -70,10 +71,13 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
 
   if (runsQuery.isSuccess && list.length === 0) {
     return (
-      <div className="pane-empty runs-empty" role="status">
-        No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
-        <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here.
-      </div>
+      <section className="runs" aria-label="Runs">
+        <div className="pane-empty runs-empty" role="status">
+          No run yet. A run is a file of predictions over a dataset: import what <code>worldloom eval</code> writes (judged or not) or the official{" "}
+          <code>predictions.jsonl</code> / <code>judged.jsonl</code> with Import… or by dropping it here, or start one below.
+        </div>
+        <RunJobsPanel backend={backend} runs={list} />
+      </section>
     );
   }
   const runA = list.find((r) => r.run_id === state.runA) ?? null;
@@ -128,6 +132,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
           ))}
         </div>
       </div>
+      <RunJobsPanel backend={backend} runs={list} defaultRunId={state.runA} />
       <RunsTable runs={list} chosenA={state.runA} chosenB={state.runB} />
       {state.tab === "dashboard" ? <Dashboard backend={backend} runId={state.runA} runB={state.runB} theme={theme} /> : null}
       {state.tab === "rows" && runA ? <RowsTab backend={backend} run={runA} state={state} dispatch={dispatch} onOpenRow={onOpenRow} /> : null}

@@ -155,7 +155,11 @@ fn metrics(fields: &Map<String, Value>) -> RunMetrics {
     }
 }
 
-fn verdict(fields: &Map<String, Value>) -> Option<JudgeVerdict> {
+/// The judge's verdict in a row's fields (`format` … `quality`,
+/// `total_score`, `failed`, `strengths`, `weaknesses`, `error_message`, as
+/// the official judge and `worldloom judge` write them); `None` when the row
+/// was not judged (neither `failed` nor a dimension present).
+pub fn judge_verdict(fields: &Map<String, Value>) -> Option<JudgeVerdict> {
     let judged =
         fields.contains_key("failed") || JUDGE_DIMENSIONS.iter().any(|d| fields.contains_key(*d));
     if !judged {
@@ -239,7 +243,7 @@ pub fn take_rows(t: &mut Trajectory) -> Vec<RunRow> {
             status,
             error: text(&run, "wl_error"),
             metrics: metrics(&run),
-            judge: verdict(&run),
+            judge: judge_verdict(&run),
             latency_ms: number(&run, "wl_latency_ms"),
             prediction,
         });
@@ -259,7 +263,7 @@ mod tests {
                 "total_score": 3.0, "failed": 0.0, "strengths": ["a", "b"], "weaknesses": ""}"#,
         )
         .expect("json");
-        let v = verdict(&fields).expect("judged");
+        let v = judge_verdict(&fields).expect("judged");
         assert_eq!(
             v.scores,
             [Some(5.0), Some(4.0), Some(3.0), Some(2.0), Some(1.0)]
@@ -269,11 +273,11 @@ mod tests {
         assert_eq!(v.strengths.as_deref(), Some("a\nb"));
         assert_eq!(v.weaknesses, None);
         let unjudged: Map<String, Value> = serde_json::from_str(r#"{"gen": "x"}"#).expect("json");
-        assert_eq!(verdict(&unjudged), None);
+        assert_eq!(judge_verdict(&unjudged), None);
         let failed: Map<String, Value> =
             serde_json::from_str(r#"{"failed": 1.0, "error_message": "No model generation"}"#)
                 .expect("json");
-        let v = verdict(&failed).expect("judged");
+        let v = judge_verdict(&failed).expect("judged");
         assert!(v.failed);
         assert_eq!(v.error.as_deref(), Some("No model generation"));
     }

@@ -21,6 +21,7 @@ mod history;
 mod notes_tags;
 mod predictions;
 mod runs;
+mod runs_grown;
 mod scores;
 mod trajectories;
 

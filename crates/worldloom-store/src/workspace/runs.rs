@@ -154,7 +154,7 @@ fn fts_query(text: &str, field: SearchField) -> Option<String> {
     })
 }
 
-fn mode_str(mode: ContextMode) -> &'static str {
+pub(super) fn mode_str(mode: ContextMode) -> &'static str {
     match mode {
         ContextMode::TeacherForced => "teacher-forced",
         ContextMode::FreeRunning => "free-running",
@@ -706,7 +706,7 @@ fn parse_mode(s: &str, run: i64) -> Result<ContextMode> {
 
 /// Inserts one run row and its full-text entry.
 #[allow(clippy::too_many_arguments)]
-fn insert_row(
+pub(super) fn insert_row(
     tx: &Transaction<'_>,
     run: i64,
     row_index: u32,
