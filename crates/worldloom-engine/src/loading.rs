@@ -137,16 +137,28 @@ pub fn estimate_memory(config: &Config, dtype: DType, context_tokens: usize) -> 
     }
 }
 
-/// Estimates the memory a GGUF model needs in compute dtype `dtype`: the
-/// weights from the file's tensor types (quantized ones as stored), the
-/// decode state and scratch as [`estimate_memory`].
+/// Estimates the memory a GGUF model needs on the CPU in compute dtype
+/// `dtype`: the weights from the file's tensor types as the CPU keeps them
+/// resident ([`Qwen35MoeGguf::weight_bytes`]), the decode state and scratch
+/// as [`estimate_memory`].
 pub fn estimate_memory_gguf(
     gguf: &Qwen35MoeGguf,
     dtype: DType,
     context_tokens: usize,
 ) -> MemoryEstimate {
+    estimate_memory_gguf_on(gguf, dtype, &Device::Cpu, context_tokens)
+}
+
+/// [`estimate_memory_gguf`] on `device` (on a GPU quantized tensors take
+/// their stored size).
+pub fn estimate_memory_gguf_on(
+    gguf: &Qwen35MoeGguf,
+    dtype: DType,
+    device: &Device,
+    context_tokens: usize,
+) -> MemoryEstimate {
     MemoryEstimate {
-        weight_bytes: gguf.weight_bytes(dtype),
+        weight_bytes: gguf.weight_bytes_on(dtype, device),
         ..estimate_memory(gguf.config(), dtype, context_tokens)
     }
 }
@@ -208,7 +220,8 @@ pub fn load_model(dir: &Path, options: &LoadOptions) -> Result<Qwen3_5Moe, LoadE
         let gguf = Qwen35MoeGguf::open(dir)?;
         let dtype = options.dtype.or(gguf.stored_dtype()).unwrap_or(DType::F32);
         if !options.skip_memory_check {
-            let estimate = estimate_memory_gguf(&gguf, dtype, options.context_tokens);
+            let estimate =
+                estimate_memory_gguf_on(&gguf, dtype, &options.device, options.context_tokens);
             ensure_fits(&estimate, dtype, &options.device)?;
         }
         return Qwen3_5Moe::load(gguf.config().clone(), &gguf, dtype, &options.device);
