@@ -122,13 +122,17 @@ pub fn estimate_memory(config: &Config, dtype: DType, context_tokens: usize) -> 
     let elem = dtype.size_in_bytes() as u64;
     let weight_bytes = counts.total * elem;
     let state_bytes = config.state_bytes(context_tokens, dtype) as u64;
-    // Largest transient buffers: the f32 logits of one position and the
-    // projections of a 512-token prefill chunk, with headroom ×4.
+    // Largest transient buffers: the f32 activations of a 512-token prefill
+    // chunk (the local engine's chunk; logits of its last position only),
+    // ×16 for the temporaries alive at once (the DeltaNet chunk solve,
+    // expert batches, quantized activations), and the f32 logits of one
+    // position ×4. Measured on the bench shape (`docs/benchmarks.md`): the
+    // peak lies 0.14–0.35 GiB above the steady resident size; this gives
+    // 0.32 GiB there.
     let h = config.hidden_size as u64;
-    let widest = (config.num_attention_heads * config.head_dim * 2)
-        .max(config.linear_conv_dim())
-        .max(config.vocab_size) as u64;
-    let scratch_bytes = 4 * (512 * (h + widest) * 4 + config.vocab_size as u64 * 4);
+    let widest =
+        (config.num_attention_heads * config.head_dim * 2).max(config.linear_conv_dim()) as u64;
+    let scratch_bytes = 16 * 512 * (h + widest) * 4 + 4 * config.vocab_size as u64 * 4;
     MemoryEstimate {
         weight_bytes,
         state_bytes,

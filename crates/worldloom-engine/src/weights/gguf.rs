@@ -508,6 +508,105 @@ mod tests {
     use super::*;
     use candle_core::quantized::gguf_file;
 
+    /// Quantized weights read from the file's mapping (prepared: repacked
+    /// by candle where it does, pages released) multiply as candle's own
+    /// in-memory tensors do, for one row (decode), a few rows and more than
+    /// 31 rows (Q6_K on its stored blocks, Q4_K in chunks), and look up
+    /// embedding rows exactly.
+    #[test]
+    fn mapped_weights_multiply_as_owned_ones() -> Result<(), LoadError> {
+        use crate::weights::linear::{LinearWeight, QuantizedWeight};
+        let dev = Device::Cpu;
+        let wrap = LoadError::tensor("test");
+        let types = [
+            GgmlDType::Q8_0,
+            GgmlDType::Q4K,
+            GgmlDType::Q6K,
+            GgmlDType::Q5_0,
+        ];
+        let owned: Vec<QTensor> = types
+            .iter()
+            .map(|&t| {
+                let w = Tensor::randn(0f32, 1.0, (48, 512), &dev)?;
+                QTensor::quantize(&w, t)
+            })
+            .collect::<candle_core::Result<_>>()
+            .map_err(&wrap)?;
+        let tmp = tempfile::tempdir().map_err(|source| LoadError::Io {
+            path: "tmp".into(),
+            source,
+        })?;
+        let path = tmp.path().join("weights.gguf");
+        let mut out = File::create(&path).map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let names: Vec<String> = types.iter().map(|t| dtype_name(*t).to_string()).collect();
+        let tensors: Vec<(&str, &QTensor)> = names.iter().map(|n| n.as_str()).zip(&owned).collect();
+        let arch = Value::String("test".into());
+        gguf_file::write(&mut out, &[(ARCHITECTURE_KEY, &arch)], &tensors).map_err(&wrap)?;
+        drop(out);
+        let file = GgufFile::open(&path)?;
+        for (name, q) in &tensors {
+            let mapped = LinearWeight::Quantized(file.read_qtensor(name, &dev)?);
+            if let LinearWeight::Quantized(w) = &mapped {
+                w.prepare().map_err(&wrap)?;
+            }
+            let dense = LinearWeight::Dense(q.dequantize(&dev).map_err(&wrap)?);
+            let reference = LinearWeight::Quantized(QuantizedWeight::new(
+                candle_core::quantized::ggml_file::qtensor_from_ggml(
+                    q.dtype(),
+                    &q.data().map_err(&wrap)?,
+                    vec![48, 512],
+                    &dev,
+                )
+                .map_err(&wrap)?,
+            ));
+            for rows in [1, 5, 40] {
+                let x = Tensor::randn(0f32, 1.0, (rows, 512), &dev).map_err(&wrap)?;
+                let got = mapped.forward(&x).map_err(&wrap)?;
+                let want = dense.forward(&x).map_err(&wrap)?;
+                let scale = want
+                    .abs()
+                    .and_then(|a| a.flatten_all())
+                    .and_then(|a| a.max(0))
+                    .and_then(|a| a.to_scalar::<f32>())
+                    .map_err(&wrap)?;
+                let diff = (got.clone() - want)
+                    .and_then(|d| d.abs())
+                    .and_then(|d| d.flatten_all())
+                    .and_then(|d| d.max(0))
+                    .and_then(|d| d.to_scalar::<f32>())
+                    .map_err(&wrap)?;
+                // The input is quantized to 8 bits, as llama.cpp does.
+                assert!(
+                    diff <= 0.03 * scale,
+                    "{name}, {rows} rows: {diff} of {scale}"
+                );
+                if rows == 1 {
+                    // One row takes the same kernel as candle's own tensor.
+                    let same = (got - reference.forward(&x).map_err(&wrap)?)
+                        .and_then(|d| d.abs())
+                        .and_then(|d| d.flatten_all())
+                        .and_then(|d| d.max(0))
+                        .and_then(|d| d.to_scalar::<f32>())
+                        .map_err(&wrap)?;
+                    assert_eq!(same, 0.0, "{name}: one row");
+                }
+            }
+            let ids = Tensor::new(&[0u32, 47, 3], &dev).map_err(&wrap)?;
+            let rows = (mapped.rows(&ids, DType::F32).map_err(&wrap)?
+                - dense.rows(&ids, DType::F32).map_err(&wrap)?)
+            .and_then(|d| d.abs())
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .map_err(&wrap)?;
+            assert_eq!(rows, 0.0, "{name}: embedding rows");
+        }
+        Ok(())
+    }
+
     /// Each expert slice of a 3-D K-quant tensor is that expert's rows,
     /// byte for byte; dense reads and the type table follow the stored
     /// types; split names parse.
