@@ -13,8 +13,9 @@
 //! the only heap copy, and [`MappedBlocks::release`] drops the mapping's
 //! resident pages once it exists (see `LinearWeight::settle`).
 //!
-//! The one module of `weights` allowed `unsafe`: viewing the mapped bytes as
-//! candle's block structs and mapping the file.
+//! Allowed `unsafe` (as `safetensors_dir`'s mapping is): mapping the file,
+//! viewing the mapped bytes as candle's block structs, and advising the OS
+//! to drop mapped pages.
 
 #![allow(unsafe_code)]
 
