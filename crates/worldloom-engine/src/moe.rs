@@ -274,7 +274,12 @@ impl SparseMoe {
                 weights_of[e].push(round_to(p[e] / sum, dtype));
             }
         }
-        let mut out = Tensor::zeros_like(x)?;
+        // Each expert's weighted rows are collected and added into the
+        // output once at the end, in expert order (the order the additions
+        // always had), instead of one whole-output `index_add` copy per
+        // expert.
+        let mut rows: Vec<Tensor> = Vec::new();
+        let mut row_tokens: Vec<u32> = Vec::new();
         let i = self.intermediate;
         for (e, toks) in tokens_of.iter().enumerate() {
             if toks.is_empty() {
@@ -300,10 +305,15 @@ impl SparseMoe {
             let w = Tensor::new(weights_of[e].as_slice(), x.device())?
                 .to_dtype(dtype)?
                 .unsqueeze(1)?;
-            let y = y.broadcast_mul(&w)?;
-            out = out.index_add(&idx, &y, 0)?;
+            rows.push(y.broadcast_mul(&w)?);
+            row_tokens.extend_from_slice(toks);
         }
-        Ok(out)
+        let out = Tensor::zeros_like(x)?;
+        if rows.is_empty() {
+            return Ok(out);
+        }
+        let idx = Tensor::new(row_tokens.as_slice(), x.device())?;
+        out.index_add(&idx, &Tensor::cat(&rows, 0)?, 0)
     }
 
     /// Routed experts through a grouped GEMM over all experts at once
