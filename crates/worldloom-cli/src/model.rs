@@ -379,7 +379,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         "memory (weights + state at {} tokens + scratch){}:",
         out.context_tokens,
         if out.gguf.is_some() {
-            ", quantized tensors as stored, per compute dtype"
+            ", quantized tensors as the CPU keeps them, per compute dtype"
         } else {
             ""
         }

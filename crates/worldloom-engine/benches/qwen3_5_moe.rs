@@ -151,6 +151,19 @@ fn argmax(logits: &Tensor) -> candle_core::Result<u32> {
     logits.argmax(0)?.to_scalar::<u32>()
 }
 
+/// A `/proc/self/status` field in KiB (`VmRSS`: resident now, `VmHWM`: the
+/// peak), `None` where there is no such file (not Linux).
+fn rss_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// KiB to GiB (NaN when unknown).
+fn gib(kib: Option<u64>) -> f64 {
+    kib.map_or(f64::NAN, |k| k as f64 / (1024.0 * 1024.0))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut o = parse_args()?;
     let t0 = Instant::now();
@@ -191,7 +204,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     synchronize(&o.device)?;
     let build_s = t0.elapsed().as_secs_f64();
     let moe = model.moe_dispatch();
-    eprintln!("built in {build_s:.1} s; MoE dispatch {moe:?}");
+    let rss_built = rss_kib("VmRSS");
+    eprintln!(
+        "built in {build_s:.1} s; MoE dispatch {moe:?}; resident {:.2} GiB",
+        gib(rss_built)
+    );
 
     // Deterministic token ids spread over the vocabulary.
     let vocab = config.vocab_size as u64;
@@ -302,6 +319,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
 
+    let (rss_end, rss_peak) = (rss_kib("VmRSS"), rss_kib("VmHWM"));
+    eprintln!(
+        "resident: {:.2} GiB after loading, {:.2} GiB at the end, peak {:.2} GiB",
+        gib(rss_built),
+        gib(rss_end),
+        gib(rss_peak)
+    );
     let prefill_tokens_per_sec = o.prompt_tokens as f64 / prefill_s;
     let decode_tokens_per_sec = o.decode_tokens as f64 / decode_s;
     let threads = std::env::var("RAYON_NUM_THREADS").unwrap_or_else(|_| {
@@ -353,6 +377,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "moe_dispatch": moe,
             "decode_ms_per_token": decode_s * 1e3 / o.decode_tokens as f64,
             "decode_host_share": decode_host_share,
+            "rss_after_load_gib": gib(rss_built),
+            "rss_end_gib": gib(rss_end),
+            "rss_peak_gib": gib(rss_peak),
         })
     );
     Ok(())

@@ -122,13 +122,17 @@ pub fn estimate_memory(config: &Config, dtype: DType, context_tokens: usize) -> 
     let elem = dtype.size_in_bytes() as u64;
     let weight_bytes = counts.total * elem;
     let state_bytes = config.state_bytes(context_tokens, dtype) as u64;
-    // Largest transient buffers: the f32 logits of one position and the
-    // projections of a 512-token prefill chunk, with headroom ×4.
+    // Largest transient buffers: the f32 activations of a 512-token prefill
+    // chunk (the local engine's chunk; logits of its last position only),
+    // ×16 for the temporaries alive at once (the DeltaNet chunk solve,
+    // expert batches, quantized activations), and the f32 logits of one
+    // position ×4. Measured on the bench shape (`docs/benchmarks.md`): the
+    // peak lies 0.14–0.35 GiB above the steady resident size; this gives
+    // 0.32 GiB there.
     let h = config.hidden_size as u64;
-    let widest = (config.num_attention_heads * config.head_dim * 2)
-        .max(config.linear_conv_dim())
-        .max(config.vocab_size) as u64;
-    let scratch_bytes = 4 * (512 * (h + widest) * 4 + config.vocab_size as u64 * 4);
+    let widest =
+        (config.num_attention_heads * config.head_dim * 2).max(config.linear_conv_dim()) as u64;
+    let scratch_bytes = 16 * 512 * (h + widest) * 4 + 4 * config.vocab_size as u64 * 4;
     MemoryEstimate {
         weight_bytes,
         state_bytes,
@@ -137,16 +141,28 @@ pub fn estimate_memory(config: &Config, dtype: DType, context_tokens: usize) -> 
     }
 }
 
-/// Estimates the memory a GGUF model needs in compute dtype `dtype`: the
-/// weights from the file's tensor types (quantized ones as stored), the
-/// decode state and scratch as [`estimate_memory`].
+/// Estimates the memory a GGUF model needs on the CPU in compute dtype
+/// `dtype`: the weights from the file's tensor types as the CPU keeps them
+/// resident ([`Qwen35MoeGguf::weight_bytes`]), the decode state and scratch
+/// as [`estimate_memory`].
 pub fn estimate_memory_gguf(
     gguf: &Qwen35MoeGguf,
     dtype: DType,
     context_tokens: usize,
 ) -> MemoryEstimate {
+    estimate_memory_gguf_on(gguf, dtype, &Device::Cpu, context_tokens)
+}
+
+/// [`estimate_memory_gguf`] on `device` (on a GPU quantized tensors take
+/// their stored size).
+pub fn estimate_memory_gguf_on(
+    gguf: &Qwen35MoeGguf,
+    dtype: DType,
+    device: &Device,
+    context_tokens: usize,
+) -> MemoryEstimate {
     MemoryEstimate {
-        weight_bytes: gguf.weight_bytes(dtype),
+        weight_bytes: gguf.weight_bytes_on(dtype, device),
         ..estimate_memory(gguf.config(), dtype, context_tokens)
     }
 }
@@ -208,7 +224,8 @@ pub fn load_model(dir: &Path, options: &LoadOptions) -> Result<Qwen3_5Moe, LoadE
         let gguf = Qwen35MoeGguf::open(dir)?;
         let dtype = options.dtype.or(gguf.stored_dtype()).unwrap_or(DType::F32);
         if !options.skip_memory_check {
-            let estimate = estimate_memory_gguf(&gguf, dtype, options.context_tokens);
+            let estimate =
+                estimate_memory_gguf_on(&gguf, dtype, &options.device, options.context_tokens);
             ensure_fits(&estimate, dtype, &options.device)?;
         }
         return Qwen3_5Moe::load(gguf.config().clone(), &gguf, dtype, &options.device);

@@ -9,6 +9,9 @@
 //!
 //! - **Per expert**: routing on the host, tokens grouped by expert, one
 //!   matmul pair per chosen expert. Every device and dtype.
+//! - **Indexed** (quantized GGUF experts on CUDA, held as 3-D stacks):
+//!   routing on the device, then candle's indexed MoE kernel
+//!   (`QTensor::indexed_moe_forward`) for every (token, slot) pair at once.
 //! - **Grouped** ([`MoeDispatch::FusedCuda`]): routing on the device
 //!   (`PairRouting`: (token, expert) pairs sorted by expert), then one
 //!   grouped GEMM launch for all experts' gate/up projections and one for
@@ -180,11 +183,67 @@ impl SparseMoe {
             MoeDispatch::FusedCuda if self.experts_are_dense() => {
                 self.routed_grouped(x, FUSED_MOE_MAX_PAIRS, &fused_cuda_grouped_gemm)?
             }
-            _ => self.routed_per_expert(x)?,
+            _ => match self.routed_indexed(x)? {
+                Some(routed) => routed,
+                None => self.routed_per_expert(x)?,
+            },
         };
         let shared = self.shared.forward(x)?;
         let shared_gate = candle_nn::ops::sigmoid(&self.shared_gate.forward(x)?)?;
         routed + shared.broadcast_mul(&shared_gate)?
+    }
+
+    /// Routed experts held as quantized 3-D stacks on a CUDA device
+    /// ([`ExpertWeights::QuantizedStack`]): routing on the device (top-k of
+    /// the f32 softmax, renormalised, rounded to the model dtype as the
+    /// reference does), then candle's indexed MoE kernel for the gate/up
+    /// projections of every (token, slot) pair, SwiGLU, the indexed down
+    /// projections, and the weighted sum over the slots, in f32. `None`
+    /// when the experts are held otherwise.
+    fn routed_indexed(&self, x: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        let stacked = |w: &ExpertWeights| matches!(w, ExpertWeights::QuantizedStack(_));
+        let gate_up_stacked = match &self.gate_up {
+            GateUp::Joined(w) => stacked(w),
+            GateUp::Split { gate, up } => stacked(gate) && stacked(up),
+        };
+        if !gate_up_stacked || !stacked(&self.down) {
+            return Ok(None);
+        }
+        let (t, hidden) = x.dims2()?;
+        let (k, i, dtype) = (self.top_k, self.intermediate, x.dtype());
+        let logits = self.router.forward(x)?;
+        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
+        let ids = probs
+            .arg_sort_last_dim(false)?
+            .narrow(1, 0, k)?
+            .contiguous()?; // [T, k] u32
+        let top_p = probs.contiguous()?.gather(&ids, 1)?;
+        let weights = top_p
+            .broadcast_div(&top_p.sum_keepdim(1)?)?
+            .to_dtype(dtype)?
+            .to_dtype(DType::F32)?; // [T, k]
+        let xs = x
+            .to_dtype(DType::F32)?
+            .reshape((t, 1, hidden))?
+            .contiguous()?;
+        let indexed = |w: &ExpertWeights, input: &Tensor| -> candle_core::Result<Tensor> {
+            w.indexed_forward(input, &ids)?
+                .ok_or_else(|| candle_core::Error::Msg("experts are not an indexed stack".into()))
+        };
+        let (g, u) = match &self.gate_up {
+            GateUp::Joined(w) => {
+                let gate_up = indexed(w, &xs)?; // [T, k, 2I]
+                (gate_up.narrow(2, 0, i)?, gate_up.narrow(2, i, i)?)
+            }
+            GateUp::Split { gate, up } => (indexed(gate, &xs)?, indexed(up, &xs)?),
+        };
+        let act = (candle_nn::ops::silu(&g)? * u)?.contiguous()?; // [T, k, I]
+        let down = indexed(&self.down, &act)?; // [T, k, hidden]
+        let routed = down
+            .broadcast_mul(&weights.unsqueeze(2)?)?
+            .sum(1)?
+            .to_dtype(dtype)?;
+        Ok(Some(routed))
     }
 
     /// Routed experts, one matmul pair per chosen expert; routing on the
@@ -215,7 +274,12 @@ impl SparseMoe {
                 weights_of[e].push(round_to(p[e] / sum, dtype));
             }
         }
-        let mut out = Tensor::zeros_like(x)?;
+        // Each expert's weighted rows are collected and added into the
+        // output once at the end, in expert order (the order the additions
+        // always had), instead of one whole-output `index_add` copy per
+        // expert.
+        let mut rows: Vec<Tensor> = Vec::new();
+        let mut row_tokens: Vec<u32> = Vec::new();
         let i = self.intermediate;
         for (e, toks) in tokens_of.iter().enumerate() {
             if toks.is_empty() {
@@ -241,10 +305,15 @@ impl SparseMoe {
             let w = Tensor::new(weights_of[e].as_slice(), x.device())?
                 .to_dtype(dtype)?
                 .unsqueeze(1)?;
-            let y = y.broadcast_mul(&w)?;
-            out = out.index_add(&idx, &y, 0)?;
+            rows.push(y.broadcast_mul(&w)?);
+            row_tokens.extend_from_slice(toks);
         }
-        Ok(out)
+        let out = Tensor::zeros_like(x)?;
+        if rows.is_empty() {
+            return Ok(out);
+        }
+        let idx = Tensor::new(row_tokens.as_slice(), x.device())?;
+        out.index_add(&idx, &Tensor::cat(&rows, 0)?, 0)
     }
 
     /// Routed experts through a grouped GEMM over all experts at once

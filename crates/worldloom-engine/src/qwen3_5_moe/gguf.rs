@@ -31,7 +31,10 @@ use super::config::{Config, LayerKind, RopeParameters};
 use crate::weights::gguf::{
     GgufFile, is_float_type, quantized_rows_supported, split_part_name, value_as_f64, value_as_u64,
 };
-use crate::weights::{LoadError, SafetensorsWeights, TensorRequest, TensorSource, Weights};
+use crate::weights::{
+    LoadError, QuantizedWeight, SafetensorsWeights, TensorRequest, TensorSource, Weights,
+    quantized_resident_bytes,
+};
 
 /// llama.cpp's name of the architecture (`general.architecture`).
 pub const GGUF_ARCHITECTURE: &str = "qwen35moe";
@@ -714,7 +717,7 @@ pub fn gguf_metadata(
         .rope_parameters
         .as_ref()
         .and_then(|r| r.mrope_section.clone())
-        .unwrap_or_else(|| vec![11, 11, 10]);
+        .unwrap_or_else(|| default_rope_sections(cfg.rotary_dim()));
     let mut sections: Vec<Value> = sections.into_iter().map(|s| Value::I32(s as i32)).collect();
     sections.resize(4, Value::I32(0));
     let mut out: Vec<(String, Value)> = vec![
@@ -804,16 +807,30 @@ impl Qwen35MoeGguf {
         &self.file
     }
 
-    /// Bytes the weights take once loaded for compute dtype `dtype`:
-    /// quantized tensors as stored, float ones converted (vectors stay
-    /// f32, as the model keeps its norms).
+    /// Bytes the weights keep resident once loaded on the CPU for compute
+    /// dtype `dtype`: float tensors converted (vectors stay f32, as the
+    /// model keeps its norms); quantized ones in the form the CPU kernels
+    /// use ([`quantized_resident_bytes`]: the stored blocks, or candle's x86
+    /// Q4_K tiles at 4/3 of them), except the token embedding when the
+    /// model has its own output matrix: only its looked-up rows are read,
+    /// from the file's mapping, so it counts at its stored size.
     pub fn weight_bytes(&self, dtype: DType) -> u64 {
+        self.weight_bytes_on(dtype, &Device::Cpu)
+    }
+
+    /// [`Qwen35MoeGguf::weight_bytes`] on `device`: on a GPU quantized
+    /// tensors take their stored size.
+    pub fn weight_bytes_on(&self, dtype: DType, device: &Device) -> u64 {
+        let tied = self.file.info("output.weight").is_none();
+        let cpu = device.is_cpu();
         self.file
             .tensors()
             .iter()
             .filter(|(name, _)| hf_name(name).is_some())
-            .map(|(_, info)| {
-                if is_float_type(info.dtype) {
+            .map(|(name, info)| {
+                if cpu && !is_float_type(info.dtype) && (tied || name != "token_embd.weight") {
+                    quantized_resident_bytes(info.dtype, &info.shape, info.size_bytes)
+                } else if is_float_type(info.dtype) {
                     let elem = if info.shape.len() <= 1 {
                         4
                     } else {
@@ -896,7 +913,7 @@ impl TensorSource for Qwen35MoeGguf {
         })
     }
 
-    fn quantized(&self, request: &TensorRequest<'_>) -> Result<Option<QTensor>, LoadError> {
+    fn quantized(&self, request: &TensorRequest<'_>) -> Result<Option<QuantizedWeight>, LoadError> {
         let (gguf, m, info) = self.lookup(request)?;
         let row = info.shape.last().copied().unwrap_or(0);
         if is_float_type(info.dtype)
@@ -912,7 +929,7 @@ impl TensorSource for Qwen35MoeGguf {
     fn quantized_experts(
         &self,
         request: &TensorRequest<'_>,
-    ) -> Result<Option<Vec<QTensor>>, LoadError> {
+    ) -> Result<Option<Vec<QuantizedWeight>>, LoadError> {
         let (gguf, _, info) = self.lookup(request)?;
         let row = info.shape.last().copied().unwrap_or(0);
         if is_float_type(info.dtype)
@@ -925,6 +942,24 @@ impl TensorSource for Qwen35MoeGguf {
             .read_qtensor_slices(&gguf, request.device)
             .map(Some)
     }
+}
+
+/// The rope sections written for a config without `mrope_section`: the
+/// rotary pairs (`rotary_dims / 2`) split over the time, height and width
+/// axes as evenly as possible, the first axes taking the remainder —
+/// `[11, 11, 10]` for the released model's 64 rotary dims, `[1, 1, 0]` for
+/// 4, as `transformers` splits the rotary pairs. llama.cpp's rope asserts
+/// that the sections sum to at most the rotated width (`sect_dims <= ne0`),
+/// so its converter's fixed `[11, 11, 10]` (sum 32) breaks every model with
+/// fewer than 32 rotary dims; a split of the pairs always fits and gives
+/// every pair a section of the three text axes. For text all three axes
+/// carry the same position, so any such split computes the same rotation.
+pub fn default_rope_sections(rotary_dims: usize) -> Vec<usize> {
+    let pairs = rotary_dims / 2;
+    let (base, extra) = (pairs / 3, pairs % 3);
+    (0..3)
+        .map(|axis| base + usize::from(axis < extra))
+        .collect()
 }
 
 /// The block type `target` falls back to for a tensor whose rows
@@ -1484,6 +1519,57 @@ mod tests {
         let heads = Tensor::new(&[0f32, 1., 2., 3., 4., 5.], &dev)?;
         let tiled = reorder_v_heads(&heads, VOrder::HeadRows, &cfg, true)?;
         assert_eq!(tiled.to_vec1::<f32>()?, vec![0., 3., 1., 4., 2., 5.]);
+        Ok(())
+    }
+
+    /// The rope sections written without `mrope_section` sum to the rotary
+    /// pairs (within what llama.cpp's rope takes), whatever the head width.
+    #[test]
+    fn rope_sections_fit_the_rotary_dims() -> Result<(), LoadError> {
+        assert_eq!(default_rope_sections(64), vec![11, 11, 10]);
+        assert_eq!(default_rope_sections(4), vec![1, 1, 0]);
+        assert_eq!(default_rope_sections(8), vec![2, 1, 1]);
+        assert_eq!(default_rope_sections(2), vec![1, 0, 0]);
+        let config = |head_dim: usize, sections: &str| {
+            Config::from_json(&format!(
+                r#"{{"vocab_size": 8, "hidden_size": 4, "num_hidden_layers": 1,
+                    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": {head_dim},
+                    "linear_num_key_heads": 2, "linear_num_value_heads": 2,
+                    "linear_key_head_dim": 2, "linear_value_head_dim": 2,
+                    "num_experts": 2, "num_experts_per_tok": 1, "moe_intermediate_size": 4,
+                    "rope_parameters": {{"rope_type": "default", "rope_theta": 1e7,
+                                         "partial_rotary_factor": 0.25 {sections}}}}}"#
+            ))
+            .map_err(|e| LoadError::InvalidConfig {
+                path: "config.json".into(),
+                field: "test".into(),
+                message: e.to_string(),
+            })
+        };
+        let written = |cfg: &Config| -> Result<Vec<i32>, LoadError> {
+            let meta = gguf_metadata(cfg, "t", GgmlDType::F32)?;
+            let Some((_, Value::Array(v))) = meta
+                .iter()
+                .find(|(k, _)| k == &key("rope.dimension_sections"))
+            else {
+                panic!("no rope sections written");
+            };
+            Ok(v.iter()
+                .map(|x| match x {
+                    Value::I32(i) => *i,
+                    other => panic!("section {other:?}"),
+                })
+                .collect())
+        };
+        // The tiny world model's 16-wide heads: 4 rotary dims, 2 pairs.
+        assert_eq!(written(&config(16, "")?)?, vec![1, 1, 0, 0]);
+        // The released model's 256-wide heads: 64 rotary dims.
+        assert_eq!(written(&config(256, "")?)?, vec![11, 11, 10, 0]);
+        // Sections the config gives are written as given.
+        assert_eq!(
+            written(&config(16, r#", "mrope_section": [2, 0, 0]"#)?)?,
+            vec![2, 0, 0, 0]
+        );
         Ok(())
     }
 

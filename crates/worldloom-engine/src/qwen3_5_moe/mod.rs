@@ -218,7 +218,7 @@ impl Qwen3_5Moe {
             vb.pp("model")
         };
         let (h, v) = (config.hidden_size, config.vocab_size);
-        let embed_tokens = text.get_linear("embed_tokens.weight", &[v, h])?;
+        let embed_tokens = text.get_embedding("embed_tokens.weight", &[v, h])?;
         let lm_head = if vb.contains("lm_head.weight") || !config.tie_word_embeddings {
             vb.get_linear("lm_head.weight", &[v, h])?
         } else {

@@ -11,23 +11,25 @@
 //! `token_embd.weight` is `[vocab, hidden]`, `blk.N.ffn_gate_exps.weight`
 //! `[experts, expert_ffn, hidden]`.
 //!
-//! Tensors are read with positioned reads from the open file, one at a
-//! time, so the peak memory while loading is the model plus one tensor.
-//! Every tensor's byte range is checked against its part's length when the
-//! file is opened, so a truncated download is reported before any tensor is
-//! loaded.
+//! Every part is memory-mapped read-only. Quantized tensors for the CPU
+//! stay in the mapping (see [`super::mapped`]: no copy in the process heap);
+//! dense tensors, and quantized ones for a GPU, are copied out of it one
+//! tensor at a time, so the peak memory while loading is the model plus one
+//! tensor. Every tensor's byte range is checked against its part's length
+//! when the file is opened, so a truncated download is reported before any
+//! tensor is loaded.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use candle_core::quantized::gguf_file::{Content, Value};
-use candle_core::quantized::{GgmlDType, QTensor};
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Tensor};
 
 use super::error::LoadError;
+use super::linear::QuantizedWeight;
+use super::mapped::{FileMap, MappedBlocks};
 
 /// The metadata key of the model architecture (`qwen35moe`, `llama`, …).
 pub const ARCHITECTURE_KEY: &str = "general.architecture";
@@ -56,7 +58,7 @@ impl GgufTensorInfo {
 
 struct Part {
     path: PathBuf,
-    file: Mutex<File>,
+    map: FileMap,
 }
 
 /// An open GGUF model: the first part's metadata and every part's tensors.
@@ -238,9 +240,13 @@ impl GgufFile {
             if index == 0 {
                 metadata = content.metadata;
             }
+            let map = FileMap::new(&file).map_err(|source| LoadError::Io {
+                path: part_path.clone(),
+                source,
+            })?;
             parts.push(Part {
                 path: part_path.clone(),
-                file: Mutex::new(file),
+                map,
             });
         }
         Ok(Self {
@@ -293,37 +299,73 @@ impl GgufFile {
             })
     }
 
-    /// Reads `len` bytes at `start` (relative to tensor `name`'s data).
-    fn read_bytes(&self, name: &str, start: u64, len: usize) -> Result<Vec<u8>, LoadError> {
+    /// The mapped bytes `start..start + len` (relative to tensor `name`'s
+    /// data), with the part's mapping and the absolute offset.
+    fn mapped(
+        &self,
+        name: &str,
+        start: u64,
+        len: usize,
+    ) -> Result<(&FileMap, usize, &[u8]), LoadError> {
         let info = self.info_or_missing(name)?;
         let part = &self.parts[info.part];
-        let io = |source| LoadError::Io {
-            path: part.path.clone(),
-            source,
+        let bytes = usize::try_from(info.offset + start)
+            .ok()
+            .and_then(|from| Some((from, part.map.bytes().get(from..from.checked_add(len)?)?)));
+        let Some((from, bytes)) = bytes else {
+            return Err(LoadError::BadGguf {
+                path: part.path.clone(),
+                message: format!("tensor `{name}` lies past the end of the file"),
+            });
         };
-        let mut bytes = vec![0u8; len];
-        let mut file = part.file.lock().unwrap_or_else(|e| e.into_inner());
-        file.seek(SeekFrom::Start(info.offset + start))
-            .map_err(io)?;
-        file.read_exact(&mut bytes).map_err(io)?;
-        Ok(bytes)
+        Ok((&part.map, from, bytes))
     }
 
-    /// Tensor `name` as stored (its block type), on `device`.
+    /// Tensor `name` as stored (its block type), on `device`. On the CPU the
+    /// blocks stay in the file's mapping ([`MappedBlocks`]; a tensor whose
+    /// bytes are misaligned for its block type is copied instead), settled on
+    /// first use ([`QuantizedWeight`]); elsewhere they are copied to the
+    /// device.
     ///
     /// # Errors
-    /// [`LoadError::MissingTensor`] naming the file, [`LoadError::Io`],
+    /// [`LoadError::MissingTensor`] naming the file, [`LoadError::BadGguf`],
     /// [`LoadError::Tensor`].
-    pub fn read_qtensor(&self, name: &str, device: &Device) -> Result<QTensor, LoadError> {
+    pub fn read_qtensor(&self, name: &str, device: &Device) -> Result<QuantizedWeight, LoadError> {
         let info = self.info_or_missing(name)?;
-        let bytes = self.read_bytes(name, 0, info.size_bytes as usize)?;
-        candle_core::quantized::ggml_file::qtensor_from_ggml(
-            info.dtype,
-            &bytes,
+        self.qtensor_at(
+            name,
+            0,
+            info.size_bytes as usize,
             info.shape.clone(),
             device,
         )
-        .map_err(LoadError::tensor(name))
+    }
+
+    /// The `len` bytes at `start` of tensor `name`'s data as a quantized
+    /// tensor of `shape`, as [`GgufFile::read_qtensor`] does.
+    fn qtensor_at(
+        &self,
+        name: &str,
+        start: u64,
+        len: usize,
+        shape: Vec<usize>,
+        device: &Device,
+    ) -> Result<QuantizedWeight, LoadError> {
+        let info = self.info_or_missing(name)?;
+        let (map, from, bytes) = self.mapped(name, start, len)?;
+        let wrap = LoadError::tensor(name);
+        if device.is_cpu()
+            && let Some(blocks) = MappedBlocks::new(map, from, len, info.dtype)
+        {
+            let range = blocks.range();
+            let q = QTensor::new(QStorage::Cpu(Box::new(blocks)), shape).map_err(&wrap)?;
+            return Ok(QuantizedWeight::mapped(q, range));
+        }
+        let q =
+            candle_core::quantized::ggml_file::qtensor_from_ggml(info.dtype, bytes, shape, device)
+                .map_err(wrap)?;
+        map.release(from, len);
+        Ok(QuantizedWeight::new(q))
     }
 
     /// The stacked tensor `name` [E, …] as one quantized tensor per entry of
@@ -336,7 +378,7 @@ impl GgufFile {
         &self,
         name: &str,
         device: &Device,
-    ) -> Result<Vec<QTensor>, LoadError> {
+    ) -> Result<Vec<QuantizedWeight>, LoadError> {
         let info = self.info_or_missing(name)?.clone();
         let Some((&count, inner)) = info.shape.split_first() else {
             return Err(LoadError::BadGguf {
@@ -358,14 +400,13 @@ impl GgufFile {
         let slice_bytes = dtype_bytes(info.dtype, inner_elems);
         (0..count)
             .map(|i| {
-                let bytes = self.read_bytes(name, i as u64 * slice_bytes, slice_bytes as usize)?;
-                candle_core::quantized::ggml_file::qtensor_from_ggml(
-                    info.dtype,
-                    &bytes,
+                self.qtensor_at(
+                    name,
+                    i as u64 * slice_bytes,
+                    slice_bytes as usize,
                     inner.to_vec(),
                     device,
                 )
-                .map_err(LoadError::tensor(name))
             })
             .collect()
     }
@@ -384,16 +425,23 @@ impl GgufFile {
     ) -> Result<Tensor, LoadError> {
         let info = self.info_or_missing(name)?;
         let wrap = LoadError::tensor(name);
+        let len = info.size_bytes as usize;
+        let (map, from, bytes) = self.mapped(name, 0, len)?;
         let tensor = match float_dtype(info.dtype) {
             Some(stored) => {
-                let bytes = self.read_bytes(name, 0, info.size_bytes as usize)?;
-                Tensor::from_raw_buffer(&bytes, stored, &info.shape, &Device::Cpu).map_err(&wrap)?
+                Tensor::from_raw_buffer(bytes, stored, &info.shape, &Device::Cpu).map_err(&wrap)?
             }
-            None => self
-                .read_qtensor(name, &Device::Cpu)?
-                .dequantize(&Device::Cpu)
-                .map_err(&wrap)?,
+            None => candle_core::quantized::ggml_file::qtensor_from_ggml(
+                info.dtype,
+                bytes,
+                info.shape.clone(),
+                &Device::Cpu,
+            )
+            .and_then(|q| q.dequantize(&Device::Cpu))
+            .map_err(&wrap)?,
         };
+        // Copied out: the file's pages need not stay in the resident set.
+        map.release(from, len);
         tensor
             .to_dtype(dtype)
             .and_then(|t| t.to_device(device))
@@ -460,6 +508,105 @@ mod tests {
     use super::*;
     use candle_core::quantized::gguf_file;
 
+    /// Quantized weights read from the file's mapping (prepared: repacked
+    /// by candle where it does, pages released) multiply as candle's own
+    /// in-memory tensors do, for one row (decode), a few rows and more than
+    /// 31 rows (Q6_K on its stored blocks, Q4_K in chunks), and look up
+    /// embedding rows exactly.
+    #[test]
+    fn mapped_weights_multiply_as_owned_ones() -> Result<(), LoadError> {
+        use crate::weights::linear::{LinearWeight, QuantizedWeight};
+        let dev = Device::Cpu;
+        let wrap = LoadError::tensor("test");
+        let types = [
+            GgmlDType::Q8_0,
+            GgmlDType::Q4K,
+            GgmlDType::Q6K,
+            GgmlDType::Q5_0,
+        ];
+        let owned: Vec<QTensor> = types
+            .iter()
+            .map(|&t| {
+                let w = Tensor::randn(0f32, 1.0, (48, 512), &dev)?;
+                QTensor::quantize(&w, t)
+            })
+            .collect::<candle_core::Result<_>>()
+            .map_err(&wrap)?;
+        let tmp = tempfile::tempdir().map_err(|source| LoadError::Io {
+            path: "tmp".into(),
+            source,
+        })?;
+        let path = tmp.path().join("weights.gguf");
+        let mut out = File::create(&path).map_err(|source| LoadError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let names: Vec<String> = types.iter().map(|t| dtype_name(*t).to_string()).collect();
+        let tensors: Vec<(&str, &QTensor)> = names.iter().map(|n| n.as_str()).zip(&owned).collect();
+        let arch = Value::String("test".into());
+        gguf_file::write(&mut out, &[(ARCHITECTURE_KEY, &arch)], &tensors).map_err(&wrap)?;
+        drop(out);
+        let file = GgufFile::open(&path)?;
+        for (name, q) in &tensors {
+            let mapped = LinearWeight::Quantized(file.read_qtensor(name, &dev)?);
+            if let LinearWeight::Quantized(w) = &mapped {
+                w.prepare().map_err(&wrap)?;
+            }
+            let dense = LinearWeight::Dense(q.dequantize(&dev).map_err(&wrap)?);
+            let reference = LinearWeight::Quantized(QuantizedWeight::new(
+                candle_core::quantized::ggml_file::qtensor_from_ggml(
+                    q.dtype(),
+                    &q.data().map_err(&wrap)?,
+                    vec![48, 512],
+                    &dev,
+                )
+                .map_err(&wrap)?,
+            ));
+            for rows in [1, 5, 40] {
+                let x = Tensor::randn(0f32, 1.0, (rows, 512), &dev).map_err(&wrap)?;
+                let got = mapped.forward(&x).map_err(&wrap)?;
+                let want = dense.forward(&x).map_err(&wrap)?;
+                let scale = want
+                    .abs()
+                    .and_then(|a| a.flatten_all())
+                    .and_then(|a| a.max(0))
+                    .and_then(|a| a.to_scalar::<f32>())
+                    .map_err(&wrap)?;
+                let diff = (got.clone() - want)
+                    .and_then(|d| d.abs())
+                    .and_then(|d| d.flatten_all())
+                    .and_then(|d| d.max(0))
+                    .and_then(|d| d.to_scalar::<f32>())
+                    .map_err(&wrap)?;
+                // The input is quantized to 8 bits, as llama.cpp does.
+                assert!(
+                    diff <= 0.03 * scale,
+                    "{name}, {rows} rows: {diff} of {scale}"
+                );
+                if rows == 1 {
+                    // One row takes the same kernel as candle's own tensor.
+                    let same = (got - reference.forward(&x).map_err(&wrap)?)
+                        .and_then(|d| d.abs())
+                        .and_then(|d| d.flatten_all())
+                        .and_then(|d| d.max(0))
+                        .and_then(|d| d.to_scalar::<f32>())
+                        .map_err(&wrap)?;
+                    assert_eq!(same, 0.0, "{name}: one row");
+                }
+            }
+            let ids = Tensor::new(&[0u32, 47, 3], &dev).map_err(&wrap)?;
+            let rows = (mapped.rows(&ids, DType::F32).map_err(&wrap)?
+                - dense.rows(&ids, DType::F32).map_err(&wrap)?)
+            .and_then(|d| d.abs())
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .map_err(&wrap)?;
+            assert_eq!(rows, 0.0, "{name}: embedding rows");
+        }
+        Ok(())
+    }
+
     /// Each expert slice of a 3-D K-quant tensor is that expert's rows,
     /// byte for byte; dense reads and the type table follow the stored
     /// types; split names parse.
@@ -497,8 +644,8 @@ mod tests {
         let slices = file.read_qtensor_slices("stack", &dev)?;
         assert_eq!(slices.len(), 3);
         for (e, slice) in slices.iter().enumerate() {
-            assert_eq!(slice.shape().dims(), &[4, 256]);
-            let got = slice.dequantize(&dev).map_err(&wrap)?;
+            assert_eq!(slice.tensor().shape().dims(), &[4, 256]);
+            let got = slice.tensor().dequantize(&dev).map_err(&wrap)?;
             let want = full.get(e).map_err(&wrap)?;
             let diff = (got - want)
                 .and_then(|d| d.abs())

@@ -1,12 +1,11 @@
 //! [`Weights`]: the prefixed handle a model reads its tensors through.
 
-use std::sync::Arc;
-
 use candle_core::{DType, Device, Tensor};
 
 use super::error::LoadError;
 use super::linear::{ExpertWeights, LinearWeight};
 use super::source::{TensorRequest, TensorSource};
+use candle_core::quantized::GgmlDType;
 
 /// A prefixed handle on a [`TensorSource`]: name prefix, compute dtype and
 /// device travel together (candle-nn's `VarBuilder` pattern).
@@ -94,7 +93,24 @@ impl<'a> Weights<'a> {
     ///
     /// # Errors
     /// See [`TensorSource::tensor`].
+    /// A quantized weight is made ready for its matmuls now
+    /// ([`QuantizedWeight::prepare`]), so the first tokens do not pay for
+    /// it.
     pub fn get_linear(&self, name: &str, shape: &[usize]) -> Result<LinearWeight, LoadError> {
+        let weight = self.get_embedding(name, shape)?;
+        if let LinearWeight::Quantized(q) = &weight {
+            q.prepare().map_err(self.error(name))?;
+        }
+        Ok(weight)
+    }
+
+    /// An embedding table `name` [vocab, hidden]: as [`Weights::get_linear`]
+    /// but left as stored, since only the looked-up rows are read (prepared
+    /// on its first matmul if it is also the output projection).
+    ///
+    /// # Errors
+    /// See [`TensorSource::tensor`].
+    pub fn get_embedding(&self, name: &str, shape: &[usize]) -> Result<LinearWeight, LoadError> {
         let request = TensorRequest {
             name: &self.path(name),
             shape,
@@ -102,7 +118,7 @@ impl<'a> Weights<'a> {
             device: &self.device,
         };
         match self.source.quantized(&request)? {
-            Some(q) => Ok(LinearWeight::Quantized(Arc::new(q))),
+            Some(q) => Ok(LinearWeight::Quantized(q)),
             None => Ok(LinearWeight::Dense(self.get(name, shape)?)),
         }
     }
@@ -121,10 +137,20 @@ impl<'a> Weights<'a> {
             dtype: self.dtype,
             device: &self.device,
         };
+        // On CUDA the stack stays one 3-D tensor for the indexed kernel.
+        if self.device.is_cuda()
+            && let Some(q) = self.source.quantized(&request)?
+            && indexed_moe_supports(q.tensor().dtype())
+        {
+            return Ok(ExpertWeights::QuantizedStack(q));
+        }
         match self.source.quantized_experts(&request)? {
-            Some(v) => Ok(ExpertWeights::Quantized(
-                v.into_iter().map(Arc::new).collect(),
-            )),
+            Some(v) => {
+                for q in &v {
+                    q.prepare().map_err(self.error(name))?;
+                }
+                Ok(ExpertWeights::Quantized(v))
+            }
             None => Ok(ExpertWeights::Dense(self.get(name, shape)?)),
         }
     }
@@ -158,6 +184,20 @@ impl<'a> Weights<'a> {
             source,
         }
     }
+}
+
+/// The block types candle's CUDA indexed MoE kernel takes
+/// (`QTensor::indexed_moe_forward`).
+fn indexed_moe_supports(dtype: GgmlDType) -> bool {
+    matches!(
+        dtype,
+        GgmlDType::Q8_0
+            | GgmlDType::Q2K
+            | GgmlDType::Q3K
+            | GgmlDType::Q4K
+            | GgmlDType::Q5K
+            | GgmlDType::Q6K
+    )
 }
 
 #[cfg(test)]

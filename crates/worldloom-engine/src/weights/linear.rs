@@ -1,12 +1,68 @@
 //! [`LinearWeight`]: a projection's weight, dense or quantized, and
 //! [`ExpertWeights`]: a stack of expert projections, dense or quantized.
 
-use std::sync::Arc;
+use std::sync::{Arc, Once, OnceLock};
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Module, Tensor};
 
+use super::mapped::{MappedRange, matmul_stored_blocks, settle_for_cpu};
 use crate::kernels::linear;
+
+/// A quantized weight [out, in] (or one expert's) as loaded: candle's
+/// tensor and, when its blocks stay in a GGUF file's mapping, their byte
+/// range. On its first matmul on the CPU the weight is settled
+/// (`mapped::settle_for_cpu`): where candle computes on a repacked copy,
+/// that copy is built and the mapped pages released, so one form of the
+/// weight stays resident. Clones share the tensor and the settling.
+#[derive(Debug, Clone)]
+pub struct QuantizedWeight {
+    tensor: Arc<QTensor>,
+    mapped: Option<MappedRange>,
+    settled: Arc<Once>,
+}
+
+impl QuantizedWeight {
+    /// A quantized tensor held in its own storage (no file mapping).
+    pub fn new(tensor: QTensor) -> Self {
+        Self {
+            tensor: Arc::new(tensor),
+            mapped: None,
+            settled: Arc::new(Once::new()),
+        }
+    }
+
+    /// A CPU tensor whose blocks are `range` of a file mapping.
+    pub(crate) fn mapped(tensor: QTensor, range: MappedRange) -> Self {
+        Self {
+            mapped: Some(range),
+            ..Self::new(tensor)
+        }
+    }
+
+    /// candle's tensor.
+    pub fn tensor(&self) -> &Arc<QTensor> {
+        &self.tensor
+    }
+
+    /// Makes a weight whose blocks are in a file mapping ready for its CPU
+    /// matmuls, once (later calls return at once): where candle computes on
+    /// a repacked copy, the copy is built and the mapped pages released
+    /// (`mapped::settle_for_cpu`). Called by the loader for projections and
+    /// experts, and before the first matmul otherwise.
+    ///
+    /// # Errors
+    /// candle's errors from the preparing matmul.
+    pub fn prepare(&self) -> candle_core::Result<()> {
+        let Some(range) = &self.mapped else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        self.settled
+            .call_once(|| result = settle_for_cpu(&self.tensor, range));
+        result
+    }
+}
 
 /// The weight `w` [out, in] of a projection `x @ wᵀ`: a dense tensor in
 /// the compute dtype (through the crate's dense kernel) or a quantized
@@ -18,7 +74,7 @@ pub enum LinearWeight {
     /// A quantized tensor [out, in] (Q8_0, Q4_K, …): the input is widened
     /// to f32, multiplied by candle's quantized kernels, and the f32 output
     /// cast back to the input's dtype.
-    Quantized(Arc<QTensor>),
+    Quantized(QuantizedWeight),
 }
 
 impl LinearWeight {
@@ -32,8 +88,7 @@ impl LinearWeight {
             Self::Quantized(q) => {
                 let dtype = x.dtype();
                 let x32 = x.to_dtype(DType::F32)?.contiguous()?;
-                let y = QMatMul::QTensor(q.clone()).forward(&x32)?;
-                y.to_dtype(dtype)
+                quantized_forward(q, &x32)?.to_dtype(dtype)
             }
         }
     }
@@ -47,7 +102,7 @@ impl LinearWeight {
     pub fn rows(&self, ids: &Tensor, dtype: DType) -> candle_core::Result<Tensor> {
         match self {
             Self::Dense(w) => w.index_select(ids, 0)?.to_dtype(dtype),
-            Self::Quantized(q) => q.embedding(ids)?.to_dtype(dtype),
+            Self::Quantized(q) => q.tensor.embedding(ids)?.to_dtype(dtype),
         }
     }
 
@@ -55,7 +110,7 @@ impl LinearWeight {
     pub fn dims(&self) -> &[usize] {
         match self {
             Self::Dense(w) => w.dims(),
-            Self::Quantized(q) => q.shape().dims(),
+            Self::Quantized(q) => q.tensor.shape().dims(),
         }
     }
 
@@ -63,9 +118,73 @@ impl LinearWeight {
     pub fn quantized_type(&self) -> Option<GgmlDType> {
         match self {
             Self::Dense(_) => None,
-            Self::Quantized(q) => Some(q.dtype()),
+            Self::Quantized(q) => Some(q.tensor.dtype()),
         }
     }
+}
+
+/// Most input rows candle's x86 Q4_K matmul takes on its VNNI tiles; from
+/// 32 rows on it builds a second repacked copy of the weight for AMX
+/// (2.2 × the stored blocks, next to the VNNI copy's 1.33 ×).
+const Q4K_MAX_TILE_ROWS: usize = 31;
+
+/// Whether the CPU reports AMX tiles with int8 products (Linux
+/// `/proc/cpuinfo` flags `amx_tile` and `amx_int8`), the condition under
+/// which candle may take its AMX Q4_K path (it also asks Linux for the tile
+/// state; candle uses AMX on Linux only).
+fn cpu_reports_amx() -> bool {
+    static AMX: OnceLock<bool> = OnceLock::new();
+    *AMX.get_or_init(|| {
+        std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|info| {
+            info.lines()
+                .find(|l| l.starts_with("flags"))
+                .is_some_and(|flags| {
+                    let has = |w: &str| flags.split_whitespace().any(|f| f == w);
+                    has("amx_tile") && has("amx_int8")
+                })
+        })
+    })
+}
+
+/// `x @ wᵀ` for `x` [T, in] f32 and a quantized `w`, on the CPU in the form
+/// that keeps one resident copy of `w`:
+/// - Q6_K with more than one row runs on the stored blocks
+///   ([`matmul_stored_blocks`]): candle would otherwise build a repacked
+///   copy (1.5 × the blocks) for prefill while decode keeps reading the
+///   blocks, so both would stay resident;
+/// - Q4_K on a CPU with AMX runs in chunks of at most
+///   [`Q4K_MAX_TILE_ROWS`] rows, on the one repacked copy decode uses (see
+///   `mapped::settle_for_cpu`), at some prefill speed (one weight read per
+///   chunk);
+/// - everything else (and every other device) through candle's `QMatMul`.
+fn quantized_forward(w: &QuantizedWeight, x: &Tensor) -> candle_core::Result<Tensor> {
+    let q = &w.tensor;
+    let rows = x.dims().first().copied().unwrap_or(0);
+    if x.device().is_cpu() {
+        w.prepare()?;
+    }
+    if x.device().is_cpu() && x.rank() == 2 {
+        match q.dtype() {
+            GgmlDType::Q6K if rows > 1 => {
+                if let Some(y) = matmul_stored_blocks(q, x)? {
+                    return Ok(y);
+                }
+            }
+            GgmlDType::Q4K if rows > Q4K_MAX_TILE_ROWS && cpu_reports_amx() => {
+                let qm = QMatMul::QTensor(q.clone());
+                let mut parts = Vec::with_capacity(rows.div_ceil(Q4K_MAX_TILE_ROWS));
+                let mut start = 0;
+                while start < rows {
+                    let len = Q4K_MAX_TILE_ROWS.min(rows - start);
+                    parts.push(qm.forward(&x.narrow(0, start, len)?.contiguous()?)?);
+                    start += len;
+                }
+                return Tensor::cat(&parts, 0);
+            }
+            _ => {}
+        }
+    }
+    QMatMul::QTensor(q.clone()).forward(x)
 }
 
 /// Experts of one MoE layer for one projection, `[E, out, in]`.
@@ -75,7 +194,11 @@ pub enum ExpertWeights {
     Dense(Tensor),
     /// One quantized [out, in] tensor per expert (each a block-aligned byte
     /// range of the file's 3-D tensor, read on its own).
-    Quantized(Vec<Arc<QTensor>>),
+    Quantized(Vec<QuantizedWeight>),
+    /// One quantized [E, out, in] tensor for all experts, on a CUDA device:
+    /// multiplied for every (token, expert) pair at once by candle's
+    /// indexed MoE kernel ([`ExpertWeights::indexed_forward`]).
+    QuantizedStack(QuantizedWeight),
 }
 
 impl ExpertWeights {
@@ -84,6 +207,7 @@ impl ExpertWeights {
         match self {
             Self::Dense(t) => t.dims().first().copied().unwrap_or(0),
             Self::Quantized(v) => v.len(),
+            Self::QuantizedStack(q) => q.tensor.shape().dims().first().copied().unwrap_or(0),
         }
     }
 
@@ -104,6 +228,26 @@ impl ExpertWeights {
                 .cloned()
                 .map(LinearWeight::Quantized)
                 .ok_or_else(|| candle_core::Error::Msg(format!("no expert {e}"))),
+            Self::QuantizedStack(_) => candle_core::bail!(
+                "expert {e} is part of a quantized stack: use the indexed MoE dispatch"
+            ),
+        }
+    }
+
+    /// For a [`ExpertWeights::QuantizedStack`]: every (token, slot) pair's
+    /// expert applied to its input, `x` [T, 1 or k, in] f32 (one row per
+    /// token, or one per pair), `ids` [T, k] u32 expert ids; gives
+    /// [T, k, out] f32. candle's `QTensor::indexed_moe_forward` (CUDA;
+    /// Q8_0, Q2_K…Q6_K). `None` for the other variants.
+    ///
+    /// # Errors
+    /// candle's errors (an unsupported block type among them).
+    pub fn indexed_forward(&self, x: &Tensor, ids: &Tensor) -> candle_core::Result<Option<Tensor>> {
+        match self {
+            Self::QuantizedStack(q) if q.tensor.device().is_cuda() => {
+                q.tensor.indexed_moe_forward(x, ids).map(Some)
+            }
+            _ => Ok(None),
         }
     }
 }
@@ -138,7 +282,7 @@ mod tests {
         ] {
             let q = QTensor::quantize(&w, dtype)?;
             let dense = LinearWeight::Dense(q.dequantize(&dev)?);
-            let quant = LinearWeight::Quantized(Arc::new(q));
+            let quant = LinearWeight::Quantized(QuantizedWeight::new(q));
             let (a, b) = (dense.forward(&x)?, quant.forward(&x)?);
             let scale = a.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             let diff = max_abs_diff(&a, &b);

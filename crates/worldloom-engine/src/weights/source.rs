@@ -1,10 +1,10 @@
 //! [`TensorSource`]: the trait a weight format implements, and the
 //! [`TensorRequest`] a model sends it.
 
-use candle_core::quantized::QTensor;
 use candle_core::{DType, Device, Tensor};
 
 use super::error::LoadError;
+use super::linear::QuantizedWeight;
 
 /// What a model asks a [`TensorSource`] for.
 #[derive(Debug, Clone, Copy)]
@@ -46,7 +46,7 @@ pub trait TensorSource {
     ///
     /// # Errors
     /// As [`TensorSource::tensor`].
-    fn quantized(&self, request: &TensorRequest<'_>) -> Result<Option<QTensor>, LoadError> {
+    fn quantized(&self, request: &TensorRequest<'_>) -> Result<Option<QuantizedWeight>, LoadError> {
         let _ = request;
         Ok(None)
     }
@@ -61,7 +61,7 @@ pub trait TensorSource {
     fn quantized_experts(
         &self,
         request: &TensorRequest<'_>,
-    ) -> Result<Option<Vec<QTensor>>, LoadError> {
+    ) -> Result<Option<Vec<QuantizedWeight>>, LoadError> {
         let _ = request;
         Ok(None)
     }
