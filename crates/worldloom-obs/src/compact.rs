@@ -262,6 +262,15 @@ impl CompactBuilder {
         Ok(())
     }
 
+    /// Sets the end of node `i`'s source span (a streaming reader knows it
+    /// only when the element closes): `end`, or the span's start when
+    /// `end` is before it. Nothing happens when `i` has no span.
+    pub(crate) fn set_span_end(&mut self, i: usize, end: usize) {
+        if let Some(span) = self.records.get_mut(i).and_then(|r| r.span.as_mut()) {
+            span.end_byte = end.max(span.start_byte);
+        }
+    }
+
     /// The tree of the nodes pushed, with the tree-wide fields of
     /// [`UiTree`].
     pub fn finish(

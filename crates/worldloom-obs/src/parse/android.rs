@@ -5,10 +5,11 @@
 //! selected bounds="[l,t][r,b]">` elements (format: AOSP
 //! `AccessibilityNodeInfoDumper`).
 
-use super::text::{WarningSink, sanitize_xml};
+use super::text::{Decoded, WarningSink, sanitize_xml};
+use super::xml_stream::{self, Event, Unsupported};
 use super::{ParseError, ParseWarning, Parsed, WarningKind, xml};
 use crate::compact::{CompactBuilder, CompactParseError, CompactTree};
-use crate::tree::{Attribute, BoundsPx, UiNode, UiTree};
+use crate::tree::{Attribute, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Parses a uiautomator dump.
@@ -39,15 +40,35 @@ pub fn parse_android_xml(input: &[u8]) -> Result<Parsed, ParseError> {
 }
 
 /// Parses a uiautomator dump straight into a [`CompactTree`], never holding
-/// the whole tree as [`UiNode`]s: each node is copied into the compact form
-/// as soon as it is read. The tree is the one [`parse_android_xml`] gives
-/// ([`CompactTree::to_tree`] equals it), with the same warnings and errors.
+/// the whole tree as [`UiNode`]s nor the whole document: a streaming reader
+/// hands each element over as its start tag is read, and the node goes into
+/// the compact form at once. The tree is the one [`parse_android_xml`]
+/// gives ([`CompactTree::to_tree`] equals it), with the same warnings and
+/// errors.
+///
+/// The streaming reader reads the plain XML dump tools write (see
+/// `parse/xml_stream.rs` for the exact subset). Any input outside it (a
+/// syntax error, CDATA, namespaces, entities other than the predefined
+/// ones, carriage returns…) is parsed by the document parser instead, as
+/// [`parse_android_xml`] does, so its errors (line and column), repairs and
+/// warnings are those of that parser; such an input costs the document's
+/// memory again.
 ///
 /// Errors: as [`parse_android_xml`], and [`CompactParseError::Compact`]
 /// when the tree does not fit the compact form's `u32` offsets.
 pub fn parse_android_xml_compact(
     input: &[u8],
 ) -> Result<(CompactTree, Vec<ParseWarning>), CompactParseError> {
+    let mut decoded = sanitize_xml(input);
+    let mut sink = WarningSink::default();
+    xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink)?;
+    if let Ok(read) = stream_android_xml(&decoded, sink) {
+        let (tree, warnings) = read?;
+        return Ok((tree, warnings));
+    }
+    // Outside what the streaming reader reads exactly as the document parser
+    // does: the document parser gives the tree, or its errors and repairs.
+    drop(decoded);
     let mut builder = CompactBuilder::default();
     let mut failed = None;
     let warnings = read_android_xml(input, |node| {
@@ -62,6 +83,80 @@ pub fn parse_android_xml_compact(
     }
     let tree = builder.finish(Representation::AndroidXml, None, false);
     Ok((tree, warnings))
+}
+
+/// The streaming half of [`parse_android_xml_compact`]: reads the prepared
+/// dump with [`xml_stream::read_elements`], each element made into a node
+/// as its start tag is read (as [`xml::build_nodes`] does from the
+/// document) and pushed into the compact builder. `sink` holds the warnings
+/// of the preparation.
+///
+/// Errors: [`Unsupported`] when the input is outside the streaming reader's
+/// subset (nothing is returned of the partial read); otherwise the compact
+/// builder's result.
+fn stream_android_xml(
+    decoded: &Decoded<'_>,
+    mut sink: WarningSink,
+) -> Result<Result<(CompactTree, Vec<ParseWarning>), CompactParseError>, Unsupported> {
+    let mut builder = CompactBuilder::default();
+    let mut failed = None;
+    // Our ids of the open elements, innermost last.
+    let mut open: Vec<u32> = Vec::new();
+    let mut count: u32 = 0;
+    xml_stream::read_elements(&decoded.text, |event| match event {
+        Event::Start {
+            at,
+            name: tag,
+            attributes,
+        } => {
+            let id = NodeId(count);
+            count = count.saturating_add(1);
+            let parent = open.last().copied().map(NodeId);
+            let depth = u32::try_from(open.len()).unwrap_or(u32::MAX);
+            let start = decoded.map.original(at);
+            let mut node = UiNode {
+                id,
+                parent,
+                children: Vec::new(),
+                depth,
+                role: tag.to_string(),
+                name: String::new(),
+                value: None,
+                key: None,
+                attributes,
+                states: NodeStates::default(),
+                bounds_px: None,
+                span: Some(SourceSpan {
+                    start_byte: start,
+                    // Set when the element closes.
+                    end_byte: start,
+                    line: decoded.lines.line(start),
+                }),
+                synthetic: false,
+            };
+            fill(&mut node, tag, &mut sink);
+            open.push(id.0);
+            if failed.is_none()
+                && let Err(e) = builder.push(node)
+            {
+                failed = Some(e);
+            }
+        }
+        Event::End { at } => {
+            if let Some(id) = open.pop()
+                && failed.is_none()
+            {
+                builder.set_span_end(id as usize, decoded.map.original(at));
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Ok(Err(e.into()));
+    }
+    let tree = builder.finish(Representation::AndroidXml, None, false);
+    let mut warnings = decoded.warnings.clone();
+    warnings.extend(sink.finish());
+    Ok(Ok((tree, warnings)))
 }
 
 /// Reads a uiautomator dump, handing each node (in pre-order, without its
@@ -89,58 +184,7 @@ fn read_android_xml(
                     value: a.value().to_string(),
                 })
                 .collect();
-            if node.tag_name().name() != "node" {
-                return;
-            }
-            let get = |k: &str| node.attribute(k).unwrap_or("");
-            let is_true = |k: &str| node.attribute(k) == Some("true");
-            let class = get("class");
-            if !class.is_empty() {
-                n.role = class.to_string();
-            }
-            let text = get("text");
-            n.name = if text.is_empty() {
-                get("content-desc").to_string()
-            } else {
-                text.to_string()
-            };
-            let editable = class.contains("EditText") || class.contains("AutoCompleteTextView");
-            if editable {
-                n.value = Some(text.to_string());
-                n.states.editable = Some(true);
-            }
-            let rid = get("resource-id");
-            if !rid.is_empty() {
-                n.key = Some(rid.to_string());
-            }
-            if is_true("checkable") || is_true("checked") {
-                n.states.checked = Some(is_true("checked"));
-            }
-            if is_true("focusable") || is_true("focused") {
-                n.states.focused = Some(is_true("focused"));
-            }
-            if is_true("selected") {
-                n.states.selected = Some(true);
-            }
-            let interactive =
-                is_true("clickable") || is_true("focusable") || is_true("checkable") || editable;
-            if interactive || node.attribute("enabled") == Some("false") {
-                n.states.enabled = Some(node.attribute("enabled") != Some("false"));
-            }
-            if let Some(b) = node.attribute("bounds") {
-                match parse_bounds(b) {
-                    Some(bounds) => n.bounds_px = Some(bounds),
-                    None => {
-                        let span = n.span;
-                        sink.push(
-                            WarningKind::Malformed,
-                            span.map(|s| s.line).unwrap_or(0),
-                            span.map(|s| s.start_byte).unwrap_or(0),
-                            format!("bounds {b:?} is not `[l,t][r,b]`; left out"),
-                        );
-                    }
-                }
-            }
+            fill(n, node.tag_name().name(), &mut sink);
         },
         emit,
     );
@@ -148,6 +192,82 @@ fn read_android_xml(
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
     Ok(warnings)
+}
+
+/// Sets role, name, value, key, states and bounds of a uiautomator `node`
+/// element from its attributes (already in `n.attributes`); other elements
+/// (`hierarchy`) keep their tag as role.
+fn fill(n: &mut UiNode, tag: &str, sink: &mut WarningSink) {
+    if tag != "node" {
+        return;
+    }
+    let attribute = |k: &str| {
+        n.attributes
+            .iter()
+            .find(|a| a.name == k)
+            .map(|a| a.value.as_str())
+    };
+    let get = |k: &str| attribute(k).unwrap_or("");
+    let is_true = |k: &str| attribute(k) == Some("true");
+    let class = get("class");
+    let role = (!class.is_empty()).then(|| class.to_string());
+    let text = get("text");
+    let name = if text.is_empty() {
+        get("content-desc").to_string()
+    } else {
+        text.to_string()
+    };
+    let editable = class.contains("EditText") || class.contains("AutoCompleteTextView");
+    let value = editable.then(|| text.to_string());
+    let rid = get("resource-id");
+    let key = (!rid.is_empty()).then(|| rid.to_string());
+    let mut states = n.states.clone();
+    if editable {
+        states.editable = Some(true);
+    }
+    if is_true("checkable") || is_true("checked") {
+        states.checked = Some(is_true("checked"));
+    }
+    if is_true("focusable") || is_true("focused") {
+        states.focused = Some(is_true("focused"));
+    }
+    if is_true("selected") {
+        states.selected = Some(true);
+    }
+    let interactive =
+        is_true("clickable") || is_true("focusable") || is_true("checkable") || editable;
+    if interactive || attribute("enabled") == Some("false") {
+        states.enabled = Some(attribute("enabled") != Some("false"));
+    }
+    let mut bounds = None;
+    if let Some(b) = attribute("bounds") {
+        match parse_bounds(b) {
+            Some(parsed) => bounds = Some(parsed),
+            None => {
+                let span = n.span;
+                sink.push(
+                    WarningKind::Malformed,
+                    span.map(|s| s.line).unwrap_or(0),
+                    span.map(|s| s.start_byte).unwrap_or(0),
+                    format!("bounds {b:?} is not `[l,t][r,b]`; left out"),
+                );
+            }
+        }
+    }
+    if let Some(role) = role {
+        n.role = role;
+    }
+    n.name = name;
+    if value.is_some() {
+        n.value = value;
+    }
+    if key.is_some() {
+        n.key = key;
+    }
+    n.states = states;
+    if bounds.is_some() {
+        n.bounds_px = bounds;
+    }
 }
 
 /// Parses `[l,t][r,b]` (integers, possibly negative, spaces tolerated).
@@ -168,6 +288,237 @@ pub(crate) fn parse_bounds(s: &str) -> Option<BoundsPx> {
 mod tests {
     use super::*;
     use crate::tree::BoundsAnomaly;
+
+    const DUMP: &str = "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<hierarchy rotation=\"0\">\n  <!-- a comment -->\n  <node index=\"0\" text=\"Line one&#10;line two &amp; &lt;three&gt; &quot;q&quot; &apos;a&apos; &#x1F600;\" resource-id=\"app:id/t\" class=\"android.widget.TextView\" package=\"app\" content-desc=\"\" checkable=\"false\" clickable=\"true\" enabled=\"true\" bounds=\"[0,0][100,50]\">\n    <node index=\"0\" text=\"tab\there\" class=\"android.widget.EditText\" package=\"app\" focusable=\"true\" focused=\"true\" enabled=\"true\" bounds=\"[0,0][10,10]\" />\n    <node index=\"1\" text='single' class=\"android.widget.Button\" package=\"app\" enabled=\"false\" bounds=\"[1,2]\"></node >\n  </node>\n</hierarchy>\n";
+
+    /// Both paths of `parse_android_xml_compact` (and the tree parser) give
+    /// the same result for `input`; returns whether the streaming reader
+    /// read it (rather than handing it to the document parser).
+    fn same_both_ways(input: &[u8]) -> bool {
+        let want = parse_android_xml(input);
+        let got = parse_android_xml_compact(input);
+        match (&want, &got) {
+            (Ok(parsed), Ok((compact, warnings))) => {
+                assert_eq!(
+                    &compact.to_tree(),
+                    &parsed.tree,
+                    "{:?}",
+                    String::from_utf8_lossy(input)
+                );
+                assert_eq!(
+                    warnings,
+                    &parsed.warnings,
+                    "{:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+            (Err(e), Err(g)) => {
+                assert_eq!(
+                    g,
+                    &CompactParseError::Parse(e.clone()),
+                    "{:?}",
+                    String::from_utf8_lossy(input)
+                );
+            }
+            _ => panic!(
+                "{:?}: tree parser {want:?}, compact {got:?}",
+                String::from_utf8_lossy(input)
+            ),
+        }
+        let mut decoded = sanitize_xml(input);
+        let mut sink = WarningSink::default();
+        xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink).is_ok()
+            && stream_android_xml(&decoded, sink).is_ok()
+    }
+
+    #[test]
+    fn a_plain_dump_streams_and_equals_the_document_parse() {
+        // Declaration, comments, indentation, character and entity
+        // references, a raw tab in a value, single quotes, an empty element,
+        // a malformed `bounds` warning, spans of nested elements.
+        assert!(same_both_ways(DUMP.as_bytes()));
+        let tree = parse_android_xml(DUMP.as_bytes()).unwrap().tree;
+        assert_eq!(
+            tree.nodes[1].name,
+            "Line one\nline two & <three> \"q\" 'a' \u{1F600}"
+        );
+        assert_eq!(tree.nodes[2].value.as_deref(), Some("tab here"));
+        // Repairs before the reader (bytes that are not UTF-8, text after
+        // the root) keep the stream.
+        let mut odd = DUMP.replace("single", "sin\u{1}gle").into_bytes();
+        let at = DUMP.find("Line one").unwrap();
+        odd.splice(at..at, [0xED, 0xA0, 0xBD]);
+        odd.extend_from_slice(b"UI hierchary dumped to: /dev/tty\n");
+        assert!(same_both_ways(&odd));
+        let warnings = parse_android_xml_compact(&odd).unwrap().1;
+        assert!(warnings.iter().any(|w| w.kind == WarningKind::TrailingText));
+        assert!(warnings.iter().any(|w| w.kind == WarningKind::Malformed));
+    }
+
+    #[test]
+    fn malformed_dumps_give_the_document_parsers_errors_and_warnings() {
+        for (what, input) in [
+            ("unclosed tag", "<hierarchy><node class=\"a\"></hierarchy>"),
+            ("unclosed root", "<hierarchy><node class=\"a\"/>"),
+            ("mismatched end", "<hierarchy><node></nod></hierarchy>"),
+            (
+                "unknown entity",
+                "<hierarchy><node text=\"&nbsp;\"/></hierarchy>",
+            ),
+            (
+                "malformed entity",
+                "<hierarchy><node text=\"a & b\"/></hierarchy>",
+            ),
+            ("entity in text", "<hierarchy>&bogus;<node/></hierarchy>"),
+            (
+                "bad char ref",
+                "<hierarchy><node text=\"&#0;\"/></hierarchy>",
+            ),
+            (
+                "upper X ref",
+                "<hierarchy><node text=\"&#X41;\"/></hierarchy>",
+            ),
+            (
+                "text after root",
+                "<hierarchy><node/></hierarchy>trailing words",
+            ),
+            (
+                "element after root",
+                "<hierarchy><node/></hierarchy><node/>",
+            ),
+            ("second root", "<hierarchy/><hierarchy/>"),
+            ("text before root", "junk <hierarchy><node/></hierarchy>"),
+            (
+                "duplicate attribute",
+                "<hierarchy><node a=\"1\" a=\"2\"/></hierarchy>",
+            ),
+            (
+                "no space between attributes",
+                "<hierarchy><node a=\"1\"b=\"2\"/></hierarchy>",
+            ),
+            ("unquoted value", "<hierarchy><node a=1/></hierarchy>"),
+            ("lt in value", "<hierarchy><node a=\"<\"/></hierarchy>"),
+            (
+                "namespace",
+                "<hierarchy xmlns:x=\"u\"><x:node x:a=\"1\"/></hierarchy>",
+            ),
+            (
+                "default namespace",
+                "<hierarchy xmlns=\"u\"><node/></hierarchy>",
+            ),
+            ("unbound prefix", "<hierarchy><x:node/></hierarchy>"),
+            (
+                "doctype",
+                "<!DOCTYPE h [<!ENTITY e \"x\">]><hierarchy a=\"&e;\"/>",
+            ),
+            ("cdata", "<hierarchy><![CDATA[x]]><node/></hierarchy>"),
+            (
+                "processing instruction",
+                "<hierarchy><?pi x?><node/></hierarchy>",
+            ),
+            (
+                "double dash comment",
+                "<hierarchy><!-- a -- b --><node/></hierarchy>",
+            ),
+            (
+                "crlf",
+                "<hierarchy>\r\n<node text=\"a\r\nb\"/>\r\n</hierarchy>\r\n",
+            ),
+            ("cdata end in text", "<hierarchy>]]><node/></hierarchy>"),
+            ("odd declaration", "<?xml version=\"1.1\"?><hierarchy/>"),
+            ("late declaration", "  <?xml version=\"1.0\"?><hierarchy/>"),
+            ("non-ascii name", "<hierarchy><nöde/></hierarchy>"),
+            ("empty", ""),
+            ("no tag", "ERROR: could not get idle state."),
+            ("cut short", "<hierarchy><node class=\"a\" text=\"unfin"),
+        ] {
+            // Equality with the document parser is asserted inside.
+            let streamed = same_both_ways(input.as_bytes());
+            // Only what the preparation repairs streams (text before or after
+            // the root and a late declaration are blanked, a reference to a
+            // character XML forbids becomes U+FFFD); the rest falls back.
+            let repaired = matches!(
+                what,
+                "text after root"
+                    | "element after root"
+                    | "text before root"
+                    | "late declaration"
+                    | "bad char ref"
+            );
+            assert_eq!(streamed, repaired, "{what}");
+        }
+        // The errors keep the document parser's line and column.
+        let err = parse_android_xml_compact(b"<hierarchy>\n  <node a=\"&nbsp;\"/>\n</hierarchy>")
+            .unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                CompactParseError::Parse(ParseError::Syntax { line: 2, .. })
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn edits_anywhere_in_a_dump_read_the_same_both_ways() {
+        // Every kind of damage at many places: each input either streams to
+        // the document parser's result or falls back to it.
+        const PIECES: [&str; 26] = [
+            "<",
+            ">",
+            "&",
+            "&amp;",
+            "&#10;",
+            "&#xD83D;",
+            "\"",
+            "'",
+            "/",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "--",
+            "<!--x-->",
+            "]]>",
+            ":",
+            "=",
+            "<a/>",
+            "</node>",
+            "&bogus;",
+            "&#0;",
+            "é",
+            "xmlns=\"u\" ",
+            "<![CDATA[x]]>",
+            "\u{FFFE}",
+        ];
+        let base = DUMP.as_bytes();
+        let mut seed: u64 = 0x5eed;
+        let mut next = |n: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) as usize) % n
+        };
+        let mut streamed = 0;
+        for _ in 0..4000 {
+            let mut input = base.to_vec();
+            for _ in 0..1 + next(2) {
+                let at = next(input.len() + 1);
+                if next(4) == 0 {
+                    let len = next(8).min(input.len() - at.min(input.len()));
+                    input.drain(at..at + len);
+                } else {
+                    let piece = PIECES[next(PIECES.len())].as_bytes();
+                    input.splice(at..at, piece.iter().copied());
+                }
+            }
+            if same_both_ways(&input) {
+                streamed += 1;
+            }
+        }
+        // Many edits (in text, comments, values) keep the input plain.
+        assert!(streamed > 100, "{streamed} streamed");
+    }
 
     #[test]
     fn negative_bounds_are_kept_and_flagged() {

@@ -13,6 +13,7 @@ mod os_table;
 mod os_xml;
 pub(crate) mod text;
 mod xml;
+mod xml_stream;
 
 use serde::{Deserialize, Serialize};
 use worldloom_core::domain::Representation;
