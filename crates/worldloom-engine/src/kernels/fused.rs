@@ -590,15 +590,6 @@ pub(crate) struct RouterTopK {
     pub(crate) weight_dtype: DType,
 }
 
-/// Round-to-dtype code the CUDA kernel takes: 0 none, 1 bf16, 2 f16.
-pub(crate) fn round_mode(dtype: DType) -> i32 {
-    match dtype {
-        DType::BF16 => 1,
-        DType::F16 => 2,
-        _ => 0,
-    }
-}
-
 fn round_weight(x: f32, dtype: DType) -> f32 {
     match dtype {
         DType::BF16 => rnd::<bf16>(x),

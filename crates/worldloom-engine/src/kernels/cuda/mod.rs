@@ -21,7 +21,6 @@ use half::{bf16, f16};
 
 use super::fused::{
     GDN_L2_EPS, GatedRmsNorm, GdnDecodeStep, RmsNormScaled, RouterTopK, SampleCandidates,
-    round_mode,
 };
 
 /// The fused kernels' PTX, built from `src/kernels/cuda/fused.cu`.
@@ -48,6 +47,15 @@ pub(crate) fn new_device(ordinal: usize) -> candle_core::Result<Device> {
         unsafe { cuda.disable_event_tracking() };
     }
     Ok(device)
+}
+
+/// Round-to-dtype code the CUDA kernel takes: 0 none, 1 bf16, 2 f16.
+fn round_mode(dtype: DType) -> i32 {
+    match dtype {
+        DType::BF16 => 1,
+        DType::F16 => 2,
+        _ => 0,
+    }
 }
 
 fn view<'a, T: CudaDType>(
