@@ -246,8 +246,7 @@ impl SparseMoe {
         let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
         let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
         if fused {
-            let (ids, weights) =
-                crate::kernels::fused::router_top_k(&logits, self.top_k, dtype)?;
+            let (ids, weights) = crate::kernels::fused::router_top_k(&logits, self.top_k, dtype)?;
             let ids: Vec<Vec<u32>> = ids.to_vec2()?;
             let weights: Vec<Vec<f32>> = weights.to_vec2()?;
             for (tok, (ids, weights)) in ids.iter().zip(&weights).enumerate() {
@@ -619,8 +618,7 @@ mod tests {
             assert!(scale > 0.1, "routed output is not trivially small: {scale}");
             for max_pairs in [FUSED_MOE_MAX_PAIRS, 9, 1] {
                 for fused_router in [false, true] {
-                    let got =
-                        moe.routed_grouped(&x, max_pairs, &grouped_gemm_cpu, fused_router)?;
+                    let got = moe.routed_grouped(&x, max_pairs, &grouped_gemm_cpu, fused_router)?;
                     assert_eq!(got.dims(), &[t, 32]);
                     // f32 rounding of differently blocked matmuls, relative
                     // to the output's scale (a routing mistake is of that
@@ -635,7 +633,10 @@ mod tests {
             }
             let fused = moe.routed_per_expert(&x, true)?;
             let diff = max_abs_diff(&fused, &want);
-            assert!(diff <= 1e-6 * scale, "T={t} per expert, fused router: {diff}");
+            assert!(
+                diff <= 1e-6 * scale,
+                "T={t} per expert, fused router: {diff}"
+            );
         }
         Ok(())
     }
@@ -653,7 +654,11 @@ mod tests {
                 let (got_tokens, got_weights) = moe.host_routing(&x, true)?;
                 assert_eq!(got_tokens, want_tokens, "{dtype:?} T={t}");
                 assert_eq!(want_tokens.iter().map(Vec::len).sum::<usize>(), 4 * t);
-                for (g, w) in got_weights.iter().flatten().zip(want_weights.iter().flatten()) {
+                for (g, w) in got_weights
+                    .iter()
+                    .flatten()
+                    .zip(want_weights.iter().flatten())
+                {
                     assert!((g - w).abs() <= 1e-6, "{dtype:?} T={t}: {g} vs {w}");
                 }
             }

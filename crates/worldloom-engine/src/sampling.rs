@@ -1103,8 +1103,8 @@ mod tests {
             let (mut host, mut device) = (make(), make());
             for step in 0..40 {
                 let logits = awkward_logits(5000, step);
-                let tensor = Tensor::new(logits.as_slice(), &candle_core::Device::Cpu)
-                    .expect("tensor");
+                let tensor =
+                    Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
                 let want = host.sample(&logits).expect("host");
                 let got = device.sample_tensor(&tensor).expect("tensor");
                 assert_eq!(got.id, want.id, "config {c} step {step}");
@@ -1120,11 +1120,14 @@ mod tests {
         // Greedy picks the lower id of a tie among the best, skipping
         // NaN and +inf.
         let mut greedy = Sampler::new(0.0, 0, 1.0, 0).expect("greedy");
-        let logits = Tensor::new(&[1.0f32, f32::NAN, 3.0, f32::INFINITY, 3.0], &candle_core::Device::Cpu)
-            .expect("tensor");
+        let logits = Tensor::new(
+            &[1.0f32, f32::NAN, 3.0, f32::INFINITY, 3.0],
+            &candle_core::Device::Cpu,
+        )
+        .expect("tensor");
         assert_eq!(greedy.sample_tensor(&logits).expect("sample").id, 2);
-        let none = Tensor::new(&[f32::NAN, f32::NEG_INFINITY], &candle_core::Device::Cpu)
-            .expect("tensor");
+        let none =
+            Tensor::new(&[f32::NAN, f32::NEG_INFINITY], &candle_core::Device::Cpu).expect("tensor");
         assert!(greedy.sample_tensor(&none).is_err());
     }
 
@@ -1134,8 +1137,7 @@ mod tests {
     fn tensor_top_logprobs_equal_host_top_logprobs() {
         for n in [1, 5, 20, 64, 100] {
             let logits = awkward_logits(3000, n as u64);
-            let tensor =
-                Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
+            let tensor = Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
             let want = top_logprobs(&logits, n).expect("host");
             let got = top_logprobs_tensor(&tensor, n).expect("tensor");
             assert_eq!(got.len(), want.len());

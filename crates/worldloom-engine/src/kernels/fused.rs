@@ -573,10 +573,9 @@ pub(crate) fn router_top_k(
     if k == 0 || k > e {
         candle_core::bail!("router_top_k: k = {k} for {e} experts");
     }
-    let packed = logits.contiguous()?.apply_op1_no_bwd(&RouterTopK {
-        k,
-        weight_dtype,
-    })?; // f32 [T, 2k]
+    let packed = logits
+        .contiguous()?
+        .apply_op1_no_bwd(&RouterTopK { k, weight_dtype })?; // f32 [T, 2k]
     let ids = packed.narrow(1, 0, k)?.to_dtype(DType::U32)?;
     let weights = packed.narrow(1, k, k)?.contiguous()?;
     debug_assert_eq!(ids.dims(), &[t, k]);
@@ -628,7 +627,10 @@ impl RouterTopK {
         let mut out = Vec::with_capacity(logits.len() / e * 2 * k);
         let mut p = vec![0f32; e];
         for row in logits.chunks_exact(e) {
-            let m = row.iter().map(|x| x.to_f()).fold(f32::NEG_INFINITY, f32::max);
+            let m = row
+                .iter()
+                .map(|x| x.to_f())
+                .fold(f32::NEG_INFINITY, f32::max);
             let mut s = 0f32;
             for (pi, x) in p.iter_mut().zip(row) {
                 *pi = (x.to_f() - m).exp();
@@ -718,7 +720,11 @@ pub(crate) fn sample_candidates(
     temperature: f32,
 ) -> candle_core::Result<Candidates> {
     let v = logits.dims1()?;
-    if logits.dtype() != DType::F32 || k == 0 || temperature.is_nan() || temperature <= 0.0 || v >= 1 << 24
+    if logits.dtype() != DType::F32
+        || k == 0
+        || temperature.is_nan()
+        || temperature <= 0.0
+        || v >= 1 << 24
     {
         candle_core::bail!(
             "sample_candidates: f32 [V < 2^24] logits, k > 0 and temperature > 0 expected \
@@ -812,5 +818,213 @@ impl CustomOp1 for SampleCandidates {
         l1: &Layout,
     ) -> candle_core::Result<(candle_core::CudaStorage, Shape)> {
         super::cuda::sample_candidates(self, s1, l1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The CUDA twins against the CPU implementations, on the device named
+    //! by `WORLDLOOM_TEST_DEVICE` when it is a CUDA device (skipped
+    //! otherwise). The CPU implementations themselves are tested against
+    //! the unfused path beside their callers (`qwen3_5_moe::norm`,
+    //! `qwen3_5_moe::deltanet`, `moe`, `sampling`).
+    use super::*;
+    use candle_core::Device;
+
+    fn cuda_test_device() -> Option<Device> {
+        let spec = std::env::var("WORLDLOOM_TEST_DEVICE").unwrap_or_default();
+        if spec == "cpu-self" {
+            // Checks these tests' own plumbing: the CPU against itself.
+            return Some(Device::Cpu);
+        }
+        if !spec.starts_with("cuda") {
+            eprintln!("no CUDA test device (WORLDLOOM_TEST_DEVICE={spec:?}): skipped");
+            return None;
+        }
+        Some(crate::loading::parse_device(&spec).expect("WORLDLOOM_TEST_DEVICE"))
+    }
+
+    fn randn(shape: &[usize], std: f32, dtype: DType) -> Tensor {
+        Tensor::randn(0f32, std, shape, &Device::Cpu)
+            .and_then(|t| t.to_dtype(dtype))
+            .expect("randn")
+    }
+
+    fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
+        let f = |t: &Tensor| {
+            t.to_device(&Device::Cpu)
+                .and_then(|t| t.to_dtype(DType::F32))
+                .and_then(|t| t.flatten_all())
+                .expect("f32")
+        };
+        let (a, b) = (f(a), f(b));
+        let scale = b
+            .abs()
+            .and_then(|t| t.max(0))
+            .and_then(|t| t.to_scalar::<f32>())
+            .expect("scale");
+        let d = (a - b)
+            .and_then(|t| t.abs())
+            .and_then(|t| t.max(0))
+            .and_then(|t| t.to_scalar::<f32>())
+            .expect("diff");
+        d / scale.max(1e-30)
+    }
+
+    /// Tolerance of CUDA vs CPU: f32 differ in summation order and in the
+    /// last bits of expf; bf16/f16 outputs then by at most a rounding.
+    fn tol(dtype: DType) -> f32 {
+        match dtype {
+            DType::F32 => 2e-5,
+            DType::F16 => 2e-3,
+            _ => 1e-2,
+        }
+    }
+
+    const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
+
+    #[test]
+    fn cuda_rms_norms_match_cpu() -> candle_core::Result<()> {
+        let Some(dev) = cuda_test_device() else {
+            return Ok(());
+        };
+        for dtype in DTYPES {
+            for (rows, dim) in [(3, 2048), (5, 256), (2, 100)] {
+                let x = randn(&[rows, dim], 1.5, dtype);
+                let scale = (randn(&[dim], 0.3, DType::F32) + 1.0)?;
+                let want = rms_norm_scaled(&x, &scale, 1e-6)?;
+                let got = rms_norm_scaled(&x.to_device(&dev)?, &scale.to_device(&dev)?, 1e-6)?;
+                let d = rel_diff(&got, &want);
+                assert!(d <= tol(dtype), "rms {dtype:?} {rows}x{dim}: {d}");
+            }
+            let o = randn(&[6, 128], 1.0, DType::F32);
+            let z = randn(&[6, 128], 1.0, dtype);
+            let w = (randn(&[128], 0.2, DType::F32) + 1.0)?.to_dtype(dtype)?;
+            let want = gated_rms_norm(&o, &z, &w, 1e-6)?;
+            let got = gated_rms_norm(
+                &o.to_device(&dev)?,
+                &z.to_device(&dev)?,
+                &w.to_device(&dev)?,
+                1e-6,
+            )?;
+            let d = rel_diff(&got, &want);
+            assert!(d <= tol(dtype), "gated {dtype:?}: {d}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn cuda_gdn_decode_step_matches_cpu() -> candle_core::Result<()> {
+        let Some(dev) = cuda_test_device() else {
+            return Ok(());
+        };
+        let shapes = [
+            // The released model's widths, and a small odd one.
+            GdnDims {
+                n_k: 16,
+                n_v: 32,
+                d_k: 128,
+                d_v: 128,
+                kernel: 4,
+                tiled: false,
+            },
+            GdnDims {
+                n_k: 2,
+                n_v: 4,
+                d_k: 16,
+                d_v: 12,
+                kernel: 4,
+                tiled: true,
+            },
+        ];
+        for dtype in DTYPES {
+            for dims in shapes {
+                let c = dims.conv_dim();
+                let (n_v, d_k, d_v) = (dims.n_v, dims.d_k, dims.d_v);
+                let padded = randn(&[dims.kernel, c], 1.0, dtype);
+                let taps = randn(&[dims.kernel, c], 0.5, dtype);
+                let z = randn(&[n_v * d_v], 1.0, dtype);
+                let b = randn(&[n_v], 1.0, dtype);
+                let a = randn(&[n_v], 1.0, dtype);
+                let neg_a = randn(&[n_v], 0.5, DType::F32).exp()?.neg()?;
+                let dt_bias = randn(&[n_v], 0.5, DType::F32);
+                let w = (randn(&[d_v], 0.2, DType::F32) + 1.0)?.to_dtype(dtype)?;
+                let state = randn(&[n_v, d_k, d_v], 0.1, DType::F32);
+                let on = |t: &Tensor, d: &Device| t.to_device(d).expect("to device");
+                let run = |d: &Device| {
+                    let (taps, z, b, a) = (on(&taps, d), on(&z, d), on(&b, d), on(&a, d));
+                    let (neg_a, dt_bias, w, state) =
+                        (on(&neg_a, d), on(&dt_bias, d), on(&w, d), on(&state, d));
+                    let inputs = GdnStepInputs {
+                        taps: &taps,
+                        z: &z,
+                        b: &b,
+                        a: &a,
+                        neg_a: &neg_a,
+                        dt_bias: &dt_bias,
+                        norm_weight: &w,
+                        state: &state,
+                    };
+                    gdn_decode_step(&on(&padded, d), &inputs, dims, 1e-6)
+                };
+                let (want_out, want_state) = run(&Device::Cpu)?;
+                let (got_out, got_state) = run(&dev)?;
+                let d = rel_diff(&got_out, &want_out);
+                assert!(d <= tol(dtype), "{dtype:?} {dims:?}: output {d}");
+                let d = rel_diff(&got_state, &want_state);
+                assert!(d <= 2e-5, "{dtype:?} {dims:?}: state {d}");
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn cuda_router_top_k_matches_cpu() -> candle_core::Result<()> {
+        let Some(dev) = cuda_test_device() else {
+            return Ok(());
+        };
+        for dtype in DTYPES {
+            let logits = randn(&[5, 256], 2.0, dtype);
+            let (want_ids, want_w) = router_top_k(&logits, 8, dtype)?;
+            let (got_ids, got_w) = router_top_k(&logits.to_device(&dev)?, 8, dtype)?;
+            assert_eq!(
+                got_ids.to_vec2::<u32>()?,
+                want_ids.to_vec2::<u32>()?,
+                "{dtype:?}"
+            );
+            let d = rel_diff(&got_w, &want_w);
+            assert!(d <= tol(dtype), "{dtype:?}: weights {d}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn cuda_sample_candidates_match_cpu() -> candle_core::Result<()> {
+        let Some(dev) = cuda_test_device() else {
+            return Ok(());
+        };
+        let v = 248_320;
+        let mut logits: Vec<f32> = randn(&[v], 3.0, DType::F32).to_vec1()?;
+        for (i, x) in logits.iter_mut().enumerate() {
+            match i % 1001 {
+                3 => *x = f32::NEG_INFINITY,
+                5 => *x = f32::NAN,
+                7 => *x = f32::INFINITY,
+                _ => {}
+            }
+        }
+        logits[1000] = 20.0;
+        logits[200_000] = 20.0; // a tie for the best
+        let cpu = Tensor::new(logits.as_slice(), &Device::Cpu)?;
+        let gpu = cpu.to_device(&dev)?;
+        for (k, temperature) in [(1, 1.0), (20, 0.7), (64, 1.3)] {
+            let want = sample_candidates(&cpu, k, temperature)?;
+            let got = sample_candidates(&gpu, k, temperature)?;
+            assert_eq!(got.scaled, want.scaled, "k={k}");
+            assert_eq!(got.raw, want.raw, "k={k}");
+            assert_eq!(got.max, want.max, "k={k}");
+            assert!((got.log_sum - want.log_sum).abs() <= 1e-5, "k={k}");
+        }
+        Ok(())
     }
 }

@@ -204,8 +204,9 @@ impl GatedDeltaNet {
         let z = z.reshape((t, n_v, d_v))?;
         if fused {
             let out = out.transpose(0, 1)?; // [T, n_v, d_v] f32
-            let gated = crate::kernels::fused::gated_rms_norm(&out, &z, &self.norm_weight, self.eps)?
-                .reshape((t, n_v * d_v))?;
+            let gated =
+                crate::kernels::fused::gated_rms_norm(&out, &z, &self.norm_weight, self.eps)?
+                    .reshape((t, n_v * d_v))?;
             return self.out_proj.forward(&gated);
         }
         let out = out.transpose(0, 1)?.to_dtype(dtype)?; // [T, n_v, d_v]
@@ -254,8 +255,7 @@ impl GatedDeltaNet {
             norm_weight: &self.norm_weight,
             state: &state.recurrent,
         };
-        let (gated, recurrent) =
-            gdn_decode_step(&padded, &inputs, self.fused_dims(), self.eps)?;
+        let (gated, recurrent) = gdn_decode_step(&padded, &inputs, self.fused_dims(), self.eps)?;
         state.conv = padded.narrow(0, 1, self.kernel - 1)?.contiguous()?;
         state.recurrent = recurrent;
         self.out_proj.forward(&gated.reshape((1, n_vd))?)
@@ -464,8 +464,14 @@ mod tests {
     }
 
     fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
-        let a = a.to_dtype(DType::F32).and_then(|t| t.flatten_all()).expect("a");
-        let b = b.to_dtype(DType::F32).and_then(|t| t.flatten_all()).expect("b");
+        let a = a
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("a");
+        let b = b
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("b");
         let scale = b
             .abs()
             .and_then(|t| t.max(0))

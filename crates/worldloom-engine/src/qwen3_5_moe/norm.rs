@@ -55,9 +55,19 @@ mod tests {
     use candle_core::Device;
 
     fn max_rel_diff(a: &Tensor, b: &Tensor) -> f32 {
-        let a = a.to_dtype(DType::F32).and_then(|t| t.flatten_all()).expect("a");
-        let b = b.to_dtype(DType::F32).and_then(|t| t.flatten_all()).expect("b");
-        let scale = b.abs().and_then(|t| t.max(0)).and_then(|t| t.to_scalar::<f32>()).expect("s");
+        let a = a
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("a");
+        let b = b
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("b");
+        let scale = b
+            .abs()
+            .and_then(|t| t.max(0))
+            .and_then(|t| t.to_scalar::<f32>())
+            .expect("s");
         let d = (a - b)
             .and_then(|t| t.abs())
             .and_then(|t| t.max(0))

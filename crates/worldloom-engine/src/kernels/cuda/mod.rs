@@ -285,7 +285,10 @@ pub(crate) fn gdn_decode_step(
         other => candle_core::bail!("gdn_decode_step: unsupported dtype {other:?}"),
     };
     let d = op.dims;
-    Ok((out, Shape::from_dims(&[d.n_v * d.d_v + d.n_v * d.d_k * d.d_v])))
+    Ok((
+        out,
+        Shape::from_dims(&[d.n_v * d.d_v + d.n_v * d.d_k * d.d_v]),
+    ))
 }
 
 pub(crate) fn router_top_k(
