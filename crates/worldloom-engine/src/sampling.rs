@@ -268,8 +268,9 @@ impl Sampler {
     }
 
     /// As [`Sampler::sample`], from logits `[vocab]` f32 on any device,
-    /// with the same tokens for the same seed. Greedy decoding, and
-    /// sampling with a top-k of at most [`DEVICE_SAMPLING_MAX_K`], select
+    /// with the same tokens for the same seed. Off the CPU, greedy
+    /// decoding and sampling with a top-k of at most
+    /// [`DEVICE_SAMPLING_MAX_K`] select
     /// the candidates where the logits are (on a GPU: two kernels) and copy
     /// back only them and the log-softmax normaliser (`3k + 2` values);
     /// penalties over generated tokens, top-k 0 (whole-vocabulary top-p)
@@ -282,7 +283,19 @@ impl Sampler {
     /// [`SamplingError::BadLogits`] for logits that are not an f32 vector
     /// or have no finite value.
     pub fn sample_tensor(&mut self, logits: &Tensor) -> Result<SampledToken, SamplingError> {
-        let Some((k, temperature)) = self.device_selection() else {
+        // On the CPU the host path is the faster one (no copy to speak of,
+        // a partial sort instead of k selection passes).
+        self.sample_selected(logits, !logits.device().is_cpu())
+    }
+
+    /// [`Sampler::sample_tensor`], selecting candidates with the fused op
+    /// wherever the logits are when `select` (tests run it on the CPU).
+    fn sample_selected(
+        &mut self,
+        logits: &Tensor,
+        select: bool,
+    ) -> Result<SampledToken, SamplingError> {
+        let Some((k, temperature)) = self.device_selection().filter(|_| select) else {
             let host: Vec<f32> = logits.to_vec1().map_err(bad_logits)?;
             return self.sample(&host);
         };
@@ -419,8 +432,8 @@ pub fn top_logprobs(logits: &[f32], n: usize) -> Result<Vec<(u32, f32)>, Samplin
     Ok(finite)
 }
 
-/// As [`top_logprobs`], from logits `[vocab]` f32 on any device: for `n`
-/// up to [`DEVICE_SAMPLING_MAX_K`] only the `n` best and the normaliser
+/// As [`top_logprobs`], from logits `[vocab]` f32 on any device: off the
+/// CPU, for `n` up to [`DEVICE_SAMPLING_MAX_K`], only the `n` best and the normaliser
 /// leave the device (the log-probabilities may differ from
 /// [`top_logprobs`]'s in the last digits, see [`Sampler::sample_tensor`]);
 /// otherwise the logits are copied to the host.
@@ -432,7 +445,17 @@ pub fn top_logprobs_tensor(logits: &Tensor, n: usize) -> Result<Vec<(u32, f32)>,
     if n == 0 {
         return Ok(Vec::new());
     }
-    if n > DEVICE_SAMPLING_MAX_K {
+    top_logprobs_selected(logits, n, !logits.device().is_cpu())
+}
+
+/// [`top_logprobs_tensor`], selecting with the fused op wherever the logits
+/// are when `select`.
+fn top_logprobs_selected(
+    logits: &Tensor,
+    n: usize,
+    select: bool,
+) -> Result<Vec<(u32, f32)>, SamplingError> {
+    if n > DEVICE_SAMPLING_MAX_K || !select {
         let host: Vec<f32> = logits.to_vec1().map_err(bad_logits)?;
         return top_logprobs(&host, n);
     }
@@ -1106,7 +1129,7 @@ mod tests {
                 let tensor =
                     Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
                 let want = host.sample(&logits).expect("host");
-                let got = device.sample_tensor(&tensor).expect("tensor");
+                let got = device.sample_selected(&tensor, true).expect("tensor");
                 assert_eq!(got.id, want.id, "config {c} step {step}");
                 assert_eq!(got.sampling_logprob, want.sampling_logprob, "config {c}");
                 assert!(
@@ -1125,9 +1148,10 @@ mod tests {
             &candle_core::Device::Cpu,
         )
         .expect("tensor");
-        assert_eq!(greedy.sample_tensor(&logits).expect("sample").id, 2);
+        assert_eq!(greedy.sample_selected(&logits, true).expect("sample").id, 2);
         let none =
             Tensor::new(&[f32::NAN, f32::NEG_INFINITY], &candle_core::Device::Cpu).expect("tensor");
+        assert!(greedy.sample_selected(&none, true).is_err());
         assert!(greedy.sample_tensor(&none).is_err());
     }
 
@@ -1139,7 +1163,8 @@ mod tests {
             let logits = awkward_logits(3000, n as u64);
             let tensor = Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
             let want = top_logprobs(&logits, n).expect("host");
-            let got = top_logprobs_tensor(&tensor, n).expect("tensor");
+            let got = top_logprobs_selected(&tensor, n, true).expect("tensor");
+            assert_eq!(top_logprobs_tensor(&tensor, n).expect("host"), want);
             assert_eq!(got.len(), want.len());
             for ((gi, gl), (wi, wl)) in got.iter().zip(&want) {
                 assert_eq!(gi, wi, "n={n}");
