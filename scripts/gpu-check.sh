@@ -15,8 +15,9 @@
 # with a stub libcuda.so (the driver API's symbols, from cudarc's bindings;
 # soname libcuda.so.1, replaced by the real driver at run time), and builds
 # the engine's lib tests, the parity tests and the bench binary with
-# CUDA_COMPUTE_CAP=90. The stripped binaries go to gpu-bundle/ (ignored by
-# git; carry it to the GPU machine: about 40 MB).
+# CUDA_COMPUTE_CAP=90. The stripped binaries go to gpu-bundle/bins.tar.xz
+# (gpu-bundle/ is ignored by git; carry it to the GPU machine, where the
+# working tree and carried paths together may not pass 64 MiB).
 #
 # run needs the NVIDIA driver and the CUDA 13 runtime libraries (libcublas,
 # libcudart, libcublasLt, libcurand, libnvrtc; found under /usr/local/cuda*, or in the
@@ -123,8 +124,15 @@ if missing:
 EOF
   for f in "$bundle"/*; do
     strip --strip-debug "$f"
-    chmod +x "$f"
   done
+  # The embedded PTX of candle's kernels is text: xz takes the bundle well
+  # under the 64 MiB a GPU machine's working tree may carry.
+  (cd "$bundle" && python3 -c '
+import tarfile
+with tarfile.open("bins.tar.xz", "w:xz", preset=6) as t:
+    for name in ("engine-lib-tests", "parity-tests", "bench"):
+        t.add(name)
+' && rm engine-lib-tests parity-tests bench)
   git rev-parse HEAD >"$bundle/commit.txt"
   echo "==> built in $(( $(date +%s) - start )) s:"
   du -sh "$bundle"/*
@@ -134,12 +142,16 @@ EOF
 run() {
   local out="${OUT:-$root/gpu-check-out}"
   mkdir -p "$out"
-  for f in engine-lib-tests parity-tests bench; do
-    if [ ! -x "$bundle/$f" ]; then
-      echo "error: $bundle/$f missing: run scripts/gpu-check.sh build first and carry gpu-bundle" >&2
-      exit 1
-    fi
-  done
+  if [ ! -f "$bundle/bins.tar.xz" ]; then
+    echo "error: $bundle/bins.tar.xz missing: run scripts/gpu-check.sh build first and carry gpu-bundle" >&2
+    exit 1
+  fi
+  local bins="${TMPDIR:-/tmp}/worldloom-gpu-bins"
+  rm -rf "$bins"
+  mkdir -p "$bins"
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$bundle/bins.tar.xz" "$bins"
+  chmod +x "$bins"/*
   # The CUDA runtime libraries the binaries link: the toolkit's, else the
   # machine python's nvidia packages.
   local dirs=()
@@ -170,16 +182,16 @@ run() {
   local status=0
   {
     echo "== fused ops: CUDA kernels vs their CPU implementations"
-    timeout 300 "$bundle/engine-lib-tests" --test-threads 1 kernels::fused::tests || status=1
+    timeout 300 "$bins/engine-lib-tests" --test-threads 1 kernels::fused::tests || status=1
     echo "== parity with the reference on cuda:0 (fused ops on, as loading picks)"
-    timeout 600 "$bundle/parity-tests" --test-threads 1 || status=1
+    timeout 600 "$bins/parity-tests" --test-threads 1 || status=1
   } >"$out/tests.log" 2>&1
   grep -E '^== |^test result|FAILED|panicked|relative RMS' "$out/tests.log" || true
 
   : >"$out/bench.jsonl"
   bench() {
     echo "== bench $*" | tee -a "$out/bench.log"
-    timeout 400 "$bundle/bench" --device cuda:0 --dtype bf16 "$@" 2>>"$out/bench.log" \
+    timeout 400 "$bins/bench" --device cuda:0 --dtype bf16 "$@" 2>>"$out/bench.log" \
       | tee -a "$out/bench.log" | grep '^{' >>"$out/bench.jsonl" || echo "bench $* failed" | tee -a "$out/bench.log"
   }
   bench --layers 4 --repeats 2 --decode-tokens 64
