@@ -871,13 +871,16 @@ mod tests {
         d / scale.max(1e-30)
     }
 
-    /// Tolerance of CUDA vs CPU: f32 differ in summation order and in the
-    /// last bits of expf; bf16/f16 outputs then by at most a rounding.
+    /// Tolerance of CUDA vs CPU, relative to the output's scale: f32
+    /// differ in summation order, fused multiply-adds and the last bits of
+    /// expf; in bf16/f16 such a difference sometimes flips a rounding to
+    /// the dtype (one unit in the last place: 0.4 % in bf16, 0.05 % in f16),
+    /// which later steps can carry a little further.
     fn tol(dtype: DType) -> f32 {
         match dtype {
             DType::F32 => 2e-5,
-            DType::F16 => 2e-3,
-            _ => 1e-2,
+            DType::F16 => 5e-3,
+            _ => 3e-2,
         }
     }
 
@@ -971,8 +974,10 @@ mod tests {
                 let (got_out, got_state) = run(&dev)?;
                 let d = rel_diff(&got_out, &want_out);
                 assert!(d <= tol(dtype), "{dtype:?} {dims:?}: output {d}");
+                // The state is f32, but its q, k and v went through the
+                // dtype's roundings.
                 let d = rel_diff(&got_state, &want_state);
-                assert!(d <= 2e-5, "{dtype:?} {dims:?}: state {d}");
+                assert!(d <= tol(dtype), "{dtype:?} {dims:?}: state {d}");
             }
         }
         Ok(())
