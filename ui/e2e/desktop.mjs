@@ -20,7 +20,9 @@
 // and reaches no server (a trap server on its port counts hits); the app's
 // own page cannot fetch or load an image from the network, under the shell's
 // Content-Security-Policy; the page loads nothing beyond the app's own
-// protocol and the IPC. Screenshots:
+// protocol and the IPC; a run (the official script's predictions.jsonl)
+// opens through the Import dialog (the native file chooser, driven with
+// xdotool) and the Runs view shows its dashboard. Screenshots:
 // e2e/screenshots/desktop-*.png. Exit status: the number of failed checks.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -474,12 +476,116 @@ try {
   );
   const foreign = urls.filter((u) => !/^(tauri:|ipc:|data:|about:|blob:|http:\/\/ipc\.localhost\/|http:\/\/tauri\.localhost\/)/.test(u));
   check(foreign.length === 0, `the page loaded nothing beyond the app protocol and the IPC (${urls.length} loads; foreign: ${foreign.join(", ") || "none"})`);
+
+  await openRunThroughTheImportDialog();
 } catch (e) {
   check(false, `unexpected error: ${e.message}`);
   await screenshot("error").catch(() => {});
 } finally {
   await wd("DELETE", s("")).catch(() => {});
   trap.close();
+}
+
+/**
+ * A run opens through the Import dialog and shows its dashboard: the
+ * official script's `predictions.jsonl` (the AgentWorldBench sample with a
+ * `gen` per row) is picked in the native file chooser (GTK, driven with
+ * xdotool: a typed path opens its location field, Enter opens the file),
+ * imported as a run, and the Runs view draws its dashboard.
+ */
+async function openRunThroughTheImportDialog() {
+  const xdotool = which("xdotool", ["/usr/bin"]);
+  if (!xdotool) {
+    check(false, "xdotool is installed (apt xdotool) to drive the Import dialog");
+    return;
+  }
+  const x = (args) =>
+    new Promise((ok) => {
+      const p = spawn(xdotool, args, { env, stdio: ["ignore", "pipe", "ignore"] });
+      let out = "";
+      p.stdout.on("data", (c) => (out += c.toString()));
+      p.on("exit", (code) => ok({ code, out: out.trim() }));
+      p.on("error", () => ok({ code: -1, out: "" }));
+    });
+  const dataset = join(repo, "samples", "agentworldbench", "agentworldbench_sample.jsonl");
+  const runDir = join(scratch, "model-x");
+  mkdirSync(runDir, { recursive: true });
+  const runFile = join(runDir, "predictions.jsonl");
+  const rows = readFileSync(dataset, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((line) => {
+      const row = JSON.parse(line);
+      const real = String(row.response[row.turn_idx - 1] ?? "")
+        .replace(/^\*\*Environment Observation:\*\*\s*/, "")
+        .trim();
+      return JSON.stringify({ ...row, gen: `<predicted_observation>\n${real}\n</predicted_observation>` });
+    });
+  writeFileSync(runFile, `${rows.join("\n")}\n`);
+
+  // The page's Import… opens its dialog; "Choose files…" the native one.
+  const clickButton = (text) =>
+    exec(
+      `const b = [...document.querySelectorAll("button")].find((el) => (el.textContent ?? "").trim() === arguments[0]);
+       if (b) b.click();
+       return !!b;`,
+      [text],
+    );
+  check(await clickButton("Import…"), "the top bar's Import… button is there");
+  await waitFor("the Import dialog", () => clickButton("Choose files…"), 10_000).catch(() => false);
+  const chooser = await waitFor(
+    "the native file chooser",
+    async () => {
+      const r = await x(["search", "--name", "Import trajectory files"]);
+      return r.code === 0 && r.out !== "" ? r.out.split("\n")[0] : null;
+    },
+    20_000,
+  ).catch(() => null);
+  check(chooser !== null, `the native "Import trajectory files" dialog opens (window ${chooser ?? "none"})`);
+  if (chooser === null) return;
+  // Keys go through XTEST to the focused window (GTK ignores events sent
+  // to a window directly); Ctrl+L opens the chooser's location field.
+  await x(["windowfocus", "--sync", chooser]);
+  await sleep(800);
+  await x(["key", "--clearmodifiers", "ctrl+l"]);
+  await sleep(300);
+  await x(["type", "--delay", "15", runFile]);
+  await sleep(500);
+  await x(["key", "Return"]);
+  const runs = await waitFor(
+    "the imported run",
+    async () => {
+      const r = await callApi("list_runs", {});
+      return (r.ok?.runs ?? []).length > 0 ? r.ok.runs : null;
+    },
+    30_000,
+  ).catch(() => []);
+  const run = runs.find((r) => r.name === "model-x/predictions.jsonl");
+  check(
+    run !== undefined && run.row_count === rows.length,
+    `the picked predictions.jsonl is imported as a run (${runs.map((r) => `${r.name}: ${r.row_count} rows`).join(", ") || "none"})`,
+  );
+  await clickButton("Close").catch(() => false);
+  await exec(`document.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));`).catch(() => {});
+  await clickButton("Runs");
+  const charts = await waitFor(
+    "the run's dashboard",
+    async () => {
+      const titles = await exec(
+        `return document.querySelectorAll(".runs-table tbody tr").length > 0 && document.querySelectorAll(".chart canvas").length >= 3
+           ? [...document.querySelectorAll(".chart figcaption > span:first-child")].map((e) => e.textContent)
+           : null;`,
+      );
+      return titles && titles.some((t) => t.startsWith("Fidelity by turn")) ? titles : null;
+    },
+    30_000,
+  ).catch(() => []);
+  check(
+    charts.some((t) => t.startsWith("Metric distributions — model-x/predictions.jsonl")) && charts.some((t) => t.startsWith("Fidelity by turn")),
+    `the Runs view shows the run's dashboard (${charts.join(" | ") || "no chart"})`,
+  );
+  await sleep(800);
+  await screenshot("runs-dashboard");
 }
 
 const secs = ((Date.now() - started) / 1000).toFixed(1);

@@ -2,7 +2,11 @@
 // two runs of the AgentWorldBench sample made by `worldloom eval` with the
 // `copy` and `replay` baselines, imported by `worldloom serve` beside the
 // dataset; the dashboard's charts; the comparison filtered to "A better";
-// a row opened in the turn view; a full-text search.
+// a row opened in the turn view; a full-text search (the workspace's index)
+// with the searched word marked in the row panel and Enter opening the best
+// hit; the drift chart (fidelity by turn); labels and a note written with the
+// keyboard, undone; "Copy link" opening the row's turn after a reload; the
+// labelled rows exported as CSV; the report.
 //
 //   npm run build && node e2e/runs.mjs
 //
@@ -89,6 +93,7 @@ const url = await new Promise((ok, fail) => {
 for (const colorScheme of ["light", "dark"]) {
   const browser = await launch({ width: 1600, height: 1000, colorScheme });
   const page = browser.context.pages()[0] ?? (await browser.context.newPage());
+  await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
   await page.goto(url);
@@ -108,6 +113,11 @@ for (const colorScheme of ["light", "dark"]) {
     charts.some((c) => c.startsWith("Metric distributions")) && charts.some((c) => c.startsWith("Status counts")),
     `${colorScheme}: dashboard charts drawn (${charts.join(" | ")})`,
   );
+  // Drift: fidelity by turn of A and B, drawn from the API's per-turn means.
+  const drift = page.locator(".chart", { hasText: "Fidelity by turn" });
+  await drift.locator("canvas").first().waitFor();
+  const driftTitle = (await drift.locator("figcaption > span:first-child").textContent()) ?? "";
+  check(driftTitle.includes("replay.jsonl vs copy.jsonl"), `${colorScheme}: the drift chart compares A and B by turn (${driftTitle})`);
   await page.waitForTimeout(800);
   await page.screenshot({ path: join(shots, `runs-dashboard-${colorScheme}.png`), fullPage: true });
   if (extra.length > 0) {
@@ -177,6 +187,28 @@ for (const colorScheme of ["light", "dark"]) {
     check(found > 0 && status.startsWith(`${found} row`), `search "evt_41" finds ${found} rows (${status})`);
     await page.getByLabel("Search observations and actions").fill("zzzqqqnotthere");
     await page.waitForTimeout(800);
+    // The best hit is the panel's row: the searched word marked in its real observation.
+    await page.getByLabel("Search observations and actions").fill("evt_41");
+    await page.waitForTimeout(800);
+    const marks = page.locator('.row-panel [aria-label="Real observation: lines with the searched words"] mark');
+    await marks.first().waitFor({ timeout: 15_000 });
+    const marked = await marks.allTextContents();
+    check(marked.length > 0 && marked.every((m) => m.toLowerCase() === "evt_41"), `the hit's real observation marks the word (${marked.join(", ")})`);
+    check((await page.locator(".run-row.search-hit.is-active").count()) === 1, "the best hit is highlighted in the table");
+    await page.screenshot({ path: join(shots, "runs-search.png") });
+    // Enter in the search box opens the best hit in the turn view.
+    const hitTrajectory = (await page.locator(".run-row.is-active .col-trajectory").textContent()) ?? "";
+    await page.getByLabel("Search observations and actions").press("Enter");
+    const opened = await page
+      .locator(".topbar h1", { hasText: hitTrajectory })
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(opened, `Enter in the search opens the best hit (${hitTrajectory})`);
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Search observations and actions").fill("zzzqqqnotthere");
+    await page.waitForTimeout(800);
     check((await page.locator(".run-table .run-row").count()) === 0, "a word in no observation finds nothing");
 
     // Label a row, filter by the label, undo it from the top bar.
@@ -196,6 +228,77 @@ for (const colorScheme of ["light", "dark"]) {
     await page.waitForTimeout(1000);
     check((await page.locator(".label-chip").count()) === 0, "undo removes the label");
 
+    // A note with the keyboard: row 1, `j` to row 2, `n` writes, Ctrl+Enter saves.
+    await page.getByLabel("Label", { exact: true }).selectOption("");
+    await page.waitForTimeout(600);
+    await page.locator(".run-table .run-row").first().focus();
+    await page.keyboard.press("j");
+    await page.keyboard.press("n");
+    const noteBox = page.getByLabel("Note on row 2");
+    await noteBox.waitFor();
+    check(await noteBox.evaluate((el) => el === document.activeElement), "`n` puts the cursor in the row's note");
+    await page.keyboard.type("invents the toast after Save");
+    await page.keyboard.press("Control+Enter");
+    const noted = page.locator('.run-row[data-index="1"] .col-note', { hasText: "invents the toast after Save" });
+    const shownNote = await noted
+      .waitFor({ timeout: 10_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(shownNote, "the note is saved and shown in the table");
+    check(await page.evaluate(() => document.activeElement?.getAttribute("data-index") === "1"), "Ctrl+Enter gives the keyboard back to the row");
+    await page.waitForTimeout(400);
+    await page.screenshot({ path: join(shots, "runs-row-note.png") });
+    await page.getByRole("button", { name: "Undo" }).click();
+    await page.waitForTimeout(1000);
+    check((await page.locator(".run-row .col-note", { hasText: "invents" }).count()) === 0, "undo removes the note");
+    await page.getByRole("button", { name: "Redo" }).click();
+    await noted.waitFor({ timeout: 10_000 });
+    check(true, "redo brings the note back");
+
+    // The labelled (or noted) rows as CSV, from the API.
+    const [csvDownload] = await Promise.all([page.waitForEvent("download"), page.locator(".export-rows").getByRole("button", { name: "CSV" }).click()]);
+    const csvPath = join(work, "rows.csv");
+    await csvDownload.saveAs(csvPath);
+    const csv = readFileSync(csvPath, "utf8");
+    check(
+      csv.startsWith("run,engine,row,trajectory,turn,") && csv.includes("invents the toast after Save") && csv.trim().split("\r\n").length === 2,
+      `the labelled rows' CSV carries the note (${csv.trim().split("\r\n").length - 1} row)`,
+    );
+
+    // Copy link: the studio URL that opens the row's turn, here after a reload.
+    await page.locator('.run-row[data-index="1"]').focus();
+    await page.getByRole("button", { name: "Copy link" }).click();
+    const copied = (await page.locator(".row-panel [role=status]").textContent()) ?? "";
+    const link = await page.getByLabel("Link to this row").inputValue();
+    const clip = await page.evaluate(() => navigator.clipboard.readText()).catch(() => null);
+    check(copied === "Link copied" && clip === link, `copy link puts the row's link on the clipboard (${copied}: ${clip})`);
+    const rowTrajectory = (await page.locator('.run-row[data-index="1"] .col-trajectory').textContent()) ?? "";
+    const rowTurn = Number((await page.locator('.run-row[data-index="1"] .col-turn').textContent()) ?? "0");
+    check(/#t=\d+&turn=\d+&p=\d+$/.test(link) && !link.includes("token"), `the link names trajectory, turn and prediction, no token (${link})`);
+    await page.goto(link);
+    await page.reload();
+    const atRow = await page
+      .locator(".topbar h1", { hasText: rowTrajectory })
+      .waitFor({ timeout: 20_000 })
+      .then(() => true)
+      .catch(() => false);
+    const turnShown = await page
+      .getByText(/overall · replay/)
+      .first()
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(atRow && turnShown, `the link opens ${rowTrajectory} with the row's replay prediction`);
+    check(new URL(page.url()).hash.includes(`turn=${rowTurn - 1}`), `the link opens turn ${rowTurn} (${new URL(page.url()).hash})`);
+    await page.screenshot({ path: join(shots, "runs-link-opened.png") });
+    // The reload chose the newest runs again: back to A = replay, B = copy.
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    await page.locator(".runs-table tbody tr", { hasText: "copy.jsonl" }).waitFor();
+    await page.getByLabel("Run A").selectOption({ label: (await page.getByLabel("Run A").locator("option", { hasText: "replay.jsonl" }).textContent()) ?? "" });
+    await page.getByLabel("Run B").selectOption({ label: (await page.getByLabel("Run B").locator("option", { hasText: "copy.jsonl" }).textContent()) ?? "" });
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.locator(".run-table .run-row").first().waitFor();
+
     // A report with a labelled row, opened from disk with the network off.
     await page.getByLabel("Label", { exact: true }).selectOption("");
     await page.waitForTimeout(600);
@@ -214,8 +317,12 @@ for (const colorScheme of ["light", "dark"]) {
     const svgs = await offline.locator("svg").count();
     const text = (await offline.locator("body").textContent()) ?? "";
     check(
-      svgs >= 3 && text.includes("wrong page") && text.includes("A better"),
-      `the report opens from disk offline: ${svgs} charts, the labelled row, the comparison`,
+      svgs >= 4 &&
+        text.includes("wrong page") &&
+        text.includes("A better") &&
+        text.includes("invents the toast after Save") &&
+        text.includes("Fidelity by turn"),
+      `the report opens from disk offline: ${svgs} charts (drift included), the labelled and the noted row, the comparison`,
     );
     check(
       requests.every((u) => u.startsWith("file://")),

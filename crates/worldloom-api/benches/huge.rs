@@ -272,6 +272,55 @@ fn huge_row(dir: &Path, nodes: usize) {
         .total;
     });
     println!("  search_tree (\"row 1999 cell\", {total} matches): {ms:.1} ms (median of 5)");
+    drop(studio);
+    parse_profile(nodes);
+}
+
+/// Where parsing one dump spends memory: the dump parsed to a `UiTree`
+/// against the compact form read straight from it (`parse_compact`, what
+/// `get_turn` keeps for windows). Each is measured in a fresh child process
+/// (this bench binary again), so that memory freed by earlier phases and
+/// kept by the allocator does not hide its cost.
+fn parse_profile(nodes: usize) {
+    let text_mib = dump(nodes, "after").len() as f64 / (1024.0 * 1024.0);
+    println!("profile: one {nodes}-node dump ({text_mib:.1} MiB of text), each in a fresh process");
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    for form in ["tree", "compact"] {
+        match std::process::Command::new(&exe)
+            .args(["--parse-profile", form, "--nodes", &nodes.to_string()])
+            .output()
+        {
+            Ok(out) => print!("{}", String::from_utf8_lossy(&out.stdout)),
+            Err(e) => println!("  {form}: could not run: {e}"),
+        }
+    }
+}
+
+/// One measurement of [`parse_profile`], in this (fresh) process.
+fn parse_profile_child(nodes: usize, form: &str) {
+    let text = dump(nodes, "after");
+    let base = rss_mib();
+    peak_reset();
+    let repr = worldloom_core::Representation::AndroidXml;
+    if form == "compact" {
+        let (tree, _) = worldloom_obs::parse_compact(text.as_bytes(), repr).expect("parse");
+        println!(
+            "  parse_compact: peak {:.0} MiB above the text, {:.0} MiB resident after; the compact tree holds {:.0} MiB",
+            peak_mib() - base,
+            rss_mib() - base,
+            tree.heap_bytes() as f64 / (1024.0 * 1024.0)
+        );
+    } else {
+        let parsed = worldloom_obs::parse(&text, repr).expect("parse");
+        println!(
+            "  parse to a UiTree: peak {:.0} MiB above the text, {:.0} MiB resident after (the tree, {} nodes)",
+            peak_mib() - base,
+            rss_mib() - base,
+            parsed.tree.nodes.len()
+        );
+    }
 }
 
 fn main() {
@@ -282,6 +331,10 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(200_000);
+    if let Some(i) = args.iter().position(|a| a == "--parse-profile") {
+        parse_profile_child(nodes, args.get(i + 1).map_or("tree", String::as_str));
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     // The huge row first, while the process is small.
     huge_row(dir.path(), nodes);

@@ -14,6 +14,11 @@
 //! fields; other branches are named `<trajectory id>@<leaf node>` and their
 //! rows are rebuilt, so that they are read back as trajectories of their own.
 //! AgentWorldBench exports round-trip through import.
+//!
+//! A turn whose state a run's row predicted, and that row carries labels or
+//! a note, gets a `wl_annotations` field: one `{run, engine, labels, note}`
+//! per such row, oldest run first (rows without either add nothing, so
+//! exports of unlabelled workspaces are unchanged).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -83,6 +88,70 @@ fn branch_trajectory(
     Ok((t, skipped))
 }
 
+/// Per 1-based turn of one exported branch, the annotations of the run rows
+/// on its state.
+type Annotations = std::collections::BTreeMap<u64, Vec<serde_json::Value>>;
+
+/// The turn a curriculum line stands for: AgentWorldBench's `turn_idx`, or
+/// the `<trajectory>#<turn>` of an SFT line's `id`.
+fn line_turn(row: &serde_json::Value, format: CurriculumFormat) -> Option<u64> {
+    match format {
+        CurriculumFormat::Agentworldbench => row.get("turn_idx")?.as_u64(),
+        CurriculumFormat::Sft => row.get("id")?.as_str()?.rsplit_once('#')?.1.parse().ok(),
+    }
+}
+
+/// Adds `wl_annotations` to the lines of `content` whose turn has
+/// annotations: each annotated trajectory is exported alone to learn its
+/// lines (the whole export may order rows across trajectories), and those
+/// lines are rewritten where they appear.
+fn annotate(
+    content: String,
+    trajectories: &[core::Trajectory],
+    annotations: &[Annotations],
+    format: CurriculumFormat,
+) -> Result<String, ApiError> {
+    let mut rewritten: std::collections::HashMap<String, String> = Default::default();
+    for (t, notes) in trajectories.iter().zip(annotations) {
+        if notes.is_empty() {
+            continue;
+        }
+        let alone = match format {
+            CurriculumFormat::Agentworldbench => {
+                core::formats::awb::export(std::slice::from_ref(t))
+            }
+            CurriculumFormat::Sft => {
+                core::formats::sft::export(std::slice::from_ref(t), &core::PromptOptions::default())
+                    .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?
+            }
+        };
+        for line in alone.lines() {
+            let Ok(mut row) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let Some(items) = line_turn(&row, format).and_then(|turn| notes.get(&turn)) else {
+                continue;
+            };
+            if let Some(obj) = row.as_object_mut() {
+                obj.insert(
+                    "wl_annotations".into(),
+                    serde_json::Value::from(items.clone()),
+                );
+                rewritten.insert(line.to_owned(), row.to_string());
+            }
+        }
+    }
+    if rewritten.is_empty() {
+        return Ok(content);
+    }
+    let mut out = String::with_capacity(content.len());
+    for line in content.lines() {
+        out.push_str(rewritten.get(line).map_or(line, String::as_str));
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// `export_curriculum`: selected (and tagged) branches as JSONL.
 ///
 /// # Errors
@@ -128,6 +197,14 @@ pub fn export_curriculum(
         ));
     }
     let mut trajectories = Vec::new();
+    let mut annotations: Vec<Annotations> = Vec::new();
+    let labels = ws.row_labels(None)?;
+    let notes = ws.row_notes(None)?;
+    let run_names: std::collections::HashMap<i64, (String, String)> = ws
+        .list_runs()?
+        .into_iter()
+        .map(|r| (r.id.0, (r.name, r.engine)))
+        .collect();
     let mut skipped = 0u32;
     let mut loaded: Option<worldloom_store::StoredTrajectory> = None;
     for (key, leaf) in &wanted {
@@ -147,6 +224,31 @@ pub fn export_curriculum(
         let (t, s) = branch_trajectory(st, NodeId(*leaf), index == 0)?;
         skipped += s;
         if !t.edges.is_empty() {
+            let mut notes_of_turns = Annotations::new();
+            for (turn, node) in paths[index]
+                .nodes
+                .iter()
+                .enumerate()
+                .take(t.nodes.len())
+                .skip(1)
+            {
+                let mut items = Vec::new();
+                for row in ws.run_rows_of_node(st.key, *node)? {
+                    let l = labels.get(&row.id).cloned().unwrap_or_default();
+                    let n = notes.get(&row.id).cloned();
+                    if l.is_empty() && n.is_none() {
+                        continue;
+                    }
+                    let (name, engine) = run_names.get(&row.run.0).cloned().unwrap_or_default();
+                    items.push(
+                        serde_json::json!({"run": name, "engine": engine, "labels": l, "note": n}),
+                    );
+                }
+                if !items.is_empty() {
+                    notes_of_turns.insert(turn as u64, items);
+                }
+            }
+            annotations.push(notes_of_turns);
             trajectories.push(t);
         }
     }
@@ -161,6 +263,7 @@ pub fn export_curriculum(
             ".sft.jsonl",
         ),
     };
+    let content = annotate(content, &trajectories, &annotations, req.format)?;
     let rows_total = content.lines().count() as u32;
     let preview = content
         .lines()

@@ -192,13 +192,13 @@ pub(crate) fn import_paths(
                 });
                 continue;
             }
-            match ws.import_trajectory(&t, Some(&read.sha256)) {
+            // The states with something to score, taken before the tree is
+            // handed to the store, which releases it state by state as it
+            // writes it (it can be hundreds of megabytes).
+            let to_score = states_to_score(&t);
+            let name = t.id.clone();
+            match ws.import_trajectory_owned(t, Some(&read.sha256)) {
                 Ok(key) => {
-                    // The states with something to score; the tree itself
-                    // is dropped first (it can be hundreds of megabytes).
-                    let to_score = states_to_score(&t);
-                    let name = std::mem::take(&mut t.id);
-                    drop(t);
                     score_nodes(&mut ws, key, &to_score)?;
                     out.imported.push(ImportedTrajectory {
                         trajectory_id: key.0.to_string(),

@@ -152,6 +152,14 @@ impl Studio {
         cache.as_ref().filter(|t| t.key == key).cloned()
     }
 
+    /// Drops the kept trees (before reading another turn's, so that two
+    /// turns' trees are never held at once).
+    pub(crate) fn drop_cached_trees(&self) {
+        if let Ok(mut cache) = self.inner.trees.lock() {
+            *cache = None;
+        }
+    }
+
     /// Keeps `trees` as the turn shown last (dropping the previous one).
     pub(crate) fn cache_trees(&self, trees: Arc<tree_rows::TurnTrees>) {
         if let Ok(mut cache) = self.inner.trees.lock() {
@@ -297,4 +305,10 @@ command_table! {
     label_set(EmptyRequest) -> LabelSetResponse;
     /// Saves the workspace's labels for run rows (a setting, not undone).
     set_label_set(SetLabelSetRequest) -> LabelSetResponse;
+    /// Writes or clears the free-text note of a run's row (undoable).
+    set_row_note(SetRowNoteRequest) -> ChangeResponse;
+    /// Fidelity by turn index of one or two runs (drift): per turn, rows and the metric's mean, min and max.
+    run_drift(RunDriftRequest) -> RunDriftResponse;
+    /// A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes.
+    export_run_rows(ExportRunRowsRequest) -> ExportRunRowsResponse;
 }

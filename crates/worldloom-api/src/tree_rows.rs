@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use worldloom_obs as obs;
+use worldloom_obs::CompactTree;
 use worldloom_obs::diff::NodeStatus;
 use worldloom_obs::tree::UiTree;
 
@@ -45,18 +46,25 @@ pub(crate) struct TurnKey {
     pub revision: (i64, i64),
 }
 
-/// One parsed side with its subtree extents.
+/// One parsed side, kept compact ([`CompactTree`]: one string arena,
+/// interned names, `u32` indices, subtree extents), so that the tree kept
+/// for windows costs a fraction of the parsed [`UiTree`] it was made from.
 #[derive(Debug)]
 pub(crate) struct SideTree {
-    pub tree: UiTree,
-    /// One past each node's last descendant (pre-order).
-    pub ends: Vec<u32>,
+    pub tree: CompactTree,
 }
 
 impl SideTree {
-    pub fn new(tree: UiTree) -> Self {
-        let ends = subtree_ends(&tree);
-        Self { tree, ends }
+    /// The compact form of `tree`, which is released node by node as it is
+    /// copied.
+    ///
+    /// # Errors
+    /// [`crate::ErrorCode::Internal`] when the tree cannot be kept (over
+    /// 4 GiB of text, or not in pre-order).
+    pub fn new(tree: UiTree) -> Result<Self, ApiError> {
+        CompactTree::from_tree(tree)
+            .map(|tree| Self { tree })
+            .map_err(|e| ApiError::internal(format!("keeping the parsed tree: {e}")))
     }
 }
 
@@ -130,21 +138,6 @@ fn side_name(side: PaneSide) -> &'static str {
 /// The turn's trees kept by the studio (the last one shown), if `key`'s.
 pub(crate) type TreeCache = std::sync::Mutex<Option<Arc<TurnTrees>>>;
 
-/// One past the index of each node's last descendant. Nodes are in
-/// pre-order, so a node's subtree is `nodes[i .. end[i]]`.
-pub(crate) fn subtree_ends(tree: &UiTree) -> Vec<u32> {
-    let n = tree.nodes.len();
-    let mut end = vec![0u32; n];
-    for i in (0..n).rev() {
-        let last = tree.nodes[i].children.last().map(|c| c.index());
-        end[i] = match last {
-            Some(l) if l < n && l > i => end[l].max(i as u32 + 1),
-            _ => i as u32 + 1,
-        };
-    }
-    end
-}
-
 fn status_of(s: &NodeStatus) -> DiffStatus {
     match s {
         NodeStatus::Unchanged { .. } => DiffStatus::Unchanged,
@@ -201,26 +194,26 @@ pub(crate) fn window(
         )));
     };
     let tree = &st.tree;
-    let n = tree.nodes.len();
+    let n = tree.len();
     let mut collapsed: BTreeSet<u32> = collapsed
         .iter()
         .copied()
         .filter(|&c| (c as usize) < n)
         .collect();
     if let Some(r) = reveal {
-        let node = tree.nodes.get(r as usize).ok_or_else(|| {
-            ApiError::bad_request(format!(
+        if r as usize >= n {
+            return Err(ApiError::bad_request(format!(
                 "node {r} is not in the {} tree ({n} nodes)",
                 side_name(side)
-            ))
-        })?;
-        let mut p = node.parent;
+            )));
+        }
+        let mut p = tree.parent(r as usize);
         let mut guard = 0;
         while let Some(a) = p
             && guard <= n
         {
             collapsed.remove(&a.0);
-            p = tree.nodes.get(a.index()).and_then(|x| x.parent);
+            p = (a.index() < n).then(|| tree.parent(a.index())).flatten();
             guard += 1;
         }
     }
@@ -236,7 +229,6 @@ pub(crate) fn window(
             revealed_row = Some(row as u32);
         }
         if row >= offset as usize && rows.len() < limit {
-            let node = &tree.nodes[i];
             let status = statuses.and_then(|s| s.get(i));
             let counterpart = status.and_then(counterpart_of);
             let changes = match (side, status) {
@@ -247,15 +239,11 @@ pub(crate) fn window(
                     .unwrap_or_default(),
                 _ => Vec::new(),
             };
-            let shown = obs::tree::UiNode {
-                children: Vec::new(),
-                ..node.clone()
-            };
             rows.push(TreeRow {
                 row: row as u32,
-                node: shown,
-                child_count: node.children.len() as u32,
-                subtree_end: st.ends[i],
+                node: tree.node_without_children(i),
+                child_count: tree.child_count(i),
+                subtree_end: tree.subtree_end(i),
                 status: status.map(status_of),
                 counterpart,
                 changes,
@@ -263,7 +251,7 @@ pub(crate) fn window(
         }
         row += 1;
         i = if collapsed.contains(&(i as u32)) {
-            (st.ends[i] as usize).max(i + 1)
+            (tree.subtree_end(i) as usize).max(i + 1)
         } else {
             i + 1
         };
@@ -282,21 +270,21 @@ pub(crate) fn window(
 /// Writes the text a tree search looks at into `out` (cleared first): role,
 /// name, value, key and every attribute as `name=value`, lower-cased. One
 /// buffer serves every node, so a search allocates nothing per node.
-fn search_text(node: &obs::tree::UiNode, out: &mut String) {
+fn search_text(tree: &CompactTree, i: usize, out: &mut String) {
     out.clear();
     for part in [
-        node.role.as_str(),
-        node.name.as_str(),
-        node.value.as_deref().unwrap_or(""),
-        node.key.as_deref().unwrap_or(""),
+        tree.role(i),
+        tree.name(i),
+        tree.value(i).unwrap_or(""),
+        tree.key(i).unwrap_or(""),
     ] {
         out.push_str(part);
         out.push(' ');
     }
-    for a in &node.attributes {
-        out.push_str(&a.name);
+    for (name, value) in tree.attributes(i) {
+        out.push_str(name);
         out.push('=');
-        out.push_str(&a.value);
+        out.push_str(value);
         out.push(' ');
     }
     if out.is_ascii() {
@@ -309,7 +297,7 @@ fn search_text(node: &obs::tree::UiNode, out: &mut String) {
 /// Nodes whose search text contains every whitespace-separated word of
 /// `query` (case-insensitive), the first `limit` of them in document order,
 /// and how many match in all. A blank query matches nothing.
-pub(crate) fn search(tree: &UiTree, query: &str, limit: u32) -> SearchTreeResponse {
+pub(crate) fn search(tree: &CompactTree, query: &str, limit: u32) -> SearchTreeResponse {
     let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
     let limit = limit.min(SEARCH_MAX_MATCHES) as usize;
     let mut total = 0u32;
@@ -318,12 +306,12 @@ pub(crate) fn search(tree: &UiTree, query: &str, limit: u32) -> SearchTreeRespon
         return SearchTreeResponse { total, matches };
     }
     let mut text = String::new();
-    for node in &tree.nodes {
-        search_text(node, &mut text);
+    for i in 0..tree.len() {
+        search_text(tree, i, &mut text);
         if words.iter().all(|w| text.contains(w.as_str())) {
             total += 1;
             if matches.len() < limit {
-                matches.push(node.id.0);
+                matches.push(i as u32);
             }
         }
     }
@@ -360,10 +348,14 @@ mod tests {
         let pred = tree(PRED);
         let diff = obs::diff::diff_trees(&real, &pred).1;
         ViewTrees {
-            real: Some(SideTree::new(real)),
-            predicted: Some(SideTree::new(pred)),
+            real: Some(SideTree::new(real).unwrap()),
+            predicted: Some(SideTree::new(pred).unwrap()),
             diff: Some(diff),
         }
+    }
+
+    fn compact(t: &UiTree) -> CompactTree {
+        CompactTree::from_tree(t.clone()).unwrap()
     }
 
     fn ids(w: &TreeWindow) -> Vec<u32> {
@@ -373,7 +365,7 @@ mod tests {
     #[test]
     fn windows_cover_the_visible_rows_in_order() {
         let v = view();
-        let real = &v.real.as_ref().unwrap().tree;
+        let real = &tree(REAL);
         let n = real.nodes.len() as u32;
         let whole = window(&v, PaneSide::Real, 0, 100, &[], None).unwrap();
         assert_eq!(whole.node_count, n);
@@ -383,11 +375,17 @@ mod tests {
             whole.rows.iter().map(|r| r.row).collect::<Vec<_>>(),
             (0..n).collect::<Vec<_>>()
         );
-        // Nodes travel without their child lists, with the count instead.
+        // Nodes travel without their child lists, with the count instead;
+        // every other field is the parsed node's (the kept tree is compact).
         for (r, node) in whole.rows.iter().zip(&real.nodes) {
             assert!(r.node.children.is_empty());
             assert_eq!(r.child_count as usize, node.children.len());
             assert_eq!(r.node.role, node.role);
+            let bare = obs::tree::UiNode {
+                children: Vec::new(),
+                ..node.clone()
+            };
+            assert_eq!(r.node, bare);
         }
         // Two windows make the whole.
         let a = window(&v, PaneSide::Real, 0, 2, &[], None).unwrap();
@@ -403,7 +401,7 @@ mod tests {
     #[test]
     fn collapsing_hides_descendants_and_revealing_expands_ancestors() {
         let v = view();
-        let real = &v.real.as_ref().unwrap().tree;
+        let real = &tree(REAL);
         // The LinearLayout holding the two switches.
         let list = real
             .nodes
@@ -469,7 +467,7 @@ mod tests {
         );
         // No diff: no marks, no counts.
         let alone = ViewTrees {
-            real: Some(SideTree::new(tree(REAL))),
+            real: Some(SideTree::new(tree(REAL)).unwrap()),
             ..ViewTrees::default()
         };
         let w = window(&alone, PaneSide::Real, 0, 100, &[], None).unwrap();
@@ -485,19 +483,110 @@ mod tests {
     #[test]
     fn search_matches_every_word_case_insensitively_and_counts_past_the_limit() {
         let t = tree(PRED);
-        let all = search(&t, "switch", 100);
+        let c = compact(&t);
+        let all = search(&c, "switch", 100);
         assert_eq!(all.total, 2);
         assert_eq!(all.matches.len(), 2);
-        let one = search(&t, "SWITCH bluetooth", 100);
+        let one = search(&c, "SWITCH bluetooth", 100);
         assert_eq!(one.total, 1);
         assert_eq!(t.nodes[one.matches[0] as usize].name, "Bluetooth");
         // Attributes match as `name=value`.
-        assert_eq!(search(&t, "checked=false", 100).total, 2);
-        let capped = search(&t, "android", 1);
+        assert_eq!(search(&c, "checked=false", 100).total, 2);
+        let capped = search(&c, "android", 1);
         assert_eq!(capped.matches.len(), 1);
         assert_eq!(capped.total as usize, t.nodes.len() - 1);
-        assert_eq!(search(&t, "   ", 10).total, 0);
-        assert_eq!(search(&t, "nothing-like-this", 10).total, 0);
+        assert_eq!(search(&c, "   ", 10).total, 0);
+        assert_eq!(search(&c, "nothing-like-this", 10).total, 0);
+    }
+
+    /// What search looked at on the parsed tree before trees were kept
+    /// compact: role, name, value, key, `name=value` per attribute.
+    fn reference_search(t: &UiTree, query: &str) -> Vec<u32> {
+        let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+        if words.is_empty() {
+            return Vec::new();
+        }
+        t.nodes
+            .iter()
+            .filter(|n| {
+                let mut text = format!(
+                    "{} {} {} {} ",
+                    n.role,
+                    n.name,
+                    n.value.as_deref().unwrap_or(""),
+                    n.key.as_deref().unwrap_or("")
+                );
+                for a in &n.attributes {
+                    text.push_str(&format!("{}={} ", a.name, a.value));
+                }
+                let text = text.to_lowercase();
+                words.iter().all(|w| text.contains(w.as_str()))
+            })
+            .map(|n| n.id.0)
+            .collect()
+    }
+
+    #[test]
+    fn the_compact_tree_answers_as_the_parsed_one() {
+        // Rows, extents and search results of the kept (compact) tree are
+        // those the parsed tree gives, on every representation.
+        let html = r#"<html><body><div id="a"><p>Hello <b>Wörld</b></p><input type="checkbox" checked bid="12"><ul><li>One</li><li>Two</li></ul></div></body></html>"#;
+        let ax = "RootWebArea 'Shop', focused\n\t[12] link 'Home'\n\t[13] textbox 'Search', value='shoes'\n\t\t[14] StaticText 'x'\n\t[15] checkbox 'Remember', checked='true'\n";
+        for (text, repr) in [
+            (REAL, Representation::AndroidXml),
+            (PRED, Representation::AndroidXml),
+            (html, Representation::Html),
+            (ax, Representation::Axtree),
+        ] {
+            let t = obs::parse(text, repr).unwrap().tree;
+            let c = compact(&t);
+            let v = ViewTrees {
+                real: Some(SideTree::new(t.clone()).unwrap()),
+                ..ViewTrees::default()
+            };
+            let w = window(&v, PaneSide::Real, 0, 1_000, &[], None).unwrap();
+            assert_eq!(w.rows.len(), t.nodes.len());
+            for (r, node) in w.rows.iter().zip(&t.nodes) {
+                let bare = obs::tree::UiNode {
+                    children: Vec::new(),
+                    ..node.clone()
+                };
+                assert_eq!(r.node, bare);
+                assert_eq!(r.child_count as usize, node.children.len());
+                let i = node.id.index();
+                assert_eq!(c.children(i), node.children);
+                // The subtree is the node and its descendants.
+                let end = r.subtree_end as usize;
+                assert!(end > i && end <= t.nodes.len());
+                for d in i + 1..end {
+                    let mut a = t.nodes[d].parent;
+                    while let Some(p) = a
+                        && p.index() > i
+                    {
+                        a = t.nodes[p.index()].parent;
+                    }
+                    assert_eq!(a.map(|p| p.index()), Some(i), "{d} under {i}");
+                }
+                if end < t.nodes.len() {
+                    assert!(t.nodes[end].depth <= node.depth);
+                }
+            }
+            for q in [
+                "a",
+                "ONE",
+                "checked=true",
+                "textbox shoes",
+                "wörld",
+                "item 12",
+                "=",
+                "",
+            ] {
+                let got = search(&c, q, SEARCH_MAX_MATCHES);
+                let want = reference_search(&t, q);
+                assert_eq!(got.matches, want, "{q:?} in {repr:?}");
+                assert_eq!(got.total as usize, want.len());
+            }
+        }
     }
 
     #[test]
@@ -523,8 +612,14 @@ mod tests {
         }
         xml.push_str("</hierarchy>");
         let t = tree(&xml);
-        let ends = subtree_ends(&t);
-        assert_eq!(ends[0] as usize, t.nodes.len());
-        assert_eq!(*ends.last().unwrap() as usize, t.nodes.len());
+        let n = t.nodes.len();
+        let side = SideTree::new(t).unwrap();
+        assert_eq!(side.tree.subtree_end(0) as usize, n);
+        assert_eq!(side.tree.subtree_end(n - 1) as usize, n);
+        assert_eq!(side.tree.subtree_end(n / 2) as usize, n);
+        assert_eq!(
+            side.tree.children(n / 2),
+            vec![obs::NodeId(n as u32 / 2 + 1)]
+        );
     }
 }

@@ -707,6 +707,8 @@ pub enum ChangeKind {
     ImportRun,
     /// A label set on or cleared from a run's row.
     SetLabel,
+    /// A run row's note written or cleared.
+    SetRowNote,
 }
 
 impl ChangeKind {
@@ -1817,6 +1819,8 @@ pub struct RunRowView {
     pub latency_ms: Option<f64>,
     /// The labels set on the row, in the order they were last set.
     pub labels: Vec<String>,
+    /// The row's free-text note (`set_row_note`); `null` when none.
+    pub note: Option<String>,
 }
 
 /// `set_row_label` request.
@@ -2084,4 +2088,111 @@ pub struct SearchRunsResponse {
     pub hits: Vec<RunRowView>,
     /// How long the index took, milliseconds.
     pub took_ms: f64,
+}
+
+/// `set_row_note` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetRowNoteRequest {
+    /// The row.
+    pub row_id: String,
+    /// The note (trimmed); empty clears it.
+    pub text: String,
+}
+
+/// `run_drift` request: one run, or two (A and B: a teacher-forced and a
+/// free-running run of one model, or any two runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunDriftRequest {
+    /// Run A.
+    pub run_a: String,
+    /// Run B, when comparing.
+    #[serde(default)]
+    pub run_b: Option<String>,
+    /// The value averaged; `null`: the judge score when every run given was
+    /// judged, else text F1 (as `compare_runs`).
+    #[serde(default)]
+    pub metric: Option<CompareMetric>,
+}
+
+/// One turn index of one run in [`RunDriftResponse`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct DriftPoint {
+    /// The 1-based turn.
+    pub turn: u32,
+    /// The run's rows at this turn.
+    pub rows: u32,
+    /// How many of them have the metric.
+    pub scored: u32,
+    /// The metric's mean over those, on 0–100; `null` when none has it.
+    pub mean: Option<f64>,
+    /// The lowest and highest value, 0–100.
+    pub min: Option<f64>,
+    /// See `min`.
+    pub max: Option<f64>,
+}
+
+/// One run's fidelity by turn index.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct DriftSeries {
+    /// The run.
+    pub run: RunSummary,
+    /// Per turn present in the run, in turn order.
+    pub points: Vec<DriftPoint>,
+}
+
+/// `run_drift` response: fidelity by turn index (does free-running drift
+/// after turn 3?).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct RunDriftResponse {
+    /// The value averaged (0–100: the judge score, or an F1 × 100).
+    pub metric: CompareMetric,
+    /// A's series, then B's when given.
+    pub series: Vec<DriftSeries>,
+}
+
+/// The file format of `export_run_rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RowsExportFormat {
+    /// Comma-separated values with a header line (RFC 4180 quoting; labels
+    /// joined by `; `).
+    Csv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+/// `export_run_rows` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportRunRowsRequest {
+    /// The run.
+    pub run_id: String,
+    /// The format.
+    pub format: RowsExportFormat,
+    /// Only rows with a label or a note (the default); `false`: every row.
+    #[serde(default = "default_true")]
+    pub annotated_only: bool,
+    /// Write to this file on the back end's machine; `null` returns the
+    /// text in `content`.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `export_run_rows` response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ExportRunRowsResponse {
+    /// Rows written (the CSV header not counted).
+    pub rows_total: u32,
+    /// The file written, when a path was given.
+    pub path: Option<String>,
+    /// Size of the export, bytes.
+    #[ts(type = "number")]
+    pub bytes: u64,
+    /// The whole text when no path was given.
+    pub content: Option<String>,
+    /// A file name to save it under.
+    pub file_name: String,
 }

@@ -314,6 +314,7 @@ pub(crate) fn run_row_view(row: &worldloom_store::StoredRunRow) -> crate::types:
         transition_f1: row.metrics.transition_f1,
         latency_ms: row.latency_ms,
         labels: Vec::new(),
+        note: None,
     }
 }
 

@@ -1071,6 +1071,243 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
     assert_eq!(err.code, ErrorCode::BadRequest);
 }
 
+#[test]
+fn run_rows_carry_notes_drift_by_turn_and_export_with_labels() {
+    let (dir, studio) = studio();
+    let [copy, _predictions, judged] = write_run_files(dir.path());
+    import(&studio, &[AWB]);
+    let imported = import_paths(&studio, &[&copy, &judged]);
+    assert!(imported.failed.is_empty(), "{:?}", imported.failed);
+    let runs = commands::list_runs(&studio, EmptyRequest::default())
+        .expect("runs")
+        .runs;
+    let (a, j) = (&runs[0], &runs[1]);
+    let all = |run: &str| {
+        commands::list_run_rows(
+            &studio,
+            ListRunRowsRequest {
+                run_id: run.into(),
+                query: None,
+                search_in: None,
+                domain: None,
+                status: None,
+                label: None,
+                min_score: None,
+                max_score: None,
+                sort: None,
+                descending: false,
+                offset: 0,
+                limit: None,
+            },
+        )
+        .expect("rows")
+        .rows
+    };
+    let rows = all(&j.run_id);
+    assert!(rows.iter().all(|r| r.note.is_none()));
+
+    // A note, edited, is one undoable change each; an empty text clears it.
+    let note = |row: &RunRowView, text: &str| {
+        commands::set_row_note(
+            &studio,
+            SetRowNoteRequest {
+                row_id: row.row_id.clone(),
+                text: text.into(),
+            },
+        )
+        .expect("note")
+    };
+    note(&rows[1], "invents a row");
+    let change = note(&rows[1], "invents a \"Save\" button, then\nthe toast");
+    assert_eq!(change.change.expect("change").kind, ChangeKind::SetRowNote);
+    assert_eq!(
+        all(&j.run_id)[1].note.as_deref(),
+        Some("invents a \"Save\" button, then\nthe toast")
+    );
+    commands::undo(&studio, EmptyRequest::default()).expect("undo");
+    assert_eq!(all(&j.run_id)[1].note.as_deref(), Some("invents a row"));
+    note(&rows[2], "x");
+    note(&rows[2], "  ");
+    assert_eq!(all(&j.run_id)[2].note, None);
+    commands::set_row_label(
+        &studio,
+        SetRowLabelRequest {
+            row_id: rows[3].row_id.clone(),
+            label: "wrong page".into(),
+            present: true,
+        },
+    )
+    .expect("label");
+    let err = commands::set_row_note(
+        &studio,
+        SetRowNoteRequest {
+            row_id: "999999".into(),
+            text: "x".into(),
+        },
+    )
+    .expect_err("no row");
+    assert_eq!(err.code, ErrorCode::NotFound);
+
+    // Drift: text F1 by turn of the judged run against the copy baseline.
+    let drift = commands::run_drift(
+        &studio,
+        RunDriftRequest {
+            run_a: j.run_id.clone(),
+            run_b: Some(a.run_id.clone()),
+            metric: None,
+        },
+    )
+    .expect("drift");
+    assert_eq!(
+        drift.metric,
+        CompareMetric::TextF1,
+        "the copy run is not judged"
+    );
+    assert_eq!(drift.series.len(), 2);
+    for s in &drift.series {
+        assert_eq!(s.points.iter().map(|p| p.rows).sum::<u32>(), 17);
+        let turns: Vec<u32> = s.points.iter().map(|p| p.turn).collect();
+        assert_eq!(turns, [1, 2, 3]);
+        for p in &s.points {
+            if let (Some(lo), Some(m), Some(hi)) = (p.min, p.mean, p.max) {
+                assert!(lo <= m && m <= hi && (0.0..=100.0).contains(&m));
+            }
+        }
+    }
+    // The copy baseline has nothing to copy at the first turn (7 rows, no
+    // metric): no mean there, a mean at every later turn.
+    let copy_turn_1 = &drift.series[1].points[0];
+    assert_eq!(
+        (copy_turn_1.rows, copy_turn_1.scored, copy_turn_1.mean),
+        (7, 0, None)
+    );
+    assert!(drift.series[1].points[1..].iter().all(|p| p.mean.is_some()));
+    // Each turn's mean is the mean of its rows' text F1 × 100.
+    let turn_2: Vec<f64> = all(&j.run_id)
+        .iter()
+        .filter(|r| r.turn == 2)
+        .filter_map(|r| r.text_f1)
+        .collect();
+    let want = turn_2.iter().sum::<f64>() / turn_2.len() as f64 * 100.0;
+    let got = drift.series[0].points[1].mean.expect("mean");
+    assert!((got - want).abs() < 1e-9, "{got} vs {want}");
+    let judged_only = commands::run_drift(
+        &studio,
+        RunDriftRequest {
+            run_a: j.run_id.clone(),
+            run_b: None,
+            metric: None,
+        },
+    )
+    .expect("drift");
+    assert_eq!(judged_only.metric, CompareMetric::Score);
+
+    // The labelled and noted rows as CSV and JSON Lines.
+    let export = |format: RowsExportFormat, annotated_only: bool| {
+        commands::export_run_rows(
+            &studio,
+            ExportRunRowsRequest {
+                run_id: j.run_id.clone(),
+                format,
+                annotated_only,
+                path: None,
+            },
+        )
+        .expect("export")
+    };
+    let csv = export(RowsExportFormat::Csv, true);
+    assert_eq!(csv.rows_total, 2);
+    assert_eq!(csv.file_name, "labelled-model-b-judged-jsonl.csv");
+    let text = csv.content.expect("content");
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    assert_eq!(
+        lines[0],
+        "run,engine,row,trajectory,turn,domain,status,score,text_f1,node_f1,attribute_accuracy,transition_f1,labels,note,trajectory_id,node_id,prediction_id,row_id"
+    );
+    assert!(
+        lines[1].starts_with("model-b/judged.jsonl,"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1].ends_with(&format!(
+            ",,invents a row,{},{},{},{}",
+            rows[1].trajectory_id, rows[1].node_id, rows[1].prediction_id, rows[1].row_id
+        )),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[2].contains(",wrong page,,"), "{}", lines[2]);
+    assert_eq!(lines[3], "");
+    let jsonl = export(RowsExportFormat::Jsonl, true);
+    let objects: Vec<serde_json::Value> = jsonl
+        .content
+        .expect("content")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(objects.len(), 2);
+    assert_eq!(objects[0]["note"], "invents a row");
+    assert_eq!(objects[0]["row"], 2);
+    assert_eq!(objects[1]["labels"], json!(["wrong page"]));
+    assert_eq!(objects[1]["note"], serde_json::Value::Null);
+    assert_eq!(export(RowsExportFormat::Jsonl, false).rows_total, 17);
+    let target = dir.path().join("rows.csv");
+    let written = commands::export_run_rows(
+        &studio,
+        ExportRunRowsRequest {
+            run_id: j.run_id.clone(),
+            format: RowsExportFormat::Csv,
+            annotated_only: true,
+            path: Some(target.display().to_string()),
+        },
+    )
+    .expect("written");
+    assert!(written.content.is_none());
+    assert_eq!(std::fs::read_to_string(&target).expect("read"), text);
+
+    // The curriculum export carries them on the rows' turns.
+    for (row, labels, note) in [
+        (&rows[1], json!([]), json!("invents a row")),
+        (&rows[3], json!(["wrong page"]), serde_json::Value::Null),
+    ] {
+        commands::set_tag(
+            &studio,
+            SetTagRequest {
+                trajectory_id: row.trajectory_id.clone(),
+                node_id: None,
+                tag: "review".into(),
+                present: true,
+            },
+        )
+        .expect("tag");
+        for format in [CurriculumFormat::Agentworldbench, CurriculumFormat::Sft] {
+            let out = commands::export_curriculum(
+                &studio,
+                ExportCurriculumRequest {
+                    selection: Vec::new(),
+                    tag: Some("review".into()),
+                    format,
+                    preview_limit: 0,
+                    path: None,
+                },
+            )
+            .expect("curriculum");
+            let annotated: Vec<serde_json::Value> = out
+                .content
+                .expect("content")
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json"))
+                .filter_map(|v| v.get("wl_annotations").cloned())
+                .collect();
+            assert!(
+                annotated.contains(&json!([{"run": "model-b/judged.jsonl", "engine": j.engine, "labels": labels, "note": note}])),
+                "{format:?}: {annotated:?}"
+            );
+        }
+    }
+}
+
 fn rows_request(
     id: &str,
     node: u32,

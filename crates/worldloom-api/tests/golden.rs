@@ -12,7 +12,7 @@
 //! - `runs.json`: the AgentWorldBench sample with two runs over it (the
 //!   official judged output and `worldloom eval`'s copy baseline, written by
 //!   `common::write_run_files`): `list_runs`, each run's dashboard and rows,
-//!   their comparison, a search, and the trajectory and turn of every row.
+//!   their comparison, a search, their drift by turn, and the trajectory and turn of every row.
 //!
 //! The committed files must equal what this build writes (volatile fields,
 //! the import time and the temporary source path, are fixed). Regenerate
@@ -337,6 +337,18 @@ fn runs_golden() -> Value {
     )
     .expect("search")
     .hits;
+    let mut drift = commands::run_drift(
+        &studio,
+        RunDriftRequest {
+            run_a: runs[0].run_id.clone(),
+            run_b: Some(runs[1].run_id.clone()),
+            metric: None,
+        },
+    )
+    .expect("drift");
+    for s in &mut drift.series {
+        s.run = fixed_run(s.run.clone());
+    }
     let mut trajectories = Map::new();
     let mut turns = Map::new();
     for (tid, node, prediction) in &states {
@@ -369,6 +381,7 @@ fn runs_golden() -> Value {
         "rows": rows,
         "compare": compare,
         "search": { "query": "element", "hits": search },
+        "drift": drift,
         "trajectories": trajectories,
         "turns": turns,
     })

@@ -5,25 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
-use worldloom_engine::baseline::CopyEngine;
-use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
-use worldloom_engine::{GenerationParams, WorldModel};
+use clap::Args;
+use worldloom_engine::GenerationParams;
+use worldloom_engine::openai::OpenAiConfig;
 use worldloom_eval::bench::load_rows;
-use worldloom_eval::run::{RunOptions, replay_engine, run_eval};
+use worldloom_eval::run::{RunOptions, run_eval};
 
-/// Engines `eval` can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvalEngine {
-    /// An OpenAI-compatible endpoint (`--base-url`, `--model`).
-    Openai,
-    /// The local Qwen3.5-MoE model of `--model-dir`.
-    Local,
-    /// The stale-state baseline (predicts the current state unchanged).
-    Copy,
-    /// Answers recorded in an earlier predictions file (`--replay FILE`).
-    Replay,
-}
+use crate::engines::{EngineKind, EngineSpec, check_spec, make_engine};
 
 /// Limits on talking to an OpenAI-compatible endpoint, shared by the
 /// commands that do (`eval --engine openai`, `judge`); they bound the
@@ -80,7 +68,7 @@ pub struct EvalArgs {
     pub data: PathBuf,
     /// Which engine predicts.
     #[arg(long, value_enum)]
-    pub engine: EvalEngine,
+    pub engine: EngineKind,
     /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1).
     #[arg(long)]
     pub base_url: Option<String>,
@@ -124,52 +112,20 @@ pub struct EvalArgs {
     pub output: PathBuf,
 }
 
-/// Checks that the engine's arguments are there (before any slow work).
-fn check_args(args: &EvalArgs) -> anyhow::Result<()> {
-    match args.engine {
-        EvalEngine::Local if args.model_dir.is_none() => {
-            bail!("--engine local needs --model-dir DIR")
-        }
-        EvalEngine::Openai if args.base_url.is_none() || args.model.is_none() => {
-            bail!("--engine openai needs --base-url URL and --model NAME")
-        }
-        _ => Ok(()),
+/// The engine the arguments describe.
+fn engine_spec(args: &EvalArgs) -> EngineSpec<'_> {
+    EngineSpec {
+        kind: args.engine,
+        replay: args.replay.as_deref(),
+        model_dir: args.model_dir.as_deref(),
+        device: &args.device,
+        base_urls: args.base_url.as_slice(),
+        model: args.model.as_deref(),
+        api_key_env: args.api_key_env.as_deref(),
+        stream: !args.no_stream,
+        endpoint: &args.endpoint,
+        request_cap_ms: args.row_timeout_s.saturating_mul(1000).max(1),
     }
-}
-
-/// Makes the engine the arguments ask for.
-fn engine(args: &EvalArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
-    Ok(match args.engine {
-        EvalEngine::Copy => Arc::new(CopyEngine),
-        EvalEngine::Replay => {
-            let Some(file) = &args.replay else {
-                bail!("--engine replay needs --replay FILE")
-            };
-            Arc::new(replay_engine(file)?)
-        }
-        EvalEngine::Local => {
-            let Some(dir) = &args.model_dir else {
-                bail!("--engine local needs --model-dir DIR")
-            };
-            crate::serve_model::local_engine(dir, &args.device)?.0
-        }
-        EvalEngine::Openai => {
-            let (Some(base_url), Some(model)) = (&args.base_url, &args.model) else {
-                bail!("--engine openai needs --base-url URL and --model NAME")
-            };
-            let config = OpenAiConfig {
-                base_url: base_url.clone(),
-                model: model.clone(),
-                api_key_env: args.api_key_env.clone(),
-                stream: !args.no_stream,
-                ..OpenAiConfig::default()
-            };
-            let row_ms = args.row_timeout_s.saturating_mul(1000).max(1);
-            let engine = OpenAiEngine::new(args.endpoint.apply(config, Some(row_ms)))?;
-            engine.check_model()?;
-            Arc::new(engine)
-        }
-    })
 }
 
 /// Sets the command line's `--max-tokens` and `--temperature` on `params`.
@@ -194,9 +150,9 @@ pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 
 /// Runs `worldloom eval`.
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
-    check_args(args)?;
+    check_spec(&engine_spec(args))?;
     let rows = load_rows(&args.data)?;
-    let engine = engine(args)?;
+    let engine = make_engine(&engine_spec(args))?;
     let mut options = RunOptions {
         concurrency: args.concurrency.max(1),
         row_timeout_ms: args.row_timeout_s.saturating_mul(1000),

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod diff;
+mod engines;
 mod eval;
 mod export;
 mod import;

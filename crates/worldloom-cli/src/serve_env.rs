@@ -8,33 +8,18 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use worldloom_engine::baseline::CopyEngine;
+use worldloom_core::Domain;
+use worldloom_engine::GenerationParams;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
-use worldloom_engine::pool::EnginePool;
-use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_env::record::default_record_path;
 use worldloom_env::server::check_exposure;
 use worldloom_env::{
     EnvConfig, Environment, LlmJudgeReward, Perturbations, Recorder, Reward, ServeEnvOptions,
     TargetStateReward, TaskSet, ZeroReward, serve,
 };
-use worldloom_eval::run::replay_engine;
 
+use crate::engines::{EngineKind, EngineSpec, check_spec, make_engine};
 use crate::eval::EndpointArgs;
-
-/// Engines `serve-env` can simulate with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EnvEngine {
-    /// The Qwen3.5-MoE model of `--model-dir`, on candle (one prediction at
-    /// a time, as the engine thread serialises them).
-    Local,
-    /// OpenAI-compatible endpoints (`--base-url`, `--model`).
-    Openai,
-    /// The stale-state baseline (predicts the current state unchanged).
-    Copy,
-    /// Answers recorded in an earlier predictions file (`--replay FILE`).
-    Replay,
-}
 
 /// Rewards `serve-env` can give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,6 +49,10 @@ pub struct ServeEnvArgs {
     /// tag (on the trajectory or one of its branches), e.g. a curriculum.
     #[arg(long)]
     pub task_tag: Option<String>,
+    /// Serve only the tasks of this domain (repeat for several; default:
+    /// every domain the tasks have, up to all seven).
+    #[arg(long = "domain")]
+    pub domains: Vec<Domain>,
     /// The workspace every episode is recorded into (created when missing;
     /// default: the tasks workspace itself, else `NAME.episodes.worldloom`
     /// beside the tasks file).
@@ -71,7 +60,7 @@ pub struct ServeEnvArgs {
     pub record: Option<PathBuf>,
     /// Which engine predicts the observations.
     #[arg(long, value_enum, default_value = "copy")]
-    pub engine: EnvEngine,
+    pub engine: EngineKind,
     /// Model directory for `--engine local`.
     #[arg(long)]
     pub model_dir: Option<PathBuf>,
@@ -166,51 +155,20 @@ pub struct ServeEnvArgs {
 /// The environment variable `--token` defaults to.
 pub const TOKEN_ENV: &str = "WORLDLOOM_ENV_TOKEN";
 
-fn engine(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn WorldModel>> {
-    Ok(match args.engine {
-        EnvEngine::Copy => Arc::new(CopyEngine),
-        EnvEngine::Replay => {
-            let Some(file) = &args.replay else {
-                bail!("--engine replay needs --replay FILE")
-            };
-            Arc::new(replay_engine(file)?)
-        }
-        EnvEngine::Local => {
-            let Some(dir) = &args.model_dir else {
-                bail!("--engine local needs --model-dir DIR")
-            };
-            crate::serve_model::local_engine(dir, &args.device)?.0
-        }
-        EnvEngine::Openai => {
-            let Some(model) = &args.model else {
-                bail!("--engine openai needs --base-url URL (one or more) and --model NAME")
-            };
-            if args.base_urls.is_empty() {
-                bail!("--engine openai needs --base-url URL (one or more) and --model NAME");
-            }
-            let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
-            let mut members: Vec<Arc<dyn WorldModel>> = Vec::new();
-            for base_url in &args.base_urls {
-                let config = OpenAiConfig {
-                    base_url: base_url.clone(),
-                    model: model.clone(),
-                    api_key_env: args.api_key_env.clone(),
-                    stream: !args.no_stream,
-                    ..OpenAiConfig::default()
-                };
-                let engine = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
-                engine
-                    .check_model()
-                    .with_context(|| format!("--base-url {base_url}"))?;
-                members.push(Arc::new(engine));
-            }
-            if members.len() == 1 {
-                members.remove(0)
-            } else {
-                Arc::new(EnginePool::new(members)?)
-            }
-        }
-    })
+/// The engine the arguments describe.
+fn engine_spec(args: &ServeEnvArgs) -> EngineSpec<'_> {
+    EngineSpec {
+        kind: args.engine,
+        replay: args.replay.as_deref(),
+        model_dir: args.model_dir.as_deref(),
+        device: &args.device,
+        base_urls: &args.base_urls,
+        model: args.model.as_deref(),
+        api_key_env: args.api_key_env.as_deref(),
+        stream: !args.no_stream,
+        endpoint: &args.endpoint,
+        request_cap_ms: args.step_timeout_s.saturating_mul(1000).max(1),
+    }
 }
 
 fn perturbations(args: &ServeEnvArgs) -> anyhow::Result<Perturbations> {
@@ -306,15 +264,17 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
         ..ServeEnvOptions::default()
     };
     check_exposure(addr, &options).map_err(anyhow::Error::msg)?;
+    check_spec(&engine_spec(args))?;
     let perturbations = perturbations(args)?;
-    let tasks = TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?;
+    let tasks =
+        TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?.only_domains(&args.domains)?;
     let record = args
         .record
         .clone()
         .unwrap_or_else(|| default_record_path(&args.tasks));
     let recorder = Recorder::open(&record)?;
     let reward = reward(args)?;
-    let engine = engine(args)?;
+    let engine = make_engine(&engine_spec(args))?;
     let mut params = GenerationParams::default();
     crate::eval::set_sampling(&mut params, args.max_tokens, args.temperature);
     let config = EnvConfig {

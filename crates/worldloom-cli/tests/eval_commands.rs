@@ -590,6 +590,17 @@ fn serve_env_copy_over_http() {
         .unwrap();
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("a token is required"));
+    let unknown = Command::new(BIN)
+        .args(["serve-env", "--port", "0", "--domain", "moon", "--tasks"])
+        .arg(&tasks)
+        .output()
+        .unwrap();
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("moon"),
+        "{}",
+        String::from_utf8_lossy(&unknown.stderr)
+    );
 
     let mut child = Killed(
         Command::new(BIN)
@@ -968,6 +979,269 @@ fn serve_env_rewards_with_a_judge_endpoint() {
             .as_str()
             .is_some_and(|r| r.starts_with("two mugs in the cart")),
         "{last}"
+    );
+    drop(child);
+
+    // The recorded episode opens in the studio's API with its steps, its
+    // reward, and the judge's call: the messages sent and the answer.
+    use worldloom_api::commands;
+    use worldloom_api::types::{GetTrajectoryRequest, ListNotesRequest, ListTrajectoriesRequest};
+    let studio = worldloom_api::launch::open_workspace(&dir.path().join("e.worldloom")).unwrap();
+    let list = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("live-episode".into()),
+            ..ListTrajectoriesRequest::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(list.trajectories.len(), 1);
+    let episode = &list.trajectories[0];
+    assert_eq!(episode.name, id);
+    let tree = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: episode.id.clone(),
+        },
+    )
+    .unwrap();
+    let actions: Vec<&str> = tree.edges.iter().map(|e| e.action.raw.as_str()).collect();
+    assert_eq!(actions, ["fill('33', '2')", "send_msg_to_user('done')"]);
+    let notes = commands::list_notes(
+        &studio,
+        ListNotesRequest {
+            trajectory_id: episode.id.clone(),
+        },
+    )
+    .unwrap()
+    .notes;
+    assert!(
+        notes.iter().any(
+            |n| n.text.contains("ended: terminal_action after 2 step(s)")
+                && n.text.contains("reward 1 (llm-judge(openai:mock))")
+        ),
+        "{notes:?}"
+    );
+    let kept = notes
+        .iter()
+        .find_map(|n| n.text.strip_prefix(worldloom_env::JUDGE_NOTE_HEADER))
+        .expect("the judge's call is kept");
+    let call: worldloom_env::JudgeCall = serde_json::from_str(kept.trim()).unwrap();
+    assert_eq!(call.judge, "openai:mock");
+    assert_eq!(call.messages.len(), 2);
+    assert_eq!(
+        call.messages[0].content,
+        worldloom_env::reward::JUDGE_RUBRIC
+    );
+    assert!(
+        call.messages[1]
+            .content
+            .starts_with("## Task\nBuy two stoneware mugs.")
+            && call.messages[1]
+                .content
+                .contains("## Step 2\nAction:\nsend_msg_to_user('done')"),
+        "{}",
+        call.messages[1].content
+    );
+    assert!(
+        call.answer
+            .as_deref()
+            .is_some_and(|a| a.contains(r#""rationale": "two mugs in the cart""#)),
+        "{call:?}"
+    );
+    assert_eq!(call.verdict, Some(1.0));
+}
+
+/// The real `openenv-core` client (`GenericEnvClient`, installed by
+/// `scripts/setup.sh`) runs episodes against `worldloom serve-env`; the
+/// episode it ran over `/ws` then appears in the studio's API (the live
+/// episodes filter), opens with its steps, is branched and corrected, and
+/// exports as curriculum JSONL (AgentWorldBench rows); the progress line on
+/// stderr counts the client's episodes, steps and errors.
+#[test]
+fn serve_env_openenv_client_episode_is_branched_and_exported() {
+    let python = std::env::var("WORLDLOOM_OPENENV_PYTHON").unwrap_or_else(|_| "python3".into());
+    let have = Command::new(&python)
+        .args(["-c", "from openenv.core import GenericEnvClient"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have {
+        println!(
+            "SKIPPED serve_env_openenv_client_episode_is_branched_and_exported: {python} cannot import `openenv.core` (scripts/setup.sh installs it)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("episodes.worldloom");
+    let mut child = Killed(
+        Command::new(BIN)
+            .args([
+                "serve-env",
+                "--engine",
+                "copy",
+                "--port",
+                "0",
+                "--progress-s",
+                "1",
+            ])
+            .arg("--record")
+            .arg(&record)
+            .arg("--tasks")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
+            ))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    let stderr = child.0.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line.split_whitespace().last().unwrap().to_owned();
+    let client = Command::new(&python)
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../worldloom-env/tests/openenv_client.py"
+        ))
+        .arg(&base)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&client.stdout);
+    assert!(
+        client.status.success() && stdout.contains("openenv client: OK"),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&client.stderr)
+    );
+    // The progress line on the terminal catches up with the client's work:
+    // two episodes, four steps, the two malformed actions among the errors.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(line) = lines.recv_timeout(left) else {
+            panic!("no progress line with the client's steps: {seen:#?}");
+        };
+        if line.starts_with("serve-env: ")
+            && line.contains("2 episode(s) started, 4 step(s)")
+            && line.contains(r#""invalid_actions":2"#)
+        {
+            break;
+        }
+        seen.push(line);
+    }
+    drop(child);
+
+    use worldloom_api::commands;
+    use worldloom_api::types::{
+        AuthorObservationRequest, EditActionRequest, ExportFormat, ExportRequest,
+        GetTrajectoryRequest, ListTrajectoriesRequest,
+    };
+    let studio = worldloom_api::launch::open_workspace(&record).unwrap();
+    let list = commands::list_trajectories(
+        &studio,
+        ListTrajectoriesRequest {
+            query: Some("live-episode".into()),
+            ..ListTrajectoriesRequest::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(list.trajectories.len(), 2, "one over /ws, one over HTTP");
+    let episode = list
+        .trajectories
+        .iter()
+        .find(|t| t.goal.as_deref() == Some("Buy two stoneware mugs."))
+        .expect("the client's web episode");
+    assert_eq!(episode.source_format, "openenv-episode");
+    assert_eq!((episode.turn_count, episode.prediction_count), (2, 1));
+    let tree = commands::get_trajectory(
+        &studio,
+        GetTrajectoryRequest {
+            trajectory_id: episode.id.clone(),
+        },
+    )
+    .unwrap();
+    let actions: Vec<&str> = tree.edges.iter().map(|e| e.action.raw.as_str()).collect();
+    assert_eq!(actions, ["fill('33', '2')", "send_msg_to_user('done')"]);
+    // Correct what the model predicted after the first step (an exported
+    // curriculum carries real or authored states), then branch: instead of
+    // ending, the agent should have added to the cart.
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: episode.id.clone(),
+            node_id: tree.edges[0].to,
+            representation: worldloom_core::Representation::Axtree,
+            text: "RootWebArea 'Mugs', focused\n\t[33] spinbutton 'Quantity', value='2'".into(),
+            based_on_prediction: Some(0),
+            note: None,
+        },
+    )
+    .unwrap();
+    let branch = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: episode.id.clone(),
+            edge_id: 1,
+            raw: "click('35')".into(),
+        },
+    )
+    .unwrap();
+    commands::author_observation(
+        &studio,
+        AuthorObservationRequest {
+            trajectory_id: episode.id.clone(),
+            node_id: branch.node_id,
+            representation: worldloom_core::Representation::Axtree,
+            text: "RootWebArea 'Mugs', focused\n\t[21] link 'Cart (2)', clickable".into(),
+            based_on_prediction: None,
+            note: Some("two mugs in the cart".into()),
+        },
+    )
+    .unwrap();
+    let exported = commands::export(
+        &studio,
+        ExportRequest {
+            trajectory_id: episode.id.clone(),
+            branch_id: Some(branch.branch_id),
+            format: ExportFormat::Agentworldbench,
+            path: None,
+        },
+    )
+    .unwrap();
+    let rows: Vec<Value> = exported
+        .content
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!rows.is_empty(), "{}", exported.content);
+    assert_eq!(rows.len() as u32, exported.record_count);
+    let last = rows.last().unwrap();
+    assert_eq!(last["task"], "web", "{last}");
+    assert_eq!(
+        last["id"],
+        format!("{}#2", episode.name),
+        "the branch's turn 2"
+    );
+    assert_eq!(last["prompt"].as_array().map(Vec::len), Some(2));
+    assert_eq!(last["response"].as_array().map(Vec::len), Some(2), "{last}");
+    assert!(
+        exported.content.contains("fill('33', '2')")
+            && exported.content.contains("value='2'")
+            && exported.content.contains("click('35')")
+            && exported.content.contains("Cart (2)"),
+        "{}",
+        exported.content
     );
 }
 

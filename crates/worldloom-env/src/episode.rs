@@ -32,7 +32,7 @@ use worldloom_engine::{CancelToken, GenerationParams, PredictRequest, WorldModel
 use crate::error::EnvError;
 use crate::metrics::Metrics;
 use crate::record::{EPISODE_SOURCE_FORMAT, Recorder};
-use crate::reward::{Reward, ZeroReward};
+use crate::reward::{Reward, RewardOutcome, ZeroReward};
 use crate::state::Episode;
 use crate::tasks::{TaskSet, splitmix64, unit_interval};
 
@@ -347,7 +347,16 @@ impl Environment {
                 self.next_episode.fetch_add(1, Ordering::Relaxed)
             )
         });
-        let mut trajectory = Trajectory::new(id.clone(), task.domain, task.initial.clone());
+        // A task that starts mid-tree (a tagged branch's fork point) brings
+        // its history; its last state is where the episode starts.
+        let mut trajectory = match &task.history {
+            Some(history) => {
+                let mut t = history.clone();
+                t.id = id.clone();
+                t
+            }
+            None => Trajectory::new(id.clone(), task.domain, task.initial.clone()),
+        };
         trajectory.source.format = EPISODE_SOURCE_FORMAT.to_owned();
         trajectory.source.path = Some(format!("task {} ({})", task.id, task.source));
         trajectory.goal = task.goal.clone();
@@ -359,7 +368,12 @@ impl Environment {
             Some(r) => Some(r.start(&trajectory)?),
             None => None,
         };
-        let leaf = trajectory.root();
+        let leaf = trajectory
+            .main_path()
+            .nodes
+            .last()
+            .copied()
+            .unwrap_or_else(|| trajectory.root());
         let episode = Episode {
             id,
             task,
@@ -372,6 +386,7 @@ impl Environment {
             total_reward: 0.0,
             perturbations: BTreeMap::new(),
             recorded,
+            recorded_leaf: recorded.map(|_| leaf),
             started: Instant::now(),
         };
         self.metrics
@@ -384,6 +399,7 @@ impl Environment {
                 json!(action_space(episode.task.domain)),
             );
             map.insert("system_prompt".into(), json!(episode.task.system_prompt));
+            map.insert("start_turn".into(), json!(episode.task.start_turn()));
         }
         Ok((
             episode,
@@ -422,12 +438,13 @@ impl Environment {
     }
 
     /// The state object: `episode_id`, `step_count` (as `openenv-core`'s
-    /// `State`) and the task, seed, done flag, reason, total reward and the
-    /// recorded trajectory's workspace key.
+    /// `State`) and the start turn, task, seed, done flag, reason, total
+    /// reward and the recorded trajectory's workspace key.
     pub fn state(&self, episode: &Episode) -> Value {
         json!({
             "episode_id": episode.id,
             "step_count": episode.step_count,
+            "start_turn": episode.task.start_turn(),
             "task_id": episode.task.id,
             "domain": episode.task.domain.as_str(),
             "seed": episode.seed,
@@ -494,8 +511,10 @@ impl Environment {
             let (_, node) = t
                 .add_step(episode.leaf, action.clone(), None)
                 .map_err(|e| EnvError::Record(e.to_string()))?;
-            if let (Some(r), Some(key)) = (&self.recorder, episode.recorded) {
-                r.turn(key, episode.leaf, action, None, None)?;
+            if let (Some(r), Some(key), Some(from)) =
+                (&self.recorder, episode.recorded, episode.recorded_leaf)
+            {
+                episode.recorded_leaf = Some(r.turn(key, from, action, None, None)?.1);
             }
             episode.trajectory = t;
             episode.leaf = node;
@@ -548,14 +567,17 @@ impl Environment {
         self.metrics
             .completion_tokens
             .fetch_add(collected.stats.completion_tokens as u64, Ordering::Relaxed);
-        if let (Some(r), Some(key)) = (&self.recorder, episode.recorded) {
-            r.turn(
+        if let (Some(r), Some(key), Some(from)) =
+            (&self.recorder, episode.recorded, episode.recorded_leaf)
+        {
+            let (_, node) = r.turn(
                 key,
-                episode.leaf,
+                from,
                 action,
                 perturbation.as_deref(),
                 Some(&prediction),
             )?;
+            episode.recorded_leaf = Some(node);
         }
         let status = prediction.status;
         let observed = prediction.observation.is_some();
@@ -617,7 +639,7 @@ impl Environment {
             extra.insert("reward_rationale".into(), json!(r));
         }
         if done {
-            self.end(episode, reward.rationale.as_deref())?;
+            self.end(episode, Some(&reward))?;
         }
         Ok(StepAnswer {
             observation: self.observation(episode, Some(extra)),
@@ -626,11 +648,19 @@ impl Environment {
         })
     }
 
-    /// Records the end of `episode` (its reason, steps, reward) once.
+    /// Records the end of `episode` (its reason, steps, reward) once; with
+    /// the last step's `reward`, its rationale and (for an LLM judge) the
+    /// judge's call are kept too.
     ///
     /// # Errors
     /// [`EnvError::Record`].
-    pub fn end(&self, episode: &mut Episode, rationale: Option<&str>) -> Result<(), EnvError> {
+    pub fn end(
+        &self,
+        episode: &mut Episode,
+        reward: Option<&RewardOutcome>,
+    ) -> Result<(), EnvError> {
+        let rationale = reward.and_then(|r| r.rationale.as_deref());
+        let judge = reward.and_then(|r| r.judge.as_ref());
         episode.done = true;
         let reason = episode
             .done_reason
@@ -653,7 +683,7 @@ impl Environment {
             if let Some(r) = rationale {
                 note.push_str(&format!("\nrationale: {r}"));
             }
-            r.finish(key, &note)?;
+            r.finish(key, &note, judge)?;
             episode.recorded = Some(key);
         }
         Ok(())

@@ -3,15 +3,34 @@
 //! each step a turn with its action and the chosen prediction (engine,
 //! parameters, seed, raw output, token counts, timings), each control
 //! instruction the turn's perturbation, and the end a note with the reason,
-//! the steps, the reward and its rationale.
+//! the steps, the reward and its rationale (and, for an LLM judge, a second
+//! note with the judge's call: the messages sent and its answer).
+//!
+//! **Cost per step.** A step appends its rows (edge, node, perturbation,
+//! chosen prediction) without reading the trajectory back
+//! ([`Workspace::append_turns`]), so it costs the same at turn 1 and turn
+//! 300. Steps of concurrent sessions are written together: each step queues
+//! its turn, and whoever holds the workspace writes every queued turn in one
+//! transaction (one disk sync), each turn still its own change in the undo
+//! log. A step returns once its turn is committed, so the studio (which
+//! rereads the file) shows it at once.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, mpsc};
 
 use worldloom_core::{Action, EdgeId, NodeId, Prediction, Trajectory};
-use worldloom_store::{TrajectoryKey, Workspace};
+use worldloom_store::{AppendTurn, TrajectoryKey, Workspace};
 
 use crate::error::EnvError;
+use crate::reward::JudgeCall;
+
+/// The first line of the note that keeps an LLM judge's call with a
+/// recorded episode; the rest of the note is the call as JSON
+/// ([`JudgeCall`]: `judge`, `messages`, `answer`, `error`, `verdict`,
+/// `rationale`).
+pub const JUDGE_NOTE_HEADER: &str = "judge call (JSON below: the messages sent and the answer)";
+
+type Reply = mpsc::Sender<Result<(EdgeId, NodeId), EnvError>>;
 
 /// `source.format` of a recorded episode (task loading skips these).
 pub const EPISODE_SOURCE_FORMAT: &str = "openenv-episode";
@@ -39,6 +58,8 @@ pub fn default_record_path(tasks: &Path) -> PathBuf {
 pub struct Recorder {
     path: PathBuf,
     workspace: Mutex<Workspace>,
+    /// Turns waiting to be written, with where each answer goes.
+    queue: Mutex<Vec<(AppendTurn, Reply)>>,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -60,6 +81,7 @@ impl Recorder {
         Ok(Self {
             path: path.to_path_buf(),
             workspace: Mutex::new(workspace),
+            queue: Mutex::new(Vec::new()),
         })
     }
 
@@ -91,9 +113,11 @@ impl Recorder {
         })
     }
 
-    /// Adds a turn from `from` with `action`, its control instruction and
-    /// (unless the action ended the episode) its chosen prediction.
-    /// Returns the stored edge and node.
+    /// Adds a turn from `from` (a node of the stored trajectory) with
+    /// `action`, its control instruction and (unless the action ended the
+    /// episode) its chosen prediction; returns once it is committed, with
+    /// the stored edge and node. Turns queued by other sessions meanwhile
+    /// are committed in the same transaction (see the module's notes).
     ///
     /// # Errors
     /// [`EnvError::Record`].
@@ -105,25 +129,92 @@ impl Recorder {
         perturbation: Option<&str>,
         prediction: Option<&Prediction>,
     ) -> Result<(EdgeId, NodeId), EnvError> {
-        self.with("recording a step", |ws| {
-            let (edge, node) = ws.add_turn(key, from, action)?;
-            if let Some(text) = perturbation {
-                ws.set_perturbation(key, edge, Some(text))?;
+        let poisoned =
+            || EnvError::Record(format!("{}: workspace lock poisoned", self.path.display()));
+        let (reply, answer) = mpsc::channel();
+        let turn = AppendTurn {
+            key,
+            from,
+            action,
+            perturbation: perturbation.map(str::to_owned),
+            prediction: prediction.cloned(),
+        };
+        self.queue
+            .lock()
+            .map_err(|_| poisoned())?
+            .push((turn, reply));
+        {
+            // Whoever holds the workspace writes every turn queued so far;
+            // ours is either in this batch or was in the previous holder's.
+            let mut ws = self.workspace.lock().map_err(|_| poisoned())?;
+            let batch = std::mem::take(&mut *self.queue.lock().map_err(|_| poisoned())?);
+            if !batch.is_empty() {
+                self.write_batch(&mut ws, batch);
             }
-            if let Some(p) = prediction {
-                ws.add_chosen_prediction(key, node, p)?;
-            }
-            Ok((edge, node))
+        }
+        answer.recv().unwrap_or_else(|_| {
+            Err(EnvError::Record(format!(
+                "{}: the step's turn was not written",
+                self.path.display()
+            )))
         })
     }
 
-    /// Writes the closing note.
+    /// Writes `batch` in one transaction; when that fails with several
+    /// turns, each is written alone so one bad turn fails only itself.
+    fn write_batch(&self, ws: &mut Workspace, batch: Vec<(AppendTurn, Reply)>) {
+        let (turns, replies): (Vec<AppendTurn>, Vec<Reply>) = batch.into_iter().unzip();
+        let fail = |e: worldloom_store::StoreError| {
+            EnvError::Record(format!("{}: recording a step: {e}", self.path.display()))
+        };
+        match ws.append_turns(&turns) {
+            Ok(ids) => {
+                for (reply, id) in replies.iter().zip(ids) {
+                    let _ = reply.send(Ok(id));
+                }
+            }
+            Err(e) if turns.len() == 1 => {
+                let _ = replies[0].send(Err(fail(e)));
+            }
+            Err(_) => {
+                for (turn, reply) in turns.into_iter().zip(replies) {
+                    let result = ws
+                        .append_turns(std::slice::from_ref(&turn))
+                        .map(|ids| ids[0])
+                        .map_err(fail);
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+
+    /// Writes the closing note and, when the reward came from an LLM
+    /// judge, a second note with its call ([`JUDGE_NOTE_HEADER`], then the
+    /// call as JSON).
     ///
     /// # Errors
     /// [`EnvError::Record`].
-    pub fn finish(&self, key: TrajectoryKey, note: &str) -> Result<(), EnvError> {
+    pub fn finish(
+        &self,
+        key: TrajectoryKey,
+        note: &str,
+        judge: Option<&JudgeCall>,
+    ) -> Result<(), EnvError> {
+        let judge_note = match judge {
+            Some(call) => Some(format!(
+                "{JUDGE_NOTE_HEADER}\n{}",
+                serde_json::to_string_pretty(call).map_err(|e| EnvError::Record(format!(
+                    "{}: writing the judge's call: {e}",
+                    self.path.display()
+                )))?
+            )),
+            None => None,
+        };
         self.with("finishing an episode", |ws| {
             ws.add_note(key, None, note)?;
+            if let Some(text) = &judge_note {
+                ws.add_note(key, None, text)?;
+            }
             Ok(())
         })
     }

@@ -20,6 +20,29 @@ pub struct RewardOutcome {
     /// The step reached what the reward looks for: the episode ends
     /// (`done_reason` `target_reached`).
     pub ends_episode: bool,
+    /// The LLM judge's call behind this reward, kept with the recorded
+    /// episode (a note, see [`crate::record::JUDGE_NOTE_HEADER`]).
+    pub judge: Option<JudgeCall>,
+}
+
+/// One call of an LLM judge, as kept with the recorded episode: what was
+/// sent and what came back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JudgeCall {
+    /// The judge engine's name (`openai:MODEL`).
+    pub judge: String,
+    /// The full chat sent: the rubric as the system message, the episode as
+    /// the user message ([`LlmJudgeReward::messages`]).
+    pub messages: Vec<worldloom_core::ChatMessage>,
+    /// The judge's answer text (`None` when the call failed).
+    pub answer: Option<String>,
+    /// Why there is no verdict: the call failed, or the answer did not hold
+    /// one.
+    pub error: Option<String>,
+    /// The verdict read from the answer (1 achieved, 0 not).
+    pub verdict: Option<f64>,
+    /// The answer's rationale.
+    pub rationale: Option<String>,
 }
 
 /// How steps are rewarded.
@@ -46,6 +69,7 @@ impl Reward for ZeroReward {
             ends_episode: false,
             value: 0.0,
             rationale: None,
+            judge: None,
         }
     }
 }
@@ -171,10 +195,11 @@ impl Reward for LlmJudgeReward {
                 ends_episode: false,
                 value: 0.0,
                 rationale: None,
+                judge: None,
             };
         }
-        let request =
-            worldloom_engine::PredictRequest::new(Self::messages(episode), self.params.clone());
+        let messages = Self::messages(episode);
+        let request = worldloom_engine::PredictRequest::new(messages.clone(), self.params.clone());
         let deadline = std::time::Instant::now() + self.timeout;
         let answer = self
             .judge
@@ -189,33 +214,43 @@ impl Reward for LlmJudgeReward {
                 )
                 .map_err(|e| e.to_string())
             });
-        match answer {
+        let name = self.judge.name();
+        let mut call = JudgeCall {
+            judge: name.clone(),
+            messages,
+            answer: None,
+            error: None,
+            verdict: None,
+            rationale: None,
+        };
+        let (value, rationale) = match answer {
             Ok(collected) => {
                 let text = collected.output.answer.trim().to_owned();
+                call.answer = Some(text.clone());
                 match verdict(&text) {
-                    Ok((value, rationale)) => RewardOutcome {
-                        ends_episode: false,
-                        value,
-                        rationale: Some(format!(
-                            "{rationale} (judge {}; answer: {text})",
-                            self.judge.name()
-                        )),
-                    },
-                    Err(why) => RewardOutcome {
-                        ends_episode: false,
-                        value: 0.0,
-                        rationale: Some(format!(
-                            "judge {}: {why}; reward 0 (answer: {text})",
-                            self.judge.name()
-                        )),
-                    },
+                    Ok((value, rationale)) => {
+                        call.verdict = Some(value);
+                        call.rationale = Some(rationale.clone());
+                        (value, format!("{rationale} (judge {name}; answer: {text})"))
+                    }
+                    Err(why) => {
+                        let message = format!("judge {name}: {why}; reward 0 (answer: {text})");
+                        call.error = Some(why);
+                        (0.0, message)
+                    }
                 }
             }
-            Err(e) => RewardOutcome {
-                ends_episode: false,
-                value: 0.0,
-                rationale: Some(format!("judge {} failed: {e}; reward 0", self.judge.name())),
-            },
+            Err(e) => {
+                let message = format!("judge {name} failed: {e}; reward 0");
+                call.error = Some(e);
+                (0.0, message)
+            }
+        };
+        RewardOutcome {
+            ends_episode: false,
+            value,
+            rationale: Some(rationale),
+            judge: Some(call),
         }
     }
 }
@@ -282,6 +317,7 @@ impl Reward for TargetStateReward {
             value: 0.0,
             rationale: why,
             ends_episode: false,
+            judge: None,
         };
         let Some(target) = &episode.task.target else {
             return zero(Some("the task has no target state".into()));
@@ -299,6 +335,7 @@ impl Reward for TargetStateReward {
                     episode.step_count, self.threshold
                 )),
                 ends_episode: true,
+                judge: None,
             },
             Some((score, metric)) => zero(Some(format!(
                 "best so far below the target: {metric} {score:.3} at turn {}",

@@ -23,7 +23,8 @@
 //! episode, episode ended, idle), `EXECUTION_ERROR` (the world model or the
 //! workspace failed; the episode stays at the same state). A socket that
 //! closes during a step cancels its prediction; the episode is recorded as
-//! `closed`. Over HTTP the same errors are `{"detail": message, "code":
+//! `closed`. An HTTP client that disconnects during `POST /step` cancels
+//! the prediction too (the episode stays where it was). Over HTTP the same errors are `{"detail": message, "code":
 //! code}` with the statuses of [`EnvError::http_status`].
 //!
 //! **The door.** `worldloom-model-server`'s [`check_door`]: Host and
@@ -357,11 +358,18 @@ async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, En
         session.episode.clone()
     };
     let env = state.env.clone();
+    let cancel = CancelToken::new();
+    let token = cancel.clone();
+    // A client that goes away mid-step drops this request's future: the
+    // guard then cancels the prediction, as a closed socket does.
+    let guard = CancelOnDrop(Some(cancel));
     let answer = blocking(move || {
         let mut ep = lock(&episode)?;
-        env.step(&mut ep, &action, &CancelToken::new())
+        env.step(&mut ep, &action, &token)
     })
-    .await?;
+    .await;
+    guard.disarm();
+    let answer = answer?;
     if answer.done
         && let Ok(mut map) = state.http.lock()
         && let Some(session) = map.get_mut(id)
@@ -371,6 +379,23 @@ async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, En
         state.release();
     }
     Ok(answer)
+}
+
+/// Cancels its token when dropped before [`CancelOnDrop::disarm`].
+struct CancelOnDrop(Option<CancelToken>);
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
 }
 
 async fn http_state(
@@ -422,10 +447,12 @@ async fn schema() -> Response {
                 "turn": {"type": "integer"},
                 "action_space": {"type": "string", "description": "After reset only."},
                 "system_prompt": {"type": ["string", "null"], "description": "After reset only."},
+                "start_turn": {"type": "integer", "description": "After reset only: turns before the start state (a tagged branch's fork point; 0 from the root)."},
+                "reward_rationale": {"type": "string"},
                 "status": {"type": "string", "description": "The output parser's status of the prediction (ok, truncated, no_observation, empty)."},
                 "perturbation": {"type": ["string", "null"]},
                 "prediction_ms": {"type": "number"},
-                "done_reason": {"type": ["string", "null"], "description": "terminal_action, turn_limit, unparseable_prediction."},
+                "done_reason": {"type": ["string", "null"], "description": "terminal_action, turn_limit, unparseable_prediction, target_reached."},
                 "error": {"type": "string"}
             }
         },
@@ -435,6 +462,7 @@ async fn schema() -> Response {
             "properties": {
                 "episode_id": {"type": ["string", "null"]},
                 "step_count": {"type": "integer", "minimum": 0},
+                "start_turn": {"type": "integer", "minimum": 0},
                 "task_id": {"type": "string"},
                 "domain": {"type": "string"},
                 "seed": {"type": "integer"},
@@ -592,7 +620,17 @@ async fn close_episode(env: &Arc<Environment>, episode: Arc<Mutex<Episode>>, rea
 async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
     if let Err(e) = state.reserve() {
         let _ = send(&mut socket, &env_ws_error(&e)).await;
-        let _ = socket.send(Message::Close(None)).await;
+        // 1013 "try again later", with the reason, for a client that reads
+        // the close before the error answer.
+        let frame = axum::extract::ws::CloseFrame {
+            code: 1013,
+            reason: format!(
+                "server at capacity ({} sessions)",
+                state.options.max_sessions.max(1)
+            )
+            .into(),
+        };
+        let _ = socket.send(Message::Close(Some(frame))).await;
         return;
     }
     state

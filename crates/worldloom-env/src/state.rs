@@ -38,6 +38,10 @@ pub struct Episode {
     pub perturbations: BTreeMap<usize, String>,
     /// Its trajectory in the workspace, when recorded.
     pub recorded: Option<TrajectoryKey>,
+    /// The current state's node in the recorded trajectory (its ids may
+    /// differ from [`Episode::trajectory`]'s when the studio grew the
+    /// recorded tree meanwhile).
+    pub recorded_leaf: Option<NodeId>,
     /// When it started.
     pub started: Instant,
 }

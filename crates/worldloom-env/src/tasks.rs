@@ -2,16 +2,29 @@
 //! observation), read from an AgentWorldBench file (or any trajectory file
 //! `worldloom import` reads) or from a workspace's trajectories, and picked
 //! by a seed.
+//!
+//! **Where a tagged branch starts.** A tag on a branch (set on one of its
+//! states, normally its leaf) makes a task that starts at the branch's
+//! *fork point*: the state its first own turn leaves from, i.e. the last
+//! state the branch shares with the trajectory's main path (the oldest live
+//! edge from every state). The episode gets the history up to there — the
+//! turns of the shared path with their states as free-running context
+//! reads them (authored, else chosen prediction, else real) — and goes on
+//! from the fork state, so the agent meets the situation the curriculum's
+//! author branched from. A tag on the trajectory itself, or on a state of
+//! the main path, starts at the root. The target state (for
+//! [`crate::reward::TargetStateReward`]) is the tagged state.
 
 use std::path::Path;
 
+use serde_json::Map;
 use worldloom_core::formats::awb::prompt_sections;
 use worldloom_core::formats::guess_representation;
 use worldloom_core::prompt::context_observation;
 use worldloom_core::{
-    ContextMode, Domain, ImportOptions, NodeId, Observation, Trajectory, import_path,
+    ContextMode, Domain, ImportOptions, Node, NodeId, Observation, Trajectory, import_path,
 };
-use worldloom_store::{Workspace, is_workspace_file};
+use worldloom_store::{StoredTrajectory, Workspace, is_workspace_file};
 
 use crate::error::EnvError;
 use crate::record::EPISODE_SOURCE_FORMAT;
@@ -37,6 +50,15 @@ pub struct Task {
     /// at the main path's last state. [`crate::reward::TargetStateReward`]
     /// compares the episode's states with it.
     pub target: Option<Observation>,
+    /// The turns before the state the episode starts from, when a task
+    /// starts mid-tree (a tagged branch's fork point): a one-path
+    /// trajectory from the root to that state, whose last node is the
+    /// start. Each state keeps its real observation, its current authored
+    /// one and its chosen prediction (what free-running context reads; a
+    /// root whose state lives only in the first prompt gets
+    /// [`Task::initial`]); actions keep their source prompt strings.
+    /// `None`: the episode starts at [`Task::initial`].
+    pub history: Option<Trajectory>,
 }
 
 impl Task {
@@ -85,8 +107,97 @@ impl Task {
             initial,
             source: source.into(),
             target,
+            history: None,
         }
     }
+
+    /// The task of the branch tagged at `tagged` in `stored` (a workspace's
+    /// trajectory): it starts at the branch's fork point with the history up
+    /// to there (see the module's notes), and its target is the tagged
+    /// state.
+    pub fn from_branch(
+        stored: &StoredTrajectory,
+        source: impl Into<String>,
+        tagged: NodeId,
+    ) -> Self {
+        let t = &stored.trajectory;
+        let mut task = Self::from_trajectory_to(t, source, Some(tagged));
+        let Ok(path) = t.path_to(tagged) else {
+            return task;
+        };
+        // The live main path: from each state its oldest live edge.
+        let mut on_main = vec![t.root()];
+        let mut current = t.root();
+        while let Some(&edge) = stored.live_children(current).first() {
+            let Some(next) = t.edge(edge).map(|e| e.to) else {
+                break;
+            };
+            if on_main.contains(&next) {
+                break;
+            }
+            on_main.push(next);
+            current = next;
+        }
+        let fork = path
+            .edges
+            .iter()
+            .filter_map(|e| t.edge(*e))
+            .find(|e| !on_main.contains(&e.to))
+            .map_or(t.root(), |e| e.from);
+        if fork != t.root() {
+            task.history = history_to(t, fork).map(|mut h| {
+                // A first state that lives only in the first prompt (an
+                // AgentWorldBench GUI row) becomes the root's, as for a task
+                // that starts at the root.
+                let root = h.root();
+                if context_observation(&h, root, ContextMode::FreeRunning).is_none() {
+                    h.nodes[0].real = task.initial.clone();
+                }
+                h
+            });
+        }
+        task
+    }
+
+    /// How many turns come before the state the episode starts from (0 at
+    /// the root).
+    pub fn start_turn(&self) -> usize {
+        self.history.as_ref().map_or(0, |h| h.edges.len())
+    }
+}
+
+/// The path of `t` from its root to `to` as a trajectory of its own (same
+/// id, domain, goal and system prompt): every state with its real
+/// observation, current authored observation and chosen prediction; every
+/// action with its source prompt string (not its AgentWorldBench row, which
+/// belonged to the source file).
+fn history_to(t: &Trajectory, to: NodeId) -> Option<Trajectory> {
+    let path = t.path_to(to).ok()?;
+    let copy = |node: &Node, id: NodeId, parent_edge| {
+        let chosen = node.chosen_prediction.and_then(|p| node.prediction(p));
+        Node {
+            id,
+            parent_edge,
+            real: node.real.clone(),
+            predictions: chosen.cloned().into_iter().collect(),
+            authored: node.current_authored().cloned().into_iter().collect(),
+            chosen_prediction: chosen.map(|p| p.id),
+            extra: Map::new(),
+        }
+    };
+    let mut h = Trajectory::new(t.id.clone(), t.domain, None);
+    h.goal = t.goal.clone();
+    h.system_prompt = t.system_prompt.clone();
+    h.nodes[0] = copy(t.node(t.root())?, h.root(), None);
+    let mut at = h.root();
+    for edge in &path.edges {
+        let e = t.edge(*edge)?;
+        let (new_edge, new_node) = h.add_step(at, e.action.clone(), None).ok()?;
+        h.edges[new_edge.0 as usize].prompt = e.prompt.clone();
+        h.nodes[new_node.0 as usize] = copy(t.node(e.to)?, new_node, Some(new_edge));
+        at = new_node;
+    }
+    Some(h)
 }
 
 /// The tasks a server offers.
@@ -164,9 +275,7 @@ impl TaskSet {
                     }
                     seen.push(node);
                     let mut task = match node {
-                        Some(leaf) => {
-                            Task::from_trajectory_to(&stored.trajectory, source.clone(), Some(leaf))
-                        }
+                        Some(tagged) => Task::from_branch(&stored, source.clone(), tagged),
                         None => Task::from_trajectory(&stored.trajectory, source.clone()),
                     };
                     if seen.len() > 1 {
@@ -199,6 +308,33 @@ impl TaskSet {
                 Some(tag) => format!("no trajectory tagged `{tag}` in it"),
                 None => "no task in it".into(),
             }));
+        }
+        Ok(Self { tasks })
+    }
+
+    /// Keeps only the tasks of `domains` (all of them when empty), for a
+    /// server of one domain or a few.
+    ///
+    /// # Errors
+    /// [`EnvError::Tasks`] when none of them has a task, naming the domains
+    /// served.
+    pub fn only_domains(self, domains: &[Domain]) -> Result<Self, EnvError> {
+        if domains.is_empty() {
+            return Ok(self);
+        }
+        let served: Vec<&str> = self.domains().into_iter().map(Domain::as_str).collect();
+        let tasks: Vec<Task> = self
+            .tasks
+            .into_iter()
+            .filter(|t| domains.contains(&t.domain))
+            .collect();
+        if tasks.is_empty() {
+            let asked: Vec<&str> = domains.iter().map(|d| d.as_str()).collect();
+            return Err(EnvError::Tasks(format!(
+                "--domain {}: no task in that domain (the tasks have: {})",
+                asked.join(", "),
+                served.join(", ")
+            )));
         }
         Ok(Self { tasks })
     }
@@ -288,6 +424,7 @@ mod tests {
             initial: None,
             source: "t".into(),
             target: None,
+            history: None,
         }
     }
 
@@ -390,5 +527,20 @@ mod tests {
             .expect("terminal");
         assert!(terminal.initial.is_none());
         assert_eq!(set.domains().len(), 7);
+        let two = set
+            .clone()
+            .only_domains(&[Domain::Web, Domain::Os])
+            .expect("two domains");
+        assert_eq!(two.domains(), [Domain::Web, Domain::Os]);
+        assert_eq!(two.tasks().len(), 2);
+        assert_eq!(set.clone().only_domains(&[]).expect("all"), set);
+        let none = TaskSet::new(vec![web.clone()])
+            .only_domains(&[Domain::Android])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            none.contains("--domain android: no task") && none.contains("have: web"),
+            "{none}"
+        );
     }
 }

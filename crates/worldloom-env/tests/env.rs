@@ -474,6 +474,57 @@ fn a_socket_closed_mid_step_cancels_the_prediction_and_is_recorded() {
     );
 }
 
+/// Over HTTP too: a client that disconnects during `POST /step` cancels
+/// the prediction, the episode stays at its state and can step again.
+#[test]
+fn an_http_client_gone_mid_step_cancels_the_prediction() {
+    use std::io::Write;
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let server = start(
+        Arc::new(Hanging(cancelled.clone())),
+        None,
+        ServeEnvOptions::default(),
+    );
+    let id = runtime().block_on(async {
+        let (_, reset) = post(&server, "/reset", json!({"domain": "web"})).await;
+        reset["observation"]["episode_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    });
+    let body = json!({"episode_id": id, "action": {"action": "click('21')"}}).to_string();
+    let mut s = std::net::TcpStream::connect(server.addr).expect("connect");
+    write!(
+        s,
+        "POST /step HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        server.addr,
+        body.len()
+    )
+    .expect("send");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(s);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the prediction was not cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    runtime().block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, state) = get(&server, &format!("/state?episode_id={id}")).await;
+            assert_eq!(status, 200, "{state}");
+            if state["step_count"] == 0 && state["done"] == false {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{state}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
 #[test]
 fn idle_sessions_are_closed_and_the_door_holds() {
     let options = ServeEnvOptions {
@@ -569,11 +620,14 @@ fn official_openenv_client() {
     let server = start(
         Arc::new(CopyEngine),
         Some(&ws_path),
-        ServeEnvOptions::default(),
+        ServeEnvOptions {
+            max_sessions: 2,
+            ..ServeEnvOptions::default()
+        },
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openenv_client.py");
     let output = std::process::Command::new(&python)
-        .args([script, &server.base_url()])
+        .args([script, &server.base_url(), "2"])
         .output()
         .expect("python");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -586,8 +640,12 @@ fn official_openenv_client() {
     server.stop();
     let ws = Workspace::open(&ws_path).expect("ws");
     let rows = ws.list_trajectories().expect("rows");
-    assert_eq!(rows.len(), 2, "one episode over /ws, one over HTTP");
-    for row in rows {
+    assert_eq!(
+        rows.len(),
+        5,
+        "one episode over /ws, one over HTTP, three in the capacity check"
+    );
+    for row in &rows[..2] {
         let t = ws.load_trajectory(row.key).expect("load").trajectory;
         assert_eq!(t.edges.len(), 2, "{}", t.id);
     }
@@ -775,6 +833,24 @@ fn an_llm_judge_rewards_the_end_of_the_episode() {
                 && n.text.contains("rationale: the quantity field shows 2")),
         "{notes:?}"
     );
+    // The judge's call is kept with the episode: the messages sent, its answer.
+    let kept = notes
+        .iter()
+        .find_map(|n| n.text.strip_prefix(worldloom_env::JUDGE_NOTE_HEADER))
+        .expect("the judge's call");
+    let call: worldloom_env::JudgeCall = serde_json::from_str(kept.trim()).expect("JSON");
+    assert_eq!(call.judge, "judge");
+    assert_eq!(call.messages, sent, "the full chat sent");
+    assert_eq!(
+        call.answer.as_deref(),
+        Some(r#"{"achieved": 1, "rationale": "the quantity field shows 2"}"#)
+    );
+    assert_eq!(call.verdict, Some(1.0));
+    assert_eq!(
+        call.rationale.as_deref(),
+        Some("the quantity field shows 2")
+    );
+    assert_eq!(call.error, None);
 }
 
 #[test]
@@ -834,4 +910,220 @@ fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
         "{}",
         answer.observation
     );
+}
+
+/// The copy baseline, keeping the chats it was sent.
+struct Capturing(std::sync::Mutex<Vec<Vec<worldloom_core::ChatMessage>>>);
+impl WorldModel for Capturing {
+    fn name(&self) -> String {
+        "copy".into()
+    }
+    fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push(request.messages.clone());
+        }
+        CopyEngine.predict(request)
+    }
+}
+
+/// A workspace made here: the web trajectory, branched at turn 1 (a new
+/// action from turn 1's state) and tagged. Served, a reset starts at turn
+/// 1's state with the trajectory's system prompt and goal, the prompt of
+/// the first step carries the history (turn 1's action), and the recorded
+/// episode holds that history and then its own step.
+#[test]
+fn a_tagged_branch_starts_at_its_fork_point() {
+    use worldloom_core::{Action, Domain, EdgeId, ImportOptions, NodeId, import_path};
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("curriculum.worldloom");
+    let imported = import_path(&sample(), &ImportOptions::default()).expect("import");
+    let web = imported
+        .trajectories
+        .iter()
+        .find(|t| t.domain == Domain::Web)
+        .expect("web")
+        .clone();
+    let turn1 = web.nodes[1].real.clone().expect("turn 1's state");
+    let first_action = web.edges[0].action.raw.clone();
+    {
+        let mut ws = Workspace::open(&path).expect("ws");
+        let key = ws.import_trajectory(&web, None).expect("import");
+        // Another trajectory, untagged, is not served.
+        ws.import_trajectory(&imported.trajectories[0], None)
+            .expect("import");
+        let (_, node) = ws
+            .add_branch(
+                key,
+                EdgeId(1),
+                Action::for_domain(Domain::Web, "click('99')"),
+            )
+            .expect("branch at turn 1");
+        ws.set_tag(key, Some(node), "curriculum", true)
+            .expect("tag");
+    }
+    let tasks = TaskSet::load_tagged(&path, Some("curriculum")).expect("tasks");
+    assert_eq!(tasks.tasks().len(), 1);
+    let task = &tasks.tasks()[0];
+    assert_eq!(task.start_turn(), 1);
+    assert!(
+        task.initial
+            .as_ref()
+            .is_some_and(|o| o.text.starts_with("RootWebArea 'Mugs")),
+        "the first state stays the trajectory's: {:?}",
+        task.initial
+    );
+    let engine = Arc::new(Capturing(std::sync::Mutex::new(Vec::new())));
+    let env = Environment::new(
+        tasks,
+        engine.clone(),
+        Some(Recorder::open(&path).expect("record into the same workspace")),
+        EnvConfig::default(),
+    );
+    let server = spawn(
+        Arc::new(env),
+        ServeEnvOptions::default(),
+        "127.0.0.1:0".parse().expect("addr"),
+    )
+    .expect("server");
+    let id = runtime().block_on(async {
+        let (status, reset) = post(&server, "/reset", json!({"seed": 3})).await;
+        assert_eq!(status, 200, "{reset}");
+        let obs = &reset["observation"];
+        assert_eq!(obs["text"], turn1.text.as_str(), "turn 1's state");
+        assert_eq!(obs["representation"], turn1.representation.as_str());
+        assert_eq!(
+            (obs["turn"].as_u64(), obs["start_turn"].as_u64()),
+            (Some(0), Some(1))
+        );
+        assert_eq!(obs["goal"], "Buy two stoneware mugs.");
+        assert_eq!(obs["system_prompt"].as_str(), web.system_prompt.as_deref());
+        let id = obs["episode_id"].as_str().expect("id").to_owned();
+        let (status, step) = post(
+            &server,
+            "/step",
+            json!({"episode_id": id, "action": {"action": "click('21')"}}),
+        )
+        .await;
+        assert_eq!(status, 200, "{step}");
+        assert_eq!(step["observation"]["text"], turn1.text.as_str());
+        assert_eq!(step["observation"]["turn"], 1);
+        let (_, state) = get(&server, &format!("/state?episode_id={id}")).await;
+        assert_eq!(
+            (state["step_count"].as_u64(), state["start_turn"].as_u64()),
+            (Some(1), Some(1)),
+            "{state}"
+        );
+        id
+    });
+    server.stop();
+    let sent = engine.0.lock().expect("lock").clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0][0].content.as_str(),
+        web.system_prompt.as_deref().expect("a system prompt")
+    );
+    let chat: String = sent[0].iter().map(|m| m.content.as_str()).collect();
+    assert!(
+        chat.contains(&first_action),
+        "the history is in the prompt: {chat}"
+    );
+    assert!(chat.contains("click('21')"), "{chat}");
+
+    let ws = Workspace::open(&path).expect("ws");
+    let row = ws
+        .list_trajectories()
+        .expect("rows")
+        .into_iter()
+        .find(|r| r.source.format == EPISODE_SOURCE_FORMAT)
+        .expect("the recorded episode");
+    assert_eq!(row.ext_id, id);
+    let t = ws.load_trajectory(row.key).expect("load").trajectory;
+    let actions: Vec<&str> = t.edges.iter().map(|e| e.action.raw.as_str()).collect();
+    assert_eq!(actions, [first_action.as_str(), "click('21')"]);
+    assert_eq!(t.nodes[1].real.as_ref(), Some(&turn1));
+    assert!(
+        t.nodes[0]
+            .real
+            .as_ref()
+            .is_some_and(|o| o.text.starts_with("RootWebArea 'Mugs")),
+        "the first state, read from the first prompt, is the root's"
+    );
+    assert_eq!(t.edges[1].from, NodeId(1));
+    assert!(t.nodes[2].preferred_prediction().is_some());
+    assert_eq!(t.system_prompt, web.system_prompt);
+}
+
+/// Recording appends: many sessions stepping at once each get their turns
+/// in order with their chosen predictions, and a turn the studio adds to a
+/// live episode (another connection) does not misplace the next step.
+#[test]
+fn steps_are_appended_to_the_recording_while_the_studio_edits_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("e.worldloom");
+    let env = Arc::new(Environment::new(
+        TaskSet::load(&sample()).expect("tasks"),
+        Arc::new(CopyEngine),
+        Some(Recorder::open(&path).expect("ws")),
+        EnvConfig::default(),
+    ));
+    let params = worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Web),
+        ..Default::default()
+    };
+    let threads: Vec<_> = (0..6)
+        .map(|i| {
+            let env = env.clone();
+            let params = params.clone();
+            std::thread::spawn(move || {
+                let (mut episode, _) = env.reset(&params).expect("reset");
+                for k in 0..12 {
+                    let action = json!({"action": format!("click('{}')", i * 100 + k)});
+                    env.step(&mut episode, &action, &CancelToken::new())
+                        .expect("step");
+                }
+                episode.recorded.expect("recorded")
+            })
+        })
+        .collect();
+    for (i, t) in threads.into_iter().enumerate() {
+        let key = t.join().expect("thread");
+        let ws = Workspace::open(&path).expect("ws");
+        let stored = ws.load_trajectory(key).expect("load").trajectory;
+        let main = stored.main_path();
+        assert_eq!(main.edges.len(), 12);
+        for (k, edge) in main.edges.iter().enumerate() {
+            let e = stored.edge(*edge).expect("edge");
+            assert_eq!(e.action.raw, format!("click('{}')", i * 100 + k));
+            let node = stored.node(e.to).expect("node");
+            assert!(node.preferred_prediction().is_some());
+        }
+    }
+
+    let (mut episode, _) = env.reset(&params).expect("reset");
+    let step = |a: &str| json!({ "action": a });
+    env.step(&mut episode, &step("click('1')"), &CancelToken::new())
+        .expect("step");
+    let key = episode.recorded.expect("recorded");
+    {
+        let mut studio = Workspace::open(&path).expect("ws");
+        studio
+            .add_turn(
+                key,
+                worldloom_core::NodeId(0),
+                worldloom_core::Action::for_domain(worldloom_core::Domain::Web, "click('7')"),
+            )
+            .expect("a branch made in the studio");
+    }
+    env.step(&mut episode, &step("click('2')"), &CancelToken::new())
+        .expect("step");
+    let ws = Workspace::open(&path).expect("ws");
+    let t = ws.load_trajectory(key).expect("load").trajectory;
+    let main: Vec<&str> = t
+        .main_path()
+        .edges
+        .iter()
+        .map(|e| t.edges[e.0 as usize].action.raw.as_str())
+        .collect();
+    assert_eq!(main, ["click('1')", "click('2')"]);
+    assert_eq!(t.edges.len(), 3);
 }

@@ -1,15 +1,20 @@
 """Drives `worldloom serve-env` with the real `openenv-core` client.
 
-Usage: openenv_client.py BASE_URL. GenericEnvClient (the WebSocket session)
-resets and steps an episode, gets an error answer for a malformed action and
-goes on; then the same over HTTP with `requests`, the way `openenv-core`'s
-FastAPI server shapes /reset and /step. Prints "openenv client: OK".
+Usage: openenv_client.py BASE_URL [MAX_SESSIONS]. GenericEnvClient (the
+WebSocket session) resets and steps an episode, gets an error answer for a
+malformed action and goes on; then the same over HTTP with `requests`, the
+way `openenv-core`'s FastAPI server shapes /reset and /step. With
+MAX_SESSIONS (the server's --max-sessions), that many clients hold sessions,
+one more is refused with CAPACITY_REACHED, and once they close a new client
+gets a session. Prints "openenv client: OK".
 """
 
 import sys
+import time
 
 import requests
 from openenv.core import GenericEnvClient
+from websockets.exceptions import ConnectionClosed
 
 base = sys.argv[1]
 
@@ -49,4 +54,30 @@ body = step.json()
 assert set(body) == {"observation", "reward", "done"}, body
 step = requests.post(f"{base}/step", json={"action": {"action": "exit"}, "episode_id": episode}, timeout=10)
 assert step.json()["done"] is True, step.text
+
+if len(sys.argv) > 2:
+    held = [GenericEnvClient(base_url=base).sync() for _ in range(int(sys.argv[2]))]
+    for client in held:
+        client.connect()
+        assert client.reset(seed=2).done is False
+    extra = GenericEnvClient(base_url=base).sync()
+    try:
+        extra.reset(seed=2)
+        raise AssertionError("a session beyond --max-sessions was accepted")
+    except RuntimeError as err:  # the error answer came before the close
+        assert "CAPACITY_REACHED" in str(err), err
+    except ConnectionClosed as err:  # the close frame came first: its reason says why
+        assert "at capacity" in str(err), err
+    for client in held:
+        client.close()
+    deadline = time.time() + 10
+    while True:
+        try:
+            with GenericEnvClient(base_url=base).sync() as again:
+                assert again.reset(seed=2).done is False
+            break
+        except (RuntimeError, ConnectionClosed):
+            assert time.time() < deadline, "no session came back after the others closed"
+            time.sleep(0.05)
+
 print("openenv client: OK")

@@ -4,6 +4,8 @@
 //! - [`tree`]: the arena [`UiTree`] / [`UiNode`] shared by all formats.
 //! - [`parse`]: parsers for `html`, `axtree`, `os-xml`, `os-table` and
 //!   `android-xml`, returning the tree plus warnings.
+//! - [`compact`]: a read-only compact form of a tree (one string arena,
+//!   interned names, `u32` indices) for keeping large trees in memory.
 //! - [`align`]: real ↔ predicted node alignment (stable keys, then role +
 //!   name signatures with an LCS over children).
 //! - [`diff`]: per-node statuses on both sides and line diffs.
@@ -11,12 +13,14 @@
 //!   transition F1 and domain anchors (formulas in `docs/metrics.md`).
 
 pub mod align;
+pub mod compact;
 pub mod diff;
 pub mod metrics;
 pub mod parse;
 pub mod tree;
 
-pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes};
+pub use compact::{CompactBuilder, CompactError, CompactParseError, CompactTree};
+pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes, parse_compact};
 pub use tree::{
     Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, Truncation,
     TruncationReason, UiNode, UiTree,

@@ -24,8 +24,8 @@ pub use error::{Result, StoreError};
 pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
-    ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult, NewRun, Note,
-    NoteId, RunId, RunImport, RunRecord, SearchField, Sha256Hex, StoredRunRow, StoredTrajectory,
-    TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file, sha256_hex,
-    trajectory_fingerprint,
+    AppendTurn, ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult,
+    NewRun, Note, NoteId, RunId, RunImport, RunRecord, SearchField, Sha256Hex, StoredRunRow,
+    StoredTrajectory, TagRecord, TrajectoryKey, TrajectoryRow, Workspace, is_workspace_file,
+    sha256_hex, trajectory_fingerprint,
 };

@@ -28,7 +28,9 @@
 //!   a contentless FTS5 index of each row's real and predicted observations
 //!   and action, keyed by `run_rows.id`. `run_row_labels`: a label set on
 //!   or cleared from a row, as a change; the newest live record per row and
-//!   label wins (as for tags).
+//!   label wins (as for tags). `run_row_notes`: a row's free-text note, a
+//!   new record per edit; the newest live one wins and an empty text clears
+//!   it.
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -263,6 +265,20 @@ CREATE TABLE run_row_labels (
 CREATE INDEX run_row_labels_row ON run_row_labels (row_id, label, id);
 "#,
     },
+    Migration {
+        version: 5,
+        description: "free-text notes on run rows",
+        sql: r#"
+CREATE TABLE run_row_notes (
+    id         INTEGER PRIMARY KEY,
+    row_id     INTEGER NOT NULL REFERENCES run_rows (id),
+    text       TEXT NOT NULL,
+    change_id  INTEGER NOT NULL REFERENCES changes (id),
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX run_row_notes_row ON run_row_notes (row_id, id);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -282,6 +298,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 4);
+        assert_eq!(SCHEMA_VERSION, 5);
     }
 }

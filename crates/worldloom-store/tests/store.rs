@@ -10,7 +10,9 @@ use worldloom_core::{
     Action, AuthoredObservation, Domain, EdgeId, NodeId, Observation, Prediction, PredictionId,
     Representation, Trajectory,
 };
-use worldloom_store::{ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex};
+use worldloom_store::{
+    AppendTurn, ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex,
+};
 
 fn sample(id: &str, turns: usize) -> Trajectory {
     let mut t = Trajectory::new(
@@ -74,6 +76,62 @@ fn import_and_load_round_trip() {
         ws.schema_version().expect("version"),
         worldloom_store::SCHEMA_VERSION
     );
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+}
+
+#[test]
+fn an_import_that_consumes_the_trajectory_stores_the_same() {
+    // `import_trajectory_owned` releases the trajectory state by state as it
+    // writes it; what it stores reads back exactly as a borrowed import.
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let mut t = sample("traj-o", 3);
+    t.add_prediction(
+        NodeId(2),
+        Prediction::from_output("copy", "<predicted_observation>x</predicted_observation>"),
+    )
+    .expect("prediction");
+    let borrowed = ws.import_trajectory(&t, Some("abc")).expect("import");
+    let owned = ws
+        .import_trajectory_owned(t.clone(), Some("def"))
+        .expect("import owned");
+    let a = ws.load_trajectory(borrowed).expect("load");
+    let b = ws.load_trajectory(owned).expect("load");
+    assert_eq!(b.trajectory, t);
+    assert_eq!(a.trajectory, b.trajectory);
+    assert_eq!(a.live_nodes, b.live_nodes);
+    assert_eq!(a.live_edges, b.live_edges);
+    assert_eq!(
+        ws.find_imported("def", "traj-o").expect("find"),
+        Some(owned)
+    );
+    let rows = ws.list_trajectories().expect("list");
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].prediction_count, 1);
+    assert_eq!(rows[0].goal, rows[1].goal);
+    // The same fingerprint is stored for both.
+    let conn = worldloom_store::rusqlite::Connection::open(&path).expect("raw");
+    let prints: Vec<String> = conn
+        .prepare("SELECT fingerprint FROM trajectory_fingerprints ORDER BY trajectory_id")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    assert_eq!(prints.len(), 2);
+    assert_eq!(prints[0], prints[1]);
+    assert_eq!(prints[0], worldloom_store::trajectory_fingerprint(&t));
+    drop(conn);
+    // It is one undoable change, as an import is.
+    ws.undo().expect("undo");
+    assert_eq!(ws.list_trajectories().expect("list").len(), 1);
+    // An invalid trajectory is refused the same way.
+    let mut bad = sample("bad", 1);
+    bad.edges[0].to = NodeId(99);
+    assert!(matches!(
+        ws.import_trajectory_owned(bad, None),
+        Err(StoreError::Invalid(_))
+    ));
     assert_eq!(ws.integrity_check().ok(), Some(()));
 }
 
@@ -237,6 +295,80 @@ fn branches_authored_and_undo_of_import() {
     assert_eq!(ws.list_trajectories().expect("list").len(), 1);
 }
 
+/// `append_turns`: several turns in one call (one continuing another),
+/// read back like `add_turn`'s with their perturbation and chosen
+/// prediction, each its own change; the ids continue past an undone turn;
+/// an unknown state fails the whole call without writing.
+#[test]
+fn append_turns_writes_without_reading_back() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let key = ws.import_trajectory(&sample("t", 1), None).expect("import");
+    let other = ws.import_trajectory(&sample("u", 2), None).expect("import");
+    let predicted = Prediction::from_output(
+        "copy",
+        "<predicted_observation>[1] RootWebArea 'Cart'</predicted_observation>",
+    );
+    let turn = |key, from: u32, raw: &str, prediction: Option<&Prediction>| AppendTurn {
+        key,
+        from: NodeId(from),
+        action: Action::new(raw, ActionFormat::Browsergym),
+        perturbation: Some("  the cart is empty ".into()),
+        prediction: prediction.cloned(),
+    };
+    let ids = ws
+        .append_turns(&[
+            turn(key, 1, "click('5')", Some(&predicted)),
+            turn(other, 2, "click('6')", None),
+            turn(key, 2, "click('7')", Some(&predicted)),
+        ])
+        .expect("append");
+    assert_eq!(
+        ids,
+        [
+            (EdgeId(1), NodeId(2)),
+            (EdgeId(2), NodeId(3)),
+            (EdgeId(2), NodeId(3))
+        ]
+    );
+    let stored = ws.load_trajectory(key).expect("load");
+    let t = &stored.trajectory;
+    assert_eq!(stored.live_children(NodeId(2)), vec![EdgeId(2)]);
+    assert_eq!(t.edges[2].action.raw, "click('7')");
+    assert_eq!((t.edges[2].from, t.edges[2].to), (NodeId(2), NodeId(3)));
+    let chosen = t.nodes[3].preferred_prediction().expect("chosen");
+    assert_eq!(t.nodes[3].chosen_prediction, Some(PredictionId(0)));
+    assert_eq!(
+        chosen.observation.as_deref(),
+        Some("[1] RootWebArea 'Cart'")
+    );
+    let perturbations = ws.perturbations(key).expect("read");
+    assert_eq!(perturbations[&EdgeId(1)], "the cart is empty");
+    assert_eq!(perturbations.len(), 2);
+    let history = ws.history(10).expect("history");
+    assert_eq!(
+        history
+            .iter()
+            .take(3)
+            .map(|c| c.kind.as_str())
+            .collect::<Vec<_>>(),
+        ["add_turn"; 3]
+    );
+    // One undo takes back one turn; the next turn does not reuse its ids.
+    ws.undo().expect("undo");
+    assert_eq!(ws.load_trajectory(key).expect("load").live_edges.len(), 2);
+    let again = ws
+        .append_turns(&[turn(key, 2, "click('8')", None)])
+        .expect("append");
+    assert_eq!(again, [(EdgeId(3), NodeId(4))]);
+    assert!(matches!(
+        ws.append_turns(&[turn(key, 4, "ok", None), turn(key, 40, "x", None)]),
+        Err(StoreError::NotFound(_))
+    ));
+    assert_eq!(ws.load_trajectory(key).expect("load").live_edges.len(), 3);
+    assert_eq!(ws.integrity_check().ok(), Some(()));
+}
+
 #[test]
 fn appended_turns_and_perturbations_undo() {
     let (_dir, path) = temp_ws();
@@ -384,6 +516,15 @@ fn loading_one_path_reads_only_its_records() {
         ws.load_trajectory_states(key, &[NodeId(2), NodeId(99)]),
         Err(StoreError::NotFound(_))
     ));
+    // One state's real observation alone is the one a whole load gives.
+    for n in 0..full.trajectory.nodes.len() {
+        assert_eq!(
+            ws.real_observation(key, NodeId(n as u32)).expect("real"),
+            full.trajectory.nodes[n].real,
+            "node {n}"
+        );
+    }
+    assert_eq!(ws.real_observation(key, NodeId(99)).expect("none"), None);
 }
 
 #[test]
@@ -530,7 +671,7 @@ fn opens_and_migrates_a_version_1_workspace() {
         assert_eq!(v, 1, "the fixture must stay at schema version 1");
     }
     let mut ws = Workspace::open(&path).expect("open and migrate");
-    assert_eq!(ws.schema_version().expect("version"), 4);
+    assert_eq!(ws.schema_version().expect("version"), 5);
     assert_eq!(ws.integrity_check().ok(), Some(()));
     let rows = ws.list_trajectories().expect("list");
     assert_eq!(rows.len(), 1);
@@ -1095,5 +1236,46 @@ mod runs {
             ws.set_row_label(999_999, "x", true),
             Err(worldloom_store::StoreError::NotFound(_))
         ));
+    }
+
+    #[test]
+    fn notes_on_rows_are_undoable_and_cleared_by_an_empty_text() {
+        let (dir, path) = temp_ws();
+        let mut ws = Workspace::open(&path).expect("open");
+        let run = run_file(dir.path(), "p.jsonl", &|_| json!({"gen": "z"}));
+        let a = ws.import_run(&new_run("p", "g"), &run).expect("run");
+        let rows = ws.run_rows(a.run).expect("rows");
+        assert!(ws.row_notes(Some(a.run)).expect("notes").is_empty());
+        ws.set_row_note(rows[1].id, "  forgot the toast  ")
+            .expect("note");
+        ws.set_row_note(rows[1].id, "forgot the toast after saving")
+            .expect("edit");
+        ws.set_row_note(rows[0].id, "ok").expect("note");
+        let notes = ws.row_notes(Some(a.run)).expect("notes");
+        assert_eq!(notes.len(), 2);
+        assert_eq!(notes[&rows[1].id], "forgot the toast after saving");
+        assert_eq!(notes[&rows[0].id], "ok");
+        ws.set_row_note(rows[0].id, "   ").expect("clear");
+        assert!(!ws.row_notes(None).expect("notes").contains_key(&rows[0].id));
+        // Undo the clear, then the edit: the first text comes back.
+        ws.undo().expect("undo");
+        assert_eq!(ws.row_notes(None).expect("notes")[&rows[0].id], "ok");
+        ws.undo().expect("undo");
+        ws.undo().expect("undo");
+        assert_eq!(
+            ws.row_notes(None).expect("notes")[&rows[1].id],
+            "forgot the toast"
+        );
+        ws.redo().expect("redo");
+        assert_eq!(
+            ws.row_notes(None).expect("notes")[&rows[1].id],
+            "forgot the toast after saving"
+        );
+        assert!(matches!(
+            ws.set_row_note(999_999, "x"),
+            Err(worldloom_store::StoreError::NotFound(_))
+        ));
+        let history = ws.history(20).expect("history");
+        assert!(history.iter().any(|c| c.kind == "set_row_note"));
     }
 }

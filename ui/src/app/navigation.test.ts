@@ -5,13 +5,25 @@ const AT: NavState = { ...initialNav(""), trajectoryId: "a", branchId: "7", curr
 
 describe("navigation", () => {
   it("reads the place from the hash and waits for the branch's turns to show its turn", () => {
-    expect(readHash("#t=web&b=4&turn=-1")).toEqual({ trajectory: "web", branch: "4", turn: -1 });
-    expect(readHash("#t=web&turn=x")).toEqual({ trajectory: "web", branch: null, turn: null });
+    expect(readHash("#t=web&b=4&turn=-1")).toEqual({ trajectory: "web", branch: "4", turn: -1, prediction: null });
+    expect(readHash("#t=web&turn=x&p=y")).toEqual({ trajectory: "web", branch: null, turn: null, prediction: null });
     const start = initialNav("#t=web&b=4&turn=9");
     expect(start).toMatchObject({ trajectoryId: "web", branchId: "4", current: 0, pendingTurn: 9 });
     expect(navigate(start, { type: "turns_loaded", count: 3 })).toMatchObject({ current: 2, pendingTurn: null });
     // A branch that does not exist (undone) gives way to the recorded one; the wanted turn still waits.
     expect(navigate(start, { type: "branch_lost" })).toMatchObject({ branchId: null, pendingTurn: 9 });
+  });
+
+  it("opens a run row's link on the row's turn with the row's prediction", () => {
+    expect(readHash("#t=3&turn=1&p=2")).toEqual({ trajectory: "3", branch: null, turn: 1, prediction: 2 });
+    const start = initialNav("#t=3&turn=1&p=2");
+    expect(start).toMatchObject({ trajectoryId: "3", branchId: null, pendingTurn: 1, prediction: 2, mainView: "turn" });
+    // The turn arrives with the prediction kept; the next move shows the chosen one again.
+    const shown = navigate(start, { type: "turns_loaded", count: 3 });
+    expect(shown).toMatchObject({ current: 1, prediction: 2 });
+    expect(navigate(shown, { type: "step", by: 1, count: 3 })).toMatchObject({ current: 2, prediction: null });
+    // A prediction without a trajectory means nothing.
+    expect(initialNav("#p=2").prediction).toBeNull();
   });
 
   it("keeps the turn within the branch's turns and moves by keys and play", () => {

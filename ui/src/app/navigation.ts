@@ -132,11 +132,20 @@ export function resolveBranch(chosen: string | null, branches: ReadonlyArray<{ i
   return branches.find((b) => b.recorded)?.id ?? branches[0]?.id ?? null;
 }
 
-/** Reads `#t=<trajectory>&b=<branch>&turn=<n>` so a reload (or a link) keeps the place. */
-export function readHash(hash: string): { trajectory: string | null; branch: string | null; turn: number | null } {
+/**
+ * Reads `#t=<trajectory>&b=<branch>&turn=<n>` so a reload (or a link) keeps
+ * the place; a run row's link adds `&p=<prediction>` (the prediction shown).
+ */
+export function readHash(hash: string): { trajectory: string | null; branch: string | null; turn: number | null; prediction: number | null } {
   const p = new URLSearchParams(hash.replace(/^#/, ""));
   const turn = p.get("turn");
-  return { trajectory: p.get("t"), branch: p.get("b"), turn: turn !== null && /^-?\d+$/.test(turn) ? Number(turn) : null };
+  const prediction = p.get("p");
+  return {
+    trajectory: p.get("t"),
+    branch: p.get("b"),
+    turn: turn !== null && /^-?\d+$/.test(turn) ? Number(turn) : null,
+    prediction: prediction !== null && /^\d+$/.test(prediction) ? Number(prediction) : null,
+  };
 }
 
 /** Writes the place into the URL hash (without a history entry). */
@@ -160,6 +169,6 @@ export function initialNav(hash: string): NavState {
     mainView: "turn",
     compareSel: [],
     playing: false,
-    prediction: null,
+    prediction: h.trajectory !== null ? h.prediction : null,
   };
 }

@@ -1191,7 +1191,7 @@ node_id: number,
  */
 prediction_id: number | null, };
 
-export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label";
+export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label" | "set_row_note";
 
 export type StudioChangeKind = "undo" | "redo" | "set_engine" | "lagged";
 
@@ -2440,7 +2440,11 @@ latency_ms: number | null,
 /**
  * The labels set on the row, in the order they were last set.
  */
-labels: Array<string>, };
+labels: Array<string>, 
+/**
+ * The row's free-text note (`set_row_note`); `null` when none.
+ */
+note: string | null, };
 
 export type SearchIn = "all" | "real" | "predicted" | "action";
 
@@ -2707,6 +2711,120 @@ export type SetLabelSetRequest = {
  */
 labels: Array<string>, };
 
+export type SetRowNoteRequest = { 
+/**
+ * The row.
+ */
+row_id: string, 
+/**
+ * The note (trimmed); empty clears it.
+ */
+text: string, };
+
+export type RunDriftRequest = { 
+/**
+ * Run A.
+ */
+run_a: string, 
+/**
+ * Run B, when comparing.
+ */
+run_b: string | null, 
+/**
+ * The value averaged; `null`: the judge score when every run given was
+ * judged, else text F1 (as `compare_runs`).
+ */
+metric: CompareMetric | null, };
+
+export type DriftPoint = { 
+/**
+ * The 1-based turn.
+ */
+turn: number, 
+/**
+ * The run's rows at this turn.
+ */
+rows: number, 
+/**
+ * How many of them have the metric.
+ */
+scored: number, 
+/**
+ * The metric's mean over those, on 0–100; `null` when none has it.
+ */
+mean: number | null, 
+/**
+ * The lowest and highest value, 0–100.
+ */
+min: number | null, 
+/**
+ * See `min`.
+ */
+max: number | null, };
+
+export type DriftSeries = { 
+/**
+ * The run.
+ */
+run: RunSummary, 
+/**
+ * Per turn present in the run, in turn order.
+ */
+points: Array<DriftPoint>, };
+
+export type RunDriftResponse = { 
+/**
+ * The value averaged (0–100: the judge score, or an F1 × 100).
+ */
+metric: CompareMetric, 
+/**
+ * A's series, then B's when given.
+ */
+series: Array<DriftSeries>, };
+
+export type RowsExportFormat = "csv" | "jsonl";
+
+export type ExportRunRowsRequest = { 
+/**
+ * The run.
+ */
+run_id: string, 
+/**
+ * The format.
+ */
+format: RowsExportFormat, 
+/**
+ * Only rows with a label or a note (the default); `false`: every row.
+ */
+annotated_only: boolean, 
+/**
+ * Write to this file on the back end's machine; `null` returns the
+ * text in `content`.
+ */
+path: string | null, };
+
+export type ExportRunRowsResponse = { 
+/**
+ * Rows written (the CSV header not counted).
+ */
+rows_total: number, 
+/**
+ * The file written, when a path was given.
+ */
+path: string | null, 
+/**
+ * Size of the export, bytes.
+ */
+bytes: number, 
+/**
+ * The whole text when no path was given.
+ */
+content: string | null, 
+/**
+ * A file name to save it under.
+ */
+file_name: string, };
+
 /** Every command: name → [request, response]. Transport: `POST /api/<name>` or a Tauri command. */
 export interface Commands {
   /** The workspace file, its schema version, trajectory count and undo state. */
@@ -2795,6 +2913,12 @@ export interface Commands {
   label_set: [EmptyRequest, LabelSetResponse];
   /** Saves the workspace's labels for run rows (a setting, not undone). */
   set_label_set: [SetLabelSetRequest, LabelSetResponse];
+  /** Writes or clears the free-text note of a run's row (undoable). */
+  set_row_note: [SetRowNoteRequest, ChangeResponse];
+  /** Fidelity by turn index of one or two runs (drift): per turn, rows and the metric's mean, min and max. */
+  run_drift: [RunDriftRequest, RunDriftResponse];
+  /** A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes. */
+  export_run_rows: [ExportRunRowsRequest, ExportRunRowsResponse];
 }
 
 /** A command name. */

@@ -39,7 +39,7 @@ describe("invalidation", () => {
 
   it("refetches the runs after a workspace-wide change (a run imported, an undo)", () => {
     const all = keysTouchedByChange(null);
-    for (const k of [["list_runs"], ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"]]) expect(all).toContainEqual(k);
+    for (const k of [["list_runs"], ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"], ["run_drift"]]) expect(all).toContainEqual(k);
     expect(keysTouchedByChange("t1")).not.toContainEqual(["list_runs"]);
     expect(keysTouchedBy({ type: "workspace_changed", trajectory_id: null, kind: "import_run" })).toEqual(all);
   });

@@ -30,7 +30,7 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
 }
 
 /** The runs' replies: a workspace-wide change (an import, an undo) may add or remove a run. */
-const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"]];
+const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"], ["run_drift"]];
 
 /**
  * The key prefixes a studio event touches; none for events that change

@@ -228,6 +228,15 @@ export function useCompareRuns(backend: Backend, runA: string | null, runB: stri
   });
 }
 
+/** `run_drift`: fidelity by turn index of run A (and B when given). */
+export function useRunDrift(backend: Backend, runA: string | null, runB: string | null) {
+  return useQuery({
+    ...commandQuery(backend, keys.runDrift(runA ?? "", runB ?? ""), "run_drift", { run_a: runA ?? "", run_b: runB, metric: null }),
+    enabled: runA !== null,
+    placeholderData: keepPreviousData,
+  });
+}
+
 /** `label_set`: the workspace's labels for run rows. */
 export function useLabelSet(backend: Backend) {
   return useQuery(commandQuery(backend, keys.labelSet(), "label_set", {}));

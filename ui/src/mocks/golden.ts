@@ -10,6 +10,7 @@
  */
 import type {
   CompareRunsResponse,
+  RunDriftResponse,
   GetBranchResponse,
   GetTrajectoryResponse,
   Representation,
@@ -62,6 +63,8 @@ export interface RunsGolden {
   compare: CompareRunsResponse;
   /** `search_runs` of one word. */
   search: { query: string; hits: RunRowView[] };
+  /** `run_drift` of the first run (A) with the second (B). */
+  drift: RunDriftResponse;
 }
 
 /** The recorded runs, when the golden file is there. */

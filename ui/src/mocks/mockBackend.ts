@@ -968,6 +968,9 @@ export class MockBackend implements Backend {
       case "label_set":
       case "set_label_set":
       case "set_row_label":
+      case "set_row_note":
+      case "run_drift":
+      case "export_run_rows":
         return mockRuns(command, req);
       default:
         throw new BackendError("unknown_command", `unknown command \`${command}\``);
@@ -1034,9 +1037,19 @@ function mockRuns(command: string, req: Record<string, unknown>): unknown {
     }
     case "label_set":
       return { labels: ["missed effect", "hallucinated element", "wrong page", "stale copy", "format error", "truncated"] };
+    case "run_drift": {
+      const d = runs.drift;
+      const a = d.series[0]?.run.run_id;
+      const b = d.series[1]?.run.run_id;
+      if (String(req.run_a) === a && req.run_b != null && String(req.run_b) === b) return d;
+      throw new BackendError("unsupported", "the mock back end has one recorded drift: the first run (A) with the second (B)");
+    }
     case "set_label_set":
     case "set_row_label":
-      throw new BackendError("unsupported", "the mock back end does not store labels");
+    case "set_row_note":
+      throw new BackendError("unsupported", "the mock back end does not store labels or notes");
+    case "export_run_rows":
+      throw new BackendError("unsupported", "the mock back end does not export rows");
     default:
       throw new BackendError("unknown_command", `unknown command \`${command}\``);
   }

@@ -7,15 +7,17 @@
  * view with its own prediction.
  */
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useReducer, useState } from "react";
-import type { PairOutcome, RunPair, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
+import { useEffect, useMemo, useReducer, useRef, useState } from "react";
+import type { PairOutcome, RowsExportFormat, RunPair, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
 import { invalidate, keysTouchedByChange } from "../data/invalidation";
 import { keys } from "../data/keys";
 import { useCompareRuns, useLabelSet, useRunDashboard, useRunRows, useRuns } from "../data/queries";
+import { DriftChart, driftTitle } from "./DriftChart";
 import { EChart, chartSvg } from "./EChart";
 import { buildReport, type PickedRow } from "./report";
+import { RowPanel, copyText, currentRowLink } from "./RowPanel";
 import { ThreePanes } from "./ThreePanes";
 import {
   INITIAL_RUNS,
@@ -24,12 +26,12 @@ import {
   formatDelta,
   formatMetric,
   formatScore,
+  driftOption,
   labelChoices,
-  labelForKey,
-  labelledRowsJsonl,
   metricHistogramOption,
   metricLabel,
   outcomeLabel,
+  rowKeyAction,
   rowsRequest,
   runsReducer,
   scatterOption,
@@ -127,7 +129,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
         </div>
       </div>
       <RunsTable runs={list} chosenA={state.runA} chosenB={state.runB} />
-      {state.tab === "dashboard" ? <Dashboard backend={backend} runId={state.runA} theme={theme} /> : null}
+      {state.tab === "dashboard" ? <Dashboard backend={backend} runId={state.runA} runB={state.runB} theme={theme} /> : null}
       {state.tab === "rows" && runA ? <RowsTab backend={backend} run={runA} state={state} dispatch={dispatch} onOpenRow={onOpenRow} /> : null}
       {state.tab === "compare" && runA && runB ? (
         <CompareTab backend={backend} runA={runA.run_id} runB={runB.run_id} outcome={state.outcome} dispatch={dispatch} theme={theme} onOpenRow={onOpenRow} />
@@ -137,8 +139,9 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
 }
 
 /**
- * Builds the report of run A (compared with B when chosen; the labelled rows
- * of A picked, at most 50, with their texts) and saves it as an HTML file.
+ * Builds the report of run A (compared with B when chosen; the labelled or
+ * noted rows of A picked, at most 50, with their texts) and saves it as an
+ * HTML file.
  */
 async function exportReport(backend: Backend, runs: RunSummary[], runA: string, runB: string | null): Promise<void> {
   try {
@@ -156,6 +159,15 @@ async function exportReport(backend: Backend, runs: RunSummary[], runA: string, 
         ? null
         : await backend.call("compare_runs", { run_a: runA, run_b: runB, metric: null, outcome: null, tie_margin: null, domain: null, offset: 0, limit: null });
     if (compare) add("A vs B", scatterOption(compare, colors), 360);
+    const drift = await backend.call("run_drift", { run_a: runA, run_b: runB, metric: null });
+    add(
+      driftTitle(
+        drift.metric,
+        drift.series.map((s) => s.run.name),
+      ),
+      driftOption(drift, colors),
+      280,
+    );
     const all = await backend.call("list_run_rows", {
       run_id: runA,
       query: null,
@@ -170,7 +182,7 @@ async function exportReport(backend: Backend, runs: RunSummary[], runA: string, 
       offset: 0,
       limit: null,
     });
-    const labelled = all.rows.filter((r) => r.labels.length > 0).slice(0, 50);
+    const labelled = all.rows.filter((r) => r.labels.length > 0 || r.note !== null).slice(0, 50);
     const picked: PickedRow[] = await Promise.all(
       labelled.map(async (row) => {
         const t = await backend.call("get_turn", { trajectory_id: row.trajectory_id, node_id: row.node_id, prediction_id: row.prediction_id });
@@ -233,7 +245,7 @@ function RunsTable({ runs, chosenA, chosenB }: { runs: RunSummary[]; chosenA: st
   );
 }
 
-function Dashboard({ backend, runId, theme }: { backend: Backend; runId: string | null; theme: "light" | "dark" }) {
+function Dashboard({ backend, runId, runB, theme }: { backend: Backend; runId: string | null; runB: string | null; theme: "light" | "dark" }) {
   const dash = useRunDashboard(backend, runId);
   const colors = chartColors(theme);
   const d = dash.data;
@@ -259,6 +271,7 @@ function Dashboard({ backend, runId, theme }: { backend: Backend; runId: string 
         theme={theme}
         height={Math.max(140, 26 * (d.statuses.length + d.judge.length) + 40)}
       />
+      <DriftChart backend={backend} runA={runId} runB={runB} theme={theme} wide />
     </div>
   );
 }
@@ -277,6 +290,26 @@ const SORTS: Array<[RunRowSort, string]> = [
 /** The header of the labels column (not sortable). */
 const LABELS_HEAD = "Labels";
 
+/** Saves a text file the browser made. */
+function saveText(text: string, fileName: string, type: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = fileName;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** Exports run `runId`'s labelled or noted rows through the API (`export_run_rows`) and saves the file. */
+function exportRows(backend: Backend, runId: string, format: RowsExportFormat): void {
+  void backend
+    .call("export_run_rows", { run_id: runId, format, annotated_only: true, path: null })
+    .then((r) => saveText(r.content ?? "", r.file_name, format === "csv" ? "text/csv" : "application/x-ndjson"))
+    .catch((e: unknown) => window.alert(`The rows could not be exported: ${e instanceof Error ? e.message : String(e)}`));
+}
+
 function RowsTab({
   backend,
   run,
@@ -294,6 +327,16 @@ function RowsTab({
   const dash = useRunDashboard(backend, state.runA);
   const rows = useRunRows(backend, rowsRequest(state));
   const labelSet = useLabelSet(backend).data?.labels ?? [];
+  // The active row (the panel's): an index into the rows shown; the first
+  // search hit when a search is typed.
+  const activeKey = `${state.runA ?? ""}\u0000${state.query}`;
+  const [chosen, setChosen] = useState<{ key: string; index: number } | null>(null);
+  const tableRef = useRef<HTMLDivElement>(null);
+  const noteRef = useRef<HTMLTextAreaElement>(null);
+  const data = rows.data;
+  const searching = state.query.trim() !== "";
+  const active = chosen !== null && chosen.key === activeKey ? chosen.index : searching ? 0 : null;
+  const setActive = (index: number) => setChosen({ key: activeKey, index });
   const toggleLabel = (row: RunRowView, label: string) => {
     const present = !row.labels.includes(label);
     void backend
@@ -301,9 +344,43 @@ function RowsTab({
       .then(() => invalidate(client, keysTouchedByChange(null)))
       .catch((e: unknown) => window.alert(e instanceof Error ? e.message : String(e)));
   };
-  const data = rows.data;
+  const count = data?.rows.length ?? 0;
+  const activeIndex = active === null || count === 0 ? null : Math.min(active, count - 1);
+  const activeRow = activeIndex === null ? null : (data?.rows[activeIndex] ?? null);
+  const focusRow = (i: number) => {
+    setActive(i);
+    // A row out of view exists once the list has scrolled to it.
+    const row = () => tableRef.current?.querySelector<HTMLElement>(`.run-row[data-index="${i}"]`);
+    const now = row();
+    if (now) now.focus();
+    else requestAnimationFrame(() => row()?.focus());
+  };
+  const onRowKey = (e: React.KeyboardEvent<HTMLDivElement>, i: number, row: RunRowView) => {
+    const action = rowKeyAction(e, labelChoices(labelSet, row.labels));
+    if (action === null) return;
+    e.preventDefault();
+    switch (action.type) {
+      case "move":
+        focusRow(Math.max(0, Math.min(count - 1, i + action.by)));
+        break;
+      case "label":
+        toggleLabel(row, action.label);
+        break;
+      case "note":
+        setActive(i);
+        requestAnimationFrame(() => noteRef.current?.focus());
+        break;
+      case "open":
+        onOpenRow(row);
+        break;
+      case "copy_link":
+        void copyText(currentRowLink(row));
+        break;
+    }
+  };
   const domains = dash.data?.domains.map((d) => d.domain).filter((d): d is NonNullable<typeof d> => d !== null) ?? [];
   const statuses = dash.data?.statuses.map((s) => s.status) ?? [];
+  const annotated = data?.rows.some((r) => r.labels.length > 0 || r.note !== null) ?? false;
   return (
     <div className="run-rows">
       <div className="run-filters">
@@ -313,6 +390,15 @@ function RowsTab({
           placeholder="Search real and predicted observations, actions…"
           value={state.query}
           onChange={(e) => dispatch({ type: "query", query: e.target.value })}
+          onKeyDown={(e) => {
+            // Enter opens the best hit; ↓ goes to the rows.
+            const first = data?.rows[0];
+            if (e.key === "Enter" && searching && first) onOpenRow(first);
+            if (e.key === "ArrowDown" && count > 0) {
+              e.preventDefault();
+              focusRow(0);
+            }
+          }}
         />
         <select
           aria-label="Search in"
@@ -349,25 +435,21 @@ function RowsTab({
           ))}
         </select>
         <LabelSetEditor backend={backend} labels={labelSet} />
-        <button
-          type="button"
-          title="Save the labelled rows shown as JSON Lines"
-          disabled={!data?.rows.some((r) => r.labels.length > 0)}
-          onClick={() => {
-            const url = URL.createObjectURL(new Blob([labelledRowsJsonl(run, data?.rows ?? [])], { type: "application/x-ndjson" }));
-            const a = document.createElement("a");
-            a.href = url;
-            a.download = `labelled-${run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.jsonl`;
-            document.body.appendChild(a);
-            a.click();
-            a.remove();
-            setTimeout(() => URL.revokeObjectURL(url), 1000);
-          }}
-        >
-          Export labelled rows
-        </button>
+        <span className="export-rows" title="Save the run's labelled or noted rows (labels, notes, scores and the ids that open each row)">
+          Export labelled rows:{" "}
+          <button type="button" disabled={!annotated} onClick={() => exportRows(backend, run.run_id, "csv")}>
+            CSV
+          </button>
+          <button type="button" disabled={!annotated} onClick={() => exportRows(backend, run.run_id, "jsonl")}>
+            JSONL
+          </button>
+        </span>
         <span className="muted" role="status">
-          {data ? `${data.total} ${data.total === 1 ? "row" : "rows"}` : rows.isFetching ? "…" : ""}
+          {data
+            ? `${data.total} ${data.total === 1 ? "row" : "rows"}${searching ? " match (full-text index; Enter opens the best)" : ""}`
+            : rows.isFetching
+              ? "…"
+              : ""}
         </span>
       </div>
       <div className="run-row run-head" role="row">
@@ -384,19 +466,50 @@ function RowsTab({
           </button>
         ))}
         <span className="col col-labels">{LABELS_HEAD}</span>
+        <span className="col col-note">Note</span>
       </div>
-      <VirtualList
-        className="run-table"
-        role="table"
-        aria-label="Run rows"
-        count={data?.rows.length ?? 0}
-        rowHeight={ROW_HEIGHT}
-        fallbackHeight={480}
-        renderRow={(i) => {
-          const r = data?.rows[i];
-          return r ? <RowLine row={r} labels={labelChoices(labelSet, r.labels)} onOpen={() => onOpenRow(r)} onLabel={(l) => toggleLabel(r, l)} /> : null;
-        }}
-      />
+      <div ref={tableRef}>
+        <VirtualList
+          className="run-table"
+          role="table"
+          aria-label="Run rows"
+          count={count}
+          rowHeight={ROW_HEIGHT}
+          fallbackHeight={480}
+          scrollToIndex={activeIndex}
+          renderRow={(i) => {
+            const r = data?.rows[i];
+            return r ? (
+              <RowLine
+                row={r}
+                index={i}
+                active={i === activeIndex}
+                hit={searching}
+                labels={labelChoices(labelSet, r.labels)}
+                onOpen={() => onOpenRow(r)}
+                onFocus={() => setActive(i)}
+                onKey={(e) => onRowKey(e, i, r)}
+                onLabel={(l) => toggleLabel(r, l)}
+              />
+            ) : null;
+          }}
+        />
+      </div>
+      {activeRow ? (
+        <RowPanel
+          key={activeRow.row_id}
+          backend={backend}
+          row={activeRow}
+          query={state.query}
+          noteRef={noteRef}
+          onDone={() => activeIndex !== null && focusRow(activeIndex)}
+          onOpen={() => onOpenRow(activeRow)}
+        />
+      ) : (
+        <p className="chart-note">
+          Focus a row (Tab, or ↓ from the search) to see its note and link: j/k move, 1–9 toggle labels, n writes a note, y copies a link, Enter opens.
+        </p>
+      )}
     </div>
   );
 }
@@ -427,29 +540,42 @@ function LabelSetEditor({ backend, labels }: { backend: Backend; labels: string[
   );
 }
 
-function RowLine({ row, labels, onOpen, onLabel }: { row: RunRowView; labels: string[]; onOpen: () => void; onLabel: (label: string) => void }) {
+function RowLine({
+  row,
+  index,
+  active,
+  hit,
+  labels,
+  onOpen,
+  onFocus,
+  onKey,
+  onLabel,
+}: {
+  row: RunRowView;
+  index: number;
+  active: boolean;
+  /** A search hit (the table shows only hits while a search is typed). */
+  hit: boolean;
+  labels: string[];
+  onOpen: () => void;
+  onFocus: () => void;
+  onKey: (e: React.KeyboardEvent<HTMLDivElement>) => void;
+  onLabel: (label: string) => void;
+}) {
   return (
     <div
-      className="run-row"
+      className={`run-row${active ? " is-active" : ""}${hit ? " search-hit" : ""}`}
       role="row"
       tabIndex={0}
+      data-index={index}
+      aria-selected={active}
       onClick={onOpen}
+      onFocus={onFocus}
       onKeyDown={(e) => {
-        if (e.key === "Enter") onOpen();
-        // 1–9 toggle the label set's labels; ↑/↓ move between rows.
-        const label = labelForKey(e.key, labels);
-        if (label !== null) {
-          e.preventDefault();
-          onLabel(label);
-        }
-        if (e.key === "ArrowDown" || e.key === "ArrowUp") {
-          e.preventDefault();
-          const slot = e.currentTarget.parentElement;
-          const next = e.key === "ArrowDown" ? slot?.nextElementSibling : slot?.previousElementSibling;
-          next?.querySelector<HTMLElement>(".run-row")?.focus();
-        }
+        if (e.target !== e.currentTarget) return;
+        onKey(e);
       }}
-      title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn} (Enter); 1–9 toggle labels, ↑/↓ move`}
+      title={row.error ?? `Open ${row.trajectory_name} turn ${row.turn} (Enter); j/k move, 1–9 toggle labels, n note, y copy link`}
     >
       <span className="col col-row">{row.row_index + 1}</span>
       <span className="col col-trajectory">{row.trajectory_name}</span>
@@ -480,6 +606,9 @@ function RowLine({ row, labels, onOpen, onLabel }: { row: RunRowView; labels: st
             </option>
           ))}
         </select>
+      </span>
+      <span className="col col-note" title={row.note ?? undefined}>
+        {row.note ?? ""}
       </span>
     </div>
   );
@@ -554,6 +683,7 @@ function CompareTab({
         </div>
       </div>
       {open ? <ThreePanes key={`${open.a.row_id}/${open.b.row_id}`} backend={backend} pair={open} onClose={() => setOpen(null)} /> : null}
+      <DriftChart backend={backend} runA={runA} runB={runB} theme={theme} />
     </div>
   );
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { RUNS } from "../mocks/golden";
 import { chartSvg } from "./EChart";
 import { buildReport, escapeHtml, inlineSvg } from "./report";
-import { chartColors, domainScoreOption, scatterOption } from "./runsModel";
+import { chartColors, domainScoreOption, driftOption, scatterOption } from "./runsModel";
 
 const golden = RUNS!;
 
@@ -18,13 +18,20 @@ describe("the HTML report", () => {
     charts: [
       { title: "Judge scores by domain", svg: chartSvg(domainScoreOption(dashboard, chartColors("light"))!, "light", 700, 300) },
       { title: "A vs B", svg: chartSvg(scatterOption(golden.compare, chartColors("light")), "light", 500, 360) },
+      { title: "Fidelity by turn", svg: chartSvg(driftOption(golden.drift, chartColors("light"))!, "light", 700, 280) },
       {
         title: "crafted",
         svg: '<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("https://x.example/")</script><a href="https://x.example/"><text onclick="alert(1)">t</text></a><image href="http://x.example/i.png"/></svg>',
       },
     ],
     compare: golden.compare,
-    picked: [{ row: { ...hostile, labels: ["hallucinated element"] }, real: '<img src="https://x.example/p.png">', predicted: "<script>alert(1)</script>" }],
+    picked: [
+      {
+        row: { ...hostile, labels: ["hallucinated element"], note: 'invents a <a href="https://x.example/">Save</a> button' },
+        real: '<img src="https://x.example/p.png">',
+        predicted: "<script>alert(1)</script>",
+      },
+    ],
   });
 
   it("holds no script and reaches nothing outside the file", () => {
@@ -46,7 +53,9 @@ describe("the HTML report", () => {
     expect(html).toContain("&lt;script&gt;alert(1)&lt;/script&gt;");
     expect(html).toContain("&lt;img src=&quot;https://x.example/p.png&quot;&gt;");
     expect(html).toContain("<title>A &lt;b&gt;vs&lt;/b&gt; B</title>");
-    expect(html.match(/<svg/g)?.length).toBe(3);
+    expect(html.match(/<svg/g)?.length).toBe(4);
+    expect(html).toContain("<h3>Fidelity by turn</h3>");
+    expect(html).toContain('<p class="note">invents a &lt;a href=&quot;https://x.example/&quot;&gt;Save&lt;/a&gt; button</p>');
     for (const r of golden.runs) expect(html).toContain(escapeHtml(r.name));
     const k = golden.compare.counts;
     expect(html).toContain(`A better ${k.a_better}, B better ${k.b_better}, tie ${k.tie}`);

@@ -2,7 +2,8 @@
  * A run's (or two runs') report as one self-contained HTML file: the charts
  * as inline SVG (drawn by ECharts' SVG renderer), the runs table, the
  * comparison's counts and largest differences, and the rows a user picked
- * (labelled rows) with their real and predicted observations. No script, no
+ * (labelled or noted rows) with their notes and their real and predicted
+ * observations. No script, no
  * external resource: a Content-Security-Policy of `default-src 'none'` (inline
  * styles and `data:` images only) and every text escaped, so observations
  * (hostile HTML included) are shown as text, never rendered.
@@ -63,6 +64,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #d9dde3;border-radius:6px;padding:6px}
 .chart h3{font-size:13px;margin:0 0 4px}.label{background:#e7effc;color:#2f6fde;border-radius:8px;padding:0 6px;margin-right:4px;font-size:12px}
 .row{border:1px solid #d9dde3;border-radius:6px;margin:12px 0;padding:8px}
+.note{margin:6px 0;padding:4px 8px;border-left:3px solid #2f6fde;background:#f6f7f9;white-space:pre-wrap}
 .sides{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f7f9;border:1px solid #d9dde3;border-radius:4px;padding:6px;max-height:360px;overflow:auto;font-size:12px;margin:4px 0}
 `;
@@ -101,11 +103,12 @@ function compareSection(c: CompareRunsResponse): string {
 }
 
 function pickedSection(picked: PickedRow[]): string {
-  if (picked.length === 0) return '<p class="muted">No row picked (label rows in the studio to add them here).</p>';
+  if (picked.length === 0) return '<p class="muted">No row picked (label rows or write notes in the studio to add them here).</p>';
   return picked
     .map(({ row, real, predicted }) => {
       const labels = row.labels.map((l) => `<span class="label">${escapeHtml(l)}</span>`).join("");
-      return `<div class="row"><div><b>${escapeHtml(row.trajectory_name)}</b> turn ${row.turn} · ${escapeHtml(row.domain)} · ${escapeHtml(row.status)} · score ${formatScore(row.score)} · text F1 ${formatMetric(row.text_f1)} ${labels}</div>
+      const note = row.note === null ? "" : `<p class="note">${escapeHtml(row.note)}</p>`;
+      return `<div class="row"><div><b>${escapeHtml(row.trajectory_name)}</b> turn ${row.turn} · ${escapeHtml(row.domain)} · ${escapeHtml(row.status)} · score ${formatScore(row.score)} · text F1 ${formatMetric(row.text_f1)} ${labels}</div>${note}
 <div class="sides"><div><div class="muted">Real</div><pre>${escapeHtml(real ?? "(none)")}</pre></div><div><div class="muted">Predicted</div><pre>${escapeHtml(predicted ?? "(none)")}</pre></div></div></div>`;
     })
     .join("\n");

@@ -13,12 +13,17 @@ import {
   changedPredictedLines,
   changedRealLines,
   labelChoices,
+  driftOption,
   labelForKey,
-  labelledRowsJsonl,
+  markTerms,
+  matchingLines,
   metricHistogramOption,
   outcomeLabel,
+  rowKeyAction,
+  rowLink,
   rowsRequest,
   runsReducer,
+  searchTerms,
   scatterOption,
   statusOption,
 } from "./runsModel";
@@ -68,16 +73,52 @@ describe("labels", () => {
   });
 });
 
-describe("labelled rows export", () => {
-  it("writes one JSON line per labelled row", () => {
-    const run = golden.runs[0]!;
-    const rows = golden.rows[run.run_id]!.map((r, i) => (i === 2 ? { ...r, labels: ["wrong page", "stale copy"] } : r));
-    const text = labelledRowsJsonl(run, rows);
-    const lines = text.trim().split("\n");
-    expect(lines.length).toBe(1);
-    const parsed = JSON.parse(lines[0]!) as Record<string, unknown>;
-    expect(parsed).toMatchObject({ run: run.name, trajectory: rows[2]!.trajectory_name, turn: rows[2]!.turn, labels: ["wrong page", "stale copy"] });
-    expect(labelledRowsJsonl(run, golden.rows[run.run_id]!)).toBe("");
+describe("moving through rows with the keyboard", () => {
+  it("moves with j/k and the arrows, labels with digits, writes a note with n, copies a link with y", () => {
+    const labels = ["missed effect", "wrong page"];
+    expect(rowKeyAction({ key: "j" }, labels)).toEqual({ type: "move", by: 1 });
+    expect(rowKeyAction({ key: "ArrowDown" }, labels)).toEqual({ type: "move", by: 1 });
+    expect(rowKeyAction({ key: "k" }, labels)).toEqual({ type: "move", by: -1 });
+    expect(rowKeyAction({ key: "ArrowUp" }, labels)).toEqual({ type: "move", by: -1 });
+    expect(rowKeyAction({ key: "2" }, labels)).toEqual({ type: "label", label: "wrong page" });
+    expect(rowKeyAction({ key: "3" }, labels)).toBeNull();
+    expect(rowKeyAction({ key: "n" }, labels)).toEqual({ type: "note" });
+    expect(rowKeyAction({ key: "Enter" }, labels)).toEqual({ type: "open" });
+    expect(rowKeyAction({ key: "y" }, labels)).toEqual({ type: "copy_link" });
+    // With a modifier the browser's shortcut wins.
+    expect(rowKeyAction({ key: "j", ctrlKey: true }, labels)).toBeNull();
+    expect(rowKeyAction({ key: "1", metaKey: true }, labels)).toBeNull();
+    expect(rowKeyAction({ key: "x" }, labels)).toBeNull();
+  });
+});
+
+describe("a row's link", () => {
+  it("opens the row's turn (0-based index) with its prediction, on this page's address", () => {
+    const row = { trajectory_id: "12", turn: 3, prediction_id: 1 };
+    expect(rowLink({ origin: "http://127.0.0.1:4180", pathname: "/", search: "" }, row)).toBe("http://127.0.0.1:4180/#t=12&turn=2&p=1");
+    expect(rowLink({ origin: "null", pathname: "/index.html", search: "?x=1" }, row)).toBe("/index.html?x=1#t=12&turn=2&p=1");
+  });
+});
+
+describe("search marks", () => {
+  it("marks every searched word in a line, case-insensitively, and finds the lines that hold one", () => {
+    const terms = searchTerms("  Save  TOAST ");
+    expect(terms).toEqual(["save", "toast"]);
+    expect(markTerms("Saved; a toast: saves", terms)).toEqual([
+      { text: "Save", match: true },
+      { text: "d; a ", match: false },
+      { text: "toast", match: true },
+      { text: ": ", match: false },
+      { text: "save", match: true },
+      { text: "s", match: false },
+    ]);
+    expect(markTerms("nothing", terms)).toEqual([{ text: "nothing", match: false }]);
+    expect(matchingLines("a\nSave it\nb\ntoast", terms)).toEqual([
+      { line: 1, text: "Save it" },
+      { line: 3, text: "toast" },
+    ]);
+    expect(matchingLines("save\nsave\nsave", terms, 2).length).toBe(2);
+    expect(matchingLines(null, terms)).toEqual([]);
   });
 });
 
@@ -140,6 +181,27 @@ describe("chart options from the API's replies", () => {
     expect(bars.reduce((a, b) => a + b, 0)).toBe(2 * d.run.row_count);
   });
 
+  it("charts fidelity by turn: one line per run, as the API averaged it", () => {
+    const opt = driftOption(golden.drift, chartColors("dark"))!;
+    expect(opt).not.toBeNull();
+    const series = opt.series as Array<{ type: string; name: string; data: unknown[] }>;
+    const lines = series.filter((s) => s.type === "line");
+    expect(lines.length).toBe(golden.drift.series.length);
+    const turns = (opt.xAxis as { data: string[] }).data;
+    golden.drift.series.forEach((s, i) => {
+      expect(lines[i]!.name).toContain(s.run.name);
+      for (const p of s.points) {
+        const v = lines[i]!.data[turns.indexOf(String(p.turn))];
+        expect(v).toBe(p.mean == null ? null : Math.round(p.mean * 10) / 10);
+      }
+    });
+    const none = {
+      ...golden.drift,
+      series: golden.drift.series.map((s) => ({ ...s, points: s.points.map((p) => ({ ...p, mean: null, min: null, max: null })) })),
+    };
+    expect(driftOption(none, chartColors("light"))).toBeNull();
+  });
+
   it("puts every paired value in the scatter", () => {
     const opt = scatterOption(golden.compare, chartColors("dark"));
     const points = (opt.series as Array<{ data: number[][] }>)[0]!.data;
@@ -168,5 +230,7 @@ describe("the mock back end's runs", () => {
     const hits = await mock.call("search_runs", { query: golden.search.query, search_in: null, run_id: null, limit: null });
     expect(hits.hits.length).toBe(golden.search.hits.length);
     expect(hits.hits.length).toBeGreaterThan(0);
+    const drift = await mock.call("run_drift", { run_a: runs[0]!.run_id, run_b: runs[1]!.run_id, metric: null });
+    expect(drift).toEqual(golden.drift);
   });
 });

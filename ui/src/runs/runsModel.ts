@@ -4,7 +4,17 @@
  * (`get_run_dashboard`, `compare_runs`). Every number comes from the API;
  * nothing here re-computes a score or a metric.
  */
-import type { CompareRunsResponse, LineDiff, ListRunRowsRequest, PairOutcome, RunDashboard, RunRowSort, RunRowView, RunSummary, SearchIn } from "../api/types";
+import type {
+  CompareRunsResponse,
+  LineDiff,
+  ListRunRowsRequest,
+  PairOutcome,
+  RunDashboard,
+  RunDriftResponse,
+  RunRowSort,
+  RunRowView,
+  SearchIn,
+} from "../api/types";
 
 /** The Runs view's tabs. */
 export type RunsTab = "dashboard" | "rows" | "compare";
@@ -328,31 +338,147 @@ export function labelForKey(key: string, labels: readonly string[]): string | nu
 }
 
 /**
- * The labelled rows of a run as JSON Lines, one object per row in the order
- * given: run, engine, trajectory, turn, domain, status, judge score, metrics
- * and labels, with the ids that open the row in the studio.
+ * Fidelity by turn index (drift): one line per run over the turns, the mean
+ * of the metric on 0–100 (a gap where a turn has no value), with the
+ * min–max of each turn as a faint band of points. `null` when no turn of any
+ * run has a value.
  */
-export function labelledRowsJsonl(run: RunSummary, rows: readonly RunRowView[]): string {
-  return rows
-    .filter((r) => r.labels.length > 0)
-    .map((r) =>
-      JSON.stringify({
-        run: run.name,
-        engine: run.engine,
-        trajectory: r.trajectory_name,
-        turn: r.turn,
-        domain: r.domain,
-        status: r.status,
-        score: r.score,
-        text_f1: r.text_f1,
-        node_f1: r.node_f1,
-        transition_f1: r.transition_f1,
-        labels: r.labels,
-        trajectory_id: r.trajectory_id,
-        node_id: r.node_id,
-        prediction_id: r.prediction_id,
-      }),
-    )
-    .map((line) => `${line}\n`)
-    .join("");
+export function driftOption(d: RunDriftResponse, c: ChartColors): ChartOption | null {
+  if (!d.series.some((s) => s.points.some((p) => p.mean != null))) return null;
+  const turns = [...new Set(d.series.flatMap((s) => s.points.map((p) => p.turn)))].sort((x, y) => x - y);
+  const colors = [c.a, c.b];
+  const tag = (i: number) => (d.series.length > 1 ? `${i === 0 ? "A" : "B"}: ` : "");
+  const round = (v: number | null | undefined) => (v == null ? null : Math.round(v * 10) / 10);
+  return {
+    backgroundColor: "transparent",
+    textStyle: { color: c.text },
+    tooltip: { trigger: "axis", valueFormatter: (v: unknown) => (typeof v === "number" ? v.toFixed(1) : "—") },
+    legend: { top: 0, type: "scroll", textStyle: { color: c.text } },
+    grid: { left: 48, right: 24, top: 40, bottom: 44 },
+    xAxis: { type: "category", name: "turn", nameLocation: "middle", nameGap: 26, data: turns.map(String), ...axisStyle(c) },
+    yAxis: { type: "value", min: 0, max: 100, name: d.metric === "score" ? "judge score" : `${metricLabel(d.metric)} × 100`, ...axisStyle(c) },
+    series: d.series.flatMap((s, i) => {
+      const at = new Map(s.points.map((p) => [p.turn, p]));
+      const color = colors[i % colors.length];
+      return [
+        {
+          type: "line",
+          name: `${tag(i)}${s.run.name} (${s.run.mode})`,
+          data: turns.map((t) => round(at.get(t)?.mean)),
+          connectNulls: false,
+          symbolSize: 7,
+          itemStyle: { color },
+          lineStyle: { color, width: 2 },
+        },
+        {
+          type: "scatter",
+          name: `${tag(i)}min–max`,
+          data: turns.flatMap((t) => {
+            const p = at.get(t);
+            return p?.min != null && p.max != null
+              ? [
+                  [String(t), round(p.min)],
+                  [String(t), round(p.max)],
+                ]
+              : [];
+          }),
+          symbol: "rect",
+          symbolSize: [10, 2],
+          itemStyle: { color, opacity: 0.55 },
+          silent: true,
+        },
+      ];
+    }),
+  };
+}
+
+/**
+ * The studio URL that opens a row's turn: this page's address (the access
+ * token is never in it: `backend/http.ts` takes it out at start-up) with the
+ * hash `#t=<trajectory>&turn=<turn index>&p=<prediction>` that the
+ * navigation reads (`app/navigation.ts`; the recorded branch, the row's
+ * prediction shown).
+ */
+export function rowLink(
+  location: { origin: string; pathname: string; search: string },
+  row: Pick<RunRowView, "trajectory_id" | "turn" | "prediction_id">,
+): string {
+  const hash = new URLSearchParams({ t: row.trajectory_id, turn: String(row.turn - 1), p: String(row.prediction_id) });
+  const origin = location.origin === "null" ? "" : location.origin;
+  return `${origin}${location.pathname}${location.search}#${hash.toString()}`;
+}
+
+/** What a key does on the row table: move, toggle a label, edit the note, open the row, copy its link. */
+export type RowKeyAction = { type: "move"; by: 1 | -1 } | { type: "label"; label: string } | { type: "note" } | { type: "open" } | { type: "copy_link" };
+
+/**
+ * The row table's keyboard: `j`/`↓` next row, `k`/`↑` previous, `1`–`9`
+ * toggle the n-th label of `labels`, `n` edit the note, `Enter` open the
+ * row, `y` copy its link; `null` for any other key (or with a modifier).
+ */
+export function rowKeyAction(e: { key: string; ctrlKey?: boolean; metaKey?: boolean; altKey?: boolean }, labels: readonly string[]): RowKeyAction | null {
+  if (e.ctrlKey || e.metaKey || e.altKey) return null;
+  switch (e.key) {
+    case "j":
+    case "ArrowDown":
+      return { type: "move", by: 1 };
+    case "k":
+    case "ArrowUp":
+      return { type: "move", by: -1 };
+    case "n":
+      return { type: "note" };
+    case "Enter":
+      return { type: "open" };
+    case "y":
+      return { type: "copy_link" };
+  }
+  const label = labelForKey(e.key, labels);
+  return label === null ? null : { type: "label", label };
+}
+
+/** The words of a search as the index takes them (split on whitespace, lower case; quotes are plain characters). */
+export function searchTerms(query: string): string[] {
+  return query
+    .toLowerCase()
+    .split(/\s+/)
+    .filter((t) => t !== "");
+}
+
+/**
+ * A line cut into plain and matched pieces: every occurrence of a term
+ * (case-insensitive) is a `match` piece. Overlapping terms take the longest
+ * match first.
+ */
+export function markTerms(line: string, terms: readonly string[]): Array<{ text: string; match: boolean }> {
+  const lower = line.toLowerCase();
+  const sorted = [...terms].filter((t) => t !== "").sort((a, b) => b.length - a.length);
+  const out: Array<{ text: string; match: boolean }> = [];
+  let plain = "";
+  let i = 0;
+  while (i < line.length) {
+    const hit = sorted.find((t) => lower.startsWith(t, i));
+    if (hit) {
+      if (plain) out.push({ text: plain, match: false });
+      plain = "";
+      out.push({ text: line.slice(i, i + hit.length), match: true });
+      i += hit.length;
+    } else {
+      plain += line[i];
+      i += 1;
+    }
+  }
+  if (plain) out.push({ text: plain, match: false });
+  return out;
+}
+
+/** The lines of `text` that hold a term (0-based index and text), at most `limit`. */
+export function matchingLines(text: string | null | undefined, terms: readonly string[], limit = 5): Array<{ line: number; text: string }> {
+  if (!text || terms.length === 0) return [];
+  const out: Array<{ line: number; text: string }> = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length && out.length < limit; i++) {
+    const l = lines[i]!.toLowerCase();
+    if (terms.some((t) => l.includes(t))) out.push({ line: i, text: lines[i]! });
+  }
+  return out;
 }

@@ -30,8 +30,8 @@ pub use import_export::{export, import_files};
 pub use notes_tags::{add_note, list_notes, set_tag};
 pub use predictions::{choose_prediction, list_predictions};
 pub use runs::{
-    compare_runs, get_run_dashboard, label_set, list_run_rows, list_runs, search_runs,
-    set_label_set, set_row_label,
+    compare_runs, export_run_rows, get_run_dashboard, label_set, list_run_rows, list_runs,
+    run_drift, search_runs, set_label_set, set_row_label, set_row_note,
 };
 pub use trajectories::{get_branch, get_trajectory, list_trajectories};
 pub use turns::{get_tree_rows, get_turn, search_tree};

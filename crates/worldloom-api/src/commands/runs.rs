@@ -57,18 +57,20 @@ fn summary(run: &RunRecord, rows: &[RunRowView]) -> RunSummary {
     }
 }
 
-/// Row views with their labels.
+/// Row views with their labels and notes.
 fn views_of(
     ws: &Workspace,
     rows: &[StoredRunRow],
     run: Option<RunId>,
 ) -> Result<Vec<RunRowView>, ApiError> {
     let mut labels = ws.row_labels(run)?;
+    let mut notes = ws.row_notes(run)?;
     Ok(rows
         .iter()
         .map(|r| {
             let mut v = run_row_view(r);
             v.labels = labels.remove(&r.id).unwrap_or_default();
+            v.note = notes.remove(&r.id);
             v
         })
         .collect())
@@ -510,6 +512,246 @@ pub fn set_label_set(
     })
 }
 
+/// `set_row_note`: writes or clears (empty text) the note of a run's row
+/// (one undoable change).
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a malformed id,
+/// [`crate::ErrorCode::NotFound`] for an unknown row.
+pub fn set_row_note(studio: &Studio, req: SetRowNoteRequest) -> Result<ChangeResponse, ApiError> {
+    let row = parse_row_id(&req.row_id)?;
+    let change = {
+        let mut ws = studio.lock()?;
+        let id = ws.set_row_note(row, &req.text)?;
+        ws.history(50)?.into_iter().find(|c| c.id == id)
+    };
+    studio.emit(StudioEvent::WorkspaceChanged {
+        trajectory_id: None,
+        kind: ChangeKind::SetRowNote.into(),
+    });
+    Ok(ChangeResponse {
+        change: change.as_ref().map(change_summary).transpose()?,
+    })
+}
+
+/// One run's values of `metric` grouped by turn, in turn order.
+pub(crate) fn drift_points(rows: &[RunRowView], metric: CompareMetric) -> Vec<DriftPoint> {
+    let mut by_turn: BTreeMap<u32, (u32, Vec<f64>)> = BTreeMap::new();
+    for r in rows {
+        let e = by_turn.entry(r.turn).or_default();
+        e.0 += 1;
+        if let Some(v) = value_of(r, metric) {
+            e.1.push(v);
+        }
+    }
+    by_turn
+        .into_iter()
+        .map(|(turn, (n, values))| DriftPoint {
+            turn,
+            rows: n,
+            scored: values.len() as u32,
+            mean: mean(values.iter().copied()),
+            min: values.iter().copied().reduce(f64::min),
+            max: values.iter().copied().reduce(f64::max),
+        })
+        .collect()
+}
+
+/// `run_drift`: fidelity by turn index of run A (and B): per turn, the
+/// rows and the metric's mean, min and max on 0–100.
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`], [`crate::ErrorCode::NotFound`].
+pub fn run_drift(studio: &Studio, req: RunDriftRequest) -> Result<RunDriftResponse, ApiError> {
+    let mut ids = vec![parse_run_id(&req.run_a)?];
+    if let Some(b) = &req.run_b {
+        ids.push(parse_run_id(b)?);
+    }
+    let ws = studio.lock()?;
+    let mut runs = Vec::new();
+    for id in ids {
+        runs.push((ws.run(id)?, rows_of(&ws, id)?));
+    }
+    drop(ws);
+    let metric = req
+        .metric
+        .unwrap_or(if runs.iter().all(|(r, _)| r.judged_count > 0) {
+            CompareMetric::Score
+        } else {
+            CompareMetric::TextF1
+        });
+    Ok(RunDriftResponse {
+        metric,
+        series: runs
+            .iter()
+            .map(|(run, rows)| DriftSeries {
+                run: summary(run, rows),
+                points: drift_points(rows, metric),
+            })
+            .collect(),
+    })
+}
+
+/// The columns of `export_run_rows`, in order.
+const EXPORT_COLUMNS: [&str; 18] = [
+    "run",
+    "engine",
+    "row",
+    "trajectory",
+    "turn",
+    "domain",
+    "status",
+    "score",
+    "text_f1",
+    "node_f1",
+    "attribute_accuracy",
+    "transition_f1",
+    "labels",
+    "note",
+    "trajectory_id",
+    "node_id",
+    "prediction_id",
+    "row_id",
+];
+
+/// A CSV field, quoted when it holds a comma, a quote or a line break
+/// (RFC 4180: quotes doubled).
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One row as the export's JSON object (the columns of [`EXPORT_COLUMNS`];
+/// `row` 1-based, labels a list).
+fn export_object(run: &RunSummary, r: &RunRowView) -> serde_json::Value {
+    serde_json::json!({
+        "run": run.name,
+        "engine": run.engine,
+        "row": r.row_index + 1,
+        "trajectory": r.trajectory_name,
+        "turn": r.turn,
+        "domain": r.domain,
+        "status": r.status,
+        "score": r.score,
+        "text_f1": r.text_f1,
+        "node_f1": r.node_f1,
+        "attribute_accuracy": r.attribute_accuracy,
+        "transition_f1": r.transition_f1,
+        "labels": r.labels,
+        "note": r.note,
+        "trajectory_id": r.trajectory_id,
+        "node_id": r.node_id,
+        "prediction_id": r.prediction_id,
+        "row_id": r.row_id,
+    })
+}
+
+/// The export's text: a CSV with a header line or JSON Lines, in file order.
+pub(crate) fn rows_export(
+    run: &RunSummary,
+    rows: &[RunRowView],
+    format: RowsExportFormat,
+) -> String {
+    let mut out = String::new();
+    if format == RowsExportFormat::Csv {
+        out.push_str(&EXPORT_COLUMNS.join(","));
+        out.push_str("\r\n");
+    }
+    for r in rows {
+        let obj = export_object(run, r);
+        match format {
+            RowsExportFormat::Jsonl => {
+                out.push_str(&obj.to_string());
+                out.push('\n');
+            }
+            RowsExportFormat::Csv => {
+                let fields: Vec<String> = EXPORT_COLUMNS
+                    .iter()
+                    .map(|c| match &obj[*c] {
+                        serde_json::Value::Null => String::new(),
+                        serde_json::Value::String(s) => csv_field(s),
+                        serde_json::Value::Array(a) => csv_field(
+                            &a.iter()
+                                .filter_map(|v| v.as_str())
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        ),
+                        other => other.to_string(),
+                    })
+                    .collect();
+                out.push_str(&fields.join(","));
+                out.push_str("\r\n");
+            }
+        }
+    }
+    out
+}
+
+/// `export_run_rows`: a run's annotated rows (a label or a note; or every
+/// row) as CSV or JSON Lines with their labels, notes, scores and the ids
+/// that open each row in the studio.
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`], [`crate::ErrorCode::NotFound`];
+/// [`crate::ErrorCode::ExportFailed`] when the file cannot be written.
+pub fn export_run_rows(
+    studio: &Studio,
+    req: ExportRunRowsRequest,
+) -> Result<ExportRunRowsResponse, ApiError> {
+    let id = parse_run_id(&req.run_id)?;
+    let ws = studio.lock()?;
+    let run = ws.run(id)?;
+    let mut rows = rows_of(&ws, id)?;
+    drop(ws);
+    let head = summary(&run, &rows);
+    if req.annotated_only {
+        rows.retain(|r| !r.labels.is_empty() || r.note.is_some());
+    }
+    let content = rows_export(&head, &rows, req.format);
+    let bytes = content.len() as u64;
+    let path = match &req.path {
+        Some(p) => {
+            std::fs::write(p, &content).map_err(|e| {
+                ApiError::new(crate::error::ErrorCode::ExportFailed, format!("{p}: {e}"))
+            })?;
+            Some(p.clone())
+        }
+        None => None,
+    };
+    let stem: String = run
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    Ok(ExportRunRowsResponse {
+        rows_total: rows.len() as u32,
+        content: path.is_none().then_some(content),
+        path,
+        bytes,
+        file_name: format!(
+            "{}-{stem}.{}",
+            if req.annotated_only {
+                "labelled"
+            } else {
+                "rows"
+            },
+            match req.format {
+                RowsExportFormat::Csv => "csv",
+                RowsExportFormat::Jsonl => "jsonl",
+            }
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,6 +762,15 @@ mod tests {
         assert_eq!(outcome(Some(70.0), Some(80.0), 0.5), PairOutcome::BBetter);
         assert_eq!(outcome(Some(70.2), Some(70.0), 0.5), PairOutcome::Tie);
         assert_eq!(outcome(None, Some(70.0), 0.5), PairOutcome::Unscored);
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(csv_field("plain note"), "plain note");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(""), "");
     }
 
     #[test]
@@ -547,6 +798,7 @@ mod tests {
             transition_f1: None,
             latency_ms: None,
             labels: Vec::new(),
+            note: None,
         };
         let mut rows = vec![row.clone()];
         row.text_f1 = Some(0.05);

@@ -29,17 +29,53 @@ use crate::views::{self};
 pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
-    // Only the state and the one before it are read (its observations and
-    // predictions, the action into it, the previous real observation for
-    // transition F1): the cost does not grow with the state's depth.
+    // The trees kept for the turn shown last are rebuilt below; released
+    // first, so that two turns' trees are never held together.
+    studio.drop_cached_trees();
+    // Only the state's records are read (its observations and predictions,
+    // the action into it) and, for transition F1, the real observation
+    // before it: the cost does not grow with the state's depth.
     let node_id = NodeId(req.node_id);
-    let mut states = vec![node_id];
-    states.extend(ws.parent_state(key, node_id)?);
-    let st = ws.load_trajectory_states(key, &states)?;
+    let mut st = ws.load_trajectory_states(key, &[node_id])?;
+    // The prompt of the turn into the state (an AgentWorldBench row's holds
+    // the whole state before it) is not shown here: released at once.
+    if let Some(e) = st
+        .trajectory
+        .node(node_id)
+        .and_then(|n| n.parent_edge)
+        .and_then(|e| st.trajectory.edges.get_mut(e.0 as usize))
+    {
+        e.prompt = None;
+    }
+    // The real observation before is read for transition F1 only, so only
+    // when something is shown to score, and released once scored, before
+    // this state's trees are parsed.
+    let scored = shown(
+        live_node(&st, req.node_id)?,
+        req.prediction_id.map(PredictionId),
+    )?
+    .is_some();
+    let before = match ws.parent_state(key, node_id)? {
+        Some(p) if scored && p != node_id => Some(p),
+        _ => None,
+    };
+    if let Some(p) = before {
+        let real = ws.real_observation(key, p)?;
+        if let Some(n) = st.trajectory.node_mut(p) {
+            n.real = real;
+        }
+    }
+    let evaluation = {
+        let node = live_node(&st, req.node_id)?;
+        let shown = shown(node, req.prediction_id.map(PredictionId))?;
+        shown.as_ref().and_then(|s| evaluate(&st, node, s))
+    };
+    if let Some(n) = before.and_then(|p| st.trajectory.node_mut(p)) {
+        n.real = None;
+    }
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
     let shown = shown(node, req.prediction_id.map(PredictionId))?;
-    let evaluation = shown.as_ref().and_then(|s| evaluate(&st, node, s));
     if let (Some(s), Some(e)) = (&shown, &evaluation) {
         let subject = subject_of(s);
         let have = ws
@@ -69,22 +105,15 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             reals.push((v.name.clone(), v.representation, v.text.as_str()));
         }
         for (name, repr, text) in reals {
-            let real_side = parse_side(text, repr);
             let takes_prediction = !pred_placed && pred_repr == Some(repr);
-            let predicted = if takes_prediction {
-                pred_text.map(|t| parse_side(t, repr))
-            } else {
-                None
-            };
+            let view_pred_text = pred_text.filter(|_| takes_prediction);
+            // Both sides are parsed whole for their diff; a side with no
+            // counterpart straight into the compact form it is kept in.
+            let real_side = parse_side(text, repr, view_pred_text.is_some());
+            let predicted = view_pred_text.map(|t| parse_side(t, repr, true));
             pred_placed |= takes_prediction;
-            let (view, view_trees) = compared(
-                name,
-                repr,
-                Some(real_side),
-                predicted,
-                text,
-                pred_text.filter(|_| takes_prediction),
-            )?;
+            let (view, view_trees) =
+                compared(name, repr, Some(real_side), predicted, text, view_pred_text)?;
             views.push(view);
             trees.push(view_trees);
         }
@@ -94,7 +123,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             "main".into(),
             repr,
             None,
-            Some(parse_side(text, repr)),
+            Some(parse_side(text, repr, false)),
             "",
             None,
         )?;
@@ -194,7 +223,37 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
 /// or rows yet) and its tree, when it parsed.
 struct ParsedSide {
     doc: SideDocument,
-    tree: Option<obs::tree::UiTree>,
+    tree: Option<SideParse>,
+}
+
+/// A side's tree: whole when it is diffed against the other side, else
+/// already in the compact form it is kept in.
+enum SideParse {
+    Whole(obs::tree::UiTree),
+    Compact(obs::CompactTree),
+}
+
+impl SideParse {
+    fn len(&self) -> usize {
+        match self {
+            SideParse::Whole(t) => t.nodes.len(),
+            SideParse::Compact(t) => t.len(),
+        }
+    }
+
+    fn to_whole(&self) -> obs::tree::UiTree {
+        match self {
+            SideParse::Whole(t) => t.clone(),
+            SideParse::Compact(t) => t.to_tree(),
+        }
+    }
+
+    fn into_kept(self) -> Result<SideTree, ApiError> {
+        match self {
+            SideParse::Whole(t) => SideTree::new(t),
+            SideParse::Compact(tree) => Ok(SideTree { tree }),
+        }
+    }
 }
 
 /// Builds one compared view and keeps its trees: each side's tree goes whole
@@ -218,13 +277,12 @@ fn compared(
         None => (None, None),
     };
     let diff = match (&real_tree, &pred_tree) {
-        (Some(rt), Some(pt)) => Some(obs::diff::diff_trees(rt, pt).1),
+        (Some(SideParse::Whole(rt)), Some(SideParse::Whole(pt))) => {
+            Some(obs::diff::diff_trees(rt, pt).1)
+        }
         _ => None,
     };
-    let small = |t: &Option<obs::tree::UiTree>| {
-        t.as_ref()
-            .is_none_or(|t| t.nodes.len() <= WHOLE_TREE_MAX_NODES)
-    };
+    let small = |t: &Option<SideParse>| t.as_ref().is_none_or(|t| t.len() <= WHOLE_TREE_MAX_NODES);
     let both_small = small(&real_tree) && small(&pred_tree);
     let cut = [&real_doc, &pred_doc]
         .iter()
@@ -232,25 +290,30 @@ fn compared(
     let line_diff = pred_text
         .filter(|_| real_doc.is_some() && !cut)
         .map(|p| obs::diff::line_diff(real_text, p));
+    let diff_view = diff.as_ref().filter(|_| both_small).map(views::tree_diff);
+    // A small tree also travels whole; every tree is then kept compact (the
+    // parsed one is released as it is copied).
+    for (doc, tree) in [(&mut real_doc, &real_tree), (&mut pred_doc, &pred_tree)] {
+        if let (Some(doc), Some(tree)) = (doc.as_mut(), tree)
+            && tree.len() <= WHOLE_TREE_MAX_NODES
+        {
+            doc.tree = Some(tree.to_whole());
+        }
+    }
     let trees = ViewTrees {
-        real: real_tree.map(SideTree::new),
-        predicted: pred_tree.map(SideTree::new),
+        real: real_tree.map(SideParse::into_kept).transpose()?,
+        predicted: pred_tree.map(SideParse::into_kept).transpose()?,
         diff,
     };
-    let diff_view = trees
-        .diff
-        .as_ref()
-        .filter(|_| both_small)
-        .map(views::tree_diff);
     for (side, doc) in [
         (PaneSide::Real, &mut real_doc),
         (PaneSide::Predicted, &mut pred_doc),
     ] {
-        let (Some(doc), Some(tree)) = (doc.as_mut(), trees.tree(side)) else {
+        let Some(doc) = doc.as_mut() else {
             continue;
         };
-        if tree.tree.nodes.len() <= WHOLE_TREE_MAX_NODES {
-            doc.tree = Some(tree.tree.clone());
+        if trees.tree(side).is_none() {
+            continue;
         }
         doc.rows = Some(tree_rows::window(
             &trees,
@@ -274,33 +337,41 @@ fn compared(
     ))
 }
 
-/// One side of a compared view, parsed when the representation is a tree.
-fn parse_side(text: &str, representation: core::Representation) -> ParsedSide {
+/// One side of a compared view, parsed when the representation is a tree:
+/// whole when `for_diff`, else straight into the compact form
+/// ([`obs::parse_compact`]: same tree, warnings and errors).
+fn parse_side(text: &str, representation: core::Representation, for_diff: bool) -> ParsedSide {
     let (shown, text_bytes) = capped_text(text);
-    let doc = |parse_error, warnings| SideDocument {
+    let doc = |parse_error, warnings: &[obs::ParseWarning]| SideDocument {
         text: shown.clone(),
         text_bytes,
         tree: None,
         rows: None,
         parse_error,
-        warnings,
+        warnings: warnings.iter().map(views::side_warning).collect(),
     };
     if !representation.is_tree() {
         return ParsedSide {
-            doc: doc(None, Vec::new()),
+            doc: doc(None, &[]),
             tree: None,
         };
     }
-    match obs::parse(text, representation) {
-        Ok(parsed) => ParsedSide {
-            doc: doc(
-                None,
-                parsed.warnings.iter().map(views::side_warning).collect(),
-            ),
-            tree: Some(parsed.tree),
+    let parsed = if for_diff {
+        obs::parse(text, representation)
+            .map(|p| (SideParse::Whole(p.tree), p.warnings))
+            .map_err(|e| e.to_string())
+    } else {
+        obs::parse_compact(text.as_bytes(), representation)
+            .map(|(t, w)| (SideParse::Compact(t), w))
+            .map_err(|e| e.to_string())
+    };
+    match parsed {
+        Ok((tree, warnings)) => ParsedSide {
+            doc: doc(None, &warnings),
+            tree: Some(tree),
         },
         Err(e) => ParsedSide {
-            doc: doc(Some(e.to_string()), Vec::new()),
+            doc: doc(Some(e), &[]),
             tree: None,
         },
     }
@@ -381,7 +452,11 @@ mod tests {
     fn a_side_carries_its_parse_warnings_with_line_and_byte() {
         // adb appends a status line after the root element.
         let text = "<hierarchy rotation=\"0\"><node class=\"android.widget.FrameLayout\" bounds=\"[0,0][1080,2400]\"/></hierarchy>\nUI hierchary dumped to: /dev/tty\n";
-        let doc = parse_side(text, core::Representation::AndroidXml);
+        let whole = parse_side(text, core::Representation::AndroidXml, true);
+        let doc = parse_side(text, core::Representation::AndroidXml, false);
+        assert!(matches!(whole.tree, Some(SideParse::Whole(_))));
+        assert!(matches!(doc.tree, Some(SideParse::Compact(_))));
+        assert_eq!(whole.doc, doc.doc);
         let tree = doc.tree;
         let doc = doc.doc;
         assert!(tree.is_some());
@@ -401,6 +476,7 @@ mod tests {
         let clean = parse_side(
             "<hierarchy><node bounds=\"[0,0][10,10]\"/></hierarchy>",
             core::Representation::AndroidXml,
+            false,
         )
         .doc;
         assert!(clean.warnings.is_empty());
@@ -408,7 +484,7 @@ mod tests {
         assert!(json.get("warnings").is_none());
         // Texts that are not trees carry none.
         assert!(
-            parse_side("plain text", core::Representation::Text)
+            parse_side("plain text", core::Representation::Text, false)
                 .doc
                 .warnings
                 .is_empty()

@@ -6,8 +6,9 @@
 //! `AccessibilityNodeInfoDumper`).
 
 use super::text::{WarningSink, sanitize_xml};
-use super::{ParseError, Parsed, WarningKind, xml};
-use crate::tree::{Attribute, BoundsPx};
+use super::{ParseError, ParseWarning, Parsed, WarningKind, xml};
+use crate::compact::{CompactBuilder, CompactParseError, CompactTree};
+use crate::tree::{Attribute, BoundsPx, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Parses a uiautomator dump.
@@ -22,19 +23,65 @@ use worldloom_core::domain::Representation;
 /// (`ERROR: could not get idle state.`) or is empty; [`ParseError::Syntax`]
 /// with line and column when the XML is broken beyond these repairs.
 pub fn parse_android_xml(input: &[u8]) -> Result<Parsed, ParseError> {
+    let mut tree = UiTree {
+        representation: Representation::AndroidXml,
+        nodes: Vec::new(),
+        truncated: None,
+        incomplete: false,
+    };
+    let warnings = read_android_xml(input, |node| {
+        if let Some(p) = node.parent {
+            tree.nodes[p.index()].children.push(node.id);
+        }
+        tree.nodes.push(node);
+    })?;
+    Ok(Parsed { tree, warnings })
+}
+
+/// Parses a uiautomator dump straight into a [`CompactTree`], never holding
+/// the whole tree as [`UiNode`]s: each node is copied into the compact form
+/// as soon as it is read. The tree is the one [`parse_android_xml`] gives
+/// ([`CompactTree::to_tree`] equals it), with the same warnings and errors.
+///
+/// Errors: as [`parse_android_xml`], and [`CompactParseError::Compact`]
+/// when the tree does not fit the compact form's `u32` offsets.
+pub fn parse_android_xml_compact(
+    input: &[u8],
+) -> Result<(CompactTree, Vec<ParseWarning>), CompactParseError> {
+    let mut builder = CompactBuilder::default();
+    let mut failed = None;
+    let warnings = read_android_xml(input, |node| {
+        if failed.is_none()
+            && let Err(e) = builder.push(node)
+        {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    let tree = builder.finish(Representation::AndroidXml, None, false);
+    Ok((tree, warnings))
+}
+
+/// Reads a uiautomator dump, handing each node (in pre-order, without its
+/// child list) to `emit`; returns the warnings.
+fn read_android_xml(
+    input: &[u8],
+    emit: impl FnMut(UiNode),
+) -> Result<Vec<ParseWarning>, ParseError> {
     let mut decoded = sanitize_xml(input);
     let mut sink = WarningSink::default();
     xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink)?;
-    let text = decoded.text.clone();
-    let doc = roxmltree::Document::parse_with_options(&text, xml::options())
-        .map_err(|e| xml::syntax_error(&e, &text, &decoded))?;
-    let tree = xml::build_tree(
+    // Borrowed, not copied: the document refers into the decoded text.
+    let text: &str = &decoded.text;
+    let doc = roxmltree::Document::parse_with_options(text, xml::options())
+        .map_err(|e| xml::syntax_error(&e, text, &decoded))?;
+    xml::build_nodes(
         &doc,
-        Representation::AndroidXml,
         &decoded,
         &|p| p,
-        |tree, id, node| {
-            let n = tree.node_mut(id);
+        |n, node| {
             n.attributes = node
                 .attributes()
                 .map(|a| Attribute {
@@ -95,10 +142,12 @@ pub fn parse_android_xml(input: &[u8]) -> Result<Parsed, ParseError> {
                 }
             }
         },
+        emit,
     );
+    drop(doc);
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
-    Ok(Parsed { tree, warnings })
+    Ok(warnings)
 }
 
 /// Parses `[l,t][r,b]` (integers, possibly negative, spaces tolerated).

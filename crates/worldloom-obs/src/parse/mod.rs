@@ -17,9 +17,10 @@ mod xml;
 use serde::{Deserialize, Serialize};
 use worldloom_core::domain::Representation;
 
+use crate::compact::{CompactParseError, CompactTree};
 use crate::tree::{KNOWN_NODE_CAPS, NodeId, Truncation, TruncationReason, UiTree};
 
-pub use android::parse_android_xml;
+pub use android::{parse_android_xml, parse_android_xml_compact};
 pub use axtree::parse_axtree;
 pub use html::{MAX_HTML_DEPTH, parse_html};
 pub use os_table::parse_os_table;
@@ -125,6 +126,27 @@ pub fn parse_bytes(input: &[u8], representation: Representation) -> Result<Parse
         Representation::AndroidXml => parse_android_xml(input),
         Representation::Json | Representation::Text => Err(ParseError::NotATree(representation)),
     }
+}
+
+/// Parses raw bytes into a [`CompactTree`] (the form a large tree is kept
+/// in), with the warnings [`parse_bytes`] gives. Android uiautomator XML is
+/// read straight into the compact form ([`parse_android_xml_compact`]), so
+/// the whole tree never exists as [`UiNode`](crate::tree::UiNode)s; the
+/// other representations are parsed as by [`parse_bytes`] and then made
+/// compact. Either way [`CompactTree::to_tree`] equals `parse_bytes`'s tree.
+///
+/// Errors: [`CompactParseError::Parse`] as [`parse_bytes`];
+/// [`CompactParseError::Compact`] when the tree does not fit the compact
+/// form.
+pub fn parse_compact(
+    input: &[u8],
+    representation: Representation,
+) -> Result<(CompactTree, Vec<ParseWarning>), CompactParseError> {
+    if representation == Representation::AndroidXml {
+        return parse_android_xml_compact(input);
+    }
+    let Parsed { tree, warnings } = parse_bytes(input, representation)?;
+    Ok((CompactTree::from_tree(tree)?, warnings))
 }
 
 fn parse_html_bytes(input: &[u8]) -> Parsed {

@@ -7,7 +7,7 @@
 
 use super::text::{WarningSink, sanitize_xml};
 use super::{ParseError, Parsed, WarningKind, xml};
-use crate::tree::{Attribute, BoundsPx, NodeId, UiTree};
+use crate::tree::{Attribute, BoundsPx, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Well-known OSWorld namespace URIs (their last path part) and the prefix
@@ -43,12 +43,13 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
     let mut decoded = sanitize_xml(input);
     let mut sink = WarningSink::default();
     xml::prepare(&mut decoded, None, &mut sink)?;
-    let text = decoded.text.clone();
-    let strict = roxmltree::Document::parse_with_options(&text, xml::options());
+    // Borrowed, not copied: the document refers into the decoded text.
+    let text: &str = &decoded.text;
+    let strict = roxmltree::Document::parse_with_options(text, xml::options());
     let tree = match strict {
         Ok(doc) => build(&doc, &decoded, &|p| p, &mut sink),
         Err(strict_err) => {
-            let (repaired, inserted, notes) = repair(&text);
+            let (repaired, inserted, notes) = repair(text);
             let (at, len) = inserted.unwrap_or((usize::MAX, 0));
             let back = move |p: usize| {
                 if p >= at.saturating_add(len) {
@@ -73,7 +74,7 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
                     );
                     build(&doc, &decoded, &back, &mut sink)
                 }
-                _ => return Err(xml::syntax_error(&strict_err, &text, &decoded)),
+                _ => return Err(xml::syntax_error(&strict_err, text, &decoded)),
             }
         }
     };
@@ -84,87 +85,79 @@ pub fn parse_os_xml(input: &[u8]) -> Result<Parsed, ParseError> {
 
 fn build(
     doc: &roxmltree::Document<'_>,
-    decoded: &super::text::Decoded,
+    decoded: &super::text::Decoded<'_>,
     back: &dyn Fn(usize) -> usize,
     sink: &mut WarningSink,
 ) -> UiTree {
-    let mut tree = xml::build_tree(
-        doc,
-        Representation::OsXml,
-        decoded,
-        back,
-        |tree, id, node| {
-            let mut states: Vec<&str> = Vec::new();
-            let mut attributes = Vec::new();
-            for a in node.attributes() {
-                let prefix = a.namespace().map(|uri| {
-                    node.lookup_prefix(uri)
-                        .or_else(|| {
-                            KNOWN_NAMESPACES
-                                .iter()
-                                .find(|(s, _)| uri.ends_with(s))
-                                .map(|(_, p)| *p)
-                        })
-                        .unwrap_or("ns")
-                });
-                let name = match prefix {
-                    Some(p) => format!("{p}:{}", a.name()),
-                    None => a.name().to_string(),
-                };
-                if prefix == Some("st") && a.value() == "true" {
-                    states.push(a.name());
-                }
-                attributes.push(Attribute {
-                    name,
-                    value: a.value().to_string(),
-                });
+    let mut tree = xml::build_tree(doc, Representation::OsXml, decoded, back, |n, node| {
+        let mut states: Vec<&str> = Vec::new();
+        let mut attributes = Vec::new();
+        for a in node.attributes() {
+            let prefix = a.namespace().map(|uri| {
+                node.lookup_prefix(uri)
+                    .or_else(|| {
+                        KNOWN_NAMESPACES
+                            .iter()
+                            .find(|(s, _)| uri.ends_with(s))
+                            .map(|(_, p)| *p)
+                    })
+                    .unwrap_or("ns")
+            });
+            let name = match prefix {
+                Some(p) => format!("{p}:{}", a.name()),
+                None => a.name().to_string(),
+            };
+            if prefix == Some("st") && a.value() == "true" {
+                states.push(a.name());
             }
-            let has = |s: &str| states.contains(&s);
-            let n = tree.node_mut(id);
-            n.name = node.attribute("name").unwrap_or("").to_string();
-            let value_attr = attributes
-                .iter()
-                .find(|a| a.name == "val:value")
-                .map(|a| a.value.clone());
-            n.value = xml::own_text(node).or(value_attr);
-            if has("checkable") || has("checked") {
-                n.states.checked = Some(has("checked"));
-            }
-            if has("selectable") || has("selected") {
-                n.states.selected = Some(has("selected"));
-            }
-            if has("focusable") || has("focused") {
-                n.states.focused = Some(has("focused"));
-            }
-            if !states.is_empty() {
-                n.states.enabled = Some(has("enabled") || has("sensitive"));
-            }
-            if has("expandable") || has("expanded") {
-                n.states.expanded = Some(has("expanded"));
-            }
-            if has("editable") {
-                n.states.editable = Some(true);
-            }
-            let coord = attributes
-                .iter()
-                .find(|a| a.name == "cp:screencoord")
-                .and_then(|a| pair(&a.value));
-            let size = attributes
-                .iter()
-                .find(|a| a.name == "cp:size")
-                .and_then(|a| pair(&a.value));
-            if let (Some((x, y)), Some((w, h))) = (coord, size) {
-                n.bounds_px = Some(BoundsPx::from_origin_size(x, y, w, h));
-            }
-            n.attributes = attributes;
-            // No stable key: AT-SPI has no element identity, and a path key
-            // built from ancestors' names (`/frame:Documents - Thunar/…`)
-            // changes for a whole subtree when one window title differs, so
-            // one wrong title marked every node below it changed. Nodes are
-            // aligned structurally instead (see `crate::align`).
-            let _: NodeId = id;
-        },
-    );
+            attributes.push(Attribute {
+                name,
+                value: a.value().to_string(),
+            });
+        }
+        let has = |s: &str| states.contains(&s);
+        n.name = node.attribute("name").unwrap_or("").to_string();
+        let value_attr = attributes
+            .iter()
+            .find(|a| a.name == "val:value")
+            .map(|a| a.value.clone());
+        n.value = xml::own_text(node).or(value_attr);
+        if has("checkable") || has("checked") {
+            n.states.checked = Some(has("checked"));
+        }
+        if has("selectable") || has("selected") {
+            n.states.selected = Some(has("selected"));
+        }
+        if has("focusable") || has("focused") {
+            n.states.focused = Some(has("focused"));
+        }
+        if !states.is_empty() {
+            n.states.enabled = Some(has("enabled") || has("sensitive"));
+        }
+        if has("expandable") || has("expanded") {
+            n.states.expanded = Some(has("expanded"));
+        }
+        if has("editable") {
+            n.states.editable = Some(true);
+        }
+        let coord = attributes
+            .iter()
+            .find(|a| a.name == "cp:screencoord")
+            .and_then(|a| pair(&a.value));
+        let size = attributes
+            .iter()
+            .find(|a| a.name == "cp:size")
+            .and_then(|a| pair(&a.value));
+        if let (Some((x, y)), Some((w, h))) = (coord, size) {
+            n.bounds_px = Some(BoundsPx::from_origin_size(x, y, w, h));
+        }
+        n.attributes = attributes;
+        // No stable key: AT-SPI has no element identity, and a path key
+        // built from ancestors' names (`/frame:Documents - Thunar/…`)
+        // changes for a whole subtree when one window title differs, so
+        // one wrong title marked every node below it changed. Nodes are
+        // aligned structurally instead (see `crate::align`).
+    });
     if let Some(w) = xml::flag_truncation_comment(doc, &mut tree, decoded, back) {
         sink.push(w.kind, w.line, w.byte, w.message);
     }

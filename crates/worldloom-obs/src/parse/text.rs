@@ -4,6 +4,7 @@
 
 use super::{ParseError, ParseWarning, Parsed, WarningKind};
 use crate::tree::UiTree;
+use std::borrow::Cow;
 
 /// At most this many warnings of one kind are listed one by one; the rest
 /// are summed up in a final warning.
@@ -118,16 +119,17 @@ impl OffsetMap {
     }
 }
 
-/// Text decoded (and possibly repaired) from input bytes.
+/// Text decoded (and possibly repaired) from input bytes: the input itself,
+/// borrowed, when nothing had to be replaced.
 #[derive(Debug, Clone)]
-pub(crate) struct Decoded {
-    pub(crate) text: String,
+pub(crate) struct Decoded<'a> {
+    pub(crate) text: Cow<'a, str>,
     pub(crate) map: OffsetMap,
     pub(crate) warnings: Vec<ParseWarning>,
     pub(crate) lines: LineIndex,
 }
 
-impl Decoded {
+impl Decoded<'_> {
     /// Rewrites spans and warning offsets of a tree parsed from `self.text`
     /// so that they point into the original bytes, and puts the decoding
     /// warnings first.
@@ -196,7 +198,7 @@ impl WarningSink {
 /// Decodes bytes as UTF-8, replacing each invalid sequence with one U+FFFD
 /// (the rule of `worldloom_core::text::invalid_sequences`), with one
 /// [`WarningKind::InvalidUtf8`] warning at the first.
-pub(crate) fn decode_utf8(input: &[u8]) -> Decoded {
+pub(crate) fn decode_utf8(input: &[u8]) -> Decoded<'_> {
     rewrite(input, false)
 }
 
@@ -204,7 +206,7 @@ pub(crate) fn decode_utf8(input: &[u8]) -> Decoded {
 /// 2.2, production `Char`: C0 controls other than tab/LF/CR, U+FFFE, U+FFFF,
 /// and surrogate code points, raw or as character references) with U+FFFD,
 /// so that one bad character never loses the rest of a dump.
-pub(crate) fn sanitize_xml(input: &[u8]) -> Decoded {
+pub(crate) fn sanitize_xml(input: &[u8]) -> Decoded<'_> {
     rewrite(input, true)
 }
 
@@ -212,12 +214,13 @@ fn xml_char_allowed(c: u32) -> bool {
     matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
 }
 
-fn rewrite(input: &[u8], xml: bool) -> Decoded {
+fn rewrite(input: &[u8], xml: bool) -> Decoded<'_> {
     let mut w = Rewriter {
         lines: LineIndex::new(input),
         sink: WarningSink::default(),
         out: String::with_capacity(input.len()),
         map: OffsetMap::default(),
+        changed: false,
     };
     // One U+FFFD per invalid sequence and one warning for them all (the rule
     // of `worldloom_core::text`, which the importers follow too).
@@ -242,14 +245,22 @@ fn rewrite(input: &[u8], xml: bool) -> Decoded {
             w.out.push_str(&valid);
         }
         if !run.is_empty() {
+            w.changed = true;
             w.map.mark(w.out.len(), run.start);
             w.out.push('\u{FFFD}');
             w.map.mark(w.out.len(), run.end);
         }
         in_pos = run.end;
     }
+    // Nothing replaced: the output is the input, which is borrowed instead
+    // (the copy is dropped here, before a parser builds on the text).
+    let text = match (w.changed, std::str::from_utf8(input)) {
+        (false, Ok(same)) => Cow::Borrowed(same),
+        _ => Cow::Owned(std::mem::take(&mut w.out)),
+    };
+    drop(std::mem::take(&mut w.out));
     Decoded {
-        text: w.out,
+        text,
         map: w.map,
         warnings: w.sink.finish(),
         lines: w.lines,
@@ -262,6 +273,9 @@ struct Rewriter {
     sink: WarningSink,
     out: String,
     map: OffsetMap,
+    /// Whether anything was replaced (the output then differs from the
+    /// input, even where the offsets do not move).
+    changed: bool,
 }
 
 impl Rewriter {
@@ -274,6 +288,7 @@ impl Rewriter {
         kind: WarningKind,
         message: String,
     ) {
+        self.changed = true;
         self.map.mark(self.out.len(), start);
         self.out.push_str(replacement);
         self.map.mark(self.out.len(), end);
@@ -366,6 +381,28 @@ fn char_ref(s: &[u8]) -> Option<(usize, Option<u32>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clean_text_is_borrowed_and_repaired_text_owned() {
+        // Nothing to replace: the input itself, not a copy.
+        let clean = "<a b=\"&#x41;\">t\u{e9}xt</a>";
+        let d = sanitize_xml(clean.as_bytes());
+        assert!(matches!(d.text, Cow::Borrowed(_)));
+        assert_eq!(d.text, clean);
+        assert!(d.warnings.is_empty());
+        assert!(matches!(
+            decode_utf8(clean.as_bytes()).text,
+            Cow::Borrowed(_)
+        ));
+        // A replacement of the same length still makes a new text.
+        let d = sanitize_xml(b"<a b=\"&#xD83D;\"/>");
+        assert!(matches!(d.text, Cow::Owned(_)));
+        assert_eq!(d.text, "<a b=\"&#xFFFD;\"/>");
+        assert_eq!(d.warnings.len(), 1);
+        let d = decode_utf8(b"a\xffb");
+        assert_eq!(d.text, "a\u{FFFD}b");
+        assert!(matches!(d.text, Cow::Owned(_)));
+    }
 
     #[test]
     fn raw_lone_surrogate_becomes_one_replacement() {

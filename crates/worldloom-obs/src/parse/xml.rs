@@ -3,7 +3,7 @@
 
 use super::text::{Decoded, LineIndex, WarningSink};
 use super::{ParseError, ParseWarning, WarningKind, truncation_marker, truncation_message};
-use crate::tree::{NodeId, SourceSpan, Truncation, TruncationReason, UiTree};
+use crate::tree::{NodeId, NodeStates, SourceSpan, Truncation, TruncationReason, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Options used for every XML document: no DTD (so no entity expansion).
@@ -21,7 +21,7 @@ pub(crate) fn options<'a>() -> roxmltree::ParsingOptions<'a> {
 /// (`</hierarchy>`); without one, text after the last `>` is treated as
 /// trailing.
 pub(crate) fn prepare(
-    decoded: &mut Decoded,
+    decoded: &mut Decoded<'_>,
     root_close: Option<&str>,
     sink: &mut WarningSink,
 ) -> Result<(), ParseError> {
@@ -45,7 +45,7 @@ pub(crate) fn prepare(
             byte,
             format!("ignored text before the first tag: {junk:?}"),
         );
-        blank(&mut decoded.text, 0, first_lt);
+        blank(decoded.text.to_mut(), 0, first_lt);
     }
     blank_late_declaration(&mut decoded.text);
     let end = root_close
@@ -63,7 +63,7 @@ pub(crate) fn prepare(
             format!("ignored text after the root element: {junk:?}"),
         );
         let len = decoded.text.len();
-        blank(&mut decoded.text, end, len);
+        blank(decoded.text.to_mut(), end, len);
     }
     Ok(())
 }
@@ -82,19 +82,23 @@ pub(crate) fn blank(text: &mut String, start: usize, end: usize) {
 
 /// Blanks an XML declaration that no longer starts the text (after leading
 /// junk was blanked), since XML allows it only at offset 0.
-fn blank_late_declaration(text: &mut String) {
+fn blank_late_declaration(text: &mut std::borrow::Cow<'_, str>) {
     let lead = text.len() - text.trim_start().len();
     if lead > 0
         && text[lead..].starts_with("<?xml")
         && let Some(end) = text[lead..].find("?>")
     {
-        blank(text, lead, lead + end + 2);
+        blank(text.to_mut(), lead, lead + end + 2);
     }
 }
 
 /// Turns a roxmltree error into a [`ParseError::Syntax`] whose line and
 /// column refer to the original input.
-pub(crate) fn syntax_error(err: &roxmltree::Error, text: &str, decoded: &Decoded) -> ParseError {
+pub(crate) fn syntax_error(
+    err: &roxmltree::Error,
+    text: &str,
+    decoded: &Decoded<'_>,
+) -> ParseError {
     syntax_error_mapped(err, text, decoded, &|p| p)
 }
 
@@ -103,7 +107,7 @@ pub(crate) fn syntax_error(err: &roxmltree::Error, text: &str, decoded: &Decoded
 pub(crate) fn syntax_error_mapped(
     err: &roxmltree::Error,
     text: &str,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
 ) -> ParseError {
     let pos = err.pos();
@@ -130,9 +134,9 @@ pub(crate) fn syntax_error_mapped(
 pub(crate) fn build_tree(
     doc: &roxmltree::Document<'_>,
     representation: Representation,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
-    mut fill: impl FnMut(&mut UiTree, NodeId, roxmltree::Node<'_, '_>),
+    fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
 ) -> UiTree {
     let mut tree = UiTree {
         representation,
@@ -140,36 +144,77 @@ pub(crate) fn build_tree(
         truncated: None,
         incomplete: false,
     };
+    build_nodes(doc, decoded, to_decoded, fill, |node| {
+        if let Some(p) = node.parent {
+            tree.nodes[p.index()].children.push(node.id);
+        }
+        tree.nodes.push(node);
+    });
+    tree
+}
+
+/// Makes one [`UiNode`] per element of `doc`, in document order (pre-order)
+/// and without recursion, and hands each to `emit` once `fill` has set its
+/// role, name, attributes…: ids are indices in that order, the first
+/// element is the root, and an element whose parent is not an element
+/// hangs under the root. Children lists are left empty (`emit` links them,
+/// or not). A consumer that keeps nodes in another form never holds them
+/// all as [`UiNode`]s.
+pub(crate) fn build_nodes(
+    doc: &roxmltree::Document<'_>,
+    decoded: &Decoded<'_>,
+    to_decoded: &dyn Fn(usize) -> usize,
+    mut fill: impl FnMut(&mut UiNode, roxmltree::Node<'_, '_>),
+    mut emit: impl FnMut(UiNode),
+) {
     // roxmltree node index → our node id, for elements only.
     let mut ours: Vec<u32> = Vec::new();
+    // Depth of each of our nodes.
+    let mut depths: Vec<u32> = Vec::new();
     for node in doc.root().descendants().filter(|n| n.is_element()) {
         let parent = node
             .parent_element()
             .and_then(|p| ours.get(p.id().get_usize()).copied())
             .filter(|p| *p != u32::MAX)
             .map(NodeId);
-        let parent = if tree.is_empty() {
+        let parent = if depths.is_empty() {
             None
         } else {
             parent.or(Some(NodeId(0)))
         };
-        let id = tree.push(parent, node.tag_name().name().to_string());
+        let id = NodeId(u32::try_from(depths.len()).unwrap_or(u32::MAX));
+        let depth = parent.map_or(0, |p| depths[p.index()] + 1);
+        depths.push(depth);
         let range = node.range();
         let start = decoded.map.original(to_decoded(range.start));
         let end = decoded.map.original(to_decoded(range.end)).max(start);
-        tree.node_mut(id).span = Some(SourceSpan {
-            start_byte: start,
-            end_byte: end,
-            line: decoded.lines.line(start),
-        });
+        let mut ui = UiNode {
+            id,
+            parent,
+            children: Vec::new(),
+            depth,
+            role: node.tag_name().name().to_string(),
+            name: String::new(),
+            value: None,
+            key: None,
+            attributes: Vec::new(),
+            states: NodeStates::default(),
+            bounds_px: None,
+            span: Some(SourceSpan {
+                start_byte: start,
+                end_byte: end,
+                line: decoded.lines.line(start),
+            }),
+            synthetic: false,
+        };
         let idx = node.id().get_usize();
         if ours.len() <= idx {
             ours.resize(idx + 1, u32::MAX);
         }
         ours[idx] = id.0;
-        fill(&mut tree, id, node);
+        fill(&mut ui, node);
+        emit(ui);
     }
-    tree
 }
 
 /// Finds the first comment of `doc` that is a truncation marker (see
@@ -179,7 +224,7 @@ pub(crate) fn build_tree(
 pub(crate) fn flag_truncation_comment(
     doc: &roxmltree::Document<'_>,
     tree: &mut UiTree,
-    decoded: &Decoded,
+    decoded: &Decoded<'_>,
     to_decoded: &dyn Fn(usize) -> usize,
 ) -> Option<ParseWarning> {
     let comment = doc

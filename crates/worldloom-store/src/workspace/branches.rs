@@ -4,13 +4,35 @@
 use std::collections::BTreeMap;
 
 use rusqlite::params;
-use worldloom_core::{Action, EdgeId, NodeId};
+use serde_json::Map;
+use worldloom_core::{Action, Edge, EdgeId, Node, NodeId, Prediction, PredictionId};
 
+use super::history::insert_change;
+use super::predictions::{insert_choice, insert_prediction};
 use super::trajectories::{insert_edge, insert_node};
 use super::{
-    ChangeId, StoredTrajectory, TrajectoryKey, Workspace, check_live_edge, no_edge, tx_err,
+    ChangeId, StoredTrajectory, TrajectoryKey, Workspace, check_live_edge, check_live_node,
+    no_edge, tx_err,
 };
 use crate::error::{Result, StoreError};
+
+/// A turn for [`Workspace::append_turns`]: an action from a live state of a
+/// stored trajectory, with its control instruction and the prediction
+/// chosen for the state it leads to (both optional).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendTurn {
+    /// The trajectory.
+    pub key: TrajectoryKey,
+    /// The state the action is taken from.
+    pub from: NodeId,
+    /// The action.
+    pub action: Action,
+    /// The turn's control instruction (perturbation), if any.
+    pub perturbation: Option<String>,
+    /// The prediction of the new state, stored as its chosen prediction
+    /// (its `id` is replaced by 0, the new node's first).
+    pub prediction: Option<Prediction>,
+}
 
 impl Workspace {
     /// Edits the action of turn `edge`: adds a sibling edge from the same
@@ -63,6 +85,97 @@ impl Workspace {
                 .trajectory
                 .add_step(from, action, None)
                 .map_err(|e| StoreError::NotFound(e.to_string()))
+        })
+    }
+
+    /// Appends `turns` in one SQLite transaction (one commit for all, so a
+    /// writer with many turns waiting pays one disk sync), each turn its own
+    /// change in the undo log (kind `add_turn`: the edge, the node, the
+    /// turn's perturbation and the chosen prediction; one undo removes one
+    /// turn). Unlike [`Workspace::add_turn`] nothing is read back: the new
+    /// ids are the next free ones of each trajectory (undone ids are never
+    /// reused), so the cost of a turn does not grow with the trajectory.
+    /// Returns each turn's new edge and node, in order. A turn may start
+    /// from a node an earlier turn of the same call made.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when a `from` state is unknown or undone;
+    /// [`StoreError::Sqlite`]. Either way nothing is written.
+    pub fn append_turns(&mut self, turns: &[AppendTurn]) -> Result<Vec<(EdgeId, NodeId)>> {
+        let path = self.path.clone();
+        self.in_transaction("appending turns", |tx, err| {
+            let mut out = Vec::with_capacity(turns.len());
+            for turn in turns {
+                let key = turn.key;
+                let summary = format!(
+                    "new turn from node {}: {}",
+                    turn.from.0,
+                    turn.action.summary()
+                );
+                let change = insert_change(tx, "add_turn", Some(key), &summary).map_err(err)?;
+                check_live_node(tx, &path, key, turn.from)?;
+                let next = |table: &str, column: &str| -> rusqlite::Result<u32> {
+                    tx.query_row(
+                        &format!(
+                            "SELECT coalesce(max({column}) + 1, 0) FROM {table} WHERE trajectory_id = ?1"
+                        ),
+                        params![key.0],
+                        |r| r.get(0),
+                    )
+                };
+                let edge_id = EdgeId(next("edges", "edge_id").map_err(err)?);
+                let node_id = NodeId(next("nodes", "node_id").map_err(err)?);
+                let node = Node {
+                    id: node_id,
+                    parent_edge: Some(edge_id),
+                    real: None,
+                    predictions: Vec::new(),
+                    authored: Vec::new(),
+                    chosen_prediction: None,
+                    extra: Map::new(),
+                };
+                let edge = Edge {
+                    id: edge_id,
+                    from: turn.from,
+                    to: node_id,
+                    action: turn.action.clone(),
+                    prompt: None,
+                    edited_from: None,
+                    note: None,
+                    awb_row: None,
+                    extra: Map::new(),
+                };
+                insert_node(tx, key.0, &node, change).map_err(err)?;
+                insert_edge(tx, key.0, &edge, change).map_err(err)?;
+                if let Some(text) = turn
+                    .perturbation
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                {
+                    tx.execute(
+                        "INSERT INTO perturbations (trajectory_id, edge_id, instruction, change_id) VALUES (?1, ?2, ?3, ?4)",
+                        params![key.0, edge_id.0, text, change.0],
+                    )
+                    .map_err(err)?;
+                }
+                if let Some(p) = &turn.prediction {
+                    let mut record = p.clone();
+                    record.id = PredictionId(0);
+                    insert_prediction(tx, key.0, node_id, &record, change).map_err(err)?;
+                    insert_choice(
+                        tx,
+                        &path,
+                        key,
+                        node_id,
+                        Some(record.id),
+                        change,
+                        "choosing a prediction",
+                    )?;
+                }
+                out.push((edge_id, node_id));
+            }
+            Ok(out)
         })
     }
 

@@ -55,6 +55,25 @@ pub struct ChangeRecord {
     pub created_at: String,
 }
 
+/// Records a new `changes` row of `kind` inside `tx` (abandoning the redo
+/// history, as every new change does) and returns its id.
+pub(super) fn insert_change(
+    tx: &Transaction<'_>,
+    kind: &str,
+    trajectory: Option<TrajectoryKey>,
+    summary: &str,
+) -> rusqlite::Result<ChangeId> {
+    tx.execute(
+        "UPDATE changes SET state = 'abandoned' WHERE state = 'undone'",
+        [],
+    )?;
+    tx.execute(
+        "INSERT INTO changes (kind, trajectory_id, summary) VALUES (?1, ?2, ?3)",
+        params![kind, trajectory.map(|t| t.0), summary],
+    )?;
+    Ok(ChangeId(tx.last_insert_rowid()))
+}
+
 impl Workspace {
     /// Runs `f` as one change: one immediate SQLite transaction that first
     /// records a `changes` row of `kind` (returning its id to `f`), and
@@ -76,17 +95,8 @@ impl Workspace {
         f: impl FnOnce(&Transaction<'_>, ChangeId) -> Result<T>,
     ) -> Result<T> {
         self.in_transaction(&format!("writing change `{kind}`"), |tx, err| {
-            tx.execute(
-                "UPDATE changes SET state = 'abandoned' WHERE state = 'undone'",
-                [],
-            )
-            .map_err(err)?;
-            tx.execute(
-                "INSERT INTO changes (kind, trajectory_id, summary) VALUES (?1, ?2, ?3)",
-                params![kind, trajectory.map(|t| t.0), summary],
-            )
-            .map_err(err)?;
-            f(tx, ChangeId(tx.last_insert_rowid()))
+            let change = insert_change(tx, kind, trajectory, summary).map_err(err)?;
+            f(tx, change)
         })
     }
 

@@ -34,6 +34,7 @@ use worldloom_core::{EdgeId, NodeId};
 use crate::error::{Result, StoreError};
 use crate::schema::{APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION};
 
+pub use branches::AppendTurn;
 pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
 pub use runs::{DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow};

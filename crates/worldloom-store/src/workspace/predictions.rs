@@ -162,7 +162,7 @@ pub(super) fn add_next_prediction(
 
 /// Records `prediction` (or, with `None`, no prediction) as the chosen one
 /// of `node`, as part of `change`; SQLite errors name `context`.
-fn insert_choice(
+pub(super) fn insert_choice(
     tx: &Transaction<'_>,
     path: &Path,
     key: TrajectoryKey,

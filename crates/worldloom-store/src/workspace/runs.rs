@@ -8,7 +8,8 @@
 //! node like any other (the turn view shows it); the row adds the judge's
 //! scores, the deterministic metrics and the status. A full-text index
 //! (`run_rows_text`, SQLite FTS5) holds each row's real and predicted
-//! observations and action.
+//! observations and action. Labels (`run_row_labels`) and free-text notes
+//! (`run_row_notes`) on rows are undoable changes.
 
 use std::collections::BTreeSet;
 
@@ -627,6 +628,68 @@ impl Workspace {
             }
         }
         out.retain(|_, v| !v.is_empty());
+        Ok(out)
+    }
+}
+
+impl Workspace {
+    /// Sets the free-text note of run row `row` as one change (undoable; a
+    /// new record, the newest live one wins). A text that is empty after
+    /// trimming clears the note. Returns the change.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for a row that is not live;
+    /// [`StoreError::Sqlite`].
+    pub fn set_row_note(&mut self, row: i64, text: &str) -> Result<super::ChangeId> {
+        let text = text.trim();
+        let summary = if text.is_empty() {
+            format!("clear the note on run row {row}")
+        } else {
+            format!("note on run row {row}")
+        };
+        let path = self.path.clone();
+        self.with_change("set_row_note", None, &summary, |tx, change| {
+            let err = tx_err(&path, "writing a run row's note");
+            let live: Option<i64> = tx
+                .query_row(
+                    "SELECT w.id FROM run_rows w JOIN runs r ON r.id = w.run_id JOIN changes c ON c.id = r.change_id
+                     WHERE w.id = ?1 AND c.state = 'applied'",
+                    params![row],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(&err)?;
+            if live.is_none() {
+                return Err(StoreError::NotFound(format!("no run row {row} in this workspace")));
+            }
+            tx.execute(
+                "INSERT INTO run_row_notes (row_id, text, change_id) VALUES (?1, ?2, ?3)",
+                params![row, text, change.0],
+            )
+            .map_err(&err)?;
+            Ok(change)
+        })
+    }
+
+    /// The notes of the live rows of `run` (every run when `None`), by row
+    /// id: each row's newest live note, rows whose note is cleared left out.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn row_notes(&self, run: Option<RunId>) -> Result<std::collections::BTreeMap<i64, String>> {
+        let rows = self.query_all(
+            "SELECT n.row_id, n.text FROM run_row_notes n JOIN changes c ON c.id = n.change_id
+             JOIN run_rows w ON w.id = n.row_id
+             WHERE c.state = 'applied' AND (?1 IS NULL OR w.run_id = ?1) ORDER BY n.id",
+            params![run.map(|r| r.0)],
+            "reading run row notes",
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )?;
+        let mut out: std::collections::BTreeMap<i64, String> = Default::default();
+        for (row, text) in rows {
+            out.insert(row, text);
+        }
+        out.retain(|_, t| !t.is_empty());
         Ok(out)
     }
 }

@@ -7,7 +7,7 @@ use rusqlite::{OptionalExtension, Transaction, params};
 use serde::{Deserialize, Serialize};
 use worldloom_core::{
     Action, AuthoredObservation, Domain, Edge, EdgeId, Node, NodeId, Observation, Prediction,
-    PredictionId, Source, Trajectory,
+    PredictionId, Representation, Source, Trajectory,
 };
 
 use super::predictions::{insert_authored, insert_prediction};
@@ -117,6 +117,55 @@ impl Workspace {
                 params![key, change.0],
             )
             .map_err(tx_err(&path, "importing a trajectory"))?;
+            Ok(TrajectoryKey(key))
+        })
+    }
+
+    /// As [`import_trajectory`](Self::import_trajectory), consuming the
+    /// trajectory so that a huge one is not held twice: its states are
+    /// written one by one and released as they are, and each real
+    /// observation is dropped as soon as its JSON is made, before SQLite
+    /// copies that JSON into the row. The workspace ends up the same.
+    ///
+    /// # Errors
+    /// As [`import_trajectory`](Self::import_trajectory).
+    pub fn import_trajectory_owned(
+        &mut self,
+        mut trajectory: Trajectory,
+        source_sha256: Option<&str>,
+    ) -> Result<TrajectoryKey> {
+        trajectory
+            .validate()
+            .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+        let path = self.path.clone();
+        let turns = trajectory.edges.len();
+        let summary = format!(
+            "import `{}` ({}, {turns} {})",
+            trajectory.id,
+            trajectory.domain,
+            if turns == 1 { "turn" } else { "turns" }
+        );
+        let fingerprint = trajectory_fingerprint(&trajectory);
+        self.with_change("import", None, &summary, move |tx, change| {
+            let err = tx_err(&path, "importing a trajectory");
+            let nodes = std::mem::take(&mut trajectory.nodes);
+            let key = insert_trajectory_row(tx, &path, &trajectory, source_sha256, change)?;
+            for node in nodes {
+                insert_node_owned(tx, key, node, change).map_err(&err)?;
+            }
+            for edge in &trajectory.edges {
+                insert_edge(tx, key, edge, change).map_err(&err)?;
+            }
+            tx.execute(
+                "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+                params![key, fingerprint],
+            )
+            .map_err(&err)?;
+            tx.execute(
+                "UPDATE changes SET trajectory_id = ?1 WHERE id = ?2",
+                params![key, change.0],
+            )
+            .map_err(&err)?;
             Ok(TrajectoryKey(key))
         })
     }
@@ -312,6 +361,34 @@ impl Workspace {
         Ok(loaded)
     }
 
+    /// The real observation of one state, as [`load_trajectory`](Self::load_trajectory)
+    /// would give it (the newest live record), read alone; `None` when the
+    /// state has none.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`]; [`StoreError::Record`] for a record that does
+    /// not parse.
+    pub fn real_observation(
+        &self,
+        key: TrajectoryKey,
+        node: NodeId,
+    ) -> Result<Option<Observation>> {
+        let ctx = format!("reading trajectory {}", key.0);
+        let rows = self.query_all(
+            "SELECT o.id, o.observation_json FROM observations o JOIN changes c ON c.id = o.change_id
+             WHERE o.trajectory_id = ?1 AND o.node_id = ?2 AND o.kind = 'real' AND c.state = 'applied'
+             ORDER BY o.id DESC LIMIT 1",
+            params![key.0, node.0],
+            &ctx,
+            |r| {
+                let row_id: i64 = r.get(0)?;
+                let json = r.get_ref(1)?.as_str()?;
+                Ok(self.parse_json::<Observation>("observations", &row_id.to_string(), json))
+            },
+        )?;
+        rows.into_iter().next().transpose()
+    }
+
     /// The parent state of `node` (the state its turn was taken from), from
     /// the tree's shape alone; `None` for the root.
     ///
@@ -456,18 +533,22 @@ impl Workspace {
             params![key.0],
             &ctx,
             |r| {
-                Ok((
-                    r.get::<_, u32>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, u32>(3)?,
-                    r.get::<_, u32>(4)?,
-                ))
+                let id = r.get::<_, u32>(0)?;
+                let to = r.get::<_, u32>(4)?;
+                // Parsed from SQLite's own copy of the text as the row is
+                // stepped (a prompt can be hundreds of megabytes).
+                let edge = match r.get_ref(1)?.as_str_or_null()? {
+                    Some(json) if wanted(to) => {
+                        Some(self.parse_json::<Edge>("edges", &format!("{}/{id}", key.0), json))
+                    }
+                    _ => None,
+                };
+                Ok((id, edge, r.get::<_, String>(2)?, r.get::<_, u32>(3)?, to))
             },
         )?;
-        for (id, json, state, from, to) in rows {
-            let edge: Edge = if let (true, Some(json)) = (wanted(to), json) {
-                self.parse_json("edges", &format!("{}/{id}", key.0), &json)?
+        for (id, edge, state, from, to) in rows {
+            let edge: Edge = if let Some(edge) = edge {
+                edge?
             } else {
                 let mut e = edge_template.clone();
                 e.id = EdgeId(id);
@@ -491,15 +572,22 @@ impl Workspace {
             i64,
             u32,
             String,
-            String,
             Option<String>,
             Option<u32>,
             Option<String>,
         );
+        // The rows in order without their records, then each record by its
+        // row id, read from SQLite's own copy of the text (never copied into
+        // a `String` first). Sorting rows that carry their records would
+        // copy every record into SQLite's sorter: an observation can be
+        // hundreds of megabytes.
         let rows = self.query_all(
-            &format!("SELECT o.id, o.node_id, o.kind, o.observation_json, o.author, o.based_on, o.note FROM observations o
+            &format!(
+                "SELECT o.id, o.node_id, o.kind, o.author, o.based_on, o.note FROM observations o
              JOIN changes c ON c.id = o.change_id
-             WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id", node_filter("o.node_id")),
+             WHERE o.trajectory_id = ?1 AND c.state = 'applied'{} ORDER BY o.id",
+                node_filter("o.node_id")
+            ),
             params![key.0],
             &ctx,
             |r| -> rusqlite::Result<ObsRow> {
@@ -510,13 +598,20 @@ impl Workspace {
                     r.get(3)?,
                     r.get(4)?,
                     r.get(5)?,
-                    r.get(6)?,
                 ))
             },
         )?;
-        for (row_id, node_id, kind, json, author, based_on, note) in rows {
-            let observation: Observation =
-                self.parse_json("observations", &row_id.to_string(), &json)?;
+        let mut record = self
+            .conn
+            .prepare_cached("SELECT observation_json FROM observations WHERE id = ?1")
+            .map_err(self.sql_err(ctx.clone()))?;
+        for (row_id, node_id, kind, author, based_on, note) in rows {
+            let observation: Observation = record
+                .query_row(params![row_id], |r| {
+                    let json = r.get_ref(0)?.as_str()?;
+                    Ok(self.parse_json("observations", &row_id.to_string(), json))
+                })
+                .map_err(self.sql_err(ctx.clone()))??;
             let node = node_slot(&mut trajectory.nodes, node_id, key)?;
             if kind == "real" {
                 node.real = Some(observation);
@@ -632,6 +727,31 @@ pub(super) fn insert_trajectory(
     change: ChangeId,
 ) -> Result<i64> {
     let err = tx_err(path, "importing a trajectory");
+    let key = insert_trajectory_row(tx, path, trajectory, source_sha256, change)?;
+    for node in &trajectory.nodes {
+        insert_node(tx, key, node, change).map_err(&err)?;
+    }
+    for edge in &trajectory.edges {
+        insert_edge(tx, key, edge, change).map_err(&err)?;
+    }
+    tx.execute(
+        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+        params![key, trajectory_fingerprint(trajectory)],
+    )
+    .map_err(&err)?;
+    Ok(key)
+}
+
+/// Inserts the `trajectories` row of `trajectory` (not its nodes, edges or
+/// fingerprint) and returns its key.
+fn insert_trajectory_row(
+    tx: &Transaction<'_>,
+    path: &std::path::Path,
+    trajectory: &Trajectory,
+    source_sha256: Option<&str>,
+    change: ChangeId,
+) -> Result<i64> {
+    let err = tx_err(path, "importing a trajectory");
     tx.execute(
         "INSERT INTO trajectories (change_id, ext_id, domain, source_format, source_path, source_sha256, goal, system_prompt, extra_json)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -648,19 +768,7 @@ pub(super) fn insert_trajectory(
         ],
     )
     .map_err(&err)?;
-    let key = tx.last_insert_rowid();
-    for node in &trajectory.nodes {
-        insert_node(tx, key, node, change).map_err(&err)?;
-    }
-    for edge in &trajectory.edges {
-        insert_edge(tx, key, edge, change).map_err(&err)?;
-    }
-    tx.execute(
-        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
-        params![key, trajectory_fingerprint(trajectory)],
-    )
-    .map_err(&err)?;
-    Ok(key)
+    Ok(tx.last_insert_rowid())
 }
 
 /// Inserts `node` of trajectory `key` with its observations, predictions
@@ -671,19 +779,77 @@ pub(super) fn insert_node(
     node: &Node,
     change: ChangeId,
 ) -> rusqlite::Result<()> {
+    insert_node_row(tx, key, node, change)?;
+    if let Some(real) = &node.real {
+        insert_real(
+            tx,
+            key,
+            node.id,
+            real.representation,
+            Workspace::json(real),
+            change,
+        )?;
+    }
+    insert_node_rest(tx, key, node, change)
+}
+
+/// As [`insert_node`], consuming the node: its real observation is dropped
+/// once its JSON is made, before SQLite copies the JSON.
+fn insert_node_owned(
+    tx: &Transaction<'_>,
+    key: i64,
+    mut node: Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    insert_node_row(tx, key, &node, change)?;
+    if let Some(real) = node.real.take() {
+        let (representation, json) = (real.representation, Workspace::json(&real));
+        drop(real);
+        insert_real(tx, key, node.id, representation, json, change)?;
+    }
+    insert_node_rest(tx, key, &node, change)
+}
+
+/// The `nodes` row of `node`.
+fn insert_node_row(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: &Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO nodes (trajectory_id, node_id, parent_edge, extra_json, change_id) VALUES (?1, ?2, ?3, ?4, ?5)",
         params![key, node.id.0, node.parent_edge.map(|e| e.0), Workspace::json(&node.extra), change.0],
     )?;
-    if let Some(real) = &node.real {
-        execute_with_json(
-            tx,
-            "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
-             VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
-            params![key, node.id.0, real.representation.as_str(), change.0],
-            Workspace::json(real),
-        )?;
-    }
+    Ok(())
+}
+
+/// The row of a state's real observation, from its JSON.
+fn insert_real(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: NodeId,
+    representation: Representation,
+    json: String,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
+    execute_with_json(
+        tx,
+        "INSERT INTO observations (trajectory_id, node_id, kind, representation, change_id, observation_json)
+         VALUES (?1, ?2, 'real', ?3, ?4, ?5)",
+        params![key, node.0, representation.as_str(), change.0],
+        json,
+    )?;
+    Ok(())
+}
+
+/// A state's authored observations, predictions and chosen prediction.
+fn insert_node_rest(
+    tx: &Transaction<'_>,
+    key: i64,
+    node: &Node,
+    change: ChangeId,
+) -> rusqlite::Result<()> {
     for authored in &node.authored {
         insert_authored(tx, key, node.id, authored, change)?;
     }
@@ -740,10 +906,12 @@ fn execute_with_json(
 /// the dataset file, from `worldloom eval` output or from the official
 /// script's output.
 pub fn trajectory_fingerprint(t: &Trajectory) -> String {
-    let mut bytes = Vec::new();
+    // Fed piece by piece: the texts are hashed where they lie, never copied
+    // (one copy of every observation along the path, for a huge one).
+    let mut h = super::Sha256Hex::default();
     let mut push = |s: &str| {
-        bytes.extend_from_slice(s.as_bytes());
-        bytes.push(0);
+        h.update(s.as_bytes());
+        h.update(&[0]);
     };
     push(t.domain.as_str());
     push(&t.id);
@@ -759,5 +927,45 @@ pub fn trajectory_fingerprint(t: &Trajectory) -> String {
             .and_then(|n| n.real.as_ref());
         push(real.map_or("", |o| o.text.as_str()));
     }
-    super::sha256_hex(&bytes)
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldloom_core::action::ActionFormat;
+    use worldloom_core::{Action, Domain, Observation, Representation};
+
+    #[test]
+    fn the_fingerprint_hashes_the_path_as_one_nul_separated_text() {
+        // Fed piece by piece, the hash is that of the pieces joined, each
+        // followed by a NUL: domain, id, system prompt, then per turn the
+        // prompt (or action) and the real observation.
+        let mut t = Trajectory::new(
+            "t-1",
+            Domain::Android,
+            Some(Observation::new(Representation::AndroidXml, "<a/>")),
+        );
+        t.system_prompt = Some("sys".into());
+        let root = t.root();
+        let (_, n1) = t
+            .add_step(
+                root,
+                Action::new("{\"action_type\": \"wait\"}", ActionFormat::AndroidJson),
+                Some(Observation::new(Representation::AndroidXml, "<b/>")),
+            )
+            .unwrap();
+        t.add_step(
+            n1,
+            Action::new("{\"action_type\": \"back\"}", ActionFormat::AndroidJson),
+            None,
+        )
+        .unwrap();
+        let joined =
+            "android\0t-1\0sys\0{\"action_type\": \"wait\"}\0<b/>\0{\"action_type\": \"back\"}\0\0";
+        assert_eq!(
+            trajectory_fingerprint(&t),
+            super::super::sha256_hex(joined.as_bytes())
+        );
+    }
 }
