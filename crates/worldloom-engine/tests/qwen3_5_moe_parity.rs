@@ -623,3 +623,14 @@ fn fused_ops_follow_unfused_in_bf16() {
     assert!(rel <= max_rel, "relative RMS {rel}");
     assert!(agree >= min_agree, "argmax agreement {agree}");
 }
+
+/// CUDA devices are opened without cudarc's event tracking (one stream per
+/// device: the events would only cost launches). Nothing to check on other
+/// devices.
+#[test]
+fn cuda_devices_do_not_track_events() {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device() {
+        assert!(!cuda.is_event_tracking());
+    }
+}
