@@ -246,16 +246,20 @@ impl SparseMoe {
         let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
         let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
         if fused {
-            let (ids, weights) = crate::kernels::fused::router_top_k(&logits, self.top_k, dtype)?;
-            let ids: Vec<Vec<u32>> = ids.to_vec2()?;
-            let weights: Vec<Vec<f32>> = weights.to_vec2()?;
-            for (tok, (ids, weights)) in ids.iter().zip(&weights).enumerate() {
+            // One copy of [T, 2k] values: each row the k expert ids (as
+            // f32, exact), then their weights.
+            let k = self.top_k;
+            let rows: Vec<Vec<f32>> =
+                crate::kernels::fused::router_top_k_packed(&logits, k, dtype)?.to_vec2()?;
+            for (tok, row) in rows.iter().enumerate() {
+                let (ids, weights) = row.split_at(k);
                 for (&e, &w) in ids.iter().zip(weights) {
-                    let Some(toks) = tokens_of.get_mut(e as usize) else {
+                    let e = e as usize;
+                    let Some(toks) = tokens_of.get_mut(e) else {
                         candle_core::bail!("router chose expert {e} of {num_experts}");
                     };
                     toks.push(tok as u32);
-                    weights_of[e as usize].push(w);
+                    weights_of[e].push(w);
                 }
             }
             return Ok((tokens_of, weights_of));

@@ -573,13 +573,31 @@ pub(crate) fn router_top_k(
     if k == 0 || k > e {
         candle_core::bail!("router_top_k: k = {k} for {e} experts");
     }
-    let packed = logits
-        .contiguous()?
-        .apply_op1_no_bwd(&RouterTopK { k, weight_dtype })?; // f32 [T, 2k]
+    let packed = router_top_k_packed(logits, k, weight_dtype)?; // f32 [T, 2k]
     let ids = packed.narrow(1, 0, k)?.to_dtype(DType::U32)?;
     let weights = packed.narrow(1, k, k)?.contiguous()?;
     debug_assert_eq!(ids.dims(), &[t, k]);
     Ok((ids, weights))
+}
+
+/// [`router_top_k`] with ids and weights in one f32 tensor `[T, 2k]` (the
+/// k expert ids as f32, then the k weights): one copy when the routing is
+/// read on the host.
+///
+/// # Errors
+/// As [`router_top_k`].
+pub(crate) fn router_top_k_packed(
+    logits: &Tensor,
+    k: usize,
+    weight_dtype: DType,
+) -> candle_core::Result<Tensor> {
+    let (_, e) = logits.dims2()?;
+    if k == 0 || k > e {
+        candle_core::bail!("router_top_k: k = {k} for {e} experts");
+    }
+    logits
+        .contiguous()?
+        .apply_op1_no_bwd(&RouterTopK { k, weight_dtype })
 }
 
 /// [`router_top_k`] as a custom op: logits `[T, E]` → f32 `[T, 2k]` (the
