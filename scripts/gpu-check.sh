@@ -23,9 +23,14 @@
 # libcudart, libcublasLt, libcurand, libnvrtc; found under /usr/local/cuda*, or in the
 # python packages `nvidia.*` of the machine's python3) and python3 for the
 # figures. It writes to $OUT (default gpu-check-out/): env.txt, tests.log,
-# bench.log, bench.jsonl, figures.md. About 6 minutes on an H200 (most of it
-# building the 40-layer random model twice); set GPU_CHECK_SKIP_40=1 to
-# leave the 40-layer runs out.
+# bench.log, bench.jsonl, figures.md (bench results are appended, so the
+# parts can run in separate calls with the same $OUT). Parts:
+# GPU_CHECK_PARTS="tests bench4 bench40" (the default, all three);
+# GPU_CHECK_SKIP_40=1 drops bench40. Time limits: tests 6 min, bench4
+# 3 × 150 s, bench40 2 × 240 s (the 40-layer runs build a 65 GiB random
+# model each); estimated 5–8 minutes in all on an H200, not measured. A
+# device call may run 10 minutes: `tests bench4` then `bench40` is the
+# safe split.
 #
 # Environment (build): WORLDLOOM_CUDA_VENV, WORLDLOOM_CUDA_TARGET_DIR (as in
 # check-cuda.sh), CUDA_COMPUTE_CAP (default 90), GPU_CHECK_PROFILE (cargo
@@ -179,27 +184,37 @@ run() {
 
   export WORLDLOOM_TEST_DEVICE=cuda:0
   export WORLDLOOM_FIXTURES_DIR="$root/crates/worldloom-engine/tests/fixtures/qwen3_5_moe"
+  local parts="${GPU_CHECK_PARTS:-tests bench4 bench40}"
+  if [ -n "${GPU_CHECK_SKIP_40:-}" ]; then
+    parts="${parts//bench40/}"
+  fi
   local status=0
+  if [[ " $parts " == *" tests "* ]]; then
   {
     echo "== fused ops: CUDA kernels vs their CPU implementations"
-    timeout 300 "$bins/engine-lib-tests" --test-threads 1 kernels::fused::tests || status=1
+    timeout 120 "$bins/engine-lib-tests" --test-threads 1 kernels::fused::tests || status=1
     echo "== parity with the reference on cuda:0 (fused ops on, as loading picks)"
-    timeout 600 "$bins/parity-tests" --test-threads 1 || status=1
+    timeout 240 "$bins/parity-tests" --test-threads 1 || status=1
   } >"$out/tests.log" 2>&1
   grep -E '^== |^test result|FAILED|panicked|relative RMS' "$out/tests.log" || true
+  fi
 
-  : >"$out/bench.jsonl"
+  touch "$out/bench.jsonl" "$out/bench.log"
   bench() {
+    local limit=$1
+    shift
     echo "== bench $*" | tee -a "$out/bench.log"
-    timeout 400 "$bins/bench" --device cuda:0 --dtype bf16 "$@" 2>>"$out/bench.log" \
+    timeout "$limit" "$bins/bench" --device cuda:0 --dtype bf16 "$@" 2>>"$out/bench.log" \
       | tee -a "$out/bench.log" | grep '^{' >>"$out/bench.jsonl" || echo "bench $* failed" | tee -a "$out/bench.log"
   }
-  bench --layers 4 --repeats 2 --decode-tokens 64
-  bench --layers 4 --repeats 2 --decode-tokens 64 --fused-ops off
-  bench --layers 4 --repeats 2 --decode-tokens 64 --fused-ops off --moe per-expert
-  if [ -z "${GPU_CHECK_SKIP_40:-}" ]; then
-    bench --layers 40 --repeats 1 --decode-tokens 32
-    bench --layers 40 --repeats 1 --decode-tokens 32 --fused-ops off
+  if [[ " $parts " == *" bench4 "* ]]; then
+    bench 150 --layers 4 --repeats 2 --decode-tokens 64
+    bench 150 --layers 4 --repeats 2 --decode-tokens 64 --fused-ops off
+    bench 150 --layers 4 --repeats 2 --decode-tokens 64 --fused-ops off --moe per-expert
+  fi
+  if [[ " $parts " == *" bench40 "* ]]; then
+    bench 240 --layers 40 --repeats 1 --decode-tokens 32
+    bench 240 --layers 40 --repeats 1 --decode-tokens 32 --fused-ops off
   fi
 
   python3 - "$out/bench.jsonl" "$out/env.txt" >"$out/figures.md" <<'EOF'
