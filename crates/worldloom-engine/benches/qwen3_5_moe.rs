@@ -8,7 +8,8 @@
 //! cargo bench -p worldloom-engine --bench qwen3_5_moe -- [--device cpu|cuda:0]
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
-//!     [--moe auto|fused|per-expert] [--profile-decode N]
+//!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
+//!     [--profile-decode N]
 //!     [--context-tokens N] [--gguf FILE]
 //! ```
 //!
@@ -60,6 +61,8 @@ struct Options {
     repeats: usize,
     /// `None`: what loading picks.
     moe: Option<MoeDispatch>,
+    /// `None`: what loading picks.
+    fused_ops: Option<bool>,
     profile_decode: usize,
     /// Tokens in the state when decode is timed (0: the prompt's).
     context_tokens: usize,
@@ -77,6 +80,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         turn_tokens: 64,
         repeats: 2,
         moe: None,
+        fused_ops: None,
         profile_decode: 0,
         context_tokens: 0,
         gguf: None,
@@ -98,6 +102,14 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
                     "fused" => Some(MoeDispatch::FusedCuda),
                     "per-expert" => Some(MoeDispatch::PerExpert),
                     other => return Err(format!("--moe {other}: auto, fused or per-expert").into()),
+                }
+            }
+            "--fused-ops" => {
+                o.fused_ops = match value()?.as_str() {
+                    "auto" => None,
+                    "on" => Some(true),
+                    "off" => Some(false),
+                    other => return Err(format!("--fused-ops {other}: auto, on or off").into()),
                 }
             }
             "--profile-decode" => o.profile_decode = value()?.parse()?,
@@ -201,12 +213,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(moe) = o.moe {
         model.set_moe_dispatch(moe)?;
     }
+    if let Some(on) = o.fused_ops {
+        model.set_fused_ops(on);
+    }
     synchronize(&o.device)?;
     let build_s = t0.elapsed().as_secs_f64();
     let moe = model.moe_dispatch();
     let rss_built = rss_kib("VmRSS");
+    let fused_ops = model.fused_ops();
     eprintln!(
-        "built in {build_s:.1} s; MoE dispatch {moe:?}; resident {:.2} GiB",
+        "built in {build_s:.1} s; MoE dispatch {moe:?}; fused ops {fused_ops}; resident {:.2} GiB",
         gib(rss_built)
     );
 
@@ -375,6 +391,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "snapshot_clone_us": clone_us,
             "build_s": build_s,
             "moe_dispatch": moe,
+            "fused_ops": fused_ops,
             "decode_ms_per_token": decode_s * 1e3 / o.decode_tokens as f64,
             "decode_host_share": decode_host_share,
             "rss_after_load_gib": gib(rss_built),

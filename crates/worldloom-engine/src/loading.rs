@@ -61,7 +61,20 @@ pub fn read_config(dir: &Path) -> Result<Config, LoadError> {
     Ok(config)
 }
 
+/// CUDA device `ordinal` with cudarc's event tracking off (the engine uses
+/// one stream per device, where the events are pure cost).
+#[cfg(feature = "cuda")]
+fn cuda_device(ordinal: usize) -> candle_core::Result<Device> {
+    crate::kernels::cuda::new_device(ordinal)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device(ordinal: usize) -> candle_core::Result<Device> {
+    Device::new_cuda(ordinal)
+}
+
 /// Parses a device name: `cpu`, `cuda`, `cuda:N`, `metal`, `metal:N`.
+/// A CUDA device is opened with cudarc's event tracking off.
 ///
 /// # Errors
 /// [`LoadError::BadDevice`] for an unknown name, or when the device cannot be
@@ -87,7 +100,7 @@ pub fn parse_device(spec: &str) -> Result<Device, LoadError> {
                     "this build has no CUDA support (build with `--features cuda`)".into(),
                 ));
             }
-            Device::new_cuda(ordinal).map_err(|e| bad(e.to_string()))
+            cuda_device(ordinal).map_err(|e| bad(e.to_string()))
         }
         "metal" => {
             if !candle_core::utils::metal_is_available() {

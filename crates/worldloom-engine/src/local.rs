@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
 use crate::lm::CausalLm;
-use crate::sampling::{GenerationConfig, Sampler, top_logprobs};
+use crate::sampling::{GenerationConfig, Sampler, top_logprobs, top_logprobs_tensor};
 use crate::snapshot::SnapshotCache;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use worldloom_core::output::{OutputParser, opens_reasoning};
@@ -316,6 +316,13 @@ struct Snapshot<S> {
     logits: Option<Arc<Vec<f32>>>,
 }
 
+/// The logits a decode step samples from: on the host (the CPU, and the
+/// prompt's last position, which snapshots keep), or on the model's device.
+enum StepLogits {
+    Host(Arc<Vec<f32>>),
+    Device(candle_core::Tensor),
+}
+
 /// The outcome of a prefill: the state after the prompt, the logits of its
 /// last position, and how many prompt tokens were fed to the model.
 struct Prefilled<S> {
@@ -407,9 +414,12 @@ impl<M: CausalLm> Worker<M> {
 
     /// The `n` most likely tokens of `logits` under the model's own
     /// distribution, with their texts (special tokens as their strings).
-    fn top_alternatives(&self, logits: &[f32], n: usize) -> Result<Vec<TopLogprob>, Halt> {
-        let top =
-            top_logprobs(logits, n).map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+    fn top_alternatives(&self, logits: &StepLogits, n: usize) -> Result<Vec<TopLogprob>, Halt> {
+        let top = match logits {
+            StepLogits::Host(l) => top_logprobs(l, n),
+            StepLogits::Device(t) => top_logprobs_tensor(t, n),
+        }
+        .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
         top.into_iter()
             .map(|(id, logprob)| {
                 let text = self
@@ -425,19 +435,42 @@ impl<M: CausalLm> Worker<M> {
             .collect()
     }
 
+    /// A decode step's logits: kept on the model's device when that is not
+    /// the CPU, so that sampling copies back only its candidates
+    /// ([`Sampler::sample_tensor`]).
+    fn forward_step(&self, ids: &[u32], state: &mut M::State) -> Result<StepLogits, Halt> {
+        let logits = self
+            .model
+            .forward(ids, state)
+            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+        if logits.device().is_cpu() {
+            let host = logits
+                .to_vec1::<f32>()
+                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            self.check_vocab(host.len())?;
+            return Ok(StepLogits::Host(Arc::new(host)));
+        }
+        self.check_vocab(logits.elem_count())?;
+        Ok(StepLogits::Device(logits))
+    }
+
+    fn check_vocab(&self, n: usize) -> Result<(), Halt> {
+        if n != self.model.vocab_size() {
+            return Err(Halt::Failed(EngineError::Model(format!(
+                "the model returned {n} logits, expected {}",
+                self.model.vocab_size()
+            ))));
+        }
+        Ok(())
+    }
+
     fn forward(&self, ids: &[u32], state: &mut M::State) -> Result<Vec<f32>, Halt> {
         let logits = self
             .model
             .forward(ids, state)
             .and_then(|t| t.to_vec1::<f32>())
             .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
-        if logits.len() != self.model.vocab_size() {
-            return Err(Halt::Failed(EngineError::Model(format!(
-                "the model returned {} logits, expected {}",
-                logits.len(),
-                self.model.vocab_size()
-            ))));
-        }
+        self.check_vocab(logits.len())?;
         Ok(logits)
     }
 
@@ -560,7 +593,7 @@ impl<M: CausalLm> Worker<M> {
         let mut parser = OutputParser::new(opens_reasoning(&text));
         let mut stops = StopStrings::new(&params.stop);
         let mut decoder = StreamDecoder::new();
-        let mut logits: Arc<Vec<f32>> = prompt_logits;
+        let mut logits = StepLogits::Host(prompt_logits);
         let mut completion_tokens = 0usize;
         // Runs released text through the parser; true when the observation
         // closed and generation must stop there.
@@ -583,9 +616,11 @@ impl<M: CausalLm> Worker<M> {
             if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
             }
-            let token = sampler
-                .sample(&logits)
-                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            let token = match &logits {
+                StepLogits::Host(l) => sampler.sample(l),
+                StepLogits::Device(t) => sampler.sample_tensor(t),
+            }
+            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
             completion_tokens += 1;
             let end_of_turn = self.end_of_turn_ids.contains(&token.id)
                 || params.stop_token_ids.contains(&token.id);
@@ -625,7 +660,7 @@ impl<M: CausalLm> Worker<M> {
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
             }
-            logits = Arc::new(self.forward(&[token.id], &mut state)?);
+            logits = self.forward_step(&[token.id], &mut state)?;
         };
         if matches!(
             stop_reason,

@@ -177,15 +177,26 @@ impl SparseMoe {
     }
 
     /// x [T, hidden] → [T, hidden]: the routed experts' weighted sum plus
-    /// the gated shared expert.
-    pub(crate) fn forward(&self, x: &Tensor, dispatch: MoeDispatch) -> candle_core::Result<Tensor> {
+    /// the gated shared expert. `fused_router` routes with the fused router
+    /// op ([`crate::kernels::fused::router_top_k`]: softmax, top-k and
+    /// weights in one kernel; only [T, 2k] values reach the host in the
+    /// per-expert dispatch instead of the [T, E] probabilities).
+    pub(crate) fn forward(
+        &self,
+        x: &Tensor,
+        dispatch: MoeDispatch,
+        fused_router: bool,
+    ) -> candle_core::Result<Tensor> {
         let routed = match dispatch {
-            MoeDispatch::FusedCuda if self.experts_are_dense() => {
-                self.routed_grouped(x, FUSED_MOE_MAX_PAIRS, &fused_cuda_grouped_gemm)?
-            }
+            MoeDispatch::FusedCuda if self.experts_are_dense() => self.routed_grouped(
+                x,
+                FUSED_MOE_MAX_PAIRS,
+                &fused_cuda_grouped_gemm,
+                fused_router,
+            )?,
             _ => match self.routed_indexed(x)? {
                 Some(routed) => routed,
-                None => self.routed_per_expert(x)?,
+                None => self.routed_per_expert(x, fused_router)?,
             },
         };
         let shared = self.shared.forward(x)?;
@@ -248,32 +259,10 @@ impl SparseMoe {
 
     /// Routed experts, one matmul pair per chosen expert; routing on the
     /// host. Works on every device and dtype.
-    fn routed_per_expert(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+    fn routed_per_expert(&self, x: &Tensor, fused_router: bool) -> candle_core::Result<Tensor> {
         let (t, _) = x.dims2()?;
         let dtype = x.dtype();
-        let logits = self.router.forward(x)?;
-        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
-        let probs: Vec<Vec<f32>> = probs.to_vec2()?;
-        // Route on the host: top-k per token, renormalised, then group the
-        // tokens by expert so each chosen expert runs one matmul.
-        let num_experts = self.down.len();
-        let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
-        let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
-        let mut order: Vec<usize> = Vec::with_capacity(num_experts);
-        for (tok, p) in probs.iter().enumerate() {
-            order.clear();
-            order.extend(0..p.len());
-            // Descending probability; ties to the lower index, like topk.
-            order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
-            let chosen = &order[..self.top_k];
-            let sum: f32 = chosen.iter().map(|&e| p[e]).sum();
-            for &e in chosen {
-                tokens_of[e].push(tok as u32);
-                // The reference casts the renormalised weights to the model
-                // dtype before use.
-                weights_of[e].push(round_to(p[e] / sum, dtype));
-            }
-        }
+        let (tokens_of, weights_of) = self.host_routing(x, fused_router)?;
         // Each expert's weighted rows are collected and added into the
         // output once at the end, in expert order (the order the additions
         // always had), instead of one whole-output `index_add` copy per
@@ -316,6 +305,56 @@ impl SparseMoe {
         out.index_add(&idx, &Tensor::cat(&rows, 0)?, 0)
     }
 
+    /// The tokens each expert serves and their routing weights (rounded to
+    /// x's dtype), routed on the host from the router probabilities, or
+    /// with `fused` from the fused router op's [T, k] ids and weights.
+    fn host_routing(&self, x: &Tensor, fused: bool) -> candle_core::Result<HostRouting> {
+        let dtype = x.dtype();
+        let logits = self.router.forward(x)?;
+        let num_experts = self.down.len();
+        let mut tokens_of: Vec<Vec<u32>> = vec![Vec::new(); num_experts];
+        let mut weights_of: Vec<Vec<f32>> = vec![Vec::new(); num_experts];
+        if fused {
+            // One copy of [T, 2k] values: each row the k expert ids (as
+            // f32, exact), then their weights.
+            let k = self.top_k;
+            let rows: Vec<Vec<f32>> =
+                crate::kernels::fused::router_top_k_packed(&logits, k, dtype)?.to_vec2()?;
+            for (tok, row) in rows.iter().enumerate() {
+                let (ids, weights) = row.split_at(k);
+                for (&e, &w) in ids.iter().zip(weights) {
+                    let e = e as usize;
+                    let Some(toks) = tokens_of.get_mut(e) else {
+                        candle_core::bail!("router chose expert {e} of {num_experts}");
+                    };
+                    toks.push(tok as u32);
+                    weights_of[e].push(w);
+                }
+            }
+            return Ok((tokens_of, weights_of));
+        }
+        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
+        let probs: Vec<Vec<f32>> = probs.to_vec2()?;
+        // Route on the host: top-k per token, renormalised, then group the
+        // tokens by expert so each chosen expert runs one matmul.
+        let mut order: Vec<usize> = Vec::with_capacity(num_experts);
+        for (tok, p) in probs.iter().enumerate() {
+            order.clear();
+            order.extend(0..p.len());
+            // Descending probability; ties to the lower index, like topk.
+            order.sort_by(|&a, &b| p[b].total_cmp(&p[a]).then(a.cmp(&b)));
+            let chosen = &order[..self.top_k];
+            let sum: f32 = chosen.iter().map(|&e| p[e]).sum();
+            for &e in chosen {
+                tokens_of[e].push(tok as u32);
+                // The reference casts the renormalised weights to the model
+                // dtype before use.
+                weights_of[e].push(round_to(p[e] / sum, dtype));
+            }
+        }
+        Ok((tokens_of, weights_of))
+    }
+
     /// Routed experts through a grouped GEMM over all experts at once
     /// (candle's fused CUDA kernels in production, see
     /// [`fused_cuda_grouped_gemm`]). Routing stays on the device: no host
@@ -327,6 +366,7 @@ impl SparseMoe {
         x: &Tensor,
         max_pairs: usize,
         gemm: &GroupedGemm,
+        fused_router: bool,
     ) -> candle_core::Result<Tensor> {
         let (t, _) = x.dims2()?;
         let k = self.top_k;
@@ -335,7 +375,12 @@ impl SparseMoe {
             let mut parts = Vec::with_capacity(t.div_ceil(chunk));
             for start in (0..t).step_by(chunk) {
                 let len = chunk.min(t - start);
-                parts.push(self.routed_grouped(&x.narrow(0, start, len)?, max_pairs, gemm)?);
+                parts.push(self.routed_grouped(
+                    &x.narrow(0, start, len)?,
+                    max_pairs,
+                    gemm,
+                    fused_router,
+                )?);
             }
             return Tensor::cat(&parts, 0);
         }
@@ -349,8 +394,13 @@ impl SparseMoe {
         let x = packed(x)?;
         let (t, hidden) = x.dims2()?;
         let logits = self.router.forward(&x)?;
-        let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
-        let routing = PairRouting::from_probs(&probs, k, x.dtype())?;
+        let routing = if fused_router {
+            let (ids, weights) = crate::kernels::fused::router_top_k(&logits, k, x.dtype())?;
+            PairRouting::from_top_k(&ids, &weights)?
+        } else {
+            let probs = candle_nn::ops::softmax_last_dim(&logits.to_dtype(DType::F32)?)?;
+            PairRouting::from_probs(&probs, k, x.dtype())?
+        };
         // Pass 1: every pair's gate/up rows, [T·k, 2I], input row = pair / k.
         let gate_up_call = GroupedGemmCall {
             input: &x,
@@ -374,6 +424,9 @@ impl SparseMoe {
         down.reshape((t, k, hidden))?.sum(1)
     }
 }
+
+/// Per expert: the tokens it serves and their routing weights.
+type HostRouting = (Vec<Vec<u32>>, Vec<Vec<f32>>);
 
 /// How the sparse MoE blocks send tokens to their experts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -475,6 +528,18 @@ struct PairRouting {
 }
 
 impl PairRouting {
+    /// From each token's chosen experts `ids` [T, k] (u32) and their
+    /// weights [T, k] (f32, already renormalised and rounded): pairs sorted
+    /// by expert.
+    fn from_top_k(ids: &Tensor, weights: &Tensor) -> candle_core::Result<Self> {
+        let (expert_of_sorted, sorted_pairs) = ids.flatten_all()?.sort_last_dim(true)?;
+        Ok(Self {
+            sorted_pairs: packed(&sorted_pairs)?,
+            expert_of_sorted: packed(&expert_of_sorted)?,
+            pair_weights: packed(&weights.flatten_all()?)?,
+        })
+    }
+
     /// From router probabilities [T, E] (f32): top-k per token (descending),
     /// weights divided by their sum, pairs sorted by expert. All tensor ops,
     /// so it stays on the probabilities' device.
@@ -621,21 +686,61 @@ mod tests {
         let moe = random_moe(8, 3, 32, 16, DType::F32);
         for t in [1, 2, 13, 40] {
             let x = Tensor::randn(0f32, 1.0, (t, 32), &Device::Cpu)?;
-            let want = moe.routed_per_expert(&x)?;
+            let want = moe.routed_per_expert(&x, false)?;
             let scale = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert!(scale > 0.1, "routed output is not trivially small: {scale}");
             for max_pairs in [FUSED_MOE_MAX_PAIRS, 9, 1] {
-                let got = moe.routed_grouped(&x, max_pairs, &grouped_gemm_cpu)?;
-                assert_eq!(got.dims(), &[t, 32]);
-                // f32 rounding of differently blocked matmuls, relative to
-                // the output's scale (a routing mistake is of that scale).
-                let diff = max_abs_diff(&got, &want);
-                assert!(
-                    diff <= 1e-5 * scale,
-                    "T={t} max_pairs={max_pairs}: {diff} of {scale}"
-                );
+                for fused_router in [false, true] {
+                    let got = moe.routed_grouped(&x, max_pairs, &grouped_gemm_cpu, fused_router)?;
+                    assert_eq!(got.dims(), &[t, 32]);
+                    // f32 rounding of differently blocked matmuls, relative
+                    // to the output's scale (a routing mistake is of that
+                    // scale).
+                    let diff = max_abs_diff(&got, &want);
+                    assert!(
+                        diff <= 1e-5 * scale,
+                        "T={t} max_pairs={max_pairs} fused_router={fused_router}: {diff} of \
+                         {scale}"
+                    );
+                }
+            }
+            let fused = moe.routed_per_expert(&x, true)?;
+            let diff = max_abs_diff(&fused, &want);
+            assert!(
+                diff <= 1e-6 * scale,
+                "T={t} per expert, fused router: {diff}"
+            );
+        }
+        Ok(())
+    }
+
+    /// The fused router op (CPU implementation) routes as the host does:
+    /// the same experts per token in the same order and the same weights
+    /// (to 1e-6), in f32 and with the weights rounded to bf16 and f16.
+    #[test]
+    fn fused_router_matches_host_routing() -> candle_core::Result<()> {
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            let moe = random_moe(16, 4, 32, 8, dtype);
+            for t in [1, 7, 33] {
+                let x = Tensor::randn(0f32, 1.0, (t, 32), &Device::Cpu)?.to_dtype(dtype)?;
+                let (want_tokens, want_weights) = moe.host_routing(&x, false)?;
+                let (got_tokens, got_weights) = moe.host_routing(&x, true)?;
+                assert_eq!(got_tokens, want_tokens, "{dtype:?} T={t}");
+                assert_eq!(want_tokens.iter().map(Vec::len).sum::<usize>(), 4 * t);
+                for (g, w) in got_weights
+                    .iter()
+                    .flatten()
+                    .zip(want_weights.iter().flatten())
+                {
+                    assert!((g - w).abs() <= 1e-6, "{dtype:?} T={t}: {g} vs {w}");
+                }
             }
         }
+        // Ties go to the lower expert, as in the host sort.
+        let logits = Tensor::new(&[[1f32, 3.0, 3.0, 0.5, 3.0]], &Device::Cpu)?;
+        let (ids, weights) = crate::kernels::fused::router_top_k(&logits, 2, DType::F32)?;
+        assert_eq!(ids.to_vec2::<u32>()?, vec![vec![1, 2]]);
+        assert_eq!(weights.to_vec2::<f32>()?, vec![vec![0.5, 0.5]]);
         Ok(())
     }
 

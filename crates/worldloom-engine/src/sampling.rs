@@ -17,10 +17,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use candle_core::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::kernels::fused::{Candidates, sample_candidates};
 use crate::world_model::GenerationParams;
+
+/// Most candidates [`Sampler::sample_tensor`] and [`top_logprobs_tensor`]
+/// select on the logits' device (one block-wide selection round per
+/// candidate); a larger top-k copies the logits to the host instead.
+pub const DEVICE_SAMPLING_MAX_K: usize = 64;
 
 /// Errors of sampling and of reading sampling defaults.
 #[derive(Debug, thiserror::Error)]
@@ -260,6 +267,106 @@ impl Sampler {
         .map(Some)
     }
 
+    /// As [`Sampler::sample`], from logits `[vocab]` f32 on any device,
+    /// with the same tokens for the same seed. Off the CPU, greedy
+    /// decoding and sampling with a top-k of at most
+    /// [`DEVICE_SAMPLING_MAX_K`] select
+    /// the candidates where the logits are (on a GPU: two kernels) and copy
+    /// back only them and the log-softmax normaliser (`3k + 2` values);
+    /// penalties over generated tokens, top-k 0 (whole-vocabulary top-p)
+    /// and larger top-k copy the logits to the host and call
+    /// [`Sampler::sample`]. The reported `logprob` is computed from a
+    /// normaliser summed in f32 on a GPU (f64 on the host), so it may
+    /// differ from [`Sampler::sample`]'s in the last digits.
+    ///
+    /// # Errors
+    /// [`SamplingError::BadLogits`] for logits that are not an f32 vector
+    /// or have no finite value.
+    pub fn sample_tensor(&mut self, logits: &Tensor) -> Result<SampledToken, SamplingError> {
+        // On the CPU the host path is the faster one (no copy to speak of,
+        // a partial sort instead of k selection passes).
+        self.sample_selected(logits, !logits.device().is_cpu())
+    }
+
+    /// [`Sampler::sample_tensor`], selecting candidates with the fused op
+    /// wherever the logits are when `select` (tests run it on the CPU).
+    fn sample_selected(
+        &mut self,
+        logits: &Tensor,
+        select: bool,
+    ) -> Result<SampledToken, SamplingError> {
+        let Some((k, temperature)) = self.device_selection().filter(|_| select) else {
+            let host: Vec<f32> = logits.to_vec1().map_err(bad_logits)?;
+            return self.sample(&host);
+        };
+        let candidates = sample_candidates(logits, k, temperature).map_err(bad_logits)?;
+        let token = self.pick_candidates(&candidates)?;
+        *self.counts.entry(token.id).or_insert(0) += 1;
+        Ok(token)
+    }
+
+    /// The selection [`Sampler::sample_tensor`] can make on the device:
+    /// (candidates, temperature they are ranked by), or `None`.
+    fn device_selection(&self) -> Option<(usize, f32)> {
+        if !(self.penalties.is_neutral() || self.counts.is_empty()) {
+            return None;
+        }
+        if self.is_greedy() {
+            Some((1, 1.0))
+        } else if self.top_k > 0 && self.top_k <= DEVICE_SAMPLING_MAX_K {
+            Some((self.top_k, self.temperature))
+        } else {
+            None
+        }
+    }
+
+    /// [`Sampler::pick`] over the device's candidates: the same
+    /// distribution (min-p, top-k and top-p only ever keep a prefix of the
+    /// ranked logits, and the candidates are the top k of that ranking) and
+    /// the same draw.
+    fn pick_candidates(&mut self, c: &Candidates) -> Result<SampledToken, SamplingError> {
+        let logprob = |id: u32| -> f32 {
+            c.scaled
+                .iter()
+                .position(|&(i, _)| i == id)
+                .map_or(f32::NEG_INFINITY, |at| {
+                    (f64::from(c.raw[at] - c.max) - c.log_sum) as f32
+                })
+        };
+        if self.is_greedy() {
+            let id = c.scaled[0].0;
+            return Ok(SampledToken {
+                id,
+                logprob: logprob(id),
+                sampling_logprob: 0.0,
+            });
+        }
+        let candidates =
+            distribution_of_ranked(c.scaled.clone(), self.min_p, self.top_k, self.top_p);
+        let chosen = self.draw(&candidates);
+        Ok(SampledToken {
+            id: chosen.0,
+            logprob: logprob(chosen.0),
+            sampling_logprob: chosen.1.ln(),
+        })
+    }
+
+    /// One draw from a distribution (most likely first): the first
+    /// candidate whose cumulative probability exceeds a uniform number.
+    fn draw(&mut self, candidates: &[(u32, f32)]) -> (u32, f32) {
+        let u: f32 = self.rng.random::<f32>();
+        let mut cumulative = 0.0f32;
+        let mut chosen = candidates[candidates.len() - 1];
+        for &(id, p) in candidates {
+            cumulative += p;
+            if u < cumulative {
+                chosen = (id, p);
+                break;
+            }
+        }
+        chosen
+    }
+
     fn penalised<'a>(&self, logits: &'a [f32]) -> std::borrow::Cow<'a, [f32]> {
         if self.penalties.is_neutral() || self.counts.is_empty() {
             std::borrow::Cow::Borrowed(logits)
@@ -289,16 +396,7 @@ impl Sampler {
             self.top_k,
             self.top_p,
         )?;
-        let u: f32 = self.rng.random::<f32>();
-        let mut cumulative = 0.0f32;
-        let mut chosen = candidates[candidates.len() - 1];
-        for &(id, p) in &candidates {
-            cumulative += p;
-            if u < cumulative {
-                chosen = (id, p);
-                break;
-            }
-        }
+        let chosen = self.draw(&candidates);
         Ok(SampledToken {
             id: chosen.0,
             logprob: normaliser.logprob(logits, chosen.0),
@@ -332,6 +430,45 @@ pub fn top_logprobs(logits: &[f32], n: usize) -> Result<Vec<(u32, f32)>, Samplin
     }
     finite.sort_by(order);
     Ok(finite)
+}
+
+/// As [`top_logprobs`], from logits `[vocab]` f32 on any device: off the
+/// CPU, for `n` up to [`DEVICE_SAMPLING_MAX_K`], only the `n` best and the normaliser
+/// leave the device (the log-probabilities may differ from
+/// [`top_logprobs`]'s in the last digits, see [`Sampler::sample_tensor`]);
+/// otherwise the logits are copied to the host.
+///
+/// # Errors
+/// [`SamplingError::BadLogits`] for logits that are not an f32 vector or
+/// have no finite value.
+pub fn top_logprobs_tensor(logits: &Tensor, n: usize) -> Result<Vec<(u32, f32)>, SamplingError> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    top_logprobs_selected(logits, n, !logits.device().is_cpu())
+}
+
+/// [`top_logprobs_tensor`], selecting with the fused op wherever the logits
+/// are when `select`.
+fn top_logprobs_selected(
+    logits: &Tensor,
+    n: usize,
+    select: bool,
+) -> Result<Vec<(u32, f32)>, SamplingError> {
+    if n > DEVICE_SAMPLING_MAX_K || !select {
+        let host: Vec<f32> = logits.to_vec1().map_err(bad_logits)?;
+        return top_logprobs(&host, n);
+    }
+    let c = sample_candidates(logits, n, 1.0).map_err(bad_logits)?;
+    Ok(c.scaled
+        .iter()
+        .zip(&c.raw)
+        .map(|(&(id, _), &x)| (id, (f64::from(x - c.max) - c.log_sum) as f32))
+        .collect())
+}
+
+fn bad_logits(e: candle_core::Error) -> SamplingError {
+    SamplingError::BadLogits(e.to_string())
 }
 
 /// Index of the largest finite logit (the lowest index among ties).
@@ -452,7 +589,7 @@ pub fn filtered_distribution(
             message: format!("{temperature} (a distribution needs temperature > 0)"),
         });
     }
-    let mut order: Vec<(u32, f32)> = logits
+    let order: Vec<(u32, f32)> = logits
         .iter()
         .enumerate()
         .filter(|(_, x)| x.is_finite())
@@ -464,6 +601,19 @@ pub fn filtered_distribution(
             logits.len()
         )));
     }
+    Ok(distribution_of_ranked(order, min_p, top_k, top_p))
+}
+
+/// The tail of [`filtered_distribution`] over `(id, logit / temperature)`
+/// pairs of finite logits (not empty, any order): min-p, top-k, top-p,
+/// renormalised. Also what [`Sampler::sample_tensor`] applies to the
+/// device's candidates.
+fn distribution_of_ranked(
+    mut order: Vec<(u32, f32)>,
+    min_p: f32,
+    top_k: usize,
+    top_p: f32,
+) -> Vec<(u32, f32)> {
     // Most likely first, ties towards the lower id: a total order, so
     // filtering, then selecting the top k, then sorting only those gives
     // the same list as sorting everything first.
@@ -499,10 +649,9 @@ pub fn filtered_distribution(
         mass_before += p;
     }
     let kept_total: f64 = kept.iter().map(|&(_, p)| p).sum();
-    Ok(kept
-        .into_iter()
+    kept.into_iter()
         .map(|(id, p)| (id, (p / kept_total) as f32))
-        .collect())
+        .collect()
 }
 
 /// The sampling-relevant fields of a model directory's
@@ -924,6 +1073,103 @@ mod tests {
             let got = filtered_distribution(&logits, temperature, min_p, top_k, top_p)
                 .expect("distribution");
             assert_eq!(got, full_sort(temperature, min_p, top_k, top_p));
+        }
+    }
+
+    /// Logits with ties, non-finite values and a spread of magnitudes.
+    fn awkward_logits(n: usize, seed: u64) -> Vec<f32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|i| match i % 97 {
+                3 => f32::NEG_INFINITY,
+                5 => f32::NAN,
+                7 => f32::INFINITY,
+                11 | 13 => 4.25, // ties among the best
+                _ => (rng.random::<f32>() - 0.5) * 12.0,
+            })
+            .collect()
+    }
+
+    /// Sampling from a logits tensor (the candidates selected by the fused
+    /// op where the logits are, here its CPU implementation) picks the
+    /// same tokens with the same seed as sampling from the host vector, for
+    /// greedy, temperature, top-k, top-p and min-p, and falls back to the
+    /// host path (same tokens) where it cannot select on the device.
+    #[test]
+    fn tensor_sampling_equals_host_sampling() {
+        let configs: [(f32, usize, f32, f32, Penalties); 7] = [
+            (0.0, 0, 1.0, 0.0, Penalties::default()),
+            (0.6, 20, 0.95, 0.0, Penalties::default()),
+            (1.0, 5, 1.0, 0.0, Penalties::default()),
+            (1.3, 64, 0.5, 0.05, Penalties::default()),
+            (0.7, 1, 1.0, 0.0, Penalties::default()),
+            (0.8, 0, 0.9, 0.0, Penalties::default()),
+            (
+                0.9,
+                20,
+                0.9,
+                0.0,
+                Penalties {
+                    presence: 0.5,
+                    frequency: 0.2,
+                    repetition: 1.1,
+                },
+            ),
+        ];
+        for (c, &(temperature, top_k, top_p, min_p, penalties)) in configs.iter().enumerate() {
+            let make = || {
+                Sampler::new(temperature, top_k, top_p, 42 + c as u64)
+                    .and_then(|s| s.with_min_p(min_p))
+                    .and_then(|s| s.with_penalties(penalties))
+                    .expect("sampler")
+            };
+            let (mut host, mut device) = (make(), make());
+            for step in 0..40 {
+                let logits = awkward_logits(5000, step);
+                let tensor =
+                    Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
+                let want = host.sample(&logits).expect("host");
+                let got = device.sample_selected(&tensor, true).expect("tensor");
+                assert_eq!(got.id, want.id, "config {c} step {step}");
+                assert_eq!(got.sampling_logprob, want.sampling_logprob, "config {c}");
+                assert!(
+                    (got.logprob - want.logprob).abs() <= 1e-5,
+                    "config {c} step {step}: {} vs {}",
+                    got.logprob,
+                    want.logprob
+                );
+            }
+        }
+        // Greedy picks the lower id of a tie among the best, skipping
+        // NaN and +inf.
+        let mut greedy = Sampler::new(0.0, 0, 1.0, 0).expect("greedy");
+        let logits = Tensor::new(
+            &[1.0f32, f32::NAN, 3.0, f32::INFINITY, 3.0],
+            &candle_core::Device::Cpu,
+        )
+        .expect("tensor");
+        assert_eq!(greedy.sample_selected(&logits, true).expect("sample").id, 2);
+        let none =
+            Tensor::new(&[f32::NAN, f32::NEG_INFINITY], &candle_core::Device::Cpu).expect("tensor");
+        assert!(greedy.sample_selected(&none, true).is_err());
+        assert!(greedy.sample_tensor(&none).is_err());
+    }
+
+    /// The top alternatives from a tensor are the host's, ids and order
+    /// exactly, log-probabilities to 1e-5.
+    #[test]
+    fn tensor_top_logprobs_equal_host_top_logprobs() {
+        for n in [1, 5, 20, 64, 100] {
+            let logits = awkward_logits(3000, n as u64);
+            let tensor = Tensor::new(logits.as_slice(), &candle_core::Device::Cpu).expect("tensor");
+            let want = top_logprobs(&logits, n).expect("host");
+            let got = top_logprobs_selected(&tensor, n, true).expect("tensor");
+            assert_eq!(top_logprobs_tensor(&tensor, n).expect("host"), want);
+            assert_eq!(got.len(), want.len());
+            for ((gi, gl), (wi, wl)) in got.iter().zip(&want) {
+                assert_eq!(gi, wi, "n={n}");
+                assert!((gl - wl).abs() <= 1e-5, "n={n}: {gl} vs {wl}");
+            }
         }
     }
 }

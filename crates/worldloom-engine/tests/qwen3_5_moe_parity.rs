@@ -520,3 +520,117 @@ fn both_config_forms_parse_to_the_same_text_config() {
     assert_eq!(nested.rotary_dim(), 8);
     assert_eq!(flat.param_counts(), nested.param_counts());
 }
+
+/// With the fused ops on (RMSNorms, the DeltaNet decode step and output
+/// norm, the router), the model still matches the reference: the full
+/// logits, cached chunks then decode, the greedy tokens and a snapshot
+/// continued token by token, within the f32 tolerance. On the CPU this runs
+/// the ops' CPU implementations, on CUDA their kernels.
+#[test]
+fn fused_ops_match_reference() {
+    let r = reference();
+    for variant in VARIANTS {
+        let mut model = load(variant, None);
+        model.set_fused_ops(true);
+        assert!(model.fused_ops());
+        let mut state = model.new_state().expect("state");
+        let logits = model
+            .forward_all(&r.prompt_ids, &mut state, DeltaNetMode::Auto)
+            .expect("forward");
+        let diff = max_abs_diff(&logits, &r.tensors["logits_full"]);
+        assert!(diff <= F32_TOLERANCE, "{variant} full: {diff}");
+
+        let mut state = model.new_state().expect("state");
+        let mut pos = 0;
+        let mut rows = Vec::new();
+        for &n in &r.chunk_plan {
+            rows.push(
+                model
+                    .forward(&r.prompt_ids[pos..pos + n], &mut state)
+                    .expect("forward"),
+            );
+            pos += n;
+        }
+        let got = Tensor::stack(&rows, 0).expect("stack");
+        let diff = max_abs_diff(&got, &r.tensors["chunked_logits"]);
+        assert!(diff <= F32_TOLERANCE, "{variant} chunks + decode: {diff}");
+
+        let mut state = model.new_state().expect("state");
+        let mut logits = model.forward(&r.prompt_ids, &mut state).expect("prefill");
+        let mut generated = Vec::new();
+        for _ in 0..r.greedy_ids.len() {
+            let next = argmax(&logits);
+            generated.push(next);
+            logits = model.forward(&[next], &mut state).expect("decode");
+        }
+        assert_eq!(generated, r.greedy_ids, "{variant} greedy");
+    }
+
+    // A snapshot continued token by token with the fused decode step, the
+    // original moved on meanwhile, equals the unfused run from scratch.
+    let mut model = load("nested_stacked_sharded", None);
+    let prompt = &r.long_ids[..100];
+    let (prefix, rest) = prompt.split_at(70);
+    let mut scratch = model.new_state().expect("state");
+    let expected = model.forward(prompt, &mut scratch).expect("scratch");
+    model.set_fused_ops(true);
+    let mut state = model.new_state().expect("state");
+    model.forward(prefix, &mut state).expect("prefix");
+    let snapshot = state.clone();
+    for id in [1u32, 2, 3] {
+        model.forward(&[id], &mut state).expect("diverge");
+    }
+    let mut restored = snapshot;
+    let mut last = None;
+    for &id in rest {
+        last = Some(model.forward(&[id], &mut restored).expect("decode"));
+    }
+    let diff = max_abs_diff(&last.expect("some tokens"), &expected);
+    assert!(diff <= F32_TOLERANCE, "fused snapshot decode: {diff}");
+}
+
+/// In bf16, fused and unfused decode agree: on the CPU the fused ops round
+/// to bf16 exactly where the unfused path does (measured: identical
+/// logits), so the bound is tight; on CUDA candle's own bf16 kernels round
+/// differently from the fused ones and this tiny random MoE amplifies a
+/// rounding that flips an expert (see "bf16 tolerance" in
+/// `docs/engine.md`), so there the bound is the documented bf16 one.
+#[test]
+fn fused_ops_follow_unfused_in_bf16() {
+    let r = reference();
+    let mut model = load("flat_per_expert", Some(DType::BF16));
+    let mut run = |fused: bool| -> Tensor {
+        model.set_fused_ops(fused);
+        let mut state = model.new_state().expect("state");
+        let rows: Vec<Tensor> = r
+            .prompt_ids
+            .iter()
+            .map(|&id| model.forward(&[id], &mut state).expect("decode step"))
+            .collect();
+        Tensor::stack(&rows, 0).expect("stack")
+    };
+    let fused = run(true);
+    let unfused = run(false).to_device(&Device::Cpu).expect("to cpu");
+    let rel = relative_rms(&fused, &unfused);
+    let agree = argmax_agreement(&fused, &unfused);
+    eprintln!("bf16 fused vs unfused decode: relative RMS {rel}, argmax agreement {agree}");
+    let on_cpu = device().is_cpu();
+    let (max_rel, min_agree) = if on_cpu {
+        (1e-3, 1.0)
+    } else {
+        (BF16_MAX_RELATIVE_RMS, 0.7)
+    };
+    assert!(rel <= max_rel, "relative RMS {rel}");
+    assert!(agree >= min_agree, "argmax agreement {agree}");
+}
+
+/// CUDA devices are opened without cudarc's event tracking (one stream per
+/// device: the events would only cost launches). Nothing to check on other
+/// devices.
+#[test]
+fn cuda_devices_do_not_track_events() {
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(cuda) = device() {
+        assert!(!cuda.is_event_tracking());
+    }
+}

@@ -1,10 +1,15 @@
 //! Compute kernels the models share.
 //!
 //! [`linear`] is `x @ wᵀ`, routed to the CPU streaming kernel of [`cpu`]
-//! where it applies and to candle's matmul elsewhere.
+//! where it applies and to candle's matmul elsewhere. [`fused`] holds the
+//! fused decode ops (candle custom ops with a CPU reference and, in `cuda`
+//! builds, their CUDA twins in `cuda`).
 
 pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
+#[cfg(feature = "cuda")]
+pub(crate) mod cuda;
+pub(crate) mod fused;
 
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 

@@ -158,7 +158,8 @@ impl FullAttention {
     }
 
     /// x [T, hidden] → [T, hidden]; `cos`/`sin` [T, rotary_dim/2] for the
-    /// absolute positions `offset..offset+T`.
+    /// absolute positions `offset..offset+T`. `fused` runs the q/k norms as
+    /// fused ops (same maths).
     pub(super) fn forward(
         &self,
         x: &Tensor,
@@ -166,15 +167,19 @@ impl FullAttention {
         sin: &Tensor,
         offset: usize,
         cache: &mut Option<KvCache>,
+        fused: bool,
     ) -> candle_core::Result<Tensor> {
         let t = x.dim(0)?;
         let (nh, kvh, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
         let q_gate = self.q_proj.forward(x)?.reshape((t, nh, 2 * hd))?;
         let q = q_gate.narrow(2, 0, hd)?;
         let gate = q_gate.narrow(2, hd, hd)?.reshape((t, nh * hd))?;
-        let q = self.q_norm.forward(&q.contiguous()?)?.transpose(0, 1)?;
+        let q = self
+            .q_norm
+            .forward_with(&q.contiguous()?, fused)?
+            .transpose(0, 1)?;
         let k = self.k_proj.forward(x)?.reshape((t, kvh, hd))?;
-        let k = self.k_norm.forward(&k)?.transpose(0, 1)?;
+        let k = self.k_norm.forward_with(&k, fused)?.transpose(0, 1)?;
         let v = self
             .v_proj
             .forward(x)?

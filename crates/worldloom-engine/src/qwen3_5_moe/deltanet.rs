@@ -9,6 +9,7 @@ use candle_core::{D, DType, Device, IndexOp, Tensor};
 
 use super::config::Config;
 use super::norm::rms_normalise_f32;
+use crate::kernels::fused::{GdnDims, GdnStepInputs, gdn_decode_step};
 use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Chunk length of the chunked gated-delta-rule prefill (the reference's).
@@ -111,14 +112,22 @@ impl GatedDeltaNet {
     }
 
     /// x [T, hidden] → [T, hidden]; advances `state`. `chunked` selects the
-    /// chunked prefill form, otherwise the token recurrence.
+    /// chunked prefill form, otherwise the token recurrence. `fused` runs a
+    /// one-token step as one fused op
+    /// ([`crate::kernels::fused::gdn_decode_step`]) and the output norm of
+    /// longer inputs as [`crate::kernels::fused::gated_rms_norm`]; the
+    /// same maths either way.
     pub(super) fn forward(
         &self,
         x: &Tensor,
         state: &mut DeltaNetState,
         chunked: bool,
+        fused: bool,
     ) -> candle_core::Result<Tensor> {
         let t = x.dim(0)?;
+        if fused && t == 1 {
+            return self.decode_fused(x, state);
+        }
         let dtype = x.dtype();
         let (n_k, n_v, d_k, d_v) = (self.n_k, self.n_v, self.d_k, self.d_v);
         let key_dim = n_k * d_k;
@@ -192,8 +201,15 @@ impl GatedDeltaNet {
         state.recurrent = new_state;
 
         // Gated RMSNorm per value head: w · rmsnorm(o) · silu(z).
-        let out = out.transpose(0, 1)?.to_dtype(dtype)?; // [T, n_v, d_v]
         let z = z.reshape((t, n_v, d_v))?;
+        if fused {
+            let out = out.transpose(0, 1)?; // [T, n_v, d_v] f32
+            let gated =
+                crate::kernels::fused::gated_rms_norm(&out, &z, &self.norm_weight, self.eps)?
+                    .reshape((t, n_v * d_v))?;
+            return self.out_proj.forward(&gated);
+        }
+        let out = out.transpose(0, 1)?.to_dtype(dtype)?; // [T, n_v, d_v]
         let normed = rms_normalise_f32(&out, self.eps)?
             .to_dtype(dtype)?
             .broadcast_mul(&self.norm_weight)?
@@ -202,6 +218,47 @@ impl GatedDeltaNet {
             .to_dtype(dtype)?
             .reshape((t, n_v * d_v))?;
         self.out_proj.forward(&gated)
+    }
+}
+
+impl GatedDeltaNet {
+    /// The widths the fused ops take.
+    fn fused_dims(&self) -> GdnDims {
+        GdnDims {
+            n_k: self.n_k,
+            n_v: self.n_v,
+            d_k: self.d_k,
+            d_v: self.d_v,
+            kernel: self.kernel,
+            tiled: self.tiled_value_heads,
+        }
+    }
+
+    /// One token x [1, hidden] through the fused decode step: the four
+    /// input projections, one fused op (conv, gating, recurrence, gated
+    /// norm), `out_proj`. The new recurrent state is a new tensor, so a
+    /// snapshot sharing the old one is not disturbed.
+    fn decode_fused(&self, x: &Tensor, state: &mut DeltaNetState) -> candle_core::Result<Tensor> {
+        let n_vd = self.n_v * self.d_v;
+        let mixed = self.in_proj_qkv.forward(x)?; // [1, conv_dim]
+        let z = self.in_proj_z.forward(x)?.reshape(n_vd)?;
+        let b = self.in_proj_b.forward(x)?.reshape(self.n_v)?;
+        let a = self.in_proj_a.forward(x)?.reshape(self.n_v)?;
+        let padded = Tensor::cat(&[&state.conv, &mixed], 0)?; // [K, conv_dim]
+        let inputs = GdnStepInputs {
+            taps: &self.conv_taps,
+            z: &z,
+            b: &b,
+            a: &a,
+            neg_a: &self.neg_a,
+            dt_bias: &self.dt_bias,
+            norm_weight: &self.norm_weight,
+            state: &state.recurrent,
+        };
+        let (gated, recurrent) = gdn_decode_step(&padded, &inputs, self.fused_dims(), self.eps)?;
+        state.conv = padded.narrow(0, 1, self.kernel - 1)?.contiguous()?;
+        state.recurrent = recurrent;
+        self.out_proj.forward(&gated.reshape((1, n_vd))?)
     }
 }
 
@@ -363,4 +420,127 @@ fn unit_lower_inverse(m: &Tensor) -> candle_core::Result<Tensor> {
         }
     }
     Tensor::from_vec(out, dims, &device)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn randn(shape: &[usize], std: f32, dtype: DType) -> Tensor {
+        Tensor::randn(0f32, std, shape, &Device::Cpu)
+            .and_then(|t| t.to_dtype(dtype))
+            .expect("randn")
+    }
+
+    /// A random layer (every tensor drawn, d_k ≠ d_v, 2 key heads for 4
+    /// value heads) in `dtype`.
+    fn random_layer(dtype: DType, tiled: bool) -> GatedDeltaNet {
+        let (h, n_k, n_v, d_k, d_v, kernel) = (48, 2, 4, 16, 12, 4);
+        let conv_dim = 2 * n_k * d_k + n_v * d_v;
+        let lin = |o: usize, i: usize| LinearWeight::Dense(randn(&[o, i], 0.3, dtype));
+        GatedDeltaNet {
+            in_proj_qkv: lin(conv_dim, h),
+            in_proj_z: lin(n_v * d_v, h),
+            in_proj_b: lin(n_v, h),
+            in_proj_a: lin(n_v, h),
+            conv_taps: randn(&[kernel, conv_dim], 0.5, dtype),
+            neg_a: randn(&[n_v], 0.5, DType::F32)
+                .exp()
+                .and_then(|a| a.neg())
+                .expect("neg_a"),
+            dt_bias: randn(&[n_v], 0.5, DType::F32),
+            norm_weight: (randn(&[d_v], 0.2, DType::F32) + 1.0)
+                .and_then(|w| w.to_dtype(dtype))
+                .expect("w"),
+            out_proj: lin(h, n_v * d_v),
+            n_k,
+            n_v,
+            d_k,
+            d_v,
+            kernel,
+            eps: 1e-6,
+            tiled_value_heads: tiled,
+        }
+    }
+
+    fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
+        let a = a
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("a");
+        let b = b
+            .to_dtype(DType::F32)
+            .and_then(|t| t.flatten_all())
+            .expect("b");
+        let scale = b
+            .abs()
+            .and_then(|t| t.max(0))
+            .and_then(|t| t.to_scalar::<f32>())
+            .expect("scale");
+        let d = (a - b)
+            .and_then(|t| t.abs())
+            .and_then(|t| t.max(0))
+            .and_then(|t| t.to_scalar::<f32>())
+            .expect("diff");
+        d / scale.max(1e-30)
+    }
+
+    /// The fused decode step (CPU implementation of the fused op) gives the
+    /// unfused recurrence's output, conv state and recurrent state, step
+    /// after step from a prefilled state: f32 to 1e-5 of the scale, bf16 and
+    /// f16 within a few roundings of the dtype; both head orders. The state
+    /// it started from (a snapshot's) is left as it was.
+    #[test]
+    fn fused_decode_step_matches_unfused() -> candle_core::Result<()> {
+        for (dtype, tol) in [(DType::F32, 1e-5), (DType::BF16, 3e-2), (DType::F16, 5e-3)] {
+            for tiled in [false, true] {
+                let layer = random_layer(dtype, tiled);
+                let mut want_state = layer.new_state(dtype, &Device::Cpu)?;
+                let prompt = randn(&[5, 48], 1.0, dtype);
+                layer.forward(&prompt, &mut want_state, true, false)?;
+                let mut got_state = want_state.clone();
+                for step in 0..4 {
+                    let x = randn(&[1, 48], 1.0, dtype);
+                    let snapshot = got_state.clone();
+                    let before: Vec<f32> = snapshot.recurrent.flatten_all()?.to_vec1()?;
+                    let want = layer.forward(&x, &mut want_state, false, false)?;
+                    let got = layer.forward(&x, &mut got_state, false, true)?;
+                    let what = format!("{dtype:?} tiled={tiled} step {step}");
+                    assert_eq!(got.dims(), want.dims(), "{what}");
+                    assert_eq!(got.dtype(), dtype, "{what}");
+                    let d = rel_diff(&got, &want);
+                    assert!(d <= tol, "{what}: output {d}");
+                    let d = rel_diff(&got_state.recurrent, &want_state.recurrent);
+                    assert!(d <= tol, "{what}: recurrent state {d}");
+                    assert_eq!(
+                        got_state.conv.to_dtype(DType::F32)?.to_vec2::<f32>()?,
+                        want_state.conv.to_dtype(DType::F32)?.to_vec2::<f32>()?,
+                        "{what}: conv state"
+                    );
+                    let after: Vec<f32> = snapshot.recurrent.flatten_all()?.to_vec1()?;
+                    assert_eq!(before, after, "{what}: the snapshot moved");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// With `fused`, a multi-token input (chunked and recurrent forms)
+    /// runs the fused gated norm and gives the unfused output.
+    #[test]
+    fn fused_gated_norm_matches_unfused() -> candle_core::Result<()> {
+        for (dtype, tol) in [(DType::F32, 1e-5), (DType::BF16, 2e-2), (DType::F16, 4e-3)] {
+            let layer = random_layer(dtype, false);
+            let x = randn(&[7, 48], 1.0, dtype);
+            for chunked in [true, false] {
+                let mut s1 = layer.new_state(dtype, &Device::Cpu)?;
+                let mut s2 = layer.new_state(dtype, &Device::Cpu)?;
+                let want = layer.forward(&x, &mut s1, chunked, false)?;
+                let got = layer.forward(&x, &mut s2, chunked, true)?;
+                let d = rel_diff(&got, &want);
+                assert!(d <= tol, "{dtype:?} chunked={chunked}: {d}");
+            }
+        }
+        Ok(())
+    }
 }

@@ -168,6 +168,9 @@ pub struct Qwen3_5Moe {
     dtype: DType,
     device: Device,
     moe_dispatch: MoeDispatch,
+    /// Whether norms, the DeltaNet decode step and the router run as fused
+    /// ops (`crate::kernels::fused`).
+    fused_ops: bool,
 }
 
 impl Qwen3_5Moe {
@@ -276,6 +279,7 @@ impl Qwen3_5Moe {
             dtype,
             device: device.clone(),
             moe_dispatch,
+            fused_ops: device.is_cuda(),
         })
     }
 
@@ -304,6 +308,21 @@ impl Qwen3_5Moe {
         }
         self.moe_dispatch = dispatch;
         Ok(())
+    }
+
+    /// Whether the RMSNorms, the DeltaNet decode step and output norm and
+    /// the MoE router run as fused ops (one kernel each instead of several
+    /// candle ops; `docs/engine.md`, "Fused decode ops"). Loading turns them
+    /// on for CUDA devices.
+    pub fn fused_ops(&self) -> bool {
+        self.fused_ops
+    }
+
+    /// Turns the fused ops on or off (comparisons and benchmarks). Both
+    /// compute the same function; the fused ops' CPU implementations are
+    /// the reference of their CUDA twins.
+    pub fn set_fused_ops(&mut self, on: bool) {
+        self.fused_ops = on;
     }
 
     /// The config the model was built from.
@@ -409,19 +428,22 @@ impl Qwen3_5Moe {
         let (cos, sin) = self.rope_tables(offset, t)?;
         let chunked = t > 1 && mode == DeltaNetMode::Auto;
         for (layer, layer_state) in self.layers.iter().zip(state.layers.iter_mut()) {
-            let normed = layer.input_layernorm.forward(&x)?;
+            let fused = self.fused_ops;
+            let normed = layer.input_layernorm.forward_with(&x, fused)?;
             let mixed = match (&layer.mixer, layer_state) {
                 (Mixer::Attention(a), LayerState::Attention(cache)) => {
-                    a.forward(&normed, &cos, &sin, offset, cache)?
+                    a.forward(&normed, &cos, &sin, offset, cache, fused)?
                 }
-                (Mixer::DeltaNet(d), LayerState::DeltaNet(s)) => d.forward(&normed, s, chunked)?,
+                (Mixer::DeltaNet(d), LayerState::DeltaNet(s)) => {
+                    d.forward(&normed, s, chunked, fused)?
+                }
                 _ => candle_core::bail!("decode state does not match the model's layers"),
             };
             x = (x + mixed)?;
-            let normed = layer.post_attention_layernorm.forward(&x)?;
-            x = (x + layer.moe.forward(&normed, self.moe_dispatch)?)?;
+            let normed = layer.post_attention_layernorm.forward_with(&x, fused)?;
+            x = (x + layer.moe.forward(&normed, self.moe_dispatch, fused)?)?;
         }
-        self.norm.forward(&x)
+        self.norm.forward_with(&x, self.fused_ops)
     }
 
     /// Feeds `input_ids` and returns the f32 logits of **every** position,
