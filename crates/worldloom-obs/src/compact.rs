@@ -168,18 +168,6 @@ impl Builder {
     }
 }
 
-/// Why a tree could not be parsed into compact form: the parse failed, or
-/// the tree does not fit the compact form.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CompactParseError {
-    /// The parser's own error.
-    #[error(transparent)]
-    Parse(#[from] crate::parse::ParseError),
-    /// The tree parsed but cannot be kept compact.
-    #[error(transparent)]
-    Compact(#[from] CompactError),
-}
-
 /// Builds a [`CompactTree`] one node at a time, in pre-order: a parser hands
 /// each node over as soon as it is complete (its child list may be empty or
 /// not: children are counted from the nodes that follow), so the whole tree
@@ -498,7 +486,7 @@ impl CompactTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parse;
+    use crate::parse::{self, CompactParseError};
 
     const ANDROID: &str = r#"<hierarchy rotation="0"><node index="0" text="" class="android.widget.FrameLayout" package="app" enabled="true" bounds="[0,0][100,100]"><node index="0" text="Title" resource-id="app:id/title" class="android.widget.TextView" package="app" enabled="true" bounds="[-5,0][100,10]"/><node index="1" text="" class="android.widget.LinearLayout" package="app" enabled="true" bounds="[0,10][100,100]"><node index="0" text="Wi-Fi" checkable="true" checked="true" resource-id="app:id/wifi" class="android.widget.Switch" package="app" enabled="true" bounds="[0,10][100,20]"/><node index="1" text="Name" resource-id="app:id/name" class="android.widget.EditText" package="app" enabled="false" bounds="[0,20][0,30]"/></node><node index="2" text="Bad" class="android.widget.Button" package="app" enabled="true" bounds="[50,50][10,10]"/></node></hierarchy>"#;
 

@@ -22,8 +22,11 @@ pub mod parse;
 pub mod target;
 pub mod tree;
 
-pub use compact::{CompactBuilder, CompactError, CompactParseError, CompactTree};
-pub use parse::{ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes, parse_compact};
+pub use compact::{CompactBuilder, CompactError, CompactTree};
+pub use parse::{
+    CompactParseError, ParseError, ParseWarning, Parsed, WarningKind, parse, parse_bytes,
+    parse_compact,
+};
 pub use tree::{
     Attribute, BoundsAnomaly, BoundsPx, NodeId, NodeStates, SourceSpan, Truncation,
     TruncationReason, UiNode, UiTree,

@@ -5,10 +5,11 @@
 //! selected bounds="[l,t][r,b]">` elements (format: AOSP
 //! `AccessibilityNodeInfoDumper`).
 
+use super::CompactParseError;
 use super::text::{Decoded, WarningSink, sanitize_xml};
 use super::xml_stream::{self, Event, Unsupported};
 use super::{ParseError, ParseWarning, Parsed, WarningKind, xml};
-use crate::compact::{CompactBuilder, CompactParseError, CompactTree};
+use crate::compact::{CompactBuilder, CompactTree};
 use crate::tree::{Attribute, BoundsPx, NodeId, NodeStates, SourceSpan, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 

@@ -18,7 +18,7 @@ mod xml_stream;
 use serde::{Deserialize, Serialize};
 use worldloom_core::domain::Representation;
 
-use crate::compact::{CompactParseError, CompactTree};
+use crate::compact::{CompactError, CompactTree};
 use crate::tree::{KNOWN_NODE_CAPS, NodeId, Truncation, TruncationReason, UiTree};
 
 pub use android::{parse_android_xml, parse_android_xml_compact};
@@ -127,6 +127,18 @@ pub fn parse_bytes(input: &[u8], representation: Representation) -> Result<Parse
         Representation::AndroidXml => parse_android_xml(input),
         Representation::Json | Representation::Text => Err(ParseError::NotATree(representation)),
     }
+}
+
+/// Why a tree could not be parsed into compact form: the parse failed, or
+/// the tree does not fit the compact form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompactParseError {
+    /// The parser's own error.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The tree parsed but cannot be kept compact.
+    #[error(transparent)]
+    Compact(#[from] CompactError),
 }
 
 /// Parses raw bytes into a [`CompactTree`] (the form a large tree is kept
