@@ -528,6 +528,56 @@ fn loading_one_path_reads_only_its_records() {
 }
 
 #[test]
+fn large_strings_read_back_exactly_and_prompts_can_be_left_unread() {
+    let (_dir, path) = temp_ws();
+    let mut ws = Workspace::open(&path).expect("open");
+    let mut t = sample("traj-p", 2);
+    // Texts full of what JSON escapes: quotes, backslashes, control
+    // characters, characters outside the BMP (surrogate pairs as `\u`).
+    let tricky = "<node text=\"a \\ b\" desc='\u{1F600} \u{10FFFF}'/>\n\t\u{1}\u{1f}\u{7f}é";
+    for (k, e) in t.edges.iter_mut().enumerate() {
+        e.prompt = Some(format!("prompt {k}: {tricky}"));
+    }
+    let mut real = Observation::new(Representation::AndroidXml, tricky.repeat(1000));
+    real.prefix = "**Environment Observation:**\n".into();
+    t.node_mut(NodeId(2)).expect("node").real = Some(real.clone());
+    let key = ws.import_trajectory(&t, None).expect("import");
+
+    let full = ws.load_trajectory(key).expect("full");
+    assert_eq!(full.trajectory.nodes[2].real.as_ref(), Some(&real));
+    for e in &full.trajectory.edges {
+        assert_eq!(e.prompt, t.edges[e.id.0 as usize].prompt);
+    }
+    let with = ws
+        .load_trajectory_states(key, &[NodeId(2)])
+        .expect("states");
+    let without = ws
+        .load_trajectory_states_without_prompts(key, &[NodeId(2)])
+        .expect("states without prompts");
+    assert_eq!(with.trajectory.nodes, without.trajectory.nodes);
+    assert_eq!(with.live_nodes, without.live_nodes);
+    assert_eq!(with.live_edges, without.live_edges);
+    assert_eq!(
+        with.trajectory.edges[1].prompt.as_deref(),
+        Some(format!("prompt 1: {tricky}").as_str())
+    );
+    for (a, b) in with.trajectory.edges.iter().zip(&without.trajectory.edges) {
+        assert_eq!(b.prompt, None);
+        let mut a = a.clone();
+        a.prompt = None;
+        assert_eq!(&a, b);
+    }
+    assert_eq!(
+        ws.real_observation(key, NodeId(2)).expect("real"),
+        Some(real)
+    );
+    assert!(matches!(
+        ws.load_trajectory_states_without_prompts(key, &[NodeId(9)]),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[test]
 fn notes_tags_and_metrics() {
     let (_dir, path) = temp_ws();
     let mut ws = Workspace::open(&path).expect("open");

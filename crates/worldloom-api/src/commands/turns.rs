@@ -36,17 +36,9 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     // the action into it) and, for transition F1, the real observation
     // before it: the cost does not grow with the state's depth.
     let node_id = NodeId(req.node_id);
-    let mut st = ws.load_trajectory_states(key, &[node_id])?;
     // The prompt of the turn into the state (an AgentWorldBench row's holds
-    // the whole state before it) is not shown here: released at once.
-    if let Some(e) = st
-        .trajectory
-        .node(node_id)
-        .and_then(|n| n.parent_edge)
-        .and_then(|e| st.trajectory.edges.get_mut(e.0 as usize))
-    {
-        e.prompt = None;
-    }
+    // the whole state before it) is not shown here: never read.
+    let mut st = ws.load_trajectory_states_without_prompts(key, &[node_id])?;
     // The real observation before is read for transition F1 only, so only
     // when something is shown to score, and released once scored, before
     // this state's trees are parsed.

@@ -20,6 +20,7 @@ mod branches;
 mod history;
 mod notes_tags;
 mod predictions;
+mod records;
 mod runs;
 mod runs_grown;
 mod scores;
@@ -381,6 +382,23 @@ impl Workspace {
     fn json<T: Serialize>(value: &T) -> String {
         // The core types serialise infallibly (string keys only).
         serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+    }
+
+    /// Reads back a record stored as JSON in `table`, row `row`, with
+    /// `parse` (one of [`records`]' readers).
+    fn parse_record<T>(
+        &self,
+        table: &'static str,
+        row: &str,
+        json: &str,
+        parse: impl FnOnce(&str) -> serde_json::Result<T>,
+    ) -> Result<T> {
+        parse(json).map_err(|source| StoreError::Record {
+            path: self.path.clone(),
+            table,
+            row: row.to_owned(),
+            source,
+        })
     }
 
     /// Reads back a record stored as JSON in `table`, row `row`.

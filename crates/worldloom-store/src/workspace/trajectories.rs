@@ -11,6 +11,7 @@ use worldloom_core::{
 };
 
 use super::predictions::{insert_authored, insert_prediction};
+use super::records::{edge_from_json, observation_from_json};
 use super::{ChangeId, TrajectoryKey, Workspace, tx_err};
 use crate::error::{Result, StoreError};
 
@@ -290,7 +291,7 @@ impl Workspace {
     /// [`StoreError::Invalid`] when the stored tree is inconsistent;
     /// [`StoreError::Sqlite`].
     pub fn load_trajectory(&self, key: TrajectoryKey) -> Result<StoredTrajectory> {
-        self.load_inner(key, None)
+        self.load_inner(key, None, true)
     }
 
     /// Reads a live trajectory with the records of only the states on the
@@ -325,7 +326,7 @@ impl Workspace {
             }
             at = from;
         }
-        let loaded = self.load_inner(key, Some(&on_path))?;
+        let loaded = self.load_inner(key, Some(&on_path), true)?;
         if loaded.trajectory.node(node).is_none() {
             return Err(StoreError::NotFound(format!(
                 "trajectory {} has no node {}",
@@ -350,8 +351,32 @@ impl Workspace {
         key: TrajectoryKey,
         nodes: &[NodeId],
     ) -> Result<StoredTrajectory> {
+        self.load_states(key, nodes, true)
+    }
+
+    /// As [`Workspace::load_trajectory_states`], but the edges' prompts are
+    /// not read (every `Edge::prompt` is `None`): an AgentWorldBench turn's
+    /// prompt holds the whole state before it, which a view of the state
+    /// itself does not show (`get_turn`).
+    ///
+    /// # Errors
+    /// As [`Workspace::load_trajectory_states`].
+    pub fn load_trajectory_states_without_prompts(
+        &self,
+        key: TrajectoryKey,
+        nodes: &[NodeId],
+    ) -> Result<StoredTrajectory> {
+        self.load_states(key, nodes, false)
+    }
+
+    fn load_states(
+        &self,
+        key: TrajectoryKey,
+        nodes: &[NodeId],
+        prompts: bool,
+    ) -> Result<StoredTrajectory> {
         let wanted: BTreeSet<u32> = nodes.iter().map(|n| n.0).collect();
-        let loaded = self.load_inner(key, Some(&wanted))?;
+        let loaded = self.load_inner(key, Some(&wanted), prompts)?;
         if let Some(missing) = nodes.iter().find(|n| loaded.trajectory.node(**n).is_none()) {
             return Err(StoreError::NotFound(format!(
                 "trajectory {} has no node {}",
@@ -383,7 +408,12 @@ impl Workspace {
             |r| {
                 let row_id: i64 = r.get(0)?;
                 let json = r.get_ref(1)?.as_str()?;
-                Ok(self.parse_json::<Observation>("observations", &row_id.to_string(), json))
+                Ok(self.parse_record(
+                    "observations",
+                    &row_id.to_string(),
+                    json,
+                    observation_from_json,
+                ))
             },
         )?;
         rows.into_iter().next().transpose()
@@ -408,10 +438,12 @@ impl Workspace {
 
     /// Reads a trajectory; with `only`, records are read for those nodes
     /// (and the edges into them) only.
+    /// `prompts` false leaves every edge's prompt unread (`None`).
     fn load_inner(
         &self,
         key: TrajectoryKey,
         only: Option<&BTreeSet<u32>>,
+        prompts: bool,
     ) -> Result<StoredTrajectory> {
         let wanted = |n: u32| only.is_none_or(|set| set.contains(&n));
         // An SQL filter on node ids (integers only, so it is safe to inline).
@@ -539,7 +571,12 @@ impl Workspace {
                 // stepped (a prompt can be hundreds of megabytes).
                 let edge = match r.get_ref(1)?.as_str_or_null()? {
                     Some(json) if wanted(to) => {
-                        Some(self.parse_json::<Edge>("edges", &format!("{}/{id}", key.0), json))
+                        Some(self.parse_record(
+                            "edges",
+                            &format!("{}/{id}", key.0),
+                            json,
+                            |j| edge_from_json(j, prompts),
+                        ))
                     }
                     _ => None,
                 };
@@ -609,7 +646,12 @@ impl Workspace {
             let observation: Observation = record
                 .query_row(params![row_id], |r| {
                     let json = r.get_ref(0)?.as_str()?;
-                    Ok(self.parse_json("observations", &row_id.to_string(), json))
+                    Ok(self.parse_record(
+                        "observations",
+                        &row_id.to_string(),
+                        json,
+                        observation_from_json,
+                    ))
                 })
                 .map_err(self.sql_err(ctx.clone()))??;
             let node = node_slot(&mut trajectory.nodes, node_id, key)?;
