@@ -6,14 +6,59 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use worldloom_engine::WorldModel;
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::pool::EnginePool;
 use worldloom_eval::run::replay_engine;
 
-use crate::eval::EndpointArgs;
+/// Limits on talking to an OpenAI-compatible endpoint, shared by the
+/// commands that do (`eval --engine openai`, `judge`); they bound the
+/// `/v1/models` probe as well as every request.
+#[derive(Debug, Clone, Args)]
+pub struct EndpointArgs {
+    /// Seconds allowed for establishing a connection.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_seconds)]
+    pub connect_timeout_s: f64,
+    /// Longest silence, in seconds, before the response headers and then
+    /// between bytes of the body.
+    #[arg(long, default_value_t = 600.0, value_parser = positive_seconds)]
+    pub read_timeout_s: f64,
+    /// Retries after a 429 or 5xx answer (so at most this + 1 attempts).
+    #[arg(long, default_value_t = 4)]
+    pub retries: u32,
+}
+
+impl EndpointArgs {
+    /// `config` with these limits, the read timeout capped at `cap_ms`.
+    pub fn apply(&self, config: OpenAiConfig, cap_ms: Option<u64>) -> OpenAiConfig {
+        let read_timeout_ms = seconds_to_ms(self.read_timeout_s);
+        OpenAiConfig {
+            connect_timeout_ms: seconds_to_ms(self.connect_timeout_s),
+            read_timeout_ms: cap_ms.map_or(read_timeout_ms, |cap| read_timeout_ms.min(cap)),
+            max_retries: self.retries,
+            ..config
+        }
+    }
+}
+
+/// Parses a positive, finite number of seconds.
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|e| format!("`{text}` is not a number of seconds: {e}"))?;
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(format!("`{text}`: seconds must be positive"))
+    }
+}
+
+/// Seconds as whole milliseconds, at least 1.
+fn seconds_to_ms(seconds: f64) -> u64 {
+    ((seconds * 1000.0).round() as u64).max(1)
+}
 
 /// Engines a command can predict with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -43,7 +43,7 @@ pub struct JudgeArgs {
     pub max_attempts: usize,
     /// Connection limits for the judge endpoint.
     #[command(flatten)]
-    pub endpoint: crate::eval::EndpointArgs,
+    pub endpoint: crate::engines::EndpointArgs,
     /// Output JSON Lines file (default: `judged.jsonl` beside the
     /// predictions); rows already in it are skipped.
     #[arg(short = 'o', long)]

@@ -18,8 +18,8 @@ use worldloom_env::{
     TargetStateReward, TaskSet, ZeroReward, serve,
 };
 
+use crate::engines::EndpointArgs;
 use crate::engines::{EngineKind, EngineSpec, check_spec, make_engine};
-use crate::eval::EndpointArgs;
 
 /// Rewards `serve-env` can give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -31,10 +31,10 @@ use worldloom_engine::{CancelToken, GenerationParams, PredictRequest, WorldModel
 
 use crate::error::EnvError;
 use crate::metrics::Metrics;
-use crate::record::{EPISODE_SOURCE_FORMAT, Recorder};
+use crate::record::Recorder;
 use crate::reward::{Reward, RewardOutcome, ZeroReward};
 use crate::state::Episode;
-use crate::tasks::{TaskSet, splitmix64, unit_interval};
+use crate::tasks::{EPISODE_SOURCE_FORMAT, TaskSet, splitmix64, unit_interval};
 
 /// Control instructions drawn per step ("perturbations", as the studio's).
 #[derive(Debug, Clone, PartialEq, Default)]

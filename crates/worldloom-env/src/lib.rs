@@ -29,8 +29,8 @@ pub mod tasks;
 
 pub use episode::{EnvConfig, Environment, Perturbations, ResetParams, StepAnswer};
 pub use error::EnvError;
-pub use record::{EPISODE_SOURCE_FORMAT, JUDGE_NOTE_HEADER, LIVE_EPISODE_TAG, Recorder};
+pub use record::{JUDGE_NOTE_HEADER, LIVE_EPISODE_TAG, Recorder};
 pub use reward::{JudgeCall, LlmJudgeReward, Reward, RewardOutcome, TargetStateReward, ZeroReward};
 pub use server::{RunningEnvServer, ServeEnvOptions, serve, spawn};
 pub use state::Episode;
-pub use tasks::{Task, TaskSet};
+pub use tasks::{EPISODE_SOURCE_FORMAT, Task, TaskSet};

@@ -1,5 +1,5 @@
 //! Recording episodes into a workspace: each episode is a trajectory
-//! (source format [`EPISODE_SOURCE_FORMAT`], tagged [`LIVE_EPISODE_TAG`]),
+//! (source format [`crate::tasks::EPISODE_SOURCE_FORMAT`], tagged [`LIVE_EPISODE_TAG`]),
 //! each step a turn with its action and the chosen prediction (engine,
 //! parameters, seed, raw output, token counts, timings), each control
 //! instruction the turn's perturbation, and the end a note with the reason,
@@ -31,9 +31,6 @@ use crate::reward::JudgeCall;
 pub const JUDGE_NOTE_HEADER: &str = "judge call (JSON below: the messages sent and the answer)";
 
 type Reply = mpsc::Sender<Result<(EdgeId, NodeId), EnvError>>;
-
-/// `source.format` of a recorded episode (task loading skips these).
-pub const EPISODE_SOURCE_FORMAT: &str = "openenv-episode";
 
 /// The tag every recorded episode carries, so the studio's tag filter lists
 /// the live episodes.

@@ -27,7 +27,10 @@ use worldloom_core::{
 use worldloom_store::{StoredTrajectory, Workspace, is_workspace_file};
 
 use crate::error::EnvError;
-use crate::record::EPISODE_SOURCE_FORMAT;
+
+/// `source.format` of a recorded episode: [`crate::record::Recorder`] writes
+/// it, and task loading skips trajectories that carry it.
+pub const EPISODE_SOURCE_FORMAT: &str = "openenv-episode";
 
 /// One task an episode can start from.
 #[derive(Debug, Clone, PartialEq)]

@@ -27,6 +27,10 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Shape, Tensor};
 use half::{bf16, f16};
 
+pub(crate) use super::fused_params::{
+    GDN_L2_EPS, GatedRmsNorm, GdnDecodeStep, GdnDims, RmsNormScaled, RouterTopK, SampleCandidates,
+};
+
 /// An element type the fused ops read and write: f32, bf16 or f16.
 pub(crate) trait Elem: candle_core::WithDType + Copy {
     fn to_f(self) -> f32;
@@ -107,11 +111,6 @@ pub(crate) fn rms_norm_scaled(x: &Tensor, scale: &Tensor, eps: f64) -> candle_co
     }
     x.contiguous()?
         .apply_op2_no_bwd(&scale.contiguous()?, &RmsNormScaled { eps: eps as f32 })
-}
-
-/// [`rms_norm_scaled`] as a custom op: (x, scale) → y.
-pub(crate) struct RmsNormScaled {
-    pub(crate) eps: f32,
 }
 
 fn rms_norm_rows<T: Elem>(x: &[T], scale: &[f32], dim: usize, eps: f32) -> Vec<T> {
@@ -210,11 +209,6 @@ pub(crate) fn gated_rms_norm(
     )
 }
 
-/// [`gated_rms_norm`] as a custom op: (o, z, w) → y.
-pub(crate) struct GatedRmsNorm {
-    pub(crate) eps: f32,
-}
-
 /// One row of the gated norm, in place: `o` f32 in, T-rounded values out.
 fn gated_norm_row<T: Elem>(o: &mut [f32], z: &[T], w: &[T], eps: f32) {
     let dim = o.len();
@@ -300,24 +294,6 @@ impl CustomOp3 for GatedRmsNorm {
 
 // ---------------------------------------------------------------------------
 // Gated DeltaNet decode step
-
-/// Widths of a Gated DeltaNet layer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct GdnDims {
-    /// Key heads.
-    pub(crate) n_k: usize,
-    /// Value heads (a multiple of `n_k`).
-    pub(crate) n_v: usize,
-    /// Key (and query) head width.
-    pub(crate) d_k: usize,
-    /// Value head width.
-    pub(crate) d_v: usize,
-    /// Conv taps.
-    pub(crate) kernel: usize,
-    /// Value head h uses key head h mod n_k (llama.cpp's order) instead of
-    /// h / (n_v / n_k).
-    pub(crate) tiled: bool,
-}
 
 impl GdnDims {
     /// Conv channels: q, k and v.
@@ -422,25 +398,6 @@ pub(crate) fn gdn_decode_step(
         .reshape((n_v, d_k, d_v))?;
     Ok((out, state))
 }
-
-/// [`gdn_decode_step`] as a custom op on the conv window; the op carries
-/// the other inputs. Output f32 `[n_v·d_v + n_v·d_k·d_v]`: the gated-norm
-/// output (values already rounded to the model dtype), then the new state.
-pub(crate) struct GdnDecodeStep {
-    pub(crate) taps: Tensor,
-    pub(crate) z: Tensor,
-    pub(crate) b: Tensor,
-    pub(crate) a: Tensor,
-    pub(crate) neg_a: Tensor,
-    pub(crate) dt_bias: Tensor,
-    pub(crate) norm_weight: Tensor,
-    pub(crate) state: Tensor,
-    pub(crate) dims: GdnDims,
-    pub(crate) eps: f32,
-}
-
-/// Epsilon of the L2 normalisation of DeltaNet queries and keys.
-pub(crate) const GDN_L2_EPS: f32 = 1e-6;
 
 /// The model-dtype conv over the window of channel `ch`, then SiLU in the
 /// dtype (candle's `silu` on bf16/f16 rounds each step).
@@ -598,13 +555,6 @@ pub(crate) fn router_top_k_packed(
     logits
         .contiguous()?
         .apply_op1_no_bwd(&RouterTopK { k, weight_dtype })
-}
-
-/// [`router_top_k`] as a custom op: logits `[T, E]` → f32 `[T, 2k]` (the
-/// k expert ids as f32, then the k weights).
-pub(crate) struct RouterTopK {
-    pub(crate) k: usize,
-    pub(crate) weight_dtype: DType,
 }
 
 fn round_weight(x: f32, dtype: DType) -> f32 {
@@ -774,14 +724,6 @@ pub(crate) fn sample_candidates(
         max,
         log_sum: f64::from(packed[3 * k + 1]),
     })
-}
-
-/// [`sample_candidates`] as a custom op: logits `[V]` f32 → f32 `[3k + 2]`:
-/// k ids as f32 (−1 past the finite ones), k scaled logits, k raw logits,
-/// the max finite logit, ln Σ exp(x − max).
-pub(crate) struct SampleCandidates {
-    pub(crate) k: usize,
-    pub(crate) temperature: f32,
 }
 
 impl CustomOp1 for SampleCandidates {

@@ -10,6 +10,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod fused;
+pub(crate) mod fused_params;
 
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 

@@ -19,7 +19,7 @@ use candle_core::cuda_backend::{CudaDType, WrapErr};
 use candle_core::{CudaDevice, CudaStorage, DType, Device, Layout, Shape, Storage};
 use half::{bf16, f16};
 
-use super::fused::{
+use super::fused_params::{
     GDN_L2_EPS, GatedRmsNorm, GdnDecodeStep, RmsNormScaled, RouterTopK, SampleCandidates,
 };
 
