@@ -10,13 +10,20 @@
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
 //!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
 //!     [--profile-decode N]
-//!     [--context-tokens N] [--gguf FILE]
+//!     [--context-tokens N] [--gguf FILE] [--quantize q8_0|q4_k|q6_k]
 //! ```
 //!
 //! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
 //! file llama.cpp's tools make, quantized with `llama-quantize`) instead of
 //! building random ones; the widths and depth come from the file, the
 //! compute dtype is the file's default (`--dtype` is not used).
+//!
+//! `--quantize TYPE` keeps the random weights but builds the matrices a
+//! quantized GGUF file stores in blocks (projections, experts, embedding,
+//! output) in that block type, in memory (`RandomWeights::quantized`: one
+//! quantized block per large tensor, its bytes copied to every 1/16 of
+//! it); norms, router, conv and vectors stay dense in `--dtype`, which is
+//! also the compute dtype around the quantized matmuls.
 //!
 //! `--moe` picks the MoE dispatch (`auto`: the fused CUDA kernels for
 //! bf16/f16 on CUDA, else per expert). `--profile-decode N` (CUDA builds)
@@ -44,6 +51,7 @@
 
 use std::time::Instant;
 
+use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
 use worldloom_engine::CausalLm;
 use worldloom_engine::loading::{
@@ -68,6 +76,8 @@ struct Options {
     context_tokens: usize,
     /// Weights from this GGUF file instead of random ones.
     gguf: Option<std::path::PathBuf>,
+    /// Random weights with the projections and experts in this block type.
+    quantize: Option<GgmlDType>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -84,6 +94,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         profile_decode: 0,
         context_tokens: 0,
         gguf: None,
+        quantize: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -115,9 +126,20 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             "--profile-decode" => o.profile_decode = value()?.parse()?,
             "--context-tokens" => o.context_tokens = value()?.parse()?,
             "--gguf" => o.gguf = Some(value()?.into()),
+            "--quantize" => {
+                o.quantize = Some(match value()?.to_ascii_lowercase().as_str() {
+                    "q8_0" => GgmlDType::Q8_0,
+                    "q4_k" => GgmlDType::Q4K,
+                    "q6_k" => GgmlDType::Q6K,
+                    other => return Err(format!("--quantize {other}: q8_0, q4_k or q6_k").into()),
+                })
+            }
             // `cargo bench` passes --bench; ignore flags we do not know.
             _ => {}
         }
+    }
+    if o.gguf.is_some() && o.quantize.is_some() {
+        return Err("--quantize builds random weights: it does not go with --gguf".into());
     }
     Ok(o)
 }
@@ -190,12 +212,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             o.layers = model.config().num_hidden_layers;
             model
         }
-        None => Qwen3_5Moe::load(
-            real_width_config(o.layers)?,
-            &RandomWeights::new(7),
-            o.dtype,
-            &o.device,
-        )?,
+        None => {
+            let weights = match o.quantize {
+                Some(q) => RandomWeights::quantized(7, q)?,
+                None => RandomWeights::new(7),
+            };
+            Qwen3_5Moe::load(real_width_config(o.layers)?, &weights, o.dtype, &o.device)?
+        }
+    };
+    let weights_name = match (&o.gguf, o.quantize) {
+        (Some(p), _) => p.display().to_string(),
+        (None, Some(q)) => format!("random {q:?}"),
+        (None, None) => "random".to_string(),
     };
     let config = model.config().clone();
     let counts = config.param_counts();
@@ -206,9 +234,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         counts.active_per_token as f64 / 1e9,
         o.dtype,
         device_name(&o.device),
-        o.gguf
-            .as_ref()
-            .map_or("random".to_string(), |p| p.display().to_string())
+        weights_name
     );
     if let Some(moe) = o.moe {
         model.set_moe_dispatch(moe)?;
@@ -372,7 +398,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         serde_json::json!({
             "device": device_name(&o.device),
             "dtype": format!("{:?}", o.dtype),
-            "weights": o.gguf.as_ref().map_or("random".to_string(), |p| p.display().to_string()),
+            "weights": weights_name,
+            "quantize": o.quantize.map(|q| format!("{q:?}")),
             "threads": threads,
             "layers": o.layers,
             "parameters": counts.total,
