@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{DType, Device, Tensor};
+use rayon::prelude::*;
 
 use super::error::LoadError;
 use super::gguf::{is_float_type, quantized_rows_supported};
@@ -122,12 +123,25 @@ impl RandomWeights {
         };
         let mut block_shape = shape.to_vec();
         block_shape[0] /= copies;
-        // Drawn on the device (seeded there), quantized on the CPU.
-        let block = self
+        // Drawn on the device (seeded there), quantized on the CPU in
+        // slabs of whole rows on every thread (blocks are independent, so
+        // the slabs' bytes in order are the block's).
+        let values = self
             .randn(name, &block_shape, device)?
-            .to_device(&Device::Cpu)?;
-        let q = QTensor::quantize(&block, dtype)?;
-        Ok((q.data()?.into_owned(), copies))
+            .flatten_all()?
+            .to_vec1::<f32>()?;
+        let first = block_shape[0];
+        let row_len = values.len() / first.max(1);
+        let slabs = first.min(rayon::current_num_threads() * 4).max(1);
+        let per_slab = first.div_ceil(slabs);
+        let parts = values
+            .par_chunks(per_slab * row_len)
+            .map(|chunk| {
+                let slab = Tensor::from_slice(chunk, chunk.len(), &Device::Cpu)?;
+                Ok(QTensor::quantize(&slab, dtype)?.data()?.into_owned())
+            })
+            .collect::<candle_core::Result<Vec<_>>>()?;
+        Ok((parts.concat(), copies))
     }
 }
 
