@@ -32,6 +32,18 @@
 # device call may run 10 minutes: `tests bench4` then `bench40` is the
 # safe split.
 #
+# The part benchq (not in the default) benches the GGUF block types without
+# a GGUF file: 40 layers with random weights quantized in memory
+# (`--quantize q8_0`, then `--quantize q4_k`: projections, experts,
+# embedding and output in blocks, the rest dense bf16; the experts on the
+# indexed MoE kernel), prefill of 512 tokens and 32 decode steps each,
+# 2 × 240 s. Run it as its own device call, with the same $OUT to add its
+# rows to the figures:
+#   GPU_CHECK_PARTS=benchq scripts/gpu-check.sh run
+# (a 40-layer Q8_0 model is about 34 GiB on the device, Q4_K about 18 GiB;
+# its build quantizes 1/16 of each large tensor on the host's threads and
+# copies the blocks, not measured on an H200).
+#
 # Environment (build): WORLDLOOM_CUDA_VENV, WORLDLOOM_CUDA_TARGET_DIR (as in
 # check-cuda.sh), CUDA_COMPUTE_CAP (default 90), GPU_CHECK_PROFILE (cargo
 # profile, default release; `dev` for a quick link check).
@@ -216,17 +228,21 @@ run() {
     bench 240 --layers 40 --repeats 1 --decode-tokens 32
     bench 240 --layers 40 --repeats 1 --decode-tokens 32 --fused-ops off
   fi
+  if [[ " $parts " == *" benchq "* ]]; then
+    bench 240 --layers 40 --repeats 1 --decode-tokens 32 --quantize q8_0
+    bench 240 --layers 40 --repeats 1 --decode-tokens 32 --quantize q4_k
+  fi
 
   python3 - "$out/bench.jsonl" "$out/env.txt" >"$out/figures.md" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 print("# GPU check figures\n")
 print("```\n" + open(sys.argv[2]).read().strip() + "\n```\n")
-print("| layers | fused ops | MoE | prefill tok/s (512) | decode tok/s | decode ms/token | host share | "
+print("| layers | weights | fused ops | MoE | prefill tok/s (512) | decode tok/s | decode ms/token | host share | "
       "turn from scratch (ms) | turn from snapshot (ms) | snapshot (MiB) |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print(f"| {r['layers']} | {'on' if r.get('fused_ops') else 'off'} | {r['moe_dispatch']} | "
+    print(f"| {r['layers']} | {r.get('quantize') or r['dtype']} | {'on' if r.get('fused_ops') else 'off'} | {r['moe_dispatch']} | "
           f"{r['prefill_tokens_per_sec']:.1f} | {r['decode_tokens_per_sec']:.1f} | "
           f"{r['decode_ms_per_token']:.2f} | {100 * r['decode_host_share']:.0f} % | "
           f"{r['turn_from_scratch_ms']:.0f} | {r['turn_from_snapshot_ms']:.0f} | "
