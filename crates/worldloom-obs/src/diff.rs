@@ -328,41 +328,186 @@ pub struct LineOp {
     pub pred_end: usize,
 }
 
-/// A line diff of two texts (Myers via `similar::TextDiff::from_lines`).
+/// A line diff of two texts: lines split after each `\n` (the newline
+/// kept, as `similar::TextDiff::from_lines` splits them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LineDiff {
     /// Runs covering both texts in order.
     pub ops: Vec<LineOp>,
-    /// `similar`'s ratio: 2·matching lines / (real lines + predicted lines),
-    /// in [0, 1].
+    /// 2·matching lines / (real lines + predicted lines), in [0, 1] (1 for
+    /// two empty texts), as `similar`'s ratio.
     pub ratio: f64,
 }
 
-/// Line diff of raw real and predicted text.
+/// Most lines, both sides together, that the middle of a line diff (what
+/// is left between the common first and last lines) is diffed line by line
+/// over. Myers' algorithm costs O((N + M) · D): on two unlike texts of a
+/// million lines it never ends. Past this, the middle counts as one
+/// replaced run.
+pub const LINE_DIFF_MAX_MIDDLE_LINES: usize = 10_000;
+
+/// Line diff of raw real and predicted text, in time bounded by the texts'
+/// length: the common first and last lines are matched directly, the
+/// middle between them with Myers (`similar`) when it holds at most
+/// [`LINE_DIFF_MAX_MIDDLE_LINES`] lines, else as one `replace` run. The
+/// result is exact whenever the middle is within the bound (every edit of a
+/// few places in a long text); past it the ratio counts only the common
+/// first and last lines (a lower bound of the exact ratio). Deterministic:
+/// no time limit decides the result.
 pub fn line_diff(real: &str, pred: &str) -> LineDiff {
-    let diff = TextDiff::from_lines(real, pred);
-    let ops = diff
-        .ops()
+    let old: Vec<&str> = real.split_inclusive('\n').collect();
+    let new: Vec<&str> = pred.split_inclusive('\n').collect();
+    let head = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
+    let tail = old[head..]
         .iter()
-        .map(|op| {
-            let (tag, old, new) = op.as_tag_tuple();
-            LineOp {
-                tag: match tag {
-                    DiffTag::Equal => LineTag::Equal,
-                    DiffTag::Delete => LineTag::Delete,
-                    DiffTag::Insert => LineTag::Insert,
-                    DiffTag::Replace => LineTag::Replace,
-                },
-                real_start: old.start,
-                real_end: old.end,
-                pred_start: new.start,
-                pred_end: new.end,
-            }
-        })
-        .collect();
+        .rev()
+        .zip(new[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (old_mid, new_mid) = (&old[head..old.len() - tail], &new[head..new.len() - tail]);
+    let mut ops = Vec::new();
+    let mut matching = head + tail;
+    let mut push = |tag, real: std::ops::Range<usize>, pred: std::ops::Range<usize>| {
+        ops.push(LineOp {
+            tag,
+            real_start: real.start,
+            real_end: real.end,
+            pred_start: pred.start,
+            pred_end: pred.end,
+        });
+    };
+    if head > 0 {
+        push(LineTag::Equal, 0..head, 0..head);
+    }
+    let (old_end, new_end) = (head + old_mid.len(), head + new_mid.len());
+    if old_mid.len() + new_mid.len() <= LINE_DIFF_MAX_MIDDLE_LINES {
+        let diff = TextDiff::from_slices(old_mid, new_mid);
+        for op in diff.ops() {
+            let (tag, o, n) = op.as_tag_tuple();
+            let tag = match tag {
+                DiffTag::Equal => {
+                    matching += o.len();
+                    LineTag::Equal
+                }
+                DiffTag::Delete => LineTag::Delete,
+                DiffTag::Insert => LineTag::Insert,
+                DiffTag::Replace => LineTag::Replace,
+            };
+            push(
+                tag,
+                head + o.start..head + o.end,
+                head + n.start..head + n.end,
+            );
+        }
+    } else {
+        push(LineTag::Replace, head..old_end, head..new_end);
+    }
+    if tail > 0 {
+        push(
+            LineTag::Equal,
+            old_end..old_end + tail,
+            new_end..new_end + tail,
+        );
+    }
+    let total = old.len() + new.len();
     LineDiff {
         ops,
-        ratio: f64::from(diff.ratio()),
+        ratio: if total == 0 {
+            1.0
+        } else {
+            (2 * matching) as f64 / total as f64
+        },
+    }
+}
+
+#[cfg(test)]
+mod line_diff_tests {
+    use super::*;
+
+    /// `similar`'s own whole-text line diff, the reference within the bound.
+    fn reference(real: &str, pred: &str) -> LineDiff {
+        let diff = TextDiff::from_lines(real, pred);
+        let ops = diff
+            .ops()
+            .iter()
+            .map(|op| {
+                let (tag, old, new) = op.as_tag_tuple();
+                LineOp {
+                    tag: match tag {
+                        DiffTag::Equal => LineTag::Equal,
+                        DiffTag::Delete => LineTag::Delete,
+                        DiffTag::Insert => LineTag::Insert,
+                        DiffTag::Replace => LineTag::Replace,
+                    },
+                    real_start: old.start,
+                    real_end: old.end,
+                    pred_start: new.start,
+                    pred_end: new.end,
+                }
+            })
+            .collect();
+        LineDiff {
+            ops,
+            ratio: f64::from(diff.ratio()),
+        }
+    }
+
+    #[test]
+    fn within_the_bound_it_is_similars_diff() {
+        let cases = [
+            ("", ""),
+            ("a\n", ""),
+            ("", "a\n"),
+            ("a\nb\nc\n", "a\nb\nc\n"),
+            ("a\nb\nc\n", "a\nx\nc\n"),
+            ("a\nb\nc", "a\nb\nc\n"),
+            ("head\n1\n2\n3\ntail\n", "head\n3\n2\n1\n9\ntail\n"),
+            ("x\ny\n", "p\nq\nr\n"),
+            ("same\nsame\nsame\n", "same\nsame\n"),
+            ("a\r\nb\r\n", "a\r\nc\r\n"),
+        ];
+        for (real, pred) in cases {
+            let ours = line_diff(real, pred);
+            let want = reference(real, pred);
+            assert_eq!(ours.ops, want.ops, "{real:?} vs {pred:?}");
+            assert!(
+                (ours.ratio - want.ratio).abs() < 1e-6,
+                "{real:?} vs {pred:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn past_the_bound_the_middle_is_one_replaced_run() {
+        // Two unlike texts of 100,000 lines each between a common first and
+        // last line: Myers would walk ~10^10 cells.
+        let body = |tag: &str| -> String { (0..100_000).map(|i| format!("{tag} {i}\n")).collect() };
+        let real = format!("top\n{}bottom\n", body("real"));
+        let pred = format!("top\n{}bottom\n", body("pred"));
+        let d = line_diff(&real, &pred);
+        let run = |tag, r: (usize, usize), p: (usize, usize)| LineOp {
+            tag,
+            real_start: r.0,
+            real_end: r.1,
+            pred_start: p.0,
+            pred_end: p.1,
+        };
+        assert_eq!(
+            d.ops,
+            vec![
+                run(LineTag::Equal, (0, 1), (0, 1)),
+                run(LineTag::Replace, (1, 100_001), (1, 100_001)),
+                run(LineTag::Equal, (100_001, 100_002), (100_001, 100_002)),
+            ]
+        );
+        assert!((d.ratio - 4.0 / 200_004.0).abs() < 1e-12);
+        // A local edit of a long text stays exact: one line changed.
+        let mut edited = real.clone();
+        edited = edited.replacen("real 500\n", "edited\n", 1);
+        let d = line_diff(&real, &edited);
+        assert_eq!(d.ops.len(), 3);
+        assert_eq!(d.ops[1], run(LineTag::Replace, (501, 502), (501, 502)));
+        assert!((d.ratio - (2.0 * 100_001.0) / 200_004.0).abs() < 1e-12);
     }
 }
