@@ -262,7 +262,7 @@ for (const colorScheme of ["light", "dark"]) {
     await csvDownload.saveAs(csvPath);
     const csv = readFileSync(csvPath, "utf8");
     check(
-      csv.startsWith("run,engine,row,trajectory,turn,") && csv.includes("invents the toast after Save") && csv.trim().split("\r\n").length === 2,
+      csv.startsWith("\ufeffrun,engine,row,trajectory,turn,") && csv.includes("invents the toast after Save") && csv.trim().split("\r\n").length === 2,
       `the labelled rows' CSV carries the note (${csv.trim().split("\r\n").length - 1} row)`,
     );
 

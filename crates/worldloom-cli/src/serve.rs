@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use worldloom_api::launch;
 
 /// The workspace used when none is named.
@@ -39,8 +39,9 @@ pub struct ServeArgs {
 /// Runs `worldloom serve` until interrupted.
 ///
 /// # Errors
-/// A path that does not exist or does not import (naming file and line or
-/// field), a workspace that cannot be opened, or a port that is taken.
+/// A path that does not exist, a workspace that cannot be opened, or a port
+/// that is taken. A file that does not import is reported on stderr (naming
+/// file and line or field) and the rest is served.
 pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     let plan = launch::plan_paths(
         &args.paths,
@@ -58,11 +59,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     for w in &summary.warnings {
         eprintln!("warning: {w}");
     }
-    if let Some((first, rest)) = summary.failures.split_first() {
-        for f in rest {
-            eprintln!("error: {f}");
-        }
-        bail!("{first}");
+    // As the desktop app does: a file that does not import is reported and
+    // the rest opens.
+    for f in &summary.failures {
+        eprintln!("error: {f} (not imported; serving the rest)");
     }
     if !plan.imports.is_empty() {
         println!(

@@ -66,7 +66,7 @@ export function TopBar({
           {branches.map((b) => (
             <option key={b.id} value={b.id}>
               {b.name}
-              {b.recorded && b.name !== "recorded" ? " (recorded)" : ""} · {b.turn_count} turns
+              {b.recorded && b.name !== "recorded" ? " (recorded)" : ""} · {b.turn_count} {b.turn_count === 1 ? "turn" : "turns"}
             </option>
           ))}
         </select>

@@ -112,7 +112,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
                 checked={picked.includes(b.id)}
                 onChange={(e) => setPicked(e.target.checked ? [...picked, b.id] : picked.filter((x) => x !== b.id))}
               />{" "}
-              {b.name} · {b.turn_count} turns
+              {b.name} · {b.turn_count} {b.turn_count === 1 ? "turn" : "turns"}
             </label>
           ))}
         </fieldset>

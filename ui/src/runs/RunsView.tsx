@@ -657,8 +657,8 @@ function CompareTab({
           ))}
         </div>
         <span className="muted">
-          on {c.metric === "score" ? "the judge score" : metricLabel(c.metric)} (0–100), ties within {c.tie_margin}; {c.counts.only_a} rows only in A,{" "}
-          {c.counts.only_b} only in B
+          on {c.metric === "score" ? "the judge score" : metricLabel(c.metric)} (0–100), ties within {c.tie_margin}, a failed prediction counts 0;{" "}
+          {c.counts.only_a} rows only in A, {c.counts.only_b} only in B
         </span>
       </div>
       <div className="compare-body">

@@ -319,6 +319,24 @@ fn value_of(row: &RunRowView, metric: CompareMetric) -> Option<f64> {
     }
 }
 
+/// A pair's two values: a row whose prediction failed (status other than
+/// `ok`: no observation, empty, an engine error) and so has no value counts
+/// 0 when the other row has one, so a model that outputs nothing loses to
+/// one that predicts instead of leaving the pair unscored.
+fn paired_values(
+    a: &RunRowView,
+    b: &RunRowView,
+    metric: CompareMetric,
+) -> (Option<f64>, Option<f64>) {
+    let (av, bv) = (value_of(a, metric), value_of(b, metric));
+    let failed = |r: &RunRowView, v: Option<f64>| v.is_none() && r.status != "ok";
+    match (av, bv) {
+        (Some(_), None) if failed(b, bv) => (av, Some(0.0)),
+        (None, Some(_)) if failed(a, av) => (Some(0.0), bv),
+        _ => (av, bv),
+    }
+}
+
 /// The outcome of one pair: `a − b` beyond `margin` either way, else a tie.
 pub(crate) fn outcome(a: Option<f64>, b: Option<f64>, margin: f64) -> PairOutcome {
     match (a, b) {
@@ -381,7 +399,7 @@ pub fn compare_runs(
         if req.domain.is_some_and(|d| a.domain != d) {
             continue;
         }
-        let (av, bv) = (value_of(a, metric), value_of(b, metric));
+        let (av, bv) = paired_values(a, b, metric);
         let o = outcome(av, bv, margin);
         counts.paired += 1;
         match o {
@@ -615,12 +633,22 @@ const EXPORT_COLUMNS: [&str; 18] = [
 ];
 
 /// A CSV field, quoted when it holds a comma, a quote or a line break
-/// (RFC 4180: quotes doubled).
+/// (RFC 4180: quotes doubled). Text a spreadsheet would read as a formula
+/// (starting with `=`, `+`, `-`, `@`, a tab or a carriage return, and not a
+/// number) gets a leading `'`, so opening the file runs nothing (OWASP's
+/// advice against CSV injection).
 fn csv_field(text: &str) -> String {
+    let formula =
+        text.starts_with(['=', '+', '-', '@', '\t', '\r']) && text.parse::<f64>().is_err();
+    let text = if formula {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    };
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
-        text.to_owned()
+        text
     }
 }
 
@@ -657,6 +685,8 @@ pub(crate) fn rows_export(
 ) -> String {
     let mut out = String::new();
     if format == RowsExportFormat::Csv {
+        // A byte-order mark, so spreadsheet programs read the file as UTF-8.
+        out.push('\u{feff}');
         out.push_str(&EXPORT_COLUMNS.join(","));
         out.push_str("\r\n");
     }
@@ -756,26 +786,9 @@ pub fn export_run_rows(
 mod tests {
     use super::*;
 
-    #[test]
-    fn outcomes_use_the_tie_margin() {
-        assert_eq!(outcome(Some(80.0), Some(70.0), 0.5), PairOutcome::ABetter);
-        assert_eq!(outcome(Some(70.0), Some(80.0), 0.5), PairOutcome::BBetter);
-        assert_eq!(outcome(Some(70.2), Some(70.0), 0.5), PairOutcome::Tie);
-        assert_eq!(outcome(None, Some(70.0), 0.5), PairOutcome::Unscored);
-    }
-
-    #[test]
-    fn csv_fields_are_quoted_only_when_they_must_be() {
-        assert_eq!(csv_field("plain note"), "plain note");
-        assert_eq!(csv_field("a, b"), "\"a, b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
-        assert_eq!(csv_field(""), "");
-    }
-
-    #[test]
-    fn histograms_put_one_in_the_last_bin() {
-        let mut row = RunRowView {
+    /// A web row of text F1 1.0, the fields tests change set after.
+    fn test_row() -> RunRowView {
+        RunRowView {
             row_id: "1".into(),
             run_id: "1".into(),
             row_index: 0,
@@ -799,7 +812,55 @@ mod tests {
             latency_ms: None,
             labels: Vec::new(),
             note: None,
+        }
+    }
+
+    #[test]
+    fn outcomes_use_the_tie_margin() {
+        assert_eq!(outcome(Some(80.0), Some(70.0), 0.5), PairOutcome::ABetter);
+        assert_eq!(outcome(Some(70.0), Some(80.0), 0.5), PairOutcome::BBetter);
+        assert_eq!(outcome(Some(70.2), Some(70.0), 0.5), PairOutcome::Tie);
+        assert_eq!(outcome(None, Some(70.0), 0.5), PairOutcome::Unscored);
+    }
+
+    #[test]
+    fn a_failed_prediction_counts_zero_against_a_scored_one() {
+        let row = |status: &str, f1: Option<f64>| RunRowView {
+            status: status.into(),
+            text_f1: f1,
+            ..test_row()
         };
+        let m = CompareMetric::TextF1;
+        let got = paired_values(&row("ok", Some(0.4)), &row("no_observation", None), m);
+        assert_eq!(got, (Some(40.0), Some(0.0)));
+        assert_eq!(outcome(got.0, got.1, 0.5), PairOutcome::ABetter);
+        let got = paired_values(&row("error", None), &row("ok", Some(0.5)), m);
+        assert_eq!(got, (Some(0.0), Some(50.0)));
+        // No value on an ok row (nothing to score against): still unscored.
+        let got = paired_values(&row("ok", Some(0.4)), &row("ok", None), m);
+        assert_eq!(got, (Some(40.0), None));
+        // Both failed: nothing to compare.
+        let got = paired_values(&row("empty", None), &row("error", None), m);
+        assert_eq!(got, (None, None));
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_they_must_be() {
+        assert_eq!(csv_field("plain note"), "plain note");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(csv_field(""), "");
+        assert_eq!(csv_field("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_field("-5"), "-5");
+        assert_eq!(csv_field("+cmd|' /C calc'!A0"), "'+cmd|' /C calc'!A0");
+        assert_eq!(csv_field("a-b"), "a-b");
+    }
+
+    #[test]
+    fn histograms_put_one_in_the_last_bin() {
+        let mut row = test_row();
         let mut rows = vec![row.clone()];
         row.text_f1 = Some(0.05);
         rows.push(row.clone());
