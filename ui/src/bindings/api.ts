@@ -252,8 +252,8 @@ export type LineDiff = {
  */
 ops: Array<LineOp>, 
 /**
- * `similar`'s ratio: 2·matching lines / (real lines + predicted lines),
- * in [0, 1].
+ * 2·matching lines / (real lines + predicted lines), in [0, 1] (1 for
+ * two empty texts), as `similar`'s ratio.
  */
 ratio: number, };
 
