@@ -277,11 +277,28 @@ mod tests {
         assert_eq!(pool.outstanding(), [1, 0]);
         let quick = pool.predict(request()).expect("second");
         collect(quick, &CancelToken::new(), None, |_| {}).expect("answer");
-        // Round robin would hand the third to the held member; it has one
-        // in flight, the other none.
+        // The member's count drops when its stream's last event has gone
+        // out, which may trail the collector by a moment: wait for it, so
+        // the next choice sees one in flight on the held member, none on
+        // the other.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while pool.outstanding() != [1, 0] {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{:?}",
+                pool.outstanding()
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Round robin would hand the third to the held member; least
+        // outstanding hands it to the idle one.
         let third = pool.predict(request()).expect("third");
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        collect(third, &CancelToken::new(), Some(deadline), |_| {}).expect("answered at once");
+        assert_eq!(
+            pool.outstanding(),
+            [1, 1],
+            "the third went to the idle member"
+        );
+        collect(third, &CancelToken::new(), Some(deadline), |_| {}).expect("answered");
         release.store(true, Ordering::SeqCst);
         collect(held, &CancelToken::new(), None, |_| {}).expect("answer");
     }
