@@ -149,8 +149,11 @@ for (const colorScheme of ["light", "dark"]) {
   await page.waitForTimeout(800);
   await page.screenshot({ path: join(shots, `runs-compare-${colorScheme}.png`), fullPage: true });
 
-  // Real | A | B of the first pair, each prediction's differing lines marked.
-  await page.locator(".pair-row.outcome-a_better").first().locator("span").first().click();
+  // Real | A | B of the first pair where B predicted something (a failed
+  // prediction counts 0, so B's errors are among A's wins), each
+  // prediction's differing lines marked.
+  const predictedPair = page.locator('.pair-row.outcome-a_better[data-b-status="ok"]').first();
+  await predictedPair.locator("span").first().click();
   await page.locator(".three-panes .three-text").nth(2).waitFor();
   const panes = await page.locator(".three-panes .three-text").count();
   const changedB = await page.locator('.three-text[aria-label="B\'s prediction"] .line.changed').count();
@@ -160,7 +163,7 @@ for (const colorScheme of ["light", "dark"]) {
 
   if (colorScheme === "light") {
     // Open A's prediction of the first pair in the turn view.
-    const first = page.locator(".pair-row.outcome-a_better").first();
+    const first = predictedPair;
     const trajectory = (await first.locator("span").first().textContent()) ?? "";
     await first.getByRole("button", { name: "A", exact: true }).click();
     await page.locator(".topbar h1", { hasText: trajectory }).waitFor();

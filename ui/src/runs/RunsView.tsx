@@ -697,6 +697,7 @@ function PairLine({ pair, onOpenRow, onShow }: { pair: RunPair; onOpenRow: (row:
   return (
     <div
       className={`pair-row outcome-${pair.outcome}`}
+      data-b-status={pair.b.status}
       role="row"
       tabIndex={0}
       title="Show real | A | B"
