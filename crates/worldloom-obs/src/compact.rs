@@ -379,6 +379,25 @@ impl CompactTree {
         self.records[i].span
     }
 
+    /// Node `i`'s bounds as written (left, top, right, bottom in px) with
+    /// their anomaly flags, when it has bounds.
+    pub fn bounds(&self, i: usize) -> Option<([i64; 4], &[BoundsAnomaly])> {
+        self.records[i]
+            .bounds
+            .as_ref()
+            .map(|b| (b.edges, b.anomalies.as_slice()))
+    }
+
+    /// Whether node `i` was made by the parser (not in the source).
+    pub fn synthetic(&self, i: usize) -> bool {
+        self.records[i].synthetic
+    }
+
+    /// The value of node `i`'s attribute `name`, as [`UiNode::attr`].
+    pub fn attr(&self, i: usize, name: &str) -> Option<&str> {
+        self.attributes(i).find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+
     /// How many children node `i` has.
     pub fn child_count(&self, i: usize) -> u32 {
         self.records[i].child_count

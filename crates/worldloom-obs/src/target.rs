@@ -18,7 +18,6 @@
 //!
 //! The walk is iterative and linear in the node count.
 
-use std::borrow::Borrow;
 use std::fmt;
 
 use worldloom_core::ActionTarget;
@@ -91,17 +90,78 @@ pub fn land(tree: &UiTree, target: &ActionTarget) -> Result<NodeId, NotLanded> {
 }
 
 /// [`land`] on the compact form a large tree is kept in (same rules, same
-/// answer: each node is read back one at a time, the tree is never rebuilt).
+/// answer), read in place: no node is rebuilt.
 ///
 /// # Errors
 /// [`NotLanded`] says why none was found.
 pub fn land_compact(tree: &CompactTree, target: &ActionTarget) -> Result<NodeId, NotLanded> {
-    let nodes = (0..tree.len()).map(|i| tree.node_without_children(i));
+    let nodes = (0..tree.len()).map(|i| CompactNode { tree, i });
     land_in(tree.representation, nodes, target)
 }
 
+/// What landing reads of a node, from a [`UiTree`] or a [`CompactTree`].
+trait LandNode {
+    fn id(&self) -> NodeId;
+    fn attr(&self, name: &str) -> Option<&str>;
+    fn key(&self) -> Option<&str>;
+    fn name(&self) -> &str;
+    fn synthetic(&self) -> bool;
+    /// Left, top, right, bottom (px) and the anomaly flags.
+    fn bounds(&self) -> Option<([i64; 4], &[BoundsAnomaly])>;
+}
+
+impl LandNode for &UiNode {
+    fn id(&self) -> NodeId {
+        self.id
+    }
+    fn attr(&self, name: &str) -> Option<&str> {
+        UiNode::attr(self, name)
+    }
+    fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn synthetic(&self) -> bool {
+        self.synthetic
+    }
+    fn bounds(&self) -> Option<([i64; 4], &[BoundsAnomaly])> {
+        self.bounds_px
+            .as_ref()
+            .map(|b| ([b.left, b.top, b.right, b.bottom], b.anomalies.as_slice()))
+    }
+}
+
+/// Node `i` of a compact tree.
+struct CompactNode<'a> {
+    tree: &'a CompactTree,
+    i: usize,
+}
+
+impl LandNode for CompactNode<'_> {
+    fn id(&self) -> NodeId {
+        NodeId(self.i as u32)
+    }
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.tree.attr(self.i, name)
+    }
+    fn key(&self) -> Option<&str> {
+        self.tree.key(self.i)
+    }
+    fn name(&self) -> &str {
+        self.tree.name(self.i)
+    }
+    fn synthetic(&self) -> bool {
+        self.tree.synthetic(self.i)
+    }
+    fn bounds(&self) -> Option<([i64; 4], &[BoundsAnomaly])> {
+        self.tree.bounds(self.i)
+    }
+}
+
 /// One pass over `nodes` (pre-order) for every kind of target.
-fn land_in<N: Borrow<UiNode>>(
+fn land_in<N: LandNode>(
     representation: Representation,
     nodes: impl Iterator<Item = N>,
     target: &ActionTarget,
@@ -113,31 +173,30 @@ fn land_in<N: Borrow<UiNode>>(
     }
 }
 
-fn by_bid<N: Borrow<UiNode>>(
+fn by_bid<N: LandNode>(
     representation: Representation,
     mut nodes: impl Iterator<Item = N>,
     bid: &str,
 ) -> Result<NodeId, NotLanded> {
     nodes
         .find(|n| {
-            let n = n.borrow();
             n.attr("bid") == Some(bid)
-                || (representation == Representation::Axtree && n.key.as_deref() == Some(bid))
+                || (representation == Representation::Axtree && n.key() == Some(bid))
         })
-        .map(|n| n.borrow().id)
+        .map(|n| n.id())
         .ok_or_else(|| NotLanded::NoSuchBid(bid.to_owned()))
 }
 
 /// False for nodes the dump states are not on screen: AT-SPI
 /// `st:showing="false"` / `st:visible="false"`, Android
 /// `visible-to-user="false"`.
-fn stated_visible(n: &UiNode) -> bool {
+fn stated_visible(n: &impl LandNode) -> bool {
     !["st:showing", "st:visible", "visible-to-user"]
         .iter()
         .any(|name| n.attr(name) == Some("false"))
 }
 
-fn at_point<N: Borrow<UiNode>>(
+fn at_point<N: LandNode>(
     nodes: impl Iterator<Item = N>,
     x: f64,
     y: f64,
@@ -145,20 +204,20 @@ fn at_point<N: Borrow<UiNode>>(
     let mut any_bounds = false;
     let mut hit = None;
     for n in nodes {
-        let n = n.borrow();
-        let Some(b) = &n.bounds_px else { continue };
-        if n.synthetic
-            || b.anomalies
+        let Some(([left, top, right, bottom], anomalies)) = n.bounds() else {
+            continue;
+        };
+        if n.synthetic()
+            || anomalies
                 .iter()
                 .any(|a| matches!(a, BoundsAnomaly::Empty | BoundsAnomaly::Inverted))
-            || !stated_visible(n)
+            || !stated_visible(&n)
         {
             continue;
         }
         any_bounds = true;
-        if (b.left as f64) <= x && x < b.right as f64 && (b.top as f64) <= y && y < b.bottom as f64
-        {
-            hit = Some(n.id);
+        if (left as f64) <= x && x < right as f64 && (top as f64) <= y && y < bottom as f64 {
+            hit = Some(n.id());
         }
     }
     match hit {
@@ -169,13 +228,13 @@ fn at_point<N: Borrow<UiNode>>(
 }
 
 /// An Android node's `resource-id` (its key).
-fn resource_id(n: &UiNode) -> Option<&str> {
-    n.attr("resource-id").or(n.key.as_deref())
+fn resource_id(n: &impl LandNode) -> Option<&str> {
+    n.attr("resource-id").or(n.key())
 }
 
 /// The first node matching the strongest rule that any node matches
 /// (exact `resource-id`, then its `:id/` suffix, then text), in one pass.
-fn by_element<N: Borrow<UiNode>>(
+fn by_element<N: LandNode>(
     nodes: impl Iterator<Item = N>,
     element: &str,
 ) -> Result<NodeId, NotLanded> {
@@ -184,14 +243,14 @@ fn by_element<N: Borrow<UiNode>>(
         return Err(NotLanded::ElementIndex(element.to_owned()));
     }
     let suffix = format!(":id/{element}");
-    let rank = |n: &UiNode| -> Option<usize> {
-        if n.synthetic {
+    let rank = |n: &N| -> Option<usize> {
+        if n.synthetic() {
             None
         } else if resource_id(n) == Some(element) {
             Some(0)
         } else if resource_id(n).is_some_and(|r| r.ends_with(&suffix)) {
             Some(1)
-        } else if n.name == element
+        } else if n.name() == element
             || n.attr("text") == Some(element)
             || n.attr("content-desc") == Some(element)
         {
@@ -202,11 +261,10 @@ fn by_element<N: Borrow<UiNode>>(
     };
     let mut best: Option<(usize, NodeId)> = None;
     for n in nodes {
-        let n = n.borrow();
-        if let Some(r) = rank(n)
+        if let Some(r) = rank(&n)
             && best.is_none_or(|(b, _)| r < b)
         {
-            best = Some((r, n.id));
+            best = Some((r, n.id()));
             if r == 0 {
                 break;
             }
