@@ -38,16 +38,21 @@ npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
 step "cargo clippy (all targets, warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# One build of the dependency tree: every binary and test target in one
+# invocation, so the binaries the end-to-end runs use are the ones the tests
+# built (a separate `cargo build -p …` resolves other features and rebuilds
+# most dependencies).
+step "cargo build (every binary and test target, one feature set)"
+cargo build --workspace --bins --tests --locked
+
 step "cargo test (workspace)"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
 step "end to end: Chromium against worldloom serve"
-cargo build --locked -p worldloom-cli
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:runs
 
 step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
-cargo build --locked -p worldloom-studio
 WORLDLOOM_STUDIO_BIN="${CARGO_TARGET_DIR}/debug/worldloom-studio" node ui/e2e/desktop.mjs 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-e2e-output.txt"
 
 # One closing line for the whole run: Rust tests summed over every test binary, plus vitest and the desktop checks.
