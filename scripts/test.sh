@@ -26,14 +26,14 @@ cargo fmt --all -- --check
 
 # The front end is built before any cargo command: the desktop app
 # (src-tauri) embeds ui/dist when it compiles, clippy and tests included.
-step "front end: type check, lint, format check, unit tests, build (ui/dist is served by the server and embedded by the desktop app)"
+step "front end: type check, lint (import circles included), format check, duplicate-code budget, build (ui/dist is served by the server and embedded by the desktop app)"
 # npm packages are per checkout (WORLDLOOM_SKIP_SETUP=1 in a fresh clone has none).
 [ -d ui/node_modules ] || npm ci --prefix ui --no-audit --no-fund --loglevel=error
 npm run --prefix ui typecheck
 npm run --prefix ui lint
 npm run --prefix ui format:check
+npm run --prefix ui dup
 npm run --prefix ui build
-npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
 
 step "cargo clippy (all targets, warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -47,6 +47,10 @@ cargo build --workspace --bins --tests --locked
 
 step "cargo test (workspace)"
 cargo test --workspace --locked 2>&1 | tee "$log"
+
+# The front end's unit tests run against the real server (the binary just built).
+step "front end: unit tests against worldloom serve"
+WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"
 
 step "end to end: Chromium against worldloom serve"
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
