@@ -31,6 +31,14 @@ function cspMeta(): Plugin {
   };
 }
 
+/**
+ * The dev server (`npm run dev`) talks to a running `worldloom serve`: start
+ * one (`worldloom serve --port 7878 …`, or set `WORLDLOOM_API` to its origin),
+ * open the dev page with the `?token=…` it printed, and `/api` is proxied to
+ * it, its `Origin` rewritten to the server's own (the server refuses others).
+ */
+const API_ORIGIN = process.env.WORLDLOOM_API ?? "http://127.0.0.1:7878";
+
 export default defineConfig({
   base: "./",
   plugins: [react(), cspMeta()],
@@ -42,10 +50,23 @@ export default defineConfig({
   server: {
     port: 5173,
     strictPort: false,
+    proxy: {
+      "/api": {
+        target: API_ORIGIN,
+        changeOrigin: true,
+        configure: (proxy) => proxy.on("proxyReq", (req) => req.setHeader("origin", API_ORIGIN)),
+      },
+    },
   },
   test: {
     environment: "jsdom",
     include: ["src/**/*.test.{ts,tsx}"],
     setupFiles: ["src/testSetup.ts"],
+    // The real `worldloom serve` answers the tests ($WORLDLOOM_BIN, see src/testing/);
+    // a test that drives the app through several commands on a busy two-core
+    // machine takes seconds, not milliseconds.
+    globalSetup: ["src/testing/globalSetup.ts"],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
   },
 });

@@ -111,9 +111,9 @@ async function until(fn, timeoutMs = 10_000, everyMs = 100) {
 /**
  * Runs the laboratory checks.
  * @param {{ page: import("playwright-core").Page, check: (ok: boolean, what: string) => void, shots: string,
- *   mock: boolean, appUrl: string, repo: string, openTrajectory: (domain: string, hints: string[]) => Promise<boolean> }} ctx
+ *   appUrl: string, repo: string, openTrajectory: (domain: string, hints: string[]) => Promise<boolean> }} ctx
  */
-export async function runLab({ page, check, shots, mock, appUrl, repo, openTrajectory }) {
+export async function runLab({ page, check, shots, appUrl, repo, openTrajectory }) {
   const predicted = page.getByRole("region", { name: "Predicted observation" });
   const stepStatus = page.getByLabel("Step status");
   const turnText = () => page.getByLabel("Current turn").innerText();
@@ -287,7 +287,7 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   await author.getByRole("button", { name: "Validate" }).click();
   const problems = await until(async () => ((await author.getByLabel("Problems").count()) ? author.getByLabel("Problems").innerText() : null), 5000);
   check(
-    !!problems && (mock ? /error/ : /line 4, column 1/).test(problems),
+    !!problems && /line 4, column 1/.test(problems),
     `lab: validate_observation reports a broken observation with its line and column (${(problems ?? "").replace(/\s+/g, " ").slice(0, 120)})`,
   );
   // Back to HTML: highlighted, validated, saved.
@@ -434,40 +434,38 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   const summary = await exp.getByLabel("Export preview").locator("p").first().innerText();
   const total = Number(/(\d+) rows/.exec(summary)?.[1] ?? "0");
   check(total >= 4, `lab: the export counts its rows (${summary})`);
-  if (!mock) {
-    const out = join(mkdtempSync(join(tmpdir(), "worldloom-e2e-export-")), "curriculum.jsonl");
-    await exp.getByLabel("Output path").fill(out);
-    await exp.getByRole("button", { name: "Write file" }).click();
-    await until(async () => existsSync(out), 10_000);
-    const lines = existsSync(out)
-      ? readFileSync(out, "utf8")
-          .split("\n")
-          .filter((l) => l !== "")
-      : [];
-    let row = null;
-    try {
-      row = JSON.parse(lines[0] ?? "");
-    } catch {
-      // reported below
-    }
-    const shownPrefix = firstRow.replace(/…$/, "");
-    check(
-      lines.length === total && (lines[0] ?? "").startsWith(shownPrefix),
-      `lab: the written file has the previewed rows (${lines.length} lines, ${total} expected, first line as previewed: ${(lines[0] ?? "").startsWith(shownPrefix)})`,
-    );
-    check(
-      !!row && Array.isArray(row.prompt) && Array.isArray(row.response) && typeof row.turn_idx === "number",
-      `lab: a written row has AgentWorldBench fields (${Object.keys(row ?? {}).join(", ")})`,
-    );
-    await exp.getByRole("button", { name: "Write file" }).click();
-    await page.waitForTimeout(500);
-    const again = existsSync(out)
-      ? readFileSync(out, "utf8")
-          .split("\n")
-          .filter((l) => l !== "")
-      : [];
-    check(again.join("\n") === lines.join("\n"), "lab: writing again gives the same bytes (deterministic)");
+  const out = join(mkdtempSync(join(tmpdir(), "worldloom-e2e-export-")), "curriculum.jsonl");
+  await exp.getByLabel("Output path").fill(out);
+  await exp.getByRole("button", { name: "Write file" }).click();
+  await until(async () => existsSync(out), 10_000);
+  const lines = existsSync(out)
+    ? readFileSync(out, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+    : [];
+  let row = null;
+  try {
+    row = JSON.parse(lines[0] ?? "");
+  } catch {
+    // reported below
   }
+  const shownPrefix = firstRow.replace(/…$/, "");
+  check(
+    lines.length === total && (lines[0] ?? "").startsWith(shownPrefix),
+    `lab: the written file has the previewed rows (${lines.length} lines, ${total} expected, first line as previewed: ${(lines[0] ?? "").startsWith(shownPrefix)})`,
+  );
+  check(
+    !!row && Array.isArray(row.prompt) && Array.isArray(row.response) && typeof row.turn_idx === "number",
+    `lab: a written row has AgentWorldBench fields (${Object.keys(row ?? {}).join(", ")})`,
+  );
+  await exp.getByRole("button", { name: "Write file" }).click();
+  await page.waitForTimeout(500);
+  const again = existsSync(out)
+    ? readFileSync(out, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+    : [];
+  check(again.join("\n") === lines.join("\n"), "lab: writing again gives the same bytes (deterministic)");
   await shot("lab-export.png");
   await exp.getByRole("button", { name: "Close" }).last().click();
 
@@ -478,7 +476,7 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     await page.goto("about:blank");
     await page.goto(`${appUrl}${hash}`);
   };
-  if (!mock) await reopen();
+  await reopen();
   await predicted.waitFor({ timeout: 20_000 });
   await page.waitForTimeout(1200);
   const branchesNow = await page.getByLabel("Branch", { exact: true }).locator("option").allInnerTexts();
@@ -497,31 +495,26 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   check((await predicted.locator(".pane-head .kind-badge.kind-authored").count()) === 1, "lab: after a reload the authored observation is there");
 
   // ---- import in the browser: files and a folder, uploaded with their relative paths ----
-  if (!mock) {
-    await page.getByRole("button", { name: "Import…" }).click();
-    const imp = page.getByRole("dialog", { name: "Import" });
-    await imp.waitFor({ timeout: 5000 });
-    await imp.getByLabel("Choose a folder").setInputFiles(join(repo, "samples", "os", "pluma_edit-menu_trajectory"));
-    const folderResult = await until(
-      async () => ((await imp.getByLabel("Import result").count()) ? imp.getByLabel("Import result").innerText() : null),
-      20_000,
-    );
-    check(
-      !!folderResult && /pluma/i.test(folderResult) && !/failed/.test(folderResult.split("\n")[0]),
-      `lab: a folder picked in the browser imports (${(folderResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`,
-    );
-    await imp.getByLabel("Choose files").setInputFiles([join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json")]);
-    const fileResult = await until(async () => {
-      const t =
-        (await imp
-          .getByLabel("Import result")
-          .innerText()
-          .catch(() => "")) || "";
-      return /larkmail/i.test(t) ? t : null;
-    }, 20_000);
-    check(!!fileResult, `lab: files picked in the browser import (${(fileResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`);
-    await imp.getByRole("button", { name: "Close" }).click();
-  }
+  await page.getByRole("button", { name: "Import…" }).click();
+  const imp = page.getByRole("dialog", { name: "Import" });
+  await imp.waitFor({ timeout: 5000 });
+  await imp.getByLabel("Choose a folder").setInputFiles(join(repo, "samples", "os", "pluma_edit-menu_trajectory"));
+  const folderResult = await until(async () => ((await imp.getByLabel("Import result").count()) ? imp.getByLabel("Import result").innerText() : null), 20_000);
+  check(
+    !!folderResult && /pluma/i.test(folderResult) && !/failed/.test(folderResult.split("\n")[0]),
+    `lab: a folder picked in the browser imports (${(folderResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`,
+  );
+  await imp.getByLabel("Choose files").setInputFiles([join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json")]);
+  const fileResult = await until(async () => {
+    const t =
+      (await imp
+        .getByLabel("Import result")
+        .innerText()
+        .catch(() => "")) || "";
+    return /larkmail/i.test(t) ? t : null;
+  }, 20_000);
+  check(!!fileResult, `lab: files picked in the browser import (${(fileResult ?? "").replace(/\s+/g, " ").slice(0, 140)})`);
+  await imp.getByRole("button", { name: "Close" }).click();
 
   // ---- Stop cancels a slow stream ----
   const slow = await startSlowEndpoint();
@@ -537,14 +530,13 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     await goTurn(3);
     const predsBefore = (await predictionOptions()).length;
     await page.getByRole("button", { name: "Step", exact: true }).click();
-    // The mock back end streams the previous observation slowly instead of calling the endpoint.
     const streaming = await until(
       async () => {
         const t = await predicted
           .getByLabel("Streaming observation")
           .innerText()
           .catch(() => "");
-        return (mock ? t.replace(/…/g, "").trim().length > 20 : t.includes("slow line 1")) ? t : null;
+        return t.includes("slow line 1") ? t : null;
       },
       20_000,
       100,
@@ -554,36 +546,29 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       .getByRole("region", { name: "Reasoning" })
       .innerText()
       .catch(() => "");
-    check(
-      mock ? reasoningShown.length > 20 : /probably/.test(reasoningShown),
-      `lab: the reasoning streams into its panel (${reasoningShown.replace(/\s+/g, " ").slice(0, 60)})`,
-    );
+    check(/probably/.test(reasoningShown), `lab: the reasoning streams into its panel (${reasoningShown.replace(/\s+/g, " ").slice(0, 60)})`);
     await shot("lab-streaming.png");
     const stopAt = Date.now();
     await page.getByRole("button", { name: "Stop", exact: true }).click();
     const stopped = await until(async () => (await stepStatus.innerText()).includes("stopped"), 5000, 50);
     const uiMs = Date.now() - stopAt;
     check(!!stopped && uiMs < 1500, `lab: Stop ends the step at once in the UI (${uiMs} ms)`);
-    if (!mock) {
-      await until(() => slow.streams.at(-1)?.closed_ms, 3000, 50);
-      const s = slow.streams.at(-1);
-      const serverMs = s?.closed_ms ? s.closed_ms - stopAt : null;
-      check(
-        serverMs !== null && serverMs < 1500,
-        `lab: the endpoint sees its stream closed soon after Stop (${serverMs} ms after, ${s?.chunks ?? 0} chunks sent)`,
-      );
-    }
+    await until(() => slow.streams.at(-1)?.closed_ms, 3000, 50);
+    const s = slow.streams.at(-1);
+    const serverMs = s?.closed_ms ? s.closed_ms - stopAt : null;
+    check(
+      serverMs !== null && serverMs < 1500,
+      `lab: the endpoint sees its stream closed soon after Stop (${serverMs} ms after, ${s?.chunks ?? 0} chunks sent)`,
+    );
     await page.waitForTimeout(800);
     const chunksAtStop = slow.streams.at(-1)?.chunks ?? 0;
     await page.waitForTimeout(900);
     check((slow.streams.at(-1)?.chunks ?? 0) === chunksAtStop, "lab: no more chunks are read after Stop");
     const predsShown = (await predictionOptions()).length;
-    // The mock back end forgets everything on a reload; the server keeps it.
-    if (!mock) {
-      await reopen();
-      await predicted.waitFor({ timeout: 20_000 });
-      await page.waitForTimeout(1000);
-    }
+    // The server keeps it all across a reload.
+    await reopen();
+    await predicted.waitFor({ timeout: 20_000 });
+    await page.waitForTimeout(1000);
     const predsAfter = (await predictionOptions()).length;
     check(
       predsShown === predsBefore && predsAfter === predsBefore,
@@ -609,16 +594,10 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
     }, 5000);
     const unsure = await predicted.locator(".shaded .unc-4").allInnerTexts();
     const sure = await predicted.locator(".shaded .unc-0").allInnerTexts();
-    if (mock) {
-      // The mock back end's tokens carry made-up probabilities: shades of several levels.
-      const levels = await predicted.locator(".shaded .unc").evaluateAll((els) => new Set(els.map((e) => e.className)).size);
-      check(!!shaded && levels >= 3, `lab: shading by probability uses several levels (${levels})`);
-    } else {
-      check(
-        !!shaded && unsure.join("").includes("unsure line 1") && !unsure.join("").includes("slow line 0") && sure.join("").includes("slow line 0"),
-        `lab: shading by probability marks the unsure tokens darkest (${unsure.length} darkest runs, ${sure.length} lightest)`,
-      );
-    }
+    check(
+      !!shaded && unsure.join("").includes("unsure line 1") && !unsure.join("").includes("slow line 0") && sure.join("").includes("slow line 0"),
+      `lab: shading by probability marks the unsure tokens darkest (${unsure.length} darkest runs, ${sure.length} lightest)`,
+    );
     check((await predicted.getByLabel("Uncertainty legend (probability)").count()) === 1, "lab: the shading has a legend");
     await shot("lab-uncertainty.png");
     await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("entropy");
@@ -626,7 +605,7 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
       .getByRole("note")
       .innerText()
       .catch(() => "");
-    if (!mock) check(/No token entropies/.test(noEntropy), `lab: entropy shading says when the engine gave no entropies (${noEntropy})`);
+    check(/No token entropies/.test(noEntropy), `lab: entropy shading says when the engine gave no entropies (${noEntropy})`);
     await predicted.getByRole("combobox", { name: "Uncertainty" }).selectOption("off");
   } finally {
     slow.server.closeAllConnections?.();
@@ -634,49 +613,47 @@ export async function runLab({ page, check, shots, mock, appUrl, repo, openTraje
   }
 
   // ---- the tiny real checkpoint as a local engine ----
-  if (!mock) {
-    const modelDir = resolve(repo, "assets", "tiny-world-model");
-    let inspected = "";
-    const set = await setEngine(async (d) => {
-      await d.getByRole("radio", { name: "Local model directory" }).check();
-      await d.getByLabel("Model directory", { exact: true }).fill(modelDir);
-      await d.getByRole("button", { name: "Inspect" }).click();
-      inspected =
-        (await until(
-          async () => ((await d.getByLabel("Model directory details").count()) ? d.getByLabel("Model directory details").innerText() : null),
-          20_000,
-        )) ?? "";
-      await d.getByLabel("Device").selectOption("cpu");
-      await d.getByLabel("Dtype").selectOption("f32");
-      await d.getByLabel("Max new tokens").fill("24");
-      await d.getByLabel("Temperature").fill("0");
-      await page.screenshot({ path: join(shots, "lab-engine-local.png") });
-    });
+  const modelDir = resolve(repo, "assets", "tiny-world-model");
+  let inspected = "";
+  const set = await setEngine(async (d) => {
+    await d.getByRole("radio", { name: "Local model directory" }).check();
+    await d.getByLabel("Model directory", { exact: true }).fill(modelDir);
+    await d.getByRole("button", { name: "Inspect" }).click();
+    inspected =
+      (await until(
+        async () => ((await d.getByLabel("Model directory details").count()) ? d.getByLabel("Model directory details").innerText() : null),
+        20_000,
+      )) ?? "";
+    await d.getByLabel("Device").selectOption("cpu");
+    await d.getByLabel("Dtype").selectOption("f32");
+    await d.getByLabel("Max new tokens").fill("24");
+    await d.getByLabel("Temperature").fill("0");
+    await page.screenshot({ path: join(shots, "lab-engine-local.png") });
+  });
+  check(
+    /architecture/.test(inspected) && /f32: /.test(inspected) && /parameters/.test(inspected),
+    `lab: inspect_model_dir shows architecture, parameters and memory per dtype before loading (${inspected.replace(/\s+/g, " ").slice(0, 140)})`,
+  );
+  check(set.ok, `lab: the tiny checkpoint loads as a local engine on cpu, f32 ${set.error ?? ""}`);
+  if (set.ok) {
+    await openTrajectory("web", ["larkmail", "harbor"]);
+    await goTurn(1);
+    const before = (await predictionOptions()).length;
+    const status = await stepAndWait(180_000);
+    // A tiny random checkpoint writes no <predicted_observation>: the step still runs, is measured and stored as such.
+    const generated = Number(/(\d+) generated/.exec(status)?.[1] ?? "0");
     check(
-      /architecture/.test(inspected) && /f32: /.test(inspected) && /parameters/.test(inspected),
-      `lab: inspect_model_dir shows architecture, parameters and memory per dtype before loading (${inspected.replace(/\s+/g, " ").slice(0, 140)})`,
+      /[1-9][\d.]* tokens\/s/.test(status) && generated > 0 && /\d+ of \d+ prompt tokens re-read/.test(status),
+      `lab: the local engine generates and reports its figures (${status})`,
     );
-    check(set.ok, `lab: the tiny checkpoint loads as a local engine on cpu, f32 ${set.error ?? ""}`);
-    if (set.ok) {
-      await openTrajectory("web", ["larkmail", "harbor"]);
-      await goTurn(1);
-      const before = (await predictionOptions()).length;
-      const status = await stepAndWait(180_000);
-      // A tiny random checkpoint writes no <predicted_observation>: the step still runs, is measured and stored as such.
-      const generated = Number(/(\d+) generated/.exec(status)?.[1] ?? "0");
-      check(
-        /[1-9][\d.]* tokens\/s/.test(status) && generated > 0 && /\d+ of \d+ prompt tokens re-read/.test(status),
-        `lab: the local engine generates and reports its figures (${status})`,
-      );
-      const after = await until(async () => {
-        const n = (await predictionOptions()).length;
-        return n > before ? n : null;
-      }, 5000);
-      check(!!after, `lab: the local engine's prediction is stored with its status (${before} → ${after})`);
-      await shot("lab-step-local.png");
-    }
-    await useCopy();
+    const after = await until(async () => {
+      const n = (await predictionOptions()).length;
+      return n > before ? n : null;
+    }, 5000);
+    check(!!after, `lab: the local engine's prediction is stored with its status (${before} → ${after})`);
+    await shot("lab-step-local.png");
   }
+  await useCopy();
 
   // ---- the branch tree in the dark theme ----
   await openTrajectory("web", ["larkmail", "harbor"]);

@@ -4,8 +4,6 @@
 //   npm run e2e              against `worldloom serve --port 0` on samples/ plus
 //                            the dev fixtures written as native files (the binary is
 //                            $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom)
-//   npm run e2e -- --mock    against the Vite dev server with the dev-only mock
-//                            back end (no Rust build needed)
 //   WL_E2E_URL=http://127.0.0.1:PORT/?token=… npm run e2e
 //                            against a server that is already running
 //
@@ -36,7 +34,6 @@ const uiDir = resolve(here, "..");
 const repo = resolve(uiDir, "..");
 const shots = join(here, "screenshots");
 mkdirSync(shots, { recursive: true });
-const mock = process.argv.includes("--mock") || process.env.WL_E2E_MOCK === "1";
 /** `--lab-only`: skip the viewing checks, run only the laboratory (e2e/lab.mjs). */
 const labOnly = process.argv.includes("--lab-only");
 /** The port the hostile fixtures point at (see src/mocks/fixtures/web-hostile.json). */
@@ -86,19 +83,12 @@ function startAndWait(cmd, args, pattern, options = {}) {
 
 async function startApp() {
   if (process.env.WL_E2E_URL) return process.env.WL_E2E_URL; // a server someone else started
-  if (mock) {
-    const url = await startAndWait("npx", ["vite", "--port", "5199", "--host", "127.0.0.1"], /http:\/\/127\.0\.0\.1:\d+\//, {
-      cwd: uiDir,
-      env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
-    });
-    return `${url}?mock`;
-  }
   const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? "/root/.cache/worldloom-target", "debug", "worldloom");
   if (!existsSync(bin)) {
-    console.error(`worldloom binary not found at ${bin}: build it (cargo build -p worldloom-cli) or set WORLDLOOM_BIN; or run with --mock`);
+    console.error(`worldloom binary not found at ${bin}: build it (cargo build -p worldloom-cli) or set WORLDLOOM_BIN`);
     process.exit(2);
   }
-  // The samples, plus the mock's fixtures as native files (the hostile page, a
+  // The samples, plus the dev fixtures as native files (the hostile page, a
   // text domain, a 20,000-node tree, stand-ins should a sample not import),
   // in a fresh workspace, serving this checkout's build.
   const fixtures = writeNativeFixtures(join(uiDir, "src", "mocks", "fixtures"));
@@ -157,7 +147,7 @@ function startTrap() {
 const trap = await startTrap();
 const appUrl = await startApp();
 const appOrigin = new URL(appUrl).origin;
-console.log(`app at ${appOrigin} (${mock ? "mock back end" : "worldloom serve"})`);
+console.log(`app at ${appOrigin} (worldloom serve)`);
 
 const { context, close } = await launch({ width: 1600, height: 900 });
 const foreignRequests = [];
@@ -194,13 +184,11 @@ const real = page.getByRole("region", { name: "Real observation" });
 const predicted = page.getByRole("region", { name: "Predicted observation" });
 await real.waitFor({ timeout: 20_000 });
 check(!(await page.url()).includes("token="), "the token is removed from the address bar");
-if (!mock) {
-  await page
-    .getByLabel("Live updates")
-    .waitFor({ timeout: 10_000 })
-    .catch(() => {});
-  check((await page.getByLabel("Live updates").count()) === 1, "the server's event stream is connected (hello received)");
-}
+await page
+  .getByLabel("Live updates")
+  .waitFor({ timeout: 10_000 })
+  .catch(() => {});
+check((await page.getByLabel("Live updates").count()) === 1, "the server's event stream is connected (hello received)");
 
 const turnText = () => page.getByLabel("Current turn").innerText();
 const opened = [];
@@ -381,7 +369,7 @@ if (!labOnly) {
     await landingOnScreen("android", "Device + tree");
   } else check(false, "an android trajectory is listed");
 
-  // ---- text domain (mock fixtures include one; samples may not) ----
+  // ---- text domain (the fixtures include one; samples may not) ----
   if (await openTrajectory("terminal", ["build"])) {
     await page.keyboard.press("End");
     await page.waitForTimeout(400);
@@ -448,7 +436,7 @@ if (!labOnly) {
 // ---- the laboratory: stepping, branching, authoring, export (e2e/lab.mjs) ----
 const labStarted = Date.now();
 try {
-  await runLab({ page, check, shots, mock, appUrl, repo, openTrajectory });
+  await runLab({ page, check, shots, appUrl, repo, openTrajectory });
 } catch (e) {
   check(false, `lab: stopped by an error: ${String(e?.message ?? e).split("\n")[0]}`);
   await page.screenshot({ path: join(shots, "lab-error.png") }).catch(() => {});

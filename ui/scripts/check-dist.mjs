@@ -1,6 +1,6 @@
-// Checks the production build after `vite build`: the dev-only mock back end
-// and its fixtures are not in it, and the page carries its content security
-// policy. Exits non-zero (failing `npm run build`) otherwise.
+// Checks the production build after `vite build`: no test code and none of
+// the test fixtures' texts are in it, and the page carries its content
+// security policy. Exits non-zero (failing `npm run build`) otherwise.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 
@@ -14,14 +14,14 @@ const files = [];
   }
 })(dist);
 
-// Strings that exist only in src/mocks/.
-const MOCK_MARKERS = ["MockBackend", "harbor-books", "web-large-tree", "Lantern Weather"];
+// Strings that exist only in the tests' data (src/mocks/) and helpers (src/testing/).
+const TEST_MARKERS = ["worldloom-vitest", "harbor-books", "web-large-tree", "Lantern Weather"];
 let bad = 0;
 for (const f of files) {
   const text = readFileSync(f, "utf8");
-  for (const m of MOCK_MARKERS) {
+  for (const m of TEST_MARKERS) {
     if (text.includes(m)) {
-      console.error(`check-dist: ${f} contains "${m}": the dev-only mock leaked into the production build`);
+      console.error(`check-dist: ${f} contains "${m}": test code or data leaked into the production build`);
       bad += 1;
     }
   }
@@ -32,4 +32,4 @@ if (!/<meta http-equiv="Content-Security-Policy" content="default-src 'self'/.te
   bad += 1;
 }
 if (bad) process.exit(1);
-console.log(`check-dist: ${files.length} files, no mock code, CSP present`);
+console.log(`check-dist: ${files.length} files, no test code or data, CSP present`);

@@ -1,17 +1,22 @@
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { App } from "./App";
-import { FIXTURES, MockBackend } from "./mocks/mockBackend";
+import { startServer, type TestServer } from "./testing/server";
 
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(() => server.stop());
 afterEach(() => {
   cleanup();
   window.location.hash = "";
 });
 
-describe("App on the mock back end", () => {
+describe("App on worldloom serve", () => {
   it("shows both panes, moves between turns with the keyboard and switches views", async () => {
-    window.location.hash = "#t=web-harbor-books&turn=0";
-    render(<App backend={new MockBackend(FIXTURES)} />);
+    window.location.hash = `#t=${await server.trajectoryId("web-harbor-books")}&turn=0`;
+    render(<App backend={server.backend} />);
     const real = await screen.findByRole("region", { name: "Real observation" });
     const predicted = screen.getByRole("region", { name: "Predicted observation" });
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 1 / 3"));

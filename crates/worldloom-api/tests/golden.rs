@@ -1,6 +1,7 @@
-//! Golden API responses for the front end's mock back end and its tests
-//! (`ui/src/mocks/golden/`), so that nothing in TypeScript re-implements the
-//! observation parsers, the tree diff or the fidelity metrics.
+//! Golden API responses for the front end's tests that need a fixed reply
+//! as input (`ui/src/mocks/golden/`; the others run against `worldloom
+//! serve`), so that nothing in TypeScript re-implements the observation
+//! parsers, the tree diff or the fidelity metrics.
 //!
 //! - `<fixture id>.json`: each dev fixture (`ui/src/mocks/fixtures/*.json`)
 //!   imported as a native trajectory and read through the commands:

@@ -19,6 +19,10 @@ use worldloom_api::launch;
 /// The workspace used when none is named.
 const DEFAULT_WORKSPACE: &str = "studio.worldloom";
 
+/// Set to `memory` to keep endpoint API keys in memory instead of the OS
+/// keyring (the UI's tests; a machine without a keyring).
+pub const KEY_STORE_ENV: &str = "WORLDLOOM_KEY_STORE";
+
 /// Arguments of `worldloom serve`.
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -50,6 +54,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     )?;
     let new = !plan.workspace.exists();
     let studio = launch::open_workspace(&plan.workspace)?;
+    // The UI's tests serve with `WORLDLOOM_KEY_STORE=memory`: endpoint keys
+    // then live in memory for the server's life, the OS keyring untouched.
+    if std::env::var_os(KEY_STORE_ENV).is_some_and(|v| v == "memory") {
+        studio.set_key_store(Arc::new(worldloom_api::keys::MemoryKeyStore::default()));
+    }
     println!(
         "workspace: {}{}",
         plan.workspace.display(),

@@ -14,7 +14,7 @@ import { Pane } from "../components/Pane";
 import { KindBadge } from "../lab/Kinds";
 import { ShadedText, UncertaintyLegend } from "../lab/ShadedText";
 import { StepBar, type StepStream } from "../lab/StepBar";
-import { sideBySideFromOps, sideBySideLines } from "../model/lineDiff";
+import { sideBySide } from "../model/lineDiff";
 import { hasUncertainty, type UncertaintyMode } from "../model/tokens";
 import { pickTab, tabsFor, type ViewTab } from "../views/tabs";
 
@@ -63,11 +63,9 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
   const view = active ? views[active.view_index] : undefined;
   const needsLines = active && ["html-source", "ax-source", "source", "text"].includes(active.kind);
   const lines = useMemo(() => {
-    if (!needsLines || !view) return null;
-    const real = view.real?.text ?? "";
-    const predicted = view.predicted?.text ?? "";
-    // Prefer the back end's line diff, so the view and the line-ratio metric agree.
-    return view.line_diff ? sideBySideFromOps(real, predicted, view.line_diff.ops) : sideBySideLines(real, predicted);
+    // The API's line diff (sent when both sides exist), so the view and the line-ratio metric agree.
+    if (!needsLines || !view?.line_diff) return null;
+    return sideBySide(view.real?.text ?? "", view.predicted?.text ?? "", view.line_diff);
   }, [needsLines, view]);
   const viewIndex = active?.view_index ?? null;
   const turnRef = useMemo(

@@ -7,12 +7,23 @@
  */
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
 
+/** Options of one {@link Backend.call}. */
+export interface CallOptions {
+  /**
+   * Aborts the call when the reply is no longer wanted (a superseded query:
+   * the query layer passes its own); the call then rejects with a
+   * `BackendError` of code `aborted`. Over HTTP the request is cancelled; the
+   * desktop IPC cannot cancel a command, so its reply is dropped.
+   */
+  signal?: AbortSignal;
+}
+
 /** The back end as the UI sees it. */
 export interface Backend {
-  /** Transport name, shown in the status bar (`http`, `tauri`, `mock`). */
+  /** Transport name, shown in the status bar (`http`, `tauri`). */
   readonly kind: string;
   /** Runs one API command. Rejects with `BackendError` (`error.ts`). */
-  call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>>;
+  call<C extends CommandName>(command: C, request: RequestOf<C>, options?: CallOptions): Promise<ResponseOf<C>>;
   /** Subscribes to back-end events; returns the unsubscribe function. */
   subscribe(listener: (event: StudioEvent) => void): () => void;
   /**

@@ -11,18 +11,15 @@ export function isTauri(): boolean {
 }
 
 /**
- * Picks the transport at start-up: Tauri IPC inside the desktop app; the mock
- * back end in the dev server when the URL has `?mock` (never in a production
- * build: the branch is removed there); HTTP otherwise.
+ * Picks the transport at start-up: Tauri IPC inside the desktop app; HTTP
+ * otherwise (`worldloom serve`; in the Vite dev server, the page is opened
+ * with a running server's `?token=…` and `/api` is proxied to it, see
+ * `vite.config.ts`).
  */
 export async function createBackend(): Promise<Backend> {
   if (isTauri()) {
     const { TauriBackend } = await import("./tauri");
     return new TauriBackend();
-  }
-  if (import.meta.env.DEV && new URLSearchParams(window.location.search).has("mock")) {
-    const { MockBackend } = await import("../mocks/mockBackend");
-    return new MockBackend();
   }
   const { HttpBackend, takeTokenFromLocation } = await import("./http");
   return new HttpBackend(window.location.origin, takeTokenFromLocation(window));

@@ -23,3 +23,8 @@ export function errorFromBody(body: unknown, fallbackCode: string, fallbackMessa
   }
   return new BackendError(fallbackCode, fallbackMessage);
 }
+
+/** The error of a call aborted by its signal (`CallOptions.signal`): code `aborted`. */
+export function abortedError(command: string): BackendError {
+  return new BackendError("aborted", `${command}: aborted (the reply is no longer wanted)`);
+}

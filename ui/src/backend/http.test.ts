@@ -67,3 +67,28 @@ describe("parseSseChunk", () => {
     expect(rest).toBe('data: {"par');
   });
 });
+
+describe("HttpBackend.call with an abort signal", () => {
+  it("cancels the request when the signal aborts and rejects with `aborted`", async () => {
+    const { createServer } = await import("node:http");
+    let closed = false;
+    // A server that never answers: only the abort can end the call.
+    const server = createServer((req) => req.on("close", () => (closed = true)));
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as { port: number };
+    try {
+      const b = new HttpBackend(`http://127.0.0.1:${port}`, "tok");
+      const abort = new AbortController();
+      const call = b.call("list_trajectories", ALL, { signal: abort.signal });
+      await new Promise((r) => setTimeout(r, 100));
+      abort.abort();
+      await expect(call).rejects.toMatchObject({ code: "aborted" });
+      await vi.waitFor(() => expect(closed).toBe(true));
+      // An already aborted signal sends nothing.
+      await expect(b.call("list_trajectories", ALL, { signal: abort.signal })).rejects.toMatchObject({ code: "aborted" });
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});

@@ -6,8 +6,8 @@
  * travels in the header rather than in a URL.
  */
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
-import type { Backend } from "./backend";
-import { BackendError, errorFromBody } from "./error";
+import type { Backend, CallOptions } from "./backend";
+import { BackendError, abortedError, errorFromBody } from "./error";
 
 /** Where the access token is kept for this tab (`sessionStorage`: it survives reloads, not the tab). */
 export const TOKEN_STORAGE_KEY = "worldloom.token";
@@ -74,18 +74,23 @@ export class HttpBackend implements Backend {
     return h;
   }
 
-  async call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>> {
+  async call<C extends CommandName>(command: C, request: RequestOf<C>, options: CallOptions = {}): Promise<ResponseOf<C>> {
+    const { signal } = options;
+    if (signal?.aborted) throw abortedError(command);
     let response: Response;
+    let text: string;
     try {
       response = await this.fetchImpl(`${this.origin}/api/${command}`, {
         method: "POST",
         headers: this.headers(),
         body: JSON.stringify(request ?? {}),
+        signal,
       });
+      text = await response.text();
     } catch (e) {
+      if (signal?.aborted) throw abortedError(command);
       throw new BackendError("transport", `cannot reach the server for ${command}: ${String(e)}`);
     }
-    const text = await response.text();
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : null;

@@ -20,8 +20,8 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { listen, type UnlistenFn } from "@tauri-apps/api/event";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
-import type { Backend } from "./backend";
-import { errorFromBody } from "./error";
+import type { Backend, CallOptions } from "./backend";
+import { BackendError, abortedError, errorFromBody } from "./error";
 
 /** The event the shell sends menu actions under (`src-tauri/src/shell.rs`, `MENU_EVENT`). */
 export const MENU_EVENT = "worldloom://menu";
@@ -81,12 +81,23 @@ export class TauriBackend implements Backend {
     lateUnlisten(listen<string>(MENU_EVENT, (event) => replayMenuAction(event.payload)));
   }
 
-  async call<C extends CommandName>(command: C, request: RequestOf<C>): Promise<ResponseOf<C>> {
+  async call<C extends CommandName>(command: C, request: RequestOf<C>, options: CallOptions = {}): Promise<ResponseOf<C>> {
+    const { signal } = options;
+    if (signal?.aborted) throw abortedError(command);
+    // The IPC cannot cancel a command: an aborted call settles at once and its reply is dropped.
+    let onAbort = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(abortedError(command));
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
     try {
-      return await invoke<ResponseOf<C>>("api", { command, request: request ?? {} });
+      return await Promise.race([invoke<ResponseOf<C>>("api", { command, request: request ?? {} }), aborted]);
     } catch (e) {
+      if (e instanceof BackendError) throw e;
       // The shell rejects with `{error: {code, message}}`; Tauri itself with a string.
       throw errorFromBody(typeof e === "string" ? { error: { code: "ipc", message: e } } : e, "ipc", `${command} failed: ${String(e)}`);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 

@@ -2,7 +2,7 @@ import { cleanup, fireEvent, render } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ComparedView, SideWarning } from "../api/types";
 import type { ViewTab } from "../views/tabs";
-import { treeBackend } from "../mocks/treeBackend";
+import { noBackend } from "../testing/server";
 import { Pane } from "./Pane";
 
 afterEach(cleanup);
@@ -32,7 +32,7 @@ function pane(side: "real" | "predicted") {
       onTab={() => {}}
       view={view}
       lines={null}
-      backend={treeBackend({})}
+      backend={noBackend}
       turnRef={null}
     />,
   );

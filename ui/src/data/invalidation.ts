@@ -4,7 +4,7 @@
  * the list (its counts and fidelity) and the undo state are refetched.
  */
 import type { QueryClient, QueryKey } from "@tanstack/react-query";
-import type { StudioEvent } from "../api/types";
+import type { RunJobView, StudioEvent } from "../api/types";
 import { keys } from "./keys";
 
 /**
@@ -32,9 +32,28 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
 /** The runs' replies: a workspace-wide change (an import, an undo) may add or remove a run. */
 const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"], ["run_drift"]];
 
+/** Milliseconds between two refreshes of a growing run's dashboard and rows while its job runs. */
+export const RUN_REFRESH_MS = 2000;
+
+/**
+ * The key prefixes a run job's progress touches: the runs' list (a growing
+ * run's row count) at each event; its dashboard and rows when `due` (at most
+ * every {@link RUN_REFRESH_MS}); when the job ended, the job list and every
+ * reply about the run.
+ */
+export function keysTouchedByJob(job: RunJobView, due: boolean): QueryKey[] {
+  const run: QueryKey[] = [
+    ["get_run_dashboard", job.run_id],
+    ["list_run_rows", job.run_id],
+  ];
+  if (job.state !== "running") return [keys.runJobs(), keys.runs(), ...run, ["compare_runs"], ["run_drift"]];
+  return due ? [keys.runs(), ...run] : [keys.runs()];
+}
+
 /**
  * The key prefixes a studio event touches; none for events that change
- * nothing stored (`hello`, `step_delta`, a step that stored nothing).
+ * nothing stored (`hello`, `step_delta`, a step that stored nothing) or
+ * that say more than a key (`run_job_progress`: see `events.ts`).
  */
 export function keysTouchedBy(event: StudioEvent): QueryKey[] {
   switch (event.type) {

@@ -57,6 +57,8 @@ export const keys = {
   labelSet: () => ["label_set"] as const,
   /** `compare_runs` of two runs with the outcome filter. */
   compareRuns: (runA: string, runB: string, outcome: string) => ["compare_runs", runA, runB, outcome] as const,
+  /** `list_run_jobs`: the run and judge jobs, and the runs left unfinished. */
+  runJobs: () => ["list_run_jobs"] as const,
   /** `run_drift` of run A (and B; `""`: none). */
   runDrift: (runA: string, runB: string) => ["run_drift", runA, runB] as const,
 } satisfies Record<string, (...ids: never[]) => QueryKey>;

@@ -5,8 +5,9 @@
  */
 import { QueryClient, keepPreviousData, useQueries, useQuery, type QueryKey } from "@tanstack/react-query";
 import { useMemo } from "react";
-import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, TreeRow, TreeWindow } from "../api/types";
+import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, RunJobView, TreeRow, TreeWindow } from "../api/types";
 import type { Backend } from "../backend/backend";
+import { mergeJob } from "../runs/runJobsModel";
 import { ALL_TRAJECTORIES, keys, type TreeRef } from "./keys";
 
 /**
@@ -24,9 +25,13 @@ export function createQueryClient(): QueryClient {
   });
 }
 
-/** The query options of one command: its key and the call that answers it. */
+/**
+ * The query options of one command: its key and the call that answers it,
+ * with the query's abort signal: a fetch the view no longer wants (its key
+ * changed, its view went away, an invalidation refetches it) is cancelled.
+ */
 export function commandQuery<C extends CommandName>(backend: Backend, queryKey: QueryKey, command: C, request: RequestOf<C>) {
-  return { queryKey, queryFn: () => backend.call(command, request) };
+  return { queryKey, queryFn: ({ signal }: { signal: AbortSignal }) => backend.call(command, request, { signal }) };
 }
 
 /** Keeps the previous reply while the next loads, within one trajectory (`key[1]`); another trajectory starts empty. */
@@ -60,14 +65,19 @@ export function useBranch(backend: Backend, trajectoryId: string | null, branchI
 /** How long a turn no longer shown stays cached: a turn's reply can be tens of megabytes (a 20,000-node tree). */
 const TURN_CACHE_MS = 30_000;
 
+/** The query of `get_turn` of one state with the prediction shown (`null`: the chosen one). */
+export function turnQuery(backend: Backend, trajectoryId: string, nodeId: number, predictionId: number | null) {
+  return commandQuery(backend, keys.turn(trajectoryId, nodeId, predictionId), "get_turn", {
+    trajectory_id: trajectoryId,
+    node_id: nodeId,
+    prediction_id: predictionId,
+  });
+}
+
 /** `get_turn`: one state (the previous turn's stays shown while it loads); `enabled: false` until the turn is known. */
 export function useTurn(backend: Backend, trajectoryId: string | null, nodeId: number, predictionId: number | null, enabled: boolean) {
   return useQuery({
-    ...commandQuery(backend, keys.turn(trajectoryId ?? "", nodeId, predictionId), "get_turn", {
-      trajectory_id: trajectoryId ?? "",
-      node_id: nodeId,
-      prediction_id: predictionId,
-    }),
+    ...turnQuery(backend, trajectoryId ?? "", nodeId, predictionId),
     enabled: enabled && trajectoryId !== null,
     placeholderData: sameTrajectory<ResponseOf<"get_turn">>(trajectoryId),
     gcTime: TURN_CACHE_MS,
@@ -115,7 +125,8 @@ export function useTreeRows(backend: Backend, ref: TreeRef, firstWindow: TreeWin
   const results = useQueries({
     queries: pages.map((page) => ({
       queryKey: keys.treeRows(ref, collapsedKey, page),
-      queryFn: () => backend.call("get_tree_rows", { ...ref, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [...collapsed], reveal: null }),
+      queryFn: ({ signal }: { signal: AbortSignal }) =>
+        backend.call("get_tree_rows", { ...ref, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [...collapsed], reveal: null }, { signal }),
       placeholderData: keepPreviousData,
       staleTime: Infinity,
       gcTime: TURN_CACHE_MS,
@@ -151,7 +162,8 @@ export function useTreeRow(backend: Backend, ref: TreeRef | null, id: number | n
   const page = id === null ? 0 : Math.floor(id / TREE_PAGE_ROWS);
   const q = useQuery({
     queryKey: ref ? keys.treeRows(ref, "", page) : ["get_tree_rows", null],
-    queryFn: () => backend.call("get_tree_rows", { ...ref!, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [], reveal: null }),
+    queryFn: ({ signal }) =>
+      backend.call("get_tree_rows", { ...ref!, offset: page * TREE_PAGE_ROWS, limit: TREE_PAGE_ROWS, collapsed: [], reveal: null }, { signal }),
     enabled: ref !== null && id !== null,
     staleTime: Infinity,
     gcTime: TURN_CACHE_MS,
@@ -163,7 +175,7 @@ export function useTreeRow(backend: Backend, ref: TreeRef | null, id: number | n
 export function useTreeSearch(backend: Backend, ref: TreeRef, query: string) {
   return useQuery({
     queryKey: keys.treeSearch(ref, query),
-    queryFn: () => backend.call("search_tree", { ...ref, query, limit: TREE_SEARCH_LIMIT }),
+    queryFn: ({ signal }) => backend.call("search_tree", { ...ref, query, limit: TREE_SEARCH_LIMIT }, { signal }),
     enabled: query.trim() !== "",
     staleTime: Infinity,
     gcTime: TURN_CACHE_MS,
@@ -195,46 +207,75 @@ export function useRuns(backend: Backend) {
   return useQuery(commandQuery(backend, keys.runs(), "list_runs", {}));
 }
 
+/** The query of `get_run_dashboard` of one run. */
+export function runDashboardQuery(backend: Backend, runId: string) {
+  return commandQuery(backend, keys.runDashboard(runId), "get_run_dashboard", { run_id: runId });
+}
+
 /** `get_run_dashboard` of one run. */
 export function useRunDashboard(backend: Backend, runId: string | null) {
-  return useQuery({ ...commandQuery(backend, keys.runDashboard(runId ?? ""), "get_run_dashboard", { run_id: runId ?? "" }), enabled: runId !== null });
+  return useQuery({ ...runDashboardQuery(backend, runId ?? ""), enabled: runId !== null });
+}
+
+/** The query of `list_run_rows` with the table's request. */
+export function runRowsQuery(backend: Backend, request: ListRunRowsRequest) {
+  return commandQuery(backend, keys.runRows(request.run_id, JSON.stringify(request)), "list_run_rows", request);
 }
 
 /** `list_run_rows`: the row table (the previous rows stay shown while the next filter loads). */
 export function useRunRows(backend: Backend, request: ListRunRowsRequest | null) {
-  const req = request ?? ({ run_id: "" } as ListRunRowsRequest);
   return useQuery({
-    ...commandQuery(backend, keys.runRows(req.run_id, JSON.stringify(req)), "list_run_rows", req),
+    ...runRowsQuery(backend, request ?? ({ run_id: "" } as ListRunRowsRequest)),
     enabled: request !== null,
     placeholderData: keepPreviousData,
+  });
+}
+
+/** The query of `compare_runs` of A and B with the outcome filter (`null`: every pair), on the default metric. */
+export function compareRunsQuery(backend: Backend, runA: string, runB: string, outcome: PairOutcome | null) {
+  return commandQuery(backend, keys.compareRuns(runA, runB, outcome ?? "all"), "compare_runs", {
+    run_a: runA,
+    run_b: runB,
+    metric: null,
+    outcome,
+    tie_margin: null,
+    domain: null,
+    offset: 0,
+    limit: null,
   });
 }
 
 /** `compare_runs` of A and B with the outcome filter (every pair: the table is virtualised). */
 export function useCompareRuns(backend: Backend, runA: string | null, runB: string | null, outcome: PairOutcome | null) {
   return useQuery({
-    ...commandQuery(backend, keys.compareRuns(runA ?? "", runB ?? "", outcome ?? "all"), "compare_runs", {
-      run_a: runA ?? "",
-      run_b: runB ?? "",
-      metric: null,
-      outcome,
-      tie_margin: null,
-      domain: null,
-      offset: 0,
-      limit: null,
-    }),
+    ...compareRunsQuery(backend, runA ?? "", runB ?? "", outcome),
     enabled: runA !== null && runB !== null,
     placeholderData: keepPreviousData,
   });
 }
 
+/** The query of `run_drift` of run A (and B when given), on the default metric. */
+export function runDriftQuery(backend: Backend, runA: string, runB: string | null) {
+  return commandQuery(backend, keys.runDrift(runA, runB ?? ""), "run_drift", { run_a: runA, run_b: runB, metric: null });
+}
+
 /** `run_drift`: fidelity by turn index of run A (and B when given). */
 export function useRunDrift(backend: Backend, runA: string | null, runB: string | null) {
   return useQuery({
-    ...commandQuery(backend, keys.runDrift(runA ?? "", runB ?? ""), "run_drift", { run_a: runA ?? "", run_b: runB, metric: null }),
+    ...runDriftQuery(backend, runA ?? "", runB),
     enabled: runA !== null,
     placeholderData: keepPreviousData,
   });
+}
+
+/** `list_run_jobs`: the jobs (newest first) and the runs left unfinished; events keep it current (`events.ts`). */
+export function useRunJobs(backend: Backend) {
+  return useQuery(commandQuery(backend, keys.runJobs(), "list_run_jobs", {}));
+}
+
+/** Puts a job as a command or an event last showed it into the cached job list (`mergeJob`), when the list is loaded. */
+export function putRunJob(client: QueryClient, job: RunJobView): void {
+  client.setQueryData<ResponseOf<"list_run_jobs">>(keys.runJobs(), (old) => (old ? { ...old, jobs: mergeJob(old.jobs, job) } : old));
 }
 
 /** `label_set`: the workspace's labels for run rows. */

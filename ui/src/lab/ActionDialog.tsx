@@ -38,17 +38,18 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
 
   // Check the text with the back end's parser as it changes.
   const check = text.trim() ? lastCheck : null;
+  // A check the next keystroke superseded is cancelled.
   useEffect(() => {
     if (!text.trim()) return;
-    let stale = false;
+    const abort = new AbortController();
     const timer = window.setTimeout(() => {
       backend
-        .call("parse_action", { domain, raw: text })
-        .then((r) => !stale && setCheck(r))
-        .catch((e) => !stale && setCheck({ format: "", parsed: null, error: errorMessage(e), summary: "" }));
+        .call("parse_action", { domain, raw: text }, { signal: abort.signal })
+        .then((r) => setCheck(r))
+        .catch((e) => !abort.signal.aborted && setCheck({ format: "", parsed: null, error: errorMessage(e), summary: "" }));
     }, 200);
     return () => {
-      stale = true;
+      abort.abort();
       window.clearTimeout(timer);
     };
   }, [backend, domain, text]);

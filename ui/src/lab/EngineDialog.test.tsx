@@ -1,14 +1,23 @@
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EngineStatus } from "../api/lab";
+import type { Backend } from "../backend/backend";
 import { BackendError } from "../backend/error";
-import { FIXTURES, MockBackend } from "../mocks/mockBackend";
+import { startServer, type TestServer } from "../testing/server";
 import { EngineDialog } from "./EngineDialog";
 
-afterEach(cleanup);
+// Each test saves settings or keys: each gets its own server (keys in memory).
+let server: TestServer;
+beforeEach(async () => {
+  server = await startServer([], { OPENAI_API_KEY: "sk-from-the-environment" });
+});
+afterEach(async () => {
+  cleanup();
+  await server.stop();
+});
 
 function saveOpenai(deadline: string): Promise<EngineStatus> {
-  const backend = new MockBackend(FIXTURES);
+  const backend = server.backend;
   return new Promise((resolve) => {
     render(<EngineDialog backend={backend} status={null} onClose={() => {}} onSaved={resolve} />);
     fireEvent.click(screen.getByRole("radio", { name: "OpenAI-compatible endpoint" }));
@@ -43,20 +52,20 @@ describe("the engine dialog", () => {
 describe("the endpoint's API key", () => {
   const KEY = "sk-dialog-test-5e0b";
 
-  function openEndpoint(backend: MockBackend, onSaved: (s: EngineStatus) => void = () => {}) {
+  function openEndpoint(backend: Backend, onSaved: (s: EngineStatus) => void = () => {}) {
     render(<EngineDialog backend={backend} status={null} onClose={() => {}} onSaved={onSaved} />);
     fireEvent.click(screen.getByRole("radio", { name: "OpenAI-compatible endpoint" }));
   }
 
   it("says where the key comes from: an environment variable or none", () => {
-    openEndpoint(new MockBackend(FIXTURES));
+    openEndpoint(server.backend);
     expect(screen.getByRole("status", { name: "API key status" }).textContent).toBe("from $OPENAI_API_KEY");
     fireEvent.change(screen.getByLabelText("API key environment variable"), { target: { value: "  " } });
     expect(screen.getByRole("status", { name: "API key status" }).textContent).toBe("none");
   });
 
   it("stores, replaces and removes a key in the keyring without ever showing it", async () => {
-    const backend = new MockBackend(FIXTURES);
+    const backend = server.backend;
     openEndpoint(backend);
     fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
     const status = () => screen.getByRole("status", { name: "API key status" }).textContent;
@@ -89,7 +98,7 @@ describe("the endpoint's API key", () => {
   });
 
   it("saves the keyring as the key source with its account, never the key", async () => {
-    const backend = new MockBackend(FIXTURES);
+    const backend = server.backend;
     const saved = new Promise<EngineStatus>((resolve) => openEndpoint(backend, resolve));
     fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
     fireEvent.change(screen.getByLabelText("Keyring account"), { target: { value: " lab endpoint " } });
@@ -111,7 +120,7 @@ describe("the endpoint's API key", () => {
   });
 
   it("shows the back end's error when the keyring has no key for the account", async () => {
-    const backend = new MockBackend(FIXTURES);
+    const backend = server.backend;
     let saved = false;
     openEndpoint(backend, () => {
       saved = true;
@@ -124,9 +133,9 @@ describe("the endpoint's API key", () => {
   });
 });
 
-describe("the mock back end's key commands", () => {
+describe("the server's key commands", () => {
   it("keep keys by trimmed account, refuse a blank one and never answer a key", async () => {
-    const backend = new MockBackend(FIXTURES);
+    const backend = server.backend;
     const reply = await backend.call("set_endpoint_key", { account: " a ", key: "sk-secret" });
     expect(reply).toEqual({ account: "a", stored: true });
     await expect(backend.call("endpoint_key_status", { account: "a" })).resolves.toEqual({ account: "a", stored: true });
@@ -137,18 +146,22 @@ describe("the mock back end's key commands", () => {
 });
 
 describe("without an OS keyring", () => {
-  /** The back end of a machine without a Secret Service. */
-  class NoKeyring extends MockBackend {
-    override call: MockBackend["call"] = (command, request) =>
-      command === "endpoint_key_status" || command === "set_endpoint_key"
-        ? Promise.reject(
-            new BackendError("internal", "the OS keyring is not available: Platform failure: zbus error; name an environment variable for the key instead"),
-          )
-        : super.call(command, request);
+  /** The back end of a machine without a Secret Service: the server, its key commands failing as `OsKeyStore` fails there. */
+  function noKeyring(inner: Backend): Backend {
+    return {
+      kind: inner.kind,
+      subscribe: (l) => inner.subscribe(l),
+      call: ((command, request) =>
+        command === "endpoint_key_status" || command === "set_endpoint_key"
+          ? Promise.reject(
+              new BackendError("internal", "the OS keyring is not available: Platform failure: zbus error; name an environment variable for the key instead"),
+            )
+          : inner.call(command, request)) as Backend["call"],
+    };
   }
 
   it("says the keyring is unavailable and why, and the environment still works", async () => {
-    render(<EngineDialog backend={new NoKeyring(FIXTURES)} status={null} onClose={() => {}} onSaved={() => {}} />);
+    render(<EngineDialog backend={noKeyring(server.backend)} status={null} onClose={() => {}} onSaved={() => {}} />);
     fireEvent.click(screen.getByRole("radio", { name: "OpenAI-compatible endpoint" }));
     fireEvent.click(screen.getByRole("radio", { name: "OS keyring" }));
     const status = () => screen.getByRole("status", { name: "API key status" }).textContent;

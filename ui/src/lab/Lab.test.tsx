@@ -1,41 +1,47 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { App } from "../App";
-import { FIXTURES, MockBackend } from "../mocks/mockBackend";
+import { recording, startServer, type TestServer } from "../testing/server";
 
-afterEach(() => {
+// Each test changes the workspace: each gets its own server (whose engine is
+// the default, the `copy` baseline).
+let server: TestServer;
+beforeEach(async () => {
+  server = await startServer();
+});
+afterEach(async () => {
   cleanup();
   window.location.hash = "";
+  await server.stop();
 });
 
-function setup() {
-  const backend = new MockBackend(FIXTURES);
-  backend.chunkDelayMs = 1;
-  window.location.hash = "#t=web-harbor-books&turn=1";
-  render(<App backend={backend} />);
-  return backend;
+/** The studio on the web fixture's second turn; resolves with the trajectory's id. */
+async function setup(): Promise<string> {
+  const id = await server.trajectoryId("web-harbor-books");
+  window.location.hash = `#t=${id}&turn=1`;
+  render(<App backend={server.backend} />);
+  return id;
 }
 
-describe("the laboratory on the mock back end", () => {
+describe("the laboratory on worldloom serve", () => {
   it("steps a turn: streams, stores the prediction as chosen and shows the figures", async () => {
-    setup();
+    await setup();
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
     const predicted = screen.getByRole("region", { name: "Predicted observation" });
     await waitFor(() => expect(within(predicted).getByRole("button", { name: "Step" })).toHaveProperty("disabled", false));
     const before = within(predicted).getByRole("combobox", { name: "Prediction shown" }).querySelectorAll("option").length;
     fireEvent.click(within(predicted).getByRole("button", { name: "Step" }));
-    await waitFor(() => expect(screen.getByLabelText("Step status").textContent).toMatch(/of 1200 prompt tokens re-read/), { timeout: 5000 });
+    // The copy baseline reads no tokens.
+    await waitFor(() => expect(screen.getByLabelText("Step status").textContent).toMatch(/0 generated · 0 of 0 prompt tokens re-read/), { timeout: 5000 });
     await waitFor(() => {
       const picker = within(predicted).getByRole("combobox", { name: "Prediction shown" }) as HTMLSelectElement;
       expect(picker.querySelectorAll("option").length).toBe(before + 1);
       expect(picker.selectedOptions[0]!.textContent).toMatch(/copy .*chosen/);
     });
-    // The reasoning panel kept what streamed.
-    expect(screen.getByRole("region", { name: "Reasoning" }).textContent).toContain("copy baseline repeats");
   });
 
   it("edits an action into a new branch, and Ctrl+Z takes it back", async () => {
-    setup();
+    await setup();
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
     // The button is enabled once the turn's detail has loaded (slow on a busy machine).
     await waitFor(() => expect(screen.getByRole("button", { name: "Edit action" })).toHaveProperty("disabled", false), { timeout: 5000 });
@@ -57,11 +63,12 @@ describe("the laboratory on the mock back end", () => {
       fireEvent.keyDown(window, { key: "z", ctrlKey: true });
     });
     await waitFor(() => expect(branchSelect.querySelectorAll("option").length).toBe(1));
-    await waitFor(() => expect(screen.getByLabelText("Notice").textContent).toMatch(/^Undid: edited action/));
+    await waitFor(() => expect(screen.getByLabelText("Notice").textContent).toBe("Undid: branch at edge 1: click('77')"));
   });
 
   it("sets a control instruction on a turn and the prediction picker persists the choice", async () => {
-    const backend = setup();
+    const id = await setup();
+    const backend = server.backend;
     await waitFor(() => expect(screen.getByLabelText("Current turn").textContent).toBe("turn 2 / 3"));
     await waitFor(() => expect(screen.getByRole("button", { name: "Add control instruction" })).toHaveProperty("disabled", false));
     fireEvent.click(screen.getByRole("button", { name: "Add control instruction" }));
@@ -73,29 +80,23 @@ describe("the laboratory on the mock back end", () => {
     const first = picker.querySelectorAll("option")[0]!.getAttribute("value")!;
     fireEvent.change(picker, { target: { value: first } });
     await waitFor(async () => {
-      const turn = await backend.call("get_turn", { trajectory_id: "web-harbor-books", node_id: 2, prediction_id: null });
+      const turn = await backend.call("get_turn", { trajectory_id: id, node_id: 2, prediction_id: null });
       expect(turn.chosen_prediction_id).toBe(Number(first));
     });
     const history = await backend.call("history", {});
-    expect(history.changes.map((c) => c.kind)).toEqual(["choose_prediction", "set_perturbation"]);
+    // Newest first; the imports that made the workspace come before.
+    expect(history.changes.slice(0, 2).map((c) => c.kind)).toEqual(["choose_prediction", "set_perturbation"]);
   });
 });
 
 describe("import", () => {
   it("uses the desktop app's native dialog and import_files when the backend has one", async () => {
-    const calls: Array<{ command: string; request: unknown }> = [];
-    class DesktopLike extends MockBackend {
-      async chooseImportPaths(options?: { folders?: boolean }): Promise<string[]> {
-        return options?.folders ? ["/data/run-7/thunar_rename"] : ["/data/run-7/larkmail.json"];
-      }
-    }
-    const backend = new DesktopLike(FIXTURES);
-    const call = backend.call.bind(backend);
-    backend.call = (async (command: string, request: unknown) => {
-      calls.push({ command, request });
-      return call(command as never, request as never);
-    }) as typeof backend.call;
-    window.location.hash = "#t=web-harbor-books&turn=1";
+    // The desktop app's back end: the server's commands, plus a native dialog.
+    const backend = recording(server.backend, {
+      chooseImportPaths: async (options) => (options?.folders ? ["/data/run-7/thunar_rename"] : ["/data/run-7/larkmail.json"]),
+    });
+    const calls = backend.calls;
+    window.location.hash = `#t=${await server.trajectoryId("web-harbor-books")}&turn=1`;
     render(<App backend={backend} />);
     fireEvent.click(await screen.findByRole("button", { name: "Import…" }));
     const dialog = await screen.findByRole("dialog", { name: "Import" });
@@ -104,9 +105,7 @@ describe("import", () => {
     fireEvent.click(within(dialog).getByRole("button", { name: "Choose folders…" }));
     await waitFor(() => expect(calls.find((c) => c.command === "import_files")?.request).toEqual({ paths: ["/data/run-7/thunar_rename"] }));
     expect(calls.some((c) => c.command === "import_uploaded")).toBe(false);
-    await waitFor(() =>
-      expect(within(dialog).getByLabelText("Import result").textContent).toContain("/data/run-7/thunar_rename: the mock back end does not import files"),
-    );
+    await waitFor(() => expect(within(dialog).getByLabelText("Import result").textContent).toContain("/data/run-7/thunar_rename: "));
   });
 });
 

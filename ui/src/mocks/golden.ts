@@ -1,12 +1,12 @@
 /**
- * Golden API responses written by the Rust tests
- * (`crates/worldloom-api/tests/golden.rs`, files in `./golden/`): every
- * command response the mock back end needs for the dev fixtures, and the
- * trees of the snippets the UI tests use. The UI never re-implements the
- * observation parsers, the tree diff or the metrics; it reads what the API
- * answered. Regenerate with
+ * Recorded API responses written by the Rust tests
+ * (`crates/worldloom-api/tests/golden.rs`, files in `./golden/`): the
+ * replies of the real API for the dev fixtures, the runs and the snippets,
+ * for the tests that need a fixed reply as input (renderers, chart options).
+ * The UI never re-implements the observation parsers, the tree diff or the
+ * metrics; it reads what the API answered. Regenerate with
  * `WORLDLOOM_UPDATE_GOLDEN=1 cargo test -p worldloom-api --test golden`.
- * Dev and tests only, never bundled in a production build.
+ * Tests only, never bundled in a production build.
  */
 import type {
   CompareRunsResponse,
@@ -85,28 +85,4 @@ export function goldenTree(name: string): UiTree {
   const t = TREES[name];
   if (!t) throw new Error(`no golden tree \`${name}\``);
   return t.tree;
-}
-
-const BY_TEXT = new Map<string, UiTree>();
-function remember(representation: Representation, text: string, tree: UiTree | null | undefined): void {
-  if (tree) BY_TEXT.set(`${representation}\u0000${text}`, tree);
-}
-for (const g of Object.values(GOLDEN)) {
-  for (const t of Object.values(g.turns)) {
-    for (const v of t.views) {
-      if (v.real) remember(v.representation, v.real.text, v.real.tree);
-      if (v.predicted) remember(v.representation, v.predicted.text, v.predicted.tree);
-    }
-  }
-}
-for (const t of Object.values(TREES)) remember(t.representation, t.text, t.tree);
-
-/** Records a tree built elsewhere (the generated large tree) for {@link treeOfText}. */
-export function rememberTree(representation: Representation, text: string, tree: UiTree): void {
-  remember(representation, text, tree);
-}
-
-/** The tree the API gave for this exact text, when any golden response holds it. */
-export function treeOfText(representation: Representation, text: string): UiTree | null {
-  return BY_TEXT.get(`${representation}\u0000${text}`) ?? null;
 }

@@ -1,10 +1,11 @@
 /**
- * Line diff of two texts for the source and text views, on the `diff`
- * package (Myers' algorithm). Each side gets its own numbered lines with a
- * status; the other side's counterpart line is recorded for hover sync.
+ * The source and text views' rows from the line diff the API sent
+ * (`get_turn`'s `line_diff`, `worldloom-obs`'s line diff, the same one the
+ * line-ratio metric reads): each side gets its own numbered lines with a
+ * status; the other side's counterpart line is recorded for hover sync. No
+ * diff is computed here.
  */
-import { diffLines } from "diff";
-import type { LineOp } from "../api/types";
+import type { LineDiff } from "../api/types";
 
 /**
  * A line's status: `removed` lines exist only in the real text, `added` only
@@ -38,64 +39,23 @@ function splitLines(value: string): string[] {
   return lines;
 }
 
-/**
- * Diffs `real` against `predicted` line by line. Either side may be empty.
- * A run of removed lines next to a run of added lines faces it row for row;
- * the shorter run is padded with filler rows.
- */
-export function sideBySideLines(real: string, predicted: string): SideBySideLines {
-  const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
-  let r = 0;
-  let p = 0;
-  let pendingRemoved: DiffLine[] = [];
-  let pendingAdded: DiffLine[] = [];
-  const flush = () => {
-    const rows = Math.max(pendingRemoved.length, pendingAdded.length);
-    for (let i = 0; i < rows; i++) {
-      out.real.push(pendingRemoved[i] ?? { number: 0, text: "", status: "filler" });
-      out.predicted.push(pendingAdded[i] ?? { number: 0, text: "", status: "filler" });
-    }
-    pendingRemoved = [];
-    pendingAdded = [];
-  };
-  for (const part of diffLines(real, predicted)) {
-    const lines = splitLines(part.value);
-    for (const text of lines) {
-      if (part.added) {
-        pendingAdded.push({ number: ++p, text, status: "added" });
-        out.added += 1;
-      } else if (part.removed) {
-        pendingRemoved.push({ number: ++r, text, status: "removed" });
-        out.removed += 1;
-      } else {
-        flush();
-        r += 1;
-        p += 1;
-        out.real.push({ number: r, text, status: "same", other: p });
-        out.predicted.push({ number: p, text, status: "same", other: r });
-      }
-    }
-  }
-  flush();
-  return out;
-}
-
 /** Only one side present: every line is `same`. */
 export function plainLines(text: string): DiffLine[] {
   return splitLines(text).map((t, i) => ({ number: i + 1, text: t, status: "same" as const }));
 }
 
 /**
- * Side-by-side rows from a line diff computed by the back end (so the view
- * and the line-ratio metric agree). `equal` runs face each other; `delete`,
- * `insert` and `replace` runs are padded with filler rows. Falls back to
- * {@link sideBySideLines} when the ops do not cover both texts.
+ * Side-by-side rows from the API's line diff of `real` and `predicted`.
+ * `equal` runs face each other; `delete`, `insert` and `replace` runs are
+ * padded with filler rows. `null` when the ops do not cover both texts (a
+ * diff of other texts): the panes then show each side's lines unmarked.
  */
-export function sideBySideFromOps(real: string, predicted: string, ops: readonly LineOp[]): SideBySideLines {
+export function sideBySide(real: string, predicted: string, diff: LineDiff): SideBySideLines | null {
+  const ops = diff.ops;
   const r = splitLines(real);
   const p = splitLines(predicted);
-  const covered = ops.length > 0 && ops[ops.length - 1]!.real_end === r.length && ops[ops.length - 1]!.pred_end === p.length;
-  if (!covered && (r.length > 0 || p.length > 0)) return sideBySideLines(real, predicted);
+  const last = ops[ops.length - 1];
+  if ((last?.real_end ?? 0) !== r.length || (last?.pred_end ?? 0) !== p.length) return null;
   const out: SideBySideLines = { real: [], predicted: [], removed: 0, added: 0 };
   for (const op of ops) {
     if (op.tag === "equal") {

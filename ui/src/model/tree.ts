@@ -1,75 +1,17 @@
 /**
  * Helpers over the flat pre-order `UiTree` arena (see
- * `crates/worldloom-obs/src/tree.rs`): subtree extents, visible rows under
- * collapsed nodes, search, labels. Nothing here recurses, so a tree of any
- * depth is safe.
+ * `crates/worldloom-obs/src/tree.rs`) and the API's tree diff: attributes,
+ * labels, the alignment of the two sides. Visible rows under collapsed
+ * nodes and tree search are the API's (`get_tree_rows`, `search_tree`).
  */
-import type { DiffStatus, TreeDiff, UiNode, UiTree } from "../api/types";
+import type { DiffStatus, TreeDiff, UiNode } from "../api/types";
 
 /** Which pane a node belongs to. */
 export type Side = "real" | "predicted";
 
-/**
- * For every node, one past the index of its last descendant. Because nodes
- * are in pre-order, a node's subtree is exactly `nodes[i .. end[i])`.
- */
-export function subtreeEnds(tree: UiTree): Int32Array {
-  const n = tree.nodes.length;
-  const end = new Int32Array(n);
-  for (let i = n - 1; i >= 0; i--) {
-    const node = tree.nodes[i]!;
-    const last = node.children.length > 0 ? node.children[node.children.length - 1]! : -1;
-    end[i] = last >= 0 && last < n ? Math.max(end[last]!, i + 1) : i + 1;
-  }
-  return end;
-}
-
-/** Node ids shown when the nodes in `collapsed` hide their descendants. */
-export function visibleRows(tree: UiTree, collapsed: ReadonlySet<number>, ends: Int32Array = subtreeEnds(tree)): number[] {
-  const rows: number[] = [];
-  let i = 0;
-  const n = tree.nodes.length;
-  while (i < n) {
-    rows.push(i);
-    i = collapsed.has(i) ? ends[i]! : i + 1;
-  }
-  return rows;
-}
-
-/** Ancestors of a node, nearest first (the root last). */
-export function ancestors(tree: UiTree, id: number): number[] {
-  const out: number[] = [];
-  let p = tree.nodes[id]?.parent ?? null;
-  let guard = 0;
-  while (p !== null && p !== undefined && guard++ < tree.nodes.length) {
-    out.push(p);
-    p = tree.nodes[p]?.parent ?? null;
-  }
-  return out;
-}
-
 /** Attribute value by name. */
 export function attr(node: UiNode, name: string): string | undefined {
   return node.attributes?.find((a) => a.name === name)?.value;
-}
-
-/** The text a tree search looks at: role, name, value, key and attribute values. */
-export function searchText(node: UiNode): string {
-  const parts = [node.role, node.name, node.value ?? "", node.key ?? ""];
-  for (const a of node.attributes ?? []) parts.push(`${a.name}=${a.value}`);
-  return parts.join(" ").toLowerCase();
-}
-
-/** Ids of nodes whose search text contains every whitespace-separated word of `query` (case-insensitive). */
-export function searchTree(tree: UiTree, query: string): number[] {
-  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-  if (words.length === 0) return [];
-  const out: number[] = [];
-  for (const node of tree.nodes) {
-    const text = searchText(node);
-    if (words.every((w) => text.includes(w))) out.push(node.id);
-  }
-  return out;
 }
 
 /** Short one-line label: `role "name"`. */

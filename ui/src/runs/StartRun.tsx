@@ -9,13 +9,13 @@
  * to predict. Progress arrives as `run_job_progress` events; each one also
  * refreshes the runs list, so a growing run shows in the Runs view.
  */
-import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { useQueryClient } from "@tanstack/react-query";
+import { useMemo, useState, type ReactNode } from "react";
 import type { RunJobView, RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
-import { invalidate } from "../data/invalidation";
+import { invalidate, keysTouchedByJob } from "../data/invalidation";
 import { keys } from "../data/keys";
-import { useEngineStatus, useTrajectories } from "../data/queries";
+import { putRunJob, useEngineStatus, useRunJobs, useTrajectories } from "../data/queries";
 import { ErrorLine, Field, RadioSeg, errorMessage } from "../lab/DialogParts";
 import { EngineDialog } from "../lab/EngineDialog";
 import {
@@ -25,7 +25,6 @@ import {
   endpointProblem,
   fractionDone,
   jobSummary,
-  mergeJob,
   runFormProblem,
   startJudgeRequest,
   startRunRequest,
@@ -34,9 +33,6 @@ import {
   type RunForm,
 } from "./runJobsModel";
 import "./startRun.css";
-
-/** The query key of `list_run_jobs`. */
-const JOBS_KEY = ["list_run_jobs"] as const;
 
 /** Props of {@link RunJobsPanel}. */
 export interface RunJobsPanelProps {
@@ -47,35 +43,25 @@ export interface RunJobsPanelProps {
   defaultRunId?: string | null;
 }
 
-/** The run and judge forms behind two buttons, and the jobs with their progress. */
+/**
+ * The run and judge forms behind two buttons, and the jobs with their
+ * progress: `list_run_jobs` through the query layer, kept current by the
+ * window's events (`data/events.ts`) and by the replies of this panel's
+ * commands.
+ */
 export function RunJobsPanel({ backend, runs, defaultRunId = null }: RunJobsPanelProps) {
   const client = useQueryClient();
   const [open, setOpen] = useState<"run" | "judge" | null>(null);
-  const listed = useQuery({ queryKey: JOBS_KEY, queryFn: () => backend.call("list_run_jobs", {}) });
-  /** Jobs as the events and this window's commands last showed them, newest first. */
-  const [live, setLive] = useState<RunJobView[]>([]);
-  /** When each run's dashboard and rows were last refreshed (ms). */
-  const refreshed = useRef(new Map<string, number>());
-  const jobs = useMemo(() => live.reduceRight((acc, j) => mergeJob(acc, j), listed.data?.jobs ?? []), [live, listed.data]);
-  useEffect(
-    () =>
-      backend.subscribe((event) => {
-        if (event.type !== "run_job_progress") return;
-        setLive((now) => mergeJob(now, event.job));
-        // A growing run: its row count follows each event; its dashboard and
-        // rows every two seconds (the job's end refreshes everything).
-        const now = Date.now();
-        const due = now - (refreshed.current.get(event.job.run_id) ?? 0) >= 2000;
-        if (due) refreshed.current.set(event.job.run_id, now);
-        void invalidate(client, due ? [keys.runs(), ["get_run_dashboard", event.job.run_id], ["list_run_rows", event.job.run_id]] : [keys.runs()]);
-        if (event.job.state !== "running") void invalidate(client, [JOBS_KEY]);
-      }),
-    [backend, client],
-  );
+  const listed = useRunJobs(backend);
+  const jobs = listed.data?.jobs ?? [];
+  const changed = (job: RunJobView) => {
+    putRunJob(client, job);
+    void invalidate(client, keysTouchedByJob(job, true));
+  };
   const started = (job: RunJobView) => {
-    setLive((now) => mergeJob(now, job));
+    putRunJob(client, job);
     setOpen(null);
-    void invalidate(client, [JOBS_KEY, keys.runs()]);
+    void invalidate(client, [keys.runJobs(), keys.runs()]);
   };
   /** Each run's newest job (jobs are newest first): a resumable run's Resume sits on it. */
   const newest = new Map<string, string>();
@@ -104,7 +90,7 @@ export function RunJobsPanel({ backend, runs, defaultRunId = null }: RunJobsPane
               key={j.job_id}
               backend={backend}
               job={j}
-              onChanged={(v) => setLive((now) => mergeJob(now, v))}
+              onChanged={changed}
               resume={canResume(j) ? <ResumeButton backend={backend} runId={j.run_id} onStarted={started} /> : null}
             />
           ))}

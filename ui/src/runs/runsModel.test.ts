@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { RUNS } from "../mocks/golden";
-import { MockBackend } from "../mocks/mockBackend";
 import {
   INITIAL_RUNS,
   binLabels,
@@ -207,30 +206,5 @@ describe("chart options from the API's replies", () => {
     const points = (opt.series as Array<{ data: number[][] }>)[0]!.data;
     expect(points.length).toBe(golden.compare.scatter.length);
     expect(points.length).toBe(golden.compare.counts.a_better + golden.compare.counts.b_better + golden.compare.counts.tie);
-  });
-});
-
-describe("the mock back end's runs", () => {
-  it("filters the recorded comparison to A better and searches the recorded word", async () => {
-    const mock = new MockBackend([]);
-    const { runs } = await mock.call("list_runs", {});
-    expect(runs.length).toBe(2);
-    const better = await mock.call("compare_runs", {
-      run_a: runs[0]!.run_id,
-      run_b: runs[1]!.run_id,
-      metric: null,
-      outcome: "a_better",
-      tie_margin: null,
-      domain: null,
-      offset: 0,
-      limit: null,
-    });
-    expect(better.total).toBe(golden.compare.counts.a_better);
-    expect(better.pairs.every((p) => p.outcome === "a_better" && (p.delta ?? 0) > 0)).toBe(true);
-    const hits = await mock.call("search_runs", { query: golden.search.query, search_in: null, run_id: null, limit: null });
-    expect(hits.hits.length).toBe(golden.search.hits.length);
-    expect(hits.hits.length).toBeGreaterThan(0);
-    const drift = await mock.call("run_drift", { run_a: runs[0]!.run_id, run_b: runs[1]!.run_id, metric: null });
-    expect(drift).toEqual(golden.drift);
   });
 });

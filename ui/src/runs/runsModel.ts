@@ -482,3 +482,6 @@ export function matchingLines(text: string | null | undefined, terms: readonly s
   }
   return out;
 }
+
+/** Height of one line of the row and pair tables, in pixels (the virtualised lists need it fixed). */
+export const RUN_ROW_HEIGHT_PX = 30;

@@ -1,15 +1,14 @@
 import { QueryClientProvider } from "@tanstack/react-query";
 import { cleanup, render, waitFor } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { ActionTarget, Landing } from "../api/types";
 import { createQueryClient } from "../data/queries";
 import { goldenTurn } from "../mocks/golden";
-import { largeTree } from "../mocks/largeTree";
-import { treeBackend } from "../mocks/treeBackend";
 import { landingCaption, pointOnLayout, spanChars, targetText } from "../model/landing";
 import { buildSrcdoc } from "../model/srcdoc";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
+import { fixturePaths, startServer, type TestServer } from "../testing/server";
 import { HtmlRender } from "./HtmlRender";
 import { TreeView } from "./TreeView";
 import { Wireframe } from "./Wireframe";
@@ -143,9 +142,15 @@ describe("where the action landed: page render", () => {
 });
 
 describe("where the action landed: tree", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(fixturePaths("large-tree"));
+  });
+  afterAll(() => server.stop());
+
   it("reveals and marks the landed row of a 20,000-node tree", async () => {
-    const tree = largeTree(20000).tree;
-    const backend = treeBackend({ real: tree });
+    const { detail, ref } = await server.turn("large-tree", 1);
+    const backend = server.backend;
     const target = 15_004;
     const { container } = render(
       <QueryClientProvider client={createQueryClient()}>
@@ -153,9 +158,9 @@ describe("where the action landed: tree", () => {
           <TreeView
             side="real"
             backend={backend}
-            treeRef={backend.ref("real")}
-            first={backend.first("real")}
-            representation={tree.representation}
+            treeRef={ref("real")}
+            first={detail.views[0]!.real!.rows!}
+            representation="axtree"
             align={alignment(null)}
             label="Real accessibility tree"
             landingId={target}

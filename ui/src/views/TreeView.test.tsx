@@ -1,15 +1,22 @@
 import { QueryClientProvider } from "@tanstack/react-query";
 import { act, cleanup, fireEvent, render, waitFor } from "@testing-library/react";
 import type { ReactElement } from "react";
-import { afterEach, describe, expect, it } from "vitest";
-import type { PaneSide, TreeDiff, UiNode, UiTree } from "../api/types";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { PaneSide, TreeDiff, TreeWindow, UiNode, UiTree } from "../api/types";
+import type { Backend } from "../backend/backend";
+import type { TreeRef } from "../data/keys";
 import { createQueryClient } from "../data/queries";
-import { goldenTurn } from "../mocks/golden";
-import { largeTree } from "../mocks/largeTree";
-import { treeBackend } from "../mocks/treeBackend";
 import { alignment } from "../model/tree";
 import { SelectionContext, SelectionStore } from "../state/selection";
+import { fixturePaths, noBackend, recording, startServer, type TestServer } from "../testing/server";
 import { TreeView } from "./TreeView";
+
+// The dev fixtures and the 20,000-line tree, on one server: these tests only read.
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer(fixturePaths("web-harbor-books", "large-tree"));
+});
+afterAll(() => server.stop());
 
 /** A flat tree: node 0 is the root, the others its children. */
 function flatTree(representation: UiTree["representation"], rows: Array<[string, string | null, [number, number, number, number] | null]>): UiTree {
@@ -31,12 +38,41 @@ function flatTree(representation: UiTree["representation"], rows: Array<[string,
   return { representation, nodes };
 }
 
+/**
+ * The whole of a flat tree as the one window `get_turn` would send (every
+ * row, no diff): a fixed reply for the renderer, nothing asked of a server.
+ */
+function wholeWindow(tree: UiTree): TreeWindow {
+  return {
+    node_count: tree.nodes.length,
+    visible_count: tree.nodes.length,
+    offset: 0,
+    rows: tree.nodes.map((node, row) => ({
+      row,
+      node: { ...node, children: [] },
+      child_count: node.children.length,
+      subtree_end: row === 0 ? tree.nodes.length : row + 1,
+      status: null,
+      counterpart: null,
+    })),
+    collapsed: [],
+    revealed_row: null,
+    status_counts: null,
+  };
+}
+
 afterEach(cleanup);
 
-/** Renders the tree view of one side over a back end that serves its windows. */
-function renderTree(side: PaneSide, trees: Partial<Record<PaneSide, UiTree>>, diff: TreeDiff | null = null, store = new SelectionStore()) {
-  const backend = treeBackend(trees, diff);
-  const tree = trees[side]!;
+/** Renders the tree view of one side: its first window and the back end that serves the rest. */
+function renderTree(
+  side: PaneSide,
+  first: TreeWindow,
+  treeRef: TreeRef,
+  backend: Backend,
+  representation: UiTree["representation"] = "axtree",
+  diff: TreeDiff | null = null,
+  store = new SelectionStore(),
+) {
   const label = `${side === "real" ? "Real" : "Predicted"} accessibility tree`;
   const wrap = (el: ReactElement) => (
     <QueryClientProvider client={createQueryClient()}>
@@ -44,28 +80,31 @@ function renderTree(side: PaneSide, trees: Partial<Record<PaneSide, UiTree>>, di
     </QueryClientProvider>
   );
   const view = render(
-    wrap(
-      <TreeView
-        side={side}
-        backend={backend}
-        treeRef={backend.ref(side)}
-        first={backend.first(side)}
-        representation={tree.representation}
-        align={alignment(diff)}
-        label={label}
-      />,
-    ),
+    wrap(<TreeView side={side} backend={backend} treeRef={treeRef} first={first} representation={representation} align={alignment(diff)} label={label} />),
   );
-  return { ...view, backend, store, label };
+  return { ...view, store, label };
 }
+
+/** A turn of a served trajectory: the first view, its sides' references and a back end that records what the view asks. */
+async function served(name: string, nodeId: number) {
+  const { detail, ref } = await server.turn(name, nodeId);
+  return { view: detail.views[0]!, ref, backend: recording(server.backend) };
+}
+
+/** The reference of a flat tree given whole: never asked for. */
+const FLAT_REF: TreeRef = { trajectory_id: "flat", node_id: 0, prediction_id: null, view_index: 0, side: "real" };
 
 const rowsOf = (c: HTMLElement) => c.querySelectorAll("[role=treeitem]");
 
 describe("TreeView", () => {
   it("keeps a 20,000-node tree to a window of rows, fetched page by page", async () => {
-    const tree = largeTree(20000).tree;
-    expect(tree.nodes.length).toBe(20001); // the synthetic document root + 20,000 lines
-    const { container, backend } = renderTree("real", { real: tree });
+    const { view, ref, backend } = await served("large-tree", 1);
+    const first = view.real!.rows!;
+    // The tree is not sent whole, only its first window.
+    expect(view.real!.tree).toBeNull();
+    expect(first.node_count).toBe(20001); // the synthetic document root + 20,000 lines
+    expect(first.rows.length).toBe(200);
+    const { container } = renderTree("real", first, ref("real"), backend);
     // 600 px fallback viewport / 20 px rows + 8 overscan below.
     expect(rowsOf(container).length).toBe(38);
     const list = container.querySelector("[role=tree]") as HTMLElement;
@@ -77,25 +116,27 @@ describe("TreeView", () => {
     list.scrollTop = 10_000 * 20;
     fireEvent.scroll(list);
     await waitFor(() => expect(container.querySelector('[role=treeitem][data-node-id="10000"]')).not.toBeNull());
-    const asked = backend.calls.filter((c) => c.command === "get_tree_rows").map((c) => [c.request.offset, c.request.limit]);
+    const asked = backend.calls
+      .filter((c) => c.command === "get_tree_rows")
+      .map((c) => [(c.request as { offset: number }).offset, (c.request as { limit: number }).limit]);
     expect(asked.length).toBeGreaterThan(0);
     expect(asked.every(([o, l]) => l === 200 && Number(o) >= 9800 && Number(o) <= 10_200)).toBe(true);
   });
 
   it("colours rows by diff status, searches on the server and collapses", async () => {
     // The second turn of the web fixture as `get_turn` shows it.
-    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+    const { view, ref, backend } = await served("web-harbor-books", 2);
     const predicted = view.predicted!.tree!;
     const diff = view.diff!;
-    const { container, getByLabelText, store, backend } = renderTree("predicted", { real: view.real!.tree!, predicted }, diff);
+    const { container, getByLabelText, store } = renderTree("predicted", view.predicted!.rows!, ref("predicted"), backend, "axtree", diff);
     const added = Array.from(container.querySelectorAll('[role=treeitem][data-diff="added"]')).map((r) => r.querySelector(".tkey")?.textContent);
     expect(added).toEqual(["[21]", "[22]", "[24]"]);
-    // The golden first window is the API's: the same rows, marks included.
+    // The same rows and marks as the API's first window.
     expect(view.predicted!.rows!.rows.filter((r) => r.status === "added").map((r) => r.node.key)).toEqual(["21", "22", "24"]);
 
     fireEvent.change(getByLabelText("Search Predicted accessibility tree"), { target: { value: "add to basket" } });
     await waitFor(() => expect(container.querySelector(".tree-count")!.textContent).toBe("0/3"));
-    expect(backend.calls.some((c) => c.command === "search_tree" && c.request.query === "add to basket")).toBe(true);
+    expect(backend.calls.some((c) => c.command === "search_tree" && (c.request as { query: string }).query === "add to basket")).toBe(true);
     fireEvent.click(getByLabelText("Next match"));
     expect(container.querySelector(".tree-count")!.textContent).toBe("1/3");
     fireEvent.click(getByLabelText("Next match"));
@@ -111,7 +152,7 @@ describe("TreeView", () => {
     fireEvent.click(container.querySelector(`[role=treeitem][data-node-id="${listId}"] .twisty`)!);
     await waitFor(() => expect(rowsOf(container).length).toBe(before - 9));
     expect(container.querySelector(".tree-count")!.textContent).toBe(`${predicted.nodes.length} nodes, showing ${predicted.nodes.length - 9}`);
-    expect(backend.calls.some((c) => c.command === "get_tree_rows" && (c.request.collapsed as number[]).includes(listId))).toBe(true);
+    expect(backend.calls.some((c) => c.command === "get_tree_rows" && (c.request as { collapsed: number[] }).collapsed.includes(listId))).toBe(true);
 
     // Selecting a hidden node reveals it: the server expands its ancestors.
     const hidden = predicted.nodes[listId + 1]!.id;
@@ -120,13 +161,13 @@ describe("TreeView", () => {
     expect(container.querySelector('[aria-selected="true"]')!.getAttribute("data-node-id")).toBe(String(hidden));
   });
 
-  it("highlights the aligned node when the other pane hovers", () => {
+  it("highlights the aligned node when the other pane hovers", async () => {
     // The second turn of the web fixture as `get_turn` shows it.
-    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+    const { view, ref, backend } = await served("web-harbor-books", 2);
     const real = view.real!.tree!;
     const predicted = view.predicted!.tree!;
     const diff = view.diff!;
-    const { container, store } = renderTree("predicted", { real, predicted }, diff);
+    const { container, store } = renderTree("predicted", view.predicted!.rows!, ref("predicted"), backend, "axtree", diff);
     const realBasket = real.nodes.find((n) => n.key === "8")!;
     const predBasket = predicted.nodes.find((n) => n.key === "8")!;
     act(() => store.hover({ side: "real", id: realBasket.id }));
@@ -135,11 +176,10 @@ describe("TreeView", () => {
     expect(hovered[0]!.getAttribute("data-node-id")).toBe(String(predBasket.id));
   });
 
-  it("aligns the panes from the rows' counterparts when the whole diff is not sent", () => {
-    const view = goldenTurn("web-harbor-books", 2)!.views[0]!;
+  it("aligns the panes from the rows' counterparts when the whole diff is not sent", async () => {
+    const { view, ref, backend } = await served("web-harbor-books", 2);
     const real = view.real!.tree!;
     const predicted = view.predicted!.tree!;
-    const backend = treeBackend({ real, predicted }, view.diff!);
     const store = new SelectionStore();
     const { container } = render(
       <QueryClientProvider client={createQueryClient()}>
@@ -147,8 +187,8 @@ describe("TreeView", () => {
           <TreeView
             side="predicted"
             backend={backend}
-            treeRef={backend.ref("predicted")}
-            first={backend.first("predicted")}
+            treeRef={ref("predicted")}
+            first={view.predicted!.rows!}
             representation="axtree"
             align={alignment(null)}
             label="Predicted accessibility tree"
@@ -171,7 +211,7 @@ describe("TreeView", () => {
       ["iframe", "7", null],
       ["StaticText", null, null],
     ]);
-    const { container } = renderTree("real", { real: tree });
+    const { container } = renderTree("real", wholeWindow(tree), FLAT_REF, noBackend);
     const keys = Array.from(rowsOf(container)).map((r) => r.querySelector(".tkey")?.textContent ?? null);
     expect(keys).toEqual(["[1]", "(no bid)", "[7]", null]);
   });
@@ -184,7 +224,7 @@ describe("TreeView", () => {
       ["android.widget.TextView", null, [700, 700, 600, 800]],
       ["android.widget.TextView", null, [900, 2300, 1300, 2600]],
     ]);
-    const { container } = renderTree("real", { real: tree });
+    const { container } = renderTree("real", wholeWindow(tree), FLAT_REF, noBackend, "android-xml");
     const badges = Array.from(rowsOf(container)).map((r) => Array.from(r.querySelectorAll(".tgeom")).map((b) => b.textContent));
     expect(badges).toEqual([[], ["outside root bounds"], [], ["invalid"], ["outside root bounds"]]);
   });
