@@ -193,8 +193,15 @@ function ConcurrencyField({ value, onChange }: { value: number; onChange: (n: nu
   );
 }
 
-/** A start form's submit: `busy` while `start` runs, its failure as `error`, the job it starts to `onStarted`. */
-function useStartJob(start: () => Promise<RunJobView>, onStarted: (j: RunJobView) => void) {
+/** A start form's submit: `busy` while the call runs, its failure as `error`. */
+interface StartJob {
+  busy: boolean;
+  error: string | null;
+  submit: () => void;
+}
+
+/** The {@link StartJob} of a form whose submit calls `start`; the job it starts goes to `onStarted`. */
+function useStartJob(start: () => Promise<RunJobView>, onStarted: (j: RunJobView) => void): StartJob {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const submit = () => {
@@ -209,16 +216,14 @@ function useStartJob(start: () => Promise<RunJobView>, onStarted: (j: RunJobView
 
 /**
  * The frame of a start form: its title (also its name), the fields, the
- * error, then what blocks it (`problem`), Close and the submit button
- * (`startLabel`); `after` follows inside the form.
+ * error of `start`, then what blocks it (`problem`), Close and the submit
+ * button (`startLabel`); `after` follows inside the form.
  */
 function StartForm({
   title,
   startLabel,
   problem,
-  busy,
-  error,
-  onSubmit,
+  start: { busy, error, submit },
   onClose,
   children,
   after,
@@ -226,9 +231,7 @@ function StartForm({
   title: string;
   startLabel: string;
   problem: string | null;
-  busy: boolean;
-  error: string | null;
-  onSubmit: () => void;
+  start: StartJob;
   onClose: () => void;
   children: ReactNode;
   after?: ReactNode;
@@ -239,7 +242,7 @@ function StartForm({
       aria-label={title}
       onSubmit={(e) => {
         e.preventDefault();
-        if (!problem && !busy) onSubmit();
+        if (!problem && !busy) submit();
       }}
     >
       <h3>{title}</h3>
@@ -276,15 +279,13 @@ function StartRunForm({ backend, onStarted, onClose }: { backend: Backend; onSta
   const toggle = (id: string) => set({ trajectoryIds: chosen.has(id) ? form.trajectoryIds.filter((x) => x !== id) : [...form.trajectoryIds, id] });
   const problem = runFormProblem(form);
   const studioEngine = engine.data?.name ?? engine.data?.settings?.kind ?? "…";
-  const { busy, error, submit } = useStartJob(() => backend.call("start_run", startRunRequest(form)), onStarted);
+  const start = useStartJob(() => backend.call("start_run", startRunRequest(form)), onStarted);
   return (
     <StartForm
       title="Start a run"
       startLabel="Start run"
       problem={problem}
-      busy={busy}
-      error={error}
-      onSubmit={submit}
+      start={start}
       onClose={onClose}
       after={
         engineDialog ? (
@@ -415,9 +416,9 @@ function JudgeForm({
   const [concurrency, setConcurrency] = useState(4);
   const run = runs.find((r) => r.run_id === runId);
   const problem = run ? (endpointProblem(endpoint) ?? concurrencyProblem(concurrency)) : "Choose a run";
-  const { busy, error, submit } = useStartJob(() => backend.call("start_judge", startJudgeRequest(runId, endpoint, concurrency)), onStarted);
+  const start = useStartJob(() => backend.call("start_judge", startJudgeRequest(runId, endpoint, concurrency)), onStarted);
   return (
-    <StartForm title="Judge a run" startLabel="Start judging" problem={problem} busy={busy} error={error} onSubmit={submit} onClose={onClose}>
+    <StartForm title="Judge a run" startLabel="Start judging" problem={problem} start={start} onClose={onClose}>
       <div className="run-form-row">
         <Field label="Run" grow>
           <select aria-label="Run to judge" value={runId} onChange={(e) => setRunId(e.target.value)}>
