@@ -149,37 +149,16 @@ export function Pane({
     // Views that draw every node get the whole tree only when it is small.
     const tooLarge =
       !doc.tree && doc.rows ? <div className="pane-empty">{doc.rows.node_count} nodes: too many to draw here; the tree tab lists them.</div> : null;
+    // What the drawn views (page render, wireframes) mark alike: diff colours, alignment, the action's landing.
+    const marks = { side, statuses, align, landingId };
     const wireframe = (variant: "screen" | "device") =>
-      doc.tree ? (
-        <Wireframe
-          side={side}
-          tree={doc.tree}
-          statuses={statuses}
-          align={align}
-          meta={meta}
-          variant={variant}
-          landingId={landingId}
-          point={point}
-          label={`${what} ${variant} wireframe`}
-        />
-      ) : null;
+      doc.tree ? <Wireframe {...marks} tree={doc.tree} meta={meta} variant={variant} point={point} label={`${what} ${variant} wireframe`} /> : null;
     const source = (label: string) => (
       <SourceView side={side} lines={lines ? lines[side] : plainLines(doc.text)} text={doc.text} tree={doc.tree} align={align} label={label} />
     );
     switch (active.kind) {
       case "render":
-        body = (
-          <HtmlRender
-            side={side}
-            html={doc.text}
-            tree={doc.tree}
-            statuses={statuses}
-            align={align}
-            label={`${what} page render`}
-            landingId={landingId}
-            targetBid={targetBid}
-          />
-        );
+        body = <HtmlRender {...marks} html={doc.text} tree={doc.tree} label={`${what} page render`} targetBid={targetBid} />;
         break;
       case "dom":
         body = treeOrError(`${what} DOM tree`);
