@@ -40,7 +40,6 @@ import { BranchTree } from "./lab/BranchTree";
 import { CompareView } from "./lab/CompareView";
 import { RunsView, useRunsState } from "./runs/RunsView";
 import type { UncertaintyMode } from "./model/tokens";
-import { pathToRoot } from "./model/treeLayout";
 import { ScrollSyncContext, ScrollSyncStore } from "./state/scrollSync";
 import { SelectionContext, SelectionStore } from "./state/selection";
 
@@ -116,8 +115,6 @@ function Studio({ backend }: AppProps) {
   useEffect(() => scrollSync.reset(), [nodeId, trajectoryId, tabId, scrollSync]);
 
   const trajectory = place.trajectory;
-  const branch = branches.find((b) => b.id === branchId) ?? null;
-  const pathNodes = useMemo(() => new Set(branch ? pathToRoot(branch.leaf_node, treeNodes, treeEdges) : []), [branch, treeNodes, treeEdges]);
   const compareBranches = nav.compareSel.map((id) => branches.find((b) => b.id === id)).filter((b): b is BranchSummary => !!b);
   const stream = runner.stream && runner.stream.trajectory_id === trajectoryId && runner.stream.node_id === nodeId ? runner.stream : null;
   const authorSource = (() => {
@@ -197,7 +194,6 @@ function Studio({ backend }: AppProps) {
                 branches={branches}
                 currentNode={nodeId}
                 currentBranch={branchId}
-                pathNodes={pathNodes}
                 selected={nav.compareSel}
                 onSelect={(selection) => dispatch({ type: "compare", selection })}
                 onJump={edits.jumpToNode}

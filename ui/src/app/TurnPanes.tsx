@@ -5,7 +5,7 @@
  * and the node inspector and fidelity panel beside them.
  */
 import { useMemo, type ReactNode } from "react";
-import type { ContextMode, TurnDetail, TurnSummary } from "../api/types";
+import type { TurnDetail, TurnSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { FidelityPanel } from "../components/FidelityPanel";
 import { formatScore } from "../components/format";
@@ -13,7 +13,7 @@ import { NodeInspector } from "../components/NodeInspector";
 import { Pane } from "../components/Pane";
 import { KindBadge } from "../lab/Kinds";
 import { ShadedText, UncertaintyLegend } from "../lab/ShadedText";
-import { StepBar, type StepStream } from "../lab/StepBar";
+import { StepBar, type StepBarProps, type StepStream } from "../lab/StepBar";
 import { sideBySide } from "../model/lineDiff";
 import { hasUncertainty, type UncertaintyMode } from "../model/tokens";
 import { pickTab, tabsFor, type ViewTab } from "../views/tabs";
@@ -35,19 +35,16 @@ export function shownView(detail: TurnDetail | null, tabId: string | null) {
   return active ? views[active.view_index] : undefined;
 }
 
+/** The step bar's controls, which the turn view passes through. */
+export type StepControls = Pick<StepBarProps, "engine" | "context" | "onContext" | "onStep" | "onStop" | "onEngine">;
+
 /** Props of {@link TurnPanes}. */
-export interface TurnPanesProps {
+export interface TurnPanesProps extends StepControls {
   detail: TurnDetail | null;
   /** The timeline's entry of the turn shown (`undefined` for the initial state). */
   turn: TurnSummary | undefined;
   /** The step streaming into this state, if any. */
   stream: StepStream | null;
-  engine: string;
-  context: ContextMode;
-  onContext: (c: ContextMode) => void;
-  onStep: () => void;
-  onStop: () => void;
-  onEngine: () => void;
   /** Chooses the prediction shown (`null`: the authored observation). */
   onChoose: (predictionId: number | null) => void;
   settings: PaneSettings;
@@ -55,7 +52,7 @@ export interface TurnPanesProps {
   backend: Backend;
 }
 
-export function TurnPanes({ detail, turn, stream, engine, context, onContext, onStep, onStop, onEngine, onChoose, settings, backend }: TurnPanesProps) {
+export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, ...controls }: TurnPanesProps) {
   const { tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen } = settings;
   const views = useMemo(() => detail?.views ?? [], [detail]);
   const tabs = useMemo(() => tabsFor(views), [views]);
@@ -156,7 +153,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
           : null;
 
   const predictedBanner = stream?.running ? (
-    `Streaming from ${engine} — nothing is stored until it finishes.`
+    `Streaming from ${controls.engine} — nothing is stored until it finishes.`
   ) : uncertainty !== "off" ? (
     canShade ? (
       <UncertaintyLegend mode={uncertainty} />
@@ -196,18 +193,7 @@ export function TurnPanes({ detail, turn, stream, engine, context, onContext, on
           </>
         }
         toolbar={
-          <StepBar
-            engine={engine}
-            context={context}
-            onContext={onContext}
-            onStep={onStep}
-            onStop={onStop}
-            canStep={!!detail && detail.turn > 0}
-            stream={stream}
-            reasoningOpen={reasoningOpen}
-            onReasoningOpen={setReasoningOpen}
-            onEngine={onEngine}
-          />
+          <StepBar {...controls} canStep={!!detail && detail.turn > 0} stream={stream} reasoningOpen={reasoningOpen} onReasoningOpen={setReasoningOpen} />
         }
         bodyOverride={predictedBody}
         emptyMessage={predictedEmpty}

@@ -129,6 +129,7 @@ export function Pane({
   else if (!view || !active) body = <div className="pane-empty">No observation.</div>;
   else if (!doc) body = <div className="pane-empty">No {view.representation} view on this side.</div>;
   else {
+    const noTree = <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>;
     const treeOrError = (label: string, showBounds = false) =>
       doc.rows && treeRef ? (
         <TreeView
@@ -143,28 +144,21 @@ export function Pane({
           landingId={landingId}
         />
       ) : (
-        <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+        noTree
       );
     // Views that draw every node get the whole tree only when it is small.
     const tooLarge =
       !doc.tree && doc.rows ? <div className="pane-empty">{doc.rows.node_count} nodes: too many to draw here; the tree tab lists them.</div> : null;
+    // What the drawn views (page render, wireframes) mark alike: diff colours, alignment, the action's landing.
+    const marks = { side, statuses, align, landingId };
+    const wireframe = (variant: "screen" | "device") =>
+      doc.tree ? <Wireframe {...marks} tree={doc.tree} meta={meta} variant={variant} point={point} label={`${what} ${variant} wireframe`} /> : null;
     const source = (label: string) => (
       <SourceView side={side} lines={lines ? lines[side] : plainLines(doc.text)} text={doc.text} tree={doc.tree} align={align} label={label} />
     );
     switch (active.kind) {
       case "render":
-        body = (
-          <HtmlRender
-            side={side}
-            html={doc.text}
-            tree={doc.tree}
-            statuses={statuses}
-            align={align}
-            label={`${what} page render`}
-            landingId={landingId}
-            targetBid={targetBid}
-          />
-        );
+        body = <HtmlRender {...marks} html={doc.text} tree={doc.tree} label={`${what} page render`} targetBid={targetBid} />;
         break;
       case "dom":
         body = treeOrError(`${what} DOM tree`);
@@ -177,49 +171,19 @@ export function Pane({
         break;
       case "screen":
       case "device":
-        body =
-          tooLarge ??
-          (doc.tree ? (
-            <Wireframe
-              side={side}
-              tree={doc.tree}
-              statuses={statuses}
-              align={align}
-              meta={meta}
-              variant={active.kind}
-              landingId={landingId}
-              point={point}
-              label={`${what} ${active.kind === "device" ? "device" : "screen"} wireframe`}
-            />
-          ) : (
-            <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
-          ));
+        body = tooLarge ?? wireframe(active.kind) ?? noTree;
         break;
       case "screen-tree":
       case "device-tree": {
         const variant = active.kind === "device-tree" ? "device" : "screen";
-        body = tooLarge ? (
+        const drawn = tooLarge ?? wireframe(variant);
+        body = drawn ? (
           <div className={`split split-${variant}`}>
-            {tooLarge}
-            {treeOrError(`${what} accessibility tree`, true)}
-          </div>
-        ) : doc.tree ? (
-          <div className={`split split-${variant}`}>
-            <Wireframe
-              side={side}
-              tree={doc.tree}
-              statuses={statuses}
-              align={align}
-              meta={meta}
-              variant={variant}
-              landingId={landingId}
-              point={point}
-              label={`${what} ${variant} wireframe`}
-            />
+            {drawn}
             {treeOrError(`${what} accessibility tree`, true)}
           </div>
         ) : (
-          <div className="pane-empty">Did not parse: {doc.parse_error ?? "no tree"}</div>
+          noTree
         );
         break;
       }

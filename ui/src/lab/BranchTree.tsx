@@ -12,7 +12,7 @@ import "@xyflow/react/dist/style.css";
 import { useMemo } from "react";
 import type { BranchSummary, TreeEdgeView, TreeNodeView } from "../api/types";
 import { formatScore } from "../components/format";
-import { layoutTree } from "../model/treeLayout";
+import { layoutTree, pathToRoot } from "../model/treeLayout";
 import { KindBadge, KindLegend, kindName, type StateKind } from "./Kinds";
 
 /** Grid of the layout, px. */
@@ -72,9 +72,8 @@ export interface BranchTreeProps {
   edges: TreeEdgeView[];
   branches: BranchSummary[];
   currentNode: number | null;
+  /** The branch shown: the nodes and edges on its path from the root are marked. */
   currentBranch: string | null;
-  /** Nodes on the current branch's path. */
-  pathNodes: ReadonlySet<number>;
   selected: string[];
   onSelect: (branchIds: string[]) => void;
   onJump: (nodeId: number) => void;
@@ -82,7 +81,11 @@ export interface BranchTreeProps {
   colorMode: "light" | "dark";
 }
 
-export function BranchTree({ nodes, edges, branches, currentNode, pathNodes, selected, onSelect, onJump, onCompare, colorMode }: BranchTreeProps) {
+export function BranchTree({ nodes, edges, branches, currentNode, currentBranch, selected, onSelect, onJump, onCompare, colorMode }: BranchTreeProps) {
+  const pathNodes = useMemo(() => {
+    const branch = branches.find((b) => b.id === currentBranch);
+    return new Set(branch ? pathToRoot(branch.leaf_node, nodes, edges) : []);
+  }, [branches, currentBranch, nodes, edges]);
   const flow = useMemo(() => {
     const placed = layoutTree(nodes, edges, GRID);
     const perturbation = new Map(edges.map((e) => [e.edge_id, e.perturbation]));

@@ -4,7 +4,7 @@
  * error line, and `useBusyAction`, which runs a command with the dialog
  * marked busy and its failure shown as the dialog's error.
  */
-import { useCallback, useState, type ReactNode } from "react";
+import { useCallback, useState, type InputHTMLAttributes, type ReactNode } from "react";
 
 /** A thrown value as a message. */
 export function errorMessage(e: unknown): string {
@@ -45,6 +45,24 @@ export function Field({ label, grow, children }: { label: ReactNode; grow?: bool
       <span>{label}</span>
       {children}
     </label>
+  );
+}
+
+/** Props of {@link TextField}: those of an `<input>` but its name and change handler. */
+export type TextFieldProps = Omit<InputHTMLAttributes<HTMLInputElement>, "aria-label" | "onChange"> & {
+  /** The field's label, also the input's accessible name. */
+  label: string;
+  grow?: boolean;
+  /** Called with the input's new text on each change. */
+  onValue: (value: string) => void;
+};
+
+/** A {@link Field} holding one input named by the field's label. */
+export function TextField({ label, grow, onValue, ...input }: TextFieldProps) {
+  return (
+    <Field label={label} grow={grow}>
+      <input aria-label={label} {...input} onChange={(e) => onValue(e.target.value)} />
+    </Field>
   );
 }
 

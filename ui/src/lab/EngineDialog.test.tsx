@@ -26,26 +26,21 @@ function saveOpenai(deadline: string): Promise<EngineStatus> {
   });
 }
 
-describe("the engine dialog", () => {
-  it("sends the step deadline of an endpoint in whole seconds", async () => {
-    const status = await saveOpenai("90");
-    expect(status.settings).toEqual({
-      kind: "openai",
-      base_url: "http://127.0.0.1:8000/v1",
-      model: "Qwen-AgentWorld-35B-A3B",
-      api_key_env: "OPENAI_API_KEY",
-      step_deadline_s: 90,
-    });
-  });
+/** The endpoint settings the dialog starts with. */
+const DEFAULT_ENDPOINT = {
+  kind: "openai",
+  base_url: "http://127.0.0.1:8000/v1",
+  model: "Qwen-AgentWorld-35B-A3B",
+  api_key_env: "OPENAI_API_KEY",
+};
 
-  it("sends no deadline when the field is empty", async () => {
-    const status = await saveOpenai("");
-    expect(status.settings).toEqual({
-      kind: "openai",
-      base_url: "http://127.0.0.1:8000/v1",
-      model: "Qwen-AgentWorld-35B-A3B",
-      api_key_env: "OPENAI_API_KEY",
-    });
+describe("the engine dialog", () => {
+  it.each([
+    { what: "sends the step deadline of an endpoint in whole seconds", deadline: "90", settings: { ...DEFAULT_ENDPOINT, step_deadline_s: 90 } },
+    { what: "sends no deadline when the field is empty", deadline: "", settings: DEFAULT_ENDPOINT },
+  ])("$what", async ({ deadline, settings }) => {
+    const status = await saveOpenai(deadline);
+    expect(status.settings).toEqual(settings);
   });
 });
 

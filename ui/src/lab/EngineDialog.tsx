@@ -14,7 +14,7 @@ import { useEffect, useState } from "react";
 import type { EngineSettings, EngineStatus, GenerationParamsView, KeySource, ModelDirInfo, ModelDtype } from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { formatBytes, formatParams } from "./format";
-import { DialogFooter, ErrorLine, Field, errorMessage, useBusyAction } from "./DialogParts";
+import { DialogFooter, ErrorLine, Field, TextField, errorMessage, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
 /** The model card's generation defaults (Qwen3.5 / Qwen-AgentWorld thinking mode). */
@@ -155,15 +155,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
     );
 
   const num = (key: keyof GenerationParamsView, label: string, step: string) => (
-    <Field label={label}>
-      <input
-        type="number"
-        step={step}
-        aria-label={label}
-        value={String(params[key])}
-        onChange={(e) => setParams({ ...params, [key]: e.target.value === "" ? 0 : Number(e.target.value) })}
-      />
-    </Field>
+    <TextField label={label} type="number" step={step} value={String(params[key])} onValue={(v) => setParams({ ...params, [key]: v === "" ? 0 : Number(v) })} />
   );
   const flag = (key: keyof GenerationParamsView, label: string) => (
     <label className="check">
@@ -221,17 +213,16 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       {kind === "local" ? (
         <div className="engine-local">
           <div className="row">
-            <Field label="Model directory" grow>
-              <input
-                aria-label="Model directory"
-                value={modelDir}
-                placeholder="/models/Qwen-AgentWorld-35B-A3B or a .gguf file"
-                onChange={(e) => {
-                  setModelDir(e.target.value);
-                  setInfo(null);
-                }}
-              />
-            </Field>
+            <TextField
+              label="Model directory"
+              grow
+              value={modelDir}
+              placeholder="/models/Qwen-AgentWorld-35B-A3B or a .gguf file"
+              onValue={(v) => {
+                setModelDir(v);
+                setInfo(null);
+              }}
+            />
             <button type="button" disabled={!modelDir.trim() || !!busy} onClick={() => void inspect()}>
               Inspect
             </button>
@@ -307,12 +298,8 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
       ) : null}
       {kind === "openai" ? (
         <div className="engine-openai">
-          <Field label="Base URL">
-            <input aria-label="Base URL" value={baseUrl} onChange={(e) => setBaseUrl(e.target.value)} />
-          </Field>
-          <Field label="Model">
-            <input aria-label="Model" value={model} onChange={(e) => setModel(e.target.value)} />
-          </Field>
+          <TextField label="Base URL" value={baseUrl} onValue={setBaseUrl} />
+          <TextField label="Model" value={model} onValue={setModel} />
           <fieldset className="engine-key">
             <legend>API key</legend>
             <div className="row">
@@ -327,36 +314,21 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
               </span>
             </div>
             {keySource === "env" ? (
-              <Field label="API key environment variable">
-                <input
-                  aria-label="API key environment variable"
-                  value={keyEnv}
-                  placeholder="OPENAI_API_KEY (empty: no key)"
-                  onChange={(e) => setKeyEnv(e.target.value)}
-                />
-              </Field>
+              <TextField label="API key environment variable" value={keyEnv} placeholder="OPENAI_API_KEY (empty: no key)" onValue={setKeyEnv} />
             ) : (
               <>
-                <Field label="Keyring account">
-                  <input
-                    aria-label="Keyring account"
-                    value={keyAccount}
-                    placeholder={baseUrl.trim() || "the base URL"}
-                    onChange={(e) => setKeyAccount(e.target.value)}
-                  />
-                </Field>
+                <TextField label="Keyring account" value={keyAccount} placeholder={baseUrl.trim() || "the base URL"} onValue={setKeyAccount} />
                 <div className="row">
-                  <Field label="New API key" grow>
-                    <input
-                      type="password"
-                      aria-label="New API key"
-                      autoComplete="off"
-                      spellCheck={false}
-                      value={newKey}
-                      placeholder={keyStored ? "type a key to replace the stored one" : "sk-…"}
-                      onChange={(e) => setNewKey(e.target.value)}
-                    />
-                  </Field>
+                  <TextField
+                    label="New API key"
+                    grow
+                    type="password"
+                    autoComplete="off"
+                    spellCheck={false}
+                    value={newKey}
+                    placeholder={keyStored ? "type a key to replace the stored one" : "sk-…"}
+                    onValue={setNewKey}
+                  />
                   <button type="button" disabled={!newKey || !account || !!busy} onClick={() => void storeKey(newKey)}>
                     {keyStored ? "Replace key" : "Store key"}
                   </button>
@@ -368,17 +340,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
               </>
             )}
           </fieldset>
-          <Field label="Step deadline (s)">
-            <input
-              type="number"
-              min="1"
-              step="1"
-              aria-label="Step deadline (s)"
-              value={deadline}
-              placeholder="none"
-              onChange={(e) => setDeadline(e.target.value)}
-            />
-          </Field>
+          <TextField label="Step deadline (s)" type="number" min="1" step="1" value={deadline} placeholder="none" onValue={setDeadline} />
           <p className="muted">
             {keySource === "env"
               ? "The key is read from this variable of the back end's environment when the engine is created; it is never typed here or stored in the workspace."
@@ -398,14 +360,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
           {num("top_p", "Top p", "0.01")}
           {num("top_k", "Top k", "1")}
           {num("max_new_tokens", "Max new tokens", "1")}
-          <Field label="Seed">
-            <input
-              aria-label="Seed"
-              value={params.seed}
-              inputMode="numeric"
-              onChange={(e) => setParams({ ...params, seed: e.target.value.replace(/[^0-9]/g, "") || "0" })}
-            />
-          </Field>
+          <TextField label="Seed" value={params.seed} inputMode="numeric" onValue={(v) => setParams({ ...params, seed: v.replace(/[^0-9]/g, "") || "0" })} />
         </div>
         <div className="row">
           {flag("enable_thinking", "Thinking (reasoning)")}

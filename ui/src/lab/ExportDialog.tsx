@@ -8,6 +8,7 @@ import { useState } from "react";
 import type { CurriculumExport } from "../api/lab";
 import type { BranchSummary, CurriculumFormat } from "../api/types";
 import type { Backend } from "../backend/backend";
+import { saveFile } from "../components/dom";
 import { formatBytes } from "./format";
 import { DialogFooter, ErrorLine, Field, RadioSeg, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
@@ -55,14 +56,7 @@ export function ExportDialog({ backend, trajectoryId, trajectoryName, branches, 
         const r = await backend.call("export_curriculum", request(PREVIEW_ROWS, null));
         setResult(r);
         const content = r.content ?? r.preview.map((l) => `${l}\n`).join("");
-        const url = URL.createObjectURL(new Blob([content], { type: "application/jsonl" }));
-        const a = document.createElement("a");
-        a.href = url;
-        a.download = r.file_name || `curriculum-${format}.jsonl`;
-        document.body.appendChild(a);
-        a.click();
-        a.remove();
-        window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+        saveFile(content, r.file_name || `curriculum-${format}.jsonl`, "application/jsonl");
       }
     });
 

@@ -9,6 +9,7 @@ import { GridComponent, LegendComponent, TooltipComponent } from "echarts/compon
 import * as echarts from "echarts/core";
 import { CanvasRenderer, SVGRenderer } from "echarts/renderers";
 import { useEffect, useRef } from "react";
+import { downloadUrl, saveFile } from "../components/dom";
 import { exportFileName, type ChartOption } from "./runsModel";
 
 echarts.use([BarChart, LineChart, ScatterChart, GridComponent, LegendComponent, TooltipComponent, CanvasRenderer, SVGRenderer]);
@@ -25,15 +26,6 @@ export interface EChartProps {
   wide?: boolean;
   /** Called with the index of a clicked data point of the first series. */
   onPoint?: (index: number) => void;
-}
-
-function download(name: string, url: string): void {
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
 }
 
 /** The chart as an SVG document, rendered off screen at `width` × `height`. */
@@ -78,15 +70,12 @@ export function EChart({ title, option, theme, height = 280, wide = false, onPoi
     const c = chart.current;
     if (!c) return;
     const background = theme === "dark" ? "#15181e" : "#ffffff";
-    download(exportFileName(title, "png"), c.getDataURL({ type: "png", pixelRatio: 2, backgroundColor: background }));
+    downloadUrl(exportFileName(title, "png"), c.getDataURL({ type: "png", pixelRatio: 2, backgroundColor: background }));
   };
   const exportSvg = () => {
     const el = ref.current;
     const svg = chartSvg(option, theme, el?.clientWidth || 800, height);
-    const blob = new Blob([svg], { type: "image/svg+xml" });
-    const url = URL.createObjectURL(blob);
-    download(exportFileName(title, "svg"), url);
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(svg, exportFileName(title, "svg"), "image/svg+xml");
   };
 
   return (

@@ -10,6 +10,7 @@ import type { Backend } from "../backend/backend";
 import { VirtualList } from "../components/VirtualList";
 import { invalidate, keysTouchedByChange } from "../data/invalidation";
 import { keys } from "../data/keys";
+import { saveFile } from "../components/dom";
 import { useLabelSet, useRunDashboard, useRunRows } from "../data/queries";
 import { RowPanel, copyText, currentRowLink } from "./RowPanel";
 import { RUN_ROW_HEIGHT_PX, formatMetric, formatScore, labelChoices, rowKeyAction, rowsRequest, type RunsAction, type RunsState } from "./runsModel";
@@ -28,23 +29,11 @@ const SORTS: Array<[RunRowSort, string]> = [
 /** The header of the labels column (not sortable). */
 const LABELS_HEAD = "Labels";
 
-/** Saves a text file the browser made. */
-function saveText(text: string, fileName: string, type: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const a = document.createElement("a");
-  a.href = url;
-  a.download = fileName;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
 /** Exports run `runId`'s labelled or noted rows through the API (`export_run_rows`) and saves the file. */
 function exportRows(backend: Backend, runId: string, format: RowsExportFormat): void {
   void backend
     .call("export_run_rows", { run_id: runId, format, annotated_only: true, path: null })
-    .then((r) => saveText(r.content ?? "", r.file_name, format === "csv" ? "text/csv" : "application/x-ndjson"))
+    .then((r) => saveFile(r.content ?? "", r.file_name, format === "csv" ? "text/csv" : "application/x-ndjson"))
     .catch((e: unknown) => window.alert(`The rows could not be exported: ${e instanceof Error ? e.message : String(e)}`));
 }
 

@@ -12,6 +12,7 @@ import { createQueryClient } from "../data/queries";
 import { startEndpoint, type TestEndpoint } from "../testing/endpoint";
 import { startServer, type TestServer } from "../testing/server";
 import { RunJobsPanel } from "./StartRun";
+import { allRowsRequest } from "./runsModel";
 
 let server: TestServer | null = null;
 let endpoint: TestEndpoint | null = null;
@@ -137,22 +138,7 @@ describe("starting a run from the studio", () => {
     const end = events.find((e) => e.kind === "judge" && e.state === "finished")!;
 
     // Rows the copy baseline could not predict (no observation to copy) have no generation: they fail without a judge call.
-    const rows = (
-      await backend.call("list_run_rows", {
-        run_id: runs[0]!.run_id,
-        query: null,
-        search_in: null,
-        domain: null,
-        status: null,
-        label: null,
-        min_score: null,
-        max_score: null,
-        sort: null,
-        descending: false,
-        offset: 0,
-        limit: null,
-      })
-    ).rows;
+    const rows = (await backend.call("list_run_rows", allRowsRequest(runs[0]!.run_id))).rows;
     const predicted = rows.filter((r) => r.status === "ok");
     expect(predicted.length).toBeGreaterThan(0);
     expect(end).toMatchObject({

@@ -193,12 +193,79 @@ function ConcurrencyField({ value, onChange }: { value: number; onChange: (n: nu
   );
 }
 
+/** A start form's submit: `busy` while the call runs, its failure as `error`. */
+interface StartJob {
+  busy: boolean;
+  error: string | null;
+  submit: () => void;
+}
+
+/** The {@link StartJob} of a form whose submit calls `start`; the job it starts goes to `onStarted`. */
+function useStartJob(start: () => Promise<RunJobView>, onStarted: (j: RunJobView) => void): StartJob {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = () => {
+    setBusy(true);
+    setError(null);
+    start()
+      .then(onStarted, (e: unknown) => setError(errorMessage(e)))
+      .finally(() => setBusy(false));
+  };
+  return { busy, error, submit };
+}
+
+/**
+ * The frame of a start form: its title (also its name), the fields, the
+ * error of `start`, then what blocks it (`problem`), Close and the submit
+ * button (`startLabel`); `after` follows inside the form.
+ */
+function StartForm({
+  title,
+  startLabel,
+  problem,
+  start: { busy, error, submit },
+  onClose,
+  children,
+  after,
+}: {
+  title: string;
+  startLabel: string;
+  problem: string | null;
+  start: StartJob;
+  onClose: () => void;
+  children: ReactNode;
+  after?: ReactNode;
+}) {
+  return (
+    <form
+      className="run-form"
+      aria-label={title}
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!problem && !busy) submit();
+      }}
+    >
+      <h3>{title}</h3>
+      {children}
+      <ErrorLine error={error} />
+      <div className="run-form-actions">
+        {problem ? <span className="muted">{problem}</span> : null}
+        <button type="button" onClick={onClose}>
+          Close
+        </button>
+        <button type="submit" className="primary" disabled={problem !== null || busy}>
+          {busy ? "Starting…" : startLabel}
+        </button>
+      </div>
+      {after}
+    </form>
+  );
+}
+
 function StartRunForm({ backend, onStarted, onClose }: { backend: Backend; onStarted: (j: RunJobView) => void; onClose: () => void }) {
   const client = useQueryClient();
   const [form, setForm] = useState<RunForm>(INITIAL_RUN_FORM);
   const [engineDialog, setEngineDialog] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [filter, setFilter] = useState("");
   const engine = useEngineStatus(backend);
   const trajectories = useTrajectories(backend);
@@ -212,24 +279,28 @@ function StartRunForm({ backend, onStarted, onClose }: { backend: Backend; onSta
   const toggle = (id: string) => set({ trajectoryIds: chosen.has(id) ? form.trajectoryIds.filter((x) => x !== id) : [...form.trajectoryIds, id] });
   const problem = runFormProblem(form);
   const studioEngine = engine.data?.name ?? engine.data?.settings?.kind ?? "…";
-  const submit = () => {
-    setBusy(true);
-    setError(null);
-    backend
-      .call("start_run", startRunRequest(form))
-      .then(onStarted, (e: unknown) => setError(errorMessage(e)))
-      .finally(() => setBusy(false));
-  };
+  const start = useStartJob(() => backend.call("start_run", startRunRequest(form)), onStarted);
   return (
-    <form
-      className="run-form"
-      aria-label="Start a run"
-      onSubmit={(e) => {
-        e.preventDefault();
-        if (!problem && !busy) submit();
-      }}
+    <StartForm
+      title="Start a run"
+      startLabel="Start run"
+      problem={problem}
+      start={start}
+      onClose={onClose}
+      after={
+        engineDialog ? (
+          <EngineDialog
+            backend={backend}
+            status={engine.data ?? null}
+            onClose={() => setEngineDialog(false)}
+            onSaved={() => {
+              setEngineDialog(false);
+              void invalidate(client, [keys.engine()]);
+            }}
+          />
+        ) : null
+      }
     >
-      <h3>Start a run</h3>
       <div className="run-form-row">
         <Field label="Engine">
           <RadioSeg<EngineChoice>
@@ -323,28 +394,7 @@ function StartRunForm({ backend, onStarted, onClose }: { backend: Backend; onSta
           <input value={form.name} placeholder="engine · history · trajectories" onChange={(e) => set({ name: e.target.value })} />
         </Field>
       </div>
-      <ErrorLine error={error} />
-      <div className="run-form-actions">
-        {problem ? <span className="muted">{problem}</span> : null}
-        <button type="button" onClick={onClose}>
-          Close
-        </button>
-        <button type="submit" className="primary" disabled={problem !== null || busy}>
-          {busy ? "Starting…" : "Start run"}
-        </button>
-      </div>
-      {engineDialog ? (
-        <EngineDialog
-          backend={backend}
-          status={engine.data ?? null}
-          onClose={() => setEngineDialog(false)}
-          onSaved={() => {
-            setEngineDialog(false);
-            void invalidate(client, [keys.engine()]);
-          }}
-        />
-      ) : null}
-    </form>
+    </StartForm>
   );
 }
 
@@ -364,26 +414,11 @@ function JudgeForm({
   const [runId, setRunId] = useState(defaultRunId ?? runs[0]?.run_id ?? "");
   const [endpoint, setEndpoint] = useState<EndpointForm>({ baseUrl: "http://127.0.0.1:8001/v1", model: "judge", keyEnv: "OPENAI_API_KEY" });
   const [concurrency, setConcurrency] = useState(4);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const run = runs.find((r) => r.run_id === runId);
   const problem = run ? (endpointProblem(endpoint) ?? concurrencyProblem(concurrency)) : "Choose a run";
+  const start = useStartJob(() => backend.call("start_judge", startJudgeRequest(runId, endpoint, concurrency)), onStarted);
   return (
-    <form
-      className="run-form"
-      aria-label="Judge a run"
-      onSubmit={(e) => {
-        e.preventDefault();
-        if (problem || busy) return;
-        setBusy(true);
-        setError(null);
-        backend
-          .call("start_judge", startJudgeRequest(runId, endpoint, concurrency))
-          .then(onStarted, (err: unknown) => setError(errorMessage(err)))
-          .finally(() => setBusy(false));
-      }}
-    >
-      <h3>Judge a run</h3>
+    <StartForm title="Judge a run" startLabel="Start judging" problem={problem} start={start} onClose={onClose}>
       <div className="run-form-row">
         <Field label="Run" grow>
           <select aria-label="Run to judge" value={runId} onChange={(e) => setRunId(e.target.value)}>
@@ -401,16 +436,6 @@ function JudgeForm({
         Rows already judged are skipped, so judging again after a cancel goes on where it stopped. The judge grades format, factuality, consistency, realism and
         quality from 1 to 5.
       </p>
-      <ErrorLine error={error} />
-      <div className="run-form-actions">
-        {problem ? <span className="muted">{problem}</span> : null}
-        <button type="button" onClick={onClose}>
-          Close
-        </button>
-        <button type="submit" className="primary" disabled={problem !== null || busy}>
-          {busy ? "Starting…" : "Start judging"}
-        </button>
-      </div>
-    </form>
+    </StartForm>
   );
 }

@@ -7,11 +7,12 @@
 import type { QueryClient } from "@tanstack/react-query";
 import type { RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
+import { saveFile } from "../components/dom";
 import { compareRunsQuery, runDashboardQuery, runDriftQuery, runRowsQuery, turnQuery } from "../data/queries";
 import { driftTitle } from "./DriftChart";
 import { chartSvg } from "./EChart";
 import { buildReport, type PickedRow } from "./report";
-import { chartColors, domainScoreOption, driftOption, metricHistogramOption, scatterOption, statusOption } from "./runsModel";
+import { allRowsRequest, chartColors, domainScoreOption, driftOption, metricHistogramOption, scatterOption, statusOption } from "./runsModel";
 
 /**
  * Builds the report of run A (compared with B when chosen; the labelled or
@@ -40,22 +41,7 @@ export async function exportReport(client: QueryClient, backend: Backend, runs: 
       driftOption(drift, colors),
       280,
     );
-    const all = await client.fetchQuery(
-      runRowsQuery(backend, {
-        run_id: runA,
-        query: null,
-        search_in: null,
-        domain: null,
-        status: null,
-        label: null,
-        min_score: null,
-        max_score: null,
-        sort: null,
-        descending: false,
-        offset: 0,
-        limit: null,
-      }),
-    );
+    const all = await client.fetchQuery(runRowsQuery(backend, allRowsRequest(runA)));
     const labelled = all.rows.filter((r) => r.labels.length > 0 || r.note !== null).slice(0, 50);
     const picked: PickedRow[] = await Promise.all(
       labelled.map(async (row) => {
@@ -73,14 +59,7 @@ export async function exportReport(client: QueryClient, backend: Backend, runs: 
       compare,
       picked,
     });
-    const url = URL.createObjectURL(new Blob([html], { type: "text/html" }));
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = `worldloom-report-${dashboard.run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.html`;
-    document.body.appendChild(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 1000);
+    saveFile(html, `worldloom-report-${dashboard.run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.html`, "text/html");
   } catch (e) {
     window.alert(`The report could not be made: ${e instanceof Error ? e.message : String(e)}`);
   }

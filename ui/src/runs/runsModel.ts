@@ -105,16 +105,30 @@ export function rowsRequest(state: RunsState): ListRunRowsRequest | null {
   if (state.runA === null) return null;
   const query = state.query.trim();
   return {
-    run_id: state.runA,
+    ...allRowsRequest(state.runA),
     query: query === "" ? null : query,
     search_in: state.searchIn,
     domain: (state.domain as ListRunRowsRequest["domain"]) ?? null,
     status: state.status,
     label: state.label,
-    min_score: null,
-    max_score: null,
     sort: query !== "" && state.sort === "row" ? "relevance" : state.sort,
     descending: state.descending,
+  };
+}
+
+/** The `list_run_rows` request of every row of run `runId`, unfiltered, in row order. */
+export function allRowsRequest(runId: string): ListRunRowsRequest {
+  return {
+    run_id: runId,
+    query: null,
+    search_in: null,
+    domain: null,
+    status: null,
+    label: null,
+    min_score: null,
+    max_score: null,
+    sort: null,
+    descending: false,
     offset: 0,
     limit: null,
   };

@@ -161,41 +161,16 @@ describe("TreeView", () => {
     expect(container.querySelector('[aria-selected="true"]')!.getAttribute("data-node-id")).toBe(String(hidden));
   });
 
-  it("highlights the aligned node when the other pane hovers", async () => {
+  it.each([
+    { what: "highlights the aligned node when the other pane hovers", wholeDiff: true },
+    { what: "aligns the panes from the rows' counterparts when the whole diff is not sent", wholeDiff: false },
+  ])("$what", async ({ wholeDiff }) => {
     // The second turn of the web fixture as `get_turn` shows it.
     const { view, ref, backend } = await served("web-harbor-books", 2);
     const real = view.real!.tree!;
     const predicted = view.predicted!.tree!;
-    const diff = view.diff!;
+    const diff = wholeDiff ? view.diff! : null;
     const { container, store } = renderTree("predicted", view.predicted!.rows!, ref("predicted"), backend, "axtree", diff);
-    const realBasket = real.nodes.find((n) => n.key === "8")!;
-    const predBasket = predicted.nodes.find((n) => n.key === "8")!;
-    act(() => store.hover({ side: "real", id: realBasket.id }));
-    const hovered = container.querySelectorAll(".trow.is-hover");
-    expect(hovered.length).toBe(1);
-    expect(hovered[0]!.getAttribute("data-node-id")).toBe(String(predBasket.id));
-  });
-
-  it("aligns the panes from the rows' counterparts when the whole diff is not sent", async () => {
-    const { view, ref, backend } = await served("web-harbor-books", 2);
-    const real = view.real!.tree!;
-    const predicted = view.predicted!.tree!;
-    const store = new SelectionStore();
-    const { container } = render(
-      <QueryClientProvider client={createQueryClient()}>
-        <SelectionContext.Provider value={store}>
-          <TreeView
-            side="predicted"
-            backend={backend}
-            treeRef={ref("predicted")}
-            first={view.predicted!.rows!}
-            representation="axtree"
-            align={alignment(null)}
-            label="Predicted accessibility tree"
-          />
-        </SelectionContext.Provider>
-      </QueryClientProvider>,
-    );
     const realBasket = real.nodes.find((n) => n.key === "8")!;
     const predBasket = predicted.nodes.find((n) => n.key === "8")!;
     act(() => store.hover({ side: "real", id: realBasket.id }));

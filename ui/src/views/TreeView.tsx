@@ -15,6 +15,7 @@ import { VirtualList } from "../components/VirtualList";
 import type { TreeRef } from "../data/keys";
 import { TREE_PAGE_ROWS, useTreeRows, useTreeSearch } from "../data/queries";
 import type { Alignment, Side } from "../model/tree";
+import { classNames } from "../components/dom";
 import { isInvertedBounds, isOutsideRoot, screenRoot } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
@@ -157,17 +158,15 @@ const TreeRow = memo(function TreeRow({
   const depth = Math.min(node.depth, MAX_INDENT_LEVELS);
   const b = node.bounds_px;
   const props = propsOf(node, representation);
-  const cls = [
+  const cls = classNames(
     "trow",
     `diff-${status}`,
-    hovered ? "is-hover" : "",
-    selected ? "is-selected" : "",
-    matched ? "is-match" : "",
-    landed ? "is-landed" : "",
-    node.synthetic ? "is-synthetic" : "",
-  ]
-    .filter(Boolean)
-    .join(" ");
+    hovered && "is-hover",
+    selected && "is-selected",
+    matched && "is-match",
+    landed && "is-landed",
+    node.synthetic && "is-synthetic",
+  );
   return (
     <div
       role="treeitem"

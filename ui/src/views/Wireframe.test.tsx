@@ -11,10 +11,8 @@ describe("Wireframe, Android device frame", () => {
   const view = goldenTurn("android-settings", 1)!.views[0]!;
   const real = view.real!.tree!;
   const diff = view.diff!;
-
-  it("draws every node with bounds, scaled into the pane at the dump's aspect ratio", () => {
-    const drawable = real.nodes.filter((n) => n.bounds_px).length;
-    const { container } = render(
+  const renderDevice = () =>
+    render(
       <Wireframe
         side="real"
         tree={real}
@@ -25,6 +23,10 @@ describe("Wireframe, Android device frame", () => {
         fallbackSize={{ width: 600, height: 1200 }}
       />,
     );
+
+  it("draws every node with bounds, scaled into the pane at the dump's aspect ratio", () => {
+    const drawable = real.nodes.filter((n) => n.bounds_px).length;
+    const { container } = renderDevice();
     const rects = container.querySelectorAll("rect.wbox");
     expect(rects.length).toBe(drawable);
     expect(drawable).toBe(21);
@@ -45,17 +47,7 @@ describe("Wireframe, Android device frame", () => {
   });
 
   it("shows diff classes, clickable, focused and checked states", () => {
-    const { container } = render(
-      <Wireframe
-        side="real"
-        tree={real}
-        statuses={diff.real}
-        align={alignment(diff)}
-        variant="device"
-        label="Real device wireframe"
-        fallbackSize={{ width: 600, height: 1200 }}
-      />,
-    );
+    const { container } = renderDevice();
     // Bluetooth is off in the real dump and on in the prediction: its switch is changed.
     const bt = real.nodes.find((n) => n.key === "com.android.settings:id/switch_1")!;
     expect(diff.real[bt.id]).toBe("changed");

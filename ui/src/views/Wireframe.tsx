@@ -11,6 +11,7 @@ import { useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
 import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
 import { pointOnLayout } from "../model/landing";
+import { classNames } from "../components/dom";
 import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
@@ -100,16 +101,14 @@ export function Wireframe({
         const text = n.name && n.value && n.value !== n.name ? `${n.name}: ${n.value}` : n.name || (n.value ?? "");
         const font = Math.max(8, Math.min(12, b.height * 0.55));
         const showText = text && leafish && b.width > 18 && b.height > 9;
-        const cls = [
+        const cls = classNames(
           "wbox",
           `diff-${b.status}`,
-          clickable ? "is-clickable" : "",
-          focused ? "is-focused" : "",
-          leafish ? "is-leaf" : "",
-          b.offscreen ? "is-offscreen" : "",
-        ]
-          .filter(Boolean)
-          .join(" ");
+          clickable && "is-clickable",
+          focused && "is-focused",
+          leafish && "is-leaf",
+          b.offscreen && "is-offscreen",
+        );
         return (
           <g key={b.id} data-node-id={b.id}>
             <rect className={cls} data-node-id={b.id} data-diff={b.status} x={b.x} y={b.y} width={Math.max(0.5, b.width)} height={Math.max(0.5, b.height)}>
