@@ -52,6 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
+from fixture_configs import qwen3_5_moe_text_config, qwen_tokenizer_config
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_FIXTURES = ROOT / "crates/worldloom-engine/tests/fixtures"
 SMALL = ENGINE_FIXTURES / "qwen3_5_moe"
@@ -126,18 +128,7 @@ def write_tokenizer(directory: Path) -> None:
     # Pretty JSON, stable across runs.
     data = json.loads(tok.to_str())
     (directory / "tokenizer.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    config = {
-        "tokenizer_class": "Qwen2Tokenizer",
-        "model_max_length": 4096,
-        "bos_token": None,
-        "eos_token": "<|im_end|>",
-        "pad_token": "<|endoftext|>",
-        "unk_token": None,
-        "add_bos_token": False,
-        "clean_up_tokenization_spaces": False,
-        "errors": "replace",
-        "split_special_tokens": False,
-    }
+    config = qwen_tokenizer_config(4096)
     (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n")
     shutil.copy(TINY_WORLD / "chat_template.jinja", directory / "chat_template.jinja")
 
@@ -146,35 +137,10 @@ def write_tokenizer(directory: Path) -> None:
 # checkpoints
 
 
-WIDE = dict(
-    vocab_size=VOCAB,
-    hidden_size=256,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=64,
-    linear_num_key_heads=2,
-    linear_num_value_heads=4,
-    linear_key_head_dim=64,
-    linear_value_head_dim=64,
-    linear_conv_kernel_dim=4,
-    num_experts=4,
-    num_experts_per_tok=2,
-    moe_intermediate_size=256,
-    shared_expert_intermediate_size=256,
-    rms_norm_eps=1e-6,
-    hidden_act="silu",
-    max_position_embeddings=4096,
-    full_attention_interval=2,
-    tie_word_embeddings=False,
-    attention_bias=False,
-    rope_parameters={
-        "rope_type": "default",
-        "rope_theta": 10000.0,
-        "partial_rotary_factor": 0.25,
-        "mrope_section": [4, 2, 2],
-        "mrope_interleaved": True,
-    },
+WIDE = qwen3_5_moe_text_config(
+    vocab_size=VOCAB, hidden_size=256, num_hidden_layers=2, full_attention_interval=2,
+    head_dim=64, linear_head_dim=64, mrope_section=[4, 2, 2], attention_bias=False,
+    num_experts=4, moe_intermediate_size=256, shared_expert_intermediate_size=256,
 )
 
 

@@ -35,37 +35,15 @@ import torch
 import transformers
 from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
+from fixture_configs import qwen3_5_moe_text_config
+
 SEED = 20_260_601
 OUT = Path(__file__).resolve().parent.parent / "crates/worldloom-engine/tests/fixtures/qwen3_5_moe"
 
-TEXT_CONFIG = dict(
-    vocab_size=320,
-    hidden_size=64,
-    num_hidden_layers=4,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    head_dim=32,
-    linear_num_key_heads=2,
-    linear_num_value_heads=4,
-    linear_key_head_dim=16,
-    linear_value_head_dim=16,
-    linear_conv_kernel_dim=4,
-    num_experts=8,
-    num_experts_per_tok=2,
-    moe_intermediate_size=32,
-    shared_expert_intermediate_size=48,
-    rms_norm_eps=1e-6,
-    hidden_act="silu",
-    max_position_embeddings=4096,
-    full_attention_interval=4,
-    tie_word_embeddings=False,
-    rope_parameters={
-        "rope_type": "default",
-        "rope_theta": 10000.0,
-        "partial_rotary_factor": 0.25,
-        "mrope_section": [2, 1, 1],
-        "mrope_interleaved": True,
-    },
+TEXT_CONFIG = qwen3_5_moe_text_config(
+    vocab_size=320, hidden_size=64, num_hidden_layers=4, full_attention_interval=4,
+    head_dim=32, linear_head_dim=16, mrope_section=[2, 1, 1],
+    num_experts=8, moe_intermediate_size=32, shared_expert_intermediate_size=48,
 )
 
 PROMPT_TOKENS = 20

@@ -23,6 +23,8 @@ from safetensors.numpy import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tokenizers import AddedToken
 
+from fixture_configs import qwen_tokenizer_config
+
 SEED = 20261129
 VOCAB_SIZE = 1024
 
@@ -255,18 +257,7 @@ def main() -> None:
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE)
-    tokenizer_config = {
-        "tokenizer_class": "Qwen2Tokenizer",
-        "model_max_length": CONFIG["max_position_embeddings"],
-        "bos_token": None,
-        "eos_token": "<|im_end|>",
-        "pad_token": "<|endoftext|>",
-        "unk_token": None,
-        "add_bos_token": False,
-        "clean_up_tokenization_spaces": False,
-        "errors": "replace",
-        "split_special_tokens": False,
-    }
+    tokenizer_config = qwen_tokenizer_config(CONFIG["max_position_embeddings"])
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
     generation_config = {
         "do_sample": True,

@@ -16,6 +16,16 @@ fn sample_awb() -> PathBuf {
         .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
 }
 
+/// Writes `contents` to `path` and imports it with the default options,
+/// which must fail; the error's text.
+fn import_error(path: &Path, contents: &str) -> String {
+    std::fs::write(path, contents).expect("write");
+    match import_path(path, &ImportOptions::default()) {
+        Ok(_) => panic!("{} imported", path.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
 fn rows(text: &str) -> Vec<Value> {
     text.lines()
         .filter(|l| !l.trim().is_empty())
@@ -268,12 +278,10 @@ fn malformed_jsonl_line_fails_with_its_number_or_is_skipped() {
     assert_eq!(imported.warnings.len(), 1);
     assert_eq!(imported.warnings[0].line, Some(2));
     // A row of the wrong shape names the field.
-    std::fs::write(&path, "{\"task\": \"web\", \"prompt\": [1]}\n").expect("write");
-    let err = import_path(&path, &ImportOptions::default()).expect_err("fails");
-    assert!(err.to_string().contains(":1: field `prompt[0]`"), "{err}");
-    std::fs::write(&path, "{\"task\": \"browser\", \"prompt\": []}\n").expect("write");
-    let err = import_path(&path, &ImportOptions::default()).expect_err("fails");
-    assert!(err.to_string().contains("field `task`"), "{err}");
+    let err = import_error(&path, "{\"task\": \"web\", \"prompt\": [1]}\n");
+    assert!(err.contains(":1: field `prompt[0]`"), "{err}");
+    let err = import_error(&path, "{\"task\": \"browser\", \"prompt\": []}\n");
+    assert!(err.contains("field `task`"), "{err}");
 }
 
 fn agentlab_step(step: u64, axtree: &str, action: Value, error: &str) -> Value {
@@ -611,14 +619,10 @@ fn awb_export_reads_back_under_the_same_trajectory_ids_and_a_lone_sidecar_is_ref
         |ts: &[worldloom_core::Trajectory]| ts.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&again.trajectories), ids(&original.trajectories));
 
-    let sidecar = dir.path().join("run.predictions.jsonl");
-    std::fs::write(
-        &sidecar,
+    let msg = import_error(
+        &dir.path().join("run.predictions.jsonl"),
         "{\"step\": 1, \"engine\": \"m\", \"output\": \"x\"}\n",
-    )
-    .expect("write");
-    let err = import_path(&sidecar, &ImportOptions::default()).expect_err("a sidecar alone");
-    let msg = err.to_string();
+    );
     assert!(msg.contains("run.predictions.jsonl"), "{msg}");
     assert!(msg.contains("import `run.json` beside it"), "{msg}");
 }
@@ -656,14 +660,10 @@ fn a_format_given_by_hand_that_does_not_fit_names_the_one_that_does() {
 #[test]
 fn sft_lines_out_of_order_are_refused_by_field() {
     let dir = tempfile::tempdir().expect("tmp");
-    let file = dir.path().join("bad.sft.jsonl");
-    std::fs::write(
-        &file,
+    let text = import_error(
+        &dir.path().join("bad.sft.jsonl"),
         "{\"task\": \"terminal\", \"messages\": [{\"role\": \"user\", \"content\": \"ls\"}, {\"role\": \"user\", \"content\": \"pwd\"}]}\n",
-    )
-    .expect("write");
-    let err = import_path(&file, &ImportOptions::default()).expect_err("refused");
-    let text = err.to_string();
+    );
     assert!(text.contains("bad.sft.jsonl:1"), "{text}");
     assert!(text.contains("messages[1].role"), "{text}");
 }

@@ -206,12 +206,40 @@ fn drain(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc::channel;
+    use std::sync::mpsc::{Sender, channel};
 
     use worldloom_core::{OutputParser, OutputStatus};
 
     use super::*;
     use crate::world_model::StopReason;
+
+    /// A stream fed through the returned sender, and the engine's cancel
+    /// token in it.
+    fn new_stream() -> (Sender<EngineEvent>, PredictionStream, CancelToken) {
+        let (tx, rx) = channel();
+        let engine_cancel = CancelToken::new();
+        let stream = PredictionStream {
+            events: rx,
+            cancel: engine_cancel.clone(),
+        };
+        (tx, stream, engine_cancel)
+    }
+
+    /// A `Done` event with these statistics and `output`.
+    fn done(
+        stop_reason: Option<StopReason>,
+        completion_tokens: usize,
+        output: ModelOutput,
+    ) -> EngineEvent {
+        EngineEvent::Done {
+            stats: GenerationStats {
+                completion_tokens,
+                stop_reason,
+                ..GenerationStats::default()
+            },
+            output,
+        }
+    }
 
     fn token(text: &str, logprob: Option<f32>) -> EngineEvent {
         EngineEvent::Token(Token {
@@ -224,7 +252,7 @@ mod tests {
 
     #[test]
     fn drains_to_done_and_pairs_observation_tokens() {
-        let (tx, rx) = channel();
+        let (tx, stream, _) = new_stream();
         let mut parser = OutputParser::new(true);
         for (text, lp) in [
             ("r</think>", -0.5),
@@ -236,19 +264,8 @@ mod tests {
                 tx.send(e).unwrap();
             }
         }
-        tx.send(EngineEvent::Done {
-            stats: GenerationStats {
-                completion_tokens: 3,
-                stop_reason: Some(StopReason::EndOfTurn),
-                ..GenerationStats::default()
-            },
-            output: parser.finish_output(),
-        })
-        .unwrap();
-        let stream = PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        };
+        tx.send(done(Some(StopReason::EndOfTurn), 3, parser.finish_output()))
+            .unwrap();
         let mut seen = 0;
         let c = collect(stream, &CancelToken::new(), None, |_| seen += 1).unwrap();
         assert_eq!(seen, 9);
@@ -273,21 +290,10 @@ mod tests {
             (Some(StopReason::EndOfTurn), OutputStatus::NoObservation),
             (None, OutputStatus::NoObservation),
         ] {
-            let (tx, rx) = channel();
+            let (tx, stream, _) = new_stream();
             let mut parser = OutputParser::new(true);
             parser.push("still thinking");
-            tx.send(EngineEvent::Done {
-                stats: GenerationStats {
-                    stop_reason: stop,
-                    ..GenerationStats::default()
-                },
-                output: parser.finish_output(),
-            })
-            .unwrap();
-            let stream = PredictionStream {
-                events: rx,
-                cancel: CancelToken::new(),
-            };
+            tx.send(done(stop, 0, parser.finish_output())).unwrap();
             let c = collect(stream, &CancelToken::new(), None, |_| {}).unwrap();
             assert_eq!(c.output.parsed.status, status, "{stop:?}");
             assert_eq!(c.output.parsed.observation, None);
@@ -297,12 +303,7 @@ mod tests {
 
     #[test]
     fn cancel_returns_at_once_and_cancels_the_engine() {
-        let (tx, rx) = channel::<EngineEvent>();
-        let engine_cancel = CancelToken::new();
-        let stream = PredictionStream {
-            events: rx,
-            cancel: engine_cancel.clone(),
-        };
+        let (tx, stream, engine_cancel) = new_stream();
         let cancel = CancelToken::new();
         let canceller = cancel.clone();
         let t = std::thread::spawn(move || {
@@ -320,12 +321,7 @@ mod tests {
 
     #[test]
     fn deadline_cancels_the_engine() {
-        let (tx, rx) = channel::<EngineEvent>();
-        let engine_cancel = CancelToken::new();
-        let stream = PredictionStream {
-            events: rx,
-            cancel: engine_cancel.clone(),
-        };
+        let (tx, stream, engine_cancel) = new_stream();
         tx.send(token("x", None)).unwrap();
         let started = Instant::now();
         let mut events = 0;
@@ -347,25 +343,18 @@ mod tests {
 
     #[test]
     fn collect_to_end_waits_for_the_engine() {
-        let (tx, rx) = channel::<EngineEvent>();
-        let engine_cancel = CancelToken::new();
-        let stream = PredictionStream {
-            events: rx,
-            cancel: engine_cancel.clone(),
-        };
+        let (tx, stream, engine_cancel) = new_stream();
         let watcher = engine_cancel.clone();
         let engine = std::thread::spawn(move || {
             while !watcher.is_cancelled() {
                 std::thread::sleep(Duration::from_millis(5));
             }
             tx.send(token("late", None)).unwrap();
-            tx.send(EngineEvent::Done {
-                stats: GenerationStats {
-                    stop_reason: Some(StopReason::Cancelled),
-                    ..GenerationStats::default()
-                },
-                output: OutputParser::new(false).finish_output(),
-            })
+            tx.send(done(
+                Some(StopReason::Cancelled),
+                0,
+                OutputParser::new(false).finish_output(),
+            ))
             .unwrap();
         });
         let cancel = CancelToken::new();
@@ -380,25 +369,17 @@ mod tests {
 
     #[test]
     fn errors_and_a_silent_end_are_engine_errors() {
-        let (tx, rx) = channel();
+        let (tx, stream, _) = new_stream();
         tx.send(EngineEvent::Error {
             error: EngineError::Model("boom".into()),
         })
         .unwrap();
-        let stream = PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        };
         assert_eq!(
             collect(stream, &CancelToken::new(), None, |_| {}),
             Err(CollectError::Engine(EngineError::Model("boom".into())))
         );
-        let (tx, rx) = channel::<EngineEvent>();
+        let (tx, stream, _) = new_stream();
         drop(tx);
-        let stream = PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        };
         assert!(matches!(
             collect(stream, &CancelToken::new(), None, |_| {}),
             Err(CollectError::Engine(EngineError::Stopped(_)))

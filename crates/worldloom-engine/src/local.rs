@@ -687,11 +687,7 @@ impl<M: CausalLm> Worker<M> {
             completion_tokens,
             prefill_ms,
             decode_ms,
-            decode_tokens_per_sec: if decode_ms > 0.0 {
-                completion_tokens as f64 / (decode_ms / 1e3)
-            } else {
-                0.0
-            },
+            decode_tokens_per_sec: GenerationStats::decode_rate(completion_tokens, decode_ms),
             stop_reason: Some(stop_reason),
         };
         let mut output = parser.finish_output();

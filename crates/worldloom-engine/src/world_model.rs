@@ -143,6 +143,19 @@ pub struct GenerationStats {
     pub stop_reason: Option<StopReason>,
 }
 
+impl GenerationStats {
+    /// `completion_tokens` over `decode_ms` milliseconds in tokens per
+    /// second (the `decode_tokens_per_sec` figure); 0 when no decode time
+    /// passed.
+    pub fn decode_rate(completion_tokens: usize, decode_ms: f64) -> f64 {
+        if decode_ms > 0.0 {
+            completion_tokens as f64 / (decode_ms / 1e3)
+        } else {
+            0.0
+        }
+    }
+}
+
 /// One alternative to a generated token, with its log-probability.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopLogprob {

@@ -74,45 +74,30 @@ const TEXTS: &[&str] = &[
 #[test]
 fn metadata_tokenizer_encodes_and_decodes_like_tokenizer_json() {
     for (gguf, hf_dir) in cases() {
+        let at = gguf.display();
         let meta = metadata(&gguf);
         let ours = Tokenizer::from_gguf_metadata(&meta, &gguf).expect("tokenizer from metadata");
         let hf = Tokenizer::from_dir(&hf_dir).expect("tokenizer.json");
         assert_eq!(ours.path(), gguf.as_path());
-        assert_eq!(
-            ours.vocab_size(),
-            hf.vocab_size(),
-            "{}: vocabulary size",
-            gguf.display()
-        );
+        assert_eq!(ours.vocab_size(), hf.vocab_size(), "{at}: vocabulary size");
         for id in 0..hf.vocab_size() as u32 {
-            assert_eq!(
-                ours.id_to_token(id),
-                hf.id_to_token(id),
-                "{}: id {id}",
-                gguf.display()
-            );
+            assert_eq!(ours.id_to_token(id), hf.id_to_token(id), "{at}: id {id}");
         }
-        assert_eq!(ours.special_ids(), hf.special_ids(), "{}", gguf.display());
+        assert_eq!(ours.special_ids(), hf.special_ids(), "{at}");
         for text in TEXTS {
             let ids = ours.encode(text).expect("encodes");
             let expected = hf.encode(text).expect("tokenizer.json encodes");
-            assert_eq!(ids, expected, "{}: {text:?}", gguf.display());
+            assert_eq!(ids, expected, "{at}: {text:?}");
             let back = ours.decode(&ids, false).expect("decodes");
-            assert_eq!(
-                back,
-                hf.decode(&ids, false).expect("decodes"),
-                "{}",
-                gguf.display()
-            );
+            assert_eq!(back, hf.decode(&ids, false).expect("decodes"), "{at}");
             // Every text is NFC already except the one with `e` + U+0301.
             if !text.contains("e\u{301}") {
-                assert_eq!(&back, text, "{}: round trip", gguf.display());
+                assert_eq!(&back, text, "{at}: round trip");
             }
             assert_eq!(
                 ours.decode(&ids, true).expect("decodes"),
                 hf.decode(&ids, true).expect("decodes"),
-                "{}: without special tokens",
-                gguf.display()
+                "{at}: without special tokens"
             );
         }
         // The tokenizers differ from a plain byte split: merges are used.
@@ -124,16 +109,12 @@ fn metadata_tokenizer_encodes_and_decodes_like_tokenizer_json() {
 #[test]
 fn metadata_special_ids_name_the_chat_tokens() {
     for (gguf, hf_dir) in cases() {
+        let at = gguf.display();
         let meta = metadata(&gguf);
         let hf = Tokenizer::from_dir(&hf_dir).expect("tokenizer.json");
         let ids = GgufSpecialIds::from_gguf_metadata(&meta, &gguf).expect("ids");
-        assert_eq!(ids.eos, hf.token_id("<|im_end|>"), "{}", gguf.display());
-        assert_eq!(
-            ids.padding,
-            hf.token_id("<|endoftext|>"),
-            "{}",
-            gguf.display()
-        );
+        assert_eq!(ids.eos, hf.token_id("<|im_end|>"), "{at}");
+        assert_eq!(ids.padding, hf.token_id("<|endoftext|>"), "{at}");
     }
 }
 
@@ -149,6 +130,7 @@ fn metadata_chat_template_renders_like_the_checkpoint_files() {
         ChatMessage::new(ChatRole::User, "$ ls"),
     ];
     for (gguf, hf_dir) in cases() {
+        let at = gguf.display();
         let meta = metadata(&gguf);
         let ours = ChatTemplate::from_gguf_metadata(&meta, &gguf).expect("template from metadata");
         let theirs = ChatTemplate::from_dir(&hf_dir).expect("template from files");
@@ -167,8 +149,7 @@ fn metadata_chat_template_renders_like_the_checkpoint_files() {
             assert_eq!(
                 text,
                 theirs.render(&chat, options).expect("renders"),
-                "{}",
-                gguf.display()
+                "{at}"
             );
             assert!(text.starts_with("<|im_start|>system\nYou simulate a terminal.<|im_end|>\n"));
         }
@@ -200,6 +181,7 @@ fn written_tokenizer_metadata_equals_the_converters() {
             1024,
         ),
     ] {
+        let at = gguf.display();
         let converter = metadata(&gguf);
         let ours: HashMap<String, Value> = gguf_tokenizer_metadata(&hf_dir, vocab)
             .expect("metadata")
@@ -212,13 +194,12 @@ fn written_tokenizer_metadata_equals_the_converters() {
         keys.sort();
         let mut our_keys: Vec<&String> = ours.keys().collect();
         our_keys.sort();
-        assert_eq!(our_keys, keys, "{}", gguf.display());
+        assert_eq!(our_keys, keys, "{at}");
         for key in keys {
             assert_eq!(
                 format!("{:?}", ours[key]),
                 format!("{:?}", converter[key]),
-                "{}: {key}",
-                gguf.display()
+                "{at}: {key}"
             );
         }
         // And it reads back into the same tokenizer.

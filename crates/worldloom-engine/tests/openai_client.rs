@@ -101,9 +101,9 @@ impl Drop for EndlessGuard {
 }
 
 async fn completions(
+    headers: HeaderMap,
     State(shared): State<Shared>,
     Path(scenario): Path<String>,
-    headers: HeaderMap,
     body: String,
 ) -> Response {
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);

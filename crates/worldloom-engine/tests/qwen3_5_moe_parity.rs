@@ -108,6 +108,66 @@ fn argmax(logits: &Tensor) -> u32 {
         .expect("scalar")
 }
 
+/// Logits of every position of `ids` from a fresh state, one
+/// `forward_all` call (`[ids.len(), vocab]`).
+fn logits_all(model: &Qwen3_5Moe, ids: &[u32], mode: DeltaNetMode) -> Tensor {
+    let mut state = model.new_state().expect("state");
+    model.forward_all(ids, &mut state, mode).expect("forward")
+}
+
+/// The reference prompt fed in the reference's chunk plan from a fresh
+/// state, the last-position logits of each chunk stacked (`[chunks, vocab]`).
+fn chunked_logits(model: &Qwen3_5Moe, r: &Reference) -> Tensor {
+    let mut state = model.new_state().expect("state");
+    let mut pos = 0;
+    let mut rows = Vec::new();
+    for &n in &r.chunk_plan {
+        rows.push(
+            model
+                .forward(&r.prompt_ids[pos..pos + n], &mut state)
+                .expect("forward"),
+        );
+        pos += n;
+    }
+    Tensor::stack(&rows, 0).expect("stack")
+}
+
+/// As many greedy tokens as the reference's after its prompt.
+fn greedy_tokens(model: &Qwen3_5Moe, r: &Reference) -> Vec<u32> {
+    let mut state = model.new_state().expect("state");
+    let mut logits = model.forward(&r.prompt_ids, &mut state).expect("prefill");
+    let mut generated = Vec::new();
+    for _ in 0..r.greedy_ids.len() {
+        let next = argmax(&logits);
+        generated.push(next);
+        logits = model.forward(&[next], &mut state).expect("decode");
+    }
+    generated
+}
+
+/// Feeds `ids` one token at a time into `state`; the last step's logits.
+fn decode_each(
+    model: &Qwen3_5Moe,
+    ids: &[u32],
+    state: &mut <Qwen3_5Moe as CausalLm>::State,
+) -> Tensor {
+    let mut last = None;
+    for &id in ids {
+        last = Some(model.forward(&[id], state).expect("decode"));
+    }
+    last.expect("some tokens")
+}
+
+/// For every stored variant: the logits `run` gets from the f32 model are
+/// within [`F32_TOLERANCE`] of the reference tensor `key`.
+fn each_variant_matches(r: &Reference, key: &str, run: impl Fn(&Qwen3_5Moe) -> Tensor) {
+    for variant in VARIANTS {
+        let model = load(variant, None);
+        let diff = max_abs_diff(&run(&model), &r.tensors[key]);
+        assert!(diff <= F32_TOLERANCE, "{variant}: max abs diff {diff}");
+    }
+}
+
 #[test]
 fn full_logits_match_reference_for_every_variant() {
     let r = reference();
@@ -134,37 +194,15 @@ fn multi_chunk_prefill_matches_reference() {
         r.long_ids.len() > 2 * 64,
         "the long prompt spans several chunks"
     );
-    for variant in VARIANTS {
-        let model = load(variant, None);
-        let mut state = model.new_state().expect("state");
-        let logits = model
-            .forward_all(&r.long_ids, &mut state, DeltaNetMode::Auto)
-            .expect("forward");
-        let diff = max_abs_diff(&logits, &r.tensors["long_logits"]);
-        assert!(diff <= F32_TOLERANCE, "{variant}: max abs diff {diff}");
-    }
+    each_variant_matches(&r, "long_logits", |model| {
+        logits_all(model, &r.long_ids, DeltaNetMode::Auto)
+    });
 }
 
 #[test]
 fn cached_prefill_chunks_and_decode_match_reference() {
     let r = reference();
-    for variant in VARIANTS {
-        let model = load(variant, None);
-        let mut state = model.new_state().expect("state");
-        let mut pos = 0;
-        let mut rows = Vec::new();
-        for &n in &r.chunk_plan {
-            rows.push(
-                model
-                    .forward(&r.prompt_ids[pos..pos + n], &mut state)
-                    .expect("forward"),
-            );
-            pos += n;
-        }
-        let got = Tensor::stack(&rows, 0).expect("stack");
-        let diff = max_abs_diff(&got, &r.tensors["chunked_logits"]);
-        assert!(diff <= F32_TOLERANCE, "{variant}: max abs diff {diff}");
-    }
+    each_variant_matches(&r, "chunked_logits", |model| chunked_logits(model, &r));
 }
 
 #[test]
@@ -172,15 +210,7 @@ fn greedy_tokens_match_reference() {
     let r = reference();
     for variant in VARIANTS {
         let model = load(variant, None);
-        let mut state = model.new_state().expect("state");
-        let mut logits = model.forward(&r.prompt_ids, &mut state).expect("prefill");
-        let mut generated = Vec::new();
-        for _ in 0..r.greedy_ids.len() {
-            let next = argmax(&logits);
-            generated.push(next);
-            logits = model.forward(&[next], &mut state).expect("decode");
-        }
-        assert_eq!(generated, r.greedy_ids, "{variant}");
+        assert_eq!(greedy_tokens(&model, &r), r.greedy_ids, "{variant}");
     }
 }
 
@@ -232,11 +262,8 @@ fn snapshot_then_continue_equals_from_scratch() {
 
     // Token by token after the snapshot, too.
     let mut restored = snapshot;
-    let mut last = None;
-    for &id in rest {
-        last = Some(model.forward(&[id], &mut restored).expect("decode"));
-    }
-    let diff = max_abs_diff(&last.expect("some tokens"), &expected);
+    let last = decode_each(&model, rest, &mut restored);
+    let diff = max_abs_diff(&last, &expected);
     assert!(
         diff <= F32_TOLERANCE,
         "snapshot decode continuation: {diff}"
@@ -274,32 +301,38 @@ fn argmax_agreement(a: &Tensor, b: &Tensor) -> f32 {
 /// 0.165, the reference's bf16 run 0.227; argmax agreement 0.9 vs 0.8).
 const BF16_MAX_RELATIVE_RMS: f32 = 0.25;
 
+/// The documented bf16 bound: `logits` (the prompt's, `[len, vocab]`) are
+/// within [`BF16_MAX_RELATIVE_RMS`] of the f32 reference and no further
+/// from it than 1.5 × the reference's own bf16 run.
+fn assert_within_bf16_tolerance(logits: &Tensor, r: &Reference, what: &str) {
+    let f32_ref = &r.tensors["logits_full"];
+    let bf16_ref = &r.tensors["logits_full_bf16"];
+    let ours = relative_rms(logits, f32_ref);
+    let theirs = relative_rms(bf16_ref, f32_ref);
+    eprintln!("{what} relative RMS vs f32 reference: ours {ours}, reference bf16 {theirs}");
+    assert!(ours <= BF16_MAX_RELATIVE_RMS, "{what}: relative RMS {ours}");
+    assert!(
+        ours <= 1.5 * theirs,
+        "{what}: ours {ours} vs reference bf16 {theirs}"
+    );
+}
+
 #[test]
 fn bf16_stays_within_documented_tolerance() {
     let r = reference();
     let model = load("flat_per_expert", Some(DType::BF16));
     assert_eq!(model.dtype(), DType::BF16);
-    let mut state = model.new_state().expect("state");
-    let logits = model
-        .forward_all(&r.prompt_ids, &mut state, DeltaNetMode::Auto)
-        .expect("forward");
+    let logits = logits_all(&model, &r.prompt_ids, DeltaNetMode::Auto);
+    assert_within_bf16_tolerance(&logits, &r, "bf16 prefill");
     let f32_ref = &r.tensors["logits_full"];
     let bf16_ref = &r.tensors["logits_full_bf16"];
-    let ours = relative_rms(&logits, f32_ref);
-    let theirs = relative_rms(bf16_ref, f32_ref);
     let agree = argmax_agreement(&logits, f32_ref);
     let agree_ref = argmax_agreement(bf16_ref, f32_ref);
     eprintln!(
-        "bf16 relative RMS vs f32 reference: ours {ours}, reference bf16 {theirs}; \
-         argmax agreement ours {agree}, reference bf16 {agree_ref}; \
+        "bf16 prefill argmax agreement ours {agree}, reference bf16 {agree_ref}; \
          max abs ours {}, reference bf16 {}",
         max_abs_diff(&logits, f32_ref),
         max_abs_diff(bf16_ref, f32_ref)
-    );
-    assert!(ours <= BF16_MAX_RELATIVE_RMS, "relative RMS {ours}");
-    assert!(
-        ours <= 1.5 * theirs,
-        "ours {ours} vs reference bf16 {theirs}"
     );
     assert!(
         agree >= agree_ref - 0.1,
@@ -325,16 +358,7 @@ fn bf16_token_by_token_decode_stays_within_documented_tolerance() {
         })
         .collect();
     let logits = Tensor::stack(&rows, 0).expect("stack");
-    let f32_ref = &r.tensors["logits_full"];
-    let bf16_ref = &r.tensors["logits_full_bf16"];
-    let ours = relative_rms(&logits, f32_ref);
-    let theirs = relative_rms(bf16_ref, f32_ref);
-    eprintln!("bf16 decode relative RMS vs f32 reference: ours {ours}, reference bf16 {theirs}");
-    assert!(ours <= BF16_MAX_RELATIVE_RMS, "relative RMS {ours}");
-    assert!(
-        ours <= 1.5 * theirs,
-        "ours {ours} vs reference bf16 {theirs}"
-    );
+    assert_within_bf16_tolerance(&logits, &r, "bf16 decode");
 }
 
 /// The fused CUDA MoE kernels against the per-expert dispatch, on the test
@@ -412,6 +436,23 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A writable copy of the `flat_per_expert` fixture, `model/` in a fresh
+/// temporary folder (kept alive by the returned guard).
+fn flat_copy() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("model");
+    copy_dir(&fixtures().join("flat_per_expert"), &dir);
+    (tmp, dir)
+}
+
+/// Loads, edits and saves back the copy's `model.safetensors`.
+fn edit_tensors(dir: &Path, edit: impl FnOnce(&mut HashMap<String, Tensor>)) {
+    let file = dir.join("model.safetensors");
+    let mut tensors = candle_core::safetensors::load(&file, &Device::Cpu).expect("load");
+    edit(&mut tensors);
+    candle_core::safetensors::save(&tensors, &file).expect("save");
+}
+
 fn load_err(dir: &Path) -> LoadError {
     match load_model(dir, &LoadOptions::default()) {
         Ok(_) => panic!("{} loaded although it is broken", dir.display()),
@@ -421,9 +462,7 @@ fn load_err(dir: &Path) -> LoadError {
 
 #[test]
 fn missing_config_field_is_named() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("model");
-    copy_dir(&fixtures().join("flat_per_expert"), &dir);
+    let (_tmp, dir) = flat_copy();
     let mut config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).expect("config"))
             .expect("json");
@@ -443,14 +482,9 @@ fn missing_config_field_is_named() {
 
 #[test]
 fn missing_tensor_is_named() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("model");
-    copy_dir(&fixtures().join("flat_per_expert"), &dir);
-    let file = dir.join("model.safetensors");
-    let mut tensors = candle_core::safetensors::load(&file, &Device::Cpu).expect("load");
+    let (_tmp, dir) = flat_copy();
     let gone = "model.layers.3.self_attn.k_norm.weight";
-    assert!(tensors.remove(gone).is_some());
-    candle_core::safetensors::save(&tensors, &file).expect("save");
+    edit_tensors(&dir, |tensors| assert!(tensors.remove(gone).is_some()));
     let err = load_err(&dir);
     match &err {
         LoadError::MissingTensor { name, .. } => assert_eq!(name, gone),
@@ -461,17 +495,14 @@ fn missing_tensor_is_named() {
 
 #[test]
 fn wrong_shape_is_named() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = tmp.path().join("model");
-    copy_dir(&fixtures().join("flat_per_expert"), &dir);
-    let file = dir.join("model.safetensors");
-    let mut tensors = candle_core::safetensors::load(&file, &Device::Cpu).expect("load");
+    let (_tmp, dir) = flat_copy();
     let bad = "model.layers.0.linear_attn.in_proj_z.weight";
-    tensors.insert(
-        bad.to_string(),
-        Tensor::zeros((32, 64), DType::F32, &Device::Cpu).expect("zeros"),
-    );
-    candle_core::safetensors::save(&tensors, &file).expect("save");
+    edit_tensors(&dir, |tensors| {
+        tensors.insert(
+            bad.to_string(),
+            Tensor::zeros((32, 64), DType::F32, &Device::Cpu).expect("zeros"),
+        );
+    });
     let err = load_err(&dir);
     match &err {
         LoadError::ShapeMismatch {
@@ -533,37 +564,15 @@ fn fused_ops_match_reference() {
         let mut model = load(variant, None);
         model.set_fused_ops(true);
         assert!(model.fused_ops());
-        let mut state = model.new_state().expect("state");
-        let logits = model
-            .forward_all(&r.prompt_ids, &mut state, DeltaNetMode::Auto)
-            .expect("forward");
+        let logits = logits_all(&model, &r.prompt_ids, DeltaNetMode::Auto);
         let diff = max_abs_diff(&logits, &r.tensors["logits_full"]);
         assert!(diff <= F32_TOLERANCE, "{variant} full: {diff}");
 
-        let mut state = model.new_state().expect("state");
-        let mut pos = 0;
-        let mut rows = Vec::new();
-        for &n in &r.chunk_plan {
-            rows.push(
-                model
-                    .forward(&r.prompt_ids[pos..pos + n], &mut state)
-                    .expect("forward"),
-            );
-            pos += n;
-        }
-        let got = Tensor::stack(&rows, 0).expect("stack");
+        let got = chunked_logits(&model, &r);
         let diff = max_abs_diff(&got, &r.tensors["chunked_logits"]);
         assert!(diff <= F32_TOLERANCE, "{variant} chunks + decode: {diff}");
 
-        let mut state = model.new_state().expect("state");
-        let mut logits = model.forward(&r.prompt_ids, &mut state).expect("prefill");
-        let mut generated = Vec::new();
-        for _ in 0..r.greedy_ids.len() {
-            let next = argmax(&logits);
-            generated.push(next);
-            logits = model.forward(&[next], &mut state).expect("decode");
-        }
-        assert_eq!(generated, r.greedy_ids, "{variant} greedy");
+        assert_eq!(greedy_tokens(&model, &r), r.greedy_ids, "{variant} greedy");
     }
 
     // A snapshot continued token by token with the fused decode step, the
@@ -581,11 +590,8 @@ fn fused_ops_match_reference() {
         model.forward(&[id], &mut state).expect("diverge");
     }
     let mut restored = snapshot;
-    let mut last = None;
-    for &id in rest {
-        last = Some(model.forward(&[id], &mut restored).expect("decode"));
-    }
-    let diff = max_abs_diff(&last.expect("some tokens"), &expected);
+    let last = decode_each(&model, rest, &mut restored);
+    let diff = max_abs_diff(&last, &expected);
     assert!(diff <= F32_TOLERANCE, "fused snapshot decode: {diff}");
 }
 

@@ -481,12 +481,9 @@ impl Default for JudgeOptions {
         Self {
             concurrency: 4,
             max_attempts: 3,
-            params: GenerationParams {
-                max_new_tokens: 32_768,
-                temperature: 0.6,
-                stop_after_observation: false,
-                ..GenerationParams::default()
-            },
+            // The judge generates as a prediction run does: the official
+            // script's sampling, the whole answer kept.
+            params: crate::run::RunOptions::default().params,
             progress: true,
             call_timeout_ms: 1_800_000,
         }

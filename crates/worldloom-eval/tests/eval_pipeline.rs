@@ -7,17 +7,19 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
 
 use serde_json::{Map, Value, json};
+use worldloom_core::{ModelOutput, OutputParser};
 use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::{
     CancelToken, EngineError, EngineEvent, GenerationStats, PredictRequest, PredictionStream,
-    WorldModel,
+    StopReason, WorldModel,
 };
-use worldloom_eval::bench::load_rows;
+use worldloom_eval::bench::{BenchRow, load_rows};
 use worldloom_eval::judge::{JudgeOptions, JudgePrompts, read_jsonl, run_judge};
-use worldloom_eval::run::{RunOptions, replay_engine, run_eval};
+use worldloom_eval::run::{RunOptions, RunSummary, replay_engine, run_eval};
 use worldloom_eval::score::score_file;
 use worldloom_model_server::{ServerOptions, spawn};
 
@@ -68,6 +70,27 @@ fn quiet() -> RunOptions {
         progress: false,
         ..RunOptions::default()
     }
+}
+
+/// A temporary folder holding the bench of [`write_bench`], and its rows.
+fn bench() -> (tempfile::TempDir, Vec<BenchRow>) {
+    let dir = tempfile::tempdir().unwrap();
+    write_bench(dir.path());
+    let rows = load_rows(dir.path()).unwrap();
+    (dir, rows)
+}
+
+/// `engine` run over `rows` into `out` with the [`quiet`] options, never
+/// interrupted.
+fn eval_quietly(rows: &[BenchRow], engine: impl WorldModel + 'static, out: &Path) -> RunSummary {
+    run_eval(
+        rows,
+        Arc::new(engine),
+        out,
+        &quiet(),
+        Arc::new(AtomicBool::new(false)),
+    )
+    .unwrap()
 }
 
 fn by_key(path: &Path) -> std::collections::BTreeMap<String, Map<String, Value>> {
@@ -130,9 +153,7 @@ fn check_copy_output(path: &Path) {
 
 #[test]
 fn copy_baseline_eval_resume_and_score() {
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     assert_eq!(rows.len(), 5);
     let out = dir.path().join("predictions.jsonl");
     let stop = Arc::new(AtomicBool::new(false));
@@ -174,9 +195,7 @@ fn copy_baseline_eval_resume_and_score() {
 
 #[test]
 fn eval_through_serve_model_matches_the_direct_run() {
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     let server = spawn(
         Arc::new(CopyEngine),
         ServerOptions {
@@ -197,14 +216,7 @@ fn eval_through_serve_model_matches_the_direct_run() {
         .unwrap();
         client.check_model().unwrap();
         let out = dir.path().join(format!("served-{stream}.jsonl"));
-        let summary = run_eval(
-            &rows,
-            Arc::new(client),
-            &out,
-            &quiet(),
-            Arc::new(AtomicBool::new(false)),
-        )
-        .unwrap();
+        let summary = eval_quietly(&rows, client, &out);
         assert_eq!((summary.written, summary.errors), (5, 2), "stream={stream}");
         check_copy_output(&out);
         let first_turn = &by_key(&out)["terminal|11|1"];
@@ -216,7 +228,7 @@ fn eval_through_serve_model_matches_the_direct_run() {
 /// The events an engine sends for `text` generated in one piece (outside
 /// reasoning at the start), then `Done` with `stats`.
 fn answer_events(text: String, stats: GenerationStats) -> Vec<EngineEvent> {
-    let mut parser = worldloom_core::OutputParser::new(false);
+    let mut parser = OutputParser::new(false);
     let mut delta = parser.push(&text);
     delta.extend(parser.flush());
     let mut events = vec![EngineEvent::Token(worldloom_engine::Token {
@@ -231,6 +243,41 @@ fn answer_events(text: String, stats: GenerationStats) -> Vec<EngineEvent> {
         output: parser.finish_output(),
     });
     events
+}
+
+/// A stream that already holds `events`, in order.
+fn sent(events: Vec<EngineEvent>) -> PredictionStream {
+    let (tx, rx) = std::sync::mpsc::channel();
+    for event in events {
+        tx.send(event).unwrap();
+    }
+    PredictionStream {
+        events: rx,
+        cancel: CancelToken::new(),
+    }
+}
+
+/// A stream whose events `work` sends from a thread of its own, given the
+/// sender and the stream's cancel token.
+fn spawned(
+    work: impl FnOnce(Sender<EngineEvent>, CancelToken) + Send + 'static,
+) -> PredictionStream {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cancel = CancelToken::new();
+    let token = cancel.clone();
+    std::thread::spawn(move || work(tx, token));
+    PredictionStream { events: rx, cancel }
+}
+
+/// The `Done` of a generation ended for `stop`, with `output` as it stands.
+fn done(stop: Option<StopReason>, output: ModelOutput) -> EngineEvent {
+    EngineEvent::Done {
+        stats: GenerationStats {
+            stop_reason: stop,
+            ..GenerationStats::default()
+        },
+        output,
+    }
 }
 
 /// A judge that gives fixed scores, in a reasoning-then-tag answer.
@@ -249,31 +296,15 @@ impl WorldModel for ScriptedJudge {
         let text = format!(
             "Comparing both.</think>\n<final_evaluation>\n```json\n{{\"strengths\": [], \"weaknesses\": [\"x\"], \"scores\": {{\"format\": {s}, \"factuality\": {s}, \"consistency\": {s}, \"realism\": {s}, \"quality\": {s}}}}}\n```\n</final_evaluation>"
         );
-        let (tx, rx) = std::sync::mpsc::channel();
-        for event in answer_events(text, GenerationStats::default()) {
-            tx.send(event).unwrap();
-        }
-        Ok(PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        })
+        Ok(sent(answer_events(text, GenerationStats::default())))
     }
 }
 
 #[test]
 fn judge_then_score() {
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     let predictions = dir.path().join("predictions.jsonl");
-    run_eval(
-        &rows,
-        Arc::new(CopyEngine),
-        &predictions,
-        &quiet(),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    eval_quietly(&rows, CopyEngine, &predictions);
     let judged = dir.path().join("judged.jsonl");
     let options = JudgeOptions {
         progress: false,
@@ -320,20 +351,13 @@ impl WorldModel for SlowCopy {
     }
 
     fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let cancel = CancelToken::new();
-        let token = cancel.clone();
-        let delay = self.delay_ms;
-        std::thread::spawn(move || {
+        let delay = std::time::Duration::from_millis(self.delay_ms);
+        Ok(spawned(move |tx, token| {
             let started = std::time::Instant::now();
-            while started.elapsed() < std::time::Duration::from_millis(delay) {
+            while started.elapsed() < delay {
                 if token.is_cancelled() {
-                    let stats = GenerationStats {
-                        stop_reason: Some(worldloom_engine::StopReason::Cancelled),
-                        ..GenerationStats::default()
-                    };
-                    let output = worldloom_core::OutputParser::new(false).finish_output();
-                    let _ = tx.send(EngineEvent::Done { stats, output });
+                    let output = OutputParser::new(false).finish_output();
+                    let _ = tx.send(done(Some(StopReason::Cancelled), output));
                     return;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(5));
@@ -343,16 +367,13 @@ impl WorldModel for SlowCopy {
             for event in answer_events(text, GenerationStats::default()) {
                 let _ = tx.send(event);
             }
-        });
-        Ok(PredictionStream { events: rx, cancel })
+        }))
     }
 }
 
 #[test]
 fn interrupt_leaves_a_valid_file_and_resume_finishes() {
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     let out = dir.path().join("predictions.jsonl");
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
@@ -399,29 +420,13 @@ fn interrupt_leaves_a_valid_file_and_resume_finishes() {
 
 #[test]
 fn replay_of_an_earlier_run_reproduces_it() {
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     let first = dir.path().join("first.jsonl");
-    run_eval(
-        &rows,
-        Arc::new(CopyEngine),
-        &first,
-        &quiet(),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    eval_quietly(&rows, CopyEngine, &first);
     let replay = replay_engine(&first).unwrap();
     assert_eq!(replay.len(), 3, "error rows have no generation to replay");
     let second = dir.path().join("second.jsonl");
-    let summary = run_eval(
-        &rows,
-        Arc::new(replay),
-        &second,
-        &quiet(),
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    let summary = eval_quietly(&rows, replay, &second);
     assert_eq!((summary.written, summary.errors), (5, 2));
     let (a, b) = (by_key(&first), by_key(&second));
     for (key, row) in &a {
@@ -436,9 +441,7 @@ fn eval_with_concurrency_3_waits_for_a_one_at_a_time_server() {
     // queued requests wait longer than the client's read timeout (each row
     // takes 300 ms, the timeout is 200 ms) and still finish, because the
     // server's stream sends keep-alive comments while they wait.
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     let server = spawn(
         Arc::new(SlowCopy { delay_ms: 300 }),
         ServerOptions {
@@ -459,17 +462,9 @@ fn eval_with_concurrency_3_waits_for_a_one_at_a_time_server() {
     })
     .unwrap();
     let out = dir.path().join("queued.jsonl");
-    let options = quiet();
-    assert_eq!(options.concurrency, 3);
+    assert_eq!(quiet().concurrency, 3);
     let started = std::time::Instant::now();
-    let summary = run_eval(
-        &rows,
-        Arc::new(client),
-        &out,
-        &options,
-        Arc::new(AtomicBool::new(false)),
-    )
-    .unwrap();
+    let summary = eval_quietly(&rows, client, &out);
     assert_eq!((summary.written, summary.errors), (5, 0), "{summary:?}");
     // One at a time: five rows of 300 ms.
     assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
@@ -487,7 +482,7 @@ fn eval_with_concurrency_3_waits_for_a_one_at_a_time_server() {
 /// empty answer), ended for `stop`; it settles nothing itself.
 struct CutInReasoning {
     inline: bool,
-    stop: Option<worldloom_engine::StopReason>,
+    stop: Option<StopReason>,
 }
 
 impl WorldModel for CutInReasoning {
@@ -497,37 +492,21 @@ impl WorldModel for CutInReasoning {
 
     fn predict(&self, _request: PredictRequest) -> Result<PredictionStream, EngineError> {
         let reasoning = "The command lists the folder. <predicted_observation>draft";
-        let mut parser = worldloom_core::OutputParser::new(false);
+        let mut parser = OutputParser::new(false);
         let delta = if self.inline {
             parser.push(&format!("<think>{reasoning}"))
         } else {
             parser.push_reasoning(reasoning)
         };
-        let (tx, rx) = std::sync::mpsc::channel();
-        for event in EngineEvent::from_delta(delta) {
-            tx.send(event).unwrap();
-        }
-        tx.send(EngineEvent::Done {
-            stats: GenerationStats {
-                stop_reason: self.stop,
-                ..GenerationStats::default()
-            },
-            output: parser.finish_output(),
-        })
-        .unwrap();
-        Ok(PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        })
+        let mut events: Vec<EngineEvent> = EngineEvent::from_delta(delta).collect();
+        events.push(done(self.stop, parser.finish_output()));
+        Ok(sent(events))
     }
 }
 
 #[test]
 fn output_cut_inside_reasoning_has_one_status_in_eval_rows() {
-    use worldloom_engine::StopReason;
-    let dir = tempfile::tempdir().unwrap();
-    write_bench(dir.path());
-    let rows = load_rows(dir.path()).unwrap();
+    let (dir, rows) = bench();
     for (stop, status) in [
         (Some(StopReason::MaxTokens), "truncated"),
         (Some(StopReason::EndOfTurn), "no_observation"),
@@ -535,14 +514,7 @@ fn output_cut_inside_reasoning_has_one_status_in_eval_rows() {
         for inline in [true, false] {
             let out = dir.path().join(format!("cut-{inline}-{status}.jsonl"));
             let engine = CutInReasoning { inline, stop };
-            run_eval(
-                &rows,
-                Arc::new(engine),
-                &out,
-                &quiet(),
-                Arc::new(AtomicBool::new(false)),
-            )
-            .unwrap();
+            eval_quietly(&rows, engine, &out);
             let written = read_jsonl(&out).unwrap();
             assert_eq!(written.len(), 5);
             for row in written {

@@ -52,64 +52,41 @@ fn html_page(bytes: usize, checked_row: usize) -> String {
     s
 }
 
-fn bench(c: &mut Criterion) {
-    let real = android_dump(499, 3);
-    let pred = android_dump(499, 4);
-    let prev = android_dump(499, usize::MAX);
-    let nodes = parse(&real, Representation::AndroidXml)
-        .map(|p| p.tree.real_node_count())
-        .unwrap_or(0);
-    assert_eq!(nodes, 2_000);
-    let mut g = c.benchmark_group("android_2000_nodes");
-    g.bench_function("parse", |b| {
-        b.iter(|| parse(black_box(&real), Representation::AndroidXml))
-    });
-    g.bench_function("parse_real_pred_prev_and_diff", |b| {
-        b.iter(|| {
-            let r = parse(black_box(&real), Representation::AndroidXml).map(|p| p.tree);
-            let p = parse(black_box(&pred), Representation::AndroidXml).map(|p| p.tree);
-            let q = parse(black_box(&prev), Representation::AndroidXml).map(|p| p.tree);
-            if let (Ok(r), Ok(p), Ok(q)) = (r, p, q) {
-                black_box(tree_metrics(&r, &p, Some(&q)));
-            }
-        })
-    });
-    if let (Ok(r), Ok(p), Ok(q)) = (
-        parse(&real, Representation::AndroidXml),
-        parse(&pred, Representation::AndroidXml),
-        parse(&prev, Representation::AndroidXml),
-    ) {
-        g.bench_function("align_and_metrics_only", |b| {
-            b.iter(|| tree_metrics(&r.tree, &p.tree, Some(&q.tree)))
-        });
+/// One benchmark group `name` over three pages in `representation` (the
+/// real observation, a prediction and the previous observation): the parse
+/// of the real one, the parse of all three and their comparison, and the
+/// alignment and metrics alone.
+fn bench_pages(
+    c: &mut Criterion,
+    name: &str,
+    representation: Representation,
+    [real, pred, prev]: [&str; 3],
+    sample_size: Option<usize>,
+) {
+    let mut g = c.benchmark_group(name);
+    if let Some(n) = sample_size {
+        g.sample_size(n);
     }
-    g.finish();
-
-    let real = html_page(1 << 20, 3);
-    let pred = html_page(1 << 20, 4);
-    let prev = html_page(1 << 20, usize::MAX);
-    let mut g = c.benchmark_group("html_1mb");
-    g.sample_size(10);
     g.bench_function("parse", |b| {
-        b.iter(|| parse(black_box(&real), Representation::Html))
+        b.iter(|| parse(black_box(real), representation))
     });
     g.bench_function("parse_real_pred_prev_and_diff", |b| {
         b.iter(|| {
-            let r = parse(black_box(&real), Representation::Html).map(|p| p.tree);
-            let p = parse(black_box(&pred), Representation::Html).map(|p| p.tree);
-            let q = parse(black_box(&prev), Representation::Html).map(|p| p.tree);
+            let r = parse(black_box(real), representation).map(|p| p.tree);
+            let p = parse(black_box(pred), representation).map(|p| p.tree);
+            let q = parse(black_box(prev), representation).map(|p| p.tree);
             if let (Ok(r), Ok(p), Ok(q)) = (r, p, q) {
                 black_box(tree_metrics(&r, &p, Some(&q)));
             }
         })
     });
     if let (Ok(r), Ok(p), Ok(q)) = (
-        parse(&real, Representation::Html),
-        parse(&pred, Representation::Html),
-        parse(&prev, Representation::Html),
+        parse(real, representation),
+        parse(pred, representation),
+        parse(prev, representation),
     ) {
         println!(
-            "html_1mb: {} bytes, {} nodes",
+            "{name}: {} bytes, {} nodes",
             real.len(),
             r.tree.real_node_count()
         );
@@ -118,6 +95,34 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+fn bench(c: &mut Criterion) {
+    let real = android_dump(499, 3);
+    let nodes = parse(&real, Representation::AndroidXml)
+        .map(|p| p.tree.real_node_count())
+        .unwrap_or(0);
+    assert_eq!(nodes, 2_000);
+    let pred = android_dump(499, 4);
+    let prev = android_dump(499, usize::MAX);
+    bench_pages(
+        c,
+        "android_2000_nodes",
+        Representation::AndroidXml,
+        [&real, &pred, &prev],
+        None,
+    );
+
+    let real = html_page(1 << 20, 3);
+    let pred = html_page(1 << 20, 4);
+    let prev = html_page(1 << 20, usize::MAX);
+    bench_pages(
+        c,
+        "html_1mb",
+        Representation::Html,
+        [&real, &pred, &prev],
+        Some(10),
+    );
 }
 
 /// A page of `levels` nested `<tag>` elements around one word.

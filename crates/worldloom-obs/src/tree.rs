@@ -218,6 +218,26 @@ pub struct UiNode {
 }
 
 impl UiNode {
+    /// A node with only its place and role: no name, value, key,
+    /// attributes, states, bounds or span yet, and no children listed.
+    pub fn new(id: NodeId, parent: Option<NodeId>, depth: u32, role: String) -> Self {
+        Self {
+            id,
+            parent,
+            children: Vec::new(),
+            depth,
+            role,
+            name: String::new(),
+            value: None,
+            key: None,
+            attributes: Vec::new(),
+            states: NodeStates::default(),
+            bounds_px: None,
+            span: None,
+            synthetic: false,
+        }
+    }
+
     /// The first attribute with this name.
     pub fn attr(&self, name: &str) -> Option<&str> {
         self.attributes
@@ -321,21 +341,7 @@ impl UiTree {
             Some(p) => self.nodes[p.index()].depth + 1,
             None => 0,
         };
-        self.nodes.push(UiNode {
-            id,
-            parent,
-            children: Vec::new(),
-            depth,
-            role,
-            name: String::new(),
-            value: None,
-            key: None,
-            attributes: Vec::new(),
-            states: NodeStates::default(),
-            bounds_px: None,
-            span: None,
-            synthetic: false,
-        });
+        self.nodes.push(UiNode::new(id, parent, depth, role));
         if let Some(p) = parent {
             self.nodes[p.index()].children.push(id);
         }

@@ -26,6 +26,11 @@ fn tree(text: &str, r: Representation) -> UiTree {
     }
 }
 
+/// `text` parsed as a BrowserGym accessibility tree.
+fn axtree(text: &str) -> UiTree {
+    tree(text, Representation::Axtree)
+}
+
 fn find<'a>(t: &'a UiTree, role: &str, name: &str) -> &'a worldloom_obs::UiNode {
     t.iter()
         .find(|n| n.role == role && n.name == name)
@@ -271,7 +276,7 @@ fn os_xml_fixture() {
 
 #[test]
 fn axtree_value_after_name_is_a_value_not_part_of_an_attribute() {
-    let t = &tree(PROFILE_FORM, Representation::Axtree);
+    let t = &axtree(PROFILE_FORM);
     let name = find(t, "textbox", "Name");
     assert_eq!(name.key.as_deref(), Some("23"));
     assert_eq!(name.value.as_deref(), Some("Ada"));
@@ -302,10 +307,7 @@ fn axtree_value_after_name_is_a_value_not_part_of_an_attribute() {
     assert_eq!(sort.states.expanded, Some(false));
 
     // A predicted value change is one changed field, not a renamed node.
-    let pred = tree(
-        &PROFILE_FORM.replace("value='Ada'", "value='Grace'"),
-        Representation::Axtree,
-    );
+    let pred = axtree(&PROFILE_FORM.replace("value='Ada'", "value='Grace'"));
     let (m, _, diff) = tree_metrics(t, &pred, None);
     assert_eq!(diff.summary.changed, 1);
     match &diff.real[name.id.index()] {
@@ -430,14 +432,8 @@ fn inserted_node_does_not_shift_later_siblings() {
 
 #[test]
 fn key_matched_node_under_new_parent_is_moved() {
-    let real = tree(
-        "RootWebArea 'p'\n\t[1] group 'A'\n\t\t[5] button 'Go'\n\t[2] group 'B'\n",
-        Representation::Axtree,
-    );
-    let pred = tree(
-        "RootWebArea 'p'\n\t[1] group 'A'\n\t[2] group 'B'\n\t\t[5] button 'Go!'\n",
-        Representation::Axtree,
-    );
+    let real = axtree("RootWebArea 'p'\n\t[1] group 'A'\n\t\t[5] button 'Go'\n\t[2] group 'B'\n");
+    let pred = axtree("RootWebArea 'p'\n\t[1] group 'A'\n\t[2] group 'B'\n\t\t[5] button 'Go!'\n");
     let (_, diff) = diff_trees(&real, &pred);
     match &diff.real[3] {
         NodeStatus::Moved {
@@ -490,22 +486,17 @@ fn swapped_siblings_without_keys_are_moved_not_removed_and_added() {
 
 #[test]
 fn transition_f1_weighs_the_content_of_added_nodes() {
-    let prev = tree(
-        "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n",
-        Representation::Axtree,
-    );
-    let real = tree(
+    let prev = axtree("RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n");
+    let real = axtree(
         "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n\t[3] textbox 'Email' value='a@b.c', focused\n\t[4] checkbox 'Terms', checked='false'\n",
-        Representation::Axtree,
     );
     // Right nodes in the right place, right content: 2 of 2 items.
     let (m, _, _) = tree_metrics(&real, &real, Some(&prev));
     assert_eq!(m.transition_f1, Some(1.0));
     // Same two nodes, but the checkbox added checked: 1 of 2 items match,
     // F1 = 2·1 / (2 + 2).
-    let pred = tree(
+    let pred = axtree(
         "RootWebArea 'Signup'\n\t[2] button 'Next', clickable\n\t[3] textbox 'Email' value='a@b.c', focused\n\t[4] checkbox 'Terms', checked='true'\n",
-        Representation::Axtree,
     );
     let (m, _, _) = tree_metrics(&real, &pred, Some(&prev));
     assert_eq!(m.transition_f1, Some(0.5));
@@ -516,14 +507,8 @@ fn transition_f1_weighs_the_content_of_added_nodes() {
 
 #[test]
 fn renamed_parent_keeps_its_subtree_aligned() {
-    let real = tree(
-        "RootWebArea 'p'\n\tgroup 'Old'\n\t\tbutton 'x'\n\t\tbutton 'y'\n",
-        Representation::Axtree,
-    );
-    let pred = tree(
-        "RootWebArea 'p'\n\tgroup 'New'\n\t\tbutton 'x'\n\t\tbutton 'y'\n",
-        Representation::Axtree,
-    );
+    let real = axtree("RootWebArea 'p'\n\tgroup 'Old'\n\t\tbutton 'x'\n\t\tbutton 'y'\n");
+    let pred = axtree("RootWebArea 'p'\n\tgroup 'New'\n\t\tbutton 'x'\n\t\tbutton 'y'\n");
     let (_, diff) = diff_trees(&real, &pred);
     assert_eq!(diff.summary.changed, 1);
     assert_eq!(diff.summary.unchanged, 3);
@@ -553,8 +538,8 @@ fn checkbox_page(checked: &[usize]) -> String {
 
 #[test]
 fn one_changed_checkbox_among_40_nodes() {
-    let prev = tree(&checkbox_page(&[]), Representation::Axtree);
-    let real = tree(&checkbox_page(&[5]), Representation::Axtree);
+    let prev = axtree(&checkbox_page(&[]));
+    let real = axtree(&checkbox_page(&[5]));
     assert_eq!(real.real_node_count(), 40);
     // The stale copy of the previous state.
     let (m, _, diff) = tree_metrics(&real, &prev, Some(&prev));
@@ -582,9 +567,9 @@ fn one_changed_checkbox_among_40_nodes() {
 
     // The right checkbox: transition F1 1; the wrong one: 0; right plus an
     // extra wrong one: 2·2 / (2 + 4).
-    let right = tree(&checkbox_page(&[5]), Representation::Axtree);
-    let wrong = tree(&checkbox_page(&[6]), Representation::Axtree);
-    let extra = tree(&checkbox_page(&[5, 6]), Representation::Axtree);
+    let right = axtree(&checkbox_page(&[5]));
+    let wrong = axtree(&checkbox_page(&[6]));
+    let extra = axtree(&checkbox_page(&[5, 6]));
     assert_eq!(
         tree_metrics(&real, &right, Some(&prev)).0.transition_f1,
         Some(1.0)
@@ -600,8 +585,8 @@ fn one_changed_checkbox_among_40_nodes() {
 
 #[test]
 fn stale_copy_scores_zero_and_correct_noop_scores_one() {
-    let before = tree(PIZZA_BEFORE, Representation::Axtree);
-    let after = tree(PIZZA_AFTER, Representation::Axtree);
+    let before = axtree(PIZZA_BEFORE);
+    let after = axtree(PIZZA_AFTER);
     // Real change happened; the prediction is a copy of the previous state.
     let stale = tree_metrics(&after, &before, Some(&before)).0;
     assert_eq!(stale.transition_f1, Some(0.0));
@@ -616,8 +601,8 @@ fn stale_copy_scores_zero_and_correct_noop_scores_one() {
 
 #[test]
 fn text_f1_hand_computed() {
-    let real = tree("[1] button 'Submit order now'\n", Representation::Axtree);
-    let pred = tree("[1] button 'Submit   ORDER'\n", Representation::Axtree);
+    let real = axtree("[1] button 'Submit order now'\n");
+    let pred = axtree("[1] button 'Submit   ORDER'\n");
     let m = tree_metrics(&real, &pred, None).0;
     // real {submit, order, now}, pred {submit, order}: P = 1, R = 2/3.
     assert!((m.text_f1 - 0.8).abs() < 1e-12);
@@ -628,8 +613,8 @@ fn text_f1_hand_computed() {
 
 #[test]
 fn web_anchors() {
-    let before = tree(PIZZA_BEFORE, Representation::Axtree);
-    let after = tree(PIZZA_AFTER, Representation::Axtree);
+    let before = axtree(PIZZA_BEFORE);
+    let after = axtree(PIZZA_AFTER);
     let m = tree_metrics(&after, &before, None).0;
     let get = |name: &str| anchor(&m, name);
     assert_eq!(get("title").status, AnchorStatus::Matched);
@@ -771,22 +756,13 @@ fn evaluation_json_shape() {
 
 #[test]
 fn text_representation_exact_and_f1() {
-    let e = evaluate(
-        Some(b"a b\r\nc  \n\n"),
-        Some(b"a b\nc"),
-        None,
-        Representation::Text,
-    )
-    .expect("eval");
+    let text = |real: &[u8], pred: &[u8]| {
+        evaluate(Some(real), Some(pred), None, Representation::Text).expect("eval")
+    };
+    let e = text(b"a b\r\nc  \n\n", b"a b\nc");
     assert_eq!(e.exact, Some(true));
     assert_eq!(e.text_f1, Some(1.0));
-    let e = evaluate(
-        Some(b"one two"),
-        Some(b"one three"),
-        None,
-        Representation::Text,
-    )
-    .expect("eval");
+    let e = text(b"one two", b"one three");
     assert_eq!(e.exact, Some(false));
     assert_eq!(e.text_f1, Some(0.5));
     let ops = e.line_diff.expect("line diff").ops;
@@ -851,7 +827,7 @@ fn deep_nesting_does_not_overflow() {
         ax.push_str(&"\t".repeat(d));
         ax.push_str(&format!("[{d}] group 'g'\n"));
     }
-    check_deep(&tree(&ax, Representation::Axtree));
+    check_deep(&axtree(&ax));
 }
 
 #[test]

@@ -6,12 +6,29 @@ use worldloom_core::domain::Representation;
 use worldloom_obs::metrics::{EvalStatus, evaluate, tree_metrics};
 use worldloom_obs::parse::truncation_marker;
 use worldloom_obs::tree::{NodeId, TruncationReason};
-use worldloom_obs::{WarningKind, parse};
+use worldloom_obs::{UiTree, WarningKind, parse};
 
 const HEADER: &str = "tag\tname\ttext\tclass\tdescription\tposition (top-left x&y)\tsize (w&h)\n";
 
 fn row(role: &str, name: &str) -> String {
     format!("{role}\t{name}\t\"\"\t\t\t(0, 0)\t(10, 10)\n")
+}
+
+/// An OS table: the header, then one row per `(role, name)`.
+fn table(rows: &[(&str, &str)]) -> String {
+    let mut text = HEADER.to_string();
+    for (role, name) in rows {
+        text.push_str(&row(role, name));
+    }
+    text
+}
+
+/// `text` parsed as an OS table.
+fn os_table(text: &str) -> UiTree {
+    match parse(text, Representation::OsTable) {
+        Ok(p) => p.tree,
+        Err(e) => panic!("not an OS table: {e}"),
+    }
 }
 
 #[test]
@@ -35,9 +52,8 @@ fn marker_forms_and_caps() {
 #[test]
 fn table_marker_line_is_not_a_row() {
     let text = format!(
-        "{HEADER}{}{}# tree truncated: max nodes 1000\n",
-        row("push-button", "Save"),
-        row("label", "Ready")
+        "{}# tree truncated: max nodes 1000\n",
+        table(&[("push-button", "Save"), ("label", "Ready")])
     );
     let p = parse(&text, Representation::OsTable).expect("parses");
     assert_eq!(p.tree.real_node_count(), 2);
@@ -59,7 +75,7 @@ fn table_marker_line_is_not_a_row() {
 
 #[test]
 fn table_row_naming_truncation_is_still_a_row() {
-    let text = format!("{HEADER}{}", row("label", "Text truncated"));
+    let text = table(&[("label", "Text truncated")]);
     let p = parse(&text, Representation::OsTable).expect("parses");
     assert_eq!(p.tree.real_node_count(), 1);
     assert_eq!(p.tree.nodes[1].name, "Text truncated");
@@ -118,59 +134,47 @@ fn xml_marker_comment_flags_the_tree() {
 
 #[test]
 fn predicted_rows_past_the_cut_are_not_added() {
-    let real_rows = format!(
-        "{HEADER}{}{}# truncated (max nodes 1000)\n",
-        row("push-button", "Save"),
-        row("label", "Ready")
+    let cut = os_table(&format!(
+        "{}# truncated (max nodes 1000)\n",
+        table(&[("push-button", "Save"), ("label", "Ready")])
+    ));
+    let pred = os_table(&table(&[
+        ("push-button", "Save"),
+        ("label", "Ready"),
+        ("label", "Line 3"),
+        ("label", "Line 4"),
+    ]));
+    let (m, _, diff) = tree_metrics(&cut, &pred, None);
+    let summary = &diff.summary;
+    assert_eq!(
+        (summary.added, summary.beyond_cut, summary.unchanged),
+        (0, 2, 2)
     );
-    let pred_rows = format!(
-        "{HEADER}{}{}{}{}",
-        row("push-button", "Save"),
-        row("label", "Ready"),
-        row("label", "Line 3"),
-        row("label", "Line 4")
+    assert_eq!(
+        (m.node_precision, m.node_recall, m.node_f1),
+        (1.0, 1.0, 1.0)
     );
-    let real = parse(&real_rows, Representation::OsTable).unwrap().tree;
-    let pred = parse(&pred_rows, Representation::OsTable).unwrap().tree;
-    let (m, _, diff) = tree_metrics(&real, &pred, None);
-    assert_eq!(diff.summary.added, 0);
-    assert_eq!(diff.summary.beyond_cut, 2);
-    assert_eq!(diff.summary.unchanged, 2);
-    assert_eq!(m.node_precision, 1.0);
-    assert_eq!(m.node_recall, 1.0);
-    assert_eq!(m.node_f1, 1.0);
 
     // The same real rows without the marker: the extra rows are added.
-    let uncut = format!(
-        "{HEADER}{}{}",
-        row("push-button", "Save"),
-        row("label", "Ready")
-    );
-    let real = parse(&uncut, Representation::OsTable).unwrap().tree;
-    let (m, _, diff) = tree_metrics(&real, &pred, None);
-    assert_eq!(diff.summary.added, 2);
-    assert_eq!(diff.summary.beyond_cut, 0);
+    let uncut = os_table(&table(&[("push-button", "Save"), ("label", "Ready")]));
+    let (m, _, diff) = tree_metrics(&uncut, &pred, None);
+    assert_eq!((diff.summary.added, diff.summary.beyond_cut), (2, 0));
     assert_eq!(m.node_precision, 0.5);
 
     // An extra row before the cut still counts as added.
-    let pred_early = format!(
-        "{HEADER}{}{}{}",
-        row("push-button", "Save"),
-        row("label", "Invented"),
-        row("label", "Ready")
-    );
-    let real = parse(&real_rows, Representation::OsTable).unwrap().tree;
-    let pred = parse(&pred_early, Representation::OsTable).unwrap().tree;
-    let (m, _, diff) = tree_metrics(&real, &pred, None);
-    assert_eq!(diff.summary.added, 1);
-    assert_eq!(diff.summary.beyond_cut, 0);
+    let pred_early = os_table(&table(&[
+        ("push-button", "Save"),
+        ("label", "Invented"),
+        ("label", "Ready"),
+    ]));
+    let (m, _, diff) = tree_metrics(&cut, &pred_early, None);
+    assert_eq!((diff.summary.added, diff.summary.beyond_cut), (1, 0));
     assert!((m.node_precision - 2.0 / 3.0).abs() < 1e-12);
 }
 
 #[test]
 fn diff_summary_json_is_unchanged_without_a_cut() {
-    let t = format!("{HEADER}{}", row("label", "a"));
-    let real = parse(&t, Representation::OsTable).unwrap().tree;
+    let real = os_table(&table(&[("label", "a")]));
     let (_, _, diff) = tree_metrics(&real, &real, None);
     assert_eq!(
         serde_json::to_string(&diff.summary).unwrap(),
@@ -201,13 +205,16 @@ fn bare_application_frame_marks_the_tree_incomplete() {
         "application exposes a frame with no children; accessibility is probably off"
     );
     let pred = r#"<desktop-frame name="main"><application name="Google Chrome"><frame name="New Tab - Google Chrome"><push-button name="Search"/><entry name="Address"/></frame></application></desktop-frame>"#;
-    let e = evaluate(
-        Some(BARE_CHROME.as_bytes()),
-        Some(pred.as_bytes()),
-        None,
-        Representation::OsXml,
-    )
-    .expect("evaluates");
+    let os_xml = |real: &str, pred: &str| {
+        evaluate(
+            Some(real.as_bytes()),
+            Some(pred.as_bytes()),
+            None,
+            Representation::OsXml,
+        )
+        .expect("evaluates")
+    };
+    let e = os_xml(BARE_CHROME, pred);
     assert_eq!(e.status, EvalStatus::Skipped);
     assert!(e.reason.as_deref().unwrap().contains("incomplete"));
     assert_eq!(e.node_f1, None);
@@ -217,32 +224,21 @@ fn bare_application_frame_marks_the_tree_incomplete() {
     // A frame with content is complete and scored.
     let full = parse(pred, Representation::OsXml).expect("parses");
     assert!(!full.tree.incomplete);
-    let e = evaluate(
-        Some(pred.as_bytes()),
-        Some(pred.as_bytes()),
-        None,
-        Representation::OsXml,
-    )
-    .expect("evaluates");
+    let e = os_xml(pred, pred);
     assert_eq!(e.status, EvalStatus::Scored);
     assert_eq!(e.node_f1, Some(1.0));
 }
 
 #[test]
 fn bare_frame_in_a_table_marks_it_incomplete() {
-    let t = format!(
-        "{HEADER}{}{}",
-        row("application", "Google Chrome"),
-        row("frame", "New Tab - Google Chrome")
-    );
+    let t = table(&[
+        ("application", "Google Chrome"),
+        ("frame", "New Tab - Google Chrome"),
+    ]);
     let p = parse(&t, Representation::OsTable).expect("parses");
     assert!(p.tree.incomplete);
     assert!(p.warnings.iter().any(|w| w.kind == WarningKind::Incomplete));
-    let t = format!(
-        "{HEADER}{}{}",
-        row("frame", "Doc"),
-        row("push-button", "Save")
-    );
+    let t = table(&[("frame", "Doc"), ("push-button", "Save")]);
     let p = parse(&t, Representation::OsTable).expect("parses");
     assert!(!p.tree.incomplete);
 }

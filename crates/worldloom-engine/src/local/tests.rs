@@ -19,18 +19,18 @@ fn tiny_tokenizer() -> Tokenizer {
     Tokenizer::from_dir(&tiny_dir()).expect("tiny tokenizer")
 }
 
-fn logits_tensor(values: Vec<f32>) -> candle_core::Result<Tensor> {
-    let n = values.len();
-    Tensor::from_vec(values, n, &Device::Cpu)
+/// A mock model's rule: the logits after `state` (every token read so far,
+/// the newest `fed` last), `vocab` long.
+trait MockRule: Send + 'static {
+    fn vocab(&self) -> usize;
+    fn logits(&self, fed: &[u32], state: &[u32]) -> Vec<f32>;
 }
 
-/// Deterministic logits from a hash of every token seen; counts fed tokens.
-struct HashLm {
-    vocab: usize,
-    fed_tokens: Arc<AtomicUsize>,
-}
+/// A [`CausalLm`] whose state is the token ids it has read and whose logits
+/// come from a [`MockRule`].
+struct Mock<R>(R);
 
-impl CausalLm for HashLm {
+impl<R: MockRule> CausalLm for Mock<R> {
     type State = Vec<u32>;
 
     fn new_state(&self) -> candle_core::Result<Vec<u32>> {
@@ -38,20 +38,10 @@ impl CausalLm for HashLm {
     }
 
     fn forward(&self, input_ids: &[u32], state: &mut Vec<u32>) -> candle_core::Result<Tensor> {
-        self.fed_tokens.fetch_add(input_ids.len(), Ordering::SeqCst);
         state.extend_from_slice(input_ids);
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for &t in state.iter() {
-            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
-        }
-        let logits = (0..self.vocab as u64)
-            .map(|i| {
-                let x =
-                    (h ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-                (x >> 40) as f32 / (1u64 << 24) as f32 * 8.0
-            })
-            .collect();
-        logits_tensor(logits)
+        let logits = self.0.logits(input_ids, state);
+        let n = logits.len();
+        Tensor::from_vec(logits, n, &Device::Cpu)
     }
 
     fn state_len(state: &Vec<u32>) -> usize {
@@ -63,8 +53,40 @@ impl CausalLm for HashLm {
     }
 
     fn vocab_size(&self) -> usize {
+        self.0.vocab()
+    }
+}
+
+/// Deterministic logits from a hash of every token seen; counts fed tokens.
+struct HashLm {
+    vocab: usize,
+    fed_tokens: Arc<AtomicUsize>,
+}
+
+impl MockRule for HashLm {
+    fn vocab(&self) -> usize {
         self.vocab
     }
+
+    fn logits(&self, fed: &[u32], state: &[u32]) -> Vec<f32> {
+        self.fed_tokens.fetch_add(fed.len(), Ordering::SeqCst);
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for &t in state {
+            h = (h ^ u64::from(t)).wrapping_mul(0x0100_0000_01b3);
+        }
+        (0..self.vocab as u64)
+            .map(|i| {
+                let x =
+                    (h ^ i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+                (x >> 40) as f32 / (1u64 << 24) as f32 * 8.0
+            })
+            .collect()
+    }
+}
+
+/// A [`HashLm`] of `vocab` logits counting into `fed_tokens`.
+fn hash_lm(vocab: usize, fed_tokens: Arc<AtomicUsize>) -> Mock<HashLm> {
+    Mock(HashLm { vocab, fed_tokens })
 }
 
 /// Emits `script` greedily after the last `anchor` token of what it has
@@ -79,22 +101,19 @@ struct ScriptedLm {
     gate: Option<Mutex<std::sync::mpsc::Receiver<()>>>,
 }
 
-impl CausalLm for ScriptedLm {
-    type State = Vec<u32>;
-
-    fn new_state(&self) -> candle_core::Result<Vec<u32>> {
-        Ok(Vec::new())
+impl MockRule for ScriptedLm {
+    fn vocab(&self) -> usize {
+        self.vocab
     }
 
-    fn forward(&self, input_ids: &[u32], state: &mut Vec<u32>) -> candle_core::Result<Tensor> {
-        if input_ids.len() == 1
+    fn logits(&self, fed: &[u32], state: &[u32]) -> Vec<f32> {
+        if fed.len() == 1
             && let Some(gate) = &self.gate
         {
             let _ = gate
                 .lock()
                 .map(|rx| rx.recv_timeout(Duration::from_secs(10)));
         }
-        state.extend_from_slice(input_ids);
         let next = match state.iter().rposition(|&t| t == self.anchor) {
             Some(pos) => {
                 let seen = state.len() - pos - 1;
@@ -106,19 +125,7 @@ impl CausalLm for ScriptedLm {
         };
         let mut logits = vec![0.0f32; self.vocab];
         logits[next as usize] = 20.0;
-        logits_tensor(logits)
-    }
-
-    fn state_len(state: &Vec<u32>) -> usize {
-        state.len()
-    }
-
-    fn state_size_bytes(state: &Vec<u32>) -> usize {
-        state.len() * 4
-    }
-
-    fn vocab_size(&self) -> usize {
-        self.vocab
+        logits
     }
 }
 
@@ -126,7 +133,10 @@ fn engine<M: CausalLm>(model: M) -> LocalEngine<M> {
     LocalEngine::from_dir(model, &tiny_dir(), LocalEngineOptions::default()).expect("engine starts")
 }
 
-fn scripted(output: &str, gate: Option<std::sync::mpsc::Receiver<()>>) -> LocalEngine<ScriptedLm> {
+fn scripted(
+    output: &str,
+    gate: Option<std::sync::mpsc::Receiver<()>>,
+) -> LocalEngine<Mock<ScriptedLm>> {
     let tok = tiny_tokenizer();
     let model = ScriptedLm {
         vocab: tok.vocab_size(),
@@ -137,7 +147,7 @@ fn scripted(output: &str, gate: Option<std::sync::mpsc::Receiver<()>>) -> LocalE
         end: tok.token_id("<|im_end|>").expect("im_end id"),
         gate: gate.map(Mutex::new),
     };
-    engine(model)
+    engine(Mock(model))
 }
 
 fn chat(turns: usize) -> Vec<ChatMessage> {
@@ -297,26 +307,21 @@ fn end_of_turn_token_ends_generation_when_observation_stop_is_off() {
 #[test]
 fn stop_strings_cut_the_output_before_them() {
     let e = scripted(OUTPUT, None);
-    let params = GenerationParams {
-        stop: vec!["txt".into()],
-        ..greedy()
+    // A run with one stop string, which ends it.
+    let stopped_by = |stop: &str| {
+        let params = GenerationParams {
+            stop: vec![stop.into()],
+            ..greedy()
+        };
+        let c = run(&e, chat(1), params);
+        let reason = c.stats.as_ref().expect("done").stop_reason;
+        assert_eq!(reason, Some(StopReason::StopString), "{stop}");
+        c
     };
-    let c = run(&e, chat(1), params);
-    assert_eq!(
-        c.stats.expect("done").stop_reason,
-        Some(StopReason::StopString)
-    );
+    let c = stopped_by("txt");
     assert_eq!(c.content, "<predicted_observation>\nnotes.");
     // a stop string inside the reasoning ends it there
-    let params = GenerationParams {
-        stop: vec!["list".into()],
-        ..greedy()
-    };
-    let c = run(&e, chat(1), params);
-    assert_eq!(
-        c.stats.expect("done").stop_reason,
-        Some(StopReason::StopString)
-    );
+    let c = stopped_by("list");
     assert_eq!((c.reasoning.as_str(), c.content.as_str()), ("plan: ", ""));
 }
 
@@ -365,9 +370,12 @@ fn max_new_tokens_bounds_the_output() {
     assert_eq!(c.stats.expect("done").completion_tokens, 0);
 }
 
-#[test]
-fn cancellation_stops_at_the_next_token() {
-    let (permits, gate) = std::sync::mpsc::channel();
+/// An engine scripted to write "word " far beyond any test's patience,
+/// each decode step waiting for a permit from `gate`, and its prediction
+/// of `chat(1)` already started.
+fn start_gated_endless(
+    gate: std::sync::mpsc::Receiver<()>,
+) -> (LocalEngine<Mock<ScriptedLm>>, PredictionStream) {
     let e = scripted(&"word ".repeat(200), Some(gate));
     let params = GenerationParams {
         stop_after_observation: false,
@@ -377,6 +385,13 @@ fn cancellation_stops_at_the_next_token() {
     let stream = e
         .predict(PredictRequest::new(chat(1), params))
         .expect("accepted");
+    (e, stream)
+}
+
+#[test]
+fn cancellation_stops_at_the_next_token() {
+    let (permits, gate) = std::sync::mpsc::channel();
+    let (e, stream) = start_gated_endless(gate);
     let mut tokens = 0;
     let mut stats = None;
     while let Ok(event) = stream.events.recv_timeout(Duration::from_secs(30)) {
@@ -419,15 +434,7 @@ fn cancelling_before_start_reports_cancelled() {
     // before any permit exists (the first token comes from the prefill; at
     // most one decode step can be under way when the permits go away).
     let (permits, gate) = std::sync::mpsc::channel::<()>();
-    let e = scripted(&"word ".repeat(200), Some(gate));
-    let params = GenerationParams {
-        stop_after_observation: false,
-        max_new_tokens: 10_000,
-        ..greedy()
-    };
-    let stream = e
-        .predict(PredictRequest::new(chat(1), params))
-        .expect("accepted");
+    let (_engine, stream) = start_gated_endless(gate);
     stream.cancel.cancel();
     drop(permits);
     let c = collect(stream);
@@ -439,10 +446,7 @@ fn cancelling_before_start_reports_cancelled() {
 #[test]
 fn snapshots_reuse_turn_prefixes() {
     let fed = Arc::new(AtomicUsize::new(0));
-    let e = engine(HashLm {
-        vocab: 1024,
-        fed_tokens: Arc::clone(&fed),
-    });
+    let e = engine(hash_lm(1024, Arc::clone(&fed)));
     let tok = tiny_tokenizer();
     let template = ChatTemplate::from_dir(&tiny_dir()).expect("template");
     let prefix_tokens = |messages: &[ChatMessage]| {
@@ -497,10 +501,7 @@ fn snapshots_reuse_turn_prefixes() {
     );
 
     // reuse changes nothing in the output: a fresh engine gives the same tokens
-    let fresh = engine(HashLm {
-        vocab: 1024,
-        fed_tokens: Arc::default(),
-    });
+    let fresh = engine(hash_lm(1024, Arc::default()));
     let scratch = run(&fresh, three, params);
     assert_eq!(
         scratch.stats.expect("done").prompt_tokens_computed,
@@ -511,10 +512,7 @@ fn snapshots_reuse_turn_prefixes() {
 
 #[test]
 fn sampling_is_seeded() {
-    let e = engine(HashLm {
-        vocab: 1024,
-        fed_tokens: Arc::default(),
-    });
+    let e = engine(hash_lm(1024, Arc::default()));
     let params = |seed| GenerationParams {
         temperature: 1.0,
         top_k: 0,
@@ -532,10 +530,7 @@ fn sampling_is_seeded() {
 
 #[test]
 fn bad_requests_are_refused_or_reported() {
-    let e = engine(HashLm {
-        vocab: 1024,
-        fed_tokens: Arc::default(),
-    });
+    let e = engine(hash_lm(1024, Arc::default()));
     assert!(matches!(
         e.predict(PredictRequest::new(Vec::new(), greedy())),
         Err(EngineError::InvalidRequest(_))
@@ -553,10 +548,7 @@ fn bad_requests_are_refused_or_reported() {
     let template = ChatTemplate::from_source("broken.jinja", "{{ raise_exception('no') }}".into())
         .expect("compiles");
     let e = LocalEngine::new(
-        HashLm {
-            vocab: 1024,
-            fed_tokens: Arc::default(),
-        },
+        hash_lm(1024, Arc::default()),
         tok,
         template,
         &GenerationConfig::default(),
@@ -572,10 +564,7 @@ fn bad_requests_are_refused_or_reported() {
     }
     // a model with fewer logits than the tokenizer has ids is refused at setup
     let small = LocalEngine::from_dir(
-        HashLm {
-            vocab: 10,
-            fed_tokens: Arc::default(),
-        },
+        hash_lm(10, Arc::default()),
         &tiny_dir(),
         LocalEngineOptions::default(),
     );
@@ -584,10 +573,7 @@ fn bad_requests_are_refused_or_reported() {
 
 #[test]
 fn defaults_and_end_of_turn_ids_come_from_the_directory() {
-    let e = engine(HashLm {
-        vocab: 1024,
-        fed_tokens: Arc::default(),
-    });
+    let e = engine(hash_lm(1024, Arc::default()));
     assert_eq!(e.end_of_turn_ids(), &[1021, 1019]);
     let p = e.default_params();
     assert_eq!((p.temperature, p.top_p, p.top_k), (0.6, 0.95, 20));

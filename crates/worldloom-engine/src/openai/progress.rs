@@ -130,11 +130,7 @@ impl Progress {
             completion_tokens,
             prefill_ms,
             decode_ms,
-            decode_tokens_per_sec: if decode_ms > 0.0 {
-                completion_tokens as f64 / (decode_ms / 1000.0)
-            } else {
-                0.0
-            },
+            decode_tokens_per_sec: GenerationStats::decode_rate(completion_tokens, decode_ms),
             stop_reason,
         }
     }

@@ -425,6 +425,7 @@ fn unit_lower_inverse(m: &Tensor) -> candle_core::Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qwen3_5_moe::max_rel_diff;
 
     fn randn(shape: &[usize], std: f32, dtype: DType) -> Tensor {
         Tensor::randn(0f32, std, shape, &Device::Cpu)
@@ -463,28 +464,6 @@ mod tests {
         }
     }
 
-    fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
-        let a = a
-            .to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .expect("a");
-        let b = b
-            .to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .expect("b");
-        let scale = b
-            .abs()
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("scale");
-        let d = (a - b)
-            .and_then(|t| t.abs())
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("diff");
-        d / scale.max(1e-30)
-    }
-
     /// The fused decode step (CPU implementation of the fused op) gives the
     /// unfused recurrence's output, conv state and recurrent state, step
     /// after step from a prefilled state: f32 to 1e-5 of the scale, bf16 and
@@ -508,9 +487,9 @@ mod tests {
                     let what = format!("{dtype:?} tiled={tiled} step {step}");
                     assert_eq!(got.dims(), want.dims(), "{what}");
                     assert_eq!(got.dtype(), dtype, "{what}");
-                    let d = rel_diff(&got, &want);
+                    let d = max_rel_diff(&got, &want);
                     assert!(d <= tol, "{what}: output {d}");
-                    let d = rel_diff(&got_state.recurrent, &want_state.recurrent);
+                    let d = max_rel_diff(&got_state.recurrent, &want_state.recurrent);
                     assert!(d <= tol, "{what}: recurrent state {d}");
                     assert_eq!(
                         got_state.conv.to_dtype(DType::F32)?.to_vec2::<f32>()?,
@@ -537,7 +516,7 @@ mod tests {
                 let mut s2 = layer.new_state(dtype, &Device::Cpu)?;
                 let want = layer.forward(&x, &mut s1, chunked, false)?;
                 let got = layer.forward(&x, &mut s2, chunked, true)?;
-                let d = rel_diff(&got, &want);
+                let d = max_rel_diff(&got, &want);
                 assert!(d <= tol, "{dtype:?} chunked={chunked}: {d}");
             }
         }

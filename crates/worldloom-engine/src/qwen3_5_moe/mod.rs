@@ -399,7 +399,7 @@ impl Qwen3_5Moe {
         // tensor handles) and the KV lengths are saved and put back on error;
         // KV positions written past the saved length are never read.
         let saved: Vec<SavedLayer> = state.layers.iter().map(SavedLayer::of).collect();
-        match self.run_layers(input_ids, state, mode) {
+        match self.run_layers(input_ids, state.position, &mut state.layers, mode) {
             Ok(out) => {
                 state.position += t;
                 Ok(out)
@@ -413,21 +413,22 @@ impl Qwen3_5Moe {
         }
     }
 
-    /// The decoder layers and the final norm over `input_ids`, updating the
-    /// layer states of `state` (not its position).
+    /// The decoder layers and the final norm over `input_ids` at positions
+    /// `offset..`, updating `layers` (a [`State`]'s layer states; its
+    /// position is the caller's to advance).
     fn run_layers(
         &self,
         input_ids: &[u32],
-        state: &mut State,
+        offset: usize,
+        layers: &mut [LayerState],
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        let t = input_ids.len();
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.embed_tokens.rows(&ids, self.dtype)?; // [T, H]
-        let offset = state.position;
+        let t = input_ids.len();
         let (cos, sin) = self.rope_tables(offset, t)?;
         let chunked = t > 1 && mode == DeltaNetMode::Auto;
-        for (layer, layer_state) in self.layers.iter().zip(state.layers.iter_mut()) {
+        for (layer, layer_state) in self.layers.iter().zip(layers.iter_mut()) {
             let fused = self.fused_ops;
             let normed = layer.input_layernorm.forward_with(&x, fused)?;
             let mixed = match (&layer.mixer, layer_state) {
@@ -504,4 +505,21 @@ impl CausalLm for Qwen3_5Moe {
     fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
+}
+
+/// max |a − b| / max |b| over all elements, in f32 on the CPU: how far a
+/// fused op's output is from the unfused path's, in the module's tests.
+#[cfg(test)]
+fn max_rel_diff(a: &Tensor, b: &Tensor) -> f32 {
+    let flat_f32 = |t: &Tensor| {
+        t.to_device(&candle_core::Device::Cpu)?
+            .to_dtype(DType::F32)?
+            .flatten_all()
+    };
+    let max_abs = |t: Tensor| t.abs()?.max(0)?.to_scalar::<f32>();
+    let measure = || -> candle_core::Result<f32> {
+        let (a, b) = (flat_f32(a)?, flat_f32(b)?);
+        Ok(max_abs((&a - &b)?)? / max_abs(b)?.max(1e-30))
+    };
+    measure().expect("relative difference")
 }

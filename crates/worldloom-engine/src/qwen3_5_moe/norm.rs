@@ -52,29 +52,8 @@ impl ZeroCentredRmsNorm {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::qwen3_5_moe::max_rel_diff;
     use candle_core::Device;
-
-    fn max_rel_diff(a: &Tensor, b: &Tensor) -> f32 {
-        let a = a
-            .to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .expect("a");
-        let b = b
-            .to_dtype(DType::F32)
-            .and_then(|t| t.flatten_all())
-            .expect("b");
-        let scale = b
-            .abs()
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("s");
-        let d = (a - b)
-            .and_then(|t| t.abs())
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("d");
-        d / scale.max(1e-30)
-    }
 
     /// The fused RMSNorm (CPU implementation) equals the unfused candle
     /// path: f32 to 1e-6 of the output's scale, bf16/f16 to one rounding

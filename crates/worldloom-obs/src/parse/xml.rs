@@ -3,7 +3,7 @@
 
 use super::text::{Decoded, LineIndex, WarningSink};
 use super::{ParseError, ParseWarning, WarningKind, truncation_marker, truncation_message};
-use crate::tree::{NodeId, NodeStates, SourceSpan, Truncation, TruncationReason, UiNode, UiTree};
+use crate::tree::{NodeId, SourceSpan, Truncation, TruncationReason, UiNode, UiTree};
 use worldloom_core::domain::Representation;
 
 /// Options used for every XML document: no DTD (so no entity expansion).
@@ -188,25 +188,12 @@ pub(crate) fn build_nodes(
         let range = node.range();
         let start = decoded.map.original(to_decoded(range.start));
         let end = decoded.map.original(to_decoded(range.end)).max(start);
-        let mut ui = UiNode {
-            id,
-            parent,
-            children: Vec::new(),
-            depth,
-            role: node.tag_name().name().to_string(),
-            name: String::new(),
-            value: None,
-            key: None,
-            attributes: Vec::new(),
-            states: NodeStates::default(),
-            bounds_px: None,
-            span: Some(SourceSpan {
-                start_byte: start,
-                end_byte: end,
-                line: decoded.lines.line(start),
-            }),
-            synthetic: false,
-        };
+        let mut ui = UiNode::new(id, parent, depth, node.tag_name().name().to_string());
+        ui.span = Some(SourceSpan {
+            start_byte: start,
+            end_byte: end,
+            line: decoded.lines.line(start),
+        });
         let idx = node.id().get_usize();
         if ours.len() <= idx {
             ours.resize(idx + 1, u32::MAX);
