@@ -20,7 +20,7 @@
 //! per such row, oldest run first (rows without either add nothing, so
 //! exports of unlabelled workspaces are unchanged).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path};
 
@@ -314,11 +314,160 @@ fn safe_relative(path: &str) -> Result<std::path::PathBuf, String> {
     Ok(out)
 }
 
+/// A browser upload as it arrives: each file written once, under a private
+/// temporary folder, at its relative path (`..` and absolute paths refused),
+/// and hashed as it is written, then imported from there
+/// ([`UploadFolder::import`]: the importers read each file once, the hash
+/// is not read again) and removed. The HTTP server streams a request body
+/// into one (`POST /api/upload`); the `import_uploaded` command fills one
+/// from base64 contents.
+#[derive(Debug)]
+pub struct UploadFolder {
+    dir: tempfile::TempDir,
+    tops: BTreeSet<String>,
+    /// The SHA-256 of each top-level file, by its path in the folder.
+    hashes: BTreeMap<String, String>,
+}
+
+/// One uploaded file being written ([`UploadFolder::create`]): what is
+/// written is hashed on the way.
+#[derive(Debug)]
+pub struct UploadFile {
+    file: std::fs::File,
+    hash: worldloom_store::Sha256Hex,
+    relative_path: String,
+    /// Its path in the folder, when it is a top-level file.
+    top: Option<String>,
+}
+
+impl UploadFile {
+    /// The path it was created under, as the client gave it.
+    pub fn relative_path(&self) -> &str {
+        &self.relative_path
+    }
+
+    /// Writes (and hashes) the next bytes of the file.
+    ///
+    /// # Errors
+    /// [`ErrorCode::ImportFailed`] when the file cannot be written.
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+        self.hash.update(bytes);
+        self.file.write_all(bytes).map_err(|e| {
+            ApiError::new(
+                ErrorCode::ImportFailed,
+                format!("{}: {e}", self.relative_path),
+            )
+        })
+    }
+}
+
+impl UploadFolder {
+    /// A new, empty upload folder.
+    ///
+    /// # Errors
+    /// [`ErrorCode::ImportFailed`] when the temporary folder cannot be made.
+    pub fn new() -> Result<Self, ApiError> {
+        let dir = tempfile::Builder::new()
+            .prefix("worldloom-upload-")
+            .tempdir()
+            .map_err(|e| {
+                ApiError::new(ErrorCode::ImportFailed, format!("temporary folder: {e}"))
+            })?;
+        Ok(UploadFolder {
+            dir,
+            tops: BTreeSet::new(),
+            hashes: BTreeMap::new(),
+        })
+    }
+
+    /// Creates (or truncates) the file of `relative_path` (`/`- or
+    /// `\`-separated), with its folders; write its bytes with
+    /// [`UploadFile::write`], then hand it to [`UploadFolder::finish`].
+    ///
+    /// # Errors
+    /// [`ErrorCode::BadRequest`] for an empty, absolute or `..` path;
+    /// [`ErrorCode::ImportFailed`] when the file cannot be created.
+    pub fn create(&mut self, relative_path: &str) -> Result<UploadFile, ApiError> {
+        let rel = safe_relative(relative_path)
+            .map_err(|m| ApiError::bad_request(format!("`{relative_path}`: {m}")))?;
+        let target = self.dir.path().join(&rel);
+        let failed = |e: std::io::Error| {
+            ApiError::new(ErrorCode::ImportFailed, format!("{relative_path}: {e}"))
+        };
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(failed)?;
+        }
+        let file = std::fs::File::create(&target).map_err(failed)?;
+        if let Some(first) = rel.components().next() {
+            self.tops
+                .insert(first.as_os_str().to_string_lossy().into_owned());
+        }
+        Ok(UploadFile {
+            file,
+            hash: worldloom_store::Sha256Hex::default(),
+            relative_path: relative_path.to_owned(),
+            top: (rel.components().count() == 1).then(|| target.display().to_string()),
+        })
+    }
+
+    /// Ends a file written with [`UploadFile::write`]: its bytes are flushed
+    /// and, for a top-level file, its hash is kept for the import.
+    ///
+    /// # Errors
+    /// [`ErrorCode::ImportFailed`] when the file cannot be flushed.
+    pub fn finish(&mut self, mut file: UploadFile) -> Result<(), ApiError> {
+        file.file.flush().map_err(|e| {
+            ApiError::new(
+                ErrorCode::ImportFailed,
+                format!("{}: {e}", file.relative_path),
+            )
+        })?;
+        // A file inside a folder: the folder is hashed when imported.
+        if let Some(top) = file.top {
+            self.hashes.insert(top, file.hash.finish());
+        }
+        Ok(())
+    }
+
+    /// Imports each top-level entry (a file, or a folder such as an Android
+    /// or OSWorld trajectory) as `import_files` does, with the uploaded
+    /// relative paths as source paths; the folder is removed afterwards.
+    ///
+    /// # Errors
+    /// [`ErrorCode::BadRequest`] when nothing was uploaded; as
+    /// `import_files` otherwise (a file that does not import is listed in
+    /// `failed`).
+    pub fn import(self, studio: &Studio) -> Result<ImportFilesResponse, ApiError> {
+        if self.tops.is_empty() {
+            return Err(ApiError::bad_request("files: nothing uploaded"));
+        }
+        // A predictions sidecar beside an uploaded trajectory is read with it
+        // (the importer looks for it there); one uploaded alone goes to the
+        // importer, which refuses it by name, and AgentWorldBench rows under a
+        // sidecar's name (the official `eval.py` output) import as rows.
+        let paths: Vec<String> = self
+            .tops
+            .iter()
+            .map(|t| self.dir.path().join(t))
+            .filter(|p| {
+                !(p.is_file()
+                    && worldloom_core::formats::sidecar::refused_alone(p).is_some()
+                    && worldloom_core::formats::sidecar::owner_beside(p).is_some())
+            })
+            .map(|p| p.display().to_string())
+            .collect();
+        let prefix = format!("{}/", self.dir.path().display());
+        import::import_paths_hashed(studio, &paths, Some(&prefix), &self.hashes)
+    }
+}
+
 /// `import_uploaded`: writes the browser's files under a private temporary
 /// folder (keeping relative paths, refusing `..` and absolute ones) and
 /// imports each top-level entry (a file, or a folder such as an Android or
 /// OSWorld trajectory). The folder is removed afterwards; source paths in
-/// the workspace are the uploaded relative paths.
+/// the workspace are the uploaded relative paths. The HTTP server's
+/// `POST /api/upload` takes the same files as a streamed body instead of
+/// base64 in JSON.
 ///
 /// # Errors
 /// [`ErrorCode::BadRequest`] for no files, a refused path or bad base64
@@ -331,18 +480,14 @@ pub fn import_uploaded(
     if req.files.is_empty() {
         return Err(ApiError::bad_request("files: nothing uploaded"));
     }
-    let dir = tempfile::Builder::new()
-        .prefix("worldloom-upload-")
-        .tempdir()
-        .map_err(|e| ApiError::new(ErrorCode::ImportFailed, format!("temporary folder: {e}")))?;
-    let mut tops: BTreeSet<String> = BTreeSet::new();
+    let mut folder = UploadFolder::new()?;
     for (i, f) in req.files.iter().enumerate() {
-        let rel = safe_relative(&f.relative_path).map_err(|m| {
-            ApiError::bad_request(format!(
+        if let Err(m) = safe_relative(&f.relative_path) {
+            return Err(ApiError::bad_request(format!(
                 "files[{i}].relative_path `{}`: {m}",
                 f.relative_path
-            ))
-        })?;
+            )));
+        }
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(f.content_base64.trim())
             .map_err(|e| {
@@ -351,36 +496,9 @@ pub fn import_uploaded(
                     f.relative_path
                 ))
             })?;
-        let target = dir.path().join(&rel);
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
-            })?;
-        }
-        let mut file = std::fs::File::create(&target).map_err(|e| {
-            ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
-        })?;
-        file.write_all(&bytes).map_err(|e| {
-            ApiError::new(ErrorCode::ImportFailed, format!("{}: {e}", f.relative_path))
-        })?;
-        if let Some(first) = rel.components().next() {
-            tops.insert(first.as_os_str().to_string_lossy().into_owned());
-        }
+        let mut file = folder.create(&f.relative_path)?;
+        file.write(&bytes)?;
+        folder.finish(file)?;
     }
-    // A predictions sidecar beside an uploaded trajectory is read with it
-    // (the importer looks for it there); one uploaded alone goes to the
-    // importer, which refuses it by name, and AgentWorldBench rows under a
-    // sidecar's name (the official `eval.py` output) import as rows.
-    let paths: Vec<String> = tops
-        .iter()
-        .map(|t| dir.path().join(t))
-        .filter(|p| {
-            !(p.is_file()
-                && worldloom_core::formats::sidecar::refused_alone(p).is_some()
-                && worldloom_core::formats::sidecar::owner_beside(p).is_some())
-        })
-        .map(|p| p.display().to_string())
-        .collect();
-    let prefix = format!("{}/", dir.path().display());
-    import::import_paths(studio, &paths, Some(&prefix))
+    folder.import(studio)
 }

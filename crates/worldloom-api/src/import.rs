@@ -1,7 +1,12 @@
 //! Reading trajectory files for import and writing exports, on top of the
 //! `worldloom-core` formats.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use worldloom_core as core;
 use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
@@ -21,16 +26,191 @@ pub(crate) struct ReadPath {
     pub sha256: String,
 }
 
+/// The most bytes one imported path may hold (a file, or every file under a
+/// folder together): 4 GiB. A larger one, or one that grows past it while
+/// it is read, is refused with the path and this limit.
+pub const IMPORT_MAX_BYTES: u64 = 4 << 30;
+
+/// Bytes read between two looks at the request's [`Abandoned`] flag.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Folders nested deeper than this under an imported folder are refused
+/// (a link back to a parent would otherwise be walked for ever).
+const IMPORT_MAX_DEPTH: usize = 16;
+
+/// A request's "abandoned" flag: a door (the HTTP server) sets it when the
+/// client goes away; a command run under it ([`Abandoned::run`]) stops
+/// reading imported files at the next 64 KiB and reports the import as
+/// abandoned, instead of keeping a core busy for nobody.
+#[derive(Debug, Clone, Default)]
+pub struct Abandoned(Arc<AtomicBool>);
+
+thread_local! {
+    static CURRENT_REQUEST: RefCell<Option<Abandoned>> = const { RefCell::new(None) };
+}
+
+impl Abandoned {
+    /// A flag not set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Marks the request abandoned (from any thread).
+    pub fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the request was abandoned.
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Runs `f` on this thread as the request this flag belongs to: the
+    /// imports `f` makes (`import_files`, `import_uploaded`) check it while
+    /// reading.
+    pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<Abandoned>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                CURRENT_REQUEST.with(|c| *c.borrow_mut() = previous);
+            }
+        }
+        let previous = CURRENT_REQUEST.with(|c| c.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        f()
+    }
+}
+
+/// Whether the request this thread serves was abandoned.
+fn abandoned() -> bool {
+    CURRENT_REQUEST.with(|c| c.borrow().as_ref().is_some_and(Abandoned::is_set))
+}
+
+/// The message of an import stopped because its request was abandoned.
+fn abandoned_message(path: &Path) -> String {
+    format!(
+        "{}: the import was abandoned (the client went away); nothing was read further",
+        path.display()
+    )
+}
+
+/// Checks what an import would read under `path` before anything is read:
+/// regular files only (a device such as `/dev/zero`, a FIFO or a socket
+/// never ends or blocks), folders at most [`IMPORT_MAX_DEPTH`] deep, and at
+/// most `limit` bytes in all. Returns the total size.
+fn check_readable(path: &Path, limit: u64) -> Result<u64, String> {
+    fn walk(p: &Path, depth: usize, limit: u64, total: &mut u64) -> Result<(), String> {
+        if abandoned() {
+            return Err(abandoned_message(p));
+        }
+        // Links are followed: a link to a regular file is that file.
+        let meta = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        if meta.is_dir() {
+            if depth >= IMPORT_MAX_DEPTH {
+                return Err(format!(
+                    "{}: folders nested more than {IMPORT_MAX_DEPTH} deep are not imported",
+                    p.display()
+                ));
+            }
+            let entries = std::fs::read_dir(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("{}: {e}", p.display()))?;
+                walk(&entry.path(), depth + 1, limit, total)?;
+            }
+            return Ok(());
+        }
+        if !meta.is_file() {
+            return Err(format!(
+                "{}: not a regular file ({}); only regular files and folders are imported",
+                p.display(),
+                kind_of(&meta)
+            ));
+        }
+        *total = total.saturating_add(meta.len());
+        if *total > limit {
+            return Err(format!(
+                "{}: over the import limit of {limit} bytes ({} GiB); split the file or import its parts",
+                p.display(),
+                limit >> 30
+            ));
+        }
+        Ok(())
+    }
+    let mut total = 0;
+    walk(path, 0, limit, &mut total)?;
+    Ok(total)
+}
+
+/// What a path that is not a regular file or folder is, for messages.
+fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    let _ = meta;
+    "not a file"
+}
+
+/// Feeds `reader` (the file at `path`) into `h`, 64 KiB at a time, at most
+/// `budget` bytes (a file that grows past the import limit while it is read
+/// is refused), looking at the request's [`Abandoned`] flag between pieces.
+/// Returns the bytes read.
+fn feed_bounded(
+    h: &mut worldloom_store::Sha256Hex,
+    mut reader: impl Read,
+    path: &Path,
+    budget: u64,
+    limit: u64,
+) -> Result<u64, String> {
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
+    let mut read = 0u64;
+    loop {
+        if abandoned() {
+            return Err(abandoned_message(path));
+        }
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(read),
+            Ok(n) => {
+                read += n as u64;
+                if read > budget {
+                    return Err(format!(
+                        "{}: grew past the import limit of {limit} bytes while it was read",
+                        path.display()
+                    ));
+                }
+                h.update(&buf[..n]);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+}
+
 /// Hashes a file, or every file of a folder in name order (each file's
 /// name, a zero byte, its bytes, a zero byte), reading each file in pieces
-/// rather than whole.
-fn hash_path(path: &Path) -> Result<String, String> {
-    fn feed(h: &mut worldloom_store::Sha256Hex, p: &Path) -> Result<(), String> {
-        let file = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        h.update_reader(file)
-            .map_err(|e| format!("{}: {e}", p.display()))
-    }
+/// rather than whole, at most `limit` bytes in all.
+fn hash_path(path: &Path, limit: u64) -> Result<String, String> {
     let mut h = worldloom_store::Sha256Hex::default();
+    let mut budget = limit;
+    let mut feed = |h: &mut worldloom_store::Sha256Hex, p: &Path| -> Result<(), String> {
+        let file = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        budget -= feed_bounded(h, file, p, budget, limit)?;
+        Ok(())
+    };
     if path.is_dir() {
         let mut entries: Vec<_> = std::fs::read_dir(path)
             .map_err(|e| format!("{}: {e}", path.display()))?
@@ -56,12 +236,23 @@ fn hash_path(path: &Path) -> Result<String, String> {
 }
 
 /// Reads every trajectory in a file or folder. Errors are messages naming
-/// the file and line or field.
-pub(crate) fn read_path(path: &Path) -> Result<ReadPath, String> {
+/// the file and line or field; a path that is not a regular file or folder
+/// (or holds one), over [`IMPORT_MAX_BYTES`], or whose request was
+/// abandoned is refused before the importers read it.
+/// `sha256`, when given, is the file's hash taken while it was written (an
+/// upload), so the file is read once only, by the importers.
+pub(crate) fn read_path(path: &Path, sha256: Option<&str>) -> Result<ReadPath, String> {
     if !path.exists() {
         return Err(format!("{}: no such file or folder", path.display()));
     }
-    let sha256 = hash_path(path)?;
+    check_readable(path, IMPORT_MAX_BYTES)?;
+    let sha256 = match sha256 {
+        Some(h) => h.to_owned(),
+        None => hash_path(path, IMPORT_MAX_BYTES)?,
+    };
+    if abandoned() {
+        return Err(abandoned_message(path));
+    }
     let (trajectories, warnings) = read_trajectories(path)?;
     Ok(ReadPath {
         trajectories,
@@ -148,6 +339,18 @@ pub(crate) fn import_paths(
     paths: &[String],
     strip: Option<&str>,
 ) -> Result<ImportFilesResponse, ApiError> {
+    import_paths_hashed(studio, paths, strip, &BTreeMap::new())
+}
+
+/// [`import_paths`], with the SHA-256 of some of the files already known
+/// (`hashes`, by path as given: taken while an upload was written), which
+/// are then not read for it.
+pub(crate) fn import_paths_hashed(
+    studio: &Studio,
+    paths: &[String],
+    strip: Option<&str>,
+    hashes: &BTreeMap<String, String>,
+) -> Result<ImportFilesResponse, ApiError> {
     let shown = |s: &str| -> String {
         match strip {
             Some(prefix) => s.replace(prefix, ""),
@@ -163,7 +366,10 @@ pub(crate) fn import_paths(
     let mut runs_added = false;
     for full_path in paths {
         let path = &shown(full_path);
-        let read = match read_path(Path::new(full_path)) {
+        let read = match read_path(
+            Path::new(full_path),
+            hashes.get(full_path).map(String::as_str),
+        ) {
             Ok(r) => r,
             Err(message) => {
                 out.failed.push(ImportFailure::new(path, &shown(&message)));
@@ -367,4 +573,73 @@ fn states_to_score(t: &core::Trajectory) -> Vec<NodeId> {
         .filter(|n| !n.predictions.is_empty() || !n.authored.is_empty())
         .map(|n| n.id)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_reader_stops_at_the_limit_with_the_path_and_the_limit() {
+        let mut h = worldloom_store::Sha256Hex::default();
+        let err = feed_bounded(
+            &mut h,
+            std::io::repeat(0),
+            Path::new("/data/growing.jsonl"),
+            1_000_000,
+            1_000_000,
+        )
+        .expect_err("an endless file is refused");
+        assert_eq!(
+            err,
+            "/data/growing.jsonl: grew past the import limit of 1000000 bytes while it was read"
+        );
+    }
+
+    #[test]
+    fn an_abandoned_request_stops_reading_at_the_next_piece() {
+        let flag = Abandoned::new();
+        let mut h = worldloom_store::Sha256Hex::default();
+        // An endless reader that abandons the request after its third piece.
+        struct Reader<'a>(&'a Abandoned, usize);
+        impl Read for Reader<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.1 += 1;
+                if self.1 == 3 {
+                    self.0.set();
+                }
+                buf.fill(b'x');
+                Ok(buf.len())
+            }
+        }
+        let mut reader = Reader(&flag, 0);
+        let err = flag
+            .run(|| {
+                feed_bounded(
+                    &mut h,
+                    &mut reader,
+                    Path::new("t.jsonl"),
+                    u64::MAX,
+                    u64::MAX,
+                )
+            })
+            .expect_err("abandoned");
+        assert!(
+            err.starts_with("t.jsonl: the import was abandoned"),
+            "{err}"
+        );
+        assert_eq!(reader.1, 3);
+        // Outside `run` the flag is no longer this thread's request.
+        assert!(!abandoned());
+    }
+
+    #[test]
+    fn a_folder_over_the_limit_is_refused_before_anything_is_read() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("a.json"), [b'x'; 600]).expect("a");
+        std::fs::write(dir.path().join("b.json"), [b'x'; 600]).expect("b");
+        assert_eq!(check_readable(dir.path(), 1_200), Ok(1_200));
+        let err = check_readable(dir.path(), 1_000).expect_err("over");
+        assert!(err.contains("over the import limit of 1000 bytes"), "{err}");
+    }
 }

@@ -36,7 +36,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+pub use curriculum::{UploadFile, UploadFolder};
 pub use error::{ApiError, ErrorBody, ErrorCode};
+pub use import::{Abandoned, IMPORT_MAX_BYTES};
 pub use types::StudioEvent;
 use worldloom_store::Workspace;
 

@@ -72,12 +72,28 @@ fn previous_real<'a>(st: &'a StoredTrajectory, node: &core::Node) -> Option<&'a 
     st.trajectory.node(edge.from)?.real.as_ref()
 }
 
-/// Evaluates what the right pane shows against the real observation.
-pub(crate) fn evaluate(
-    st: &StoredTrajectory,
-    node: &core::Node,
-    shown: &Shown<'_>,
-) -> Option<obs::metrics::Evaluation> {
+/// What an evaluation compares: the texts and the representation they are
+/// read in.
+pub(crate) struct EvalInputs<'a> {
+    /// The representation compared.
+    pub repr: core::Representation,
+    /// The real text (the real view in `repr`, else the main text); `None`
+    /// for a failed capture (an error step), which is skipped.
+    pub real: Option<&'a str>,
+    /// What is shown.
+    pub pred: Option<&'a str>,
+    /// The previous real observation in `repr`, for transition F1.
+    pub prev: Option<&'a str>,
+}
+
+/// The inputs of the evaluation of what a node shows against its real
+/// observation, with `prev` (the parent state's real observation) for
+/// transition F1; `None` without a real observation.
+pub(crate) fn eval_inputs<'a>(
+    node: &'a core::Node,
+    shown: &Shown<'a>,
+    prev: Option<&'a core::Observation>,
+) -> Option<EvalInputs<'a>> {
     let real = node.real.as_ref()?;
     let (text, pred_repr) = shown_text(shown);
     let representation = real.representation;
@@ -91,21 +107,67 @@ pub(crate) fn evaluate(
         Some(r) if real.view(r).is_some() => r,
         _ => representation,
     };
-    let prev = previous_real(st, node).and_then(|o| o.view(repr));
-    let prev_bytes = prev.map(str::as_bytes);
-    let real_bytes = if real.is_error_step() {
-        None
-    } else {
-        Some(real_text.as_bytes())
-    };
-    match obs::metrics::evaluate(real_bytes, text.map(str::as_bytes), prev_bytes, repr) {
-        Ok(e) => Some(e),
-        Err(err) => {
-            let mut e = obs::metrics::evaluate(None, None, None, repr).ok()?;
-            e.reason = Some(err.to_string());
-            Some(e)
-        }
+    Some(EvalInputs {
+        repr,
+        real: (!real.is_error_step()).then_some(real_text),
+        pred: text,
+        prev: prev.and_then(|o| o.view(repr)),
+    })
+}
+
+/// Evaluates `inputs` over observations whose parses the caller keeps
+/// (`real` and `pred` are `inputs`' texts in `inputs.repr`, when present);
+/// a real observation that does not parse gives an evaluation with no
+/// figures and the reason.
+pub(crate) fn evaluate_observed(
+    inputs: &EvalInputs<'_>,
+    real: Option<&obs::metrics::Observed<'_>>,
+    pred: Option<&obs::metrics::Observed<'_>>,
+) -> obs::metrics::Evaluation {
+    let prev = inputs
+        .prev
+        .map(|t| obs::metrics::Observed::new(t.as_bytes(), inputs.repr));
+    match obs::metrics::evaluate_observed(real, pred, prev.as_ref(), inputs.repr) {
+        Ok(e) => e,
+        Err(err) => obs::metrics::Evaluation::without_scores(
+            obs::metrics::EvalStatus::Skipped,
+            Some(err.to_string()),
+            inputs.repr,
+        ),
     }
+}
+
+/// Evaluates what the right pane shows against the real observation.
+pub(crate) fn evaluate(
+    st: &StoredTrajectory,
+    node: &core::Node,
+    shown: &Shown<'_>,
+) -> Option<obs::metrics::Evaluation> {
+    let inputs = eval_inputs(node, shown, previous_real(st, node))?;
+    let real = inputs
+        .real
+        .map(|t| obs::metrics::Observed::new(t.as_bytes(), inputs.repr));
+    let pred = inputs
+        .pred
+        .map(|t| obs::metrics::Observed::new(t.as_bytes(), inputs.repr));
+    Some(evaluate_observed(&inputs, real.as_ref(), pred.as_ref()))
+}
+
+/// The stored evaluation of `subject` at `node` (the newest of this build's
+/// [`METRICS_PRODUCER`]), as [`store_score`] kept it: no per-node diff, the
+/// line diff's ratio without its operations.
+pub(crate) fn stored_evaluation(
+    ws: &Workspace,
+    key: TrajectoryKey,
+    node: NodeId,
+    subject: &str,
+) -> Result<Option<obs::metrics::Evaluation>, ApiError> {
+    Ok(ws
+        .metric_results(key, node)?
+        .into_iter()
+        .rev()
+        .find(|r| r.subject == subject && r.producer == METRICS_PRODUCER)
+        .and_then(|r| serde_json::from_value(r.result).ok()))
 }
 
 /// The overall score of what a node shows, from the stored results or
@@ -146,11 +208,14 @@ pub(crate) fn store_score(
     score: Option<f64>,
     e: &obs::metrics::Evaluation,
 ) -> Result<(), ApiError> {
-    // The stored result leaves out the per-node diff and line diff, which
-    // are recomputed on display.
+    // The stored result leaves out the per-node diff and the line diff's
+    // operations (their ratio is kept), which are recomputed on display.
     let mut compact = e.clone();
     compact.nodes = None;
-    compact.line_diff = None;
+    compact.line_diff = e.line_diff.as_ref().map(|l| obs::diff::LineDiff {
+        ops: Vec::new(),
+        ratio: l.ratio,
+    });
     let value =
         serde_json::to_value(&compact).map_err(|err| ApiError::internal(err.to_string()))?;
     ws.record_metric_result(key, node, subject, METRICS_PRODUCER, score, &value)?;

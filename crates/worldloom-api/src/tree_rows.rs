@@ -17,7 +17,10 @@ use worldloom_obs::diff::NodeStatus;
 use worldloom_obs::tree::UiTree;
 
 use crate::error::ApiError;
-use crate::types::{DiffStatus, PaneSide, SearchTreeResponse, StatusCounts, TreeRow, TreeWindow};
+use crate::types::{
+    ComparedView, DiffStatus, Fidelity, PaneSide, SearchTreeResponse, StatusCounts, TreeRow,
+    TreeWindow,
+};
 
 /// Rows in the first window `get_turn` sends per side.
 pub const FIRST_WINDOW_ROWS: u32 = 200;
@@ -93,11 +96,22 @@ impl ViewTrees {
     }
 }
 
-/// Every view's trees of one turn, in `TurnDetail.views` order.
+/// What `get_turn` computed from a turn's observations: its views and the
+/// evaluation's figures (without the judge's scores, read on each call).
+#[derive(Debug, Clone)]
+pub(crate) struct ShownTurn {
+    pub views: Vec<ComparedView>,
+    pub fidelity: Option<Fidelity>,
+}
+
+/// Every view's trees of one turn, in `TurnDetail.views` order, and the
+/// views themselves as `get_turn` answered them, so that a turn is parsed
+/// and diffed once per revision.
 #[derive(Debug)]
 pub(crate) struct TurnTrees {
     pub key: TurnKey,
     pub views: Vec<ViewTrees>,
+    pub shown: ShownTurn,
 }
 
 impl TurnTrees {

@@ -1723,3 +1723,150 @@ fn a_tree_past_the_whole_tree_cap_travels_only_in_windows() {
     assert_eq!(found.total, 10);
     assert_eq!(found.matches, vec![2001, 19992, 19993, 19994, 19995]);
 }
+
+/// Runs `import_files` on another thread, failing (instead of hanging) when
+/// it does not answer within `secs`.
+fn import_within(
+    studio: &std::sync::Arc<Studio>,
+    paths: Vec<String>,
+    secs: u64,
+) -> ImportFilesResponse {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let studio = studio.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(commands::import_files(
+            &studio,
+            ImportFilesRequest { paths },
+        ));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the import did not end")
+        .expect("import")
+}
+
+#[cfg(unix)]
+#[test]
+fn imports_read_regular_files_only_and_at_most_the_limit() {
+    let dir = tempfile::tempdir().expect("dir");
+    let studio = std::sync::Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("open"));
+    let mkfifo = |p: &std::path::Path| {
+        let status = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+    };
+    // A FIFO never ends (nobody writes to it): reading it blocks for ever.
+    let fifo = dir.path().join("rows.jsonl");
+    mkfifo(&fifo);
+    // A folder holding one, under a name the folder importers read.
+    let dumps = dir.path().join("dumps");
+    std::fs::create_dir(&dumps).expect("dumps");
+    mkfifo(&dumps.join("step_01.xml"));
+    // Over the limit, sparse (no disk used).
+    let big = dir.path().join("big.jsonl");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(worldloom_api::IMPORT_MAX_BYTES + 1))
+        .expect("big");
+    let shown = |p: &std::path::Path| p.display().to_string();
+    let resp = import_within(
+        &studio,
+        vec!["/dev/zero".into(), shown(&fifo), shown(&dumps), shown(&big)],
+        30,
+    );
+    assert!(resp.imported.is_empty());
+    let failed: Vec<(&str, &str)> = resp
+        .failed
+        .iter()
+        .map(|f| (f.path.as_str(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        failed,
+        vec![
+            (
+                "/dev/zero",
+                "not a regular file (a character device); only regular files and folders are imported"
+            ),
+            (
+                shown(&fifo).as_str(),
+                "not a regular file (a FIFO); only regular files and folders are imported"
+            ),
+            (
+                shown(&dumps).as_str(),
+                &*format!(
+                    "{}: not a regular file (a FIFO); only regular files and folders are imported",
+                    dumps.join("step_01.xml").display()
+                )
+            ),
+            (
+                shown(&big).as_str(),
+                "over the import limit of 4294967296 bytes (4 GiB); split the file or import its parts"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_abandoned_import_stops_reading() {
+    let dir = tempfile::tempdir().expect("dir");
+    let studio = std::sync::Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("open"));
+    // 3 GiB, sparse: seconds of reading, none of disk.
+    let huge = dir.path().join("huge.jsonl");
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len(3 << 30))
+        .expect("huge");
+    let abandoned = worldloom_api::Abandoned::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let (studio, abandoned) = (studio.clone(), abandoned.clone());
+        let paths = vec![huge.display().to_string()];
+        std::thread::spawn(move || {
+            let resp =
+                abandoned.run(|| commands::import_files(&studio, ImportFilesRequest { paths }));
+            let _ = tx.send(resp);
+        });
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    abandoned.set();
+    let resp = rx
+        .recv_timeout(std::time::Duration::from_secs(2))
+        .expect("the import ends soon after it is abandoned")
+        .expect("import");
+    assert!(resp.imported.is_empty());
+    assert_eq!(resp.failed.len(), 1);
+    assert!(
+        resp.failed[0]
+            .message
+            .starts_with("the import was abandoned (the client went away)"),
+        "{:?}",
+        resp.failed
+    );
+}
+
+#[test]
+fn an_upload_hashed_while_written_matches_the_same_file_imported_from_its_path() {
+    use base64::Engine as _;
+    let (_dir, studio) = studio();
+    let bytes = std::fs::read(sample(WEB)).expect("sample");
+    let name = std::path::Path::new(WEB)
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let uploaded = commands::import_uploaded(
+        &studio,
+        ImportUploadedRequest {
+            files: vec![UploadedFile {
+                relative_path: name.clone(),
+                content_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            }],
+        },
+    )
+    .expect("upload");
+    assert_eq!(uploaded.failed, vec![]);
+    assert!(uploaded.imported.iter().all(|t| t.added && t.path == name));
+    // The same bytes from the path: recognised by their hash, not added.
+    let again = import(&studio, &[WEB]);
+    assert!(!again.imported.is_empty());
+    assert!(again.imported.iter().all(|t| !t.added), "{again:?}");
+}

@@ -38,7 +38,7 @@ use worldloom_core::domain::{Domain, Representation};
 
 use crate::align::Alignment;
 use crate::diff::{LineDiff, NodeStatus, TreeDiff, diff_trees, line_diff};
-use crate::parse::{ParseError, ParseWarning, parse_bytes};
+use crate::parse::{ParseError, ParseWarning, Parsed, parse_bytes};
 use crate::tree::{STATE_NAMES, UiNode, UiTree, collapse_whitespace};
 
 /// Per-attribute tally behind attribute accuracy.
@@ -757,6 +757,54 @@ pub fn normalize_text(s: &str) -> String {
         .join("\n")
 }
 
+/// An observation's bytes and their parse, made on first use and kept, so
+/// that everything computed from one observation (an evaluation, a turn's
+/// views) costs one parse of it. The representation is fixed when it is
+/// made: it is the one [`Observed::parsed`] reads.
+#[derive(Debug)]
+pub struct Observed<'a> {
+    bytes: &'a [u8],
+    representation: Representation,
+    parsed: std::cell::OnceCell<Result<Parsed, ParseError>>,
+}
+
+impl<'a> Observed<'a> {
+    /// `bytes` read as `representation`, not parsed yet.
+    pub fn new(bytes: &'a [u8], representation: Representation) -> Self {
+        Observed {
+            bytes,
+            representation,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The raw bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The representation the bytes are read as.
+    pub fn representation(&self) -> Representation {
+        self.representation
+    }
+
+    /// The parse ([`parse_bytes`]), made on the first call only.
+    pub fn parsed(&self) -> &Result<Parsed, ParseError> {
+        self.parsed
+            .get_or_init(|| parse_bytes(self.bytes, self.representation))
+    }
+
+    /// Whether [`Observed::parsed`] was called (the parse exists).
+    pub fn is_parsed(&self) -> bool {
+        self.parsed.get().is_some()
+    }
+
+    /// The parse, if one was made; `None` when nothing asked for it.
+    pub fn into_parsed(self) -> Option<Result<Parsed, ParseError>> {
+        self.parsed.into_inner()
+    }
+}
+
 /// Compares raw observations. `real = None` (no capture) is
 /// [`EvalStatus::Skipped`], as is a real failed capture and a real tree
 /// marked [`UiTree::incomplete`] (an application exposing a bare frame); `pred = None` or a
@@ -773,13 +821,35 @@ pub fn evaluate(
     prev: Option<&[u8]>,
     representation: Representation,
 ) -> Result<Evaluation, EvalError> {
-    let Some(real_bytes) = real else {
+    let real = real.map(|b| Observed::new(b, representation));
+    let pred = pred.map(|b| Observed::new(b, representation));
+    let prev = prev.map(|b| Observed::new(b, representation));
+    evaluate_observed(real.as_ref(), pred.as_ref(), prev.as_ref(), representation)
+}
+
+/// [`evaluate`] over observations whose parses are kept: each input is
+/// parsed (through [`Observed::parsed`]) only when the evaluation needs its
+/// tree and only if not parsed already, so a caller that shows the trees
+/// afterwards parses nothing again. Each input's representation is
+/// `representation`. The per-node diff (`nodes`) is that of the real and
+/// predicted trees as parsed (against an empty tree when the prediction did
+/// not parse).
+///
+/// Errors: as [`evaluate`].
+pub fn evaluate_observed(
+    real: Option<&Observed<'_>>,
+    pred: Option<&Observed<'_>>,
+    prev: Option<&Observed<'_>>,
+    representation: Representation,
+) -> Result<Evaluation, EvalError> {
+    let Some(real) = real else {
         return Ok(empty_eval(
             EvalStatus::Skipped,
             "no real observation".into(),
             representation,
         ));
     };
+    let real_bytes = real.bytes();
     if !representation.is_tree() {
         let real_text = worldloom_core::text::lossy(real_bytes);
         if real_text.trim().is_empty() {
@@ -790,7 +860,7 @@ pub fn evaluate(
             ));
         }
         let Some(pred_text) = pred
-            .map(worldloom_core::text::lossy)
+            .map(|p| worldloom_core::text::lossy(p.bytes()))
             .filter(|p| !p.trim().is_empty())
         else {
             return Ok(empty_eval(
@@ -806,7 +876,7 @@ pub fn evaluate(
         e.line_diff = Some(line_diff(&real_text, &pred_text));
         return Ok(e);
     }
-    let real_parsed = match parse_bytes(real_bytes, representation) {
+    let real_parsed = match real.parsed() {
         Ok(p) => p,
         Err(ParseError::FailedCapture { message }) => {
             return Ok(empty_eval(
@@ -815,9 +885,9 @@ pub fn evaluate(
                 representation,
             ));
         }
-        Err(e) => return Err(EvalError::Real(e)),
+        Err(e) => return Err(EvalError::Real(e.clone())),
     };
-    let Some(pred_bytes) = pred.filter(|p| !worldloom_core::text::lossy(p).trim().is_empty())
+    let Some(pred) = pred.filter(|p| !worldloom_core::text::lossy(p.bytes()).trim().is_empty())
     else {
         return Ok(empty_eval(
             EvalStatus::Missing,
@@ -825,27 +895,30 @@ pub fn evaluate(
             representation,
         ));
     };
+    let pred_bytes = pred.bytes();
     let mut notes = Vec::new();
     let mut warnings = InputWarnings {
         real: real_parsed.warnings.clone(),
         ..InputWarnings::default()
     };
-    let pred_tree = match parse_bytes(pred_bytes, representation) {
+    let empty;
+    let pred_tree = match pred.parsed() {
         Ok(p) => {
-            warnings.pred = p.warnings;
-            p.tree
+            warnings.pred = p.warnings.clone();
+            &p.tree
         }
         Err(e) => {
             notes.push(format!(
                 "prediction does not parse ({e}); scored as an empty tree"
             ));
-            UiTree::with_root(representation, "#empty")
+            empty = UiTree::with_root(representation, "#empty");
+            &empty
         }
     };
-    let prev_tree = match prev.map(|p| parse_bytes(p, representation)) {
+    let prev_tree = match prev.map(Observed::parsed) {
         Some(Ok(p)) => {
-            warnings.prev = p.warnings;
-            Some(p.tree)
+            warnings.prev = p.warnings.clone();
+            Some(&p.tree)
         }
         Some(Err(e)) => {
             notes.push(format!(
@@ -866,7 +939,7 @@ pub fn evaluate(
         e.warnings = warnings;
         return Ok(e);
     }
-    let (m, _al, diff) = tree_metrics(&real_parsed.tree, &pred_tree, prev_tree.as_ref());
+    let (m, _al, diff) = tree_metrics(&real_parsed.tree, pred_tree, prev_tree);
     Ok(Evaluation {
         status: EvalStatus::Scored,
         reason: (!notes.is_empty()).then(|| notes.join("; ")),

@@ -315,6 +315,7 @@ pub fn router_with_limits(
     };
     Router::new()
         .route("/api/events", get(events_handler))
+        .route("/api/upload", post(upload_handler))
         .route("/api/{command}", post(api_handler))
         .fallback(static_handler)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -649,9 +650,15 @@ async fn api_handler(
         Err(e) => return error_response(&e),
     };
     let studio = state.studio.clone();
-    let result =
-        tokio::task::spawn_blocking(move || worldloom_api::dispatch(&studio, &command, request))
-            .await;
+    // Set when this handler is dropped before the command ends (the client
+    // went away): an import then stops reading.
+    let abandoned = AbandonOnDrop::default();
+    let flag = abandoned.0.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        flag.run(|| worldloom_api::dispatch(&studio, &command, request))
+    })
+    .await;
+    drop(abandoned);
     match result {
         Ok(Ok(value)) => {
             let mut resp = axum::Json(value).into_response();
@@ -663,6 +670,167 @@ async fn api_handler(
         }
         Ok(Err(err)) => error_response(&err),
         Err(join) => error_response(&ApiError::internal(format!("the command failed: {join}"))),
+    }
+}
+
+/// Marks a request abandoned when dropped: the handler's future is dropped
+/// when its client goes away, and the blocking command it started reads the
+/// flag ([`worldloom_api::Abandoned`]).
+#[derive(Default)]
+struct AbandonOnDrop(worldloom_api::Abandoned);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+/// Most bytes of one file's header in a `POST /api/upload` body.
+const UPLOAD_HEADER_MAX_BYTES: usize = 16 * 1024;
+
+/// Why an upload body was refused.
+enum UploadError {
+    /// Over the upload limit.
+    TooLarge,
+    /// Malformed, or a file that could not be written.
+    Bad(ApiError),
+}
+
+/// Decodes `%XX` escapes (what `encodeURIComponent` writes).
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Writes the files of an upload body into `folder` as they arrive (each
+/// file's bytes are written once and hashed on the way, never held whole;
+/// the import reads each file once, to parse it), at most `limit` bytes
+/// of body in all. The body is, per file: its relative path percent-encoded
+/// (`encodeURIComponent`), `\n`, its length in bytes in decimal, `\n`, then
+/// exactly that many bytes.
+async fn receive_upload(
+    body: Body,
+    limit: u64,
+    folder: &mut worldloom_api::UploadFolder,
+) -> Result<(), UploadError> {
+    let bad = |m: String| UploadError::Bad(ApiError::bad_request(format!("upload: {m}")));
+    let mut header: Vec<u8> = Vec::new();
+    // The file being written (hashed on the way) and the bytes it still
+    // expects. Its writes are plain file writes of a body chunk each (into
+    // the page cache), made on this task.
+    let mut current: Option<(worldloom_api::UploadFile, u64)> = None;
+    let mut received = 0u64;
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk: Bytes = chunk.map_err(|e| bad(format!("reading the body: {e}")))?;
+        received += chunk.len() as u64;
+        if received > limit {
+            return Err(UploadError::TooLarge);
+        }
+        let mut rest: &[u8] = &chunk;
+        while !rest.is_empty() {
+            if let Some((file, left)) = current.as_mut() {
+                let n = rest.len().min(usize::try_from(*left).unwrap_or(usize::MAX));
+                file.write(&rest[..n]).map_err(UploadError::Bad)?;
+                *left -= n as u64;
+                rest = &rest[n..];
+                if *left == 0
+                    && let Some((file, _)) = current.take()
+                {
+                    folder.finish(file).map_err(UploadError::Bad)?;
+                }
+                continue;
+            }
+            // A header: the path line, then the length line.
+            let newlines = header.iter().filter(|&&b| b == b'\n').count();
+            let end = rest
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .nth(1 - newlines.min(1))
+                .map(|(i, _)| i + 1);
+            let take = end.unwrap_or(rest.len());
+            header.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if header.len() > UPLOAD_HEADER_MAX_BYTES {
+                return Err(bad(format!(
+                    "a file's header is longer than {UPLOAD_HEADER_MAX_BYTES} bytes"
+                )));
+            }
+            if end.is_none() {
+                continue;
+            }
+            let text = String::from_utf8(std::mem::take(&mut header))
+                .map_err(|_| bad("a file's header is not UTF-8".into()))?;
+            let mut lines = text.lines();
+            let (encoded, length) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+            let name = percent_decode(encoded)
+                .ok_or_else(|| bad(format!("`{encoded}`: not a percent-encoded path")))?;
+            let length: u64 = length
+                .trim()
+                .parse()
+                .map_err(|_| bad(format!("{name}: `{length}` is not a length in bytes")))?;
+            let file = folder.create(&name).map_err(UploadError::Bad)?;
+            if length > 0 {
+                current = Some((file, length));
+            } else {
+                folder.finish(file).map_err(UploadError::Bad)?;
+            }
+        }
+    }
+    if let Some((file, left)) = current {
+        let name = file.relative_path().to_owned();
+        return Err(bad(format!(
+            "the body ends {left} bytes before the end of {name}"
+        )));
+    }
+    if !header.is_empty() {
+        return Err(bad("the body ends inside a file's header".into()));
+    }
+    Ok(())
+}
+
+/// `POST /api/upload`: a browser's files as one streamed body (see
+/// [`receive_upload`] for its layout), each written once under a private
+/// temporary folder as it arrives and then imported from there
+/// ([`worldloom_api::UploadFolder`]); the reply is `import_files`'. The
+/// token and the upload limit apply as to `import_uploaded`.
+async fn upload_handler(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    let limit = state.limits.upload;
+    if content_length(&headers).is_some_and(|n| n > limit) {
+        return too_large("upload", limit);
+    }
+    let mut folder = match tokio::task::spawn_blocking(worldloom_api::UploadFolder::new).await {
+        Ok(Ok(folder)) => folder,
+        Ok(Err(e)) => return error_response(&e),
+        Err(e) => return error_response(&ApiError::internal(format!("upload: {e}"))),
+    };
+    match receive_upload(body, limit, &mut folder).await {
+        Ok(()) => {}
+        Err(UploadError::TooLarge) => return too_large("upload", limit),
+        Err(UploadError::Bad(e)) => return error_response(&e),
+    }
+    let studio = state.studio.clone();
+    let abandoned = AbandonOnDrop::default();
+    let flag = abandoned.0.clone();
+    let result = tokio::task::spawn_blocking(move || flag.run(|| folder.import(&studio))).await;
+    drop(abandoned);
+    match result {
+        Ok(Ok(reply)) => axum::Json(reply).into_response(),
+        Ok(Err(err)) => error_response(&err),
+        Err(join) => error_response(&ApiError::internal(format!("upload: {join}"))),
     }
 }
 

@@ -757,3 +757,148 @@ fn endpoint_keys_are_stored_over_http_and_never_echoed() {
     assert_eq!(r.json()["error"]["code"], "bad_request");
     rt.block_on(server.stop()).expect("stop");
 }
+
+/// A `POST /api/upload` body: per file, its percent-encoded path, `\n`, its
+/// length, `\n`, its bytes.
+fn upload_stream(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, bytes) in files {
+        let encoded: String = name
+            .bytes()
+            .map(|b| match b {
+                b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        out.extend_from_slice(format!("{encoded}\n{}\n", bytes.len()).as_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+/// `POST /api/upload` with `body` (raw bytes), with or without the token.
+fn post_upload(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> Reply {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST /api/upload HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\
+         Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).expect("head");
+    // The body in pieces that cut headers and files anywhere.
+    for piece in body.chunks(7_777) {
+        stream.write_all(piece).expect("body");
+    }
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    parse_reply(&raw)
+}
+
+#[test]
+fn uploads_stream_as_a_raw_body_and_import() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = ServeOptions {
+        upload_limit: Some(8 * 1024 * 1024),
+        ..ServeOptions::default()
+    };
+    let server = serve(&rt, dir.path(), options);
+    let (addr, token) = (server.addr, server.token.clone());
+
+    // A 5 MiB JSONL file under a name that needs encoding, and an Android
+    // trajectory folder's files under their folder.
+    let (big, copies) = big_agentworldbench(4_000_000);
+    let android = Path::new(&sample("android/settings_airplane-mode_trajectory")).to_path_buf();
+    let mut files: Vec<(String, Vec<u8>)> = vec![("my rows.jsonl".into(), big.into_bytes())];
+    let mut names: Vec<_> = std::fs::read_dir(&android)
+        .expect("android")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let bytes = std::fs::read(android.join(&name)).expect("file");
+        files.push((format!("airplane/{name}"), bytes));
+    }
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let body = upload_stream(&refs);
+
+    // The token is checked as for every command.
+    let r = post_upload(addr, None, &upload_stream(&[("a.json", b"{}")]));
+    assert_eq!(r.status, 401, "{}", r.body);
+
+    let r = post_upload(addr, Some(&token), &body);
+    assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(2000)]);
+    let reply = r.json();
+    assert_eq!(reply["failed"], serde_json::json!([]));
+    let imported = reply["imported"].as_array().expect("imported");
+    let rows = imported
+        .iter()
+        .filter(|t| t["path"] == "my rows.jsonl" && t["added"] == true)
+        .count();
+    assert!(
+        rows > 0 && rows % copies == 0,
+        "{rows} rows of {copies} copies"
+    );
+    assert_eq!(
+        imported
+            .iter()
+            .filter(|t| t["path"] == "airplane" && t["added"] == true)
+            .count(),
+        1,
+        "{reply}"
+    );
+
+    // Refused: a path out of the folder, a body cut inside a file, and a
+    // declared length over the upload limit (the JSON 413).
+    let r = post_upload(addr, Some(&token), &upload_stream(&[("../x.json", b"{}")]));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`..`")),
+        "{}",
+        r.body
+    );
+    let mut cut = upload_stream(&[("a.json", b"{\"format\": 1}")]);
+    cut.truncate(cut.len() - 3);
+    let r = post_upload(addr, Some(&token), &cut);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the body ends 3 bytes before the end of a.json")),
+        "{}",
+        r.body
+    );
+    let r = refused_early(addr, &token, "upload", 8 * 1024 * 1024 + 1);
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("larger than 8388608 bytes")),
+        "{}",
+        r.body
+    );
+    // A header whose length is no number.
+    let r = post_upload(addr, Some(&token), b"a.json\nten\n{}");
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a.json: `ten` is not a length in bytes")),
+        "{}",
+        r.body
+    );
+    rt.block_on(server.stop()).expect("stop");
+}

@@ -7,7 +7,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { ImportFilesResponse } from "../api/types";
 import type { Backend } from "../backend/backend";
-import { filesFromDrop, readUploads, type PickedFile } from "../model/upload";
+import { cleanRelativePath, filesFromDrop, readUploads, type PickedFile } from "../model/upload";
 
 /** The import handlers, the last result and whether files are dragged over the window. */
 export function useImport(backend: Backend, report: (e: unknown) => void, onImported: (r: ImportFilesResponse) => void) {
@@ -34,6 +34,15 @@ export function useImport(backend: Backend, report: (e: unknown) => void, onImpo
   );
   const upload = useCallback(
     async (files: PickedFile[]) => {
+      if (backend.upload) {
+        const picked = files.flatMap((f) => {
+          const rel = cleanRelativePath(f.relative_path || f.file.name);
+          return rel ? [{ relative_path: rel, file: f.file }] : [];
+        });
+        if (picked.length === 0) throw new Error("no file to import (paths with .. are refused)");
+        afterImport(await backend.upload(picked));
+        return;
+      }
       const body = await readUploads(files);
       if (body.length === 0) throw new Error("no file to import (paths with .. are refused)");
       afterImport(await backend.call("import_uploaded", { files: body }));

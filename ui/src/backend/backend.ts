@@ -5,7 +5,7 @@
  * error type both reject with. The UI only ever sees this interface. This
  * file imports no implementation, so none of them imports it back in a cycle.
  */
-import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
+import type { CommandName, ImportFilesResponse, RequestOf, ResponseOf, StudioEvent } from "../api/types";
 
 /** Options of one {@link Backend.call}. */
 export interface CallOptions {
@@ -39,4 +39,10 @@ export interface Backend {
    * the desktop app has it.
    */
   onFileDrop?(cb: (paths: string[]) => void): () => void;
+  /**
+   * Uploads picked files for import as a streamed body and resolves with what
+   * `import_files` answers. Only the HTTP transport has it; without it the
+   * files go to `import_uploaded` as base64.
+   */
+  upload?(files: ReadonlyArray<{ relative_path: string; file: Blob }>): Promise<ImportFilesResponse>;
 }

@@ -60,6 +60,28 @@ describe("HttpBackend.call", () => {
   });
 });
 
+describe("HttpBackend.upload", () => {
+  it("streams the files as one raw body to /api/upload, each after its encoded path and size", async () => {
+    const reply = { imported: [], runs: [], failed: [], warnings: [] };
+    const fetchImpl = vi.fn(async () => new Response(JSON.stringify(reply), { status: 200 }));
+    const b = new HttpBackend("http://127.0.0.1:4100", "tok", fetchImpl as unknown as typeof fetch);
+    await expect(
+      b.upload([
+        { relative_path: "run/a b.jsonl", file: new Blob(["{}\n"]) },
+        { relative_path: "empty.json", file: new Blob([]) },
+      ]),
+    ).resolves.toEqual(reply);
+    const [url, init] = fetchImpl.mock.calls[0] as unknown as [string, RequestInit];
+    expect(url).toBe("http://127.0.0.1:4100/api/upload");
+    expect(init.method).toBe("POST");
+    const headers = init.headers as Record<string, string>;
+    expect(headers.Authorization).toBe("Bearer tok");
+    expect(headers["Content-Type"]).toBe("application/octet-stream");
+    expect(init.body).toBeInstanceOf(Blob);
+    expect(await (init.body as Blob).text()).toBe("run%2Fa%20b.jsonl\n3\n{}\nempty.json\n0\n");
+  });
+});
+
 describe("parseSseChunk", () => {
   it("splits complete events and keeps the incomplete rest", () => {
     const { events, rest } = parseSseChunk('data: {"type":"a"}\n\n: comment\n\ndata: {"type":\ndata: "b"}\r\n\r\ndata: {"par');

@@ -1,11 +1,12 @@
 /**
  * HTTP transport for `worldloom serve`: `POST /api/<command>` with a JSON
- * body and `Authorization: Bearer <token>`; JSON replies; errors as
+ * body and `Authorization: Bearer <token>` (uploads: `POST /api/upload` with
+ * the files as a streamed body, `upload`); JSON replies; errors as
  * `{"error": {"code", "message"}}` with a non-2xx status. Events come as
  * server-sent events from `GET /api/events`, read with `fetch` so the token
  * travels in the header rather than in a URL.
  */
-import type { CommandName, RequestOf, ResponseOf, StudioEvent } from "../api/types";
+import type { CommandName, ImportFilesResponse, RequestOf, ResponseOf, StudioEvent } from "../api/types";
 import type { Backend, CallOptions } from "./backend";
 import { BackendError, abortedError, errorFromBody } from "./error";
 
@@ -91,6 +92,37 @@ export class HttpBackend implements Backend {
       if (signal?.aborted) throw abortedError(command);
       throw new BackendError("transport", `cannot reach the server for ${command}: ${String(e)}`);
     }
+    return this.reply(command, response, text) as ResponseOf<C>;
+  }
+
+  /**
+   * Uploads picked files for import as one streamed request body
+   * (`POST /api/upload`), not as base64 in JSON: per file, its relative path
+   * (`encodeURIComponent`), `\n`, its size in bytes, `\n`, then its bytes.
+   * The body is a `Blob` of the files themselves, so the browser streams them
+   * from disk and the server writes each once as it arrives. Resolves with
+   * what `import_files` answers.
+   */
+  async upload(files: ReadonlyArray<{ relative_path: string; file: Blob }>): Promise<ImportFilesResponse> {
+    const parts: BlobPart[] = [];
+    for (const f of files) parts.push(`${encodeURIComponent(f.relative_path)}\n${f.file.size}\n`, f.file);
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.fetchImpl(`${this.origin}/api/upload`, {
+        method: "POST",
+        headers: { ...this.headers(), "Content-Type": "application/octet-stream" },
+        body: new Blob(parts),
+      });
+      text = await response.text();
+    } catch (e) {
+      throw new BackendError("transport", `cannot reach the server for upload: ${String(e)}`);
+    }
+    return this.reply("upload", response, text) as ImportFilesResponse;
+  }
+
+  /** A reply's JSON, or the `BackendError` its error body or status gives. */
+  private reply(command: string, response: Response, text: string): unknown {
     let body: unknown;
     try {
       body = text ? JSON.parse(text) : null;
@@ -100,7 +132,7 @@ export class HttpBackend implements Backend {
     if (!response.ok) {
       throw errorFromBody(body, response.status === 401 ? "unauthorized" : `http_${response.status}`, `${command} failed with HTTP ${response.status}`);
     }
-    return body as ResponseOf<C>;
+    return body;
   }
 
   subscribe(listener: (event: StudioEvent) => void): () => void {

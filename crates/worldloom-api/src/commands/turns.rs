@@ -10,18 +10,28 @@ use crate::branches::live_node;
 use crate::error::ApiError;
 use crate::ids::parse_trajectory_id;
 use crate::scoring::{
-    METRICS_PRODUCER, Shown, evaluate, predictions_of, shown, shown_text, store_score, subject_of,
+    Shown, eval_inputs, evaluate_observed, predictions_of, shown, shown_text, store_score,
+    stored_evaluation, subject_of,
 };
 use std::sync::Arc;
+use worldloom_obs::metrics::Observed;
+use worldloom_store::{TrajectoryKey, Workspace};
 
 use crate::tree_rows::{
-    self, FIRST_WINDOW_ROWS, SideTree, TurnKey, TurnTrees, ViewTrees, WHOLE_TREE_MAX_NODES,
-    capped_text,
+    self, FIRST_WINDOW_ROWS, ShownTurn, SideTree, TurnKey, TurnTrees, ViewTrees,
+    WHOLE_TREE_MAX_NODES, capped_text,
 };
 use crate::types::*;
 use crate::views::{self};
 
 /// `get_turn`: everything the side-by-side panes show for one state.
+///
+/// The turn's views and evaluation are computed once per change of the
+/// workspace: each side is parsed once, and the real and predicted trees
+/// aligned and diffed once, for the evaluation and the views together; the
+/// stored evaluation of what is shown is reused when there is one (then the
+/// previous real observation is neither read nor parsed); and a second call
+/// at the same revision answers from the kept turn without parsing at all.
 ///
 /// # Errors
 /// [`crate::ErrorCode::NotFound`] for an unknown node or prediction;
@@ -29,134 +39,62 @@ use crate::views::{self};
 pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiError> {
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
-    // The trees kept for the turn shown last are rebuilt below; released
-    // first, so that two turns' trees are never held together.
-    studio.drop_cached_trees();
     // Only the state's records are read (its observations and predictions,
     // the action into it) and, for transition F1, the real observation
     // before it: the cost does not grow with the state's depth.
     let node_id = NodeId(req.node_id);
     // The prompt of the turn into the state (an AgentWorldBench row's holds
     // the whole state before it) is not shown here: never read.
-    let mut st = ws.load_trajectory_states_without_prompts(key, &[node_id])?;
-    // The real observation before is read for transition F1 only, so only
-    // when something is shown to score, and released once scored, before
-    // this state's trees are parsed.
-    let scored = shown(
-        live_node(&st, req.node_id)?,
-        req.prediction_id.map(PredictionId),
-    )?
-    .is_some();
-    let before = match ws.parent_state(key, node_id)? {
-        Some(p) if scored && p != node_id => Some(p),
-        _ => None,
-    };
-    if let Some(p) = before {
-        let real = ws.real_observation(key, p)?;
-        if let Some(n) = st.trajectory.node_mut(p) {
-            n.real = real;
-        }
-    }
-    let evaluation = {
-        let node = live_node(&st, req.node_id)?;
-        let shown = shown(node, req.prediction_id.map(PredictionId))?;
-        shown.as_ref().and_then(|s| evaluate(&st, node, s))
-    };
-    if let Some(n) = before.and_then(|p| st.trajectory.node_mut(p)) {
-        n.real = None;
-    }
+    let st = ws.load_trajectory_states_without_prompts(key, &[node_id])?;
     let node = live_node(&st, req.node_id)?;
     let edge = node.parent_edge.and_then(|e| st.trajectory.edge(e));
     let shown = shown(node, req.prediction_id.map(PredictionId))?;
-    if let (Some(s), Some(e)) = (&shown, &evaluation) {
-        let subject = subject_of(s);
-        let have = ws
-            .metric_results(key, node.id)?
-            .iter()
-            .any(|r| r.subject == subject && r.producer == METRICS_PRODUCER);
-        if !have {
-            store_score(
-                &mut ws,
-                key,
-                node.id,
-                &subject,
-                views::overall(e).map(|x| x.clamp(0.0, 1.0)),
-                e,
-            )?;
-        }
-    }
-    let (pred_text, pred_repr) = shown.as_ref().map(shown_text).unwrap_or((None, None));
+    let prediction_id = match &shown {
+        Some(Shown::Prediction(p)) => Some(p.id.0),
+        _ => None,
+    };
     let action_target = edge.and_then(|e| e.action.target());
-
-    let mut views = Vec::new();
-    let mut trees = Vec::new();
-    let mut pred_placed = false;
-    if let Some(real) = &node.real {
-        let mut reals: Vec<(String, core::Representation, &str)> =
-            vec![("main".to_string(), real.representation, real.text.as_str())];
-        for v in &real.views {
-            reals.push((v.name.clone(), v.representation, v.text.as_str()));
-        }
-        for (name, repr, text) in reals {
-            let takes_prediction = !pred_placed && pred_repr == Some(repr);
-            let view_pred_text = pred_text.filter(|_| takes_prediction);
-            // Both sides are parsed whole for their diff; a side with no
-            // counterpart straight into the compact form it is kept in.
-            let real_side = parse_side(text, repr, view_pred_text.is_some());
-            let predicted = view_pred_text.map(|t| parse_side(t, repr, true));
-            pred_placed |= takes_prediction;
-            let (view, view_trees) = compared(
-                name,
-                repr,
-                Some(real_side),
-                predicted,
-                text,
-                view_pred_text,
+    // Kept under the prediction shown (what `TurnDetail.prediction_id`
+    // says), which tree requests name.
+    let turn_key = TurnKey {
+        trajectory: key.0,
+        node: req.node_id,
+        prediction: prediction_id,
+        revision: ws.revision()?,
+    };
+    let turn = match studio.cached_trees(turn_key) {
+        Some(turn) => turn,
+        None => {
+            // The trees kept for the turn shown last are released first, so
+            // that two turns' trees are never held together.
+            studio.drop_cached_trees();
+            let turn = Arc::new(turn_view(
+                &mut ws,
+                node,
+                shown.as_ref(),
                 action_target.as_ref(),
-            )?;
-            views.push(view);
-            trees.push(view_trees);
+                turn_key,
+            )?);
+            studio.cache_trees(turn.clone());
+            turn
         }
-    }
-    if !pred_placed && let (Some(text), Some(repr)) = (pred_text, pred_repr) {
-        let (view, view_trees) = compared(
-            "main".into(),
-            repr,
-            None,
-            Some(parse_side(text, repr, false)),
-            "",
-            None,
-            action_target.as_ref(),
-        )?;
-        views.insert(0, view);
-        trees.insert(0, view_trees);
-    }
+    };
+    let ShownTurn { views, fidelity } = turn.shown.clone();
     let predicted_kind = shown.as_ref().map(|s| match s {
         Shown::Prediction(_) => ObservationKind::Predicted,
         Shown::Authored(..) => ObservationKind::Authored,
     });
-    let (prediction_id, reasoning, raw_output) = match &shown {
+    let (reasoning, raw_output) = match &shown {
         Some(Shown::Prediction(p)) => {
             let parsed = core::parse_model_output(&p.raw_output);
             let reasoning = p
                 .reasoning_content
                 .clone()
                 .or_else(|| (!parsed.reasoning.is_empty()).then_some(parsed.reasoning));
-            (Some(p.id.0), reasoning, Some(p.raw_output.clone()))
+            (reasoning, Some(p.raw_output.clone()))
         }
-        _ => (None, None, None),
+        _ => (None, None),
     };
-    // Kept under the prediction shown (what `TurnDetail.prediction_id`
-    // says), which tree requests name.
-    studio.cache_trees(Arc::new(TurnTrees {
-        key: TurnKey {
-            trajectory: key.0,
-            node: req.node_id,
-            prediction: prediction_id,
-            revision: ws.revision()?,
-        },
-        views: trees,
-    }));
     let predictions = predictions_of(&ws, &st, node)?;
     let tokens = match &shown {
         Some(Shown::Prediction(p)) => p
@@ -172,6 +110,8 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     };
     // Judge scores: a stored `judge:<model>` result for what is shown, else
     // the fields of a judged predictions file the prediction came from.
+    // Read on every call: a judge's verdict is stored without a change to
+    // the workspace's revision.
     let judge = match &shown {
         Some(s) => {
             let subject = subject_of(s);
@@ -209,8 +149,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         chosen_prediction_id: node.chosen_prediction.map(|p| p.0),
         predicted_kind,
         views,
-        fidelity: evaluation.as_ref().map(|e| {
-            let mut f = views::fidelity(e);
+        fidelity: fidelity.map(|mut f| {
             f.judge = judge;
             f
         }),
@@ -221,11 +160,177 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
     })
 }
 
-/// A side as parsed: its document (text cut to [`tree_rows::TEXT_MAX_BYTES`], no tree
-/// or rows yet) and its tree, when it parsed.
-struct ParsedSide {
+/// Computes a turn's views, trees and evaluation (storing the evaluation's
+/// score when none is stored): each side parsed once, the real and shown
+/// trees diffed once.
+fn turn_view(
+    ws: &mut Workspace,
+    node: &core::Node,
+    shown: Option<&Shown<'_>>,
+    target: Option<&core::ActionTarget>,
+    turn_key: TurnKey,
+) -> Result<TurnTrees, ApiError> {
+    let key = TrajectoryKey(turn_key.trajectory);
+    let subject = shown.map(subject_of);
+    let stored = match (&subject, &node.real) {
+        (Some(subject), Some(_)) => stored_evaluation(ws, key, node.id, subject)?,
+        _ => None,
+    };
+    let (pred_text, pred_repr) = shown.map(shown_text).unwrap_or((None, None));
+    // The real views, main first; each is parsed at most once.
+    let mut reals: Vec<(String, core::Representation, &str)> = Vec::new();
+    if let Some(real) = &node.real {
+        reals.push(("main".to_string(), real.representation, real.text.as_str()));
+        for v in &real.views {
+            reals.push((v.name.clone(), v.representation, v.text.as_str()));
+        }
+    }
+    let real_observed: Vec<Observed<'_>> = reals
+        .iter()
+        .map(|(_, repr, text)| Observed::new(text.as_bytes(), *repr))
+        .collect();
+    // The real view of the shown observation's representation (the first
+    // one): the evaluation compares with it, and the view shows both.
+    let view_of_pred = pred_repr.and_then(|r| reals.iter().position(|(_, repr, _)| *repr == r));
+    let placed = view_of_pred.filter(|_| pred_text.is_some());
+    let mut pred_observed = pred_text
+        .zip(pred_repr)
+        .map(|(t, r)| Observed::new(t.as_bytes(), r));
+    // What the evaluation computes that the view of its pair reuses.
+    let mut shared = FromEvaluation::default();
+    let mut evaluation = match (stored, shown) {
+        (Some(e), _) => Some(e),
+        (None, Some(shown)) if node.real.is_some() => {
+            // The real observation before, for transition F1: read only to
+            // make an evaluation, and released once it is made.
+            let prev = match ws.parent_state(key, node.id)? {
+                Some(p) if p != node.id => ws.real_observation(key, p)?,
+                _ => None,
+            };
+            let evaluation = eval_inputs(node, shown, prev.as_ref()).map(|inputs| {
+                let compared = view_of_pred.unwrap_or(0);
+                // A prediction read in another representation than its view's
+                // (none of the real views has its own) is parsed for the
+                // evaluation alone.
+                let own_pred = match view_of_pred {
+                    Some(_) => None,
+                    None => inputs
+                        .pred
+                        .map(|t| Observed::new(t.as_bytes(), inputs.repr)),
+                };
+                let pred = own_pred.as_ref().or(pred_observed.as_ref());
+                let real = inputs.real.and(real_observed.get(compared));
+                let mut e = evaluate_observed(&inputs, real, pred);
+                if placed.is_some() {
+                    let both_parsed = |o: Option<&Observed<'_>>| {
+                        o.is_some_and(|o| o.is_parsed() && o.parsed().is_ok())
+                    };
+                    if both_parsed(real) && both_parsed(pred) {
+                        shared.diff = e.nodes.take();
+                    }
+                    shared.line_diff = e.line_diff.clone();
+                }
+                e
+            });
+            drop(prev);
+            if let (Some(subject), Some(e)) = (&subject, &evaluation) {
+                store_score(
+                    ws,
+                    key,
+                    node.id,
+                    subject,
+                    views::overall(e).map(|x| x.clamp(0.0, 1.0)),
+                    e,
+                )?;
+            }
+            evaluation
+        }
+        _ => None,
+    };
+
+    let mut views = Vec::new();
+    let mut trees = Vec::new();
+    let mut line_ratio_source = None;
+    for (i, ((name, repr, text), observed)) in reals.iter().zip(real_observed).enumerate() {
+        let with_pred = placed == Some(i);
+        // Both sides are parsed whole for their diff; a side with no
+        // counterpart straight into the compact form it is kept in.
+        let real_side = side(text, observed, with_pred);
+        let predicted = match (with_pred, pred_text, pred_observed.take()) {
+            (true, Some(t), Some(o)) => Some(side(t, o, true)),
+            (_, _, o) => {
+                pred_observed = o;
+                None
+            }
+        };
+        let computed = if with_pred {
+            std::mem::take(&mut shared)
+        } else {
+            FromEvaluation::default()
+        };
+        let (view, view_trees) = compared(
+            name.clone(),
+            *repr,
+            Some(real_side),
+            predicted,
+            target,
+            computed,
+        )?;
+        if with_pred {
+            line_ratio_source = Some(views.len());
+        }
+        views.push(view);
+        trees.push(view_trees);
+    }
+    if let (Some(text), Some(observed)) = (pred_text, pred_observed.take()) {
+        let (view, view_trees) = compared(
+            "main".into(),
+            observed.representation(),
+            None,
+            Some(side(text, observed, false)),
+            target,
+            FromEvaluation::default(),
+        )?;
+        views.insert(0, view);
+        trees.insert(0, view_trees);
+    }
+    // A stored evaluation of an older build holds no line ratio: the view's
+    // line diff gives it, else it is computed.
+    if let Some(e) = evaluation.as_mut()
+        && e.status == obs::metrics::EvalStatus::Scored
+        && e.line_diff.is_none()
+    {
+        let from_view = line_ratio_source.and_then(|i: usize| views[i].line_diff.clone());
+        e.line_diff = from_view.or_else(|| {
+            let real_text = reals.get(view_of_pred.unwrap_or(0))?.2;
+            Some(obs::diff::line_diff(real_text, pred_text?))
+        });
+    }
+    Ok(TurnTrees {
+        key: turn_key,
+        views: trees,
+        shown: ShownTurn {
+            views,
+            fidelity: evaluation.as_ref().map(views::fidelity),
+        },
+    })
+}
+
+/// A side as parsed: its text, its document (text cut to
+/// [`tree_rows::TEXT_MAX_BYTES`], no tree or rows yet) and its tree, when it
+/// parsed.
+struct ParsedSide<'a> {
+    text: &'a str,
     doc: SideDocument,
     tree: Option<SideParse>,
+}
+
+/// What the evaluation already computed for a view's pair of sides: the
+/// per-node diff of the two trees as parsed, and the line diff of the texts.
+#[derive(Default)]
+struct FromEvaluation {
+    diff: Option<obs::diff::TreeDiff>,
+    line_diff: Option<obs::diff::LineDiff>,
 }
 
 /// A side's tree: whole when it is diffed against the other side, else
@@ -266,24 +371,25 @@ impl SideParse {
 fn compared(
     name: String,
     repr: core::Representation,
-    real: Option<ParsedSide>,
-    predicted: Option<ParsedSide>,
-    real_text: &str,
-    pred_text: Option<&str>,
+    real: Option<ParsedSide<'_>>,
+    predicted: Option<ParsedSide<'_>>,
     target: Option<&core::ActionTarget>,
+    computed: FromEvaluation,
 ) -> Result<(ComparedView, ViewTrees), ApiError> {
-    let (mut real_doc, real_tree) = match real {
-        Some(s) => (Some(s.doc), s.tree),
-        None => (None, None),
+    let (mut real_doc, real_tree, real_text) = match real {
+        Some(s) => (Some(s.doc), s.tree, s.text),
+        None => (None, None, ""),
     };
-    let (mut pred_doc, pred_tree) = match predicted {
-        Some(s) => (Some(s.doc), s.tree),
-        None => (None, None),
+    let (mut pred_doc, pred_tree, pred_text) = match predicted {
+        Some(s) => (Some(s.doc), s.tree, Some(s.text)),
+        None => (None, None, None),
     };
     let diff = match (&real_tree, &pred_tree) {
-        (Some(SideParse::Whole(rt)), Some(SideParse::Whole(pt))) => {
-            Some(obs::diff::diff_trees(rt, pt).1)
-        }
+        (Some(SideParse::Whole(rt)), Some(SideParse::Whole(pt))) => Some(
+            computed
+                .diff
+                .unwrap_or_else(|| obs::diff::diff_trees(rt, pt).1),
+        ),
         _ => None,
     };
     let small = |t: &Option<SideParse>| t.as_ref().is_none_or(|t| t.len() <= WHOLE_TREE_MAX_NODES);
@@ -291,9 +397,11 @@ fn compared(
     let cut = [&real_doc, &pred_doc]
         .iter()
         .any(|d| d.as_ref().is_some_and(|d| d.text_bytes.is_some()));
-    let line_diff = pred_text
-        .filter(|_| real_doc.is_some() && !cut)
-        .map(|p| obs::diff::line_diff(real_text, p));
+    let line_diff = pred_text.filter(|_| real_doc.is_some() && !cut).map(|p| {
+        computed
+            .line_diff
+            .unwrap_or_else(|| obs::diff::line_diff(real_text, p))
+    });
     let diff_view = diff.as_ref().filter(|_| both_small).map(views::tree_diff);
     // A small tree also travels whole; every tree is then kept compact (the
     // parsed one is released as it is copied).
@@ -393,8 +501,10 @@ fn landing(tree: &obs::CompactTree, target: &core::ActionTarget, side: PaneSide)
 
 /// One side of a compared view, parsed when the representation is a tree:
 /// whole when `for_diff`, else straight into the compact form
-/// ([`obs::parse_compact`]: same tree, warnings and errors).
-fn parse_side(text: &str, representation: core::Representation, for_diff: bool) -> ParsedSide {
+/// ([`obs::parse_compact`]: same tree, warnings and errors). A side already
+/// parsed (for the evaluation) is not parsed again.
+fn side<'a>(text: &'a str, observed: Observed<'_>, for_diff: bool) -> ParsedSide<'a> {
+    let representation = observed.representation();
     let (shown, text_bytes) = capped_text(text);
     let doc = |parse_error, warnings: &[obs::ParseWarning]| SideDocument {
         text: shown.clone(),
@@ -407,29 +517,43 @@ fn parse_side(text: &str, representation: core::Representation, for_diff: bool) 
     };
     if !representation.is_tree() {
         return ParsedSide {
+            text,
             doc: doc(None, &[]),
             tree: None,
         };
     }
-    let parsed = if for_diff {
-        obs::parse(text, representation)
+    if for_diff {
+        observed.parsed();
+    }
+    let parsed = match observed.into_parsed() {
+        Some(parsed) => parsed
             .map(|p| (SideParse::Whole(p.tree), p.warnings))
-            .map_err(|e| e.to_string())
-    } else {
-        obs::parse_compact(text.as_bytes(), representation)
+            .map_err(|e| e.to_string()),
+        None => obs::parse_compact(text.as_bytes(), representation)
             .map(|(t, w)| (SideParse::Compact(t), w))
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string()),
     };
     match parsed {
         Ok((tree, warnings)) => ParsedSide {
+            text,
             doc: doc(None, &warnings),
             tree: Some(tree),
         },
         Err(e) => ParsedSide {
+            text,
             doc: doc(Some(e), &[]),
             tree: None,
         },
     }
+}
+
+#[cfg(test)]
+fn parse_side(text: &str, representation: core::Representation, for_diff: bool) -> ParsedSide<'_> {
+    side(
+        text,
+        Observed::new(text.as_bytes(), representation),
+        for_diff,
+    )
 }
 
 /// The trees of the turn a tree request names: the studio's cached ones when

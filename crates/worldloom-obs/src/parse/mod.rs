@@ -15,6 +15,8 @@ pub(crate) mod text;
 mod xml;
 mod xml_stream;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 use worldloom_core::domain::Representation;
 
@@ -116,9 +118,31 @@ pub fn parse(input: &str, representation: Representation) -> Result<Parsed, Pars
     parse_bytes(input.as_bytes(), representation)
 }
 
+/// Observations parsed into trees in this process so far.
+static PARSES: AtomicU64 = AtomicU64::new(0);
+
+/// How many observations [`parse`], [`parse_bytes`] and [`parse_compact`]
+/// have parsed into trees in this process so far (all threads; a text in a
+/// representation that is not a tree is not counted). The count lets a test
+/// state how many parses a use case costs: read it before and after.
+pub fn parses_so_far() -> u64 {
+    PARSES.load(Ordering::Relaxed)
+}
+
+fn count_parse(representation: Representation) {
+    if representation.is_tree() {
+        PARSES.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// Parses raw bytes (as read from a file) in the given representation.
 /// Invalid UTF-8 is replaced with U+FFFD and warned about, never rejected.
 pub fn parse_bytes(input: &[u8], representation: Representation) -> Result<Parsed, ParseError> {
+    count_parse(representation);
+    parse_uncounted(input, representation)
+}
+
+fn parse_uncounted(input: &[u8], representation: Representation) -> Result<Parsed, ParseError> {
     match representation {
         Representation::Html => Ok(parse_html_bytes(input)),
         Representation::Axtree => parse_axtree_bytes(input),
@@ -155,10 +179,11 @@ pub fn parse_compact(
     input: &[u8],
     representation: Representation,
 ) -> Result<(CompactTree, Vec<ParseWarning>), CompactParseError> {
+    count_parse(representation);
     if representation == Representation::AndroidXml {
         return parse_android_xml_compact(input);
     }
-    let Parsed { tree, warnings } = parse_bytes(input, representation)?;
+    let Parsed { tree, warnings } = parse_uncounted(input, representation)?;
     Ok((CompactTree::from_tree(tree)?, warnings))
 }
 
