@@ -43,8 +43,12 @@ describe("NodeInspector on a tree sent only as rows", () => {
     await waitFor(() => expect(container.querySelectorAll("tr.differs").length).toBeGreaterThan(0));
     const realNode = whole.real!.tree!.nodes[realId]!;
     const predNode = whole.predicted!.tree!.nodes[predId]!;
-    const role = Array.from(container.querySelectorAll("tbody tr")).find((tr) => tr.querySelector("th")?.textContent === "role")!;
-    expect(Array.from(role.querySelectorAll("td")).map((td) => td.textContent)).toEqual([realNode.role, predNode.role]);
+    // Each side's row arrives on its own: wait until both columns are filled.
+    const roleCells = () => {
+      const role = Array.from(container.querySelectorAll("tbody tr")).find((tr) => tr.querySelector("th")?.textContent === "role");
+      return Array.from(role?.querySelectorAll("td") ?? []).map((td) => td.textContent);
+    };
+    await waitFor(() => expect(roleCells()).toEqual([realNode.role, predNode.role]));
     expect(container.querySelector(".istatus")!.textContent).toBe(diff.predicted[predId]);
     const asked = backend.calls.map((c) => [(c.request as { side: string }).side, (c.request as { offset: number }).offset]);
     expect(asked).toContainEqual(["predicted", Math.floor(predId / 200) * 200]);
