@@ -14,8 +14,9 @@
 //! Run: `cargo bench -p worldloom-api --bench workspace_size`; sizes from
 //! `WORLDLOOM_BENCH_EPISODES` (default `100,20000`; `100,100000` for the
 //! figure in `docs/benchmarks.md`, "Workspace size"). Prints, per size, the
-//! time to write it and the median of 20 calls of each command in
-//! milliseconds.
+//! file's size, the time to write it and the median of 20 calls of each
+//! command in milliseconds; and of `list_trajectories`, which reads every
+//! trajectory (what `get_trajectory` did before it read its own by key).
 
 use std::path::Path;
 use std::time::Instant;
@@ -227,11 +228,11 @@ fn main() {
         let run = add_run(&mut ws, dir.path());
         // A middle episode, so that neither end of a table is favoured.
         let key = (episodes / 2 + 1).to_string();
-        let size_mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6
-            + std::fs::metadata(dir.path().join("ws.worldloom-wal"))
-                .map(|m| m.len())
-                .unwrap_or(0) as f64
-                / 1e6;
+        // The file's size once the write-ahead log is folded in.
+        worldloom_store::rusqlite::Connection::open(&path)
+            .and_then(|c| c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)"))
+            .expect("checkpoint");
+        let size_mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
         let studio = Studio::new(ws);
         let call = |command: &str, request: Value| {
             dispatch(&studio, command, request).unwrap_or_else(|e| panic!("{command}: {e:?}"));
@@ -245,8 +246,11 @@ fn main() {
         });
         let dashboard = median_ms(|| call("get_run_dashboard", json!({"run_id": run})));
         let rows = median_ms(|| call("list_run_rows", json!({"run_id": run})));
+        // What get_trajectory paid before it read its own row by key: the
+        // whole list, which does grow with the workspace.
+        let list = median_ms(|| call("list_trajectories", json!({})));
         println!(
-            "{episodes} episodes ({size_mb:.0} MB, written in {written:.1} s): get_trajectory {trajectory:.2} ms, get_turn {turn:.2} ms, get_run_dashboard {dashboard:.2} ms, list_run_rows {rows:.2} ms (medians of 20)"
+            "{episodes} episodes ({size_mb:.0} MB, written in {written:.1} s): get_trajectory {trajectory:.2} ms, get_turn {turn:.2} ms, get_run_dashboard {dashboard:.2} ms, list_run_rows {rows:.2} ms; list_trajectories {list:.1} ms (medians of 20)"
         );
     }
 }
