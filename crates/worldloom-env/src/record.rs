@@ -69,10 +69,10 @@ impl std::fmt::Debug for Recorder {
 
 impl Recorder {
     /// Opens (or creates) the workspace at `path`, and tags
-    /// [`LIVE_EPISODE_TAG`] any recorded episode that never had the tag
-    /// (one a build before [`Recorder::start`] wrote both in one
-    /// transaction left untagged when it was killed between the two; an
-    /// episode whose tag was cleared by hand keeps it cleared).
+    /// [`LIVE_EPISODE_TAG`] any recorded episode that never had the tag:
+    /// older builds imported and tagged an episode in two transactions, and
+    /// a kill between them left it untagged. An episode whose tag was
+    /// cleared by hand stays cleared.
     ///
     /// # Errors
     /// [`EnvError::Record`] naming the file.
