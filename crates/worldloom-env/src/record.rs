@@ -68,13 +68,26 @@ impl std::fmt::Debug for Recorder {
 }
 
 impl Recorder {
-    /// Opens (or creates) the workspace at `path`.
+    /// Opens (or creates) the workspace at `path`, and tags
+    /// [`LIVE_EPISODE_TAG`] any recorded episode that never had the tag:
+    /// older builds imported and tagged an episode in two transactions, and
+    /// a kill between them left it untagged. An episode whose tag was
+    /// cleared by hand stays cleared.
     ///
     /// # Errors
     /// [`EnvError::Record`] naming the file.
     pub fn open(path: &Path) -> Result<Self, EnvError> {
-        let workspace = Workspace::open(path)
-            .map_err(|e| EnvError::Record(format!("{}: {e}", path.display())))?;
+        let fail =
+            |e: worldloom_store::StoreError| EnvError::Record(format!("{}: {e}", path.display()));
+        let mut workspace = Workspace::open(path).map_err(fail)?;
+        for key in workspace
+            .never_tagged(crate::tasks::EPISODE_SOURCE_FORMAT, LIVE_EPISODE_TAG)
+            .map_err(fail)?
+        {
+            workspace
+                .set_tag(key, None, LIVE_EPISODE_TAG, true)
+                .map_err(fail)?;
+        }
         Ok(Self {
             path: path.to_path_buf(),
             workspace: Mutex::new(workspace),
@@ -98,15 +111,15 @@ impl Recorder {
         f(&mut ws).map_err(|e| EnvError::Record(format!("{}: {what}: {e}", self.path.display())))
     }
 
-    /// Imports the episode's first state as a new trajectory and tags it.
+    /// Imports the episode's first state as a new trajectory tagged
+    /// [`LIVE_EPISODE_TAG`], in one change (one transaction: a crash never
+    /// leaves an episode without its tag).
     ///
     /// # Errors
     /// [`EnvError::Record`].
     pub fn start(&self, trajectory: &Trajectory) -> Result<TrajectoryKey, EnvError> {
         self.with("starting an episode", |ws| {
-            let key = ws.import_trajectory(trajectory, None)?;
-            ws.set_tag(key, None, LIVE_EPISODE_TAG, true)?;
-            Ok(key)
+            ws.import_trajectory_tagged(trajectory, None, &[LIVE_EPISODE_TAG])
         })
     }
 
@@ -214,5 +227,86 @@ impl Recorder {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worldloom_core::{Domain, Observation, Representation};
+
+    #[test]
+    fn an_episode_is_stored_with_its_tag_in_one_change() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("e.worldloom");
+        let recorder = Recorder::open(&path).expect("open");
+        let mut first = Trajectory::new(
+            "ep-1",
+            Domain::Web,
+            Some(Observation::new(Representation::Axtree, "RootWebArea 'S0'")),
+        );
+        first.source.format = crate::tasks::EPISODE_SOURCE_FORMAT.into();
+        let key = recorder.start(&first).expect("start");
+        drop(recorder);
+
+        let mut ws = Workspace::open(&path).expect("reopen");
+        // One change holds the trajectory and its tag: a kill between two
+        // transactions can no longer leave an untagged episode.
+        let log = ws.history(10).expect("log");
+        assert_eq!(log.len(), 1, "{log:?}");
+        assert_eq!(log[0].kind, "import");
+        let tags = ws.tags().expect("tags");
+        assert_eq!(tags.len(), 1);
+        assert_eq!(
+            (tags[0].trajectory, tags[0].node, tags[0].tag.as_str()),
+            (key, None, LIVE_EPISODE_TAG)
+        );
+        // Undoing the import takes the tag with it.
+        ws.undo().expect("undo");
+        assert!(ws.tags().expect("tags").is_empty());
+        assert!(ws.list_trajectories().expect("list").is_empty());
+    }
+
+    #[test]
+    fn an_episode_left_untagged_by_an_older_build_is_tagged_on_open() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("e.worldloom");
+        let mut episode = Trajectory::new("ep-1", Domain::Web, None);
+        episode.source.format = crate::tasks::EPISODE_SOURCE_FORMAT.into();
+        let (untagged, cleared, task) = {
+            let mut ws = Workspace::open(&path).expect("ws");
+            // Killed between the import and the tag, as two transactions were.
+            let untagged = ws.import_trajectory(&episode, None).expect("import");
+            let cleared = ws.import_trajectory(&episode, None).expect("import");
+            ws.set_tag(cleared, None, LIVE_EPISODE_TAG, true)
+                .expect("tag");
+            ws.set_tag(cleared, None, LIVE_EPISODE_TAG, false)
+                .expect("clear");
+            let task = ws
+                .import_trajectory(&Trajectory::new("task", Domain::Web, None), None)
+                .expect("a task");
+            (untagged, cleared, task)
+        };
+        drop(Recorder::open(&path).expect("open"));
+        let ws = Workspace::open(&path).expect("reopen");
+        let tagged: Vec<TrajectoryKey> = ws
+            .tags()
+            .expect("tags")
+            .into_iter()
+            .filter(|t| t.tag == LIVE_EPISODE_TAG)
+            .map(|t| t.trajectory)
+            .collect();
+        assert_eq!(tagged, [untagged]);
+        assert!(!tagged.contains(&cleared) && !tagged.contains(&task));
+        // Opening again finds nothing more to do.
+        drop(Recorder::open(&path).expect("open"));
+        assert_eq!(
+            Workspace::open(&path)
+                .expect("reopen")
+                .history(100)
+                .expect("log")
+                .len(),
+            6
+        );
     }
 }

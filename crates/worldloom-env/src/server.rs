@@ -21,7 +21,10 @@
 //! goes on: `INVALID_JSON`, `UNKNOWN_TYPE`, `VALIDATION_ERROR` (bad
 //! message shape, bad reset field, malformed action), `SESSION_ERROR` (no
 //! episode, episode ended, idle), `EXECUTION_ERROR` (the world model or the
-//! workspace failed; the episode stays at the same state). A socket that
+//! workspace failed; the episode stays at the same state). A message the
+//! socket cannot read closes it with the RFC 6455 code: 1009 for one over
+//! `max_message_bytes`, 1007 for a text frame that is not UTF-8, 1002 for
+//! another protocol violation. A socket that
 //! closes during a step cancels its prediction; the episode is recorded as
 //! `closed`. An HTTP client that disconnects during `POST /step` cancels
 //! the prediction too (the episode stays where it was). Over HTTP the same errors are `{"detail": message, "code":
@@ -134,6 +137,66 @@ impl AppState {
 
     fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
+    }
+}
+
+/// What a JSON value is, for messages: `a number (5)`, `an object`, …
+/// (short values shown, long ones only named).
+fn json_kind(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => return "null".into(),
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let text = value.to_string();
+    if text.len() <= 40 {
+        format!("{kind} ({text})")
+    } else {
+        kind.into()
+    }
+}
+
+/// The message types a socket reads.
+const WS_TYPES: &str = "reset, step, state, close";
+
+/// The answer to a message whose `type` is not one of [`WS_TYPES`]: for a
+/// string, `openenv-core`'s own text (`Unknown message type: NAME`); for
+/// anything else, what was given and what is expected.
+fn unknown_type(kind: Option<&Value>) -> Value {
+    let message = match kind {
+        Some(Value::String(name)) if name.is_empty() => {
+            format!("Unknown message type: an empty string (known: {WS_TYPES})")
+        }
+        Some(Value::String(name)) => format!("Unknown message type: {name}"),
+        None => format!("Unknown message type: the message has no `type` (known: {WS_TYPES})"),
+        Some(other) => format!(
+            "Unknown message type: `type` must be a string ({WS_TYPES}), got {}",
+            json_kind(other)
+        ),
+    };
+    ws_error(message, "UNKNOWN_TYPE")
+}
+
+/// The close frame for a socket that failed to read a message, when the
+/// failure is the client's (RFC 6455 section 7.4.1): 1009 for a message
+/// over `limit` bytes, 1007 for a text frame that is not UTF-8, 1002 for
+/// another protocol violation. `None` for a connection that went away.
+/// axum gives the WebSocket library's error only as text, so its messages
+/// are what is matched (`tungstenite::Error`'s `Display`).
+fn close_for_read_error(error: &axum::Error, limit: usize) -> Option<(u16, String)> {
+    let text = error.to_string();
+    if text.starts_with("Space limit exceeded") {
+        Some((1009, format!("message too big: the limit is {limit} bytes")))
+    } else if text.starts_with("UTF-8 encoding error") {
+        Some((1007, "a text frame is not valid UTF-8".into()))
+    } else if text.starts_with("WebSocket protocol error") {
+        let reason: String = text.chars().take(100).collect();
+        Some((1002, reason))
+    } else {
+        None
     }
 }
 
@@ -339,10 +402,19 @@ async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, En
     let Some(action) = body.get("action").cloned() else {
         return Err(EnvError::Invalid("action: missing".into()));
     };
-    let Some(id) = body.get("episode_id").and_then(Value::as_str) else {
-        return Err(EnvError::Invalid(
-            "episode_id: required over HTTP (the `episode_id` of the observation POST /reset returned); /ws keeps one session per connection".into(),
-        ));
+    let id = match body.get("episode_id") {
+        Some(Value::String(id)) => id.as_str(),
+        None | Some(Value::Null) => {
+            return Err(EnvError::Invalid(
+                "episode_id: required over HTTP (the `episode_id` of the observation POST /reset returned); /ws keeps one session per connection".into(),
+            ));
+        }
+        Some(other) => {
+            return Err(EnvError::Invalid(format!(
+                "episode_id: expected a string (the `episode_id` of the observation POST /reset returned), got {}",
+                json_kind(other)
+            )));
+        }
     };
     let episode = {
         let mut map = state
@@ -576,7 +648,10 @@ async fn mcp(body: Bytes) -> Response {
 
 async fn ws_upgrade(State(state): State<Arc<AppState>>, ws: WebSocketUpgrade) -> Response {
     let limit = state.options.max_message_bytes;
+    // The frame limit too: a single frame over it would otherwise meet
+    // the library's default frame limit first.
     ws.max_message_size(limit)
+        .max_frame_size(limit)
         .on_upgrade(move |socket| ws_session(state, socket))
 }
 
@@ -641,6 +716,10 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
     let env = state.env.clone();
     let mut episode: Option<Arc<Mutex<Episode>>> = None;
     let mut pending: VecDeque<Message> = VecDeque::new();
+    // The close frame sent when the client broke the protocol (its code
+    // and reason), else `None`.
+    let mut refused: Option<(u16, String)> = None;
+    let limit = state.options.max_message_bytes;
     'session: loop {
         let incoming = match pending.pop_front() {
             Some(m) => Some(Ok(m)),
@@ -658,7 +737,11 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
             },
         };
         let text = match incoming {
-            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+            Some(Err(e)) => {
+                refused = close_for_read_error(&e, limit);
+                break;
+            }
+            None | Some(Ok(Message::Close(_))) => break,
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
             Some(Ok(Message::Binary(_))) => {
                 env.metrics.bad_messages.fetch_add(1, Ordering::Relaxed);
@@ -688,11 +771,11 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
                 continue;
             }
         };
-        let kind = message
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let kind = match message.get("type") {
+            Some(Value::String(name)) => name.clone(),
+            // Not a name at all: answered as unknown below.
+            _ => String::new(),
+        };
         let answer: Result<Value, EnvError> = match kind.as_str() {
             "reset" => {
                 async {
@@ -736,7 +819,10 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
                                 incoming = socket.recv() => match incoming {
                                     Some(Ok(m @ (Message::Text(_) | Message::Binary(_)))) => pending.push_back(m),
                                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                                    _ => {
+                                    other => {
+                                        if let Some(Err(e)) = &other {
+                                            refused = close_for_read_error(e, limit);
+                                        }
                                         // The client went away mid-step: stop the prediction.
                                         cancel.cancel();
                                         let _ = (&mut task).await;
@@ -762,12 +848,9 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
                 None => json!({"type": "state", "data": {"episode_id": null, "step_count": 0}}),
             }),
             "close" => break,
-            other => {
+            _ => {
                 env.metrics.bad_messages.fetch_add(1, Ordering::Relaxed);
-                Ok(ws_error(
-                    format!("Unknown message type: {other}"),
-                    "UNKNOWN_TYPE",
-                ))
+                Ok(unknown_type(message.get("type")))
             }
         };
         let out = match answer {
@@ -783,11 +866,29 @@ async fn ws_session(state: Arc<AppState>, mut socket: WebSocket) {
             break;
         }
     }
-    if let Some(ep) = episode.take() {
-        close_episode(&env, ep, "closed").await;
+    match refused {
+        Some((code, reason)) => {
+            env.metrics.bad_messages.fetch_add(1, Ordering::Relaxed);
+            let frame = axum::extract::ws::CloseFrame {
+                code,
+                reason: reason.into(),
+            };
+            // Sent before the episode is closed and the socket dropped, so
+            // a client reading while it writes gets the code first.
+            let _ = socket.send(Message::Close(Some(frame))).await;
+            if let Some(ep) = episode.take() {
+                close_episode(&env, ep, "closed").await;
+            }
+            state.release();
+        }
+        None => {
+            if let Some(ep) = episode.take() {
+                close_episode(&env, ep, "closed").await;
+            }
+            state.release();
+            let _ = socket.send(Message::Close(None)).await;
+        }
     }
-    state.release();
-    let _ = socket.send(Message::Close(None)).await;
 }
 
 /// Closes HTTP sessions idle beyond the timeout (their episodes are
@@ -847,7 +948,8 @@ async fn progress(state: Arc<AppState>, every: Duration) {
     }
 }
 
-/// Serves on `listener` until `shutdown` completes.
+/// Serves on `listener` until `shutdown` completes, after printing the
+/// tasks' warnings ([`crate::TaskSet::warnings`]) on stderr.
 ///
 /// # Errors
 /// The listener's I/O errors; `InvalidInput` off loopback without a token.
@@ -860,6 +962,9 @@ pub async fn serve(
     let addr = listener.local_addr()?;
     check_exposure(addr, &options)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    for warning in env.tasks().warnings() {
+        eprintln!("warning: {warning}");
+    }
     let progress_every = options.progress_every;
     let (router, state) = build(env, options, addr);
     let reaper = tokio::spawn(reap(state.clone()));

@@ -66,9 +66,11 @@ pub struct Task {
 
 impl Task {
     /// The task a trajectory starts: its domain and system prompt; its goal,
-    /// else the first turn prompt's `**Task Instruction:**`; its initial
-    /// state (authored, predicted or real, as free-running context reads
-    /// it), else the first turn prompt's `**Current State:**` section.
+    /// else the first turn prompt's goal section (`**Task Instruction:**`,
+    /// `**Task:**`, …); its initial state (authored, predicted or real, as
+    /// free-running context reads it), else the first turn prompt's state
+    /// section (`**Current State:**`, `**Current Page State:**`, …), both
+    /// read by core's [`prompt_sections`], the one reader of them.
     pub fn from_trajectory(trajectory: &Trajectory, source: impl Into<String>) -> Self {
         let leaf = trajectory.main_path().nodes.last().copied();
         Self::from_trajectory_to(trajectory, source, leaf)
@@ -203,16 +205,75 @@ fn history_to(t: &Trajectory, to: NodeId) -> Option<Trajectory> {
     Some(h)
 }
 
+/// What a task read from a file lacks that its first turn's prompt should
+/// have given: a GUI task without a first state, or without a goal; any
+/// task without a goal whose first prompt has sections besides the action
+/// (a heading [`prompt_sections`] does not read). Names the file's row
+/// (1-based, as AgentWorldBench rows are counted) and the trajectory, and
+/// lists the prompt's headings. `None` when nothing is missing.
+fn missing_sections(trajectory: &Trajectory, task: &Task, file: &str) -> Option<String> {
+    let first = trajectory.edges.first()?;
+    let sections = first.prompt.as_deref().map(prompt_sections)?;
+    let gui = trajectory.domain.is_gui();
+    let unread = sections
+        .headings
+        .iter()
+        .any(|h| !h.eq_ignore_ascii_case("action") && !h.eq_ignore_ascii_case("last action error"));
+    let mut missing = Vec::new();
+    if task.goal.is_none() && (gui || unread) {
+        missing.push("goal");
+    }
+    if task.initial.is_none() && gui {
+        missing.push("first state");
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let row = first
+        .awb_row
+        .as_ref()
+        .and_then(|r| r.row)
+        .map_or_else(|| "first turn".to_owned(), |r| format!("row {}", r + 1));
+    let headings = if sections.headings.is_empty() {
+        "none".to_owned()
+    } else {
+        sections
+            .headings
+            .iter()
+            .map(|h| format!("**{h}:**"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(format!(
+        "{file}: {row} (trajectory `{}`, {}): no {} in the first turn's prompt (its headings: {headings}); its episodes start without {}",
+        trajectory.id,
+        trajectory.domain,
+        missing.join(" and no "),
+        if missing.len() == 2 { "them" } else { "it" }
+    ))
+}
+
 /// The tasks a server offers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TaskSet {
     tasks: Vec<Task>,
+    warnings: Vec<String>,
 }
 
 impl TaskSet {
     /// A set of the given tasks.
     pub fn new(tasks: Vec<Task>) -> Self {
-        Self { tasks }
+        Self {
+            tasks,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// What loading noticed without refusing: a task whose first state or
+    /// goal could not be found in its first turn's prompt (naming the
+    /// file's row). `serve-env` prints them when it starts.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Reads tasks from `path`: a workspace file (every live trajectory but
@@ -237,6 +298,7 @@ impl TaskSet {
     pub fn load_tagged(path: &Path, tag: Option<&str>) -> Result<Self, EnvError> {
         let fail = |message: String| EnvError::Tasks(format!("{}: {message}", path.display()));
         let mut tasks = Vec::new();
+        let mut warnings = Vec::new();
         if path.is_file() && is_workspace_file(path) {
             let ws = Workspace::open(path).map_err(|e| fail(e.to_string()))?;
             let tagged: Option<Vec<_>> = match tag {
@@ -299,12 +361,11 @@ impl TaskSet {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            tasks.extend(
-                imported
-                    .trajectories
-                    .iter()
-                    .map(|t| Task::from_trajectory(t, name.clone())),
-            );
+            for t in &imported.trajectories {
+                let task = Task::from_trajectory(t, name.clone());
+                warnings.extend(missing_sections(t, &task, &name));
+                tasks.push(task);
+            }
         }
         if tasks.is_empty() {
             return Err(fail(match tag {
@@ -312,7 +373,7 @@ impl TaskSet {
                 None => "no task in it".into(),
             }));
         }
-        Ok(Self { tasks })
+        Ok(Self { tasks, warnings })
     }
 
     /// Keeps only the tasks of `domains` (all of them when empty), for a
@@ -339,7 +400,10 @@ impl TaskSet {
                 served.join(", ")
             )));
         }
-        Ok(Self { tasks })
+        Ok(Self {
+            tasks,
+            warnings: self.warnings,
+        })
     }
 
     /// Every task, in source order.
@@ -502,6 +566,58 @@ mod tests {
     }
 
     #[test]
+    fn heading_variants_give_goal_and_first_state_and_a_missing_one_is_warned_of() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("variants.jsonl");
+        let row = |task: &str, id: u64, prompt: &str| {
+            serde_json::json!({
+                "task": task, "id": id, "prompt": [prompt],
+                "response": ["**Environment Observation:**\nnext"],
+                "current_prompt": prompt, "system_str": "", "turn_idx": 1, "total_turns": 1,
+            })
+            .to_string()
+        };
+        let lines = [
+            row(
+                "web",
+                1,
+                "### Turn 1\n**Task:**\nBuy socks.\n\n**Current Page State:**\nRootWebArea 'Socks'\n\n**Action:**\n```python\nclick('3')\n```",
+            ),
+            row(
+                "android",
+                2,
+                "### Turn 1\n**Task:**\nTurn on wifi.\n\n**Current Screen State:**\n<hierarchy rotation=\"0\"/>\n\n**Action:**\n```json\n{\"action_type\": \"wait\"}\n```",
+            ),
+            row(
+                "web",
+                3,
+                "### Turn 1\n**Objective:**\nFind it.\n\n**Page:**\nRootWebArea 'X'\n\n**Action:**\n```python\nclick('4')\n```",
+            ),
+        ];
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let set = TaskSet::load(&path).expect("loads");
+        let tasks = set.tasks();
+        assert_eq!(tasks.len(), 3);
+        assert_eq!(tasks[0].goal.as_deref(), Some("Buy socks."));
+        assert_eq!(
+            tasks[0].initial.as_ref().map(|o| o.text.as_str()),
+            Some("RootWebArea 'Socks'")
+        );
+        assert_eq!(tasks[1].goal.as_deref(), Some("Turn on wifi."));
+        assert_eq!(
+            tasks[1].initial.as_ref().map(|o| o.text.as_str()),
+            Some("<hierarchy rotation=\"0\"/>")
+        );
+        assert_eq!((&tasks[2].goal, &tasks[2].initial), (&None, &None));
+        assert_eq!(set.warnings().len(), 1, "{:?}", set.warnings());
+        let w = &set.warnings()[0];
+        assert!(
+            w.starts_with("variants.jsonl: row 3 (trajectory `3`, web): no goal and no first state in the first turn's prompt (its headings: **Objective:**, **Page:**, **Action:**)"),
+            "{w}"
+        );
+    }
+
+    #[test]
     fn awb_sample_gives_goal_and_first_state() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
@@ -529,6 +645,8 @@ mod tests {
             .find(|t| t.domain == Domain::Terminal)
             .expect("terminal");
         assert!(terminal.initial.is_none());
+        // Text domains without a goal heading are not warned of.
+        assert_eq!(set.warnings(), &[] as &[String]);
         assert_eq!(set.domains().len(), 7);
         let two = set
             .clone()

@@ -1127,3 +1127,91 @@ fn steps_are_appended_to_the_recording_while_the_studio_edits_it() {
     assert_eq!(main, ["click('1')", "click('2')"]);
     assert_eq!(t.edges.len(), 3);
 }
+
+/// The next close frame's code, reading past anything else (the server
+/// may answer before it closes); `None` when the connection ends without one.
+async fn close_code(socket: &mut Socket) -> Option<u16> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("the server closes in time")
+        {
+            Some(Ok(Message::Close(frame))) => return frame.map(|f| u16::from(f.code)),
+            Some(Ok(_)) => continue,
+            Some(Err(_)) | None => return None,
+        }
+    }
+}
+
+#[test]
+fn what_the_socket_cannot_read_closes_it_with_its_code_and_bad_fields_say_what_was_given() {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+
+    let options = ServeEnvOptions::default();
+    let limit = options.max_message_bytes;
+    assert_eq!(limit, 16 * 1024 * 1024);
+    let server = start(Arc::new(CopyEngine), None, options);
+    runtime().block_on(async {
+        let mut s = connect(&server).await;
+        let e = ask(&mut s, json!({"type": 5})).await;
+        assert_eq!(e["data"]["code"], "UNKNOWN_TYPE");
+        assert_eq!(
+            e["data"]["message"],
+            "Unknown message type: `type` must be a string (reset, step, state, close), got a number (5)"
+        );
+        let e = ask(&mut s, json!({"data": {}})).await;
+        assert_eq!(
+            e["data"]["message"],
+            "Unknown message type: the message has no `type` (known: reset, step, state, close)"
+        );
+        let e = ask(&mut s, json!({"type": "dance"})).await;
+        assert_eq!(e["data"]["message"], "Unknown message type: dance");
+
+        // A text frame that is not UTF-8: 1007.
+        let bad = Frame::message(vec![b'{', 0xff, 0xfe, b'}'], OpCode::Data(Data::Text), true);
+        s.send(Message::Frame(bad)).await.expect("send");
+        assert_eq!(close_code(&mut s).await, Some(1007));
+
+        // One byte over the limit: 1009, read while the message is still
+        // being written (the server stops reading it at its header).
+        let s = connect(&server).await;
+        let (mut sink, mut stream) = s.split();
+        let writer = tokio::spawn(async move {
+            let big = "x".repeat(limit + 1);
+            let _ = sink.send(Message::Text(big.into())).await;
+            sink
+        });
+        let code = loop {
+            match tokio::time::timeout(Duration::from_secs(20), stream.next())
+                .await
+                .expect("the server closes in time")
+            {
+                Some(Ok(Message::Close(frame))) => break frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => continue,
+                Some(Err(_)) | None => break None,
+            }
+        };
+        assert_eq!(code, Some(1009));
+        writer.abort();
+
+        // The server goes on serving.
+        let mut s = connect(&server).await;
+        let r = ask(&mut s, json!({"type": "reset", "data": {"domain": "web"}})).await;
+        assert_eq!(r["type"], "observation", "{r}");
+
+        // An episode id of the wrong type says what was given.
+        let (status, e) = post(
+            &server,
+            "/step",
+            json!({"episode_id": 5, "action": {"action": "click('33')"}}),
+        )
+        .await;
+        assert_eq!(status, 422);
+        let detail = e["detail"].as_str().expect("detail");
+        assert!(
+            detail.starts_with("episode_id: expected a string") && detail.ends_with("got a number (5)"),
+            "{detail}"
+        );
+    });
+}

@@ -31,6 +31,10 @@
 //!   label wins (as for tags). `run_row_notes`: a row's free-text note, a
 //!   new record per edit; the newest live one wins and an empty text clears
 //!   it.
+//! - every query that reads one trajectory, state, turn or run reaches its
+//!   rows through an index (a key or one of the `CREATE INDEX` below), never
+//!   by scanning a table: its cost does not grow with the workspace
+//!   (`tests/query_plans.rs` checks each plan).
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -279,6 +283,15 @@ CREATE TABLE run_row_notes (
 CREATE INDEX run_row_notes_row ON run_row_notes (row_id, id);
 "#,
     },
+    Migration {
+        version: 6,
+        description: "index of edges by the state they lead to",
+        // The parent of a state (`get_turn`, reading the path to a state)
+        // was found by reading every edge of its trajectory.
+        sql: r#"
+CREATE INDEX edges_to_node ON edges (trajectory_id, to_node);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -298,6 +311,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 5);
+        assert_eq!(SCHEMA_VERSION, 6);
     }
 }

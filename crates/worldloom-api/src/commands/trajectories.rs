@@ -144,10 +144,19 @@ pub fn get_trajectory(
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let mut ws = studio.lock()?;
     let st = ws.load_trajectory(key)?;
-    let trajectory = all_summaries(&mut ws)?
-        .into_iter()
-        .find(|t| t.id == req.trajectory_id.trim())
+    // This trajectory's row, edges and tags alone, by key: the cost does
+    // not grow with the workspace (`docs/benchmarks.md`, "Workspace size").
+    let row = ws
+        .trajectory_row(key)?
         .ok_or_else(|| ApiError::not_found(format!("no trajectory {}", req.trajectory_id)))?;
+    let links = ws.live_edge_links_of(key)?;
+    let mut tags: Vec<String> = Vec::new();
+    for t in ws.tags_of(key)? {
+        if !tags.contains(&t.tag) {
+            tags.push(t.tag);
+        }
+    }
+    let trajectory = summary(&mut ws, &row, &links, &tags);
     let paths = live_branches(&st);
     let main = paths.first().cloned().unwrap_or(core::TreePath {
         nodes: vec![NodeId(0)],

@@ -303,37 +303,132 @@ fn group_rows(
 /// trajectory holds the task's goal and, in GUI domains, its first state).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PromptSections {
-    /// The `**Task Instruction:**` section, trimmed.
+    /// The goal section ([`GOAL_HEADINGS`]: `**Task Instruction:**`,
+    /// `**Task:**`, …), trimmed.
     pub goal: Option<String>,
-    /// The `**Current State:**` (or `**Initial State:**`) section, with
-    /// its line breaks kept and surrounding blank lines removed.
+    /// The state section (`**Current State:**`, `**Initial State:**`,
+    /// `**Current Page State:**`, `**Current Screen State:**`: see
+    /// [`is_state_heading`]), with its line breaks kept and surrounding
+    /// blank lines removed.
     pub state: Option<String>,
+    /// The name of every bold heading at the start of a line, in order
+    /// (`Task`, `Current Page State`, `Action`): what a warning about a
+    /// missing section can show.
+    pub headings: Vec<String>,
 }
 
-/// Reads the `**Task Instruction:**` and `**Current State:**` /
-/// `**Initial State:**` sections of a turn prompt (see
-/// [`crate::prompt::DEFAULT_GUI_TURN_TEMPLATE`]). A section runs to the
-/// next blank-line-separated `**…:**` heading (the state section to
-/// `**Action:**` or `**Last Action Error:**`, so a state may itself hold
-/// bold text); absent or blank sections are `None`.
-pub fn prompt_sections(prompt: &str) -> PromptSections {
-    fn section(prompt: &str, heading: &str, ends: &[&str]) -> Option<String> {
-        let at = prompt.find(heading)?;
-        let body = &prompt[at + heading.len()..];
-        let body = body.strip_prefix('\n').unwrap_or(body);
-        let end = ends
-            .iter()
-            .filter_map(|e| body.find(e))
-            .min()
-            .unwrap_or(body.len());
-        let text = body[..end].trim_matches('\n').trim_end();
-        (!text.trim().is_empty()).then(|| text.to_owned())
+/// The headings of a goal section, compared without case: the official
+/// template's `Task Instruction` and the variants AgentWorldBench rows of
+/// other sources write.
+pub const GOAL_HEADINGS: [&str; 5] = [
+    "task instruction",
+    "task",
+    "instruction",
+    "goal",
+    "task goal",
+];
+
+/// Whether a bold heading's name (`Current Page State` of
+/// `**Current Page State:**`) names a state section: `State` alone, or
+/// `Current …State` / `Initial …State` (any words between), without case.
+pub fn is_state_heading(name: &str) -> bool {
+    let name = name.trim().to_ascii_lowercase();
+    name == "state"
+        || (name.ends_with("state")
+            && (name.starts_with("current ") || name.starts_with("initial ")))
+}
+
+/// A bold heading at the start of a line: `**Name:**` or `**Name**:`.
+struct Heading<'a> {
+    /// Byte offset of the line's start.
+    at: usize,
+    /// The name, trimmed (`Task Instruction`).
+    name: &'a str,
+    /// Byte offset just past the heading.
+    body: usize,
+    /// The line before it is blank (or it opens the prompt).
+    after_blank: bool,
+}
+
+/// Every line of `prompt` that opens with a bold heading, in order.
+fn headings(prompt: &str) -> Vec<Heading<'_>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut previous_blank = true;
+    for line in prompt.split_inclusive('\n') {
+        let text = line.trim_end_matches(['\n', '\r']);
+        let lead = text.len() - text.trim_start_matches([' ', '\t']).len();
+        if let Some(rest) = text[lead..].strip_prefix("**") {
+            // `**Name:**` or `**Name**:`, the name on one line, short.
+            let found = rest
+                .find(":**")
+                .map(|end| (end, end + 3))
+                .into_iter()
+                .chain(rest.find("**:").map(|end| (end, end + 3)))
+                .min_by_key(|(end, _)| *end);
+            if let Some((end, past)) = found {
+                let name = rest[..end].trim();
+                if !name.is_empty() && name.len() <= 60 && !name.contains('*') {
+                    out.push(Heading {
+                        at,
+                        name,
+                        body: at + lead + 2 + past,
+                        after_blank: previous_blank,
+                    });
+                }
+            }
+        }
+        previous_blank = text.trim().is_empty();
+        at += line.len();
     }
-    let state_ends = ["\n\n**Action:**", "\n\n**Last Action Error:**"];
+    out
+}
+
+/// Reads the goal and the state sections of a turn prompt (see
+/// [`crate::prompt::DEFAULT_GUI_TURN_TEMPLATE`]): headings are bold at the
+/// start of a line, `**Name:**` or `**Name**:`; the goal is the first
+/// section under one of [`GOAL_HEADINGS`], the state the first under a
+/// heading [`is_state_heading`] accepts (`**Current State:**`,
+/// `**Initial State:**`, `**Current Page State:**`,
+/// `**Current Screen State:**`, …). A goal runs to the next heading after
+/// a blank line; a state to the next `**Action:**` or
+/// `**Last Action Error:**` heading after a blank line (so a state may
+/// itself hold bold text). Absent or blank sections are `None`. This is
+/// the one reader of these sections: `serve-env`'s tasks use it.
+pub fn prompt_sections(prompt: &str) -> PromptSections {
+    let found = headings(prompt);
+    let section = |i: usize, ends: &dyn Fn(&str) -> bool| -> Option<String> {
+        let start = found[i].body;
+        let end = found[i + 1..]
+            .iter()
+            .find(|h| h.after_blank && ends(h.name))
+            .map_or(prompt.len(), |h| h.at);
+        let body = &prompt[start..end.max(start)];
+        let body = body.trim_start_matches([' ', '\t']);
+        let body = body
+            .strip_prefix("\r\n")
+            .or_else(|| body.strip_prefix('\n'))
+            .unwrap_or(body);
+        let text = body.trim_matches(['\n', '\r']).trim_end();
+        (!text.trim().is_empty()).then(|| text.to_owned())
+    };
+    let is_goal = |name: &str| GOAL_HEADINGS.iter().any(|g| name.eq_ignore_ascii_case(g));
+    let goal = found
+        .iter()
+        .position(|h| is_goal(h.name))
+        .and_then(|i| section(i, &|_| true))
+        .map(|g| g.trim().to_owned());
+    let state_end = |name: &str| {
+        name.eq_ignore_ascii_case("action") || name.eq_ignore_ascii_case("last action error")
+    };
+    let state = found
+        .iter()
+        .position(|h| is_state_heading(h.name))
+        .and_then(|i| section(i, &state_end));
     PromptSections {
-        goal: section(prompt, "**Task Instruction:**", &["\n\n**"]).map(|g| g.trim().to_owned()),
-        state: section(prompt, "**Current State:**", &state_ends)
-            .or_else(|| section(prompt, "**Initial State:**", &state_ends)),
+        goal,
+        state,
+        headings: found.iter().map(|h| h.name.to_owned()).collect(),
     }
 }
 
@@ -733,9 +828,37 @@ mod tests {
             Some("RootWebArea 'Mugs'\n\t[21] link 'Cart (0)'")
         );
         let text = prompt_sections("### Turn 1\n**Action:**\n```bash\nls\n```");
-        assert_eq!(text, PromptSections::default());
+        assert_eq!((text.goal, text.state), (None, None));
+        assert_eq!(text.headings, ["Action"]);
         let initial = prompt_sections("**Initial State:**\n$ \n\n**Action:**\nls");
         assert_eq!(initial.state.as_deref(), Some("$"));
+    }
+
+    #[test]
+    fn prompt_sections_read_the_heading_variants_of_other_sources() {
+        let page = "### Turn 1\n**Task:**\nBuy two mugs.\n\n**Current Page State:**\nRootWebArea 'Mugs'\n**bold** text\n\n**Action:**\nclick('3')";
+        let s = prompt_sections(page);
+        assert_eq!(s.goal.as_deref(), Some("Buy two mugs."));
+        assert_eq!(
+            s.state.as_deref(),
+            Some("RootWebArea 'Mugs'\n**bold** text")
+        );
+        let screen = "**Task:** Turn on wifi\n\n**Current Screen State:**\n<hierarchy/>\n\n**Last Action Error:**\nnone\n\n**Action:**\n{}";
+        let s = prompt_sections(screen);
+        assert_eq!(s.goal.as_deref(), Some("Turn on wifi"));
+        assert_eq!(s.state.as_deref(), Some("<hierarchy/>"));
+        let other = prompt_sections(
+            "**Goal**:\r\nFind it\r\n\r\n**current state:**\r\n$ ls\r\n\r\n**Action:**\r\nls",
+        );
+        assert_eq!(other.goal.as_deref(), Some("Find it"));
+        assert_eq!(other.state.as_deref(), Some("$ ls"));
+        // Headings only count at the start of a line.
+        let inline = prompt_sections("Say **Task:** here\n\n**Action:**\nls");
+        assert_eq!((inline.goal, inline.state), (None, None));
+        assert_eq!(inline.headings, ["Action"]);
+        assert!(is_state_heading("Current Screen State"));
+        assert!(!is_state_heading("Statement"));
+        assert!(!is_state_heading("Current Action"));
     }
 
     use super::*;

@@ -118,6 +118,22 @@ pub fn is_workspace_file(path: &Path) -> bool {
     app_id == APPLICATION_ID || app_id == 0
 }
 
+/// The SQL statements a workspace handle ran since
+/// [`Workspace::log_statements`], in order; clones share one log.
+#[derive(Debug, Clone, Default)]
+pub struct StatementLog(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl StatementLog {
+    /// The statements logged since the last call, in order, and empties the
+    /// log.
+    pub fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut statements| std::mem::take(&mut *statements))
+            .unwrap_or_default()
+    }
+}
+
 /// An open workspace file. One handle holds one connection; share it between
 /// threads behind a mutex.
 #[derive(Debug)]
@@ -294,6 +310,67 @@ impl Workspace {
         let out = f(&tx, &err)?;
         tx.commit().map_err(&err)?;
         Ok(out)
+    }
+
+    /// Starts recording the text of every SQL statement this handle runs
+    /// (SQLite's statement trace; parameters left as `?N`), for checking
+    /// their query plans ([`Workspace::full_scans`]); returns the log,
+    /// which fills until the handle is dropped. Costs a callback per
+    /// statement: for tests and benchmarks, not for serving.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] when SQLite refuses the trace.
+    pub fn log_statements(&mut self) -> Result<StatementLog> {
+        let log = StatementLog::default();
+        let sink = log.0.clone();
+        let trace = move |event: rusqlite::trace::TraceEvent<'_>| {
+            // A trigger's run is reported as an `-- …` comment: not a
+            // statement of its own.
+            if let rusqlite::trace::TraceEvent::Stmt(_, sql) = event
+                && !sql.trim_start().starts_with("--")
+                && let Ok(mut statements) = sink.lock()
+            {
+                statements.push(sql.to_owned());
+            }
+        };
+        self.conn
+            .trace_v2(
+                rusqlite::trace::TraceEventCodes::SQLITE_TRACE_STMT,
+                Some(trace),
+            )
+            .map_err(self.sql_err("starting a statement trace"))?;
+        Ok(log)
+    }
+
+    /// The lines of SQLite's plan for `sql` (`EXPLAIN QUERY PLAN`) that read
+    /// a whole table (`SCAN t`, `SCAN t USING INDEX …`); empty when every
+    /// table is reached through a key or an index (`SEARCH …`), so that
+    /// the statement costs the same however many rows the tables hold.
+    /// `SCAN CONSTANT ROW` and searches of a full-text index are not scans
+    /// of a table. Parameters are left unbound (the plan does not depend on
+    /// them).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] when `sql` does not prepare.
+    pub fn full_scans(&self, sql: &str) -> Result<Vec<String>> {
+        let err = self.sql_err("explaining a query");
+        let plan = (|| {
+            let mut stmt = self.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+            // Every parameter NULL: rusqlite wants them all bound.
+            let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+            let lines =
+                stmt.query_map(rusqlite::params_from_iter(nulls), |r| r.get::<_, String>(3))?;
+            lines.collect::<rusqlite::Result<Vec<String>>>()
+        })()
+        .map_err(err)?;
+        Ok(plan
+            .into_iter()
+            .filter(|line| {
+                line.starts_with("SCAN ")
+                    && line != "SCAN CONSTANT ROW"
+                    && !line.contains("VIRTUAL TABLE")
+            })
+            .collect())
     }
 
     /// Runs SQLite's `PRAGMA integrity_check`; `Ok(())` when it reports `ok`.

@@ -172,11 +172,47 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn tags(&self) -> Result<Vec<TagRecord>> {
+        self.tags_where("1", [])
+    }
+
+    /// The tags currently set on one trajectory or its nodes (its part of
+    /// [`Workspace::tags`], read alone by key).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn tags_of(&self, key: TrajectoryKey) -> Result<Vec<TagRecord>> {
+        self.tags_where("g.trajectory_id = ?1", params![key.0])
+    }
+
+    /// The live trajectories of source format `source_format` that never
+    /// had `tag` on the trajectory itself: no record of it, set or cleared
+    /// (a tag cleared by hand leaves a record, so it is not listed). In
+    /// import order. Reads every trajectory of that format: for a check
+    /// when a program starts, not for views.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn never_tagged(&self, source_format: &str, tag: &str) -> Result<Vec<TrajectoryKey>> {
+        self.query_all(
+            "SELECT t.id FROM trajectories t JOIN changes c ON c.id = t.change_id
+             WHERE c.state = 'applied' AND t.source_format = ?1
+               AND NOT EXISTS (SELECT 1 FROM tags g JOIN changes gc ON gc.id = g.change_id
+                               WHERE g.trajectory_id = t.id AND g.node_id IS NULL AND g.tag = ?2
+                                 AND gc.state = 'applied')
+             ORDER BY t.id",
+            params![source_format, tag.trim()],
+            "finding untagged trajectories",
+            |r| Ok(TrajectoryKey(r.get(0)?)),
+        )
+    }
+
+    /// The tags `filter` (an SQL condition on `g`, the `tags` row) selects.
+    fn tags_where(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<TagRecord>> {
         let rows = self.query_all(
-            "SELECT g.trajectory_id, g.node_id, g.tag, g.present FROM tags g JOIN changes c ON c.id = g.change_id
+            &format!("SELECT g.trajectory_id, g.node_id, g.tag, g.present FROM tags g JOIN changes c ON c.id = g.change_id
              JOIN trajectories t ON t.id = g.trajectory_id JOIN changes tc ON tc.id = t.change_id
-             WHERE c.state = 'applied' AND tc.state = 'applied' ORDER BY g.id",
-            [],
+             WHERE c.state = 'applied' AND tc.state = 'applied' AND {filter} ORDER BY g.id"),
+            args,
             "reading tags",
             |r| {
                 Ok((

@@ -342,12 +342,18 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`]; [`StoreError::Invalid`] for an unknown mode.
     pub fn list_runs(&self) -> Result<Vec<RunRecord>> {
+        self.runs_where("1", [])
+    }
+
+    /// The live runs `filter` (an SQL condition on `r`, the `runs` row)
+    /// selects, oldest first.
+    fn runs_where(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<RunRecord>> {
         let rows = self.query_all(
-            "SELECT r.id, r.name, r.engine, r.source_path, r.source_sha256, r.mode, r.created_at,
+            &format!("SELECT r.id, r.name, r.engine, r.source_path, r.source_sha256, r.mode, r.created_at,
                     (SELECT count(*) FROM run_rows w WHERE w.run_id = r.id),
                     (SELECT count(*) FROM run_rows w WHERE w.run_id = r.id AND w.judged = 1)
-             FROM runs r JOIN changes c ON c.id = r.change_id WHERE c.state = 'applied' ORDER BY r.id",
-            [],
+             FROM runs r JOIN changes c ON c.id = r.change_id WHERE c.state = 'applied' AND {filter} ORDER BY r.id"),
+            args,
             "listing runs",
             |r| {
                 Ok((
@@ -388,9 +394,9 @@ impl Workspace {
     /// [`StoreError::NotFound`] for an unknown or undone run;
     /// [`StoreError::Sqlite`].
     pub fn run(&self, id: RunId) -> Result<RunRecord> {
-        self.list_runs()?
+        self.runs_where("r.id = ?1", params![id.0])?
             .into_iter()
-            .find(|r| r.id == id)
+            .next()
             .ok_or_else(|| StoreError::NotFound(format!("no run {} in this workspace", id.0)))
     }
 
@@ -611,14 +617,33 @@ impl Workspace {
         &self,
         run: Option<RunId>,
     ) -> Result<std::collections::BTreeMap<i64, Vec<String>>> {
-        let rows = self.query_all(
-            "SELECT l.row_id, l.label, l.present FROM run_row_labels l JOIN changes c ON c.id = l.change_id
-             JOIN run_rows w ON w.id = l.row_id
-             WHERE c.state = 'applied' AND (?1 IS NULL OR w.run_id = ?1) ORDER BY l.id",
-            params![run.map(|r| r.0)],
-            "reading run row labels",
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?)),
-        )?;
+        // Two statements, not one with `?1 IS NULL OR …`: that form keeps
+        // SQLite from reaching one run's labels through its rows' index and
+        // scans every label of every run.
+        let map = |r: &rusqlite::Row<'_>| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, bool>(2)?,
+            ))
+        };
+        let rows = match run {
+            Some(run) => self.query_all(
+                "SELECT l.row_id, l.label, l.present FROM run_rows w
+                 JOIN run_row_labels l ON l.row_id = w.id JOIN changes c ON c.id = l.change_id
+                 WHERE w.run_id = ?1 AND c.state = 'applied' ORDER BY l.id",
+                params![run.0],
+                "reading run row labels",
+                map,
+            )?,
+            None => self.query_all(
+                "SELECT l.row_id, l.label, l.present FROM run_row_labels l JOIN changes c ON c.id = l.change_id
+                 WHERE c.state = 'applied' ORDER BY l.id",
+                [],
+                "reading run row labels",
+                map,
+            )?,
+        };
         let mut out: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
         for (row, label, present) in rows {
             let labels = out.entry(row).or_default();
@@ -677,14 +702,25 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn row_notes(&self, run: Option<RunId>) -> Result<std::collections::BTreeMap<i64, String>> {
-        let rows = self.query_all(
-            "SELECT n.row_id, n.text FROM run_row_notes n JOIN changes c ON c.id = n.change_id
-             JOIN run_rows w ON w.id = n.row_id
-             WHERE c.state = 'applied' AND (?1 IS NULL OR w.run_id = ?1) ORDER BY n.id",
-            params![run.map(|r| r.0)],
-            "reading run row notes",
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
-        )?;
+        // Two statements, as in `row_labels`.
+        let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?));
+        let rows = match run {
+            Some(run) => self.query_all(
+                "SELECT n.row_id, n.text FROM run_rows w
+                 JOIN run_row_notes n ON n.row_id = w.id JOIN changes c ON c.id = n.change_id
+                 WHERE w.run_id = ?1 AND c.state = 'applied' ORDER BY n.id",
+                params![run.0],
+                "reading run row notes",
+                map,
+            )?,
+            None => self.query_all(
+                "SELECT n.row_id, n.text FROM run_row_notes n JOIN changes c ON c.id = n.change_id
+                 WHERE c.state = 'applied' ORDER BY n.id",
+                [],
+                "reading run row notes",
+                map,
+            )?,
+        };
         let mut out: std::collections::BTreeMap<i64, String> = Default::default();
         for (row, text) in rows {
             out.insert(row, text);

@@ -100,6 +100,27 @@ impl Workspace {
         trajectory: &Trajectory,
         source_sha256: Option<&str>,
     ) -> Result<TrajectoryKey> {
+        self.import_trajectory_tagged(trajectory, source_sha256, &[])
+    }
+
+    /// As [`import_trajectory`](Self::import_trajectory), with `tags` set on
+    /// the new trajectory in the same change: one transaction, so a crash
+    /// never leaves the trajectory without its tags (undoing the import
+    /// removes both).
+    ///
+    /// # Errors
+    /// As [`import_trajectory`](Self::import_trajectory);
+    /// [`StoreError::Invalid`] for an empty tag.
+    pub fn import_trajectory_tagged(
+        &mut self,
+        trajectory: &Trajectory,
+        source_sha256: Option<&str>,
+        tags: &[&str],
+    ) -> Result<TrajectoryKey> {
+        let tags: Vec<&str> = tags.iter().map(|t| t.trim()).collect();
+        if tags.iter().any(|t| t.is_empty()) {
+            return Err(StoreError::Invalid("a tag must not be empty".into()));
+        }
         trajectory
             .validate()
             .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
@@ -113,11 +134,19 @@ impl Workspace {
         );
         self.with_change("import", None, &summary, |tx, change| {
             let key = insert_trajectory(tx, &path, trajectory, source_sha256, change)?;
+            let err = tx_err(&path, "importing a trajectory");
             tx.execute(
                 "UPDATE changes SET trajectory_id = ?1 WHERE id = ?2",
                 params![key, change.0],
             )
-            .map_err(tx_err(&path, "importing a trajectory"))?;
+            .map_err(&err)?;
+            for tag in &tags {
+                tx.execute(
+                    "INSERT INTO tags (trajectory_id, node_id, tag, present, change_id) VALUES (?1, NULL, ?2, 1, ?3)",
+                    params![key, tag, change.0],
+                )
+                .map_err(&err)?;
+            }
             Ok(TrajectoryKey(key))
         })
     }
@@ -198,7 +227,30 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn list_trajectories(&self) -> Result<Vec<TrajectoryRow>> {
-        let sql = "
+        self.trajectory_rows("1", [])
+    }
+
+    /// One live trajectory as [`Workspace::list_trajectories`] lists it;
+    /// `None` for an unknown key or an undone import. Reads that row alone
+    /// (by key), so it costs the same in any workspace.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn trajectory_row(&self, key: TrajectoryKey) -> Result<Option<TrajectoryRow>> {
+        Ok(self
+            .trajectory_rows("t.id = ?1", params![key.0])?
+            .into_iter()
+            .next())
+    }
+
+    /// The live trajectories `filter` (an SQL condition on `t`) selects.
+    fn trajectory_rows(
+        &self,
+        filter: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<TrajectoryRow>> {
+        let sql = format!(
+            "
             SELECT t.id, t.ext_id, t.domain, t.source_format, t.source_path, t.goal, t.source_sha256, t.imported_at,
               (SELECT count(*) FROM predictions p JOIN changes pc ON pc.id = p.change_id
                  WHERE p.trajectory_id = t.id AND pc.state = 'applied'),
@@ -207,8 +259,9 @@ impl Workspace {
               (SELECT min(m.score) FROM metric_results m WHERE m.trajectory_id = t.id AND m.id IN
                  (SELECT max(id) FROM metric_results WHERE trajectory_id = t.id GROUP BY node_id, subject, producer))
             FROM trajectories t JOIN changes c ON c.id = t.change_id
-            WHERE c.state = 'applied' ORDER BY t.id";
-        let rows = self.query_all(sql, [], "listing trajectories", |r| {
+            WHERE c.state = 'applied' AND {filter} ORDER BY t.id"
+        );
+        let rows = self.query_all(&sql, args, "listing trajectories", |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
@@ -258,10 +311,32 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn live_edge_links(&self) -> Result<BTreeMap<TrajectoryKey, Vec<EdgeLink>>> {
+        self.edge_links_where("1", [])
+    }
+
+    /// The live edges of one trajectory as `(from, to)` pairs, in id order
+    /// (its entry of [`Workspace::live_edge_links`], read alone).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn live_edge_links_of(&self, key: TrajectoryKey) -> Result<Vec<EdgeLink>> {
+        Ok(self
+            .edge_links_where("e.trajectory_id = ?1", params![key.0])?
+            .remove(&key)
+            .unwrap_or_default())
+    }
+
+    /// The live edges `filter` (an SQL condition on `e`) selects, by
+    /// trajectory.
+    fn edge_links_where(
+        &self,
+        filter: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<BTreeMap<TrajectoryKey, Vec<EdgeLink>>> {
         let rows = self.query_all(
-            "SELECT e.trajectory_id, e.edge_id, e.from_node, e.to_node FROM edges e
-             JOIN changes c ON c.id = e.change_id WHERE c.state = 'applied' ORDER BY e.trajectory_id, e.edge_id",
-            [],
+            &format!("SELECT e.trajectory_id, e.edge_id, e.from_node, e.to_node FROM edges e
+             JOIN changes c ON c.id = e.change_id WHERE c.state = 'applied' AND {filter} ORDER BY e.trajectory_id, e.edge_id"),
+            args,
             "reading edges",
             |r| {
                 Ok((
