@@ -168,6 +168,12 @@ fn eval_copy_then_score() {
     );
     assert_eq!(rows[1]["wl_metrics"]["exact"], true);
     assert_eq!(rows[3]["wl_observation"], "a.txt");
+    // The copy is the observation of the state the action is taken from
+    // (`response[turn − 1]`), without the AgentWorldBench marker.
+    assert_eq!(
+        rows[3]["gen"],
+        "<predicted_observation>\na.txt\n</predicted_observation>"
+    );
     assert_eq!(rows[0]["wl_status"], "error");
 
     let s = worldloom(&["score", out.to_str().unwrap()]);

@@ -912,15 +912,19 @@ fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
     );
 }
 
-/// The copy baseline, keeping the chats it was sent.
-struct Capturing(std::sync::Mutex<Vec<Vec<worldloom_core::ChatMessage>>>);
+/// The copy baseline, keeping the chats it was sent and the current
+/// observations they came with.
+struct Capturing(std::sync::Mutex<Vec<(Vec<worldloom_core::ChatMessage>, Option<String>)>>);
 impl WorldModel for Capturing {
     fn name(&self) -> String {
         "copy".into()
     }
     fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
         if let Ok(mut seen) = self.0.lock() {
-            seen.push(request.messages.clone());
+            seen.push((
+                request.messages.clone(),
+                request.current_observation.clone(),
+            ));
         }
         CopyEngine.predict(request)
     }
@@ -1018,6 +1022,11 @@ fn a_tagged_branch_starts_at_its_fork_point() {
     server.stop();
     let sent = engine.0.lock().expect("lock").clone();
     assert_eq!(sent.len(), 1);
+    // The current observation: the state the action is taken from (turn
+    // 1's, where the episode started), as the history shows it.
+    assert_eq!(sent[0].1.as_deref(), Some(turn1.text.as_str()));
+    let sent: Vec<Vec<worldloom_core::ChatMessage>> =
+        sent.into_iter().map(|(chat, _)| chat).collect();
     assert_eq!(
         sent[0][0].content.as_str(),
         web.system_prompt.as_deref().expect("a system prompt")
