@@ -144,7 +144,7 @@ mod tests {
             trajectory: Trajectory::new(
                 "t",
                 Domain::Terminal,
-                Some(Observation::new(Representation::Text, "$ ")),
+                Some(Observation::new(Representation::Text, "$")),
             ),
             actions: vec!["ls", "pwd", "whoami"],
             copied: Vec::new(),
@@ -154,7 +154,7 @@ mod tests {
         assert_eq!((end.done, end.stopped), (3, false));
         // Every turn copied the state before it: the initial one, then the
         // chosen copies.
-        assert_eq!(tree.copied, vec![Some("$ ".to_owned()); 3]);
+        assert_eq!(tree.copied, vec![Some("$".to_owned()); 3]);
         let leaf = tree.trajectory.node(end.at).expect("leaf");
         assert!(leaf.chosen_prediction.is_some());
         assert_eq!(
