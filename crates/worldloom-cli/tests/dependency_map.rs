@@ -396,8 +396,10 @@ fn the_map_reads_as_architecture_md_draws_it() {
     assert!(may_reach(CORE).is_empty());
     assert_eq!(
         may_reach(STUDIO),
-        BTreeSet::from([API, CORE, OBS, STORE, ENGINE, EVAL])
+        BTreeSet::from([API, CORE, OBS, STORE, ENGINE, PREDICT, EVAL])
     );
+    // The use-case layer knows the engines and core, nothing above.
+    assert_eq!(may_reach(PREDICT), BTreeSet::from([CORE, ENGINE]));
     assert!(!may_reach(ENGINE).contains(STORE));
     assert!(!may_reach(STORE).contains(ENGINE));
     // Families match whole names and dash-separated prefixes only.
