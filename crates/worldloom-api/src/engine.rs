@@ -13,15 +13,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use worldloom_engine::baseline::CopyEngine;
 use worldloom_engine::loading::{
     available_memory_bytes, estimate_memory, estimate_memory_gguf, is_gguf_path, parse_device,
     parse_dtype, read_config,
 };
 use worldloom_engine::local_model::{TokenizerSource, gguf_has_tokenizer, tokenizer_source};
-use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::openai::OpenAiConfig;
 use worldloom_engine::qwen3_5_moe::gguf::Qwen35MoeGguf;
 use worldloom_engine::{GenerationParams, WorldModel};
+use worldloom_predict::engines::{EngineSpec, OpenAiSpec, build_engine};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::keys::{KEYRING_SERVICE, KeyStore};
@@ -229,20 +229,16 @@ fn forget(studio: &Studio) {
     }
 }
 
-/// Creates the engine for `settings` (a local model loads here: slow).
-pub(crate) fn create(
-    settings: &EngineSettings,
-    keys: &dyn KeyStore,
-) -> Result<LoadedEngine, String> {
+/// The engine builder's spec of `settings` (`worldloom_predict::engines`):
+/// an endpoint's key is read from the key store here when the settings say
+/// so (never from or into the workspace).
+///
+/// # Errors
+/// A baseline this studio does not run; no key in the key store.
+pub(crate) fn spec(settings: &EngineSettings, keys: &dyn KeyStore) -> Result<EngineSpec, String> {
     match settings {
         EngineSettings::Baseline { name } => match name.as_str() {
-            "copy" => Ok(LoadedEngine {
-                settings: settings.clone(),
-                model: Arc::new(CopyEngine),
-                name: "copy".into(),
-                description: "copy baseline: predicts the current state unchanged".into(),
-                memory_estimate_bytes: None,
-            }),
+            "copy" => Ok(EngineSpec::Copy),
             other => Err(format!(
                 "settings.name: `{other}` is not a baseline this studio runs (known: copy)"
             )),
@@ -256,55 +252,63 @@ pub(crate) fn create(
             keyring_account,
         } => {
             let from_keyring = *key_source == Some(KeySource::Keyring);
-            let config = OpenAiConfig {
-                base_url: base_url.clone(),
-                model: model.clone(),
-                api_key_env: if from_keyring {
-                    None
-                } else {
-                    api_key_env.clone().filter(|v| !v.trim().is_empty())
-                },
-                deadline_ms: step_deadline_s.map(|s| u64::from(s) * 1000),
-                ..OpenAiConfig::default()
-            };
-            let mut engine = OpenAiEngine::new(config).map_err(|e| e.to_string())?;
-            if from_keyring {
+            let api_key = if from_keyring {
                 let account = keyring_account_of(base_url, keyring_account.as_deref());
                 match keys.get(account)? {
-                    Some(key) if !key.is_empty() => engine = engine.with_api_key(key),
+                    Some(key) if !key.is_empty() => Some(key),
                     _ => {
                         return Err(format!(
                             "no API key in the OS keyring for account `{account}` (service `{KEYRING_SERVICE}`): store one with set_endpoint_key"
                         ));
                     }
                 }
-            }
-            let description = format!("{model} at {}", engine.api_base());
-            Ok(LoadedEngine {
-                settings: settings.clone(),
-                name: engine.name(),
-                model: Arc::new(engine),
-                description,
-                memory_estimate_bytes: None,
-            })
+            } else {
+                None
+            };
+            Ok(EngineSpec::Openai(OpenAiSpec {
+                base_urls: vec![base_url.clone()],
+                config: OpenAiConfig {
+                    model: model.clone(),
+                    api_key_env: if from_keyring {
+                        None
+                    } else {
+                        api_key_env.clone().filter(|v| !v.trim().is_empty())
+                    },
+                    deadline_ms: step_deadline_s.map(|s| u64::from(s) * 1000),
+                    ..OpenAiConfig::default()
+                },
+                api_key,
+                check_model: false,
+            }))
         }
         EngineSettings::Local {
             model_dir,
             device,
             dtype,
-        } => {
-            let dir = Path::new(model_dir);
-            let local = load_local_model(dir, device, Some(dtype_name(*dtype)))
-                .map_err(|e| e.to_string())?;
-            Ok(LoadedEngine {
-                settings: settings.clone(),
-                name: local.name,
-                description: local.description,
-                memory_estimate_bytes: Some(local.memory_estimate_bytes),
-                model: Arc::new(local.engine),
-            })
-        }
+        } => Ok(EngineSpec::Local {
+            path: Path::new(model_dir).to_path_buf(),
+            device: device.clone(),
+            dtype: Some(dtype_name(*dtype).to_owned()),
+            name: None,
+        }),
     }
+}
+
+/// Creates the engine for `settings` through the one engine builder
+/// (`worldloom_predict::engines::build_engine`; a local model loads here:
+/// slow).
+pub(crate) fn create(
+    settings: &EngineSettings,
+    keys: &dyn KeyStore,
+) -> Result<LoadedEngine, String> {
+    let built = build_engine(spec(settings, keys)?).map_err(|e| e.to_string())?;
+    Ok(LoadedEngine {
+        settings: settings.clone(),
+        model: built.model,
+        name: built.name,
+        description: built.description,
+        memory_estimate_bytes: built.memory_estimate_bytes,
+    })
 }
 
 fn lock_slot(studio: &Studio) -> Result<std::sync::MutexGuard<'_, EngineSlot>, ApiError> {

@@ -63,6 +63,8 @@ struct Inner {
     jobs: Mutex<BTreeMap<String, Arc<stepping::Job>>>,
     run_jobs: Mutex<run_jobs::JobTable>,
     next_job: AtomicU64,
+    /// Trajectories read by steps (`stepping`: one read per step).
+    step_reads: AtomicU64,
     keys: Mutex<Arc<dyn keys::KeyStore>>,
     /// The parsed trees of the turn shown last (`get_turn`), for
     /// `get_tree_rows` and `search_tree`.
@@ -97,6 +99,7 @@ impl Studio {
                 jobs: Mutex::new(BTreeMap::new()),
                 run_jobs: Mutex::new(run_jobs::JobTable::default()),
                 next_job: AtomicU64::new(1),
+                step_reads: AtomicU64::new(0),
                 keys: Mutex::new(Arc::new(keys::OsKeyStore)),
                 trees: Mutex::new(None),
             }),

@@ -3,12 +3,13 @@
 //! `start_run` predicts every turn of a selection of trajectories (or of a
 //! dataset file, imported first) with an engine: the studio's own or one
 //! given with the request (`engine::create`, the engine settings dialog's
-//! kinds). Each turn's prompt is the one `step` sends
-//! (`worldloom_core::build_messages`, teacher-forced from the real
-//! observations, or free-running from this run's own earlier predictions of
-//! the trajectory, whose turns then go in order), drained with
-//! `worldloom_engine::collect` and recorded with `prediction_record`, so a
-//! row's prediction carries the same provenance as a stepped one. The run
+//! kinds). Each turn is predicted by the use-case layer `step` uses
+//! (`worldloom_predict::turn::predict_turn`: the same prompt, teacher-forced
+//! from the real observations or free-running from this run's own earlier
+//! predictions of the trajectory, whose turns then go in order; the same
+//! current observation; the same record), so a row's prediction carries the
+//! same provenance as a stepped one. Rows are worked on by the layer's
+//! worker pool (`worldloom_predict::workers`). The run
 //! exists in the workspace from the start (`Workspace::create_run`, one
 //! undoable change) and grows by one row per finished turn
 //! (`Workspace::append_run_rows`), so the Runs view shows it while it runs
@@ -31,7 +32,7 @@
 //! resume does them again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,15 +41,16 @@ use serde_json::{Map, Value};
 use worldloom_core as core;
 use worldloom_core::formats::run::RunRow;
 use worldloom_core::{ContextMode, NodeId, Prediction, PredictionId, Trajectory};
-use worldloom_engine::{
-    CancelToken, CollectError, GenerationParams, PredictRequest, StopReason, collect,
-};
+use worldloom_engine::{CancelToken, CollectError, GenerationParams, StopReason};
+use worldloom_predict::rollout::keep_chosen;
+use worldloom_predict::turn::{PredictError, Stop};
+use worldloom_predict::workers;
 use worldloom_store::{NewRun, RunId, TrajectoryKey};
 
 use crate::engine::{self, LoadedEngine};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::parse_trajectory_id;
-use crate::stepping::{SETTINGS_FIELD, prediction_record};
+use crate::stepping::SETTINGS_FIELD;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
@@ -261,23 +263,19 @@ fn parse_run_id(id: &str) -> Result<RunId, ApiError> {
     })
 }
 
-/// Runs `work` on every item with up to `concurrency` threads; no new item
-/// starts once `stop` is set.
+/// Runs `work` on every item with up to `concurrency` threads (the
+/// layer's worker pool); no new item starts once `stop` is set.
 fn parallel<T: Sync>(items: &[T], concurrency: u32, stop: &AtomicBool, work: impl Fn(&T) + Sync) {
-    let next = AtomicUsize::new(0);
-    let threads = (concurrency.max(1) as usize).min(items.len().max(1));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while !stop.load(Ordering::SeqCst) {
-                    let Some(item) = items.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    work(item);
-                }
-            });
-        }
-    });
+    workers::for_each(
+        items,
+        concurrency as usize,
+        stop,
+        |item| {
+            work(item);
+            None::<()>
+        },
+        |()| {},
+    );
 }
 
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> {
@@ -386,7 +384,7 @@ fn plan_work(
 }
 
 /// What one turn's prediction came to; `None` when it was cancelled.
-fn predict_turn(
+fn predict_row(
     engine: &LoadedEngine,
     params: &GenerationParams,
     t: &Trajectory,
@@ -407,33 +405,27 @@ fn predict_turn(
         judge: None,
         latency_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
     };
-    let options = core::PromptOptions {
+    let predicted = match worldloom_predict::predict_turn(
+        engine.model.as_ref(),
+        t,
+        node,
         mode,
-        ..core::PromptOptions::default()
+        BTreeMap::new(),
+        params,
+        Stop::on(cancel),
+        |_| {},
+    ) {
+        Ok(p) if p.collected.stats.stop_reason == Some(StopReason::Cancelled) => return None,
+        Ok(p) => p,
+        Err(PredictError::Collect(CollectError::Cancelled | CollectError::DeadlineExceeded)) => {
+            return None;
+        }
+        Err(PredictError::Collect(CollectError::Engine(e))) => {
+            return Some(error_row(e.to_string()));
+        }
+        Err(e @ PredictError::Prompt(_)) => return Some(error_row(e.to_string())),
     };
-    let messages = match core::build_messages(t, node, &options) {
-        Ok(m) => m,
-        Err(e) => return Some(error_row(format!("cannot build the prompt: {e}"))),
-    };
-    let mut request = PredictRequest::new(messages, params.clone());
-    request.current_observation = t
-        .node(node)
-        .and_then(|n| n.parent_edge)
-        .and_then(|e| t.edge(e))
-        .and_then(|e| core::prompt::context_observation(t, e.from, mode))
-        .map(|o| o.text);
-    let collected = match engine
-        .model
-        .predict(request)
-        .map_err(CollectError::from)
-        .and_then(|s| collect(s, cancel, None, |_| {}))
-    {
-        Ok(c) if c.stats.stop_reason == Some(StopReason::Cancelled) => return None,
-        Ok(c) => c,
-        Err(CollectError::Cancelled | CollectError::DeadlineExceeded) => return None,
-        Err(CollectError::Engine(e)) => return Some(error_row(e.to_string())),
-    };
-    let mut record = prediction_record(&engine.name, t, node, params, mode, &collected);
+    let mut record = predicted.record;
     if let Ok(v) = serde_json::to_value(&engine.settings) {
         record.extra.insert(SETTINGS_FIELD.into(), v);
     }
@@ -501,7 +493,7 @@ fn run_thread(
             parallel(&items, concurrency, &job.stop, |&(i, node, turn)| {
                 let w = &work[i];
                 if let Some(row) =
-                    predict_turn(&engine, &params, &w.trajectory, node, turn, mode, &cancel)
+                    predict_row(&engine, &params, &w.trajectory, node, turn, mode, &cancel)
                 {
                     store_row(&studio, &job, w, &row, &first_error);
                 }
@@ -521,21 +513,15 @@ fn run_thread(
                     if job.stop.load(Ordering::SeqCst) {
                         break;
                     }
-                    let Some(row) = predict_turn(&engine, &params, &t, node, turn, mode, &cancel)
+                    let Some(row) = predict_row(&engine, &params, &t, node, turn, mode, &cancel)
                     else {
                         break;
                     };
                     let Some(_) = store_row(&studio, &job, w, &row, &first_error) else {
                         break;
                     };
-                    if let Some(n) = t.nodes.get_mut(node.0 as usize) {
-                        let id = PredictionId(
-                            n.predictions.iter().map(|p| p.id.0 + 1).max().unwrap_or(0),
-                        );
-                        let mut p = row.prediction.clone();
-                        p.id = id;
-                        n.predictions.push(p);
-                        n.chosen_prediction = Some(id);
+                    if keep_chosen(&mut t, node, row.prediction.clone()).is_err() {
+                        break;
                     }
                 }
             });

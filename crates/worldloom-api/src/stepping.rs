@@ -1,27 +1,33 @@
 //! Prompt preview, streaming steps, cancellation and rollouts.
 //!
-//! A step runs on its own thread: it builds the prompt
-//! (`worldloom_core::prompt::build_messages`, with the turn's control
-//! instructions), asks the studio's engine, drains its stream
-//! (`worldloom_engine::collect`), forwards reasoning, observation text and
-//! observation tokens as [`StudioEvent::StepDelta`] events, and on success
-//! stores the prediction (provenance: engine, settings, parameters, seed,
-//! context mode, perturbation, token log-probabilities, statistics) as the
-//! node's chosen one in one undoable change, scores it against the real
-//! observation (the metric result is stored) and sends
-//! [`StudioEvent::StepFinished`]. `cancel_step` sends `StepFinished` with
-//! status `cancelled` at once, stops forwarding, and the job stores nothing.
+//! A step predicts a turn through the use-case layer (`worldloom_predict::
+//! turn`): the request thread reads the trajectory once and lays the turn
+//! out (`Turn::of_trajectory`: the prompt with the turn's control
+//! instructions, the current observation by the layer's one rule), answering
+//! a bad request at once; the job thread asks the studio's engine
+//! (`run_turn`), forwards reasoning, observation text and observation tokens
+//! as [`StudioEvent::StepDelta`] events, and on success stores the record
+//! (`worldloom_predict::turn::record`; provenance: engine, settings,
+//! parameters, seed, context mode, perturbation, token log-probabilities,
+//! statistics) as the node's chosen one in one undoable change, scores it
+//! against the real observation (the metric result is stored) on the same
+//! read of the trajectory, and ends with one event,
+//! [`StudioEvent::StepFinished`] (with the prediction id when one was
+//! stored: the UI refetches what the change touched on it). `cancel_step`
+//! sends `StepFinished` with status `cancelled` at once, stops forwarding,
+//! and the job stores nothing.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use worldloom_core as core;
-use worldloom_core::{ChatMessage, ContextMode, NodeId};
+use worldloom_core::{ContextMode, NodeId};
 use worldloom_engine::{
-    CancelToken, CollectError, EngineEvent, GenerationStats, ObservationTokens, PredictRequest,
-    StopReason, Token, collect,
+    CancelToken, CollectError, EngineEvent, GenerationStats, ObservationTokens, StopReason, Token,
 };
-use worldloom_store::TrajectoryKey;
+use worldloom_predict::rollout::{RolloutTree, rollout as roll_out};
+use worldloom_predict::turn::{self, Stop, Turn};
+use worldloom_store::{StoredTrajectory, TrajectoryKey};
 
 use crate::branches::{append_locked, live_node};
 use crate::engine::{self, LoadedEngine};
@@ -34,10 +40,10 @@ use crate::{Studio, StudioEvent};
 pub use crate::views::{TOKENS_FIELD, stored_observation_tokens};
 /// The `Prediction::extra` field holding the engine settings (no secrets).
 pub const SETTINGS_FIELD: &str = "engine_settings";
-/// The `Prediction::extra` field holding the turn's control instruction.
-pub const PERTURBATION_FIELD: &str = "perturbation";
 /// The `Prediction::extra` field holding the generation statistics.
 pub use worldloom_engine::record::STATS_FIELD;
+/// The `Prediction::extra` field holding the turn's control instruction.
+pub use worldloom_predict::turn::PERTURBATION_FIELD;
 
 /// A prediction record (`worldloom_engine::record::prediction_record`):
 /// the output as the engine split it, parameters, seed, context mode, the
@@ -157,54 +163,50 @@ fn step_stats(s: &GenerationStats) -> StepStats {
     }
 }
 
-/// A prompt ready to send.
+/// A turn ready to send, with the one read of its trajectory (kept for
+/// the record and the score).
 pub(crate) struct Prepared {
-    messages: Vec<ChatMessage>,
-    current_observation: Option<String>,
-    perturbation: Option<String>,
-    mode: ContextMode,
+    stored: StoredTrajectory,
+    turn: Turn,
 }
 
-/// Builds the messages for `node` with the workspace locked.
+/// Reads the trajectory (once) and lays out the turn into `node` with the
+/// workspace locked.
 fn prepare(
+    studio: &Studio,
     ws: &worldloom_store::Workspace,
     key: TrajectoryKey,
     node: NodeId,
     mode: ContextMode,
     perturbation_override: Option<&str>,
 ) -> Result<Prepared, ApiError> {
-    let st = ws.load_trajectory(key)?;
-    let n = live_node(&st, node.0)?;
-    let Some(edge) = n.parent_edge.and_then(|e| st.trajectory.edge(e)) else {
+    let stored = ws.load_trajectory(key)?;
+    studio.inner.step_reads.fetch_add(1, Ordering::SeqCst);
+    let n = live_node(&stored, node.0)?;
+    let Some(edge) = n.parent_edge.and_then(|e| stored.trajectory.edge(e)) else {
         return Err(ApiError::bad_request(format!(
             "node_id: node {} is the initial state; it has no turn to predict",
             node.0
         )));
     };
+    let edge = edge.id;
     let mut perturbations = ws.perturbations(key)?;
     if let Some(p) = perturbation_override {
         if p.trim().is_empty() {
-            perturbations.remove(&edge.id);
+            perturbations.remove(&edge);
         } else {
-            perturbations.insert(edge.id, p.to_string());
+            perturbations.insert(edge, p.to_string());
         }
     }
-    let perturbation = perturbations.get(&edge.id).cloned();
-    let options = core::PromptOptions {
-        mode,
-        perturbations,
-        ..core::PromptOptions::default()
-    };
-    let messages = core::build_messages(&st.trajectory, node, &options)
-        .map_err(|e| ApiError::bad_request(format!("cannot build the prompt: {e}")))?;
-    let current_observation =
-        core::prompt::context_observation(&st.trajectory, edge.from, mode).map(|o| o.text);
-    Ok(Prepared {
-        messages,
-        current_observation,
-        perturbation,
-        mode,
-    })
+    let turn = Turn::of_trajectory(&stored.trajectory, node, mode, perturbations)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Prepared { stored, turn })
+}
+
+/// Trajectories read by this studio's steps so far (one per step).
+#[cfg(test)]
+pub(crate) fn trajectory_reads(studio: &Studio) -> u64 {
+    studio.inner.step_reads.load(Ordering::SeqCst)
 }
 
 /// `preview_prompt`: exactly the messages `step` would send.
@@ -219,6 +221,7 @@ pub fn preview_prompt(
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let ws = studio.lock()?;
     let prepared = prepare(
+        studio,
         &ws,
         key,
         NodeId(req.node_id),
@@ -226,7 +229,7 @@ pub fn preview_prompt(
         req.perturbation.as_deref(),
     )?;
     Ok(PreviewPromptResponse {
-        messages: prepared.messages,
+        messages: prepared.turn.messages,
     })
 }
 
@@ -262,8 +265,7 @@ fn run_step(
         Ok(p) => p,
         Err(e) => return fail(e.message),
     };
-    let mut request = PredictRequest::new(prepared.messages, params.clone());
-    request.current_observation = prepared.current_observation;
+    let Prepared { mut stored, turn } = prepared;
     // The step's cancel token: `cancel_step` sets it, and draining the
     // engine's stream then cancels the engine and ends at once.
     let cancel = CancelToken::new();
@@ -273,10 +275,6 @@ fn run_step(
     if job.is_cancelled() {
         cancel.cancel();
     }
-    let stream = match engine.model.predict(request) {
-        Ok(s) => s,
-        Err(e) => return fail(e.to_string()),
-    };
     let mut pairing = ObservationTokens::new();
     let on_event = |event: &EngineEvent| {
         let tokens: Vec<TokenView> = pairing.on_event(event).iter().map(token_view).collect();
@@ -297,7 +295,13 @@ fn run_step(
             tokens,
         });
     };
-    let outcome = match collect(stream, &cancel, None, on_event) {
+    let outcome = match turn::run_turn(
+        engine.model.as_ref(),
+        &turn,
+        &params,
+        Stop::on(&cancel),
+        on_event,
+    ) {
         Ok(o) => o,
         Err(CollectError::Cancelled | CollectError::DeadlineExceeded) => {
             // `cancel_step` has normally sent `StepFinished` already; a
@@ -330,53 +334,44 @@ fn run_step(
         return None;
     }
     let stats = step_stats(&outcome.stats);
-    let stored = (|| -> Result<(u32, StepStatus), ApiError> {
+    let mut record = turn::record(
+        &engine.name,
+        &stored.trajectory,
+        node,
+        &params,
+        &turn,
+        &outcome,
+    );
+    if let Ok(v) = serde_json::to_value(&engine.settings) {
+        record.extra.insert(SETTINGS_FIELD.into(), v);
+    }
+    let tokens: Vec<TokenView> = outcome.observation_tokens.iter().map(token_view).collect();
+    if !tokens.is_empty()
+        && let Ok(v) = serde_json::to_value(&tokens)
+    {
+        record.extra.insert(TOKENS_FIELD.into(), v);
+    }
+    let status = StepStatus::from(record.status);
+    let stored_id = (|| -> Result<u32, ApiError> {
         let mut ws = studio.lock()?;
-        let st = ws.load_trajectory(key)?;
-        let mut record = prediction_record(
-            &engine.name,
-            &st.trajectory,
-            node,
-            &params,
-            prepared.mode,
-            &outcome,
-        );
-        if let Ok(v) = serde_json::to_value(&engine.settings) {
-            record.extra.insert(SETTINGS_FIELD.into(), v);
-        }
-        if let Some(p) = &prepared.perturbation {
-            record.extra.insert(
-                PERTURBATION_FIELD.into(),
-                serde_json::Value::String(p.clone()),
-            );
-        }
-        let tokens: Vec<TokenView> = outcome.observation_tokens.iter().map(token_view).collect();
-        if !tokens.is_empty()
-            && let Ok(v) = serde_json::to_value(&tokens)
-        {
-            record.extra.insert(TOKENS_FIELD.into(), v);
-        }
-        let status = StepStatus::from(record.status);
         let id = ws.add_chosen_prediction(key, node, &record)?;
         // Score the new chosen prediction against the real observation
-        // (stored as a metric result).
-        let st = ws.load_trajectory(key)?;
-        if let Some(n) = st.trajectory.node(node) {
-            node_score(&mut ws, &st, n)?;
+        // (stored as a metric result), on the trajectory read for the
+        // prompt with the prediction added as the store added it.
+        if let Some(n) = stored.trajectory.nodes.get_mut(node.0 as usize)
+            && n.id == node
+        {
+            record.id = id;
+            n.predictions.push(record);
+            n.chosen_prediction = Some(id);
         }
-        Ok((id.0, status))
+        if let Some(n) = stored.trajectory.node(node) {
+            node_score(&mut ws, &stored, n)?;
+        }
+        Ok(id.0)
     })();
-    match stored {
-        Ok((id, status)) => {
-            studio.emit(StudioEvent::PredictionAdded {
-                trajectory_id: job.trajectory_id.clone(),
-                node_id: node.0,
-                prediction_id: id,
-            });
-            studio.emit(StudioEvent::WorkspaceChanged {
-                trajectory_id: Some(job.trajectory_id.clone()),
-                kind: ChangeKind::AddPrediction.into(),
-            });
+    match stored_id {
+        Ok(id) => {
             finished(studio, job, node.0, Some(id), status, None, Some(stats));
             Some(id)
         }
@@ -408,7 +403,7 @@ pub fn step(studio: &Studio, req: StepRequest) -> Result<StepResponse, ApiError>
     let node = NodeId(req.node_id);
     let prepared = {
         let ws = studio.lock()?;
-        prepare(&ws, key, node, req.context, None)?
+        prepare(studio, &ws, key, node, req.context, None)?
     };
     let trajectory_id = key.0.to_string();
     let job = new_job(studio, &trajectory_id)?;
@@ -473,6 +468,71 @@ pub fn cancel_step(
     Ok(CancelStepResponse { cancelled })
 }
 
+/// A studio rollout (`worldloom_predict::rollout`): each turn appends the
+/// next action to the branch, then steps it as [`step`] does.
+struct StudioRollout<'a> {
+    studio: &'a Studio,
+    job: &'a Job,
+    key: TrajectoryKey,
+    mode: ContextMode,
+    actions: &'a [String],
+    /// The appended turn, laid out under the lock that appended it.
+    prepared: Option<Prepared>,
+}
+
+impl StudioRollout<'_> {
+    fn progress(&self, done: usize, node: NodeId) {
+        self.studio.emit(StudioEvent::RolloutProgress {
+            job_id: self.job.id.clone(),
+            trajectory_id: self.job.trajectory_id.clone(),
+            done: done as u32,
+            total: self.actions.len() as u32,
+            node_id: node.0,
+        });
+    }
+}
+
+impl RolloutTree for StudioRollout<'_> {
+    /// Reported as the step's `StepFinished` already.
+    type Error = ();
+
+    fn next_state(&mut self, index: usize, from: NodeId) -> Result<NodeId, ()> {
+        if self.job.is_cancelled() {
+            return Err(());
+        }
+        let appended = (|| -> Result<(NodeId, Prepared), ApiError> {
+            let mut ws = self.studio.lock()?;
+            let (_, node) = append_locked(&mut ws, self.key, from, &self.actions[index])?;
+            let prepared = prepare(self.studio, &ws, self.key, node, self.mode, None)?;
+            Ok((node, prepared))
+        })();
+        match appended {
+            Ok((node, prepared)) => {
+                self.studio.emit(StudioEvent::WorkspaceChanged {
+                    trajectory_id: Some(self.job.trajectory_id.clone()),
+                    kind: ChangeKind::AddTurn.into(),
+                });
+                self.prepared = Some(prepared);
+                Ok(node)
+            }
+            Err(e) => {
+                failed(self.studio, self.job, from.0, e.message, None);
+                Err(())
+            }
+        }
+    }
+
+    fn predict_and_keep(&mut self, index: usize, node: NodeId) -> Result<bool, ()> {
+        let prepared = self.prepared.take().ok_or(())?;
+        let stored = run_step(self.studio, self.job, self.key, node, prepared);
+        if let Ok(mut c) = self.job.current.lock() {
+            *c = None;
+        }
+        self.progress(index + 1, node);
+        Ok(stored.is_some())
+    }
+}
+
 /// `rollout`: for each action, appends a turn from the current state and
 /// steps it, continuing from the new state; `RolloutProgress` after each
 /// turn. Stops at the first failure or on `cancel_step`.
@@ -517,57 +577,117 @@ pub fn rollout(studio: &Studio, req: RolloutRequest) -> Result<RolloutResponse, 
     let job = new_job(studio, &trajectory_id)?;
     let handle = studio.handle();
     let job_thread = Arc::clone(&job);
-    let total = req.actions.len() as u32;
     let start = NodeId(req.node_id);
     let actions = req.actions;
     spawn("worldloom-rollout", move || {
-        let studio = handle;
-        let job = job_thread;
-        let progress = |done: u32, node: NodeId| {
-            studio.emit(StudioEvent::RolloutProgress {
-                job_id: job.id.clone(),
-                trajectory_id: job.trajectory_id.clone(),
-                done,
-                total,
-                node_id: node.0,
-            });
+        let mut tree = StudioRollout {
+            studio: &handle,
+            job: &job_thread,
+            key,
+            mode,
+            actions: &actions,
+            prepared: None,
         };
-        progress(0, start);
-        let mut at = start;
-        for (i, raw) in actions.iter().enumerate() {
-            if job.is_cancelled() {
-                break;
-            }
-            let appended = (|| -> Result<(NodeId, Prepared), ApiError> {
-                let mut ws = studio.lock()?;
-                let (_, node) = append_locked(&mut ws, key, at, raw)?;
-                let prepared = prepare(&ws, key, node, mode, None)?;
-                Ok((node, prepared))
-            })();
-            let (node, prepared) = match appended {
-                Ok(x) => x,
-                Err(e) => {
-                    failed(&studio, &job, at.0, e.message, None);
-                    break;
-                }
-            };
-            studio.emit(StudioEvent::WorkspaceChanged {
-                trajectory_id: Some(job.trajectory_id.clone()),
-                kind: ChangeKind::AddTurn.into(),
-            });
-            let stored = run_step(&studio, &job, key, node, prepared);
-            if let Ok(mut c) = job.current.lock() {
-                *c = None;
-            }
-            at = node;
-            progress(i as u32 + 1, node);
-            if stored.is_none() {
-                break;
-            }
-        }
-        end_job(&studio, &job);
+        tree.progress(0, start);
+        // Every failure is reported as the step's `StepFinished` already.
+        let _ = roll_out(&mut tree, start, actions.len());
+        end_job(&handle, &job_thread);
     })?;
     Ok(RolloutResponse {
         job_id: job.id.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    use worldloom_core::{Action, Domain, Observation, Representation, Trajectory};
+
+    use super::*;
+
+    /// A step reads its trajectory once: laying out the turn, recording the
+    /// prediction and scoring it all use that one read.
+    #[test]
+    fn a_step_reads_the_trajectory_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
+        let mut t = Trajectory::new(
+            "t",
+            Domain::Terminal,
+            Some(Observation::new(Representation::Text, "$")),
+        );
+        let mut at = t.root();
+        for (action, out) in [("ls", "a.txt"), ("cat a.txt", "hello")] {
+            at = t
+                .add_step(
+                    at,
+                    Action::for_domain(Domain::Terminal, action),
+                    Some(Observation::new(Representation::Text, out)),
+                )
+                .expect("step")
+                .1;
+        }
+        let key = studio
+            .lock()
+            .expect("lock")
+            .import_trajectory(&t, None)
+            .expect("import");
+        let (tx, rx) = channel();
+        let tx = Mutex::new(tx);
+        studio.add_event_sink(Box::new(move |e: &StudioEvent| {
+            if let Ok(tx) = tx.lock() {
+                let _ = tx.send(e.clone());
+            }
+        }));
+        let before = trajectory_reads(&studio);
+        step(
+            &studio,
+            StepRequest {
+                trajectory_id: key.0.to_string(),
+                node_id: at.0,
+                context: ContextMode::TeacherForced,
+            },
+        )
+        .expect("step");
+        let mut others = Vec::new();
+        let finished = loop {
+            match rx.recv_timeout(Duration::from_secs(60)).expect("an event") {
+                e @ StudioEvent::StepFinished { .. } => break e,
+                StudioEvent::StepDelta { .. } => {}
+                e => others.push(e),
+            }
+        };
+        assert!(
+            matches!(
+                finished,
+                StudioEvent::StepFinished {
+                    prediction_id: Some(_),
+                    status: StepStatus::Ok,
+                    ..
+                }
+            ),
+            "{finished:?}"
+        );
+        assert!(others.is_empty(), "one event per step: {others:?}");
+        assert_eq!(trajectory_reads(&studio) - before, 1);
+        // The prediction was stored, chosen and scored on that read.
+        let ws = studio.lock().expect("lock");
+        let st = ws.load_trajectory(key).expect("load");
+        let n = st.trajectory.node(at).expect("node");
+        let chosen = n
+            .chosen_prediction
+            .and_then(|p| n.prediction(p))
+            .expect("chosen");
+        assert_eq!(chosen.observation.as_deref(), Some("a.txt"));
+        assert!(
+            ws.metric_results(key, at)
+                .expect("scores")
+                .iter()
+                .any(|r| r.subject == format!("prediction:{}", chosen.id.0)),
+            "scored"
+        );
+    }
 }

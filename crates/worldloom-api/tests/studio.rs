@@ -461,6 +461,74 @@ fn wait_finished(rx: &Receiver<StudioEvent>, job: &str) -> (Vec<StudioEvent>, St
     panic!("no StepFinished for {job}");
 }
 
+/// The copy baseline through the studio's Step: the prediction is the
+/// observation of the state the action is taken from, as the turn's history
+/// shows it (the recorded S1 teacher-forced, S1's chosen prediction P1
+/// free-running), and each step ends with one event, `StepFinished`.
+#[test]
+fn a_step_with_the_copy_baseline_copies_the_parent_state_and_sends_one_event() {
+    let (dir, studio) = studio();
+    let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
+    let rx = events(&studio);
+    for (context, parent) in [
+        (ContextMode::TeacherForced, "[1] RootWebArea 'S1'"),
+        (ContextMode::FreeRunning, "[1] RootWebArea 'P1'"),
+    ] {
+        let resp = commands::step(
+            &studio,
+            StepRequest {
+                trajectory_id: id.clone(),
+                node_id: 2,
+                context,
+            },
+        )
+        .expect("step");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut seen = Vec::new();
+        let fin = loop {
+            assert!(Instant::now() < deadline, "no StepFinished");
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(StudioEvent::StepDelta { .. }) | Err(_) => {}
+                Ok(e @ StudioEvent::StepFinished { .. }) => break e,
+                Ok(e) => seen.push(e),
+            }
+        };
+        assert!(seen.is_empty(), "{context:?}: other events {seen:?}");
+        let StudioEvent::StepFinished {
+            job_id,
+            prediction_id: Some(pid),
+            status: StepStatus::Ok,
+            ..
+        } = fin
+        else {
+            panic!("{fin:?}")
+        };
+        assert_eq!(job_id, resp.job_id);
+        let list = commands::list_predictions(
+            &studio,
+            ListPredictionsRequest {
+                trajectory_id: id.clone(),
+                node_id: 2,
+            },
+        )
+        .expect("list");
+        assert_eq!(list.chosen_prediction_id, Some(pid), "{context:?}");
+        let ws = studio.lock().expect("lock");
+        let key = worldloom_store::TrajectoryKey(id.parse().expect("key"));
+        let st = ws.load_trajectory(key).expect("load");
+        let p = st
+            .trajectory
+            .node(NodeId(2))
+            .expect("node")
+            .predictions
+            .iter()
+            .find(|p| p.id.0 == pid)
+            .expect("stored");
+        assert_eq!(p.observation.as_deref(), Some(parent), "{context:?}");
+        assert_eq!(p.engine, "copy");
+    }
+}
+
 #[test]
 fn step_with_the_copy_baseline_stores_a_scored_chosen_prediction() {
     let (_dir, studio) = studio();

@@ -1,6 +1,9 @@
-//! The world-model engine a command asks for (`eval`, `serve-env`): one
-//! place that turns `--engine copy|replay|local|openai` and its options into
-//! an engine.
+//! What a command line says about its engine (`--engine
+//! copy|replay|local|openai` and its options, the connection limits), made
+//! into the one engine builder's input (`worldloom_predict::engines`) and
+//! built there. `eval` and `serve-env` take the whole set; `step`,
+//! `rollout`, `serve-model` and `judge` convert their own flags into the same
+//! [`EngineSpec`] and call [`build`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -8,10 +11,11 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use worldloom_engine::WorldModel;
-use worldloom_engine::baseline::CopyEngine;
-use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
-use worldloom_engine::pool::EnginePool;
+use worldloom_engine::openai::OpenAiConfig;
 use worldloom_eval::run::replay_engine;
+use worldloom_predict::engines::{
+    BuiltEngine, EngineBuildError, EngineSpec, OpenAiSpec, build_engine,
+};
 
 /// Limits on talking to an OpenAI-compatible endpoint, shared by the
 /// commands that do (`eval --engine openai`, `judge`); they bound the
@@ -76,7 +80,7 @@ pub enum EngineKind {
 
 /// What a command line says about its engine.
 #[derive(Debug, Clone, Copy)]
-pub struct EngineSpec<'a> {
+pub struct EngineFlags<'a> {
     /// Which engine.
     pub kind: EngineKind,
     /// `--replay FILE` (replay).
@@ -86,7 +90,7 @@ pub struct EngineSpec<'a> {
     /// `--device` (local).
     pub device: &'a str,
     /// `--base-url` (openai): one endpoint, or several servers of the same
-    /// model spread by least outstanding requests ([`EnginePool`]).
+    /// model spread by least outstanding requests (an engine pool).
     pub base_urls: &'a [String],
     /// `--model` (openai).
     pub model: Option<&'a str>,
@@ -101,72 +105,136 @@ pub struct EngineSpec<'a> {
     pub request_cap_ms: u64,
 }
 
-/// Checks the options `spec.kind` needs are there, before any slow work.
+/// Checks the options `flags.kind` needs are there, before any slow work.
 ///
 /// # Errors
 /// Names the missing option.
-pub fn check_spec(spec: &EngineSpec<'_>) -> anyhow::Result<()> {
-    match spec.kind {
+pub fn check_flags(flags: &EngineFlags<'_>) -> anyhow::Result<()> {
+    match flags.kind {
         EngineKind::Copy => Ok(()),
-        EngineKind::Replay if spec.replay.is_none() => bail!("--engine replay needs --replay FILE"),
-        EngineKind::Local if spec.model_dir.is_none() => {
+        EngineKind::Replay if flags.replay.is_none() => {
+            bail!("--engine replay needs --replay FILE")
+        }
+        EngineKind::Local if flags.model_dir.is_none() => {
             bail!("--engine local needs --model-dir DIR")
         }
-        EngineKind::Openai if spec.model.is_none() || spec.base_urls.is_empty() => {
+        EngineKind::Openai if flags.model.is_none() || flags.base_urls.is_empty() => {
             bail!("--engine openai needs --base-url URL and --model NAME")
         }
         _ => Ok(()),
     }
 }
 
-/// Makes the engine `spec` describes. An OpenAI-compatible endpoint must
+/// The local model of `dir` as the commands that serve or evaluate it name
+/// it (`qwen3_5_moe@DIR`).
+pub fn local_spec(dir: &Path, device: &str) -> EngineSpec {
+    EngineSpec::Local {
+        path: dir.to_path_buf(),
+        device: device.to_owned(),
+        dtype: None,
+        name: Some(format!("qwen3_5_moe@{}", dir.display())),
+    }
+}
+
+/// An OpenAI-compatible endpoint (or several) checked for the model
+/// (`/v1/models`), with `endpoint`'s limits, the read timeout capped at
+/// `cap_ms`; `config` carries the rest (model, key variable, streaming).
+pub fn openai_spec(
+    base_urls: &[String],
+    config: OpenAiConfig,
+    endpoint: &EndpointArgs,
+    cap_ms: Option<u64>,
+) -> EngineSpec {
+    EngineSpec::Openai(OpenAiSpec {
+        base_urls: base_urls.to_vec(),
+        config: endpoint.apply(config, cap_ms),
+        api_key: None,
+        check_model: true,
+    })
+}
+
+/// The builder's input for `flags` (a replay file is read here).
+///
+/// # Errors
+/// A missing option (see [`check_flags`]); a replay file that does not read.
+pub fn spec(flags: &EngineFlags<'_>) -> anyhow::Result<EngineSpec> {
+    check_flags(flags)?;
+    Ok(match flags.kind {
+        EngineKind::Copy => EngineSpec::Copy,
+        EngineKind::Replay => {
+            let file = flags
+                .replay
+                .context("--engine replay needs --replay FILE")?;
+            EngineSpec::Replay(replay_engine(file)?)
+        }
+        EngineKind::Local => {
+            let dir = flags
+                .model_dir
+                .context("--engine local needs --model-dir DIR")?;
+            local_spec(dir, flags.device)
+        }
+        EngineKind::Openai => {
+            let model = flags
+                .model
+                .context("--engine openai needs --base-url URL and --model NAME")?;
+            let config = OpenAiConfig {
+                model: model.to_owned(),
+                api_key_env: flags.api_key_env.map(str::to_owned),
+                stream: flags.stream,
+                ..OpenAiConfig::default()
+            };
+            openai_spec(
+                flags.base_urls,
+                config,
+                flags.endpoint,
+                Some(flags.request_cap_ms),
+            )
+        }
+    })
+}
+
+/// Builds `spec` with the one engine builder; errors name the flag or path
+/// (`--base-url URL` for a server that does not list the model, `loading
+/// the model in DIR` for a local model, `base_url_flag` naming the flag).
+///
+/// # Errors
+/// The builder's, with that context.
+pub fn build_named(spec: EngineSpec, base_url_flag: &str) -> anyhow::Result<BuiltEngine> {
+    let local = match &spec {
+        EngineSpec::Local { path, .. } => Some(path.clone()),
+        _ => None,
+    };
+    build_engine(spec).map_err(|e| match e {
+        EngineBuildError::Endpoint { base_url, source } => {
+            anyhow::Error::new(source).context(format!("{base_url_flag} {base_url}"))
+        }
+        EngineBuildError::Local(message) => match &local {
+            Some(dir) => {
+                anyhow::anyhow!(message).context(format!("loading the model in {}", dir.display()))
+            }
+            None => anyhow::anyhow!(message),
+        },
+        other => anyhow::Error::new(other),
+    })
+}
+
+/// Builds `spec` (errors naming `--base-url` or the model directory).
+///
+/// # Errors
+/// See [`build_named`].
+pub fn build(spec: EngineSpec) -> anyhow::Result<BuiltEngine> {
+    build_named(spec, "--base-url")
+}
+
+/// Makes the engine `flags` describe. An OpenAI-compatible endpoint must
 /// list the model (`/v1/models`); several base URLs become one pool.
 ///
 /// # Errors
-/// A missing option (see [`check_spec`]); a replay file or model that does
+/// A missing option (see [`check_flags`]); a replay file or model that does
 /// not load; an endpoint that does not answer or list the model (naming
 /// its `--base-url`).
-pub fn make_engine(spec: &EngineSpec<'_>) -> anyhow::Result<Arc<dyn WorldModel>> {
-    check_spec(spec)?;
-    Ok(match spec.kind {
-        EngineKind::Copy => Arc::new(CopyEngine),
-        EngineKind::Replay => {
-            let file = spec.replay.context("--engine replay needs --replay FILE")?;
-            Arc::new(replay_engine(file)?)
-        }
-        EngineKind::Local => {
-            let dir = spec
-                .model_dir
-                .context("--engine local needs --model-dir DIR")?;
-            crate::serve_model::local_engine(dir, spec.device)?.0
-        }
-        EngineKind::Openai => {
-            let model = spec
-                .model
-                .context("--engine openai needs --base-url URL and --model NAME")?;
-            let mut members: Vec<Arc<dyn WorldModel>> = Vec::new();
-            for base_url in spec.base_urls {
-                let config = OpenAiConfig {
-                    base_url: base_url.clone(),
-                    model: model.to_owned(),
-                    api_key_env: spec.api_key_env.map(str::to_owned),
-                    stream: spec.stream,
-                    ..OpenAiConfig::default()
-                };
-                let engine =
-                    OpenAiEngine::new(spec.endpoint.apply(config, Some(spec.request_cap_ms)))?;
-                engine
-                    .check_model()
-                    .with_context(|| format!("--base-url {base_url}"))?;
-                members.push(Arc::new(engine));
-            }
-            if members.len() == 1 {
-                members.remove(0)
-            } else {
-                Arc::new(EnginePool::new(members)?)
-            }
-        }
-    })
+pub fn make_engine(flags: &EngineFlags<'_>) -> anyhow::Result<Arc<dyn WorldModel>> {
+    Ok(build(spec(flags)?)?.model)
 }
 
 #[cfg(test)]
@@ -184,7 +252,7 @@ mod tests {
     #[test]
     fn missing_options_are_named_and_copy_needs_none() {
         let endpoint = endpoint();
-        let spec = EngineSpec {
+        let spec = EngineFlags {
             kind: EngineKind::Copy,
             replay: None,
             model_dir: None,
@@ -198,7 +266,7 @@ mod tests {
         };
         assert_eq!(make_engine(&spec).expect("copy").name(), "copy");
         let err = |kind| {
-            make_engine(&EngineSpec { kind, ..spec })
+            make_engine(&EngineFlags { kind, ..spec })
                 .err()
                 .map(|e| e.to_string())
                 .unwrap_or_default()
@@ -216,11 +284,11 @@ mod tests {
             "--engine openai needs --base-url URL and --model NAME"
         );
         let urls = ["http://127.0.0.1:9/v1".to_owned()];
-        let no_model = EngineSpec {
+        let no_model = EngineFlags {
             kind: EngineKind::Openai,
             base_urls: &urls,
             ..spec
         };
-        assert!(check_spec(&no_model).is_err());
+        assert!(check_flags(&no_model).is_err());
     }
 }

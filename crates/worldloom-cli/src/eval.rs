@@ -10,7 +10,7 @@ use worldloom_engine::GenerationParams;
 use worldloom_eval::bench::load_rows;
 use worldloom_eval::run::{RunOptions, run_eval};
 
-use crate::engines::{EndpointArgs, EngineKind, EngineSpec, check_spec, make_engine};
+use crate::engines::{EndpointArgs, EngineFlags, EngineKind, check_flags, make_engine};
 
 /// Arguments of `worldloom eval`.
 #[derive(Debug, Args)]
@@ -65,8 +65,8 @@ pub struct EvalArgs {
 }
 
 /// The engine the arguments describe.
-fn engine_spec(args: &EvalArgs) -> EngineSpec<'_> {
-    EngineSpec {
+fn engine_flags(args: &EvalArgs) -> EngineFlags<'_> {
+    EngineFlags {
         kind: args.engine,
         replay: args.replay.as_deref(),
         model_dir: args.model_dir.as_deref(),
@@ -102,9 +102,9 @@ pub fn interrupt_flag() -> anyhow::Result<Arc<AtomicBool>> {
 
 /// Runs `worldloom eval`.
 pub fn run(args: &EvalArgs) -> anyhow::Result<()> {
-    check_spec(&engine_spec(args))?;
+    check_flags(&engine_flags(args))?;
     let rows = load_rows(&args.data)?;
-    let engine = make_engine(&engine_spec(args))?;
+    let engine = make_engine(&engine_flags(args))?;
     let mut options = RunOptions {
         concurrency: args.concurrency.max(1),
         row_timeout_ms: args.row_timeout_s.saturating_mul(1000),

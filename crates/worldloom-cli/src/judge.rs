@@ -1,11 +1,10 @@
 //! `worldloom judge`: LLM-judge scores for a predictions file.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::bail;
 use clap::Args;
-use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::openai::OpenAiConfig;
 use worldloom_eval::judge::{JudgeOptions, JudgePrompts, run_judge};
 use worldloom_eval::score::{render, score_file};
 
@@ -63,8 +62,15 @@ pub fn run(args: &JudgeArgs) -> anyhow::Result<()> {
         send_extensions: false,
         ..OpenAiConfig::default()
     };
-    let judge = OpenAiEngine::new(args.endpoint.apply(config, None))?;
-    judge.check_model()?;
+    let judge = crate::engines::build_named(
+        crate::engines::openai_spec(
+            std::slice::from_ref(&args.judge_base_url),
+            config,
+            &args.endpoint,
+            None,
+        ),
+        "--judge-base-url",
+    )?;
     let prompts = match &args.prompts {
         Some(dir) => JudgePrompts::from_folder(dir)?,
         None => JudgePrompts::builtin(),
@@ -82,7 +88,7 @@ pub fn run(args: &JudgeArgs) -> anyhow::Result<()> {
     let stop = crate::eval::interrupt_flag()?;
     let summary = run_judge(
         &args.predictions,
-        Arc::new(judge),
+        judge.model,
         &prompts,
         &output,
         &options,

@@ -1,8 +1,11 @@
 //! `worldloom rollout`: continue a trajectory free-running with a local model
-//! and write the predictions into the trajectory file.
+//! (or the `copy` baseline) and write the predictions into the trajectory
+//! file.
 //!
 //! `worldloom rollout TRAJECTORY --from K --turns N --model DIR` predicts
-//! turns K, K+1, …, K+N-1 of the main path. Each prompt uses free-running
+//! turns K, K+1, …, K+N-1 of the main path through the use-case layer's
+//! rollout (`worldloom_predict::rollout`, each turn by
+//! `worldloom_predict::turn` as `step` does). Each prompt uses free-running
 //! context (history from the chosen predictions; see
 //! `worldloom_core::prompt`), and each new prediction becomes the node's
 //! chosen one, so errors compound as they would in a simulated rollout.
@@ -18,11 +21,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 use clap::Args;
 use serde::Serialize;
-use worldloom_core::{ContextMode, NodeId, OutputStatus, PromptOptions, build_messages};
+use worldloom_core::{ContextMode, NodeId, OutputStatus, TrajectoryFile};
+use worldloom_engine::GenerationParams;
+use worldloom_predict::rollout::{RolloutTree, keep_chosen, rollout};
 
 use crate::step::{
-    CancelSlot, ModelOptions, generation_params, install_interrupt, load_engine, node_at_turn,
-    predict, prediction_record, read_trajectories, select_trajectory,
+    CancelSlot, Engine, ModelOptions, generation_params, install_interrupt, lay_out, load_engine,
+    node_at_turn, predict, read_trajectories, select_trajectory,
 };
 
 /// Arguments of `worldloom rollout`.
@@ -121,37 +126,106 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
     let params = generation_params(&engine, &args.model);
     let slot = CancelSlot::default();
     install_interrupt(&slot);
-    let options = PromptOptions {
-        mode: ContextMode::FreeRunning,
-        ..PromptOptions::default()
+    let start = if args.from == 1 {
+        file.trajectories[index].root()
+    } else {
+        node_at_turn(
+            &file.trajectories[index],
+            &args.trajectory,
+            args.from - 1,
+            "--from",
+        )?
     };
-    let mut stdout = std::io::stdout();
-    for turn in args.from..=last_turn {
-        let trajectory = &mut file.trajectories[index];
-        let node = node_at_turn(trajectory, &args.trajectory, turn, "turn")?;
-        let messages = build_messages(trajectory, node, &options).map_err(|e| {
-            anyhow::anyhow!(
-                "{}: cannot build the prompt of turn {turn}: {e}",
-                args.trajectory.display()
-            )
-        })?;
+    let mut tree = FileRollout {
+        args,
+        file: &mut file,
+        index,
+        output: &output,
+        engine: &engine,
+        params: &params,
+        slot: &slot,
+        stdout: std::io::stdout(),
+    };
+    let end = rollout(&mut tree, start, args.turns)?;
+    if end.stopped {
+        eprintln!(
+            "interrupted: turns {}..={} were written to {}",
+            args.from,
+            args.from + end.done - 1,
+            output.display()
+        );
+        return Ok(());
+    }
+    if !args.json {
+        eprintln!("wrote {} prediction(s) to {}", args.turns, output.display());
+    }
+    Ok(())
+}
+
+/// A rollout along the main path of a trajectory file: each turn's
+/// prediction is kept as the state's chosen one and the file written.
+struct FileRollout<'a> {
+    args: &'a RolloutArgs,
+    file: &'a mut TrajectoryFile,
+    index: usize,
+    output: &'a Path,
+    engine: &'a Engine,
+    params: &'a GenerationParams,
+    slot: &'a CancelSlot,
+    stdout: std::io::Stdout,
+}
+
+impl RolloutTree for FileRollout<'_> {
+    type Error = anyhow::Error;
+
+    /// The next state of the main path.
+    fn next_state(&mut self, index: usize, _from: NodeId) -> Result<NodeId> {
+        let turn = self.args.from + index;
+        node_at_turn(
+            &self.file.trajectories[self.index],
+            &self.args.trajectory,
+            turn,
+            "turn",
+        )
+    }
+
+    /// Predicts free-running, keeps the prediction as chosen and writes the
+    /// file; a Ctrl-C keeps the partial prediction and ends the rollout.
+    fn predict_and_keep(&mut self, index: usize, node: NodeId) -> Result<bool> {
+        let args = self.args;
+        let turn = args.from + index;
+        let trajectory = &mut self.file.trajectories[self.index];
+        let laid_out = lay_out(
+            trajectory,
+            node,
+            ContextMode::FreeRunning,
+            &args.trajectory,
+            turn,
+        )?;
         if !args.json {
             println!("══ turn {turn} (node {node}) ══");
         }
-        let echo: Option<&mut dyn Write> = if args.json { None } else { Some(&mut stdout) };
-        let outcome = predict(&engine, messages, params.clone(), echo, &slot)?;
-        let record = prediction_record(
-            &engine,
+        let echo: Option<&mut dyn Write> = if args.json {
+            None
+        } else {
+            Some(&mut self.stdout)
+        };
+        let predicted = predict(
+            self.engine,
+            laid_out,
             trajectory,
             node,
-            &params,
-            ContextMode::FreeRunning,
-            &outcome,
+            self.params,
+            echo,
+            self.slot,
+        )?;
+        let outcome = &predicted.collected;
+        let (status, observation) = (
+            predicted.record.status,
+            predicted.record.observation.clone(),
         );
-        let (status, observation) = (record.status, record.observation.clone());
-        let id = trajectory.add_prediction(node, record)?;
-        trajectory.choose_prediction(node, Some(id))?;
-        file.write(&output)?;
+        let id = keep_chosen(trajectory, node, predicted.record.clone())?;
+        self.file.write(self.output)?;
         let s = &outcome.stats;
         if args.json {
             let line = TurnLine {
@@ -174,17 +248,6 @@ pub fn run(args: &RolloutArgs) -> Result<()> {
                 s.prompt_tokens, s.prompt_tokens_computed, s.completion_tokens, outcome.total_ms
             );
         }
-        if s.stop_reason == Some(worldloom_engine::StopReason::Cancelled) {
-            eprintln!(
-                "interrupted: turns {}..={turn} were written to {}",
-                args.from,
-                output.display()
-            );
-            return Ok(());
-        }
+        Ok(s.stop_reason != Some(worldloom_engine::StopReason::Cancelled))
     }
-    if !args.json {
-        eprintln!("wrote {} prediction(s) to {}", args.turns, output.display());
-    }
-    Ok(())
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use worldloom_core::Domain;
 use worldloom_engine::GenerationParams;
-use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
+use worldloom_engine::openai::OpenAiConfig;
 use worldloom_env::record::default_record_path;
 use worldloom_env::server::check_exposure;
 use worldloom_env::{
@@ -18,8 +18,9 @@ use worldloom_env::{
     TargetStateReward, TaskSet, ZeroReward, serve,
 };
 
-use crate::engines::EndpointArgs;
-use crate::engines::{EngineKind, EngineSpec, check_spec, make_engine};
+use crate::engines::{
+    EndpointArgs, EngineFlags, EngineKind, build_named, check_flags, make_engine, openai_spec,
+};
 
 /// Rewards `serve-env` can give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,8 +157,8 @@ pub struct ServeEnvArgs {
 pub const TOKEN_ENV: &str = "WORLDLOOM_ENV_TOKEN";
 
 /// The engine the arguments describe.
-fn engine_spec(args: &ServeEnvArgs) -> EngineSpec<'_> {
-    EngineSpec {
+fn engine_flags(args: &ServeEnvArgs) -> EngineFlags<'_> {
+    EngineFlags {
         kind: args.engine,
         replay: args.replay.as_deref(),
         model_dir: args.model_dir.as_deref(),
@@ -231,12 +232,17 @@ fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
                 ..OpenAiConfig::default()
             };
             let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
-            let judge = OpenAiEngine::new(args.endpoint.apply(config, Some(step_ms)))?;
-            judge
-                .check_model()
-                .with_context(|| format!("--judge-base-url {base_url}"))?;
+            let judge = build_named(
+                openai_spec(
+                    std::slice::from_ref(base_url),
+                    config,
+                    &args.endpoint,
+                    Some(step_ms),
+                ),
+                "--judge-base-url",
+            )?;
             Arc::new(LlmJudgeReward::new(
-                Arc::new(judge),
+                judge.model,
                 args.judge_max_tokens,
                 Duration::from_secs(args.step_timeout_s.max(1)),
             ))
@@ -264,7 +270,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
         ..ServeEnvOptions::default()
     };
     check_exposure(addr, &options).map_err(anyhow::Error::msg)?;
-    check_spec(&engine_spec(args))?;
+    check_flags(&engine_flags(args))?;
     let perturbations = perturbations(args)?;
     let tasks =
         TaskSet::load_tagged(&args.tasks, args.task_tag.as_deref())?.only_domains(&args.domains)?;
@@ -274,7 +280,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| default_record_path(&args.tasks));
     let recorder = Recorder::open(&record)?;
     let reward = reward(args)?;
-    let engine = make_engine(&engine_spec(args))?;
+    let engine = make_engine(&engine_flags(args))?;
     let mut params = GenerationParams::default();
     crate::eval::set_sampling(&mut params, args.max_tokens, args.temperature);
     let config = EnvConfig {

@@ -2,15 +2,14 @@
 //! endpoint (see the `worldloom-model-server` crate for the protocol).
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
-use worldloom_engine::baseline::CopyEngine;
-use worldloom_engine::local_model::load_local_model_named;
-use worldloom_engine::{GenerationParams, WorldModel};
 use worldloom_model_server::{ServerOptions, check_exposure, serve};
+use worldloom_predict::engines::EngineSpec;
+
+use crate::engines::{build, local_spec};
 
 /// Engines `serve-model` can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -65,41 +64,26 @@ pub struct ServeModelArgs {
 /// The environment variable `--api-key` defaults to.
 pub const API_KEY_ENV: &str = "WORLDLOOM_API_KEY";
 
-/// Loads the local Qwen3.5-MoE engine of a model directory or GGUF file
-/// (through `worldloom_engine::local_model`, as `step` and the studio do);
-/// returns it with the model's recommended generation parameters.
-pub fn local_engine(
-    dir: &Path,
-    device: &str,
-) -> anyhow::Result<(Arc<dyn WorldModel>, GenerationParams)> {
-    let local = load_local_model_named(dir, device, None, format!("qwen3_5_moe@{}", dir.display()))
-        .with_context(|| format!("loading the model in {}", dir.display()))?;
-    let params = local.engine.default_params().clone();
-    Ok((Arc::new(local.engine), params))
-}
-
 /// Runs `worldloom serve-model` until Ctrl-C.
 pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
-    let (engine, default_params, default_name): (Arc<dyn WorldModel>, GenerationParams, String) =
-        match args.engine {
-            ServedEngine::Copy => (
-                Arc::new(CopyEngine),
-                GenerationParams::default(),
-                "copy".to_owned(),
-            ),
-            ServedEngine::Local => {
-                let Some(dir) = &args.model_dir else {
-                    bail!("--engine local needs --model-dir DIR")
-                };
-                let (engine, params) = local_engine(dir, &args.device)?;
-                let name = dir
-                    .canonicalize()
-                    .ok()
-                    .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    .unwrap_or_else(|| "local".to_owned());
-                (engine, params, name)
-            }
-        };
+    // Through the one engine builder (`worldloom_predict::engines`).
+    let (spec, default_name) = match args.engine {
+        ServedEngine::Copy => (EngineSpec::Copy, "copy".to_owned()),
+        ServedEngine::Local => {
+            let Some(dir) = &args.model_dir else {
+                bail!("--engine local needs --model-dir DIR")
+            };
+            let name = dir
+                .canonicalize()
+                .ok()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "local".to_owned());
+            (local_spec(dir, &args.device), name)
+        }
+    };
+    let built = build(spec)?;
+    let default_params = built.default_params.unwrap_or_default();
+    let engine = built.model;
     let model_id = args.model_name.clone().unwrap_or(default_name);
     let ip: std::net::IpAddr = args
         .host

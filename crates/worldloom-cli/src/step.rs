@@ -1,47 +1,59 @@
-//! `worldloom step`: predict one turn of a trajectory with a local model.
+//! `worldloom step`: predict one turn of a trajectory with a local model
+//! (or the `copy` baseline).
 //!
 //! `worldloom step TRAJECTORY --turn K --model DIR [--device cpu|cuda:N|metal]
-//! [--teacher-forced|--free-running] [--json] [--max-new-tokens N]
-//! [--temperature T] [--seed S]` builds the AgentWorldBench-layout prompt
-//! for turn K of the trajectory's main path (`worldloom_core::prompt`),
-//! runs the model directory through the local engine
-//! (`worldloom_engine::LocalEngine` over Qwen3.5-MoE), streams the reasoning
-//! and the answer to the terminal, then prints the extracted observation and
-//! its status (the engine's output parse, `worldloom_core::OutputParser`).
-//! With `--json` nothing is streamed and one JSON object is printed at the
-//! end.
+//! [--engine local|copy] [--teacher-forced|--free-running] [--json]
+//! [--max-new-tokens N] [--temperature T] [--seed S]` predicts turn K of the
+//! trajectory's main path through the use-case layer the studio uses
+//! (`worldloom_predict::turn`: the AgentWorldBench-layout prompt, the
+//! current observation by its one rule, the engine run, the prediction
+//! record), streams the reasoning and the answer to the terminal, then
+//! prints the extracted observation and its status (the engine's output
+//! parse, `worldloom_core::OutputParser`). With `--json` nothing is
+//! streamed and one JSON object is printed at the end.
 //!
-//! The shared parts (reading trajectories, loading the engine, running one
-//! prediction) are used by `worldloom rollout` as well; loading a model
-//! directory, draining a prediction and the prediction record live in
-//! `worldloom_engine` (`local_model`, `collect`, `record`), shared with the
-//! studio.
+//! The shared parts (reading trajectories, making the engine through the
+//! one builder, `worldloom_predict::engines`, running one prediction) are
+//! used by `worldloom rollout` as well.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow, bail};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 use worldloom_core::{
-    ChatMessage, ContextMode, ImportOptions, InputFormat, NodeId, OutputStatus, Prediction,
-    PromptOptions, Trajectory, TrajectoryFile, build_messages, detect_format, import_path,
+    ContextMode, ImportOptions, InputFormat, NodeId, OutputStatus, Trajectory, TrajectoryFile,
+    detect_format, import_path,
 };
-use worldloom_engine::local_model::load_local_model;
-use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
 use worldloom_engine::{
-    CancelToken, Collected, EngineEvent, GenerationParams, GenerationStats, LocalEngine,
-    PredictRequest, StopReason, WorldModel, collect,
+    CancelToken, EngineEvent, GenerationParams, GenerationStats, StopReason, WorldModel,
 };
+use worldloom_predict::engines::{EngineBuildError, EngineSpec, build_engine};
+use worldloom_predict::turn::{Predicted, Stop, Turn};
+
+/// Engines `step` and `rollout` predict with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StepEngine {
+    /// The Qwen3.5-MoE model of `--model`, on candle.
+    Local,
+    /// The stale-state baseline: predicts the observation of the state the
+    /// action is taken from, unchanged.
+    Copy,
+}
 
 /// Model, device and sampling options shared by `step` and `rollout`.
 #[derive(Args, Debug, Clone)]
 pub struct ModelOptions {
+    /// Which engine predicts.
+    #[arg(long, value_enum, default_value = "local")]
+    pub engine: StepEngine,
     /// Hugging Face model directory (config.json, safetensors, tokenizer.json,
-    /// chat template), or a GGUF file with the tokenizer files beside it.
+    /// chat template), or a GGUF file with the tokenizer files beside it;
+    /// required for `--engine local`.
     #[arg(long)]
-    pub model: PathBuf,
+    pub model: Option<PathBuf>,
     /// Device: cpu, cuda, cuda:N, metal.
     #[arg(long, default_value = "cpu")]
     pub device: String,
@@ -184,34 +196,56 @@ pub fn node_at_turn(
     Ok(main.nodes[turn])
 }
 
-/// A loaded local engine and where it came from.
+/// An engine made through the one builder, with its provenance name and
+/// the generation parameters it recommends.
 pub struct Engine {
     /// The engine.
-    pub engine: LocalEngine<Qwen3_5Moe>,
-    /// Provenance name (`local:DIRNAME`).
+    pub model: Arc<dyn WorldModel>,
+    /// Provenance name (`local:DIRNAME`, `copy`).
     pub name: String,
+    /// The model's recommended parameters (a local model directory's
+    /// `generation_config.json`), else the defaults.
+    pub default_params: GenerationParams,
 }
 
-/// Loads the model directory onto the device and starts the engine
-/// (`worldloom_engine::local_model::load_local_model`, shared with the
-/// studio).
+/// Makes the engine of `options` through the one engine builder
+/// (`worldloom_predict::engines::build_engine`: a model directory is loaded
+/// onto the device as the studio loads it).
 ///
 /// # Errors
-/// Bad device or dtype names, loading errors (file, tensor, memory), and
-/// tokenizer / template / generation-config errors naming the file.
+/// `--engine local` without `--model`; bad device or dtype names, loading
+/// errors (file, tensor, memory), and tokenizer / template /
+/// generation-config errors naming the file.
 pub fn load_engine(options: &ModelOptions) -> Result<Engine> {
-    let local = load_local_model(&options.model, &options.device, options.dtype.as_deref())
-        .map_err(|e| anyhow!(e))?;
+    let spec = match options.engine {
+        StepEngine::Copy => EngineSpec::Copy,
+        StepEngine::Local => {
+            let Some(model) = &options.model else {
+                bail!("--engine local needs --model DIR")
+            };
+            EngineSpec::Local {
+                path: model.clone(),
+                device: options.device.clone(),
+                dtype: options.dtype.clone(),
+                name: None,
+            }
+        }
+    };
+    let built = build_engine(spec).map_err(|e| match e {
+        EngineBuildError::Local(message) => anyhow!(message),
+        other => anyhow!(other),
+    })?;
     Ok(Engine {
-        engine: local.engine,
-        name: local.name,
+        model: built.model,
+        name: built.name,
+        default_params: built.default_params.unwrap_or_default(),
     })
 }
 
 /// Request parameters: the model directory's defaults overridden by the
 /// command line.
 pub fn generation_params(engine: &Engine, options: &ModelOptions) -> GenerationParams {
-    let mut params = engine.engine.default_params().clone();
+    let mut params = engine.default_params.clone();
     if let Some(n) = options.max_new_tokens {
         params.max_new_tokens = n;
     }
@@ -246,19 +280,44 @@ pub fn install_interrupt(slot: &CancelSlot) {
     });
 }
 
-/// Runs one prediction and drains it (`worldloom_engine::collect`); streams
-/// reasoning and answer to `echo` when given. Ctrl-C (the engine's cancel
-/// token in `slot`) ends it early with the stop reason `cancelled`.
+/// Lays out the turn into `node` (`worldloom_predict::turn::Turn`): the
+/// prompt and the current observation, before any engine is made.
+///
+/// # Errors
+/// A prompt that cannot be built, naming the file and the turn.
+pub fn lay_out(
+    trajectory: &Trajectory,
+    node: NodeId,
+    mode: ContextMode,
+    path: &Path,
+    turn: usize,
+) -> Result<Turn> {
+    Turn::of_trajectory(trajectory, node, mode, Default::default()).map_err(|e| {
+        anyhow!(
+            "{}: cannot build the prompt of turn {turn}: {}",
+            path.display(),
+            e.to_string()
+                .trim_start_matches("cannot build the prompt: ")
+        )
+    })
+}
+
+/// Predicts a laid-out turn and records it (`Turn::predict` of the
+/// use-case layer); streams reasoning and answer to `echo` when given.
+/// Ctrl-C (the cancel token in `slot`) ends it early with the partial
+/// output and the stop reason `cancelled`.
 ///
 /// # Errors
 /// An immediate refusal, an engine error event, or the engine going away.
 pub fn predict(
     engine: &Engine,
-    messages: Vec<ChatMessage>,
-    params: GenerationParams,
+    turn: Turn,
+    trajectory: &Trajectory,
+    node: NodeId,
+    params: &GenerationParams,
     mut echo: Option<&mut dyn Write>,
     slot: &CancelSlot,
-) -> Result<Collected> {
+) -> Result<Predicted> {
     let mut section = "";
     let mut ended_with_newline = true;
     let mut write_error: Option<std::io::Error> = None;
@@ -294,47 +353,37 @@ pub fn predict(
             write_error.get_or_insert(e);
         }
     };
-    let stream = engine
-        .engine
-        .predict(PredictRequest::new(messages, params))
-        .map_err(|e| anyhow!(e))?;
+    let cancel = CancelToken::new();
     if let Ok(mut s) = slot.lock() {
-        *s = Some(stream.cancel.clone());
+        *s = Some(cancel.clone());
     }
-    let result = collect(stream, &CancelToken::new(), None, on_event);
+    // A Ctrl-C cancels the engine and keeps its partial output.
+    let stop = Stop {
+        cancel: &cancel,
+        deadline: None,
+        keep_partial: true,
+    };
+    let result = turn.predict(
+        engine.model.as_ref(),
+        trajectory,
+        node,
+        params,
+        stop,
+        on_event,
+    );
     if let Ok(mut s) = slot.lock() {
         *s = None;
     }
     if let Some(e) = write_error {
         return Err(e.into());
     }
-    let collected = result.map_err(|e| anyhow!(e))?;
+    let predicted = result.map_err(|e| anyhow!(e))?;
     if let Some(out) = echo
         && !section.is_empty()
     {
         writeln!(out)?;
     }
-    Ok(collected)
-}
-
-/// A trajectory prediction record of a collected prediction
-/// (`worldloom_engine::record::prediction_record`).
-pub fn prediction_record(
-    engine: &Engine,
-    trajectory: &Trajectory,
-    node: NodeId,
-    params: &GenerationParams,
-    mode: ContextMode,
-    collected: &Collected,
-) -> Prediction {
-    worldloom_engine::record::prediction_record(
-        &engine.name,
-        trajectory,
-        node,
-        params,
-        mode,
-        collected,
-    )
+    Ok(predicted)
 }
 
 fn stop_reason_name(reason: Option<StopReason>) -> String {
@@ -359,6 +408,9 @@ struct StepOutput<'a> {
     status: OutputStatus,
     warnings: &'a [String],
     real_observation: Option<&'a str>,
+    /// What the turn showed as the state the action is taken from (the
+    /// `copy` baseline predicts it).
+    current_observation: Option<&'a str>,
     stats: &'a GenerationStats,
     time_to_first_token_ms: Option<f64>,
     total_ms: f64,
@@ -379,17 +431,7 @@ pub fn run(args: &StepArgs) -> Result<()> {
     } else {
         ContextMode::TeacherForced
     };
-    let options = PromptOptions {
-        mode,
-        ..PromptOptions::default()
-    };
-    let messages = build_messages(trajectory, node, &options).with_context(|| {
-        format!(
-            "{}: cannot build the prompt of turn {}",
-            args.trajectory.display(),
-            args.turn
-        )
-    })?;
+    let turn = lay_out(trajectory, node, mode, &args.trajectory, args.turn)?;
 
     let engine = load_engine(&args.model)?;
     let params = generation_params(&engine, &args.model);
@@ -397,7 +439,8 @@ pub fn run(args: &StepArgs) -> Result<()> {
     install_interrupt(&slot);
     let mut stdout = std::io::stdout();
     let echo: Option<&mut dyn Write> = if args.json { None } else { Some(&mut stdout) };
-    let outcome = predict(&engine, messages, params.clone(), echo, &slot)?;
+    let predicted = predict(&engine, turn, trajectory, node, &params, echo, &slot)?;
+    let outcome = &predicted.collected;
     let parsed = &outcome.output.parsed;
     let real = trajectory
         .node(node)
@@ -418,6 +461,7 @@ pub fn run(args: &StepArgs) -> Result<()> {
             status: parsed.status,
             warnings: &parsed.warnings,
             real_observation: real,
+            current_observation: predicted.turn.current_observation.as_deref(),
             stats: &outcome.stats,
             time_to_first_token_ms: outcome.time_to_first_token_ms,
             total_ms: outcome.total_ms,

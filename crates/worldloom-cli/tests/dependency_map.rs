@@ -71,6 +71,7 @@ const CORE: &str = "worldloom-core";
 const OBS: &str = "worldloom-obs";
 const ENGINE: &str = "worldloom-engine";
 const MODEL_SERVER: &str = "worldloom-model-server";
+const PREDICT: &str = "worldloom-predict";
 const EVAL: &str = "worldloom-eval";
 const STORE: &str = "worldloom-store";
 const ENV: &str = "worldloom-env";
@@ -103,8 +104,13 @@ const MAP: &[Row] = &[
         forbidden: &[&SQLITE, &TAURI],
     },
     Row {
+        krate: PREDICT,
+        uses: &[CORE, ENGINE],
+        forbidden: &[&SQLITE, &AXUM, &TAURI],
+    },
+    Row {
         krate: EVAL,
-        uses: &[CORE, OBS, ENGINE],
+        uses: &[CORE, OBS, ENGINE, PREDICT],
         forbidden: &[&SQLITE, &AXUM, &TAURI],
     },
     Row {
@@ -114,12 +120,12 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: ENV,
-        uses: &[CORE, OBS, ENGINE, STORE, MODEL_SERVER],
+        uses: &[CORE, OBS, ENGINE, PREDICT, STORE, MODEL_SERVER],
         forbidden: &[&TAURI],
     },
     Row {
         krate: API,
-        uses: &[CORE, OBS, STORE, ENGINE, EVAL],
+        uses: &[CORE, OBS, STORE, ENGINE, PREDICT, EVAL],
         forbidden: &[&AXUM, &TAURI],
     },
     Row {
@@ -129,7 +135,17 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: CLI,
-        uses: &[CORE, OBS, ENGINE, MODEL_SERVER, EVAL, ENV, API, SERVER],
+        uses: &[
+            CORE,
+            OBS,
+            ENGINE,
+            PREDICT,
+            MODEL_SERVER,
+            EVAL,
+            ENV,
+            API,
+            SERVER,
+        ],
         forbidden: &[&TAURI],
     },
     Row {
@@ -380,8 +396,10 @@ fn the_map_reads_as_architecture_md_draws_it() {
     assert!(may_reach(CORE).is_empty());
     assert_eq!(
         may_reach(STUDIO),
-        BTreeSet::from([API, CORE, OBS, STORE, ENGINE, EVAL])
+        BTreeSet::from([API, CORE, OBS, STORE, ENGINE, PREDICT, EVAL])
     );
+    // The use-case layer knows the engines and core, nothing above.
+    assert_eq!(may_reach(PREDICT), BTreeSet::from([CORE, ENGINE]));
     assert!(!may_reach(ENGINE).contains(STORE));
     assert!(!may_reach(STORE).contains(ENGINE));
     // Families match whole names and dash-separated prefixes only.

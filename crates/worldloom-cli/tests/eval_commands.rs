@@ -168,6 +168,12 @@ fn eval_copy_then_score() {
     );
     assert_eq!(rows[1]["wl_metrics"]["exact"], true);
     assert_eq!(rows[3]["wl_observation"], "a.txt");
+    // The copy is the observation of the state the action is taken from
+    // (`response[turn − 1]`), without the AgentWorldBench marker.
+    assert_eq!(
+        rows[3]["gen"],
+        "<predicted_observation>\na.txt\n</predicted_observation>"
+    );
     assert_eq!(rows[0]["wl_status"], "error");
 
     let s = worldloom(&["score", out.to_str().unwrap()]);
@@ -1124,7 +1130,9 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
         String::from_utf8_lossy(&client.stderr)
     );
     // The progress line on the terminal catches up with the client's work:
-    // two episodes, four steps, the two malformed actions among the errors.
+    // two episodes, three steps (the copy baseline refused the terminal
+    // task's first step: nothing to copy), the two malformed actions and
+    // that refusal among the errors.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut seen = Vec::new();
     loop {
@@ -1133,8 +1141,9 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
             panic!("no progress line with the client's steps: {seen:#?}");
         };
         if line.starts_with("serve-env: ")
-            && line.contains("2 episode(s) started, 4 step(s)")
+            && line.contains("2 episode(s) started, 3 step(s)")
             && line.contains(r#""invalid_actions":2"#)
+            && line.contains(r#""engine":1"#)
         {
             break;
         }

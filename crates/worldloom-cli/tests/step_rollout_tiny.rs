@@ -455,3 +455,63 @@ fn step_runs_on_a_lone_llama_cpp_gguf_file() {
     assert_eq!(v["stats"]["completion_tokens"], 8);
     assert!(v["stats"]["prompt_tokens"].as_u64().expect("prompt tokens") > 100);
 }
+
+/// The copy baseline through `step` and `rollout`: the prediction is the
+/// observation of the state the action is taken from (the parent state on
+/// the path), as the turn's history shows it: the recorded one
+/// teacher-forced, the chosen prediction free-running.
+#[test]
+fn the_copy_baseline_predicts_the_parent_state() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = write_trajectory(dir.path());
+    let path = file.to_str().expect("utf-8");
+    for (turn, parent) in [
+        ("1", "user@box:~$"),
+        ("2", "notes.txt  src"),
+        ("3", "buy milk"),
+    ] {
+        let out = succeeded(worldloom(&[
+            "step", path, "--turn", turn, "--engine", "copy", "--json",
+        ]));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["engine"], "copy");
+        assert_eq!(v["observation"], parent, "turn {turn}");
+        assert_eq!(v["current_observation"], parent, "turn {turn}");
+        assert_eq!(v["status"], "ok");
+    }
+    // `--engine local` (the default) needs the model.
+    let err = failed(worldloom(&["step", path, "--turn", "1"]));
+    assert!(err.contains("--engine local needs --model DIR"), "{err}");
+
+    // A rollout from turn 2: turn 2 copies turn 1's recorded state, turn 3
+    // copies turn 2's chosen prediction (the same text).
+    let output = dir.path().join("rolled.json");
+    let out = succeeded(worldloom(&[
+        "rollout",
+        path,
+        "--from",
+        "2",
+        "--turns",
+        "2",
+        "--engine",
+        "copy",
+        "--json",
+        "--output",
+        output.to_str().expect("utf-8"),
+    ]));
+    let lines = json_lines(&out);
+    let observations: Vec<&str> = lines
+        .iter()
+        .map(|l| l["observation"].as_str().expect("observation"))
+        .collect();
+    assert_eq!(observations, ["notes.txt  src", "notes.txt  src"]);
+    let written = TrajectoryFile::read(&output).expect("native file");
+    let t = &written.trajectories[0];
+    for turn in [2u32, 3] {
+        let node = t.node(NodeId(turn)).expect("node");
+        let chosen = node.preferred_prediction().expect("chosen");
+        assert_eq!(chosen.engine, "copy");
+        assert_eq!(chosen.context, ContextMode::FreeRunning);
+        assert_eq!(chosen.observation.as_deref(), Some("notes.txt  src"));
+    }
+}

@@ -6,11 +6,14 @@
 //! ([`Action::for_domain`]) and refused when malformed
 //! ([`Action::problem`]; the episode stays where it was). A terminal action
 //! (see [`terminal_action`]) ends the episode without a prediction.
-//! Otherwise the turn is added, the chat is built by `worldloom-core`'s
-//! prompt builder in free-running mode (with the turn's control
-//! instruction, if one was drawn), the engine's event stream is drained by
-//! `worldloom-engine`'s `collect` (deadline, cancel) and its parsed output
-//! becomes the turn's prediction. An output without an observation block
+//! Otherwise the turn is added and predicted by the use-case layer every
+//! door shares (`worldloom_predict::turn::predict_turn`): the chat by
+//! `worldloom-core`'s prompt builder in free-running mode (with the turn's
+//! control instruction, if one was drawn), the current observation by the
+//! layer's one rule (the observation of the state the action is taken
+//! from), the engine's event stream drained by `worldloom-engine`'s
+//! `collect` (deadline, cancel); the prediction record becomes the turn's
+//! chosen prediction (`worldloom_predict::rollout::keep_chosen`). An output without an observation block
 //! ends the episode (reason `unparseable_prediction`, the parser's status
 //! reported); so does the turn limit (`turn_limit`). A failing engine
 //! answers an error and leaves the episode at the same state.
@@ -24,10 +27,11 @@ use serde_json::{Map, Value, json};
 use worldloom_core::prompt::context_observation;
 use worldloom_core::{
     Action, ActionFormat, AndroidAction, ContextMode, Domain, OutputStatus, ParsedAction,
-    PromptOptions, Representation, Trajectory, build_messages,
+    Representation, Trajectory,
 };
-use worldloom_engine::record::prediction_record;
-use worldloom_engine::{CancelToken, GenerationParams, PredictRequest, WorldModel, collect};
+use worldloom_engine::{CancelToken, GenerationParams, WorldModel};
+use worldloom_predict::rollout::keep_chosen;
+use worldloom_predict::turn::{PredictError, Stop, predict_turn};
 
 use crate::error::EnvError;
 use crate::metrics::Metrics;
@@ -526,44 +530,36 @@ impl Environment {
         let (edge, node) = t
             .add_step(episode.leaf, action.clone(), None)
             .map_err(|e| EnvError::Record(e.to_string()))?;
-        let mut options = PromptOptions {
-            mode: ContextMode::FreeRunning,
-            ..PromptOptions::default()
-        };
+        let mut perturbations = BTreeMap::new();
         if let Some(p) = &perturbation {
-            options.perturbations.insert(edge, p.clone());
+            perturbations.insert(edge, p.clone());
         }
-        let messages = build_messages(&t, node, &options)
-            .map_err(|e| EnvError::Engine(format!("building the prompt: {e}")))?;
         let mut params = self.config.params.clone();
         params.seed = episode.seed.wrapping_add(turn as u64);
-        let current = context_observation(&t, episode.leaf, ContextMode::FreeRunning)
-            .map(|o| o.text)
-            .unwrap_or_default();
-        let request = PredictRequest {
-            messages,
-            params: params.clone(),
-            current_observation: Some(current),
+        let stop = Stop {
+            cancel,
+            deadline: Some(Instant::now() + self.config.step_timeout),
+            keep_partial: false,
         };
-        let engine_failed = |message: String| {
-            self.metrics.engine_errors.fetch_add(1, Ordering::Relaxed);
-            EnvError::Engine(message)
-        };
-        let stream = self
-            .engine
-            .predict(request)
-            .map_err(|e| engine_failed(e.to_string()))?;
-        let deadline = Instant::now() + self.config.step_timeout;
-        let collected = collect(stream, cancel, Some(deadline), |_| {})
-            .map_err(|e| engine_failed(e.to_string()))?;
-        let prediction = prediction_record(
-            &self.engine.name(),
+        let predicted = predict_turn(
+            self.engine.as_ref(),
             &t,
             node,
-            &params,
             ContextMode::FreeRunning,
-            &collected,
-        );
+            perturbations,
+            &params,
+            stop,
+            |_| {},
+        )
+        .map_err(|e| match e {
+            PredictError::Prompt(e) => EnvError::Engine(format!("building the prompt: {e}")),
+            PredictError::Collect(e) => {
+                self.metrics.engine_errors.fetch_add(1, Ordering::Relaxed);
+                EnvError::Engine(e.to_string())
+            }
+        })?;
+        let collected = predicted.collected;
+        let prediction = predicted.record;
         self.metrics
             .completion_tokens
             .fetch_add(collected.stats.completion_tokens as u64, Ordering::Relaxed);
@@ -581,9 +577,7 @@ impl Environment {
         }
         let status = prediction.status;
         let observed = prediction.observation.is_some();
-        t.add_prediction(node, prediction)
-            .and_then(|id| t.choose_prediction(node, Some(id)))
-            .map_err(|e| EnvError::Record(e.to_string()))?;
+        keep_chosen(&mut t, node, prediction).map_err(|e| EnvError::Record(e.to_string()))?;
         episode.trajectory = t;
         episode.leaf = node;
         episode.step_count = turn;

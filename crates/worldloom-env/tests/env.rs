@@ -645,10 +645,65 @@ fn official_openenv_client() {
         5,
         "one episode over /ws, one over HTTP, three in the capacity check"
     );
-    for row in &rows[..2] {
-        let t = ws.load_trajectory(row.key).expect("load").trajectory;
-        assert_eq!(t.edges.len(), 2, "{}", t.id);
+    // The terminal episode's first step was refused (the copy baseline had
+    // no state to copy) and not recorded; its `exit` was.
+    let edges: Vec<usize> = rows[..2]
+        .iter()
+        .map(|row| {
+            ws.load_trajectory(row.key)
+                .expect("load")
+                .trajectory
+                .edges
+                .len()
+        })
+        .collect();
+    assert_eq!(edges, [2, 1]);
+}
+
+/// The copy baseline predicts the observation of the state the action is
+/// taken from (the use-case layer's one rule): the first state, then its own
+/// earlier prediction; a task whose first state lives only inside its
+/// prompt (a terminal task of the sample) has nothing to copy, so the step
+/// is refused and the episode stays where it was.
+#[test]
+fn the_copy_baseline_copies_the_state_acted_on_or_refuses() {
+    let env = Environment::new(
+        TaskSet::load(&sample()).expect("tasks"),
+        Arc::new(CopyEngine),
+        None,
+        EnvConfig::default(),
+    );
+    let web = worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Web),
+        seed: Some(4),
+        ..Default::default()
+    };
+    let (mut episode, reset) = env.reset(&web).expect("reset");
+    let first = reset.observation["text"].clone();
+    assert!(first.as_str().is_some_and(|t| !t.is_empty()), "{first}");
+    for turn in 1..=2 {
+        let answer = env
+            .step(
+                &mut episode,
+                &json!({"action": "click('21')"}),
+                &CancelToken::new(),
+            )
+            .expect("step");
+        assert_eq!(answer.observation["text"], first, "turn {turn}");
     }
+    let terminal = worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Terminal),
+        seed: Some(4),
+        ..Default::default()
+    };
+    let (mut episode, reset) = env.reset(&terminal).expect("reset");
+    assert_eq!(reset.observation["text"], "");
+    let err = env
+        .step(&mut episode, &json!({"action": "ls"}), &CancelToken::new())
+        .expect_err("nothing to copy")
+        .to_string();
+    assert!(err.contains("copy baseline"), "{err}");
+    assert_eq!(episode.step_count, 0);
 }
 
 /// A model whose output has no observation block.
@@ -912,15 +967,19 @@ fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
     );
 }
 
-/// The copy baseline, keeping the chats it was sent.
-struct Capturing(std::sync::Mutex<Vec<Vec<worldloom_core::ChatMessage>>>);
+/// The copy baseline, keeping the chats it was sent and the current
+/// observations they came with.
+struct Capturing(std::sync::Mutex<Vec<(Vec<worldloom_core::ChatMessage>, Option<String>)>>);
 impl WorldModel for Capturing {
     fn name(&self) -> String {
         "copy".into()
     }
     fn predict(&self, request: PredictRequest) -> Result<PredictionStream, EngineError> {
         if let Ok(mut seen) = self.0.lock() {
-            seen.push(request.messages.clone());
+            seen.push((
+                request.messages.clone(),
+                request.current_observation.clone(),
+            ));
         }
         CopyEngine.predict(request)
     }
@@ -1018,6 +1077,11 @@ fn a_tagged_branch_starts_at_its_fork_point() {
     server.stop();
     let sent = engine.0.lock().expect("lock").clone();
     assert_eq!(sent.len(), 1);
+    // The current observation: the state the action is taken from (turn
+    // 1's, where the episode started), as the history shows it.
+    assert_eq!(sent[0].1.as_deref(), Some(turn1.text.as_str()));
+    let sent: Vec<Vec<worldloom_core::ChatMessage>> =
+        sent.into_iter().map(|(chat, _)| chat).collect();
     assert_eq!(
         sent[0][0].content.as_str(),
         web.system_prompt.as_deref().expect("a system prompt")

@@ -43,17 +43,21 @@ with GenericEnvClient(base_url=base).sync() as env:
 
 health = requests.get(f"{base}/health", timeout=10).json()
 assert health == {"status": "healthy"}, health
+# A terminal task: its first state lives inside the first prompt, so the
+# copy baseline has nothing to copy and refuses the step (the episode stays
+# where it was); the terminal action then ends it.
 reset = requests.post(f"{base}/reset", json={"domain": "terminal", "seed": 1}, timeout=10)
 assert reset.status_code == 200, reset.text
 episode = reset.json()["observation"]["episode_id"]
 bad = requests.post(f"{base}/step", json={"action": {"action": ""}, "episode_id": episode}, timeout=10)
 assert bad.status_code == 422, bad.text
-step = requests.post(f"{base}/step", json={"action": {"action": "ls -la ~/reports"}, "episode_id": episode}, timeout=10)
+refused = requests.post(f"{base}/step", json={"action": {"action": "ls -la ~/reports"}, "episode_id": episode}, timeout=10)
+assert "copy baseline" in refused.text, refused.text
+step = requests.post(f"{base}/step", json={"action": {"action": "exit"}, "episode_id": episode}, timeout=10)
 assert step.status_code == 200, step.text
 body = step.json()
 assert set(body) == {"observation", "reward", "done"}, body
-step = requests.post(f"{base}/step", json={"action": {"action": "exit"}, "episode_id": episode}, timeout=10)
-assert step.json()["done"] is True, step.text
+assert body["done"] is True, body
 
 if len(sys.argv) > 2:
     held = [GenericEnvClient(base_url=base).sync() for _ in range(int(sys.argv[2]))]

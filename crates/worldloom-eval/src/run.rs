@@ -26,20 +26,27 @@
 //! are skipped. Engine failures are written as `error` rows with `gen: ""`
 //! (as the official script does); a prediction cancelled by an interrupt is
 //! not written, so resuming runs it again.
+//!
+//! Each row goes through the use-case layer the studio and the other
+//! commands share (`worldloom_predict::turn`): the row's chat as the
+//! official script builds it ([`BenchRow::messages`]) enters as
+//! `Turn::of_chat`, with the current observation by the layer's one rule
+//! (the observation of the state the action is taken from, `response[turn −
+//! 1]` without its `**Environment Observation:**` marker); rows are worked
+//! on by the layer's worker pool (`worldloom_predict::workers`).
 
 use std::collections::HashSet;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
-use worldloom_core::{ModelOutput, OutputStatus};
-use worldloom_engine::{
-    CancelToken, CollectError, GenerationParams, GenerationStats, PredictRequest, WorldModel,
-    collect,
-};
+use worldloom_core::{ContextMode, ModelOutput, OutputStatus};
+use worldloom_engine::{CancelToken, CollectError, GenerationParams, GenerationStats, WorldModel};
+use worldloom_predict::turn::{Stop, Turn, run_turn};
+use worldloom_predict::workers;
 
 use crate::EvalError;
 use crate::bench::{BenchRow, sniff_representation, strip_response_marker};
@@ -162,7 +169,8 @@ struct Prediction {
 
 fn predict_row(
     engine: &dyn WorldModel,
-    request: PredictRequest,
+    turn: &Turn,
+    params: &GenerationParams,
     stop: &CancelToken,
     timeout: Duration,
 ) -> Prediction {
@@ -174,11 +182,12 @@ fn predict_row(
         interrupted: false,
         latency_ms: 0.0,
     };
-    match engine
-        .predict(request)
-        .map_err(CollectError::from)
-        .and_then(|stream| collect(stream, stop, Some(started + timeout), |_| {}))
-    {
+    let stop = Stop {
+        cancel: stop,
+        deadline: Some(started + timeout),
+        keep_partial: false,
+    };
+    match run_turn(engine, turn, params, stop, |_| {}) {
         Ok(c) => {
             p.output = Some(c.output);
             p.stats = Some(c.stats);
@@ -354,11 +363,14 @@ pub fn run_eval(
         output,
         &bar,
         |row: &&BenchRow| {
-            let messages = row.messages().ok()?;
-            let mut request = PredictRequest::new(messages, options.params.clone());
-            // The state the action is taken from, raw (as the chat shows it).
-            request.current_observation = row.previous_observation().ok().flatten();
-            let p = predict_row(engine.as_ref(), request, &stop_token, timeout);
+            let turn = row_turn(row).ok()?;
+            let p = predict_row(
+                engine.as_ref(),
+                &turn,
+                &options.params,
+                &stop_token,
+                timeout,
+            );
             if p.interrupted {
                 return None;
             }
@@ -373,11 +385,12 @@ pub fn run_eval(
     Ok(summary)
 }
 
-/// Runs `work` on every item with up to `concurrency` threads and appends
+/// Runs `work` on every item with up to `concurrency` threads (the
+/// use-case layer's worker pool, `worldloom_predict::workers`) and appends
 /// each returned row to `file` as one whole line, flushed. `work` returns
 /// `None` to write nothing (interrupted); the flag says the row is a failure.
-/// Stops starting new items once `stop` is set. Returns (rows written,
-/// failures written).
+/// Stops starting new items once `stop` is set (a failed write sets it).
+/// Returns (rows written, failures written).
 ///
 /// Errors: [`EvalError::Io`] when writing fails (the run stops).
 pub(crate) fn write_parallel<T: Sync>(
@@ -389,50 +402,48 @@ pub(crate) fn write_parallel<T: Sync>(
     bar: &indicatif::ProgressBar,
     work: impl Fn(&T) -> Option<(Map<String, Value>, bool)> + Sync,
 ) -> Result<(usize, usize), EvalError> {
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<(Map<String, Value>, bool)>();
     let mut write_error = None;
     let (mut written, mut errors) = (0, 0);
-    std::thread::scope(|scope| {
-        for _ in 0..concurrency.max(1).min(items.len().max(1)) {
-            let tx = tx.clone();
-            let (next, work) = (&next, &work);
-            scope.spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    let Some(item) = items.get(next.fetch_add(1, Ordering::SeqCst)) else {
-                        break;
-                    };
-                    let Some(result) = work(item) else { break };
-                    if tx.send(result).is_err() {
-                        break;
-                    }
-                }
-            });
+    workers::for_each(items, concurrency, stop, work, |(row, failed)| {
+        if write_error.is_some() {
+            return;
         }
-        drop(tx);
-        for (row, failed) in rx {
-            if write_error.is_some() {
-                continue;
-            }
-            let mut line = Value::Object(row).to_string();
-            line.push('\n');
-            if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
-                write_error = Some(EvalError::io(output, e));
-                stop.store(true, Ordering::SeqCst);
-                continue;
-            }
-            written += 1;
-            if failed {
-                errors += 1;
-                bar.set_message(format!("{errors} failed"));
-            }
-            bar.inc(1);
+        let mut line = Value::Object(row).to_string();
+        line.push('\n');
+        if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+            write_error = Some(EvalError::io(output, e));
+            stop.store(true, Ordering::SeqCst);
+            return;
         }
+        written += 1;
+        if failed {
+            errors += 1;
+            bar.set_message(format!("{errors} failed"));
+        }
+        bar.inc(1);
     });
     match write_error {
         Some(e) => Err(e),
         None => Ok((written, errors)),
     }
+}
+
+/// The turn of a benchmark row for the use-case layer: its chat as the
+/// official script builds it, and the observation of the state the action
+/// is taken from (`response[turn − 1]`, without its `**Environment
+/// Observation:**` marker, as the importer stores that state; `None` on the
+/// first turn, whose state lives inside the prompt).
+///
+/// Errors: [`EvalError::Input`] for a field of the wrong type.
+pub fn row_turn(row: &BenchRow) -> Result<Turn, EvalError> {
+    let state = row
+        .previous_observation()?
+        .map(|o| strip_response_marker(&o).to_owned());
+    Ok(Turn::of_chat(
+        row.messages()?,
+        state,
+        ContextMode::TeacherForced,
+    ))
 }
 
 /// A replay engine answering each benchmark chat with the `gen` recorded for

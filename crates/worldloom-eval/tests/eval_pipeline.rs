@@ -101,7 +101,13 @@ fn by_key(path: &Path) -> std::collections::BTreeMap<String, Map<String, Value>>
         .collect()
 }
 
-fn check_copy_output(path: &Path) {
+/// The copy baseline's rows. `served`: through `serve-model`, whose copy
+/// sees only the chat and copies its last assistant message as the chat
+/// shows it (with the `**Environment Observation:**` marker); run directly,
+/// the copy predicts the observation of the state the action is taken from
+/// (the use-case layer's one rule: `response[turn − 1]` without the
+/// marker). The extracted observation is the same either way.
+fn check_copy_output(path: &Path, served: bool) {
     let rows = by_key(path);
     assert_eq!(rows.len(), 5);
     let keys: Vec<&str> = rows.keys().map(String::as_str).collect();
@@ -119,10 +125,15 @@ fn check_copy_output(path: &Path) {
     let t2 = &rows["terminal|11|2"];
     assert_eq!(t2["extra_field"], json!([2]));
     assert_eq!(t2["total_turns"], json!(3));
+    let copied = if served {
+        format!("{MARK}a.txt")
+    } else {
+        "a.txt".to_owned()
+    };
     assert_eq!(
         t2["gen"],
         json!(format!(
-            "<predicted_observation>\n{MARK}a.txt\n</predicted_observation>"
+            "<predicted_observation>\n{copied}\n</predicted_observation>"
         ))
     );
     assert_eq!(t2["wl_status"], "ok");
@@ -167,7 +178,7 @@ fn copy_baseline_eval_resume_and_score() {
         ),
         (5, 0, 5, 2)
     );
-    check_copy_output(&out);
+    check_copy_output(&out, false);
 
     // Resume: nothing left to do.
     let again = run_eval(&rows, Arc::new(CopyEngine), &out, &quiet(), stop.clone()).unwrap();
@@ -182,7 +193,7 @@ fn copy_baseline_eval_resume_and_score() {
     std::fs::write(&out, torn).unwrap();
     let resumed = run_eval(&rows, Arc::new(CopyEngine), &out, &quiet(), stop).unwrap();
     assert_eq!((resumed.already_done, resumed.written), (4, 1));
-    check_copy_output(&out);
+    check_copy_output(&out, false);
 
     let report = score_file(&out).unwrap();
     assert_eq!(report.all.rows, 5);
@@ -218,7 +229,7 @@ fn eval_through_serve_model_matches_the_direct_run() {
         let out = dir.path().join(format!("served-{stream}.jsonl"));
         let summary = eval_quietly(&rows, client, &out);
         assert_eq!((summary.written, summary.errors), (5, 2), "stream={stream}");
-        check_copy_output(&out);
+        check_copy_output(&out, true);
         let first_turn = &by_key(&out)["terminal|11|1"];
         let error = first_turn["wl_error"].as_str().unwrap();
         assert!(error.contains("400"), "stream={stream}: {error}");
