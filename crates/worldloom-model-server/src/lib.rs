@@ -61,7 +61,8 @@
 //! (`code: "context_length_exceeded"`, `param: "messages"`); without
 //! `max_tokens`, generation is bounded by what the context leaves.
 //!
-//! **The door.** The same protection as `worldloom serve`: on a loopback
+//! **The door.** `worldloom-door`'s `check_door`, the same protection as
+//! `worldloom serve`: on a loopback
 //! address the `Host` header must name that address and port (DNS
 //! rebinding pages get 403), a request whose `Origin` is not this server is
 //! refused (403), a `POST` must be `Content-Type: application/json` (415;
@@ -390,106 +391,9 @@ pub fn spawn(
     })
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The `Host` values a loopback server answers to.
-fn loopback_hosts(addr: SocketAddr) -> [String; 3] {
-    let port = addr.port();
-    [
-        format!("127.0.0.1:{port}"),
-        format!("localhost:{port}"),
-        format!("[::1]:{port}"),
-    ]
-}
-
-/// Why [`check_door`] refuses a request: the HTTP status, a message for
-/// the client, and a short machine-readable code (`forbidden`,
-/// `invalid_api_key`, or none for a wrong content type).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// 403 (Host or Origin), 401 (API key) or 415 (content type).
-    pub status: StatusCode,
-    /// What was wrong, for the client.
-    pub message: String,
-    /// `forbidden`, `invalid_api_key`, or `None`.
-    pub code: Option<&'static str>,
-}
-
-/// The door every Worldloom HTTP server with an optional key keeps (this
-/// one and `worldloom serve-env`): on a loopback `addr` the `Host` header
-/// must name that address and port (DNS rebinding pages get 403); an
-/// `Origin` that is not this server gets 403; with `api_key` set and
-/// `key_needed` (the route is protected), `Authorization: Bearer KEY` is
-/// required (401, compared in constant time); a `POST` must be
-/// `Content-Type: application/json` (415). `None` lets the request in.
-pub fn check_door(
-    addr: SocketAddr,
-    api_key: Option<&str>,
-    key_needed: bool,
-    method: &Method,
-    headers: &HeaderMap,
-) -> Option<Refusal> {
-    let header = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
-    let forbidden = |message: &str| Refusal {
-        status: StatusCode::FORBIDDEN,
-        message: message.to_owned(),
-        code: Some("forbidden"),
-    };
-    let hosts = loopback_hosts(addr);
-    if addr.ip().is_loopback()
-        && !header(header::HOST).is_some_and(|h| hosts.contains(&h.to_owned()))
-    {
-        return Some(forbidden(
-            "the Host header must name this server's loopback address and port",
-        ));
-    }
-    if let Some(origin) = header(header::ORIGIN) {
-        let own = hosts
-            .iter()
-            .chain(std::iter::once(&addr.to_string()))
-            .any(|h| origin == format!("http://{h}"));
-        if !own {
-            return Some(forbidden("cross-origin requests are refused"));
-        }
-    }
-    if let Some(key) = api_key.filter(|k| !k.is_empty())
-        && key_needed
-    {
-        let given = header(header::AUTHORIZATION).and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| constant_time_eq(g.trim().as_bytes(), key.as_bytes())) {
-            return Some(Refusal {
-                status: StatusCode::UNAUTHORIZED,
-                message: "missing or wrong API key: send `Authorization: Bearer KEY`".to_owned(),
-                code: Some("invalid_api_key"),
-            });
-        }
-    }
-    if method == Method::POST {
-        let json = header(header::CONTENT_TYPE).is_some_and(|c| {
-            c.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-        });
-        if !json {
-            return Some(Refusal {
-                status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                message: "the request body must be sent as `Content-Type: application/json`"
-                    .to_owned(),
-                code: None,
-            });
-        }
-    }
-    None
-}
-
 /// Why a request is refused before it reaches a route, if it is.
 fn door(state: &AppState, method: &Method, path: &str, headers: &HeaderMap) -> Option<ApiError> {
-    check_door(
+    worldloom_door::check_door(
         state.addr,
         state.api_key.as_deref(),
         path.starts_with("/v1/"),
