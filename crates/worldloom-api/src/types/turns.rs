@@ -300,7 +300,7 @@ pub struct JudgeScores {
     /// Quality.
     pub quality: Option<f64>,
     /// The mean of the dimensions present on AgentWorldBench's scale,
-    /// `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-eval` `score`).
+    /// `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-core::judge::scale`).
     pub score: Option<f64>,
     /// The judge's rationale.
     pub rationale: Option<String>,
