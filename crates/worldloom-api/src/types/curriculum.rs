@@ -11,7 +11,8 @@ pub struct BranchRef {
     pub branch_id: String,
 }
 
-/// Curriculum formats.
+/// Curriculum formats: the JSONL ones of [`ExportFormat`] (a curriculum is
+/// rows of turns).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum CurriculumFormat {
@@ -19,6 +20,15 @@ pub enum CurriculumFormat {
     Agentworldbench,
     /// SFT chat JSONL (for fine-tuning).
     Sft,
+}
+
+impl From<CurriculumFormat> for ExportFormat {
+    fn from(format: CurriculumFormat) -> Self {
+        match format {
+            CurriculumFormat::Agentworldbench => ExportFormat::Agentworldbench,
+            CurriculumFormat::Sft => ExportFormat::Sft,
+        }
+    }
 }
 
 /// `export_curriculum` request.

@@ -79,18 +79,6 @@ pub struct ImportFilesResponse {
     pub warnings: Vec<String>,
 }
 
-/// Export formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum ExportFormat {
-    /// The native Worldloom JSON file (`worldloom-trajectory`).
-    Native,
-    /// AgentWorldBench JSONL rows.
-    Agentworldbench,
-    /// Supervised fine-tuning chat JSONL.
-    Sft,
-}
-
 /// `export` request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ExportRequest {

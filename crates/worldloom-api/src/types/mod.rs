@@ -27,6 +27,7 @@ pub use worldloom_core::action::{
     ActionFormat, ActionTarget, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
 };
 pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
+pub use worldloom_core::formats::ExportFormat;
 pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
 pub use worldloom_core::output::{OutputStatus, StopReason};
 pub use worldloom_core::trajectory::ContextMode;
