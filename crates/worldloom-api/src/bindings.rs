@@ -1,8 +1,9 @@
 //! TypeScript declarations of the API, generated with `ts-rs`.
 //!
 //! [`typescript`] returns the whole file `ui/src/bindings/api.ts`: one
-//! `export type` per API type and the `Commands` table mapping each command
-//! name to its `[request, response]` pair. The file is committed; the
+//! `export type` per API type, the `Commands` table mapping each command
+//! name to its `[request, response]` pair, and the constants the UI reads
+//! (`JUDGE_DIMENSIONS`). The file is committed; the
 //! `bindings` test fails when it differs from what this build generates.
 
 use ts_rs::TS;
@@ -222,13 +223,28 @@ pub fn typescript() -> String {
     out.push_str("/** A command name. */\nexport type CommandName = keyof Commands;\n");
     out.push_str("/** The request type of a command. */\nexport type RequestOf<C extends CommandName> = Commands[C][0];\n");
     out.push_str("/** The response type of a command. */\nexport type ResponseOf<C extends CommandName> = Commands[C][1];\n");
+    out.push_str(&judge_dimensions());
     out
+}
+
+/// AgentWorldBench's judged dimensions as a TypeScript constant, from
+/// `worldloom-core::judge::DIMENSIONS` (each is a field of `JudgeScores`;
+/// the `satisfies` clause makes `tsc` check it).
+fn judge_dimensions() -> String {
+    let names: Vec<String> = worldloom_core::judge::DIMENSIONS
+        .iter()
+        .map(|d| format!("\"{d}\""))
+        .collect();
+    format!(
+        "\n/** AgentWorldBench's judged dimensions, in the published order (`worldloom-core::judge::DIMENSIONS`). */\nexport const JUDGE_DIMENSIONS = [{}] as const satisfies readonly (keyof JudgeScores)[];\n",
+        names.join(", ")
+    )
 }
 
 /// Names referenced by a declaration that no declaration defines; used by the
 /// bindings test to prove the file is self-contained. Comments and string
 /// literals are skipped; a capitalised word not followed by `:` (a field
-/// name) is a type reference.
+/// name) nor named by `type`, `interface` or `const` is a type reference.
 pub fn undeclared_names(file: &str) -> Vec<String> {
     // Drop block and line comments.
     let mut code = String::new();
@@ -283,7 +299,7 @@ pub fn undeclared_names(file: &str) -> Vec<String> {
             {
                 missing.push(word.clone());
             }
-            after_keyword = word == "type" || word == "interface";
+            after_keyword = word == "type" || word == "interface" || word == "const";
             word.clear();
         }
     }

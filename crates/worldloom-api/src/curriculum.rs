@@ -116,15 +116,10 @@ fn annotate(
         if notes.is_empty() {
             continue;
         }
-        let alone = match format {
-            CurriculumFormat::Agentworldbench => {
-                core::formats::awb::export(std::slice::from_ref(t))
-            }
-            CurriculumFormat::Sft => {
-                core::formats::sft::export(std::slice::from_ref(t), &core::PromptOptions::default())
-                    .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?
-            }
-        };
+        let alone = ExportFormat::from(format)
+            .export(std::slice::from_ref(t))
+            .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?
+            .text;
         for line in alone.lines() {
             let Ok(mut row) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;
@@ -253,16 +248,10 @@ pub fn export_curriculum(
         }
     }
     drop(ws);
-    let (content, ext) = match req.format {
-        CurriculumFormat::Agentworldbench => {
-            (core::formats::awb::export(&trajectories), ".awb.jsonl")
-        }
-        CurriculumFormat::Sft => (
-            core::formats::sft::export(&trajectories, &core::PromptOptions::default())
-                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?,
-            ".sft.jsonl",
-        ),
-    };
+    let exported = ExportFormat::from(req.format)
+        .export(&trajectories)
+        .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
+    let (content, ext) = (exported.text, exported.extension);
     let content = annotate(content, &trajectories, &annotations, req.format)?;
     let rows_total = content.lines().count() as u32;
     let preview = content

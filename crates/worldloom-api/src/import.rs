@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use worldloom_core as core;
-use worldloom_core::{EdgeId, NodeId, Trajectory, TrajectoryFile};
+use worldloom_core::{EdgeId, NodeId, Trajectory};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::scoring::score_nodes;
@@ -309,27 +309,10 @@ pub(crate) fn export(
     t: &Trajectory,
     format: ExportFormat,
 ) -> Result<(String, u32, &'static str), ApiError> {
-    match format {
-        ExportFormat::Native => Ok((
-            TrajectoryFile::new(vec![t.clone()]).to_json_string(),
-            1,
-            ".worldloom.json",
-        )),
-        ExportFormat::Agentworldbench => {
-            let text = core::formats::awb::export(std::slice::from_ref(t));
-            let rows = text.lines().count() as u32;
-            Ok((text, rows, ".awb.jsonl"))
-        }
-        ExportFormat::Sft => {
-            let text = core::formats::sft::export(
-                std::slice::from_ref(t),
-                &core::prompt::PromptOptions::default(),
-            )
-            .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
-            let rows = text.lines().count() as u32;
-            Ok((text, rows, ".sft.jsonl"))
-        }
-    }
+    let out = format
+        .export(std::slice::from_ref(t))
+        .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
+    Ok((out.text, out.records as u32, out.extension))
 }
 
 /// Imports `paths`; with `strip`, that prefix is removed from every path

@@ -3,6 +3,7 @@
 //! [`crate::types`]); the domain types themselves travel unchanged.
 
 use worldloom_core as core;
+use worldloom_core::judge;
 use worldloom_obs as obs;
 
 use worldloom_store::ChangeRecord;
@@ -144,8 +145,8 @@ pub(crate) fn fidelity(e: &obs::metrics::Evaluation) -> Fidelity {
 }
 
 /// Judge scores from a judged row (`worldloom judge` output, official
-/// AgentWorldBench `judge` step): `format`, `factuality`, `consistency`,
-/// `realism`, `quality` (1–5), `strengths` / `weaknesses` as the rationale,
+/// AgentWorldBench `judge` step): the dimensions of [`judge::DIMENSIONS`]
+/// (1–5), `strengths` / `weaknesses` as the rationale,
 /// and the judge model (`judge_model` field, else `model`). `None` when no
 /// dimension is present or the row is marked `failed`.
 pub(crate) fn judge_scores(
@@ -158,14 +159,15 @@ pub(crate) fn judge_scores(
     let score = |name: &str| {
         row.get(name)
             .and_then(|v| v.as_f64().or_else(|| v.as_str()?.trim().parse().ok()))
-            .filter(|x| (1.0..=5.0).contains(x))
+            .filter(|x| judge::in_range(*x))
     };
+    let [format, factuality, consistency, realism, quality] = judge::DIMENSIONS.map(score);
     let scores = JudgeScores {
-        format: score("format"),
-        factuality: score("factuality"),
-        consistency: score("consistency"),
-        realism: score("realism"),
-        quality: score("quality"),
+        format,
+        factuality,
+        consistency,
+        realism,
+        quality,
         score: None,
         rationale: None,
         judge: model.map(str::to_owned).or_else(|| {
@@ -207,16 +209,10 @@ pub(crate) fn judge_scores(
         rationale.push(format!("Weaknesses: {}", weaknesses.join("; ")));
     }
     Some(JudgeScores {
-        score: Some(judge_scale(mean)),
+        score: Some(judge::scale(mean)),
         rationale: (!rationale.is_empty()).then(|| rationale.join("\n")),
         ..scores
     })
-}
-
-/// A mean judge score (1–5) on AgentWorldBench's scale: `(mean − 1) / 4 ×
-/// 100`, in `[0, 100]` (as `worldloom-eval` `score` reports it).
-pub(crate) fn judge_scale(mean: f64) -> f64 {
-    (mean - 1.0) / 4.0 * 100.0
 }
 
 /// The API's view of an undo-log record.
@@ -279,7 +275,7 @@ pub fn stored_observation_tokens(tokens: Vec<TokenView>) -> Vec<TokenView> {
 }
 
 /// The API's view of a stored run row. The judge score is the row's total
-/// (else the mean of its dimensions) on [`judge_scale`]; a failed row has
+/// (else the mean of its dimensions) on [`judge::scale`]; a failed row has
 /// none.
 pub(crate) fn run_row_view(row: &worldloom_store::StoredRunRow) -> crate::types::RunRowView {
     let judge = row.judge.as_ref();
@@ -289,7 +285,7 @@ pub(crate) fn run_row_view(row: &worldloom_store::StoredRunRow) -> crate::types:
         let total = j.total_score.filter(|t| *t > 0.0).or_else(|| {
             (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64)
         })?;
-        Some(judge_scale(total))
+        Some(judge::scale(total))
     });
     crate::types::RunRowView {
         row_id: row.id.to_string(),
@@ -470,7 +466,7 @@ mod tests {
         let j = judge_scores(row.as_object().expect("object"), None).expect("scores");
         assert_eq!(j.score, Some(50.0));
         assert_eq!(j.judge.as_deref(), Some("j"));
-        assert_eq!(judge_scale(1.0), 0.0);
-        assert_eq!(judge_scale(5.0), 100.0);
+        assert_eq!(judge::scale(1.0), 0.0);
+        assert_eq!(judge::scale(5.0), 100.0);
     }
 }

@@ -41,6 +41,11 @@ fn bindings_are_self_contained_and_list_every_command() {
     }
     assert!(generated.contains("export type TurnDetail = {"));
     assert!(generated.contains("export type DiffStatus = \"unchanged\" | \"changed\" | \"moved\" | \"added\" | \"removed\";"));
+    // The judge's dimensions come from worldloom-core, checked against
+    // JudgeScores' fields by tsc.
+    assert!(generated.contains(
+        "export const JUDGE_DIMENSIONS = [\"format\", \"factuality\", \"consistency\", \"realism\", \"quality\"] as const satisfies readonly (keyof JudgeScores)[];"
+    ));
     // No 64-bit integers reach TypeScript as bigint.
     assert!(!generated.contains("bigint"));
 }

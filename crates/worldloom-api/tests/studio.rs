@@ -1922,7 +1922,7 @@ fn gguf_model_inspects_loads_and_reuses_snapshots() {
         &tiny_model(),
         &gguf,
         worldloom_engine::qwen3_5_moe::gguf::WriteOptions {
-            dtype: worldloom_engine::qwen3_5_moe::gguf::parse_file_type("q8_0").expect("type"),
+            dtype: worldloom_engine::weights::gguf_writer::parse_file_type("q8_0").expect("type"),
             max_tensors_per_file: None,
         },
     )

@@ -29,9 +29,8 @@ use worldloom_engine::loading::{
     is_gguf_path, load_model, parse_device, parse_dtype, read_config,
 };
 use worldloom_engine::qwen3_5_moe::LayerKind;
-use worldloom_engine::qwen3_5_moe::gguf::{
-    Qwen35MoeGguf, WriteOptions, parse_file_type, type_table, write_gguf,
-};
+use worldloom_engine::qwen3_5_moe::gguf::{Qwen35MoeGguf, WriteOptions, type_table, write_gguf};
+use worldloom_engine::weights::gguf_writer::parse_file_type;
 
 /// Arguments of `worldloom model`.
 #[derive(Args)]

@@ -70,6 +70,7 @@ struct Row {
 const CORE: &str = "worldloom-core";
 const OBS: &str = "worldloom-obs";
 const ENGINE: &str = "worldloom-engine";
+const DOOR: &str = "worldloom-door";
 const MODEL_SERVER: &str = "worldloom-model-server";
 const PREDICT: &str = "worldloom-predict";
 const EVAL: &str = "worldloom-eval";
@@ -99,8 +100,13 @@ const MAP: &[Row] = &[
         forbidden: &[&SQLITE, &AXUM, &TAURI],
     },
     Row {
+        krate: DOOR,
+        uses: &[],
+        forbidden: &[&CANDLE, &SQLITE, &HTTP, &TAURI],
+    },
+    Row {
         krate: MODEL_SERVER,
-        uses: &[ENGINE],
+        uses: &[ENGINE, DOOR],
         forbidden: &[&SQLITE, &TAURI],
     },
     Row {
@@ -120,7 +126,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: ENV,
-        uses: &[CORE, OBS, ENGINE, PREDICT, STORE, MODEL_SERVER],
+        uses: &[CORE, OBS, ENGINE, PREDICT, STORE, MODEL_SERVER, DOOR],
         forbidden: &[&TAURI],
     },
     Row {
@@ -130,7 +136,7 @@ const MAP: &[Row] = &[
     },
     Row {
         krate: SERVER,
-        uses: &[API],
+        uses: &[API, DOOR],
         forbidden: &[&TAURI],
     },
     Row {

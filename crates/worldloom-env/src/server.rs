@@ -30,7 +30,8 @@
 //! the prediction too (the episode stays where it was). Over HTTP the same errors are `{"detail": message, "code":
 //! code}` with the statuses of [`EnvError::http_status`].
 //!
-//! **The door.** `worldloom-model-server`'s [`check_door`]: Host and
+//! **The door.** `worldloom-door`'s [`check_door`], the one every
+//! Worldloom server keeps: Host and
 //! Origin checks on loopback, `Content-Type: application/json` on POST, and
 //! with a token (required off loopback) `Authorization: Bearer TOKEN` on
 //! every route but `/health`.
@@ -50,8 +51,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
+use worldloom_door::check_door;
 use worldloom_engine::CancelToken;
-use worldloom_model_server::{BackgroundServer, check_door};
+use worldloom_model_server::BackgroundServer;
 
 use crate::episode::{Environment, ResetParams, StepAnswer};
 use crate::error::EnvError;

@@ -32,8 +32,7 @@ use worldloom_engine::{
 use crate::EvalError;
 use crate::bench::{BenchRow, domain_of, strip_response_marker};
 
-/// The five judged dimensions, in the published order.
-pub const DIMENSIONS: [&str; 5] = ["format", "factuality", "consistency", "realism", "quality"];
+pub use worldloom_core::judge::DIMENSIONS;
 
 /// The tag around the judge's final JSON.
 pub const VERDICT_TAG: &str = "final_evaluation";

@@ -62,11 +62,6 @@ pub struct ScoreReport {
     pub macro_overall: Option<f64>,
 }
 
-/// `(mean − 1) / 4 × 100`: a 1–5 mean on a 0–100 scale.
-pub fn normalize(mean: f64) -> f64 {
-    (mean - 1.0) / 4.0 * 100.0
-}
-
 fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
@@ -89,8 +84,10 @@ fn summarise(rows: &[&Map<String, Value>]) -> DomainScore {
             .filter_map(|r| r.get(dim).and_then(Value::as_f64))
             .filter(|&v| v != 0.0)
             .collect();
-        s.judged
-            .insert(dim.to_owned(), mean(&values).map(normalize));
+        s.judged.insert(
+            dim.to_owned(),
+            mean(&values).map(worldloom_core::judge::scale),
+        );
     }
     let mut exact = Vec::new();
     let (mut text, mut node, mut attr, mut trans) =
@@ -187,11 +184,11 @@ pub fn render(report: &ScoreReport) -> String {
             d.valid,
             d.failed,
             d.unjudged,
-            j("format"),
-            j("factuality"),
-            j("consistency"),
-            j("realism"),
-            j("quality"),
+            j(DIMENSIONS[0]),
+            j(DIMENSIONS[1]),
+            j(DIMENSIONS[2]),
+            j(DIMENSIONS[3]),
+            j(DIMENSIONS[4]),
             j("total_score"),
             d.metric_rows,
             cell(d.exact_rate, 100.0),

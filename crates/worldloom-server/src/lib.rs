@@ -421,20 +421,14 @@ async fn serve_loop(
     Ok(())
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+/// What a refused `/api/` request without the right token is told.
+const TOKEN_MESSAGE: &str = "missing or wrong access token: open the URL `worldloom serve` printed";
 
+/// The access token a request carries: `Authorization: Bearer TOKEN`, else
+/// `?token=TOKEN`.
 fn token_of(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    if let Some(v) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        && let Some(t) = v.strip_prefix("Bearer ")
-    {
-        return Some(t.trim().to_string());
+    if let Some(t) = worldloom_door::bearer(headers) {
+        return Some(t.to_string());
     }
     query?
         .split('&')
@@ -472,56 +466,32 @@ fn security_headers(headers: &mut HeaderMap, api: bool) {
     }
 }
 
-/// Host / Origin / token checks for every request, and security headers on
+/// The door (`worldloom-door`: Host, Origin, and the token on `/api/`,
+/// compared in constant time) for every request, and security headers on
 /// every response.
 async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let path = request.uri().path().to_string();
     let api = path.starts_with("/api/");
-    let host_ok = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .is_some_and(|h| {
-            let port = state.port;
-            h == format!("127.0.0.1:{port}")
-                || h == format!("localhost:{port}")
-                || h == format!("[::1]:{port}")
-        });
-    let origin_ok = match request
-        .headers()
-        .get(header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-    {
-        None => true,
-        Some(o) => {
-            let port = state.port;
-            o == format!("http://127.0.0.1:{port}") || o == format!("http://localhost:{port}")
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, state.port));
+    let headers = request.headers();
+    let refusal = worldloom_door::check_host(addr, headers)
+        .and_then(|()| worldloom_door::check_origin(addr, headers))
+        .and_then(|()| {
+            if api {
+                let token = token_of(headers, request.uri().query());
+                worldloom_door::check_key(token.as_deref(), &state.token, TOKEN_MESSAGE)
+            } else {
+                Ok(())
+            }
+        })
+        .err();
+    let mut response = match refusal {
+        Some(refusal) => {
+            let mut r = error_response(&ApiError::new(ErrorCode::Unauthorized, refusal.message));
+            *r.status_mut() = refusal.status;
+            r
         }
-    };
-    let mut response = if !host_ok {
-        let mut r = error_response(&ApiError::new(
-            ErrorCode::Unauthorized,
-            "the Host header must name this server's loopback address and port",
-        ));
-        *r.status_mut() = StatusCode::FORBIDDEN;
-        r
-    } else if !origin_ok {
-        let mut r = error_response(&ApiError::new(
-            ErrorCode::Unauthorized,
-            "cross-origin requests are refused",
-        ));
-        *r.status_mut() = StatusCode::FORBIDDEN;
-        r
-    } else if api
-        && !token_of(request.headers(), request.uri().query())
-            .is_some_and(|t| constant_time_eq(t.as_bytes(), state.token.as_bytes()))
-    {
-        error_response(&ApiError::new(
-            ErrorCode::Unauthorized,
-            "missing or wrong access token: open the URL `worldloom serve` printed",
-        ))
-    } else {
-        next.run(request).await
+        None => next.run(request).await,
     };
     security_headers(response.headers_mut(), api);
     response

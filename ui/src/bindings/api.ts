@@ -524,7 +524,7 @@ realism: number | null,
 quality: number | null, 
 /**
  * The mean of the dimensions present on AgentWorldBench's scale,
- * `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-eval` `score`).
+ * `(mean − 1) / 4 × 100`, in `[0, 100]` (`worldloom-core::judge::scale`).
  */
 score: number | null, 
 /**
@@ -3173,3 +3173,6 @@ export type CommandName = keyof Commands;
 export type RequestOf<C extends CommandName> = Commands[C][0];
 /** The response type of a command. */
 export type ResponseOf<C extends CommandName> = Commands[C][1];
+
+/** AgentWorldBench's judged dimensions, in the published order (`worldloom-core::judge::DIMENSIONS`). */
+export const JUDGE_DIMENSIONS = ["format", "factuality", "consistency", "realism", "quality"] as const satisfies readonly (keyof JudgeScores)[];

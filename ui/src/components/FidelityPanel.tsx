@@ -1,8 +1,6 @@
 /** The turn's fidelity: headline score, metrics, domain anchors, judge scores, reasoning. */
-import type { Fidelity, JudgeScores } from "../api/types";
+import { JUDGE_DIMENSIONS, type Fidelity } from "../api/types";
 import { fidelityClass, formatScore } from "./format";
-
-const JUDGE_KEYS: Array<keyof JudgeScores> = ["format", "factuality", "consistency", "realism", "quality"];
 
 function MetricValue({ name, value, unit }: { name: string; value: number | null; unit?: string | null }) {
   if (value == null) return <span className="muted">–</span>;
@@ -83,7 +81,7 @@ export function FidelityPanel({ fidelity, reasoning, engine, rawOutput }: Fideli
               <h3>Judge{judge.judge ? ` · ${judge.judge}` : ""}</h3>
               <table className="metrics judge" aria-label="Judge scores">
                 <tbody>
-                  {JUDGE_KEYS.map((k) =>
+                  {JUDGE_DIMENSIONS.map((k) =>
                     typeof judge[k] === "number" ? (
                       <tr key={k}>
                         <th scope="row">{k}</th>

@@ -8,12 +8,12 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use worldloom_core::formats::run::JUDGE_DIMENSIONS;
+use worldloom_core::judge::{DIMENSIONS as JUDGE_DIMENSIONS, scale as judge_scale};
 use worldloom_store::{RunId, RunRecord, SearchField, StoredRunRow, Workspace};
 
 use crate::error::ApiError;
 use crate::types::*;
-use crate::views::{change_summary, judge_scale, run_row_view};
+use crate::views::{change_summary, run_row_view};
 use crate::{Studio, StudioEvent};
 
 /// Histogram bins of the dashboard's metric distributions.

@@ -7,13 +7,14 @@
 //! predictions sidecars ([`sidecar`]); rows of a run (predictions with
 //! `gen`, judged or not) taken out of what the AgentWorldBench importer read
 //! ([`run`]). Exporters: AgentWorldBench JSONL,
-//! SFT chat JSONL ([`sft`]) and native.
+//! SFT chat JSONL ([`sft`]) and native, one [`ExportFormat`] list for all.
 //!
 //! Every importer reads files through [`crate::text::read_text`], so invalid
 //! UTF-8 anywhere becomes U+FFFD with one warning per file.
 
 pub mod agentlab;
 pub mod awb;
+mod export;
 pub mod folder;
 pub mod pickle;
 pub mod run;
@@ -23,6 +24,8 @@ pub mod sidecar;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+pub use export::{ExportFormat, Exported};
 
 use crate::error::{CoreError, ImportWarning, Result};
 use crate::native::{NATIVE_FORMAT, TrajectoryFile};

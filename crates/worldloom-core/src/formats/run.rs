@@ -18,16 +18,13 @@
 
 use serde_json::{Map, Value};
 
+use crate::judge::DIMENSIONS;
 use crate::trajectory::{NodeId, Prediction, Trajectory};
-
-/// The judge's dimensions, in the published order (integers 1–5 each).
-pub const JUDGE_DIMENSIONS: [&str; 5] =
-    ["format", "factuality", "consistency", "realism", "quality"];
 
 /// The engine label of a row without `wl_engine` (the official script's).
 pub const OFFICIAL_ENGINE: &str = "agentworldbench:gen";
 
-/// Fields the official judge adds to a row (besides [`JUDGE_DIMENSIONS`]).
+/// Fields the official judge adds to a row (besides [`DIMENSIONS`]).
 const JUDGE_FIELDS: [&str; 7] = [
     "total_score",
     "failed",
@@ -64,7 +61,7 @@ impl RunMetrics {
 /// The judge's verdict on one row.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct JudgeVerdict {
-    /// Scores 1–5 in the order of [`JUDGE_DIMENSIONS`]; `None` when absent.
+    /// Scores 1–5 in the order of [`DIMENSIONS`]; `None` when absent.
     pub scores: [Option<f64>; 5],
     /// `total_score` (the mean of the five), when given.
     pub total_score: Option<f64>,
@@ -107,7 +104,7 @@ pub struct RunRow {
 fn is_run_field(key: &str) -> bool {
     key == "gen"
         || key.starts_with("wl_")
-        || JUDGE_DIMENSIONS.contains(&key)
+        || DIMENSIONS.contains(&key)
         || JUDGE_FIELDS.contains(&key)
 }
 
@@ -161,11 +158,11 @@ fn metrics(fields: &Map<String, Value>) -> RunMetrics {
 /// was not judged (neither `failed` nor a dimension present).
 pub fn judge_verdict(fields: &Map<String, Value>) -> Option<JudgeVerdict> {
     let judged =
-        fields.contains_key("failed") || JUDGE_DIMENSIONS.iter().any(|d| fields.contains_key(*d));
+        fields.contains_key("failed") || DIMENSIONS.iter().any(|d| fields.contains_key(*d));
     if !judged {
         return None;
     }
-    let scores = JUDGE_DIMENSIONS.map(|d| number(fields, d));
+    let scores = DIMENSIONS.map(|d| number(fields, d));
     Some(JudgeVerdict {
         scores,
         total_score: number(fields, "total_score"),
@@ -213,10 +210,9 @@ pub fn take_rows(t: &mut Trajectory) -> Vec<RunRow> {
         }
         // The judge's fields travel on the prediction, where the turn view
         // reads them (as `worldloom judge` leaves them on its rows).
-        for key in
-            JUDGE_DIMENSIONS
-                .iter()
-                .chain(&["total_score", "failed", "strengths", "weaknesses"])
+        for key in DIMENSIONS
+            .iter()
+            .chain(&["total_score", "failed", "strengths", "weaknesses"])
         {
             if let Some(v) = run.get(*key).filter(|v| !v.is_null()) {
                 prediction.extra.insert((*key).to_owned(), v.clone());

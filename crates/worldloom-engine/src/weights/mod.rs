@@ -14,7 +14,9 @@
 //!   plus one tensor.
 //! - [`GgufFile`] ([`gguf`]): a GGUF file or split parts (llama.cpp's
 //!   format, quantized block types included), read one tensor at a time;
-//!   a model maps its own names onto it (`qwen3_5_moe::gguf`).
+//!   a model maps its own names onto it (`qwen3_5_moe::gguf`); written by
+//!   [`gguf_writer`] (header, tensor table, blocks streamed one tensor at a
+//!   time).
 //! - [`RandomWeights`]: random tensors built in memory (the benchmark's model
 //!   at real widths).
 //!
@@ -33,6 +35,7 @@
 
 mod error;
 pub mod gguf;
+pub mod gguf_writer;
 mod handle;
 mod linear;
 mod mapped;

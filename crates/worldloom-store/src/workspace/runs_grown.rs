@@ -17,7 +17,8 @@
 
 use rusqlite::{OptionalExtension, Transaction, params};
 use serde_json::Value;
-use worldloom_core::formats::run::{JUDGE_DIMENSIONS, JudgeVerdict, RunRow};
+use worldloom_core::formats::run::{JudgeVerdict, RunRow};
+use worldloom_core::judge::DIMENSIONS as JUDGE_DIMENSIONS;
 use worldloom_core::{PredictionId, Trajectory};
 
 use super::history::ChangeId;
