@@ -12,6 +12,8 @@ use serde_json::{Map, Value};
 
 use crate::domain::Domain;
 
+pub mod form;
+
 /// One action, as the agent wrote it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
