@@ -4,7 +4,7 @@
 //! is overwritten (see `worldloom-store`).
 
 use worldloom_core as core;
-use worldloom_core::action::ActionFormat;
+use worldloom_core::action::{ActionFormat, form};
 use worldloom_core::{EdgeId, NodeId, PredictionId};
 use worldloom_obs as obs;
 use worldloom_store::{ChangeId, TrajectoryKey, Workspace};
@@ -106,10 +106,13 @@ pub fn append_turn(studio: &Studio, req: AppendTurnRequest) -> Result<BranchCrea
     Ok(branch_created(key, edge, node, change))
 }
 
-/// `parse_action`: the action in its domain's language, for the edit form.
+/// `parse_action`: the action in its domain's language, for the edit form:
+/// the parsed form and its problem (`worldloom-core`'s parser), and the
+/// form's fields under their raw names (`core::action::form::read_fields`).
 ///
 /// # Errors
-/// Never: a text that does not parse is reported in `error`.
+/// Never: a text that does not parse is reported in `error`, one that does
+/// not fit the form in `form_problem`.
 pub fn parse_action(
     _studio: &Studio,
     req: ParseActionRequest,
@@ -118,11 +121,55 @@ pub fn parse_action(
     let action = core::Action::new(req.raw.clone(), format);
     let view = views::action(&action);
     let error = action.problem();
+    let (form, form_problem) = match form::read_fields(&req.raw, format) {
+        Ok(fields) => (Some(fields), None),
+        Err(problem) => (None, Some(problem)),
+    };
     Ok(ParseActionResponse {
         format: view.format,
         parsed: view.parsed,
         error,
         summary: view.summary,
+        form,
+        form_problem,
+    })
+}
+
+/// `action_space`: the catalogue of the domain's action language
+/// (`core::action::form::catalogue`).
+///
+/// # Errors
+/// Never.
+pub fn action_space(
+    _studio: &Studio,
+    req: ActionSpaceRequest,
+) -> Result<ActionSpaceResponse, ApiError> {
+    let format = ActionFormat::for_domain(req.domain);
+    Ok(ActionSpaceResponse {
+        format,
+        actions: form::catalogue(format),
+    })
+}
+
+/// `format_action`: a filled edit form written as the action text in the
+/// domain's language (`core::action::form::write_fields`).
+///
+/// # Errors
+/// Never: a form that makes no action is answered with `problem`.
+pub fn format_action(
+    _studio: &Studio,
+    req: FormatActionRequest,
+) -> Result<FormatActionResponse, ApiError> {
+    let format = ActionFormat::for_domain(req.domain);
+    Ok(match form::write_fields(&req.action, format) {
+        Ok(raw) => FormatActionResponse {
+            raw: Some(raw),
+            problem: None,
+        },
+        Err(problem) => FormatActionResponse {
+            raw: None,
+            problem: Some(problem),
+        },
     })
 }
 

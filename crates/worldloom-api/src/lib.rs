@@ -286,6 +286,10 @@ command_table! {
     append_turn(AppendTurnRequest) -> BranchCreated;
     /// Parses an action in its domain's action language, for the edit form.
     parse_action(ParseActionRequest) -> ParseActionResponse;
+    /// The domain's action catalogue for the edit form: each action's name, description and typed parameters.
+    action_space(ActionSpaceRequest) -> ActionSpaceResponse;
+    /// Writes a filled edit form (action name and parameter texts) as the action text in the domain's language, or names the bad parameter.
+    format_action(FormatActionRequest) -> FormatActionResponse;
     /// Runs the observation parser on a text: problems with line and column.
     validate_observation(ValidateObservationRequest) -> ValidationReport;
     /// Stores a hand-written observation of a state (undoable; stored even with problems).

@@ -1934,7 +1934,113 @@ error: string | null,
 /**
  * First line, at most 80 characters.
  */
-summary: string, };
+summary: string, 
+/**
+ * The action as the edit form's fields: a name of the domain's
+ * catalogue (`action_space`) and each of its parameters under its raw
+ * name (`bid`, `x`, `element`, `arguments`), empty when not given;
+ * `null` when the text does not fit the form.
+ */
+form: ActionFields | null, 
+/**
+ * Why the text does not fit the form (not one action of the catalogue,
+ * an argument it does not take, a language without a form); `null`
+ * when `form` is set.
+ */
+form_problem: string | null, };
+
+export type ParamKind = "string" | "number" | "list" | "json";
+
+export type ActionParam = { 
+/**
+ * The raw parameter name (a Python parameter or a JSON key).
+ */
+name: string, 
+/**
+ * How its text is read.
+ */
+kind: ParamKind, 
+/**
+ * Whether the action needs it. Optional parameters may be left empty.
+ */
+required: boolean, 
+/**
+ * What it means, in one line.
+ */
+description: string, };
+
+export type ActionSpec = { 
+/**
+ * The action's name as written (`click`, `doubleClick`, `open_app`).
+ */
+name: string, 
+/**
+ * What it does, in one line.
+ */
+description: string, 
+/**
+ * Its parameters, in positional order.
+ */
+params: Array<ActionParam>, };
+
+export type ActionFields = { 
+/**
+ * The action's name, one of the catalogue's.
+ */
+name: string, 
+/**
+ * Parameter name → text as typed (an empty or absent text: not given).
+ */
+fields: { [key in string]?: string }, };
+
+export type FieldProblem = { 
+/**
+ * The parameter at fault; `None` when the action itself is (an unknown
+ * name, a language without a form).
+ */
+param: string | null, 
+/**
+ * The problem, naming the action and the parameter
+ * (`click: bid is required`).
+ */
+message: string, };
+
+export type ActionSpaceRequest = { 
+/**
+ * The domain whose action language applies.
+ */
+domain: Domain, };
+
+export type ActionSpaceResponse = { 
+/**
+ * The action language.
+ */
+format: ActionFormat, 
+/**
+ * Every action with its parameters, in the order shown; empty for
+ * languages without a form (shell commands, plain text).
+ */
+actions: Array<ActionSpec>, };
+
+export type FormatActionRequest = { 
+/**
+ * The domain whose action language applies.
+ */
+domain: Domain, 
+/**
+ * The action's name and its parameters' texts.
+ */
+action: ActionFields, };
+
+export type FormatActionResponse = { 
+/**
+ * The action in the domain's language, as the world model sees it.
+ */
+raw: string | null, 
+/**
+ * What is wrong, naming the parameter at fault when there is one.
+ */
+problem: FieldProblem | null, };
 
 export type ValidateObservationRequest = { 
 /**
@@ -3121,6 +3227,10 @@ export interface Commands {
   append_turn: [AppendTurnRequest, BranchCreated];
   /** Parses an action in its domain's action language, for the edit form. */
   parse_action: [ParseActionRequest, ParseActionResponse];
+  /** The domain's action catalogue for the edit form: each action's name, description and typed parameters. */
+  action_space: [ActionSpaceRequest, ActionSpaceResponse];
+  /** Writes a filled edit form (action name and parameter texts) as the action text in the domain's language, or names the bad parameter. */
+  format_action: [FormatActionRequest, FormatActionResponse];
   /** Runs the observation parser on a text: problems with line and column. */
   validate_observation: [ValidateObservationRequest, ValidationReport];
   /** Stores a hand-written observation of a state (undoable; stored even with problems). */

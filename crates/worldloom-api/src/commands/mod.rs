@@ -14,8 +14,8 @@ mod workspace;
 
 pub use crate::curriculum::{export_curriculum, import_uploaded};
 pub use crate::editing::{
-    append_turn, author_observation, compare_branches, edit_action, parse_action, set_perturbation,
-    validate_observation,
+    action_space, append_turn, author_observation, compare_branches, edit_action, format_action,
+    parse_action, set_perturbation, validate_observation,
 };
 pub use crate::engine::{endpoint_key_status, set_endpoint_key};
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};

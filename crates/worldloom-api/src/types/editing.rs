@@ -61,6 +61,51 @@ pub struct ParseActionResponse {
     pub error: Option<String>,
     /// First line, at most 80 characters.
     pub summary: String,
+    /// The action as the edit form's fields: a name of the domain's
+    /// catalogue (`action_space`) and each of its parameters under its raw
+    /// name (`bid`, `x`, `element`, `arguments`), empty when not given;
+    /// `null` when the text does not fit the form.
+    pub form: Option<ActionFields>,
+    /// Why the text does not fit the form (not one action of the catalogue,
+    /// an argument it does not take, a language without a form); `null`
+    /// when `form` is set.
+    pub form_problem: Option<String>,
+}
+
+/// `action_space` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ActionSpaceRequest {
+    /// The domain whose action language applies.
+    pub domain: Domain,
+}
+
+/// `action_space` response: the actions the edit form offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ActionSpaceResponse {
+    /// The action language.
+    pub format: ActionFormat,
+    /// Every action with its parameters, in the order shown; empty for
+    /// languages without a form (shell commands, plain text).
+    pub actions: Vec<ActionSpec>,
+}
+
+/// `format_action` request: a filled edit form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct FormatActionRequest {
+    /// The domain whose action language applies.
+    pub domain: Domain,
+    /// The action's name and its parameters' texts.
+    pub action: ActionFields,
+}
+
+/// `format_action` response: the action text, or why the form does not
+/// make one (exactly one of the two is set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct FormatActionResponse {
+    /// The action in the domain's language, as the world model sees it.
+    pub raw: Option<String>,
+    /// What is wrong, naming the parameter at fault when there is one.
+    pub problem: Option<FieldProblem>,
 }
 
 /// `validate_observation` request.

@@ -23,6 +23,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 pub use crate::run_job_types::*;
+pub use worldloom_core::action::form::{
+    ActionFields, ActionParam, ActionSpec, FieldProblem, ParamKind,
+};
 pub use worldloom_core::action::{
     ActionFormat, ActionTarget, AndroidAction, AndroidTarget, ParsedAction, PythonCall,
 };
