@@ -217,8 +217,8 @@ export async function runLab({ page, check, shots, appUrl, repo, openTrajectory 
   await page.getByRole("button", { name: "Edit action" }).click();
   const edit = page.getByRole("dialog", { name: "Edit action" });
   await edit.waitFor({ timeout: 5000 });
-  // The form opens on the parsed BrowserGym call; switch to raw text and write another action.
-  const formShown = (await edit.getByLabel("Action name").count()) === 1;
+  // The form opens on the BrowserGym call the back end read; switch to raw text and write another action.
+  const formShown = !!(await until(async () => (await edit.getByLabel("Action name").count()) === 1 || null, 5000));
   check(formShown, "lab: Edit action opens the BrowserGym form for a web action");
   await edit.getByRole("button", { name: "Raw text" }).click();
   await edit.getByLabel("Raw action", { exact: true }).fill("click('7')");
@@ -378,7 +378,8 @@ export async function runLab({ page, check, shots, appUrl, repo, openTrajectory 
   const add = page.getByRole("dialog", { name: "Add turn" });
   await add.waitFor({ timeout: 5000 });
   await add.getByLabel("Action name").selectOption("go_back");
-  check((await add.getByLabel("Raw action preview").innerText()) === "go_back()", "lab: Add turn builds go_back() from the form");
+  const preview = await until(async () => ((await add.getByLabel("Raw action preview").innerText()) === "go_back()" ? "go_back()" : null), 5000);
+  check(preview === "go_back()", "lab: Add turn builds go_back() from the form");
   await add.getByRole("button", { name: "Add turn" }).click();
   // The turn number moves first; the turn's action shows once its detail has loaded.
   const added = await until(async () => {

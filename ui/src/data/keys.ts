@@ -59,6 +59,12 @@ export const keys = {
   compareRuns: (runA: string, runB: string, outcome: string) => ["compare_runs", runA, runB, outcome] as const,
   /** `list_run_jobs`: the run and judge jobs, and the runs left unfinished. */
   runJobs: () => ["list_run_jobs"] as const,
+  /** `action_space`: a domain's action catalogue (fixed for a build). */
+  actionSpace: (domain: string) => ["action_space", domain] as const,
+  /** `parse_action` of one text in a domain's language. */
+  parseAction: (domain: string, raw: string) => ["parse_action", domain, raw] as const,
+  /** `format_action` of a filled form (`form`: its name and fields as JSON). */
+  formatAction: (domain: string, form: string) => ["format_action", domain, form] as const,
   /** `run_drift` of run A (and B; `""`: none). */
   runDrift: (runA: string, runB: string) => ["run_drift", runA, runB] as const,
 } satisfies Record<string, (...ids: never[]) => QueryKey>;

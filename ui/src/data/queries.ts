@@ -5,7 +5,7 @@
  */
 import { QueryClient, keepPreviousData, useQueries, useQuery, type QueryKey } from "@tanstack/react-query";
 import { useMemo } from "react";
-import type { CommandName, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, RunJobView, TreeRow, TreeWindow } from "../api/types";
+import type { ActionFields, CommandName, Domain, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, RunJobView, TreeRow, TreeWindow } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { mergeJob } from "../runs/runJobsModel";
 import { ALL_TRAJECTORIES, keys, type TreeRef } from "./keys";
@@ -281,4 +281,34 @@ export function putRunJob(client: QueryClient, job: RunJobView): void {
 /** `label_set`: the workspace's labels for run rows. */
 export function useLabelSet(backend: Backend) {
   return useQuery(commandQuery(backend, keys.labelSet(), "label_set", {}));
+}
+
+/** `action_space`: the action catalogue of a domain's language; it never changes while the studio runs. */
+export function useActionSpace(backend: Backend, domain: Domain) {
+  return useQuery({ ...commandQuery(backend, keys.actionSpace(domain), "action_space", { domain }), staleTime: Infinity });
+}
+
+/** The query of `parse_action` of one text; a reply depends on the text alone, so it never goes stale. */
+export function parseActionQuery(backend: Backend, domain: Domain, raw: string) {
+  return { ...commandQuery(backend, keys.parseAction(domain, raw), "parse_action", { domain, raw }), staleTime: Infinity };
+}
+
+/** `parse_action`: the back end's check of an action text and its form fields; off for an empty text. */
+export function useParsedAction(backend: Backend, domain: Domain, raw: string) {
+  return useQuery({ ...parseActionQuery(backend, domain, raw), enabled: raw.trim() !== "" });
+}
+
+/**
+ * `format_action`: a filled form as the action text, or the problem naming the
+ * bad parameter; off without a form. The previous reply stays while the next
+ * loads (`isPlaceholderData`), so the preview does not flicker as one types.
+ */
+export function useFormattedAction(backend: Backend, domain: Domain, form: ActionFields | null) {
+  const action = form ?? { name: "", fields: {} };
+  return useQuery({
+    ...commandQuery(backend, keys.formatAction(domain, JSON.stringify(action)), "format_action", { domain, action }),
+    enabled: form !== null,
+    staleTime: Infinity,
+    placeholderData: keepPreviousData,
+  });
 }

@@ -1,14 +1,17 @@
 /**
  * "Edit action" and "Add turn": the action as a form of the domain's action
- * space, or as raw text; checked with `parse_action` as it is typed. Saving
- * hands the raw text to the caller (`edit_action` makes a sibling branch,
- * `append_turn` a new turn).
+ * space, or as raw text. The back end answers every question about actions:
+ * `action_space` lists the form's actions and parameters, `parse_action`
+ * reads a text into the form's fields (and checks it as it is typed),
+ * `format_action` writes the filled form as the raw text or names the bad
+ * parameter. Saving hands the raw text to the caller (`edit_action` makes a
+ * sibling branch, `append_turn` a new turn).
  */
+import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import type { ParsedActionReply } from "../api/lab";
-import type { Domain } from "../api/types";
+import type { ActionFields, ActionSpec, Domain } from "../api/types";
 import type { Backend } from "../backend/backend";
-import { actionSpace, emptyForm, formProblem, formToRaw, rawToForm, syntaxFor, type ActionForm } from "../model/actionForm";
+import { parseActionQuery, useActionSpace, useFormattedAction, useParsedAction } from "../data/queries";
 import { DialogFooter, ErrorLine, Field, RadioSeg, errorMessage, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
@@ -23,53 +26,118 @@ export interface ActionDialogProps {
   onSave: (raw: string) => Promise<void>;
 }
 
+/** The empty form of an action: every parameter empty (`{}` for JSON). */
+function emptyFields(spec: ActionSpec | undefined): ActionFields {
+  const fields: Record<string, string> = {};
+  for (const p of spec?.params ?? []) fields[p.name] = p.kind === "json" ? "{}" : "";
+  return { name: spec?.name ?? "", fields };
+}
+
+/** A text the checks wait for: the latest value once it has not changed for `ms`. */
+function useSettled(value: string, ms: number): string {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = window.setTimeout(() => setSettled(value), ms);
+    return () => window.clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
+/** What the user is editing: the mode, the form and the raw text. */
+interface Editing {
+  mode: "form" | "raw";
+  form: ActionFields;
+  raw: string;
+}
+
+/**
+ * The dialog. The editor opens once the domain's action space and the
+ * initial action's fields have arrived; the dialog itself is shown at once.
+ */
 export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, onClose, onSave }: ActionDialogProps) {
-  const syntax = syntaxFor(domain);
-  const space = actionSpace(syntax);
-  const [mode, setMode] = useState<"form" | "raw">(() => (space.length > 0 && (rawToForm(syntax, initialRaw) || initialRaw.trim() === "") ? "form" : "raw"));
-  const [form, setForm] = useState<ActionForm>(() => rawToForm(syntax, initialRaw) ?? emptyForm(syntax));
-  const [raw, setRaw] = useState(initialRaw);
-  // The back end's check of the text; none shown while the text is empty. `format` is "" when the check itself failed.
-  const [lastCheck, setCheck] = useState<(Omit<ParsedActionReply, "format"> & { format: ParsedActionReply["format"] | "" }) | null>(null);
+  const client = useQueryClient();
+  const space = useActionSpace(backend, domain);
+  const initial = useParsedAction(backend, domain, initialRaw);
+  const actions = space.data?.actions ?? [];
+  const hasForm = actions.length > 0;
+  const [editing, setEditing] = useState<Editing | null>(null);
+  if (editing === null && space.data && (initialRaw.trim() === "" || initial.data)) {
+    const initialForm = initial.data?.form ?? null;
+    setEditing({
+      mode: hasForm && (initialForm || initialRaw.trim() === "") ? "form" : "raw",
+      form: initialForm ?? emptyFields(actions[0]),
+      raw: initialRaw,
+    });
+  }
+  const mode = editing?.mode ?? "raw";
+  const form = editing?.form ?? emptyFields(undefined);
+  const raw = editing?.raw ?? initialRaw;
+  const setMode = (m: Editing["mode"]) => setEditing((e) => e && { ...e, mode: m });
+  const setForm = (f: ActionFields) => setEditing((e) => e && { ...e, form: f });
+  const setRaw = (r: string) => setEditing((e) => e && { ...e, raw: r });
   const { busy, error, setError, run } = useBusyAction();
 
-  const problem = mode === "form" ? formProblem(syntax, form) : raw.trim() === "" ? "the action is empty" : null;
-  const text = mode === "form" && !problem ? formToRaw(syntax, form) : mode === "raw" ? raw : "";
+  // The form written by the back end; a reply for an older form is only kept on screen.
+  const formatted = useFormattedAction(backend, domain, editing && mode === "form" ? form : null);
+  const reply = mode === "form" && !formatted.isPlaceholderData ? formatted.data : undefined;
+  const pending = mode === "form" && !reply && !formatted.error;
+  const problem =
+    mode === "form" ? (formatted.error ? errorMessage(formatted.error) : (reply?.problem?.message ?? null)) : raw.trim() === "" ? "the action is empty" : null;
+  const badParam = mode === "form" ? (reply?.problem?.param ?? null) : null;
+  const text = mode === "form" ? (reply?.raw ?? "") : raw;
+  const shown = mode === "form" ? (formatted.data?.raw ?? null) : null;
 
-  // Check the text with the back end's parser as it changes.
-  const check = text.trim() ? lastCheck : null;
-  // A check the next keystroke superseded is cancelled.
-  useEffect(() => {
-    if (!text.trim()) return;
-    const abort = new AbortController();
-    const timer = window.setTimeout(() => {
-      backend
-        .call("parse_action", { domain, raw: text }, { signal: abort.signal })
-        .then((r) => setCheck(r))
-        .catch((e) => !abort.signal.aborted && setCheck({ format: "", parsed: null, error: errorMessage(e), summary: "" }));
-    }, 200);
-    return () => {
-      abort.abort();
-      window.clearTimeout(timer);
-    };
-  }, [backend, domain, text]);
+  // The back end's check of the text, once typing pauses.
+  const checked = useSettled(text, 200);
+  const check = useParsedAction(backend, domain, checked);
+  const current = editing !== null && checked === text && !pending && text.trim() !== "";
+  const loadFailure = space.error ?? initial.error;
 
   const switchMode = (m: "form" | "raw") => {
     if (m === mode) return;
-    if (m === "raw") setRaw(text || raw);
-    else {
-      const f = rawToForm(syntax, raw);
-      if (!f && raw.trim() !== "") {
-        setError("This action does not fit the form; edit it as raw text.");
+    setError(null);
+    if (m === "raw") {
+      setRaw(text || raw);
+      setMode("raw");
+      return;
+    }
+    if (raw.trim() === "") {
+      setForm(emptyFields(actions[0]));
+      setMode("form");
+      return;
+    }
+    void run(async () => {
+      const parsed = await client.fetchQuery(parseActionQuery(backend, domain, raw));
+      if (!parsed.form) {
+        setError(`This action does not fit the form (${parsed.form_problem ?? "unknown"}); edit it as raw text.`);
         return;
       }
-      setForm(f ?? emptyForm(syntax));
-    }
-    setError(null);
-    setMode(m);
+      setForm(parsed.form);
+      setMode("form");
+    }, "reading");
   };
 
-  const spec = space.find((a) => a.name === form.name);
+  const spec = actions.find((a) => a.name === form.name);
+  const setField = (name: string, value: string) => setForm({ ...form, fields: { ...form.fields, [name]: value } });
+  /** Another action keeps the values of the parameters it shares with the current one. */
+  const chooseAction = (name: string) => {
+    const next = emptyFields(actions.find((a) => a.name === name));
+    for (const key of Object.keys(next.fields)) {
+      const kept = form.fields[key];
+      if (kept) next.fields[key] = kept;
+    }
+    setForm(next);
+  };
+
+  let checkLine: string;
+  if (!editing) checkLine = loadFailure ? `action: ${errorMessage(loadFailure)}` : "reading the action…";
+  else if (problem) checkLine = problem;
+  else if (!current) checkLine = "checking…";
+  else if (check.error) checkLine = `action: ${errorMessage(check.error)}`;
+  else if (!check.data) checkLine = "checking…";
+  else if (check.data.error) checkLine = `${check.data.format}: ${check.data.error}`;
+  else checkLine = `${check.data.format}: ${check.data.summary}${check.data.parsed || check.data.form ? " ✓ parsed" : ""}`;
+  const warn = !!loadFailure || !!problem || (current && (!!check.error || !!check.data?.error));
 
   return (
     <Modal
@@ -79,11 +147,15 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
         <DialogFooter
           closeLabel="Cancel"
           onClose={onClose}
-          primary={{ label: saveLabel, disabled: !!busy || !!problem, onClick: () => void run(() => onSave(text)) }}
+          primary={{
+            label: saveLabel,
+            disabled: !editing || !!busy || !!problem || pending || text.trim() === "",
+            onClick: () => void run(() => onSave(text)),
+          }}
         />
       }
     >
-      {space.length > 0 ? (
+      {editing && hasForm ? (
         <RadioSeg
           as="pressed"
           label="Action editor mode"
@@ -95,18 +167,12 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           onChange={switchMode}
         />
       ) : null}
-      {mode === "form" && spec ? (
+      {!editing ? null : mode === "form" && spec ? (
         <div className="action-form">
           <Field label="Action">
-            <select
-              aria-label="Action name"
-              value={form.name}
-              onChange={(e) =>
-                setForm({ name: e.target.value, values: { ...emptyForm(syntax, e.target.value).values, ...pick(form.values, e.target.value, syntax) } })
-              }
-            >
-              {space.map((a) => (
-                <option key={a.name} value={a.name}>
+            <select aria-label="Action name" value={form.name} title={spec.description} onChange={(e) => chooseAction(e.target.value)}>
+              {actions.map((a) => (
+                <option key={a.name} value={a.name} title={a.description}>
                   {a.name}
                 </option>
               ))}
@@ -117,9 +183,11 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
               <Field key={p.name} label={`${p.name} (JSON)`}>
                 <textarea
                   aria-label={p.name}
+                  aria-invalid={badParam === p.name || undefined}
+                  title={p.description}
                   rows={5}
-                  value={form.values[p.name] ?? ""}
-                  onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })}
+                  value={form.fields[p.name] ?? ""}
+                  onChange={(e) => setField(p.name, e.target.value)}
                 />
               </Field>
             ) : (
@@ -128,16 +196,19 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
                 label={
                   <>
                     {p.name}
-                    {p.optional ? " (optional)" : ""}
+                    {p.required ? "" : " (optional)"}
                     {p.kind === "list" ? " (comma-separated)" : ""}
                   </>
                 }
               >
                 <input
                   aria-label={p.name}
+                  aria-invalid={badParam === p.name || undefined}
+                  title={p.description}
+                  placeholder={p.description}
                   inputMode={p.kind === "number" ? "decimal" : undefined}
-                  value={form.values[p.name] ?? ""}
-                  onChange={(e) => setForm({ ...form, values: { ...form.values, [p.name]: e.target.value } })}
+                  value={form.fields[p.name] ?? ""}
+                  onChange={(e) => setField(p.name, e.target.value)}
                 />
               </Field>
             ),
@@ -145,7 +216,7 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           <div className="field">
             <span>Raw action</span>
             <code className="action-preview" aria-label="Raw action preview">
-              {problem ? "—" : text}
+              {problem || shown === null ? "—" : shown}
             </code>
           </div>
         </div>
@@ -154,24 +225,10 @@ export function ActionDialog({ backend, title, domain, initialRaw, saveLabel, on
           <textarea aria-label="Raw action" className="mono" rows={6} value={raw} onChange={(e) => setRaw(e.target.value)} />
         </Field>
       )}
-      <p className={problem || check?.error ? "check-line warn" : "check-line"} role="status" aria-label="Action check">
-        {problem
-          ? problem
-          : check
-            ? check.error
-              ? `${check.format || "action"}: ${check.error}`
-              : `${check.format}: ${check.summary}${check.parsed ? " ✓ parsed" : ""}`
-            : "checking…"}
+      <p className={warn ? "check-line warn" : "check-line"} role="status" aria-label="Action check">
+        {checkLine}
       </p>
       <ErrorLine error={error} />
     </Modal>
   );
-}
-
-/** Keeps values of parameters the new action shares with the old one. */
-function pick(values: Record<string, string>, name: string, syntax: ReturnType<typeof syntaxFor>): Record<string, string> {
-  const spec = actionSpace(syntax).find((a) => a.name === name);
-  const out: Record<string, string> = {};
-  for (const p of spec?.params ?? []) if (values[p.name]) out[p.name] = values[p.name]!;
-  return out;
 }

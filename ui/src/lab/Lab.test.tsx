@@ -48,10 +48,10 @@ describe("the laboratory on worldloom serve", () => {
     await waitFor(() => expect(document.querySelector(".action-raw")).not.toBeNull(), { timeout: 5000 });
     fireEvent.click(screen.getByRole("button", { name: "Edit action" }));
     const dialog = await screen.findByRole("dialog", { name: "Edit action" }, { timeout: 5000 });
-    // The action parses into the BrowserGym form.
-    expect((within(dialog).getByLabelText("Action name") as HTMLSelectElement).value).toBe("click");
+    // The back end reads the action into the BrowserGym form and writes the edited one.
+    await waitFor(() => expect((within(dialog).getByLabelText("Action name") as HTMLSelectElement).value).toBe("click"));
     fireEvent.change(within(dialog).getByLabelText("bid"), { target: { value: "77" } });
-    expect(within(dialog).getByLabelText("Raw action preview").textContent).toBe("click('77')");
+    await waitFor(() => expect(within(dialog).getByLabelText("Raw action preview").textContent).toBe("click('77')"));
     fireEvent.click(within(dialog).getByRole("button", { name: "Save as new branch" }));
     await waitFor(() => expect(screen.queryByRole("dialog", { name: "Edit action" })).toBeNull());
     const branchSelect = screen.getByRole("combobox", { name: "Branch" }) as HTMLSelectElement;

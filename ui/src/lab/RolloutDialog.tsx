@@ -5,7 +5,7 @@
  */
 import { useState } from "react";
 import type { ContextMode } from "../api/types";
-import { splitActionList } from "../model/actionForm";
+import { splitActionList } from "../model/actionList";
 import { DialogFooter, ErrorLine, Field, RadioSeg, useBusyAction } from "./DialogParts";
 import { Modal } from "./Modal";
 
