@@ -3,7 +3,7 @@
 //! and `format_action` (fields back to the text, or the bad parameter), in
 //! every domain.
 
-#[allow(dead_code)]
+#[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
 use serde_json::{Value, json};
