@@ -3,7 +3,8 @@
 //! [`linear`] is `x @ wᵀ`, routed to the CPU streaming kernel of [`cpu`]
 //! where it applies and to candle's matmul elsewhere. [`fused`] holds the
 //! fused decode ops (candle custom ops with a CPU reference and, in `cuda`
-//! builds, their CUDA twins in `cuda`).
+//! builds, their CUDA twins in `cuda`). [`q8_0`] multiplies Q8_0 weights on
+//! AVX-512 VNNI CPUs in llama.cpp's arithmetic.
 
 pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
@@ -11,6 +12,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
+pub(crate) mod q8_0;
 
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 

@@ -32,10 +32,13 @@ use half::{bf16, f16};
 use memmap2::{Mmap, UncheckedAdvice};
 
 /// Whether candle's CPU matmul of a `[n, k]` weight of `dtype` runs on its
-/// x86 repacked copy for one input row (candle-core 0.11's
-/// `repack_x86::select`: Q4_K on AVX2+FMA or better, Q8_0 on AVX-VNNI or
-/// AVX-512 VNNI, `n` a multiple of 16 and `k` of 256). Q6_K keeps one row on
-/// its stored blocks.
+/// x86 repacked copy for one input row, as our projections call it
+/// (candle-core 0.11's `repack_x86::select`: Q4_K on AVX2+FMA or better,
+/// `n` a multiple of 16 and `k` of 256). Q6_K keeps one row on its stored
+/// blocks. candle would repack Q8_0 too (on AVX-VNNI or AVX-512 VNNI), but
+/// that path quantizes the input per 256 values; Q8_0 goes through the
+/// crate's own kernel instead (`kernels::q8_0`, tiles of the blocks' size,
+/// built by `QuantizedWeight::prepare`).
 fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -45,11 +48,7 @@ fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
         let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
         let vnni = (is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512vnni"))
             || (is_x86_feature_detected!("avxvnni") && is_x86_feature_detected!("avx2"));
-        match dtype {
-            GgmlDType::Q4K => avx2 || vnni,
-            GgmlDType::Q8_0 => vnni,
-            _ => false,
-        }
+        dtype == GgmlDType::Q4K && (avx2 || vnni)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -62,8 +61,9 @@ fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
 /// for experts) that is multiplied on this CPU keeps resident, its blocks
 /// taking `stored` bytes in the file: candle's x86 Q4_K tiles take 4/3 of
 /// the blocks (per 16 rows and 256 columns: 3,072 bytes against 16 × 144,
-/// the scales and minima unpacked to f32); Q8_0 tiles take the blocks'
-/// size; other types compute on the blocks themselves.
+/// the scales and minima unpacked to f32); the crate's Q8_0 tiles
+/// (`kernels::q8_0`) take the blocks' size; other types compute on the
+/// blocks themselves.
 pub fn quantized_resident_bytes(dtype: GgmlDType, shape: &[usize], stored: u64) -> u64 {
     let (n, k) = match shape {
         [.., n, k] => (*n, *k),

@@ -1,0 +1,391 @@
+//! `x @ wᵀ` for f32 `x` and a Q8_0 weight `w`, in llama.cpp's arithmetic,
+//! with AVX-512 VNNI's `vpdpbusd`.
+//!
+//! llama.cpp multiplies a Q8_0 weight by quantizing the input to Q8_0 too:
+//! per 32 values one scale `d = amax / 127` (rounded to f16) and 32 signed
+//! bytes `round(x / d)`; each block's integer dot product is scaled by the
+//! two blocks' scales (`ggml_vec_dot_q8_0_q8_0`). candle-core 0.11.1's x86
+//! repacked Q8_0 path instead quantizes the input to Q8_K, one scale per 256
+//! values: a block of 32 small values next to an outlier elsewhere in its
+//! 256 gets a coarse step, and the products' error grows 2–4× (more where
+//! activations have outliers, as the SwiGLU products entering the expert
+//! down projections do). That was enough to change the first greedy token
+//! of a real-width Q8_0 model against llama.cpp, while Q4_K (Q8_K inputs in
+//! both engines) agreed token for token. This kernel keeps candle's fast
+//! layout (weights tiled 16 rows at a time, stored +128 as unsigned bytes
+//! for `vpdpbusd`) and takes the input in llama.cpp's Q8_0 blocks: the
+//! integer sums are llama.cpp's exactly, and only the f32 summation order
+//! differs.
+//!
+//! Layout: [`PackedQ8_0`] holds one tile per 16 weight rows × 32 columns:
+//! the 16 rows' f16 scales and 512 bytes, `[group of 4 columns (8)][row
+//! (16)][4]`, each weight byte + 128 — 544 bytes, the size of the 16 stored
+//! blocks, so the packed copy replaces the mapped blocks in memory rather
+//! than doubling them. One `vpdpbusd` multiplies 4 columns of 16 rows by one
+//! broadcast group of 4 input bytes; Σ(w + 128)·a − 128·Σa gives Σw·a.
+//!
+//! Chosen at run time ([`available`], and a weight of whole tiles:
+//! [`applies`]); elsewhere the caller uses candle's generic Q8_0 kernel on
+//! the stored blocks, which quantizes the input the same way.
+//!
+//! Allowed `unsafe`: the AVX-512 intrinsics (entered only after
+//! [`available`]) and their loads from slices whose bounds
+//! [`PackedQ8_0::matmul`] asserts once.
+#![allow(unsafe_code)]
+// Off x86-64 only `available` (false) and the packing are reachable.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_variables, unused_mut)
+)]
+
+use half::f16;
+
+/// Values per Q8_0 block.
+const QK: usize = 32;
+/// Bytes per stored Q8_0 block: an f16 scale and 32 signed bytes.
+const BLOCK_BYTES: usize = 2 + QK;
+/// Weight rows per tile.
+pub const TILE_ROWS: usize = 16;
+/// Input rows multiplied together against one tile column.
+const MT: usize = 4;
+
+/// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
+/// library and cached).
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether a Q8_0 weight [n, k] is multiplied by this kernel on this CPU:
+/// [`available`], `n` a multiple of 16 rows and `k` of 64 columns (two
+/// blocks per step).
+pub fn applies(n: usize, k: usize) -> bool {
+    available() && n > 0 && n.is_multiple_of(TILE_ROWS) && k > 0 && k.is_multiple_of(2 * QK)
+}
+
+/// One tile: 16 weight rows × 32 columns.
+#[repr(C)]
+#[derive(Clone)]
+struct Tile {
+    /// The 16 rows' block scales.
+    d: [f16; TILE_ROWS],
+    /// `[group (8)][row (16)][4]`, each byte the weight + 128.
+    qs: [u8; QK * TILE_ROWS],
+}
+
+/// A Q8_0 weight [n, k] in tiles, tile `(row tile t, block b)` at
+/// `t · (k / 32) + b`.
+pub struct PackedQ8_0 {
+    n: usize,
+    k: usize,
+    tiles: Vec<Tile>,
+}
+
+impl std::fmt::Debug for PackedQ8_0 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedQ8_0 [{}, {}]", self.n, self.k)
+    }
+}
+
+impl PackedQ8_0 {
+    /// Packs the stored Q8_0 blocks of a weight [n, k] (row-major, `k / 32`
+    /// blocks of 34 bytes per row, as GGUF stores them). `None` when
+    /// [`applies`] is false or `blocks` is not `n · k / 32` blocks long.
+    pub fn pack(blocks: &[u8], n: usize, k: usize) -> Option<Self> {
+        if !applies(n, k) || blocks.len() != n * (k / QK) * BLOCK_BYTES {
+            return None;
+        }
+        let kb = k / QK;
+        let mut tiles = Vec::with_capacity(n / TILE_ROWS * kb);
+        for t in 0..n / TILE_ROWS {
+            for b in 0..kb {
+                let mut tile = Tile {
+                    d: [f16::ZERO; TILE_ROWS],
+                    qs: [0; QK * TILE_ROWS],
+                };
+                for r in 0..TILE_ROWS {
+                    let at = ((t * TILE_ROWS + r) * kb + b) * BLOCK_BYTES;
+                    let block = &blocks[at..at + BLOCK_BYTES];
+                    tile.d[r] = f16::from_le_bytes([block[0], block[1]]);
+                    for (i, &q) in block[2..].iter().enumerate() {
+                        let (g, j) = (i / 4, i % 4);
+                        tile.qs[(g * TILE_ROWS + r) * 4 + j] = (q as i8 as i16 + 128) as u8;
+                    }
+                }
+                tiles.push(tile);
+            }
+        }
+        Some(Self { n, k, tiles })
+    }
+
+    /// Rows of the weight.
+    pub fn rows(&self) -> usize {
+        self.n
+    }
+
+    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32. The input is
+    /// quantized to Q8_0 blocks as llama.cpp quantizes it.
+    ///
+    /// # Panics
+    /// If `x.len() != m · k` or [`available`] is false (a packed weight
+    /// exists only where it is true).
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        let (n, k) = (self.n, self.k);
+        assert_eq!(x.len(), m * k, "Q8_0 input is not [{m}, {k}]");
+        assert!(
+            available(),
+            "AVX-512 VNNI kernel called on a CPU without it"
+        );
+        let acts = Activations::quantize(x, m, k);
+        // Tile-major output, [tile][row][16]: each task owns its chunk.
+        let mut out = vec![0f32; m * n];
+        #[cfg(target_arch = "x86_64")]
+        {
+            use rayon::prelude::*;
+            let kb = k / QK;
+            let tiles = &self.tiles;
+            let acts = &acts;
+            let compute = |t: usize, chunk: &mut [f32]| {
+                for m0 in (0..m).step_by(MT) {
+                    let rows = MT.min(m - m0);
+                    // SAFETY: `available` was asserted; the tile slice holds
+                    // kb tiles, the activations m rows of kb blocks, and the
+                    // chunk m × 16 floats.
+                    unsafe {
+                        imp::tile_column(
+                            &tiles[t * kb..(t + 1) * kb],
+                            acts,
+                            m0,
+                            rows,
+                            &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
+                        )
+                    };
+                }
+            };
+            if m == 1 {
+                out.par_chunks_mut(TILE_ROWS)
+                    .enumerate()
+                    .for_each(|(t, c)| compute(t, c));
+                return out;
+            }
+            let mut tiled = vec![0f32; m * n];
+            tiled
+                .par_chunks_mut(m * TILE_ROWS)
+                .enumerate()
+                .for_each(|(t, c)| compute(t, c));
+            for (t, chunk) in tiled.chunks_exact(m * TILE_ROWS).enumerate() {
+                for (row, vals) in chunk.chunks_exact(TILE_ROWS).enumerate() {
+                    out[row * n + t * TILE_ROWS..][..TILE_ROWS].copy_from_slice(vals);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// An input [m, k] quantized to Q8_0 blocks: per block 32 signed bytes,
+/// the scale (the f16-rounded `amax / 127`, as f32) and 128 × the bytes'
+/// sum (the correction for the weights' +128).
+struct Activations {
+    kb: usize,
+    qs: Vec<i8>,
+    d: Vec<f32>,
+    offset: Vec<f32>,
+}
+
+impl Activations {
+    /// llama.cpp's `quantize_row_q8_0` (its reference form, which candle's
+    /// `BlockQ8_0::from_float` follows): `d = amax / 127`, bytes
+    /// `round(x / d)` (halves away from zero), `d` stored as f16.
+    fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+        let kb = k / QK;
+        let mut qs = vec![0i8; m * k];
+        let mut d = vec![0f32; m * kb];
+        let mut offset = vec![0f32; m * kb];
+        for (((src, dst), scale), off) in x
+            .chunks_exact(QK)
+            .zip(qs.chunks_exact_mut(QK))
+            .zip(d.iter_mut())
+            .zip(offset.iter_mut())
+        {
+            let amax = src.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let step = amax / 127.0;
+            let inv = if step != 0.0 { 1.0 / step } else { 0.0 };
+            let mut sum = 0i32;
+            for (q, &v) in dst.iter_mut().zip(src) {
+                *q = (v * inv).round() as i8;
+                sum += i32::from(*q);
+            }
+            *scale = f16::from_f32(step).to_f32();
+            *off = 128.0 * sum as f32;
+        }
+        Self { kb, qs, d, offset }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use super::{Activations, MT, QK, TILE_ROWS, Tile};
+    use std::arch::x86_64::*;
+
+    /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn broadcast4(qs: &[i8], at: usize) -> __m512i {
+        let b = &qs[at..at + 4];
+        _mm512_set1_epi32(i32::from_le_bytes([
+            b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8,
+        ]))
+    }
+
+    /// The 16 outputs of one tile column (16 weight rows, all of k) for
+    /// input rows `m0..m0 + rows` (at most [`MT`]), written to `out`
+    /// [rows, 16]. Two blocks per step with their own integer sums, so the
+    /// `vpdpbusd` chains interleave.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn tile_column(
+        tiles: &[Tile],
+        acts: &Activations,
+        m0: usize,
+        rows: usize,
+        out: &mut [f32],
+    ) {
+        let kb = acts.kb;
+        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
+        let mut acc = [_mm512_setzero_ps(); MT];
+        for b in (0..kb).step_by(2) {
+            let (t0, t1) = (&tiles[b], &tiles[b + 1]);
+            let mut sum0 = [_mm512_setzero_si512(); MT];
+            let mut sum1 = [_mm512_setzero_si512(); MT];
+            for g in 0..QK / 4 {
+                // SAFETY: 64 bytes at g · 64 lie inside the 512-byte `qs`.
+                let w0 = unsafe { _mm512_loadu_si512(t0.qs.as_ptr().add(g * 64).cast()) };
+                let w1 = unsafe { _mm512_loadu_si512(t1.qs.as_ptr().add(g * 64).cast()) };
+                for i in 0..rows {
+                    let base = (m0 + i) * kb * QK;
+                    sum0[i] = _mm512_dpbusd_epi32(
+                        sum0[i],
+                        w0,
+                        broadcast4(&acts.qs, base + b * QK + g * 4),
+                    );
+                    sum1[i] = _mm512_dpbusd_epi32(
+                        sum1[i],
+                        w1,
+                        broadcast4(&acts.qs, base + (b + 1) * QK + g * 4),
+                    );
+                }
+            }
+            for (blk, sums, tile) in [(b, &sum0, t0), (b + 1, &sum1, t1)] {
+                // SAFETY: 16 f16 scales, 32 bytes.
+                let dw = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(tile.d.as_ptr().cast()) });
+                for i in 0..rows {
+                    let a = (m0 + i) * kb + blk;
+                    let f =
+                        _mm512_sub_ps(_mm512_cvtepi32_ps(sums[i]), _mm512_set1_ps(acts.offset[a]));
+                    acc[i] =
+                        _mm512_fmadd_ps(f, _mm512_mul_ps(dw, _mm512_set1_ps(acts.d[a])), acc[i]);
+                }
+            }
+        }
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+            // SAFETY: `row` is 16 floats.
+            unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Q8_0 blocks of `w` [n, k] (llama.cpp's quantizer), as stored.
+    fn blocks_of(w: &[f32]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for block in w.chunks_exact(QK) {
+            let amax = block.iter().fold(0f32, |a, v| a.max(v.abs()));
+            let d = amax / 127.0;
+            let inv = if d != 0.0 { 1.0 / d } else { 0.0 };
+            out.extend_from_slice(&f16::from_f32(d).to_le_bytes());
+            out.extend(block.iter().map(|&v| (v * inv).round() as i8 as u8));
+        }
+        out
+    }
+
+    /// llama.cpp's Q8_0 × Q8_0 product in f64: per block the integer dot
+    /// product times both scales.
+    fn reference(blocks: &[u8], x: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+        let xq = blocks_of(x);
+        let kb = k / QK;
+        let block = |bytes: &[u8], i: usize| {
+            let b = &bytes[i * BLOCK_BYTES..(i + 1) * BLOCK_BYTES];
+            let d = f64::from(f16::from_le_bytes([b[0], b[1]]).to_f32());
+            (
+                d,
+                b[2..]
+                    .iter()
+                    .map(|&q| i32::from(q as i8))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let mut out = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..kb)
+                    .map(|b| {
+                        let (dw, w) = block(blocks, j * kb + b);
+                        let (dx, a) = block(&xq, i * kb + b);
+                        let dot: i32 = w.iter().zip(&a).map(|(p, q)| p * q).sum();
+                        dw * dx * f64::from(dot)
+                    })
+                    .sum();
+            }
+        }
+        out
+    }
+
+    /// The kernel's sums are llama.cpp's integer sums (only f32 rounding
+    /// differs), for 1 to 9 input rows, weights of several tiles and an
+    /// input with outliers and an all-zero block.
+    #[test]
+    fn matches_llama_cpp_arithmetic() {
+        if !available() {
+            return;
+        }
+        let (n, k) = (48, 256);
+        let val = |i: usize, s: f32| ((i as f32 * 0.7312).sin() * 43758.545).fract() * s;
+        let w: Vec<f32> = (0..n * k).map(|i| val(i, 0.05)).collect();
+        let blocks = blocks_of(&w);
+        let packed = PackedQ8_0::pack(&blocks, n, k).expect("packs");
+        // The tiles are the blocks' size.
+        assert_eq!(packed.tiles.len() * size_of::<Tile>(), blocks.len());
+        for m in [1, 3, 4, 9] {
+            let mut x: Vec<f32> = (0..m * k).map(|i| val(i + 7, 1.0)).collect();
+            x[5] = 40.0;
+            if m > 1 {
+                x[k + 64..k + 96].fill(0.0);
+            }
+            let got = packed.matmul(&x, m);
+            let want = reference(&blocks, &x, m, n, k);
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(1.0),
+                    "{m} rows: {g} against {w}"
+                );
+            }
+        }
+        assert!(PackedQ8_0::pack(&blocks, n, k - 32).is_none());
+        assert!(PackedQ8_0::pack(&blocks[..blocks.len() - 1], n, k).is_none());
+    }
+}
