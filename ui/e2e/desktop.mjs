@@ -545,12 +545,14 @@ async function openRunThroughTheImportDialog() {
   if (chooser === null) return;
   // Keys go through XTEST to the focused window (GTK ignores events sent
   // to a window directly); Ctrl+L opens the chooser's location field.
+  // The pauses are generous: on a loaded machine GTK opens the location
+  // field late, and keys typed before it land in the file list instead.
   await x(["windowfocus", "--sync", chooser]);
-  await sleep(800);
+  await sleep(1500);
   await x(["key", "--clearmodifiers", "ctrl+l"]);
-  await sleep(300);
-  await x(["type", "--delay", "15", runFile]);
-  await sleep(500);
+  await sleep(1500);
+  await x(["type", "--delay", "25", runFile]);
+  await sleep(1500);
   await x(["key", "Return"]);
   const runs = await waitFor(
     "the imported run",
