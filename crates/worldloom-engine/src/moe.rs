@@ -582,6 +582,18 @@ fn round_to(x: f32, dtype: DType) -> f32 {
     }
 }
 
+/// max |a − b| over all elements of two tensors of one shape, in f32: how
+/// far an op's output is from its reference, in the engine's unit tests.
+#[cfg(test)]
+pub(crate) fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
+    (a.to_dtype(DType::F32).expect("f32") - b.to_dtype(DType::F32).expect("f32"))
+        .and_then(|d| d.abs())
+        .and_then(|d| d.flatten_all())
+        .and_then(|d| d.max(0))
+        .and_then(|d| d.to_scalar::<f32>())
+        .expect("diff")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -666,15 +678,6 @@ mod tests {
             top_k,
             intermediate: inter,
         }
-    }
-
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a.to_dtype(DType::F32).expect("f32") - b.to_dtype(DType::F32).expect("f32"))
-            .and_then(|d| d.abs())
-            .and_then(|d| d.flatten_all())
-            .and_then(|d| d.max(0))
-            .and_then(|d| d.to_scalar::<f32>())
-            .expect("diff")
     }
 
     /// The device-side routing (top-k, renormalised weights, pairs grouped

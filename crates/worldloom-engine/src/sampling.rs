@@ -632,6 +632,13 @@ fn distribution_of_ranked(
         order.truncate(top_k);
     }
     order.sort_by(by_rank);
+    top_p_renormalised(&order, top_p)
+}
+
+/// Top-p over `order`, `(id, logit / temperature)` pairs most likely first
+/// (not empty): the probabilities over `order`, the shortest prefix whose
+/// mass reaches `top_p` (at least one token), renormalised to sum to 1.
+fn top_p_renormalised(order: &[(u32, f32)], top_p: f32) -> Vec<(u32, f32)> {
     let max = order[0].1;
     let weights: Vec<f64> = order
         .iter()

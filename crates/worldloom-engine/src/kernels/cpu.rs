@@ -269,28 +269,35 @@ impl<T: Widen> pulp::WithSimd for HeadTask<'_, T> {
     }
 }
 
+/// The widths of one [`attend_one`] call.
+#[derive(Clone, Copy)]
+struct AttendShape {
+    /// Query heads.
+    heads: usize,
+    /// KV heads (dividing `heads`).
+    kv_heads: usize,
+    /// Positions the cache holds per KV head.
+    capacity: usize,
+    /// Valid positions (≤ `capacity`).
+    s: usize,
+    /// Head width.
+    hd: usize,
+    /// Score scale (1/√hd in the models).
+    scale: f32,
+}
+
 /// Decode attention on the CPU: one query position, `q` [heads, hd] (f32)
 /// against the first `s` positions of a KV cache stored as `k`, `v`
 /// [kv_heads, capacity, hd]; query head h reads KV head h / (heads /
 /// kv_heads). Returns [heads, hd] in f32. Reads each cached K and V row
 /// once per query head and copies nothing.
-#[allow(clippy::too_many_arguments)]
-fn attend_one<T: Widen>(
-    q: &[f32],
-    k: &[T],
-    v: &[T],
-    heads: usize,
-    kv_heads: usize,
-    capacity: usize,
-    s: usize,
-    hd: usize,
-    scale: f32,
-) -> Vec<f32> {
-    let groups = heads / kv_heads;
+fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<f32> {
+    let AttendShape { s, hd, scale, .. } = shape;
+    let groups = shape.heads / shape.kv_heads;
     let arch = pulp::Arch::new();
-    let mut out = vec![0f32; heads * hd];
+    let mut out = vec![0f32; shape.heads * hd];
     out.par_chunks_mut(hd).enumerate().for_each(|(h, out)| {
-        let base = (h / groups) * capacity * hd;
+        let base = (h / groups) * shape.capacity * hd;
         arch.dispatch(HeadTask {
             q: &q[h * hd..(h + 1) * hd],
             k: &k[base..base + s * hd],
@@ -330,30 +337,21 @@ pub fn try_decode_attention(
         else {
             return Ok(None);
         };
-        let args = (heads, kv_heads, capacity, s, hd, scale);
+        let shape = AttendShape {
+            heads,
+            kv_heads,
+            capacity,
+            s,
+            hd,
+            scale,
+        };
         match (&*ks, &*vs) {
-            (Storage::Cpu(CpuStorage::BF16(k)), Storage::Cpu(CpuStorage::BF16(v))) => attend_one(
-                &qs,
-                &k[k0..k1],
-                &v[v0..v1],
-                args.0,
-                args.1,
-                args.2,
-                args.3,
-                args.4,
-                args.5,
-            ),
-            (Storage::Cpu(CpuStorage::F16(k)), Storage::Cpu(CpuStorage::F16(v))) => attend_one(
-                &qs,
-                &k[k0..k1],
-                &v[v0..v1],
-                args.0,
-                args.1,
-                args.2,
-                args.3,
-                args.4,
-                args.5,
-            ),
+            (Storage::Cpu(CpuStorage::BF16(k)), Storage::Cpu(CpuStorage::BF16(v))) => {
+                attend_one(&qs, &k[k0..k1], &v[v0..v1], shape)
+            }
+            (Storage::Cpu(CpuStorage::F16(k)), Storage::Cpu(CpuStorage::F16(v))) => {
+                attend_one(&qs, &k[k0..k1], &v[v0..v1], shape)
+            }
             _ => return Ok(None),
         }
     };

@@ -88,6 +88,34 @@ fn host_vec<T: candle_core::WithDType>(t: &Tensor) -> candle_core::Result<Vec<T>
     t.flatten_all()?.to_vec1::<T>()
 }
 
+/// Evaluates `$body` with the type `$T` standing for the element type of
+/// the CPU storage `$s` (f32, bf16 or f16); any other dtype is an error
+/// naming `$op`. The one dtype dispatch of the ops' CPU implementations.
+macro_rules! with_elem {
+    ($s:expr, $op:literal, |$T:ident| $body:expr) => {
+        match $s {
+            CpuStorage::F32(_) => {
+                type $T = f32;
+                $body
+            }
+            CpuStorage::BF16(_) => {
+                type $T = bf16;
+                $body
+            }
+            CpuStorage::F16(_) => {
+                type $T = f16;
+                $body
+            }
+            other => candle_core::bail!(concat!($op, ": unsupported dtype {:?}"), other.dtype()),
+        }
+    };
+}
+
+/// `data` as a CPU storage of its own dtype.
+fn owned<T: Elem>(data: Vec<T>) -> CpuStorage {
+    <T as candle_core::WithDType>::to_cpu_storage_owned(data)
+}
+
 fn last_dim(layout: &Layout) -> candle_core::Result<usize> {
     match layout.dims().last() {
         Some(&d) if d > 0 => Ok(d),
@@ -141,27 +169,12 @@ impl CustomOp2 for RmsNormScaled {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let dim = last_dim(l1)?;
         let scale = cpu_slice::<f32>(s2, l2, "scale")?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(rms_norm_rows(
-                cpu_slice::<f32>(s1, l1, "x")?,
-                scale,
-                dim,
-                self.eps,
-            )),
-            CpuStorage::BF16(_) => CpuStorage::BF16(rms_norm_rows(
-                cpu_slice::<bf16>(s1, l1, "x")?,
-                scale,
-                dim,
-                self.eps,
-            )),
-            CpuStorage::F16(_) => CpuStorage::F16(rms_norm_rows(
-                cpu_slice::<f16>(s1, l1, "x")?,
-                scale,
-                dim,
-                self.eps,
-            )),
-            other => candle_core::bail!("rms_norm_scaled: unsupported dtype {:?}", other.dtype()),
-        };
+        let out = with_elem!(s1, "rms_norm_scaled", |T| owned(rms_norm_rows(
+            cpu_slice::<T>(s1, l1, "x")?,
+            scale,
+            dim,
+            self.eps,
+        )));
         Ok((out, l1.shape().clone()))
     }
 
@@ -254,27 +267,12 @@ impl CustomOp3 for GatedRmsNorm {
         l3: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         let o = cpu_slice::<f32>(s1, l1, "o")?;
-        let out = match s2 {
-            CpuStorage::F32(_) => CpuStorage::F32(gated_norm_rows(
-                o,
-                cpu_slice::<f32>(s2, l2, "z")?,
-                cpu_slice::<f32>(s3, l3, "w")?,
-                self.eps,
-            )),
-            CpuStorage::BF16(_) => CpuStorage::BF16(gated_norm_rows(
-                o,
-                cpu_slice::<bf16>(s2, l2, "z")?,
-                cpu_slice::<bf16>(s3, l3, "w")?,
-                self.eps,
-            )),
-            CpuStorage::F16(_) => CpuStorage::F16(gated_norm_rows(
-                o,
-                cpu_slice::<f16>(s2, l2, "z")?,
-                cpu_slice::<f16>(s3, l3, "w")?,
-                self.eps,
-            )),
-            other => candle_core::bail!("gated_rms_norm: unsupported dtype {:?}", other.dtype()),
-        };
+        let out = with_elem!(s2, "gated_rms_norm", |T| owned(gated_norm_rows(
+            o,
+            cpu_slice::<T>(s2, l2, "z")?,
+            cpu_slice::<T>(s3, l3, "w")?,
+            self.eps,
+        )));
         Ok((out, l1.shape().clone()))
     }
 
@@ -489,12 +487,8 @@ impl CustomOp1 for GdnDecodeStep {
     }
 
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
-        let out = match s1 {
-            CpuStorage::F32(_) => self.cpu_step(cpu_slice::<f32>(s1, l1, "padded")?)?,
-            CpuStorage::BF16(_) => self.cpu_step(cpu_slice::<bf16>(s1, l1, "padded")?)?,
-            CpuStorage::F16(_) => self.cpu_step(cpu_slice::<f16>(s1, l1, "padded")?)?,
-            other => candle_core::bail!("gdn_decode_step: unsupported dtype {:?}", other.dtype()),
-        };
+        let out = with_elem!(s1, "gdn_decode_step", |T| self
+            .cpu_step(cpu_slice::<T>(s1, l1, "padded")?)?);
         let n = out.len();
         Ok((CpuStorage::F32(out), Shape::from_dims(&[n])))
     }
@@ -635,12 +629,8 @@ impl CustomOp1 for RouterTopK {
 
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout) -> candle_core::Result<(CpuStorage, Shape)> {
         let (t, e) = l1.shape().dims2()?;
-        let out = match s1 {
-            CpuStorage::F32(_) => self.cpu_rows(cpu_slice::<f32>(s1, l1, "logits")?, e),
-            CpuStorage::BF16(_) => self.cpu_rows(cpu_slice::<bf16>(s1, l1, "logits")?, e),
-            CpuStorage::F16(_) => self.cpu_rows(cpu_slice::<f16>(s1, l1, "logits")?, e),
-            other => candle_core::bail!("router_top_k: unsupported dtype {:?}", other.dtype()),
-        };
+        let out = with_elem!(s1, "router_top_k", |T| self
+            .cpu_rows(cpu_slice::<T>(s1, l1, "logits")?, e));
         Ok((CpuStorage::F32(out), Shape::from_dims(&[t, 2 * self.k])))
     }
 
@@ -789,6 +779,7 @@ mod tests {
     //! the unfused path beside their callers (`qwen3_5_moe::norm`,
     //! `qwen3_5_moe::deltanet`, `moe`, `sampling`).
     use super::*;
+    use crate::qwen3_5_moe::max_rel_diff;
     use candle_core::Device;
 
     fn cuda_test_device() -> Option<Device> {
@@ -808,27 +799,6 @@ mod tests {
         Tensor::randn(0f32, std, shape, &Device::Cpu)
             .and_then(|t| t.to_dtype(dtype))
             .expect("randn")
-    }
-
-    fn rel_diff(a: &Tensor, b: &Tensor) -> f32 {
-        let f = |t: &Tensor| {
-            t.to_device(&Device::Cpu)
-                .and_then(|t| t.to_dtype(DType::F32))
-                .and_then(|t| t.flatten_all())
-                .expect("f32")
-        };
-        let (a, b) = (f(a), f(b));
-        let scale = b
-            .abs()
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("scale");
-        let d = (a - b)
-            .and_then(|t| t.abs())
-            .and_then(|t| t.max(0))
-            .and_then(|t| t.to_scalar::<f32>())
-            .expect("diff");
-        d / scale.max(1e-30)
     }
 
     /// Tolerance of CUDA vs CPU, relative to the output's scale: f32
@@ -857,7 +827,7 @@ mod tests {
                 let scale = (randn(&[dim], 0.3, DType::F32) + 1.0)?;
                 let want = rms_norm_scaled(&x, &scale, 1e-6)?;
                 let got = rms_norm_scaled(&x.to_device(&dev)?, &scale.to_device(&dev)?, 1e-6)?;
-                let d = rel_diff(&got, &want);
+                let d = max_rel_diff(&got, &want);
                 assert!(d <= tol(dtype), "rms {dtype:?} {rows}x{dim}: {d}");
             }
             let o = randn(&[6, 128], 1.0, DType::F32);
@@ -870,7 +840,7 @@ mod tests {
                 &w.to_device(&dev)?,
                 1e-6,
             )?;
-            let d = rel_diff(&got, &want);
+            let d = max_rel_diff(&got, &want);
             assert!(d <= tol(dtype), "gated {dtype:?}: {d}");
         }
         Ok(())
@@ -932,11 +902,11 @@ mod tests {
                 };
                 let (want_out, want_state) = run(&Device::Cpu)?;
                 let (got_out, got_state) = run(&dev)?;
-                let d = rel_diff(&got_out, &want_out);
+                let d = max_rel_diff(&got_out, &want_out);
                 assert!(d <= tol(dtype), "{dtype:?} {dims:?}: output {d}");
                 // The state is f32, but its q, k and v went through the
                 // dtype's roundings.
-                let d = rel_diff(&got_state, &want_state);
+                let d = max_rel_diff(&got_state, &want_state);
                 assert!(d <= tol(dtype), "{dtype:?} {dims:?}: state {d}");
             }
         }
@@ -957,7 +927,7 @@ mod tests {
                 want_ids.to_vec2::<u32>()?,
                 "{dtype:?}"
             );
-            let d = rel_diff(&got_w, &want_w);
+            let d = max_rel_diff(&got_w, &want_w);
             assert!(d <= tol(dtype), "{dtype:?}: weights {d}");
         }
         Ok(())

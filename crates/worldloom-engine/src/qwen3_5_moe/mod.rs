@@ -510,7 +510,7 @@ impl CausalLm for Qwen3_5Moe {
 /// max |a − b| / max |b| over all elements, in f32 on the CPU: how far a
 /// fused op's output is from the unfused path's, in the module's tests.
 #[cfg(test)]
-fn max_rel_diff(a: &Tensor, b: &Tensor) -> f32 {
+pub(crate) fn max_rel_diff(a: &Tensor, b: &Tensor) -> f32 {
     let flat_f32 = |t: &Tensor| {
         t.to_device(&candle_core::Device::Cpu)?
             .to_dtype(DType::F32)?

@@ -308,16 +308,8 @@ impl ExpertWeights {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::moe::max_abs_diff;
     use candle_core::Device;
-
-    fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
-        (a - b)
-            .and_then(|d| d.abs())
-            .and_then(|d| d.flatten_all())
-            .and_then(|d| d.max(0))
-            .and_then(|d| d.to_scalar::<f32>())
-            .expect("diff")
-    }
 
     /// A quantized projection and row lookup agree with the dense ones on
     /// the dequantized weight.
