@@ -112,10 +112,12 @@ impl ResetParams {
                 continue;
             }
             let text = || {
-                value
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| EnvError::Invalid(format!("{key}: expected a string")))
+                value.as_str().map(str::to_owned).ok_or_else(|| {
+                    EnvError::Invalid(format!(
+                        "{key}: expected a string, got {}",
+                        crate::error::json_kind(value)
+                    ))
+                })
             };
             match key.as_str() {
                 "seed" => {
@@ -735,6 +737,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("swe, web, os, android"), "{err}");
+        let err = ResetParams::from_json(&json!({"episode_id": 7}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, "episode_id: expected a string, got a number (7)");
         assert_eq!(
             action_text(&json!({"action": "ls"})).ok().as_deref(),
             Some("ls")

@@ -63,3 +63,22 @@ impl EnvError {
         }
     }
 }
+
+/// What a JSON value is, for messages: `a number (5)`, `an object`, …
+/// (short values shown, long ones only named).
+pub(crate) fn json_kind(value: &serde_json::Value) -> String {
+    let kind = match value {
+        serde_json::Value::Null => return "null".into(),
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    };
+    let text = value.to_string();
+    if text.len() <= 40 {
+        format!("{kind} ({text})")
+    } else {
+        kind.into()
+    }
+}

@@ -56,7 +56,7 @@ use worldloom_engine::CancelToken;
 use worldloom_model_server::BackgroundServer;
 
 use crate::episode::{Environment, ResetParams, StepAnswer};
-use crate::error::EnvError;
+use crate::error::{EnvError, json_kind};
 use crate::state::Episode;
 
 /// Settings of the server.
@@ -139,25 +139,6 @@ impl AppState {
 
     fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
-    }
-}
-
-/// What a JSON value is, for messages: `a number (5)`, `an object`, …
-/// (short values shown, long ones only named).
-fn json_kind(value: &Value) -> String {
-    let kind = match value {
-        Value::Null => return "null".into(),
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
-    let text = value.to_string();
-    if text.len() <= 40 {
-        format!("{kind} ({text})")
-    } else {
-        kind.into()
     }
 }
 
