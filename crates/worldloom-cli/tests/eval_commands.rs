@@ -11,6 +11,9 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+#[path = "../../worldloom-env/tests/common/openenv.rs"]
+mod openenv;
+
 const BIN: &str = env!("CARGO_BIN_EXE_worldloom");
 
 /// Two domains, four rows; the first turns have no state for the copy
@@ -123,10 +126,7 @@ fn serve_model(args: &[&str]) -> Served {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child);
     let base_url = line
         .split_whitespace()
         .last()
@@ -392,10 +392,7 @@ fn serve_model_logs_each_request_and_needs_a_key_beyond_loopback() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child);
     let addr = line
         .split_whitespace()
         .last()
@@ -443,6 +440,13 @@ fn silent_endpoint() -> String {
     format!("http://{addr}/v1")
 }
 
+/// Asserts that `o` exited with `code` and its stderr contains `needle`.
+fn assert_fails_with(o: &std::process::Output, code: i32, needle: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "{err}");
+}
+
 #[test]
 fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
     let dir = tempfile::tempdir().unwrap();
@@ -467,31 +471,20 @@ fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
         worldloom(&args)
     };
     let o = eval(&["--read-timeout-s", "0.3", "--retries", "0"]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains(&format!(
-            "no answer from {base_url}/models within 300 ms (read timeout)"
-        )),
-        "{err}"
+    assert_fails_with(
+        &o,
+        1,
+        &format!("no answer from {base_url}/models within 300 ms (read timeout)"),
     );
     // the row timeout caps the read timeout
     let o = eval(&["--row-timeout-s", "1"]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains(&format!(
-            "no answer from {base_url}/models within 1000 ms (read timeout)"
-        )),
-        "{err}"
+    assert_fails_with(
+        &o,
+        1,
+        &format!("no answer from {base_url}/models within 1000 ms (read timeout)"),
     );
     let o = eval(&["--read-timeout-s", "0"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("seconds must be positive"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_fails_with(&o, 2, "seconds must be positive");
     let o = worldloom(&[
         "judge",
         "--predictions",
@@ -505,13 +498,10 @@ fn silent_models_endpoint_ends_at_the_read_timeout_flags() {
         "--connect-timeout-s",
         "2",
     ]);
-    assert_eq!(o.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains(&format!(
-            "no answer from {base_url}/models within 300 ms (read timeout)"
-        )),
-        "{err}"
+    assert_fails_with(
+        &o,
+        1,
+        &format!("no answer from {base_url}/models within 300 ms (read timeout)"),
     );
 }
 
@@ -579,14 +569,7 @@ fn eval_outputs_import_into_a_workspace_as_runs() {
 fn serve_env_copy_over_http() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = dir.path().join("tasks.jsonl");
-    std::fs::copy(
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
-        ),
-        &tasks,
-    )
-    .unwrap();
+    std::fs::copy(sample_file(), &tasks).unwrap();
     let refused = Command::new(BIN)
         .args(["serve-env", "--tasks"])
         .arg(&tasks)
@@ -617,26 +600,15 @@ fn serve_env_copy_over_http() {
             .spawn()
             .unwrap(),
     );
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child.0);
     assert!(line.contains("serving 7 task(s) with `copy`"), "{line}");
-    let addr = line
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
+    let addr = addr_of(&line);
     let call = |method: &str, path: &str, body: &str| http_json(&addr, method, path, body);
     let (head, health) = call("GET", "/health", "");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(health["status"], "healthy");
     let (_, reset) = call("POST", "/reset", r#"{"domain": "os", "seed": 2}"#);
-    let id = reset["observation"]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = episode_id(&reset);
     assert_eq!(reset["observation"]["representation"], "os-table");
     let (head, step) = call(
         "POST",
@@ -652,34 +624,18 @@ fn serve_env_copy_over_http() {
     // The studio's API lists the recorded episode (its tag), opens it with
     // its step, branches it and exports it.
     use worldloom_api::commands;
-    use worldloom_api::types::{
-        AuthorObservationRequest, EditActionRequest, ExportFormat, ExportRequest,
-        GetTrajectoryRequest, ListTrajectoriesRequest,
-    };
+    use worldloom_api::types::EditActionRequest;
     use worldloom_core::Representation;
     let studio =
         worldloom_api::launch::open_workspace(&dir.path().join("tasks.episodes.worldloom"))
             .unwrap();
-    let list = commands::list_trajectories(
-        &studio,
-        ListTrajectoriesRequest {
-            query: Some("live-episode".into()),
-            ..ListTrajectoriesRequest::default()
-        },
-    )
-    .unwrap();
+    let list = live_episodes(&studio);
     assert_eq!(list.trajectories.len(), 1);
     let episode = &list.trajectories[0];
     assert_eq!(episode.name, id);
     assert_eq!(episode.source_format, "openenv-episode");
     assert_eq!((episode.turn_count, episode.prediction_count), (1, 1));
-    let tree = commands::get_trajectory(
-        &studio,
-        GetTrajectoryRequest {
-            trajectory_id: episode.id.clone(),
-        },
-    )
-    .unwrap();
+    let tree = tree_of(&studio, &episode.id);
     assert_eq!((tree.nodes.len(), tree.edges.len()), (2, 1));
     let branch = commands::edit_action(
         &studio,
@@ -690,28 +646,16 @@ fn serve_env_copy_over_http() {
         },
     )
     .unwrap();
-    commands::author_observation(
+    author(
         &studio,
-        AuthorObservationRequest {
-            trajectory_id: episode.id.clone(),
-            node_id: branch.node_id,
-            representation: Representation::OsTable,
-            text: "tag\tname\nframe\tReceipts".into(),
-            based_on_prediction: None,
-            note: Some("the folder opens".into()),
-        },
-    )
-    .unwrap();
-    let exported = commands::export(
-        &studio,
-        ExportRequest {
-            trajectory_id: episode.id.clone(),
-            branch_id: Some(branch.branch_id),
-            format: ExportFormat::Agentworldbench,
-            path: None,
-        },
-    )
-    .unwrap();
+        &episode.id,
+        branch.node_id,
+        Representation::OsTable,
+        "tag\tname\nframe\tReceipts",
+        None,
+        Some("the folder opens"),
+    );
+    let exported = export_branch(&studio, &episode.id, &branch.branch_id);
     assert!(
         exported.content.contains("doubleClick(560, 300)")
             && exported.content.contains("frame\\tReceipts"),
@@ -838,6 +782,118 @@ fn mock_endpoint(observation: &str) -> MockEndpoint {
 /// A child process killed when dropped (a failing test leaves none behind).
 struct Killed(Child);
 
+/// `worldloom serve-env ARGS --port 0 --record RECORD --tasks <the sample>`,
+/// its stdout piped (the first line names the address), stderr to `stderr`.
+fn serve_env(args: &[&str], record: &Path, stderr: Stdio) -> Killed {
+    Killed(
+        Command::new(BIN)
+            .arg("serve-env")
+            .args(args)
+            .args(["--port", "0", "--record"])
+            .arg(record)
+            .arg("--tasks")
+            .arg(sample_file())
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// The first line `child` prints on stdout (where a server says it listens).
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
+}
+
+/// The `host:port` at the end of a serve line (`... http://HOST:PORT`).
+fn addr_of(line: &str) -> String {
+    line.split_whitespace()
+        .last()
+        .unwrap()
+        .trim_start_matches("http://")
+        .to_owned()
+}
+
+/// The episode id in a `/reset` answer.
+fn episode_id(reset: &Value) -> String {
+    reset["observation"]["episode_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Author observation `text` at node `node_id` of trajectory `id`.
+fn author(
+    studio: &worldloom_api::Studio,
+    id: &str,
+    node_id: u32,
+    representation: worldloom_core::Representation,
+    text: &str,
+    based_on_prediction: Option<u32>,
+    note: Option<&str>,
+) {
+    worldloom_api::commands::author_observation(
+        studio,
+        worldloom_api::types::AuthorObservationRequest {
+            trajectory_id: id.to_owned(),
+            node_id,
+            representation,
+            text: text.into(),
+            based_on_prediction,
+            note: note.map(Into::into),
+        },
+    )
+    .unwrap();
+}
+
+/// The live episodes (`serve-env` recordings) in the studio's workspace.
+fn live_episodes(studio: &worldloom_api::Studio) -> worldloom_api::types::ListTrajectoriesResponse {
+    worldloom_api::commands::list_trajectories(
+        studio,
+        worldloom_api::types::ListTrajectoriesRequest {
+            query: Some("live-episode".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The tree of trajectory `id` as the studio opens it.
+fn tree_of(
+    studio: &worldloom_api::Studio,
+    id: &str,
+) -> worldloom_api::types::GetTrajectoryResponse {
+    worldloom_api::commands::get_trajectory(
+        studio,
+        worldloom_api::types::GetTrajectoryRequest {
+            trajectory_id: id.to_owned(),
+        },
+    )
+    .unwrap()
+}
+
+/// Branch `branch_id` of trajectory `id` exported as AgentWorldBench rows.
+fn export_branch(
+    studio: &worldloom_api::Studio,
+    id: &str,
+    branch_id: &str,
+) -> worldloom_api::types::ExportResponse {
+    worldloom_api::commands::export(
+        studio,
+        worldloom_api::types::ExportRequest {
+            trajectory_id: id.to_owned(),
+            branch_id: Some(branch_id.to_owned()),
+            format: worldloom_api::types::ExportFormat::Agentworldbench,
+            path: None,
+        },
+    )
+    .unwrap()
+}
+
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -853,54 +909,33 @@ fn serve_env_over_a_pool_of_endpoints_survives_one_going_down() {
     let first = mock_endpoint("MOCK STATE");
     let second = mock_endpoint("MOCK STATE");
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Killed(
-        Command::new(BIN)
-            .args([
-                "serve-env",
-                "--engine",
-                "openai",
-                "--model",
-                "mock",
-                "--no-stream",
-            ])
-            .args(["--retries", "0", "--connect-timeout-s", "2"])
-            .args([
-                "--base-url",
-                &first.base_url,
-                "--base-url",
-                &second.base_url,
-            ])
-            .args(["--port", "0", "--record"])
-            .arg(dir.path().join("e.worldloom"))
-            .arg("--tasks")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
-            ))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut child = serve_env(
+        &[
+            "--engine",
+            "openai",
+            "--model",
+            "mock",
+            "--no-stream",
+            "--retries",
+            "0",
+            "--connect-timeout-s",
+            "2",
+            "--base-url",
+            &first.base_url,
+            "--base-url",
+            &second.base_url,
+        ],
+        &dir.path().join("e.worldloom"),
+        Stdio::null(),
     );
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child.0);
     assert!(
         line.contains("with `pool(openai:mock, openai:mock)`"),
         "{line}"
     );
-    let addr = line
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
+    let addr = addr_of(&line);
     let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web", "seed": 4}"#);
-    let id = reset["observation"]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = episode_id(&reset);
     let step = format!(r#"{{"episode_id": "{id}", "action": {{"action": "click('21')"}}}}"#);
     let (head, answer) = http_json(&addr, "POST", "/step", &step);
     assert!(head.starts_with("HTTP/1.1 200"), "{head} {answer}");
@@ -927,44 +962,25 @@ fn serve_env_over_a_pool_of_endpoints_survives_one_going_down() {
 fn serve_env_rewards_with_a_judge_endpoint() {
     let judge = mock_endpoint(r#"{"achieved": 1, "rationale": "two mugs in the cart"}"#);
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Killed(
-        Command::new(BIN)
-            .args([
-                "serve-env",
-                "--engine",
-                "copy",
-                "--reward",
-                "judge",
-                "--no-stream",
-            ])
-            .args(["--judge-base-url", &judge.base_url, "--judge-model", "mock"])
-            .args(["--port", "0", "--record"])
-            .arg(dir.path().join("e.worldloom"))
-            .arg("--tasks")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
-            ))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut child = serve_env(
+        &[
+            "--engine",
+            "copy",
+            "--reward",
+            "judge",
+            "--no-stream",
+            "--judge-base-url",
+            &judge.base_url,
+            "--judge-model",
+            "mock",
+        ],
+        &dir.path().join("e.worldloom"),
+        Stdio::null(),
     );
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
+    let line = first_line(&mut child.0);
+    let addr = addr_of(&line);
     let (_, reset) = http_json(&addr, "POST", "/reset", r#"{"domain": "web"}"#);
-    let id = reset["observation"]["episode_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = episode_id(&reset);
     let step = |action: &str| {
         http_json(
             &addr,
@@ -991,26 +1007,13 @@ fn serve_env_rewards_with_a_judge_endpoint() {
     // The recorded episode opens in the studio's API with its steps, its
     // reward, and the judge's call: the messages sent and the answer.
     use worldloom_api::commands;
-    use worldloom_api::types::{GetTrajectoryRequest, ListNotesRequest, ListTrajectoriesRequest};
+    use worldloom_api::types::ListNotesRequest;
     let studio = worldloom_api::launch::open_workspace(&dir.path().join("e.worldloom")).unwrap();
-    let list = commands::list_trajectories(
-        &studio,
-        ListTrajectoriesRequest {
-            query: Some("live-episode".into()),
-            ..ListTrajectoriesRequest::default()
-        },
-    )
-    .unwrap();
+    let list = live_episodes(&studio);
     assert_eq!(list.trajectories.len(), 1);
     let episode = &list.trajectories[0];
     assert_eq!(episode.name, id);
-    let tree = commands::get_trajectory(
-        &studio,
-        GetTrajectoryRequest {
-            trajectory_id: episode.id.clone(),
-        },
-    )
-    .unwrap();
+    let tree = tree_of(&studio, &episode.id);
     let actions: Vec<&str> = tree.edges.iter().map(|e| e.action.raw.as_str()).collect();
     assert_eq!(actions, ["fill('33', '2')", "send_msg_to_user('done')"]);
     let notes = commands::list_notes(
@@ -1066,42 +1069,18 @@ fn serve_env_rewards_with_a_judge_endpoint() {
 /// stderr counts the client's episodes, steps and errors.
 #[test]
 fn serve_env_openenv_client_episode_is_branched_and_exported() {
-    let python = std::env::var("WORLDLOOM_OPENENV_PYTHON").unwrap_or_else(|_| "python3".into());
-    let have = Command::new(&python)
-        .args(["-c", "from openenv.core import GenericEnvClient"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !have {
-        println!(
-            "SKIPPED serve_env_openenv_client_episode_is_branched_and_exported: {python} cannot import `openenv.core` (scripts/setup.sh installs it)"
-        );
+    let Some(python) = openenv::openenv_python(
+        "serve_env_openenv_client_episode_is_branched_and_exported",
+        "scripts/setup.sh installs it",
+    ) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("episodes.worldloom");
-    let mut child = Killed(
-        Command::new(BIN)
-            .args([
-                "serve-env",
-                "--engine",
-                "copy",
-                "--port",
-                "0",
-                "--progress-s",
-                "1",
-            ])
-            .arg("--record")
-            .arg(&record)
-            .arg("--tasks")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
-            ))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
+    let mut child = serve_env(
+        &["--engine", "copy", "--progress-s", "1"],
+        &record,
+        Stdio::piped(),
     );
     let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
     let stderr = child.0.stderr.take().unwrap();
@@ -1110,10 +1089,7 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
             let _ = lines_tx.send(line);
         }
     });
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child.0);
     let base = line.split_whitespace().last().unwrap().to_owned();
     let client = Command::new(&python)
         .arg(concat!(
@@ -1152,19 +1128,9 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
     drop(child);
 
     use worldloom_api::commands;
-    use worldloom_api::types::{
-        AuthorObservationRequest, EditActionRequest, ExportFormat, ExportRequest,
-        GetTrajectoryRequest, ListTrajectoriesRequest,
-    };
+    use worldloom_api::types::EditActionRequest;
     let studio = worldloom_api::launch::open_workspace(&record).unwrap();
-    let list = commands::list_trajectories(
-        &studio,
-        ListTrajectoriesRequest {
-            query: Some("live-episode".into()),
-            ..ListTrajectoriesRequest::default()
-        },
-    )
-    .unwrap();
+    let list = live_episodes(&studio);
     assert_eq!(list.trajectories.len(), 2, "one over /ws, one over HTTP");
     let episode = list
         .trajectories
@@ -1173,30 +1139,21 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
         .expect("the client's web episode");
     assert_eq!(episode.source_format, "openenv-episode");
     assert_eq!((episode.turn_count, episode.prediction_count), (2, 1));
-    let tree = commands::get_trajectory(
-        &studio,
-        GetTrajectoryRequest {
-            trajectory_id: episode.id.clone(),
-        },
-    )
-    .unwrap();
+    let tree = tree_of(&studio, &episode.id);
     let actions: Vec<&str> = tree.edges.iter().map(|e| e.action.raw.as_str()).collect();
     assert_eq!(actions, ["fill('33', '2')", "send_msg_to_user('done')"]);
     // Correct what the model predicted after the first step (an exported
     // curriculum carries real or authored states), then branch: instead of
     // ending, the agent should have added to the cart.
-    commands::author_observation(
+    author(
         &studio,
-        AuthorObservationRequest {
-            trajectory_id: episode.id.clone(),
-            node_id: tree.edges[0].to,
-            representation: worldloom_core::Representation::Axtree,
-            text: "RootWebArea 'Mugs', focused\n\t[33] spinbutton 'Quantity', value='2'".into(),
-            based_on_prediction: Some(0),
-            note: None,
-        },
-    )
-    .unwrap();
+        &episode.id,
+        tree.edges[0].to,
+        worldloom_core::Representation::Axtree,
+        "RootWebArea 'Mugs', focused\n\t[33] spinbutton 'Quantity', value='2'",
+        Some(0),
+        None,
+    );
     let branch = commands::edit_action(
         &studio,
         EditActionRequest {
@@ -1206,28 +1163,16 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
         },
     )
     .unwrap();
-    commands::author_observation(
+    author(
         &studio,
-        AuthorObservationRequest {
-            trajectory_id: episode.id.clone(),
-            node_id: branch.node_id,
-            representation: worldloom_core::Representation::Axtree,
-            text: "RootWebArea 'Mugs', focused\n\t[21] link 'Cart (2)', clickable".into(),
-            based_on_prediction: None,
-            note: Some("two mugs in the cart".into()),
-        },
-    )
-    .unwrap();
-    let exported = commands::export(
-        &studio,
-        ExportRequest {
-            trajectory_id: episode.id.clone(),
-            branch_id: Some(branch.branch_id),
-            format: ExportFormat::Agentworldbench,
-            path: None,
-        },
-    )
-    .unwrap();
+        &episode.id,
+        branch.node_id,
+        worldloom_core::Representation::Axtree,
+        "RootWebArea 'Mugs', focused\n\t[21] link 'Cart (2)', clickable",
+        None,
+        Some("two mugs in the cart"),
+    );
+    let exported = export_branch(&studio, &episode.id, &branch.branch_id);
     let rows: Vec<Value> = exported
         .content
         .lines()
@@ -1261,43 +1206,21 @@ fn serve_env_openenv_client_episode_is_branched_and_exported() {
 #[test]
 fn serve_env_with_the_tiny_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Killed(
-        Command::new(BIN)
-            .args([
-                "serve-env",
-                "--engine",
-                "local",
-                "--max-tokens",
-                "8",
-                "--model-dir",
-            ])
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../assets/tiny-world-model"
-            ))
-            .args(["--port", "0", "--record"])
-            .arg(dir.path().join("e.worldloom"))
-            .arg("--tasks")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../../samples/agentworldbench/agentworldbench_sample.jsonl"
-            ))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut child = serve_env(
+        &[
+            "--engine",
+            "local",
+            "--max-tokens",
+            "8",
+            "--model-dir",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../assets/tiny-world-model"),
+        ],
+        &dir.path().join("e.worldloom"),
+        Stdio::null(),
     );
-    let mut line = String::new();
-    BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let line = first_line(&mut child.0);
     assert!(line.contains("with `qwen3_5_moe@"), "{line}");
-    let addr = line
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .trim_start_matches("http://")
-        .to_owned();
+    let addr = addr_of(&line);
     let threads: Vec<_> = ["web", "terminal"]
         .into_iter()
         .map(|domain| {
@@ -1309,10 +1232,7 @@ fn serve_env_with_the_tiny_checkpoint() {
                     "/reset",
                     &json!({"domain": domain, "seed": 1}).to_string(),
                 );
-                let id = reset["observation"]["episode_id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
+                let id = episode_id(&reset);
                 let action = if domain == "web" { "click('21')" } else { "ls" };
                 http_json(
                     &addr,

@@ -58,6 +58,47 @@ fn with_tiny_model(command: &str, file: &Path, args: &[&str]) -> Output {
     worldloom(&all)
 }
 
+/// The one JSON object `out` printed, which must be a success.
+fn json_of(out: Output) -> serde_json::Value {
+    serde_json::from_slice(&succeeded(out).stdout).expect("one JSON object")
+}
+
+/// `step --json` on turn 1 of the sample web trajectory with `model`:
+/// 8 new tokens, seed 7.
+fn step_sample(model: &Path) -> serde_json::Value {
+    let file = sample("web/agentlab_larkmail-reply_6steps.json");
+    json_of(worldloom(&[
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "1",
+        "--max-new-tokens",
+        "8",
+        "--seed",
+        "7",
+        "--json",
+        "--model",
+        model.to_str().expect("utf-8"),
+    ]))
+}
+
+/// `step --json` on turn 2 of `file` with `model`, greedy, 16 new tokens.
+fn greedy_step(file: &Path, model: &Path) -> serde_json::Value {
+    json_of(worldloom(&[
+        "step",
+        file.to_str().expect("utf-8"),
+        "--turn",
+        "2",
+        "--temperature",
+        "0",
+        "--max-new-tokens",
+        "16",
+        "--json",
+        "--model",
+        model.to_str().expect("utf-8"),
+    ]))
+}
+
 /// `out`, which must be a success.
 fn succeeded(out: Output) -> Output {
     assert!(
@@ -237,18 +278,7 @@ fn sample(path: &str) -> PathBuf {
 
 #[test]
 fn step_runs_a_sample_trajectory() {
-    let file = sample("web/agentlab_larkmail-reply_6steps.json");
-    let args = [
-        "--turn",
-        "1",
-        "--max-new-tokens",
-        "8",
-        "--seed",
-        "7",
-        "--json",
-    ];
-    let out = succeeded(with_tiny_model("step", &file, &args));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let v = step_sample(&tiny_model());
     assert_eq!(v["turn"], 1);
     assert_eq!(v["params"]["seed"], 7);
     // the sample's defaults come from the model directory: temperature 0.6, top-k 20
@@ -336,52 +366,22 @@ fn step_runs_on_a_gguf_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = write_trajectory(dir.path());
     let f32_gguf = tiny_gguf(dir.path(), "f32");
-    let args = [
-        "step",
-        file.to_str().expect("utf-8"),
-        "--turn",
-        "2",
-        "--temperature",
-        "0",
-        "--max-new-tokens",
-        "16",
-        "--json",
-    ];
-    let from_dir = succeeded(with_tiny_model("step", &file, &args[2..]));
-    let from_dir: serde_json::Value = serde_json::from_slice(&from_dir.stdout).expect("JSON");
-    let mut gguf_args = args.to_vec();
-    gguf_args.extend(["--model", f32_gguf.to_str().expect("utf-8")]);
-    let from_gguf = succeeded(worldloom(&gguf_args));
-    let from_gguf: serde_json::Value = serde_json::from_slice(&from_gguf.stdout).expect("JSON");
+    let from_dir = greedy_step(&file, &tiny_model());
+    let from_gguf = greedy_step(&file, &f32_gguf);
     assert_eq!(from_gguf["engine"], "local:tiny-f32.gguf");
     assert_eq!(from_gguf["raw_output"], from_dir["raw_output"]);
 
     let q8 = tiny_gguf(dir.path(), "q8_0");
-    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
-    let out = succeeded(worldloom(&[
-        "step",
-        sample_file.to_str().expect("utf-8"),
-        "--turn",
-        "1",
-        "--max-new-tokens",
-        "8",
-        "--seed",
-        "7",
-        "--json",
-        "--model",
-        q8.to_str().expect("utf-8"),
-    ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let v = step_sample(&q8);
     assert_eq!(v["stats"]["completion_tokens"], 8);
     assert_eq!(v["engine"], "local:tiny-q8_0.gguf");
 
-    let info = succeeded(worldloom(&[
+    let info = json_of(worldloom(&[
         "model",
         "info",
         q8.to_str().expect("utf-8"),
         "--json",
     ]));
-    let info: serde_json::Value = serde_json::from_slice(&info.stdout).expect("JSON");
     assert_eq!(info["gguf"]["architecture"], "qwen35moe");
     let types = info["gguf"]["types"].as_array().expect("types");
     let names: Vec<&str> = types.iter().filter_map(|t| t["type"].as_str()).collect();
@@ -396,23 +396,7 @@ fn step_runs_on_a_gguf_file() {
     let lone = tempfile::tempdir().expect("tempdir");
     let lone_gguf = lone.path().join("tiny-q8_0.gguf");
     std::fs::copy(&q8, &lone_gguf).expect("copy");
-    let greedy = |model: &Path| -> serde_json::Value {
-        let out = succeeded(worldloom(&[
-            "step",
-            file.to_str().expect("utf-8"),
-            "--turn",
-            "2",
-            "--temperature",
-            "0",
-            "--max-new-tokens",
-            "16",
-            "--json",
-            "--model",
-            model.to_str().expect("utf-8"),
-        ]));
-        serde_json::from_slice(&out.stdout).expect("JSON")
-    };
-    let (beside, alone) = (greedy(&q8), greedy(&lone_gguf));
+    let (beside, alone) = (greedy_step(&file, &q8), greedy_step(&file, &lone_gguf));
     assert_eq!(alone["engine"], "local:tiny-q8_0.gguf");
     assert_eq!(alone["raw_output"], beside["raw_output"]);
     assert_eq!(
@@ -436,21 +420,7 @@ fn step_runs_on_a_lone_llama_cpp_gguf_file() {
         &gguf,
     )
     .expect("copy fixture");
-    let sample_file = sample("web/agentlab_larkmail-reply_6steps.json");
-    let out = succeeded(worldloom(&[
-        "step",
-        sample_file.to_str().expect("utf-8"),
-        "--turn",
-        "1",
-        "--max-new-tokens",
-        "8",
-        "--seed",
-        "7",
-        "--json",
-        "--model",
-        gguf.to_str().expect("utf-8"),
-    ]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let v = step_sample(&gguf);
     assert_eq!(v["engine"], "local:tiny-world-bf16.gguf");
     assert_eq!(v["stats"]["completion_tokens"], 8);
     assert!(v["stats"]["prompt_tokens"].as_u64().expect("prompt tokens") > 100);
@@ -470,10 +440,9 @@ fn the_copy_baseline_predicts_the_parent_state() {
         ("2", "notes.txt  src"),
         ("3", "buy milk"),
     ] {
-        let out = succeeded(worldloom(&[
+        let v = json_of(worldloom(&[
             "step", path, "--turn", turn, "--engine", "copy", "--json",
         ]));
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
         assert_eq!(v["engine"], "copy");
         assert_eq!(v["observation"], parent, "turn {turn}");
         assert_eq!(v["current_observation"], parent, "turn {turn}");

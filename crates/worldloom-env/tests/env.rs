@@ -21,6 +21,8 @@ use worldloom_env::{
 };
 use worldloom_store::Workspace;
 
+mod common;
+
 fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../samples/agentworldbench/agentworldbench_sample.jsonl")
@@ -31,11 +33,77 @@ fn start(
     workspace: Option<&Path>,
     options: ServeEnvOptions,
 ) -> RunningEnvServer {
-    let tasks = TaskSet::load(&sample()).expect("tasks");
-    let recorder = workspace.map(|p| Recorder::open(p).expect("workspace"));
-    let env = Environment::new(tasks, engine, recorder, EnvConfig::default());
+    let env = environment(engine, workspace, EnvConfig::default());
     let addr: SocketAddr = "127.0.0.1:0".parse().expect("addr");
     spawn(Arc::new(env), options, addr).expect("server")
+}
+
+/// An environment over the sample's tasks, recording into `workspace` when given.
+fn environment(
+    engine: Arc<dyn WorldModel>,
+    workspace: Option<&Path>,
+    config: EnvConfig,
+) -> Environment {
+    let tasks = TaskSet::load(&sample()).expect("tasks");
+    let recorder = workspace.map(|p| Recorder::open(p).expect("workspace"));
+    Environment::new(tasks, engine, recorder, config)
+}
+
+/// A prediction stream that has already ended with `text` parsed as the
+/// whole output (no thinking block opened).
+fn answered(text: &str) -> PredictionStream {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut parser = worldloom_core::OutputParser::new(false);
+    let _ = parser.push(text);
+    let _ = parser.flush();
+    let _ = tx.send(EngineEvent::Done {
+        stats: worldloom_engine::GenerationStats::default(),
+        output: parser.finish_output(),
+    });
+    PredictionStream {
+        events: rx,
+        cancel: CancelToken::new(),
+    }
+}
+
+/// Web-domain reset parameters, with `seed` when given.
+fn web_reset(seed: Option<u64>) -> worldloom_env::ResetParams {
+    worldloom_env::ResetParams {
+        domain: Some(worldloom_core::Domain::Web),
+        seed,
+        ..Default::default()
+    }
+}
+
+/// `env.step` with `action`, which must succeed.
+fn step_ok(
+    env: &Environment,
+    episode: &mut worldloom_env::Episode,
+    action: &Value,
+) -> worldloom_env::StepAnswer {
+    env.step(episode, action, &CancelToken::new())
+        .expect("step")
+}
+
+/// Asserts that one of trajectory `key`'s notes contains `needle`.
+fn assert_noted(ws: &Workspace, key: worldloom_store::TrajectoryKey, needle: &str) {
+    let notes = ws.notes(key).expect("notes");
+    assert!(
+        notes.iter().any(|n| n.text.contains(needle)),
+        "{needle}: {notes:?}"
+    );
+}
+
+/// Waits (10 s at most) until a `Hanging` model has been cancelled.
+fn wait_until_cancelled(cancelled: &AtomicBool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(
+            Instant::now() < deadline,
+            "the prediction was not cancelled"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -270,13 +338,7 @@ fn http_episode_is_validated_predicted_and_recorded() {
             .any(|t| t.tag == LIVE_EPISODE_TAG && t.trajectory == rows[0].key),
         "{tags:?}"
     );
-    let notes = ws.notes(rows[0].key).expect("notes");
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.text.contains("ended: terminal_action after 2 step(s)")),
-        "{notes:?}"
-    );
+    assert_noted(&ws, rows[0].key, "ended: terminal_action after 2 step(s)");
 }
 
 #[test]
@@ -442,14 +504,8 @@ fn a_socket_closed_mid_step_cancels_the_prediction_and_is_recorded() {
         .expect("send");
         tokio::time::sleep(Duration::from_millis(200)).await;
         drop(s);
+        wait_until_cancelled(&cancelled);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !cancelled.load(Ordering::SeqCst) {
-            assert!(
-                Instant::now() < deadline,
-                "the prediction was not cancelled"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
         loop {
             let (_, m) = get(&server, "/metrics").await;
             if m["active_sessions"] == 0 && m["episodes_finished"] == 1 {
@@ -465,13 +521,7 @@ fn a_socket_closed_mid_step_cancels_the_prediction_and_is_recorded() {
     server.stop();
     let ws = Workspace::open(&ws_path).expect("ws");
     let rows = ws.list_trajectories().expect("rows");
-    let notes = ws.notes(rows[0].key).expect("notes");
-    assert!(
-        notes
-            .iter()
-            .any(|n| n.text.contains("ended: closed after 0 step(s)")),
-        "{notes:?}"
-    );
+    assert_noted(&ws, rows[0].key, "ended: closed after 0 step(s)");
 }
 
 /// Over HTTP too: a client that disconnects during `POST /step` cancels
@@ -503,14 +553,7 @@ fn an_http_client_gone_mid_step_cancels_the_prediction() {
     .expect("send");
     std::thread::sleep(Duration::from_millis(200));
     drop(s);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cancelled.load(Ordering::SeqCst) {
-        assert!(
-            Instant::now() < deadline,
-            "the prediction was not cancelled"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until_cancelled(&cancelled);
     runtime().block_on(async {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -560,9 +603,7 @@ fn idle_sessions_are_closed_and_the_door_holds() {
             .expect("req");
         assert_eq!(r.status().as_u16(), 415);
     });
-    let tasks = TaskSet::load(&sample()).expect("tasks");
-    let env = Arc::new(Environment::new(
-        tasks,
+    let env = Arc::new(environment(
         Arc::new(CopyEngine),
         None,
         EnvConfig::default(),
@@ -603,18 +644,11 @@ fn idle_sessions_are_closed_and_the_door_holds() {
 
 #[test]
 fn official_openenv_client() {
-    let python = std::env::var("WORLDLOOM_OPENENV_PYTHON").unwrap_or_else(|_| "python3".into());
-    let have = std::process::Command::new(&python)
-        .args(["-c", "from openenv.core import GenericEnvClient"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !have {
-        println!(
-            "SKIPPED official_openenv_client: {python} cannot import `openenv.core` (pip install openenv-core)"
-        );
+    let Some(python) =
+        common::openenv::openenv_python("official_openenv_client", "pip install openenv-core")
+    else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("tmp");
     let ws_path = dir.path().join("episodes.worldloom");
     let server = start(
@@ -667,17 +701,8 @@ fn official_openenv_client() {
 /// is refused and the episode stays where it was.
 #[test]
 fn the_copy_baseline_copies_the_state_acted_on_or_refuses() {
-    let env = Environment::new(
-        TaskSet::load(&sample()).expect("tasks"),
-        Arc::new(CopyEngine),
-        None,
-        EnvConfig::default(),
-    );
-    let web = worldloom_env::ResetParams {
-        domain: Some(worldloom_core::Domain::Web),
-        seed: Some(4),
-        ..Default::default()
-    };
+    let env = environment(Arc::new(CopyEngine), None, EnvConfig::default());
+    let web = web_reset(Some(4));
     let (mut episode, reset) = env.reset(&web).expect("reset");
     let first = reset.observation["text"].clone();
     assert!(first.as_str().is_some_and(|t| !t.is_empty()), "{first}");
@@ -713,18 +738,7 @@ impl WorldModel for Babbling {
         "babbling".into()
     }
     fn predict(&self, _: PredictRequest) -> Result<PredictionStream, EngineError> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut parser = worldloom_core::OutputParser::new(false);
-        let _ = parser.push("the page probably changed");
-        let _ = parser.flush();
-        let _ = tx.send(EngineEvent::Done {
-            stats: worldloom_engine::GenerationStats::default(),
-            output: parser.finish_output(),
-        });
-        Ok(PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        })
+        Ok(answered("the page probably changed"))
     }
 }
 
@@ -740,30 +754,17 @@ fn perturbations_turn_limit_and_unparseable_predictions() {
         },
         ..EnvConfig::default()
     };
-    let env = Environment::new(
-        TaskSet::load(&sample()).expect("tasks"),
-        Arc::new(CopyEngine),
-        Some(Recorder::open(&ws_path).expect("ws")),
-        config,
-    );
-    let params = worldloom_env::ResetParams {
-        domain: Some(worldloom_core::Domain::Web),
-        seed: Some(11),
-        ..Default::default()
-    };
+    let env = environment(Arc::new(CopyEngine), Some(&ws_path), config);
+    let params = web_reset(Some(11));
     let (mut episode, _) = env.reset(&params).expect("reset");
     let step = json!({"action": "click('21')"});
-    let first = env
-        .step(&mut episode, &step, &CancelToken::new())
-        .expect("step");
+    let first = step_ok(&env, &mut episode, &step);
     assert_eq!(
         first.observation["perturbation"],
         "The server answers with an error page."
     );
     assert!(!first.done);
-    let second = env
-        .step(&mut episode, &step, &CancelToken::new())
-        .expect("step");
+    let second = step_ok(&env, &mut episode, &step);
     assert!(second.done);
     assert_eq!(second.observation["done_reason"], "turn_limit");
     let ws = Workspace::open(&ws_path).expect("ws");
@@ -777,16 +778,9 @@ fn perturbations_turn_limit_and_unparseable_predictions() {
     );
     drop(ws);
 
-    let env = Environment::new(
-        TaskSet::load(&sample()).expect("tasks"),
-        Arc::new(Babbling),
-        None,
-        EnvConfig::default(),
-    );
+    let env = environment(Arc::new(Babbling), None, EnvConfig::default());
     let (mut episode, _) = env.reset(&params).expect("reset");
-    let answer = env
-        .step(&mut episode, &step, &CancelToken::new())
-        .expect("step");
+    let answer = step_ok(&env, &mut episode, &step);
     assert!(answer.done);
     assert_eq!(answer.observation["done_reason"], "unparseable_prediction");
     assert_eq!(answer.observation["status"], "no_observation");
@@ -811,18 +805,9 @@ impl WorldModel for Judge {
         if let Ok(mut seen) = self.0.lock() {
             *seen = request.messages;
         }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let mut parser = worldloom_core::OutputParser::new(false);
-        let _ = parser.push(r#"{"achieved": 1, "rationale": "the quantity field shows 2"}"#);
-        let _ = parser.flush();
-        let _ = tx.send(EngineEvent::Done {
-            stats: worldloom_engine::GenerationStats::default(),
-            output: parser.finish_output(),
-        });
-        Ok(PredictionStream {
-            events: rx,
-            cancel: CancelToken::new(),
-        })
+        Ok(answered(
+            r#"{"achieved": 1, "rationale": "the quantity field shows 2"}"#,
+        ))
     }
 }
 
@@ -839,16 +824,8 @@ fn an_llm_judge_rewards_the_end_of_the_episode() {
         )),
         ..EnvConfig::default()
     };
-    let env = Environment::new(
-        TaskSet::load(&sample()).expect("tasks"),
-        Arc::new(CopyEngine),
-        Some(Recorder::open(&ws_path).expect("ws")),
-        config,
-    );
-    let params = worldloom_env::ResetParams {
-        domain: Some(worldloom_core::Domain::Web),
-        ..Default::default()
-    };
+    let env = environment(Arc::new(CopyEngine), Some(&ws_path), config);
+    let params = web_reset(None);
     let (mut episode, _) = env.reset(&params).expect("reset");
     let step = |a: &str| json!({ "action": a });
     let first = env
@@ -941,9 +918,7 @@ fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
     };
     // The copy baseline keeps the first state, which is this task's target.
     let (mut episode, _) = env.reset(&reset(&reached.id)).expect("reset");
-    let answer = env
-        .step(&mut episode, &step, &CancelToken::new())
-        .expect("step");
+    let answer = step_ok(&env, &mut episode, &step);
     assert_eq!((answer.reward, answer.done), (Some(1.0), true));
     assert_eq!(answer.observation["done_reason"], "target_reached");
     assert!(
@@ -954,9 +929,7 @@ fn reaching_the_target_state_is_rewarded_and_ends_the_episode() {
         answer.observation
     );
     let (mut episode, _) = env.reset(&reset("elsewhere")).expect("reset");
-    let answer = env
-        .step(&mut episode, &step, &CancelToken::new())
-        .expect("step");
+    let answer = step_ok(&env, &mut episode, &step);
     assert_eq!((answer.reward, answer.done), (Some(0.0), false));
     assert!(
         answer.observation["reward_rationale"]
@@ -1124,16 +1097,12 @@ fn a_tagged_branch_starts_at_its_fork_point() {
 fn steps_are_appended_to_the_recording_while_the_studio_edits_it() {
     let dir = tempfile::tempdir().expect("tmp");
     let path = dir.path().join("e.worldloom");
-    let env = Arc::new(Environment::new(
-        TaskSet::load(&sample()).expect("tasks"),
+    let env = Arc::new(environment(
         Arc::new(CopyEngine),
-        Some(Recorder::open(&path).expect("ws")),
+        Some(&path),
         EnvConfig::default(),
     ));
-    let params = worldloom_env::ResetParams {
-        domain: Some(worldloom_core::Domain::Web),
-        ..Default::default()
-    };
+    let params = web_reset(None);
     let threads: Vec<_> = (0..6)
         .map(|i| {
             let env = env.clone();
@@ -1194,7 +1163,10 @@ fn steps_are_appended_to_the_recording_while_the_studio_edits_it() {
 
 /// The next close frame's code, reading past anything else (the server
 /// may answer before it closes); `None` when the connection ends without one.
-async fn close_code(socket: &mut Socket) -> Option<u16> {
+async fn close_code<S>(socket: &mut S) -> Option<u16>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
     loop {
         match tokio::time::timeout(Duration::from_secs(20), socket.next())
             .await
@@ -1246,17 +1218,7 @@ fn what_the_socket_cannot_read_closes_it_with_its_code_and_bad_fields_say_what_w
             let _ = sink.send(Message::Text(big.into())).await;
             sink
         });
-        let code = loop {
-            match tokio::time::timeout(Duration::from_secs(20), stream.next())
-                .await
-                .expect("the server closes in time")
-            {
-                Some(Ok(Message::Close(frame))) => break frame.map(|f| u16::from(f.code)),
-                Some(Ok(_)) => continue,
-                Some(Err(_)) | None => break None,
-            }
-        };
-        assert_eq!(code, Some(1009));
+        assert_eq!(close_code(&mut stream).await, Some(1009));
         writer.abort();
 
         // The server goes on serving.

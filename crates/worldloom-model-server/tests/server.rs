@@ -27,6 +27,16 @@ struct SlowMock {
     steps: usize,
 }
 
+impl SlowMock {
+    /// A mock that reasons for `steps` words (20 ms each) before answering.
+    fn with_steps(steps: usize) -> Self {
+        SlowMock {
+            steps,
+            ..SlowMock::default()
+        }
+    }
+}
+
 impl WorldModel for SlowMock {
     fn name(&self) -> String {
         "mock".into()
@@ -83,28 +93,67 @@ impl WorldModel for SlowMock {
     }
 }
 
+/// `wl-test` served one prediction at a time.
 fn serve(engine: Arc<dyn WorldModel>) -> RunningServer {
-    spawn(
+    serve_with(
         engine,
         ServerOptions {
-            model_id: "wl-test".into(),
             max_concurrent: 1,
             ..ServerOptions::default()
         },
-        "127.0.0.1:0".parse().unwrap(),
     )
-    .unwrap()
 }
 
 fn client(server: &RunningServer, stream: bool) -> OpenAiEngine {
+    client_with_timeout(server, stream, 20_000)
+}
+
+/// Our OpenAI-compatible client of `wl-test` on `server`.
+fn client_with_timeout(server: &RunningServer, stream: bool, read_timeout_ms: u64) -> OpenAiEngine {
     OpenAiEngine::new(OpenAiConfig {
         base_url: server.base_url(),
         model: "wl-test".into(),
         stream,
-        read_timeout_ms: 20_000,
+        read_timeout_ms,
         ..OpenAiConfig::default()
     })
     .unwrap()
+}
+
+/// `n` chats (the shell chat, then `echo i`) sent at once through `engine`:
+/// each answer is its own last message.
+fn assert_each_echoed(engine: Arc<OpenAiEngine>, n: usize) {
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let mut chat = shell_chat();
+                chat.push(ChatMessage::new(ChatRole::User, format!("echo {i}")));
+                collect(engine.as_ref(), chat).1
+            })
+        })
+        .collect();
+    let mut outputs: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    outputs.sort();
+    let expected: Vec<String> = (0..n)
+        .map(|i| format!("<predicted_observation>echo {i}</predicted_observation>"))
+        .collect();
+    assert_eq!(outputs, expected);
+}
+
+/// A streamed prediction of the shell chat on `server`, its first event
+/// (reasoning) read; the client is returned with it.
+fn started_prediction(server: &RunningServer) -> (OpenAiEngine, PredictionStream) {
+    let engine = client(server, true);
+    let stream = engine
+        .predict(PredictRequest::new(
+            shell_chat(),
+            GenerationParams::default(),
+        ))
+        .unwrap();
+    let first = stream.events.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(matches!(first, EngineEvent::Reasoning { .. }), "{first:?}");
+    (engine, stream)
 }
 
 fn shell_chat() -> Vec<ChatMessage> {
@@ -163,10 +212,7 @@ fn copy_engine_through_our_client_stream_and_not() {
 
 #[test]
 fn reasoning_is_sent_separately() {
-    let mock = SlowMock {
-        steps: 3,
-        ..SlowMock::default()
-    };
+    let mock = SlowMock::with_steps(3);
     let server = serve(Arc::new(mock));
     for stream in [true, false] {
         let (reasoning, content, stats) = collect(&client(&server, stream), shell_chat());
@@ -185,49 +231,20 @@ fn reasoning_is_sent_separately() {
 
 #[test]
 fn concurrent_requests_queue_one_at_a_time() {
-    let mock = SlowMock {
-        steps: 5,
-        ..SlowMock::default()
-    };
+    let mock = SlowMock::with_steps(5);
     let max_running = mock.max_running.clone();
     let server = serve(Arc::new(mock));
     let engine = Arc::new(client(&server, true));
-    let handles: Vec<_> = (0..4)
-        .map(|i| {
-            let engine = engine.clone();
-            std::thread::spawn(move || {
-                let mut chat = shell_chat();
-                chat.push(ChatMessage::new(ChatRole::User, format!("echo {i}")));
-                collect(engine.as_ref(), chat).1
-            })
-        })
-        .collect();
-    let mut outputs: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    outputs.sort();
-    let expected: Vec<String> = (0..4)
-        .map(|i| format!("<predicted_observation>echo {i}</predicted_observation>"))
-        .collect();
-    assert_eq!(outputs, expected);
+    assert_each_echoed(engine, 4);
     assert_eq!(max_running.load(Ordering::SeqCst), 1);
 }
 
 #[test]
 fn client_cancel_cancels_the_engine() {
-    let mock = SlowMock {
-        steps: 500,
-        ..SlowMock::default()
-    };
+    let mock = SlowMock::with_steps(500);
     let cancelled = mock.cancelled.clone();
     let server = serve(Arc::new(mock));
-    let engine = client(&server, true);
-    let stream = engine
-        .predict(PredictRequest::new(
-            shell_chat(),
-            GenerationParams::default(),
-        ))
-        .unwrap();
-    let first = stream.events.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert!(matches!(first, EngineEvent::Reasoning { .. }), "{first:?}");
+    let (_engine, stream) = started_prediction(&server);
     stream.cancel.cancel();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while !cancelled.load(Ordering::SeqCst) {
@@ -304,21 +321,10 @@ fn official_openai_python_package() {
 
 #[test]
 fn stopping_the_server_cancels_predictions_in_flight() {
-    let mock = SlowMock {
-        steps: 2_000,
-        ..SlowMock::default()
-    };
+    let mock = SlowMock::with_steps(2_000);
     let cancelled = mock.cancelled.clone();
     let server = serve(Arc::new(mock));
-    let engine = client(&server, true);
-    let stream = engine
-        .predict(PredictRequest::new(
-            shell_chat(),
-            GenerationParams::default(),
-        ))
-        .unwrap();
-    let first = stream.events.recv_timeout(Duration::from_secs(10)).unwrap();
-    assert!(matches!(first, EngineEvent::Reasoning { .. }), "{first:?}");
+    let (_engine, stream) = started_prediction(&server);
     let started = std::time::Instant::now();
     server.stop();
     assert!(
@@ -485,13 +491,16 @@ fn dechunk(mut body: &str) -> String {
 }
 
 fn post(server: &RunningServer, body: serde_json::Value) -> (u16, serde_json::Value) {
-    http(
-        server,
-        "POST",
-        "/v1/chat/completions",
-        &[],
-        &body.to_string(),
-    )
+    completions(server, &[], &body.to_string())
+}
+
+/// `POST /v1/chat/completions` with `headers` and a raw `body`.
+fn completions(
+    server: &RunningServer,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, serde_json::Value) {
+    http(server, "POST", "/v1/chat/completions", headers, body)
 }
 
 fn serve_with(engine: Arc<dyn WorldModel>, options: ServerOptions) -> RunningServer {
@@ -728,13 +737,7 @@ fn unsupported_fields_routes_and_methods_answer_openai_errors() {
 fn the_door_refuses_foreign_hosts_origins_and_plain_text() {
     let server = serve_with(Arc::new(ScoringMock::default()), ServerOptions::default());
     let body = serde_json::json!({"model": "wl-test", "messages": chat_of(3)}).to_string();
-    let (status, reply) = http(
-        &server,
-        "POST",
-        "/v1/chat/completions",
-        &[("Host", "evil.example")],
-        &body,
-    );
+    let (status, reply) = completions(&server, &[("Host", "evil.example")], &body);
     assert_eq!(status, 403);
     assert_eq!(error_of(&reply).2, "forbidden");
     let (status, _) = http(
@@ -745,18 +748,10 @@ fn the_door_refuses_foreign_hosts_origins_and_plain_text() {
         "",
     );
     assert_eq!(status, 403);
-    let (status, reply) = http(
-        &server,
-        "POST",
-        "/v1/chat/completions",
-        &[("Origin", "http://evil.example")],
-        &body,
-    );
+    let (status, reply) = completions(&server, &[("Origin", "http://evil.example")], &body);
     assert_eq!(status, 403, "{reply}");
-    let (status, reply) = http(
+    let (status, reply) = completions(
         &server,
-        "POST",
-        "/v1/chat/completions",
         &[
             ("Origin", "http://evil.example"),
             ("Content-Type", "text/plain"),
@@ -764,22 +759,14 @@ fn the_door_refuses_foreign_hosts_origins_and_plain_text() {
         &body,
     );
     assert_eq!(status, 403, "{reply}");
-    let (status, reply) = http(
-        &server,
-        "POST",
-        "/v1/chat/completions",
-        &[("Content-Type", "text/plain")],
-        &body,
-    );
+    let (status, reply) = completions(&server, &[("Content-Type", "text/plain")], &body);
     assert_eq!(status, 415, "{reply}");
     assert_eq!(error_of(&reply).0, "invalid_request_error");
     // localhost and its own origin pass
     let host = format!("localhost:{}", server.addr.port());
     let origin = format!("http://127.0.0.1:{}", server.addr.port());
-    let (status, reply) = http(
+    let (status, reply) = completions(
         &server,
-        "POST",
-        "/v1/chat/completions",
         &[("Host", host.as_str()), ("Origin", origin.as_str())],
         &body,
     );
@@ -796,7 +783,7 @@ fn the_api_key_is_checked_and_required_beyond_loopback() {
         },
     );
     let body = serde_json::json!({"model": "wl-test", "messages": chat_of(3)}).to_string();
-    let (status, reply) = http(&server, "POST", "/v1/chat/completions", &[], &body);
+    let (status, reply) = completions(&server, &[], &body);
     assert_eq!(status, 401);
     assert_eq!(error_of(&reply).2, "invalid_api_key");
     let (status, _) = http(
@@ -807,13 +794,7 @@ fn the_api_key_is_checked_and_required_beyond_loopback() {
         "",
     );
     assert_eq!(status, 401);
-    let (status, reply) = http(
-        &server,
-        "POST",
-        "/v1/chat/completions",
-        &[("Authorization", "Bearer sesame")],
-        &body,
-    );
+    let (status, reply) = completions(&server, &[("Authorization", "Bearer sesame")], &body);
     assert_eq!(status, 200, "{reply}");
     let (status, _) = http(&server, "GET", "/health", &[], "");
     assert_eq!(status, 200);
@@ -844,7 +825,7 @@ fn bodies_are_bounded_with_an_openai_413() {
     );
     let big = serde_json::json!({"model": "wl-test", "messages": chat_of(600)}).to_string();
     assert!(big.len() > 1000);
-    let (status, reply) = http(&server, "POST", "/v1/chat/completions", &[], &big);
+    let (status, reply) = completions(&server, &[], &big);
     assert_eq!(status, 413, "{reply}");
     assert_eq!(error_of(&reply).2, "request_too_large");
     // The default bound follows the context (64 tokens: the 4 MiB floor);
@@ -862,10 +843,7 @@ fn bodies_are_bounded_with_an_openai_413() {
 
 #[test]
 fn queued_streams_keep_clients_waiting_without_timing_out() {
-    let mock = SlowMock {
-        steps: 20,
-        ..SlowMock::default()
-    };
+    let mock = SlowMock::with_steps(20);
     let max_running = mock.max_running.clone();
     let server = serve_with(
         Arc::new(mock),
@@ -876,32 +854,8 @@ fn queued_streams_keep_clients_waiting_without_timing_out() {
     );
     // Each prediction takes ≥ 400 ms; the third waits ≥ 800 ms in the queue,
     // longer than the clients' 300 ms read timeout.
-    let engine = Arc::new(
-        OpenAiEngine::new(OpenAiConfig {
-            base_url: server.base_url(),
-            model: "wl-test".into(),
-            stream: true,
-            read_timeout_ms: 300,
-            ..OpenAiConfig::default()
-        })
-        .unwrap(),
-    );
-    let handles: Vec<_> = (0..3)
-        .map(|i| {
-            let engine = engine.clone();
-            std::thread::spawn(move || {
-                let mut chat = shell_chat();
-                chat.push(ChatMessage::new(ChatRole::User, format!("echo {i}")));
-                collect(engine.as_ref(), chat).1
-            })
-        })
-        .collect();
-    let mut outputs: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    outputs.sort();
-    let expected: Vec<String> = (0..3)
-        .map(|i| format!("<predicted_observation>echo {i}</predicted_observation>"))
-        .collect();
-    assert_eq!(outputs, expected);
+    let engine = Arc::new(client_with_timeout(&server, true, 300));
+    assert_each_echoed(engine, 3);
     assert_eq!(max_running.load(Ordering::SeqCst), 1);
 }
 
@@ -1001,29 +955,28 @@ impl WorldModel for CutAtLimit {
     }
 }
 
+/// `request` predicted by `engine` and drained as every caller drains it.
+fn drained(engine: &dyn WorldModel, request: PredictRequest) -> worldloom_engine::Collected {
+    worldloom_engine::collect(
+        engine.predict(request).unwrap(),
+        &CancelToken::new(),
+        None,
+        |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn an_answer_cut_inside_reasoning_has_the_same_status_through_the_server() {
     use worldloom_core::OutputStatus;
     let request = || PredictRequest::new(shell_chat(), GenerationParams::default());
     // The engine itself, drained as every caller drains it.
-    let direct = worldloom_engine::collect(
-        CutAtLimit.predict(request()).unwrap(),
-        &CancelToken::new(),
-        None,
-        |_| {},
-    )
-    .unwrap();
+    let direct = drained(&CutAtLimit, request());
     assert_eq!(direct.output.parsed.status, OutputStatus::Truncated);
     assert_eq!(direct.output.parsed.observation, None);
     let server = serve(Arc::new(CutAtLimit));
     for stream in [true, false] {
-        let served = worldloom_engine::collect(
-            client(&server, stream).predict(request()).unwrap(),
-            &CancelToken::new(),
-            None,
-            |_| {},
-        )
-        .unwrap();
+        let served = drained(&client(&server, stream), request());
         let at = format!("stream={stream}");
         assert_eq!(
             served.stats.stop_reason,

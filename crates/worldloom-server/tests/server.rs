@@ -25,6 +25,17 @@ impl Reply {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+    /// Asserts the status and that the JSON error message contains `needle`.
+    fn assert_error(&self, status: u16, needle: &str) {
+        assert_eq!(self.status, status, "{}", self.body);
+        assert!(
+            self.json()["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(needle)),
+            "{}",
+            self.body
+        );
+    }
     fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
@@ -37,10 +48,7 @@ fn request(
     headers: &[(&str, String)],
     body: &str,
 ) -> Reply {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut stream = connect(addr, 20);
     let mut req = format!(
         "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -54,6 +62,20 @@ fn request(
     req.push_str("\r\n");
     req.push_str(body);
     stream.write_all(req.as_bytes()).expect("write");
+    read_reply(stream)
+}
+
+/// A connection to `addr` whose reads time out after `secs` seconds.
+fn connect(addr: SocketAddr, secs: u64) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(secs)))
+        .expect("timeout");
+    stream
+}
+
+/// The reply read to the end of `stream`.
+fn read_reply(mut stream: TcpStream) -> Reply {
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).expect("read");
     parse_reply(&raw)
@@ -124,6 +146,27 @@ fn sample(rel: &str) -> String {
         .to_string()
 }
 
+/// Options for port 0 and a fresh token, with no built UI (in `dir`).
+fn no_ui(dir: &Path) -> ServeOptions {
+    ServeOptions {
+        port: 0,
+        ui_dir: Some(dir.join("no-ui")),
+        token: None,
+        ..ServeOptions::default()
+    }
+}
+
+/// A runtime, a temporary folder, and a server over a new workspace in it
+/// (dropped in that order: the server first).
+fn serve_in_tempdir(
+    options: ServeOptions,
+) -> (tokio::runtime::Runtime, tempfile::TempDir, RunningServer) {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = serve(&rt, dir.path(), options);
+    (rt, dir, server)
+}
+
 /// A server over a new workspace in `dir`.
 fn serve(rt: &tokio::runtime::Runtime, dir: &Path, options: ServeOptions) -> RunningServer {
     let studio = Arc::new(Studio::open(&dir.join("ws.worldloom")).expect("studio"));
@@ -151,16 +194,8 @@ fn import_sample(addr: SocketAddr, token: &str, rel: &str) -> Reply {
 
 /// An open `/api/events` stream, its status line read and checked.
 fn event_stream(addr: SocketAddr, token: &str) -> BufReader<TcpStream> {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
-    write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
-        .expect("write");
-    let mut reader = BufReader::new(stream);
-    let mut status_line = String::new();
-    reader.read_line(&mut status_line).expect("status");
-    assert!(status_line.contains(" 200 "), "{status_line}");
+    let (status, reader) = open_events(addr, token);
+    assert_eq!(status, 200);
     reader
 }
 
@@ -180,12 +215,7 @@ fn next_event(reader: &mut BufReader<TcpStream>) -> serde_json::Value {
 fn api_needs_the_token_and_answers_json() {
     let rt = runtime();
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServeOptions {
-        port: 0,
-        ui_dir: Some(dir.path().join("no-ui")),
-        token: None,
-        ..ServeOptions::default()
-    };
+    let options = no_ui(dir.path());
     let server = serve(&rt, dir.path(), options);
     let addr = server.addr;
     assert_ne!(addr.port(), 0, "--port 0 picks a free port");
@@ -338,9 +368,7 @@ fn serves_the_built_ui_and_refuses_path_escapes() {
 
 #[test]
 fn events_stream_over_sse() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = serve(&rt, dir.path(), ServeOptions::default());
+    let (_rt, _dir, server) = serve_in_tempdir(ServeOptions::default());
     let addr = server.addr;
     let token = server.token.clone();
 
@@ -366,9 +394,7 @@ fn events_stream_over_sse() {
 /// one `step_finished` with the stored prediction.
 #[test]
 fn a_step_streams_deltas_and_its_end_over_sse() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let server = serve(&rt, dir.path(), ServeOptions::default());
+    let (_rt, _dir, server) = serve_in_tempdir(ServeOptions::default());
     let addr = server.addr;
     let token = server.token.clone();
     let r = import_sample(addr, &token, "web/agentlab_larkmail-reply_6steps.json");
@@ -432,10 +458,7 @@ fn a_step_streams_deltas_and_its_end_over_sse() {
 /// The status line and the raw rest of a `GET /api/events` opened on a new
 /// connection (the stream is kept open while the reader lives).
 fn open_events(addr: SocketAddr, token: &str) -> (u16, BufReader<TcpStream>) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut stream = connect(addr, 20);
     write!(stream, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n")
         .expect("write");
     let mut reader = BufReader::new(stream);
@@ -451,13 +474,10 @@ fn open_events(addr: SocketAddr, token: &str) -> (u16, BufReader<TcpStream>) {
 
 #[test]
 fn event_streams_are_capped_and_slots_come_back() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServeOptions {
+    let (rt, _dir, server) = serve_in_tempdir(ServeOptions {
         max_event_streams: Some(3),
         ..ServeOptions::default()
-    };
-    let server = serve(&rt, dir.path(), options);
+    });
     let (addr, token) = (server.addr, server.token.clone());
     let mut open: Vec<BufReader<TcpStream>> = (0..3).map(|_| event_stream(addr, &token)).collect();
     for reader in &mut open {
@@ -500,13 +520,10 @@ fn event_streams_are_capped_and_slots_come_back() {
 
 #[test]
 fn idle_and_half_sent_requests_are_disconnected() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServeOptions {
+    let (rt, _dir, server) = serve_in_tempdir(ServeOptions {
         header_read_timeout: Some(Duration::from_millis(500)),
         ..ServeOptions::default()
-    };
-    let server = serve(&rt, dir.path(), options);
+    });
     let addr = server.addr;
     for partial in [
         "",
@@ -514,10 +531,7 @@ fn idle_and_half_sent_requests_are_disconnected() {
         "GET / HTTP/1.1\r\nHost: 127",
     ] {
         let started = std::time::Instant::now();
-        let mut stream = TcpStream::connect(addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .expect("timeout");
+        let mut stream = connect(addr, 30);
         stream.write_all(partial.as_bytes()).expect("write");
         let mut rest = Vec::new();
         // The server closes the connection (EOF, or a reset); a read
@@ -573,27 +587,19 @@ fn big_agentworldbench(size: usize) -> (String, usize) {
 /// A POST that declares `length` bytes and `Expect: 100-continue`, and sends
 /// no body: the reply to the head alone.
 fn refused_early(addr: SocketAddr, token: &str, command: &str, length: usize) -> Reply {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut stream = connect(addr, 20);
     write!(
         stream,
         "POST /api/{command} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
          Connection: close\r\nExpect: 100-continue\r\nContent-Length: {length}\r\n\r\n"
     )
     .expect("write");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    parse_reply(&raw)
+    read_reply(stream)
 }
 
 /// A POST of `length` spaces in 64 KiB chunks (no declared length).
 fn chunked_post(addr: SocketAddr, token: &str, command: &str, length: usize) -> Reply {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .expect("timeout");
+    let mut stream = connect(addr, 20);
     let mut req = format!(
         "POST /api/{command} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
          Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -609,9 +615,7 @@ fn chunked_post(addr: SocketAddr, token: &str, command: &str, length: usize) -> 
     }
     req.extend_from_slice(b"0\r\n\r\n");
     stream.write_all(&req).expect("write");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    parse_reply(&raw)
+    read_reply(stream)
 }
 
 fn upload_body(name: &str, content: &[u8]) -> String {
@@ -625,13 +629,10 @@ fn upload_body(name: &str, content: &[u8]) -> String {
 
 #[test]
 fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServeOptions {
+    let (rt, _dir, server) = serve_in_tempdir(ServeOptions {
         upload_limit: Some(8 * 1024 * 1024),
         ..ServeOptions::default()
-    };
-    let server = serve(&rt, dir.path(), options);
+    });
     let (addr, token) = (server.addr, server.token.clone());
 
     // The sample's trajectories, imported from its path.
@@ -667,27 +668,15 @@ fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
     // Over the upload limit: the JSON 413 as soon as the declared length is
     // read (the client waits for `100 Continue` and sends nothing more).
     let r = refused_early(addr, &token, "import_uploaded", 8 * 1024 * 1024 + 1);
-    assert_eq!(r.status, 413, "{}", r.body);
+    r.assert_error(413, "larger than 8388608 bytes");
     assert_eq!(r.json()["error"]["code"], "bad_request");
     assert_eq!(r.header("content-type"), Some("application/json"));
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("larger than 8388608 bytes")),
-        "{}",
-        r.body
-    );
 
     // Other commands keep the small limit, with the same JSON 413, whether
     // the length is declared or the body streams past it (chunked).
     let r = refused_early(addr, &token, "workspace_info", 2 * 1024 * 1024 + 1);
-    assert_eq!(r.status, 413, "{}", r.body);
+    r.assert_error(413, "larger than 2097152 bytes");
     assert_eq!(r.json()["error"]["code"], "bad_request");
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("larger than 2097152 bytes"))
-    );
     for command in ["workspace_info", "import_uploaded"] {
         let limit = if command == "import_uploaded" {
             8 * 1024 * 1024
@@ -710,12 +699,7 @@ fn endpoint_keys_are_stored_over_http_and_never_echoed() {
     let studio = Arc::new(Studio::open(&dir.path().join("ws.worldloom")).expect("studio"));
     // CI has no OS keyring: the keys live in memory for this test.
     studio.set_key_store(Arc::new(worldloom_api::keys::MemoryKeyStore::default()));
-    let options = ServeOptions {
-        port: 0,
-        ui_dir: Some(dir.path().join("no-ui")),
-        token: None,
-        ..ServeOptions::default()
-    };
+    let options = no_ui(dir.path());
     let server = rt.block_on(start(studio, options)).expect("start");
     let (addr, token) = (server.addr, server.token.clone());
     let account = r#"{"account": "http://127.0.0.1:8000/v1"}"#;
@@ -780,10 +764,7 @@ fn upload_stream(files: &[(&str, &[u8])]) -> Vec<u8> {
 
 /// `POST /api/upload` with `body` (raw bytes), with or without the token.
 fn post_upload(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> Reply {
-    let mut stream = TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .expect("timeout");
+    let mut stream = connect(addr, 60);
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
@@ -797,20 +778,15 @@ fn post_upload(addr: SocketAddr, token: Option<&str>, body: &[u8]) -> Reply {
     for piece in body.chunks(7_777) {
         stream.write_all(piece).expect("body");
     }
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    parse_reply(&raw)
+    read_reply(stream)
 }
 
 #[test]
 fn uploads_stream_as_a_raw_body_and_import() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let options = ServeOptions {
+    let (rt, _dir, server) = serve_in_tempdir(ServeOptions {
         upload_limit: Some(8 * 1024 * 1024),
         ..ServeOptions::default()
-    };
-    let server = serve(&rt, dir.path(), options);
+    });
     let (addr, token) = (server.addr, server.token.clone());
 
     // A 5 MiB JSONL file under a name that needs encoding, and an Android
@@ -862,43 +838,15 @@ fn uploads_stream_as_a_raw_body_and_import() {
     // Refused: a path out of the folder, a body cut inside a file, and a
     // declared length over the upload limit (the JSON 413).
     let r = post_upload(addr, Some(&token), &upload_stream(&[("../x.json", b"{}")]));
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("`..`")),
-        "{}",
-        r.body
-    );
+    r.assert_error(400, "`..`");
     let mut cut = upload_stream(&[("a.json", b"{\"format\": 1}")]);
     cut.truncate(cut.len() - 3);
     let r = post_upload(addr, Some(&token), &cut);
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("the body ends 3 bytes before the end of a.json")),
-        "{}",
-        r.body
-    );
+    r.assert_error(400, "the body ends 3 bytes before the end of a.json");
     let r = refused_early(addr, &token, "upload", 8 * 1024 * 1024 + 1);
-    assert_eq!(r.status, 413, "{}", r.body);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("larger than 8388608 bytes")),
-        "{}",
-        r.body
-    );
+    r.assert_error(413, "larger than 8388608 bytes");
     // A header whose length is no number.
     let r = post_upload(addr, Some(&token), b"a.json\nten\n{}");
-    assert_eq!(r.status, 400, "{}", r.body);
-    assert!(
-        r.json()["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("a.json: `ten` is not a length in bytes")),
-        "{}",
-        r.body
-    );
+    r.assert_error(400, "a.json: `ten` is not a length in bytes");
     rt.block_on(server.stop()).expect("stop");
 }

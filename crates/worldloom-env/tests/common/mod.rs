@@ -1,0 +1,3 @@
+//! Support shared by the env crate's tests.
+
+pub mod openenv;
