@@ -315,7 +315,13 @@ fn parse_body(body: &Bytes, empty_ok: bool) -> Result<Value, EnvError> {
 }
 
 async fn http_reset(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    match reset_http(&state, &body).await {
+    http_answer(&state, reset_http(&state, &body).await)
+}
+
+/// The HTTP reply to a reset or step: the answer as JSON, or the error (a
+/// malformed request also counts as a bad message in the metrics).
+fn http_answer(state: &AppState, result: Result<StepAnswer, EnvError>) -> Response {
+    match result {
         Ok(answer) => axum::Json(answer.to_json()).into_response(),
         Err(e) => {
             if matches!(e, EnvError::Invalid(_)) {
@@ -377,19 +383,7 @@ async fn reset_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, E
 }
 
 async fn http_step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    match step_http(&state, &body).await {
-        Ok(answer) => axum::Json(answer.to_json()).into_response(),
-        Err(e) => {
-            if matches!(e, EnvError::Invalid(_)) {
-                state
-                    .env
-                    .metrics
-                    .bad_messages
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            http_error(&e)
-        }
-    }
+    http_answer(&state, step_http(&state, &body).await)
 }
 
 async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, EnvError> {
