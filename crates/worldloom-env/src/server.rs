@@ -53,7 +53,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use worldloom_door::check_door;
 use worldloom_engine::CancelToken;
-use worldloom_model_server::BackgroundServer;
+use worldloom_model_server::{BackgroundServer, ServerError};
 
 use crate::episode::{Environment, ResetParams, StepAnswer};
 use crate::error::EnvError;
@@ -1007,20 +1007,13 @@ pub fn spawn(
 ) -> std::io::Result<RunningEnvServer> {
     check_exposure(addr, &options)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
-    let bound = listener.local_addr()?;
-    let server = BackgroundServer::run(
-        runtime,
-        listener,
-        "worldloom-env-server",
-        move |listener, shutdown| serve(listener, env, options, shutdown),
-    )?;
-    Ok(RunningEnvServer {
-        addr: bound,
-        server,
-    })
+    let (addr, server) =
+        BackgroundServer::bind(addr, "worldloom-env-server", move |listener, shutdown| {
+            serve(listener, env, options, shutdown)
+        })
+        .map_err(|e| match e {
+            ServerError::Bind { source, .. } | ServerError::Runtime(source) => source,
+            other => std::io::Error::other(other.to_string()),
+        })?;
+    Ok(RunningEnvServer { addr, server })
 }
