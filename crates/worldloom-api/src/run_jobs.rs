@@ -278,7 +278,10 @@ fn parallel<T: Sync>(items: &[T], concurrency: u32, stop: &AtomicBool, work: imp
     );
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> {
+/// Starts `f` on a new thread named `name`.
+///
+/// Errors: [`ApiError`] (internal) when the thread cannot be started.
+pub(crate) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> {
     std::thread::Builder::new()
         .name(name.into())
         .spawn(f)

@@ -33,6 +33,7 @@ use crate::branches::{append_locked, live_node};
 use crate::engine::{self, LoadedEngine};
 use crate::error::ApiError;
 use crate::ids::parse_trajectory_id;
+use crate::run_jobs::spawn;
 use crate::scoring::node_score;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
@@ -380,14 +381,6 @@ fn run_step(
             None
         }
     }
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), ApiError> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn(f)
-        .map(|_| ())
-        .map_err(|e| ApiError::internal(format!("cannot start a job thread: {e}")))
 }
 
 /// `step`: predicts a node on a job thread and returns at once; progress

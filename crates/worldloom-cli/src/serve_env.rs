@@ -293,25 +293,14 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
     let engine_name = engine.name();
     let count = tasks.tasks().len();
     let env = Arc::new(Environment::new(tasks, engine, Some(recorder), config));
-    if !ip.is_loopback() {
-        eprintln!("warning: listening on {ip}, which is reachable from other machines");
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("cannot listen on {addr}"))?;
-        let bound = listener.local_addr()?;
-        // The first stdout line names the address (tests and scripts read it).
-        println!("serving {count} task(s) with `{engine_name}` as an OpenEnv environment at http://{bound}");
-        eprintln!("recording episodes into {}", record.display());
-        serve(listener, env, options, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("server stopped")
-    })
+    crate::serve_model::serve_until_ctrl_c(
+        addr,
+        |bound| {
+            println!(
+                "serving {count} task(s) with `{engine_name}` as an OpenEnv environment at http://{bound}"
+            );
+            eprintln!("recording episodes into {}", record.display());
+        },
+        |listener, shutdown| serve(listener, env, options, shutdown),
+    )
 }

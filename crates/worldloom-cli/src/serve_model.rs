@@ -1,8 +1,10 @@
 //! `worldloom serve-model`: serve a world model as an OpenAI-compatible
 //! endpoint (see the `worldloom-model-server` crate for the protocol).
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
@@ -104,6 +106,31 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
         ..ServerOptions::default()
     };
     check_exposure(addr, &options)?;
+    let (model_id, name) = (options.model_id.clone(), engine.name());
+    serve_until_ctrl_c(
+        addr,
+        |bound| println!("serving `{model_id}` ({name}) at http://{bound}/v1"),
+        |listener, shutdown| serve(listener, engine, options, shutdown),
+    )
+}
+
+/// Serves on a new multi-threaded Tokio runtime until Ctrl-C: warns on
+/// stderr when `addr` is off loopback, binds it, calls `announce` with the
+/// bound address (it prints the first stdout line, which tests and scripts
+/// read), then runs `serve` with the listener and the Ctrl-C shutdown future.
+/// Shared by `serve-model` and `serve-env`.
+///
+/// Errors: the runtime cannot start; `addr` cannot be bound; the server
+/// stops with an error.
+pub(crate) fn serve_until_ctrl_c<Fut>(
+    addr: SocketAddr,
+    announce: impl FnOnce(SocketAddr),
+    serve: impl FnOnce(tokio::net::TcpListener, Pin<Box<dyn Future<Output = ()> + Send>>) -> Fut,
+) -> anyhow::Result<()>
+where
+    Fut: Future<Output = std::io::Result<()>>,
+{
+    let ip = addr.ip();
     if !ip.is_loopback() {
         eprintln!("warning: listening on {ip}, which is reachable from other machines");
     }
@@ -115,16 +142,13 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
-        let bound = listener.local_addr()?;
-        // The first stdout line names the address (tests and scripts read it).
-        println!(
-            "serving `{}` ({}) at http://{bound}/v1",
-            options.model_id,
-            engine.name()
-        );
-        serve(listener, engine, options, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        announce(listener.local_addr()?);
+        serve(
+            listener,
+            Box::pin(async {
+                let _ = tokio::signal::ctrl_c().await;
+            }),
+        )
         .await
         .context("server stopped")
     })

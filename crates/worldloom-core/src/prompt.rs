@@ -480,12 +480,7 @@ mod tests {
         // Authored beats predictions in free-running mode.
         t.set_authored(
             NodeId(1),
-            AuthoredObservation {
-                observation: Observation::new(Representation::Axtree, "A1"),
-                author: None,
-                based_on: None,
-                note: None,
-            },
+            AuthoredObservation::from(Observation::new(Representation::Axtree, "A1")),
         )
         .expect("authored");
         let msgs = build_messages(&t, NodeId(2), &opts).expect("messages");

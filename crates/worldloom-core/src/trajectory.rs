@@ -333,6 +333,18 @@ pub struct AuthoredObservation {
     pub note: Option<String>,
 }
 
+impl From<Observation> for AuthoredObservation {
+    /// The observation with no author, source prediction or note.
+    fn from(observation: Observation) -> Self {
+        Self {
+            observation,
+            author: None,
+            based_on: None,
+            note: None,
+        }
+    }
+}
+
 /// A root-to-node path: `nodes[0]` is the root and `edges[i]` leads from
 /// `nodes[i]` to `nodes[i + 1]`; `edges.len()` is the number of turns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -53,7 +53,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use worldloom_door::check_door;
 use worldloom_engine::CancelToken;
-use worldloom_model_server::BackgroundServer;
+use worldloom_model_server::{BackgroundServer, ServerError};
 
 use crate::episode::{Environment, ResetParams, StepAnswer};
 use crate::error::{EnvError, json_kind};
@@ -296,7 +296,13 @@ fn parse_body(body: &Bytes, empty_ok: bool) -> Result<Value, EnvError> {
 }
 
 async fn http_reset(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    match reset_http(&state, &body).await {
+    http_answer(&state, reset_http(&state, &body).await)
+}
+
+/// The HTTP reply to a reset or step: the answer as JSON, or the error (a
+/// malformed request also counts as a bad message in the metrics).
+fn http_answer(state: &AppState, result: Result<StepAnswer, EnvError>) -> Response {
+    match result {
         Ok(answer) => axum::Json(answer.to_json()).into_response(),
         Err(e) => {
             if matches!(e, EnvError::Invalid(_)) {
@@ -358,19 +364,7 @@ async fn reset_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, E
 }
 
 async fn http_step(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    match step_http(&state, &body).await {
-        Ok(answer) => axum::Json(answer.to_json()).into_response(),
-        Err(e) => {
-            if matches!(e, EnvError::Invalid(_)) {
-                state
-                    .env
-                    .metrics
-                    .bad_messages
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-            http_error(&e)
-        }
-    }
+    http_answer(&state, step_http(&state, &body).await)
 }
 
 async fn step_http(state: &Arc<AppState>, body: &Bytes) -> Result<StepAnswer, EnvError> {
@@ -994,20 +988,13 @@ pub fn spawn(
 ) -> std::io::Result<RunningEnvServer> {
     check_exposure(addr, &options)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
-    let bound = listener.local_addr()?;
-    let server = BackgroundServer::run(
-        runtime,
-        listener,
-        "worldloom-env-server",
-        move |listener, shutdown| serve(listener, env, options, shutdown),
-    )?;
-    Ok(RunningEnvServer {
-        addr: bound,
-        server,
-    })
+    let (addr, server) =
+        BackgroundServer::bind(addr, "worldloom-env-server", move |listener, shutdown| {
+            serve(listener, env, options, shutdown)
+        })
+        .map_err(|e| match e {
+            ServerError::Bind { source, .. } | ServerError::Runtime(source) => source,
+            other => std::io::Error::other(other.to_string()),
+        })?;
+    Ok(RunningEnvServer { addr, server })
 }

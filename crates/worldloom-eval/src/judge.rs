@@ -692,21 +692,15 @@ pub fn run_judge(
         })
         .map(|(_, r)| r)
         .collect();
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(output)
-        .map_err(|e| EvalError::io(output, e))?;
-    let bar = crate::run::progress_bar(todo.len() as u64, options.progress);
     let first_error = std::sync::Mutex::new(None);
     let stop_token = CancelToken::from(Arc::clone(&stop));
     let (written, failed) = crate::run::write_parallel(
         &todo,
         options.concurrency,
         &stop,
-        &mut file,
         output,
-        &bar,
+        options.progress,
+        None,
         |row: &&Map<String, Value>| match judge_row(
             row,
             judge.as_ref(),
@@ -724,7 +718,6 @@ pub fn run_judge(
             }
         },
     )?;
-    bar.finish_and_clear();
     if let Some(e) = first_error.into_inner().ok().flatten() {
         return Err(e);
     }

@@ -287,7 +287,7 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-pub(crate) fn progress_bar(len: u64, visible: bool) -> indicatif::ProgressBar {
+fn progress_bar(len: u64, visible: bool) -> indicatif::ProgressBar {
     if !visible {
         return indicatif::ProgressBar::hidden();
     }
@@ -338,20 +338,14 @@ pub fn run_eval(
             todo.push(row);
         }
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(output)
-        .map_err(|e| EvalError::io(output, e))?;
-    let bar = progress_bar(todo.len() as u64, options.progress);
-    if summary.already_done > 0 {
-        bar.println(format!(
+    let resuming = (summary.already_done > 0).then(|| {
+        format!(
             "resuming: {} of {} rows already in {}",
             summary.already_done,
             rows.len(),
             output.display()
-        ));
-    }
+        )
+    });
     let engine_name = engine.name();
     let timeout = Duration::from_millis(options.row_timeout_ms);
     let stop_token = CancelToken::from(Arc::clone(&stop));
@@ -359,9 +353,9 @@ pub fn run_eval(
         &todo,
         options.concurrency,
         &stop,
-        &mut file,
         output,
-        &bar,
+        options.progress,
+        resuming,
         |row: &&BenchRow| {
             let turn = row_turn(row).ok()?;
             let p = predict_row(
@@ -379,7 +373,6 @@ pub fn run_eval(
     )?;
     summary.written = written;
     summary.errors = errors;
-    bar.finish_and_clear();
     summary.interrupted =
         stop.load(Ordering::SeqCst) && summary.already_done + summary.written < summary.total;
     Ok(summary)
@@ -387,21 +380,33 @@ pub fn run_eval(
 
 /// Runs `work` on every item with up to `concurrency` threads (the
 /// use-case layer's worker pool, `worldloom_predict::workers`) and appends
-/// each returned row to `file` as one whole line, flushed. `work` returns
-/// `None` to write nothing (interrupted); the flag says the row is a failure.
-/// Stops starting new items once `stop` is set (a failed write sets it).
-/// Returns (rows written, failures written).
+/// each returned row to `output` (opened for appending, created if missing)
+/// as one whole line, flushed. `work` returns `None` to write nothing
+/// (interrupted); the flag says the row is a failure. A progress bar of
+/// `items.len()` rows shows when `progress` is set, with `note` printed above
+/// it, and is cleared at the end. Stops starting new items once `stop` is set
+/// (a failed write sets it). Returns (rows written, failures written).
 ///
-/// Errors: [`EvalError::Io`] when writing fails (the run stops).
+/// Errors: [`EvalError::Io`] when `output` cannot be opened or writing fails
+/// (the run stops).
 pub(crate) fn write_parallel<T: Sync>(
     items: &[T],
     concurrency: usize,
     stop: &AtomicBool,
-    file: &mut std::fs::File,
     output: &Path,
-    bar: &indicatif::ProgressBar,
+    progress: bool,
+    note: Option<String>,
     work: impl Fn(&T) -> Option<(Map<String, Value>, bool)> + Sync,
 ) -> Result<(usize, usize), EvalError> {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(output)
+        .map_err(|e| EvalError::io(output, e))?;
+    let bar = progress_bar(items.len() as u64, progress);
+    if let Some(note) = note {
+        bar.println(note);
+    }
     let mut write_error = None;
     let (mut written, mut errors) = (0, 0);
     workers::for_each(items, concurrency, stop, work, |(row, failed)| {
@@ -422,6 +427,7 @@ pub(crate) fn write_parallel<T: Sync>(
         }
         bar.inc(1);
     });
+    bar.finish_and_clear();
     match write_error {
         Some(e) => Err(e),
         None => Ok((written, errors)),

@@ -123,17 +123,20 @@ pub struct BackgroundServer {
 }
 
 impl BackgroundServer {
-    /// Runs `serve(listener, shutdown)` on `runtime` in a new thread named
+    /// Binds `addr` on a new Tokio runtime (two workers) and runs
+    /// `serve(listener, shutdown)` on it in a new thread named
     /// `thread_name`; `shutdown` completes when the server is stopped.
+    /// Returns the bound address (port resolved when 0 was asked for) and
+    /// the server.
     ///
     /// # Errors
-    /// The thread cannot be spawned.
-    pub fn run<F, Fut>(
-        runtime: tokio::runtime::Runtime,
-        listener: tokio::net::TcpListener,
+    /// [`ServerError::Bind`] when the address is taken or not allowed;
+    /// [`ServerError::Runtime`] when the runtime or the thread cannot start.
+    pub fn bind<F, Fut>(
+        addr: SocketAddr,
         thread_name: &str,
         serve: F,
-    ) -> std::io::Result<Self>
+    ) -> Result<(SocketAddr, Self), ServerError>
     where
         F: FnOnce(
                 tokio::net::TcpListener,
@@ -143,6 +146,14 @@ impl BackgroundServer {
             + 'static,
         Fut: Future,
     {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let bound = listener.local_addr()?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name(thread_name.to_owned())
@@ -152,10 +163,11 @@ impl BackgroundServer {
                 });
                 let _ = runtime.block_on(serve(listener, shutdown));
             })?;
-        Ok(Self {
+        let server = Self {
             stop: Some(stop_tx),
             thread: Some(thread),
-        })
+        };
+        Ok((bound, server))
     }
 
     /// Stops the server and waits for its thread.
@@ -210,22 +222,9 @@ pub fn spawn(
     addr: SocketAddr,
 ) -> Result<RunningServer, ServerError> {
     check_exposure(addr, &options)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(addr))
-        .map_err(|source| ServerError::Bind { addr, source })?;
-    let bound = listener.local_addr()?;
-    let server = BackgroundServer::run(
-        runtime,
-        listener,
-        "worldloom-model-server",
-        move |listener, shutdown| serve(listener, engine, options, shutdown),
-    )?;
-    Ok(RunningServer {
-        addr: bound,
-        server,
-    })
+    let (addr, server) =
+        BackgroundServer::bind(addr, "worldloom-model-server", move |listener, shutdown| {
+            serve(listener, engine, options, shutdown)
+        })?;
+    Ok(RunningServer { addr, server })
 }

@@ -298,12 +298,7 @@ mod tests {
             .expect("step");
         t.set_authored(
             n1,
-            AuthoredObservation {
-                observation: Observation::new(Representation::Axtree, "A1"),
-                author: None,
-                based_on: None,
-                note: None,
-            },
+            AuthoredObservation::from(Observation::new(Representation::Axtree, "A1")),
         )
         .expect("authored");
         (t, n1, n2)

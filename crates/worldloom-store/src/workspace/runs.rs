@@ -584,27 +584,11 @@ impl Workspace {
             "{} label `{label}` on run row {row}",
             if present { "set" } else { "clear" }
         );
-        let path = self.path.clone();
-        self.with_change("set_label", None, &summary, |tx, change| {
-            let err = tx_err(&path, "labelling a run row");
-            let live: Option<i64> = tx
-                .query_row(
-                    "SELECT w.id FROM run_rows w JOIN runs r ON r.id = w.run_id JOIN changes c ON c.id = r.change_id
-                     WHERE w.id = ?1 AND c.state = 'applied'",
-                    params![row],
-                    |r| r.get(0),
-                )
-                .optional()
-                .map_err(&err)?;
-            if live.is_none() {
-                return Err(StoreError::NotFound(format!("no run row {row} in this workspace")));
-            }
+        self.annotate_row("set_label", &summary, row, "labelling a run row", |tx, change| {
             tx.execute(
                 "INSERT INTO run_row_labels (row_id, label, present, change_id) VALUES (?1, ?2, ?3, ?4)",
-                params![row, label, present, change.0],
+                params![row, label, present, change],
             )
-            .map_err(&err)?;
-            Ok(change)
         })
     }
 
@@ -617,33 +601,19 @@ impl Workspace {
         &self,
         run: Option<RunId>,
     ) -> Result<std::collections::BTreeMap<i64, Vec<String>>> {
-        // Two statements, not one with `?1 IS NULL OR …`: that form keeps
-        // SQLite from reaching one run's labels through its rows' index and
-        // scans every label of every run.
-        let map = |r: &rusqlite::Row<'_>| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-            ))
-        };
-        let rows = match run {
-            Some(run) => self.query_all(
-                "SELECT l.row_id, l.label, l.present FROM run_rows w
-                 JOIN run_row_labels l ON l.row_id = w.id JOIN changes c ON c.id = l.change_id
-                 WHERE w.run_id = ?1 AND c.state = 'applied' ORDER BY l.id",
-                params![run.0],
-                "reading run row labels",
-                map,
-            )?,
-            None => self.query_all(
-                "SELECT l.row_id, l.label, l.present FROM run_row_labels l JOIN changes c ON c.id = l.change_id
-                 WHERE c.state = 'applied' ORDER BY l.id",
-                [],
-                "reading run row labels",
-                map,
-            )?,
-        };
+        let rows = self.row_records(
+            run,
+            "run_row_labels",
+            "a.row_id, a.label, a.present",
+            "reading run row labels",
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
+            },
+        )?;
         let mut out: std::collections::BTreeMap<i64, Vec<String>> = Default::default();
         for (row, label, present) in rows {
             let labels = out.entry(row).or_default();
@@ -672,9 +642,38 @@ impl Workspace {
         } else {
             format!("note on run row {row}")
         };
+        self.annotate_row(
+            "set_row_note",
+            &summary,
+            row,
+            "writing a run row's note",
+            |tx, change| {
+                tx.execute(
+                    "INSERT INTO run_row_notes (row_id, text, change_id) VALUES (?1, ?2, ?3)",
+                    params![row, text, change],
+                )
+            },
+        )
+    }
+
+    /// Writes one record on run row `row` as one change `kind` described by
+    /// `summary` (undoable): checks that the row belongs to a live run, then
+    /// runs `insert` with the change id. Returns the change.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] for a row that is not live;
+    /// [`StoreError::Sqlite`] naming `context`.
+    fn annotate_row(
+        &mut self,
+        kind: &str,
+        summary: &str,
+        row: i64,
+        context: &str,
+        insert: impl FnOnce(&Transaction<'_>, i64) -> rusqlite::Result<usize>,
+    ) -> Result<super::ChangeId> {
         let path = self.path.clone();
-        self.with_change("set_row_note", None, &summary, |tx, change| {
-            let err = tx_err(&path, "writing a run row's note");
+        self.with_change(kind, None, summary, |tx, change| {
+            let err = tx_err(&path, context);
             let live: Option<i64> = tx
                 .query_row(
                     "SELECT w.id FROM run_rows w JOIN runs r ON r.id = w.run_id JOIN changes c ON c.id = r.change_id
@@ -687,13 +686,49 @@ impl Workspace {
             if live.is_none() {
                 return Err(StoreError::NotFound(format!("no run row {row} in this workspace")));
             }
-            tx.execute(
-                "INSERT INTO run_row_notes (row_id, text, change_id) VALUES (?1, ?2, ?3)",
-                params![row, text, change.0],
-            )
-            .map_err(&err)?;
+            insert(tx, change.0).map_err(&err)?;
             Ok(change)
         })
+    }
+
+    /// The live records of `table` (a table of run-row records, aliased `a`)
+    /// on the rows of `run` (every run when `None`), oldest first: `columns`
+    /// of `a`, read by `map`. Two statements, not one with `?1 IS NULL OR …`:
+    /// that form keeps SQLite from reaching one run's records through its
+    /// rows' index and scans every record of every run. `table` and
+    /// `columns` are fixed names, never input.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`] naming `context`.
+    fn row_records<T>(
+        &self,
+        run: Option<RunId>,
+        table: &'static str,
+        columns: &'static str,
+        context: &str,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        match run {
+            Some(run) => self.query_all(
+                &format!(
+                    "SELECT {columns} FROM run_rows w
+                     JOIN {table} a ON a.row_id = w.id JOIN changes c ON c.id = a.change_id
+                     WHERE w.run_id = ?1 AND c.state = 'applied' ORDER BY a.id"
+                ),
+                params![run.0],
+                context,
+                map,
+            ),
+            None => self.query_all(
+                &format!(
+                    "SELECT {columns} FROM {table} a JOIN changes c ON c.id = a.change_id
+                     WHERE c.state = 'applied' ORDER BY a.id"
+                ),
+                [],
+                context,
+                map,
+            ),
+        }
     }
 
     /// The notes of the live rows of `run` (every run when `None`), by row
@@ -702,25 +737,13 @@ impl Workspace {
     /// # Errors
     /// [`StoreError::Sqlite`].
     pub fn row_notes(&self, run: Option<RunId>) -> Result<std::collections::BTreeMap<i64, String>> {
-        // Two statements, as in `row_labels`.
-        let map = |r: &rusqlite::Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?));
-        let rows = match run {
-            Some(run) => self.query_all(
-                "SELECT n.row_id, n.text FROM run_rows w
-                 JOIN run_row_notes n ON n.row_id = w.id JOIN changes c ON c.id = n.change_id
-                 WHERE w.run_id = ?1 AND c.state = 'applied' ORDER BY n.id",
-                params![run.0],
-                "reading run row notes",
-                map,
-            )?,
-            None => self.query_all(
-                "SELECT n.row_id, n.text FROM run_row_notes n JOIN changes c ON c.id = n.change_id
-                 WHERE c.state = 'applied' ORDER BY n.id",
-                [],
-                "reading run row notes",
-                map,
-            )?,
-        };
+        let rows = self.row_records(
+            run,
+            "run_row_notes",
+            "a.row_id, a.text",
+            "reading run row notes",
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+        )?;
         let mut out: std::collections::BTreeMap<i64, String> = Default::default();
         for (row, text) in rows {
             out.insert(row, text);

@@ -121,17 +121,8 @@ impl Workspace {
         if tags.iter().any(|t| t.is_empty()) {
             return Err(StoreError::Invalid("a tag must not be empty".into()));
         }
-        trajectory
-            .validate()
-            .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+        let summary = import_summary(trajectory)?;
         let path = self.path.clone();
-        let turns = trajectory.edges.len();
-        let summary = format!(
-            "import `{}` ({}, {turns} {})",
-            trajectory.id,
-            trajectory.domain,
-            if turns == 1 { "turn" } else { "turns" }
-        );
         self.with_change("import", None, &summary, |tx, change| {
             let key = insert_trajectory(tx, &path, trajectory, source_sha256, change)?;
             let err = tx_err(&path, "importing a trajectory");
@@ -164,17 +155,8 @@ impl Workspace {
         mut trajectory: Trajectory,
         source_sha256: Option<&str>,
     ) -> Result<TrajectoryKey> {
-        trajectory
-            .validate()
-            .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+        let summary = import_summary(&trajectory)?;
         let path = self.path.clone();
-        let turns = trajectory.edges.len();
-        let summary = format!(
-            "import `{}` ({}, {turns} {})",
-            trajectory.id,
-            trajectory.domain,
-            if turns == 1 { "turn" } else { "turns" }
-        );
         let fingerprint = trajectory_fingerprint(&trajectory);
         self.with_change("import", None, &summary, move |tx, change| {
             let err = tx_err(&path, "importing a trajectory");
@@ -791,6 +773,23 @@ impl Workspace {
             imported_at,
         })
     }
+}
+
+/// The summary of the change importing `trajectory`, once it validates.
+///
+/// # Errors
+/// [`StoreError::Invalid`] naming the trajectory when it does not validate.
+fn import_summary(trajectory: &Trajectory) -> Result<String> {
+    trajectory
+        .validate()
+        .map_err(|m| StoreError::Invalid(format!("trajectory `{}`: {m}", trajectory.id)))?;
+    let turns = trajectory.edges.len();
+    Ok(format!(
+        "import `{}` ({}, {turns} {})",
+        trajectory.id,
+        trajectory.domain,
+        if turns == 1 { "turn" } else { "turns" }
+    ))
 }
 
 fn empty_node(id: NodeId, parent_edge: Option<EdgeId>) -> Node {
