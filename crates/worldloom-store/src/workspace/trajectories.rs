@@ -511,6 +511,11 @@ impl Workspace {
                 set.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
             ),
         };
+        // A record column read only for the wanted states (NULL for the rest).
+        let wanted_column = |column: &str, state_column: &str| match only {
+            None => column.to_string(),
+            Some(_) => format!("CASE WHEN 1{} THEN {column} END", node_filter(state_column)),
+        };
         let ctx = format!("reading trajectory {}", key.0);
         let node_template = empty_node(NodeId(0), None);
         let edge_template = empty_edge(EdgeId(0), NodeId(0), NodeId(0));
@@ -565,13 +570,7 @@ impl Workspace {
         trajectory.nodes.clear();
 
         let mut live_nodes = BTreeSet::new();
-        let extra_json = match only {
-            None => "n.extra_json".to_string(),
-            Some(_) => format!(
-                "CASE WHEN 1{} THEN n.extra_json END",
-                node_filter("n.node_id")
-            ),
-        };
+        let extra_json = wanted_column("n.extra_json", "n.node_id");
         let rows = self.query_all(
             &format!("SELECT n.node_id, n.parent_edge, {extra_json}, c.state FROM nodes n JOIN changes c ON c.id = n.change_id
              WHERE n.trajectory_id = ?1 ORDER BY n.node_id"),
@@ -609,13 +608,7 @@ impl Workspace {
 
         let mut live_edges = BTreeSet::new();
         // Edge records of unwanted states are not even read from the file.
-        let edge_json = match only {
-            None => "e.edge_json".to_string(),
-            Some(_) => format!(
-                "CASE WHEN 1{} THEN e.edge_json END",
-                node_filter("e.to_node")
-            ),
-        };
+        let edge_json = wanted_column("e.edge_json", "e.to_node");
         let rows = self.query_all(
             &format!("SELECT e.edge_id, {edge_json}, c.state, e.from_node, e.to_node FROM edges e JOIN changes c ON c.id = e.change_id
              WHERE e.trajectory_id = ?1 ORDER BY e.edge_id"),
