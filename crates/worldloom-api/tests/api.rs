@@ -5,7 +5,7 @@
 #[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
-use common::{AWB, OS, WEB, get_turn, predictions, sample, studio, write_run_files};
+use common::{AWB, OS, WEB, all_rows, get_turn, predictions, sample, studio, write_run_files};
 use serde_json::json;
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands, dispatch};
@@ -861,20 +861,7 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
 
     // The row table: search, filter, sort, page.
     let rows = |req: ListRunRowsRequest| commands::list_run_rows(&studio, req).expect("rows");
-    let base = ListRunRowsRequest {
-        run_id: j.run_id.clone(),
-        query: None,
-        search_in: None,
-        domain: None,
-        status: None,
-        label: None,
-        min_score: None,
-        max_score: None,
-        sort: None,
-        descending: false,
-        offset: 0,
-        limit: None,
-    };
+    let base = all_rows(&j.run_id);
     let all = rows(base.clone());
     assert_eq!(all.total, 17);
     let by_score = rows(ListRunRowsRequest {
@@ -1145,25 +1132,9 @@ fn run_rows_carry_notes_drift_by_turn_and_export_with_labels() {
         .runs;
     let (a, j) = (&runs[0], &runs[1]);
     let all = |run: &str| {
-        commands::list_run_rows(
-            &studio,
-            ListRunRowsRequest {
-                run_id: run.into(),
-                query: None,
-                search_in: None,
-                domain: None,
-                status: None,
-                label: None,
-                min_score: None,
-                max_score: None,
-                sort: None,
-                descending: false,
-                offset: 0,
-                limit: None,
-            },
-        )
-        .expect("rows")
-        .rows
+        commands::list_run_rows(&studio, all_rows(run))
+            .expect("rows")
+            .rows
     };
     let rows = all(&j.run_id);
     assert!(rows.iter().all(|r| r.note.is_none()));

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 
 use worldloom_api::types::{
-    GetTurnRequest, ListPredictionsRequest, ListPredictionsResponse, TurnDetail,
+    GetTurnRequest, ListPredictionsRequest, ListPredictionsResponse, ListRunRowsRequest, TurnDetail,
 };
 use worldloom_api::{Studio, StudioEvent, commands};
 
@@ -86,6 +86,25 @@ pub fn serve(app: axum::Router) -> (std::net::SocketAddr, std::thread::JoinHandl
         });
     });
     (rx.recv().expect("address"), handle)
+}
+
+/// A `list_run_rows` request for every row of run `run_id`, unfiltered, in
+/// the stored order.
+pub fn all_rows(run_id: &str) -> ListRunRowsRequest {
+    ListRunRowsRequest {
+        run_id: run_id.into(),
+        query: None,
+        search_in: None,
+        domain: None,
+        status: None,
+        label: None,
+        min_score: None,
+        max_score: None,
+        sort: None,
+        descending: false,
+        offset: 0,
+        limit: None,
+    }
 }
 
 /// The AgentWorldBench sample file.
