@@ -17,8 +17,14 @@ use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
 use worldloom_store::{RunId, TrajectoryKey};
 
-/// Waits for a progress event of `job` for which `enough` holds.
-fn wait_progress(rx: &Receiver<StudioEvent>, job: &str, enough: impl Fn(&RunJobView) -> bool) {
+/// Waits for a progress event of `job` for which `enough` holds, then
+/// cancels the job.
+fn cancel_once(
+    studio: &Studio,
+    rx: &Receiver<StudioEvent>,
+    job: &str,
+    enough: impl Fn(&RunJobView) -> bool,
+) -> RunJobView {
     loop {
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(StudioEvent::RunJobProgress { job: v }) if v.job_id == job && enough(&v) => {
@@ -28,6 +34,7 @@ fn wait_progress(rx: &Receiver<StudioEvent>, job: &str, enough: impl Fn(&RunJobV
             Err(e) => panic!("no progress: {e}"),
         }
     }
+    commands::cancel_run_job(studio, CancelRunJobRequest { job_id: job.into() }).expect("cancel")
 }
 
 /// Imports the AgentWorldBench sample; its trajectory ids.
@@ -365,14 +372,7 @@ fn cancel_keeps_the_rows_done_and_resume_does_only_the_missing_ones() {
         ContextMode::TeacherForced,
     );
     // Cancel once a few rows are in.
-    wait_progress(&rx, &job.job_id, |v| v.done >= 3);
-    let answer = commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: job.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    let answer = cancel_once(&studio, &rx, &job.job_id, |v| v.done >= 3);
     assert_eq!(answer.job_id, job.job_id);
     let (_, end) = wait_end(&rx, &job.job_id);
     assert_eq!(end.state, RunJobState::Cancelled, "{end:?}");
@@ -631,14 +631,7 @@ fn a_run_left_unfinished_is_resumable_from_a_new_studio_on_the_workspace() {
         2,
         ContextMode::TeacherForced,
     );
-    wait_progress(&rx, &job.job_id, |v| v.done >= 2);
-    commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: job.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    cancel_once(&studio, &rx, &job.job_id, |v| v.done >= 2);
     let (_, end) = wait_end(&rx, &job.job_id);
     drop(studio);
     // Another process opens the workspace: no job of its own, the run to
@@ -754,14 +747,7 @@ fn a_cancelled_judge_keeps_its_verdicts_and_judging_again_grades_only_the_rest()
     };
     let first = commands::start_judge(&studio, judge()).expect("judge");
     // The 7 rows without a generation fail at once; wait for 2 graded more.
-    wait_progress(&rx, &first.job_id, |v| v.done >= v.failed + 2);
-    commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: first.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    cancel_once(&studio, &rx, &first.job_id, |v| v.done >= v.failed + 2);
     let (_, cut) = wait_end(&rx, &first.job_id);
     assert_eq!(cut.state, RunJobState::Cancelled, "{cut:?}");
     let judged = |studio: &Studio| {
