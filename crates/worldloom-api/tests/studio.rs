@@ -182,17 +182,15 @@ fn step_turns_1_and_2(
     for node in [1, 2] {
         let resp = step(studio, id, node, ContextMode::TeacherForced);
         let (_, fin) = wait_finished(rx, &resp.job_id);
-        let StudioEvent::StepFinished {
-            prediction_id,
-            error,
-            stats,
-            ..
-        } = fin
-        else {
-            unreachable!()
-        };
-        assert_eq!(error, None);
-        out.push((prediction_id, stats.expect("stats")));
+        match fin {
+            StudioEvent::StepFinished {
+                prediction_id,
+                error: None,
+                stats: Some(stats),
+                ..
+            } => out.push((prediction_id, stats)),
+            other => panic!("turn {node} failed or has no statistics: {other:?}"),
+        }
     }
     out
 }
