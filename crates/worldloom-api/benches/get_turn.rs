@@ -6,6 +6,10 @@
 //! `--profile dev` for the debug build). Prints the median of 10 calls of
 //! each command, in milliseconds; results are in `docs/api.md` ("Large trees").
 
+mod common;
+
+use common::median_ms;
+
 use std::time::Instant;
 
 use worldloom_api::types::{GetBranchRequest, GetTurnRequest, ImportFilesRequest};
@@ -56,18 +60,6 @@ fn tree() -> Trajectory {
     t
 }
 
-fn median_ms(mut f: impl FnMut()) -> f64 {
-    let mut times: Vec<f64> = (0..10)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
 fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("large.worldloom.json");
@@ -89,7 +81,7 @@ fn main() {
     );
     let id = resp.imported[0].trajectory_id.clone();
     let key = worldloom_store::TrajectoryKey(id.parse().expect("key"));
-    let load = median_ms(|| {
+    let load = median_ms(10, || {
         studio
             .lock()
             .expect("lock")
@@ -97,7 +89,7 @@ fn main() {
             .expect("load");
     });
     println!("load_trajectory (the whole tree from SQLite): {load:.1} ms (median of 10)");
-    let path = median_ms(|| {
+    let path = median_ms(10, || {
         studio
             .lock()
             .expect("lock")
@@ -105,7 +97,7 @@ fn main() {
             .expect("load");
     });
     println!("load_trajectory_path (records of one path only): {path:.1} ms (median of 10)");
-    let turn = median_ms(|| {
+    let turn = median_ms(10, || {
         commands::get_turn(
             &studio,
             GetTurnRequest {
@@ -117,7 +109,7 @@ fn main() {
         .expect("turn");
     });
     println!("get_turn (turn {MAIN_TURNS} of the recorded path): {turn:.1} ms (median of 10)");
-    let branch = median_ms(|| {
+    let branch = median_ms(10, || {
         commands::get_branch(
             &studio,
             GetBranchRequest {

@@ -18,6 +18,10 @@
 //! `-- --nodes 20000` for a smaller dump). Results: `docs/benchmarks.md`
 //! ("Huge observations and long trajectories").
 
+mod common;
+
+use common::median_ms;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -86,18 +90,6 @@ fn rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn median_ms(n: usize, mut f: impl FnMut()) -> f64 {
-    let mut times: Vec<f64> = (0..n)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
 }
 
 fn import(studio: &Studio, file: &Path) -> String {

@@ -18,6 +18,10 @@
 //! command in milliseconds; and of `list_trajectories`, which reads every
 //! trajectory (what `get_trajectory` did before it read its own by key).
 
+mod common;
+
+use common::median_ms;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -195,18 +199,6 @@ fn add_run(ws: &mut Workspace, dir: &Path) -> String {
     run.0.to_string()
 }
 
-fn median_ms(mut f: impl FnMut()) -> f64 {
-    let mut times: Vec<f64> = (0..20)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
-
 fn main() {
     let sizes: Vec<u32> = std::env::var("WORLDLOOM_BENCH_EPISODES")
         .unwrap_or_else(|_| "100,20000".into())
@@ -237,18 +229,18 @@ fn main() {
         let call = |command: &str, request: Value| {
             dispatch(&studio, command, request).unwrap_or_else(|e| panic!("{command}: {e:?}"));
         };
-        let trajectory = median_ms(|| call("get_trajectory", json!({"trajectory_id": key})));
-        let turn = median_ms(|| {
+        let trajectory = median_ms(20, || call("get_trajectory", json!({"trajectory_id": key})));
+        let turn = median_ms(20, || {
             call(
                 "get_turn",
                 json!({"trajectory_id": key, "node_id": STEPS / 2}),
             )
         });
-        let dashboard = median_ms(|| call("get_run_dashboard", json!({"run_id": run})));
-        let rows = median_ms(|| call("list_run_rows", json!({"run_id": run})));
+        let dashboard = median_ms(20, || call("get_run_dashboard", json!({"run_id": run})));
+        let rows = median_ms(20, || call("list_run_rows", json!({"run_id": run})));
         // What get_trajectory paid before it read its own row by key: the
         // whole list, which does grow with the workspace.
-        let list = median_ms(|| call("list_trajectories", json!({})));
+        let list = median_ms(20, || call("list_trajectories", json!({})));
         println!(
             "{episodes} episodes ({size_mb:.0} MB, written in {written:.1} s): get_trajectory {trajectory:.2} ms, get_turn {turn:.2} ms, get_run_dashboard {dashboard:.2} ms, list_run_rows {rows:.2} ms; list_trajectories {list:.1} ms (medians of 20)"
         );

@@ -2,9 +2,10 @@
 //! and filter, branch timeline, side-by-side turns with trees and diffs,
 //! predictions, undo, export, and error classification.
 
+#[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
-use common::{AWB, OS, WEB, sample, studio, write_run_files};
+use common::{AWB, OS, WEB, all_rows, get_turn, predictions, sample, studio, write_run_files};
 use serde_json::json;
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands, dispatch};
@@ -175,15 +176,7 @@ fn web_turn_shows_real_and_predicted_trees_with_a_diff() {
 
     let steps: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(sample(WEB)).expect("read")).expect("json");
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 1,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 1);
     assert_eq!(turn.turn, 1);
     assert_eq!(
         turn.action.as_ref().map(|a| a.raw.as_str()),
@@ -286,15 +279,7 @@ fn os_and_android_turns_carry_bounds() {
     for rel in [OS, ANDROID] {
         let id = id_of(&resp, rel);
         let branch = main_branch(&studio, &id);
-        let turn = commands::get_turn(
-            &studio,
-            GetTurnRequest {
-                trajectory_id: id.clone(),
-                node_id: branch.turns[0].node_id,
-                prediction_id: None,
-            },
-        )
-        .expect("turn");
+        let turn = get_turn(&studio, &id, branch.turns[0].node_id);
         let main = turn.views.iter().find(|v| v.name == "main").expect("main");
         let tree = main
             .real
@@ -436,15 +421,7 @@ fn the_action_lands_on_its_element_in_both_panes() {
     // A turn whose action names no element has no target and no landing.
     let id = id_of(&resp, OS);
     let press = main_branch(&studio, &id).turns[2].node_id;
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id,
-            node_id: press,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, press);
     assert_eq!(
         turn.action.as_ref().map(|a| a.raw.as_str()),
         Some("pyautogui.press('f2')")
@@ -493,15 +470,7 @@ fn choosing_predictions_and_undo() {
     let id = resp.imported[0].trajectory_id.clone();
 
     // Without a choice the newest prediction shows.
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 1,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 1);
     assert_eq!(turn.prediction_id, Some(1));
     let main = &turn.views[0];
     assert_eq!(main.representation, Representation::Text);
@@ -545,14 +514,7 @@ fn choosing_predictions_and_undo() {
         change.change.as_ref().map(|c| c.kind),
         Some(ChangeKind::ChoosePrediction)
     );
-    let listed = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: 1,
-        },
-    )
-    .expect("list");
+    let listed = predictions(&studio, &id, 1);
     assert_eq!(listed.chosen_prediction_id, Some(0));
     assert_eq!(
         listed
@@ -562,15 +524,7 @@ fn choosing_predictions_and_undo() {
             .collect::<Vec<_>>(),
         vec!["copy", "replay"]
     );
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 1,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 1);
     assert_eq!(turn.prediction_id, Some(0));
     assert!(
         turn.fidelity
@@ -584,24 +538,10 @@ fn choosing_predictions_and_undo() {
         undone.change.as_ref().map(|c| c.state),
         Some(ChangeState::Undone)
     );
-    let listed = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: 1,
-        },
-    )
-    .expect("list");
+    let listed = predictions(&studio, &id, 1);
     assert_eq!(listed.chosen_prediction_id, None);
     commands::redo(&studio, EmptyRequest {}).expect("redo");
-    let listed = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id,
-            node_id: 1,
-        },
-    )
-    .expect("list");
+    let listed = predictions(&studio, &id, 1);
     assert_eq!(listed.chosen_prediction_id, Some(0));
     let info = commands::workspace_info(&studio, WorkspaceInfoRequest {}).expect("info");
     assert!(info.can_undo && !info.can_redo);
@@ -921,20 +861,7 @@ fn eval_outputs_import_as_runs_paired_on_the_datasets_trajectories() {
 
     // The row table: search, filter, sort, page.
     let rows = |req: ListRunRowsRequest| commands::list_run_rows(&studio, req).expect("rows");
-    let base = ListRunRowsRequest {
-        run_id: j.run_id.clone(),
-        query: None,
-        search_in: None,
-        domain: None,
-        status: None,
-        label: None,
-        min_score: None,
-        max_score: None,
-        sort: None,
-        descending: false,
-        offset: 0,
-        limit: None,
-    };
+    let base = all_rows(&j.run_id);
     let all = rows(base.clone());
     assert_eq!(all.total, 17);
     let by_score = rows(ListRunRowsRequest {
@@ -1205,25 +1132,9 @@ fn run_rows_carry_notes_drift_by_turn_and_export_with_labels() {
         .runs;
     let (a, j) = (&runs[0], &runs[1]);
     let all = |run: &str| {
-        commands::list_run_rows(
-            &studio,
-            ListRunRowsRequest {
-                run_id: run.into(),
-                query: None,
-                search_in: None,
-                domain: None,
-                status: None,
-                label: None,
-                min_score: None,
-                max_score: None,
-                sort: None,
-                descending: false,
-                offset: 0,
-                limit: None,
-            },
-        )
-        .expect("rows")
-        .rows
+        commands::list_run_rows(&studio, all_rows(run))
+            .expect("rows")
+            .rows
     };
     let rows = all(&j.run_id);
     assert!(rows.iter().all(|r| r.note.is_none()));
@@ -1454,15 +1365,7 @@ fn tree_windows_match_the_turn_and_carry_diff_marks_search_and_reveal() {
     let (_dir, studio) = studio();
     let resp = import(&studio, &[WEB]);
     let id = id_of(&resp, WEB);
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 2);
     let view = &turn.views[0];
     let diff = view.diff.as_ref().expect("diff");
     for (side, doc, statuses) in [
@@ -1676,15 +1579,7 @@ fn a_tree_past_the_whole_tree_cap_travels_only_in_windows() {
     )
     .expect("import");
     let id = resp.imported[0].trajectory_id.clone();
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 0,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 0);
     let doc = turn.views[0].real.as_ref().expect("real");
     assert!(doc.tree.is_none());
     assert_eq!(doc.text_bytes, None);

@@ -288,24 +288,7 @@ fn runs_golden() -> Value {
         .expect("dashboard");
         d.run = fixed_run(d.run);
         dashboards.insert(r.run_id.clone(), json!(d));
-        let list = commands::list_run_rows(
-            &studio,
-            ListRunRowsRequest {
-                run_id: r.run_id.clone(),
-                query: None,
-                search_in: None,
-                domain: None,
-                status: None,
-                label: None,
-                min_score: None,
-                max_score: None,
-                sort: None,
-                descending: false,
-                offset: 0,
-                limit: None,
-            },
-        )
-        .expect("rows");
+        let list = commands::list_run_rows(&studio, common::all_rows(&r.run_id)).expect("rows");
         for row in &list.rows {
             states.insert((row.trajectory_id.clone(), row.node_id, row.prediction_id));
         }

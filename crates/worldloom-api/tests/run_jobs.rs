@@ -7,25 +7,34 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use common::{AWB, sample, studio};
+use common::{AWB, events, sample, serve, studio};
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
 use worldloom_store::{RunId, TrajectoryKey};
 
-fn events(studio: &Studio) -> Receiver<StudioEvent> {
-    let (tx, rx) = channel();
-    let tx = Mutex::new(tx);
-    studio.add_event_sink(Box::new(move |e: &StudioEvent| {
-        if let Ok(tx) = tx.lock() {
-            let _ = tx.send(e.clone());
+/// Waits for a progress event of `job` for which `enough` holds, then
+/// cancels the job.
+fn cancel_once(
+    studio: &Studio,
+    rx: &Receiver<StudioEvent>,
+    job: &str,
+    enough: impl Fn(&RunJobView) -> bool,
+) -> RunJobView {
+    loop {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(StudioEvent::RunJobProgress { job: v }) if v.job_id == job && enough(&v) => {
+                break;
+            }
+            Ok(_) => {}
+            Err(e) => panic!("no progress: {e}"),
         }
-    }));
-    rx
+    }
+    commands::cancel_run_job(studio, CancelRunJobRequest { job_id: job.into() }).expect("cancel")
 }
 
 /// Imports the AgentWorldBench sample; its trajectory ids.
@@ -308,48 +317,34 @@ fn a_free_running_copy_run_keeps_copying_its_own_first_prediction() {
 /// observation block. Counts the requests.
 fn endpoint(delay: Duration) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
     use axum::routing::post;
-    let (tx, rx) = channel();
     let count = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&count);
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                post(move |body: String| {
-                    let counter = Arc::clone(&counter);
-                    async move {
-                        counter.fetch_add(1, Ordering::SeqCst);
-                        tokio::time::sleep(delay).await;
-                        let judging = body.contains("# Real observation");
-                        let content = if judging {
-                            r#"<final_evaluation>{"strengths": ["same layout"], "weaknesses": ["stale"], "scores": {"format": 5, "factuality": 4, "consistency": 4, "realism": 5, "quality": 4}}</final_evaluation>"#.to_owned()
-                        } else {
-                            "<predicted_observation>\nthe endpoint's guess\n</predicted_observation>".to_owned()
-                        };
-                        let chunk = serde_json::json!({
-                            "choices": [{"index": 0, "delta": {"content": content}}]
-                        });
-                        axum::response::Response::builder()
-                            .header("content-type", "text/event-stream")
-                            .body(axum::body::Body::from(format!(
-                                "data: {chunk}\n\ndata: [DONE]\n\n"
-                            )))
-                            .expect("response")
-                    }
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let _ = tx.send(listener.local_addr().expect("addr"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    (rx.recv().expect("address"), count)
+    let (addr, _server) = serve(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |body: String| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(delay).await;
+                let judging = body.contains("# Real observation");
+                let content = if judging {
+                    r#"<final_evaluation>{"strengths": ["same layout"], "weaknesses": ["stale"], "scores": {"format": 5, "factuality": 4, "consistency": 4, "realism": 5, "quality": 4}}</final_evaluation>"#.to_owned()
+                } else {
+                    "<predicted_observation>\nthe endpoint's guess\n</predicted_observation>".to_owned()
+                };
+                let chunk = serde_json::json!({
+                    "choices": [{"index": 0, "delta": {"content": content}}]
+                });
+                axum::response::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(axum::body::Body::from(format!(
+                        "data: {chunk}\n\ndata: [DONE]\n\n"
+                    )))
+                    .expect("response")
+            }
+        }),
+    ));
+    (addr, count)
 }
 
 fn openai(addr: std::net::SocketAddr, model: &str) -> EngineSettings {
@@ -377,22 +372,7 @@ fn cancel_keeps_the_rows_done_and_resume_does_only_the_missing_ones() {
         ContextMode::TeacherForced,
     );
     // Cancel once a few rows are in.
-    loop {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(StudioEvent::RunJobProgress { job: v }) if v.job_id == job.job_id && v.done >= 3 => {
-                break;
-            }
-            Ok(_) => {}
-            Err(e) => panic!("no progress: {e}"),
-        }
-    }
-    let answer = commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: job.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    let answer = cancel_once(&studio, &rx, &job.job_id, |v| v.done >= 3);
     assert_eq!(answer.job_id, job.job_id);
     let (_, end) = wait_end(&rx, &job.job_id);
     assert_eq!(end.state, RunJobState::Cancelled, "{end:?}");
@@ -651,22 +631,7 @@ fn a_run_left_unfinished_is_resumable_from_a_new_studio_on_the_workspace() {
         2,
         ContextMode::TeacherForced,
     );
-    loop {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(StudioEvent::RunJobProgress { job: v }) if v.job_id == job.job_id && v.done >= 2 => {
-                break;
-            }
-            Ok(_) => {}
-            Err(e) => panic!("no progress: {e}"),
-        }
-    }
-    commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: job.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    cancel_once(&studio, &rx, &job.job_id, |v| v.done >= 2);
     let (_, end) = wait_end(&rx, &job.job_id);
     drop(studio);
     // Another process opens the workspace: no job of its own, the run to
@@ -782,24 +747,7 @@ fn a_cancelled_judge_keeps_its_verdicts_and_judging_again_grades_only_the_rest()
     };
     let first = commands::start_judge(&studio, judge()).expect("judge");
     // The 7 rows without a generation fail at once; wait for 2 graded more.
-    loop {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(StudioEvent::RunJobProgress { job: v })
-                if v.job_id == first.job_id && v.done >= v.failed + 2 =>
-            {
-                break;
-            }
-            Ok(_) => {}
-            Err(e) => panic!("no progress: {e}"),
-        }
-    }
-    commands::cancel_run_job(
-        &studio,
-        CancelRunJobRequest {
-            job_id: first.job_id.clone(),
-        },
-    )
-    .expect("cancel");
+    cancel_once(&studio, &rx, &first.job_id, |v| v.done >= v.failed + 2);
     let (_, cut) = wait_end(&rx, &first.job_id);
     assert_eq!(cut.state, RunJobState::Cancelled, "{cut:?}");
     let judged = |studio: &Studio| {

@@ -9,12 +9,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{OS, WEB, repo, sample, studio};
+use common::{OS, WEB, events, get_turn, predictions, repo, sample, serve, studio};
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
 use worldloom_core::action::ActionFormat;
@@ -22,17 +21,6 @@ use worldloom_core::{
     Action, Domain as CoreDomain, NodeId, Observation, Prediction,
     Representation as CoreRepresentation, Trajectory, TrajectoryFile,
 };
-
-fn events(studio: &Studio) -> Receiver<StudioEvent> {
-    let (tx, rx) = channel();
-    let tx = Mutex::new(tx);
-    studio.add_event_sink(Box::new(move |e: &StudioEvent| {
-        if let Ok(tx) = tx.lock() {
-            let _ = tx.send(e.clone());
-        }
-    }));
-    rx
-}
 
 fn import_paths(studio: &Studio, paths: Vec<String>) -> Vec<String> {
     let resp = commands::import_files(studio, ImportFilesRequest { paths }).expect("import");
@@ -101,6 +89,110 @@ fn msg(role: ChatRole, content: &str) -> ChatMessage {
         role,
         content: content.into(),
     }
+}
+
+/// Starts a step of `node` of trajectory `id`.
+fn step(studio: &Studio, id: &str, node: u32, context: ContextMode) -> StepResponse {
+    commands::step(
+        studio,
+        StepRequest {
+            trajectory_id: id.into(),
+            node_id: node,
+            context,
+        },
+    )
+    .expect("step")
+}
+
+/// Edits the action of `edge` of trajectory `id` to `raw`.
+fn edit_action(studio: &Studio, id: &str, edge: u32, raw: &str) -> BranchCreated {
+    commands::edit_action(
+        studio,
+        EditActionRequest {
+            trajectory_id: id.into(),
+            edge_id: edge,
+            raw: raw.into(),
+        },
+    )
+    .expect("edit")
+}
+
+/// An OpenAI-compatible endpoint at `addr` serving `model`, its key from no
+/// variable.
+fn openai(addr: std::net::SocketAddr, model: &str, step_deadline_s: Option<u32>) -> EngineSettings {
+    EngineSettings::Openai {
+        base_url: format!("http://{addr}/v1"),
+        model: model.into(),
+        api_key_env: None,
+        step_deadline_s,
+        key_source: None,
+        keyring_account: None,
+    }
+}
+
+/// Sets the studio's engine.
+fn set_engine(
+    studio: &Studio,
+    settings: EngineSettings,
+    params: GenerationParamsView,
+) -> Result<EngineStatus, worldloom_api::ApiError> {
+    commands::set_engine(studio, SetEngineRequest { settings, params })
+}
+
+fn default_params() -> GenerationParamsView {
+    worldloom_api::engine::default_params()
+}
+
+/// Greedy parameters without thinking, at most `max_new_tokens` tokens a
+/// turn.
+fn greedy_params(max_new_tokens: u32) -> GenerationParamsView {
+    let mut params = default_params();
+    params.max_new_tokens = max_new_tokens;
+    params.temperature = 0.0;
+    params.enable_thinking = false;
+    params
+}
+
+/// Sets the local checkpoint or GGUF file at `model_dir` on the CPU in f32
+/// as the engine; it is ready.
+fn set_local_engine(
+    studio: &Studio,
+    model_dir: &Path,
+    params: GenerationParamsView,
+) -> EngineStatus {
+    let settings = EngineSettings::Local {
+        model_dir: model_dir.display().to_string(),
+        device: "cpu".into(),
+        dtype: ModelDtype::F32,
+    };
+    let status = set_engine(studio, settings, params).expect("set engine");
+    assert!(status.ready, "{status:?}");
+    status
+}
+
+/// Steps turns 1 and 2 of trajectory `id` teacher-forced, one after the
+/// other; each ends without an error. Returns each turn's stored prediction
+/// and statistics.
+fn step_turns_1_and_2(
+    studio: &Studio,
+    rx: &Receiver<StudioEvent>,
+    id: &str,
+) -> Vec<(Option<u32>, StepStats)> {
+    let mut out = Vec::new();
+    for node in [1, 2] {
+        let resp = step(studio, id, node, ContextMode::TeacherForced);
+        let (_, fin) = wait_finished(rx, &resp.job_id);
+        match fin {
+            StudioEvent::StepFinished {
+                prediction_id,
+                error: None,
+                stats: Some(stats),
+                ..
+            } => out.push((prediction_id, stats)),
+            other => panic!("turn {node} failed or has no statistics: {other:?}"),
+        }
+    }
+    out
 }
 
 #[test]
@@ -195,30 +287,14 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     )
     .expect("preview");
     assert_eq!(over.messages, before);
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 2);
     assert_eq!(
         turn.perturbation.as_deref(),
         Some("the login session has expired")
     );
 
     // Edit the action of turn 2: a sibling of edge 1 from node 1.
-    let branch = commands::edit_action(
-        &studio,
-        EditActionRequest {
-            trajectory_id: id.clone(),
-            edge_id: 1,
-            raw: "fill('4', 'cotton')".into(),
-        },
-    )
-    .expect("edit");
+    let branch = edit_action(&studio, &id, 1, "fill('4', 'cotton')");
     assert_eq!((branch.edge_id, branch.node_id), (3, 4));
     assert_eq!(branch.branch_id, "4");
     let t = commands::get_trajectory(
@@ -289,15 +365,7 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     assert_eq!(authored.validation.problems[0].line, Some(1));
     assert!(authored.validation.problems[0].column.is_some());
     assert_eq!(authored.change.kind, ChangeKind::SetAuthored);
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 4,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 4);
     assert_eq!(turn.predicted_kind, Some(ObservationKind::Authored));
 
     // Continue the branch past its leaf.
@@ -359,15 +427,7 @@ fn perturbations_reach_the_prompt_and_undo_restores_every_edit() {
     for _ in 0..2 {
         commands::undo(&studio, EmptyRequest {}).expect("undo");
     }
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 4,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 4);
     assert_eq!(
         turn.predicted_kind, None,
         "the authored observation is undone"
@@ -474,15 +534,7 @@ fn a_step_with_the_copy_baseline_copies_the_parent_state_and_sends_one_event() {
         (ContextMode::TeacherForced, "[1] RootWebArea 'S1'"),
         (ContextMode::FreeRunning, "[1] RootWebArea 'P1'"),
     ] {
-        let resp = commands::step(
-            &studio,
-            StepRequest {
-                trajectory_id: id.clone(),
-                node_id: 2,
-                context,
-            },
-        )
-        .expect("step");
+        let resp = step(&studio, &id, 2, context);
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut seen = Vec::new();
         let fin = loop {
@@ -504,14 +556,7 @@ fn a_step_with_the_copy_baseline_copies_the_parent_state_and_sends_one_event() {
             panic!("{fin:?}")
         };
         assert_eq!(job_id, resp.job_id);
-        let list = commands::list_predictions(
-            &studio,
-            ListPredictionsRequest {
-                trajectory_id: id.clone(),
-                node_id: 2,
-            },
-        )
-        .expect("list");
+        let list = predictions(&studio, &id, 2);
         assert_eq!(list.chosen_prediction_id, Some(pid), "{context:?}");
         let ws = studio.lock().expect("lock");
         let key = worldloom_store::TrajectoryKey(id.parse().expect("key"));
@@ -562,25 +607,8 @@ fn step_with_the_copy_baseline_stores_a_scored_chosen_prediction() {
     )
     .expect("branch");
     let node = branch.turns[1].node_id;
-    let before = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: node,
-        },
-    )
-    .expect("list")
-    .predictions
-    .len();
-    let resp = commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: node,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    let before = predictions(&studio, &id, node).predictions.len();
+    let resp = step(&studio, &id, node, ContextMode::TeacherForced);
     let (deltas, fin) = wait_finished(&rx, &resp.job_id);
     let StudioEvent::StepFinished {
         prediction_id,
@@ -615,14 +643,7 @@ fn step_with_the_copy_baseline_stores_a_scored_chosen_prediction() {
     let real1 = turn1.views[0].real.as_ref().expect("real").text.clone();
     // The observation streams without its tags.
     assert_eq!(streamed, real1.trim());
-    let list = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: node,
-        },
-    )
-    .expect("list");
+    let list = predictions(&studio, &id, node);
     assert_eq!(list.predictions.len(), before + 1);
     let new = list.predictions.last().expect("new");
     assert_eq!(Some(new.id), prediction_id);
@@ -633,27 +654,12 @@ fn step_with_the_copy_baseline_stores_a_scored_chosen_prediction() {
     // Scored against the real observation, and the result stored.
     let overall = new.overall.expect("scored");
     assert!((0.0..=1.0).contains(&overall));
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: node,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, node);
     assert_eq!(turn.prediction_id, prediction_id);
     assert_eq!(turn.fidelity.and_then(|f| f.overall), Some(overall));
     // One undo removes the step.
     commands::undo(&studio, EmptyRequest {}).expect("undo");
-    let list = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: node,
-        },
-    )
-    .expect("list");
+    let list = predictions(&studio, &id, node);
     assert_eq!(list.predictions.len(), before);
 }
 
@@ -694,15 +700,7 @@ fn rollout_appends_and_steps_each_action_free_running() {
     // of the state before it (free-running: the previous prediction).
     assert_eq!(t.branches.len(), 1);
     assert_eq!(t.branches[0].turn_count, 5);
-    let turn = commands::get_turn(
-        &studio,
-        GetTurnRequest {
-            trajectory_id: id.clone(),
-            node_id: 5,
-            prediction_id: None,
-        },
-    )
-    .expect("turn");
+    let turn = get_turn(&studio, &id, 5);
     assert_eq!(turn.predicted_kind, Some(ObservationKind::Predicted));
     assert_eq!(
         turn.views[0].predicted.as_ref().map(|s| s.text.as_str()),
@@ -714,49 +712,34 @@ fn rollout_appends_and_steps_each_action_free_running() {
 /// 100 ms for a minute (an open `<think>` block: reasoning that never ends).
 fn slow_endpoint() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
     use axum::routing::post;
-    let (tx, rx) = channel();
-    let handle = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                post(|| async {
-                    let stream = futures_util::stream::unfold(0u32, |i| async move {
-                        if i >= 600 {
-                            return None;
-                        }
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        // Reasoning that streams: `<think>` first, then words.
-                        let text = if i == 0 {
-                            "<think>\n".to_string()
-                        } else {
-                            format!("w{i} ")
-                        };
-                        let chunk = serde_json::json!({
-                            "choices": [{"index": 0, "delta": {"content": text}}]
-                        });
-                        Some((
-                            Ok::<_, std::convert::Infallible>(format!("data: {chunk}\n\n")),
-                            i + 1,
-                        ))
-                    });
-                    axum::response::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(axum::body::Body::from_stream(stream))
-                        .expect("response")
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let _ = tx.send(listener.local_addr().expect("addr"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    (rx.recv().expect("address"), handle)
+    serve(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let stream = futures_util::stream::unfold(0u32, |i| async move {
+                if i >= 600 {
+                    return None;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                // Reasoning that streams: `<think>` first, then words.
+                let text = if i == 0 {
+                    "<think>\n".to_string()
+                } else {
+                    format!("w{i} ")
+                };
+                let chunk = serde_json::json!({
+                    "choices": [{"index": 0, "delta": {"content": text}}]
+                });
+                Some((
+                    Ok::<_, std::convert::Infallible>(format!("data: {chunk}\n\n")),
+                    i + 1,
+                ))
+            });
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(axum::body::Body::from_stream(stream))
+                .expect("response")
+        }),
+    ))
 }
 
 #[test]
@@ -765,32 +748,11 @@ fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
     let (dir, studio) = studio();
     let rx = events(&studio);
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Openai {
-                base_url: format!("http://{addr}/v1"),
-                model: "slow".into(),
-                api_key_env: None,
-                step_deadline_s: None,
-                key_source: None,
-                keyring_account: None,
-            },
-            params: worldloom_api::engine::default_params(),
-        },
-    )
-    .expect("set engine");
+    let status =
+        set_engine(&studio, openai(addr, "slow", None), default_params()).expect("set engine");
     assert!(status.ready, "{status:?}");
     assert_eq!(status.name.as_deref(), Some("openai:slow"));
-    let resp = commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    let resp = step(&studio, &id, 2, ContextMode::TeacherForced);
     // Wait for streaming to start.
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut streamed = false;
@@ -833,14 +795,7 @@ fn cancel_stops_a_slow_stream_at_once_and_stores_nothing() {
         )),
         "{late:?}"
     );
-    let list = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-        },
-    )
-    .expect("list");
+    let list = predictions(&studio, &id, 2);
     assert!(list.predictions.is_empty());
     // A second cancel has nothing to stop.
     assert!(
@@ -869,31 +824,10 @@ fn step_deadline_ends_a_never_ending_stream_with_an_error() {
     let (dir, studio) = studio();
     let rx = events(&studio);
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Openai {
-                base_url: format!("http://{addr}/v1"),
-                model: "slow".into(),
-                api_key_env: None,
-                step_deadline_s: Some(1),
-                key_source: None,
-                keyring_account: None,
-            },
-            params: worldloom_api::engine::default_params(),
-        },
-    )
-    .expect("set engine");
+    let status =
+        set_engine(&studio, openai(addr, "slow", Some(1)), default_params()).expect("set engine");
     assert!(status.ready, "{status:?}");
-    commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    step(&studio, &id, 2, ContextMode::TeacherForced);
     // The endpoint streams for a minute; the step ends after 1 s.
     let started = Instant::now();
     let mut finished = None;
@@ -957,51 +891,16 @@ fn tiny_checkpoint_steps_and_reuses_state_snapshots() {
     assert!(info.active_params > 0 && info.active_params < info.total_params);
     assert_eq!(info.memory.len(), 3);
     assert!(info.devices.contains(&"cpu".to_string()));
-    let mut params = worldloom_api::engine::default_params();
-    params.max_new_tokens = 6;
-    params.temperature = 0.0;
+    let mut params = greedy_params(6);
     params.logprobs = true;
-    params.enable_thinking = false;
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Local {
-                model_dir: tiny_model().display().to_string(),
-                device: "cpu".into(),
-                dtype: ModelDtype::F32,
-            },
-            params,
-        },
-    )
-    .expect("set engine");
-    assert!(status.ready, "{status:?}");
+    let status = set_local_engine(&studio, &tiny_model(), params);
     assert_eq!(status.name.as_deref(), Some("local:tiny-world-model"));
     assert!(status.memory_estimate_bytes.is_some_and(|b| b > 0));
 
     let mut stats = Vec::new();
-    for node in [1, 2] {
-        let resp = commands::step(
-            &studio,
-            StepRequest {
-                trajectory_id: id.clone(),
-                node_id: node,
-                context: ContextMode::TeacherForced,
-            },
-        )
-        .expect("step");
-        let (_, fin) = wait_finished(&rx, &resp.job_id);
-        let StudioEvent::StepFinished {
-            prediction_id,
-            error,
-            stats: s,
-            ..
-        } = fin
-        else {
-            unreachable!()
-        };
-        assert_eq!(error, None);
+    for (prediction_id, s) in step_turns_1_and_2(&studio, &rx, &id) {
         assert!(prediction_id.is_some());
-        stats.push(s.expect("stats"));
+        stats.push(s);
     }
     assert!(stats[0].prompt_tokens > 0);
     assert!(
@@ -1013,14 +912,7 @@ fn tiny_checkpoint_steps_and_reuses_state_snapshots() {
         stats[1].prompt_tokens_reused + stats[1].prompt_tokens_computed,
         stats[1].prompt_tokens
     );
-    let list = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-        },
-    )
-    .expect("list");
+    let list = predictions(&studio, &id, 2);
     let p = list.predictions.last().expect("prediction");
     assert_eq!(p.engine, "local:tiny-world-model");
     assert_eq!(p.params["max_new_tokens"], 6);
@@ -1052,15 +944,7 @@ fn curriculum_exports_match_the_expected_files_and_round_trip() {
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
     // A branch at turn 2 with an authored state, continued by one turn that
     // has no observation (skipped).
-    let b = commands::edit_action(
-        &studio,
-        EditActionRequest {
-            trajectory_id: id.clone(),
-            edge_id: 1,
-            raw: "fill('4', 'cotton')".into(),
-        },
-    )
-    .expect("edit");
+    let b = edit_action(&studio, &id, 1, "fill('4', 'cotton')");
     commands::author_observation(
         &studio,
         AuthorObservationRequest {
@@ -1366,7 +1250,7 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
 #[test]
 fn engine_settings_are_checked() {
     let (_dir, studio) = studio();
-    let mut params = worldloom_api::engine::default_params();
+    let mut params = default_params();
     params.seed = "-1".into();
     let err = commands::set_engine(
         &studio,
@@ -1398,7 +1282,7 @@ fn engine_settings_are_checked() {
                 key_source: None,
                 keyring_account: None,
             },
-            params: worldloom_api::engine::default_params(),
+            params: default_params(),
         },
     )
     .expect("saved");
@@ -1494,18 +1378,7 @@ fn judge_scores_of_a_judged_prediction_reach_the_fidelity() {
 fn an_authored_observation_is_shown_over_the_chosen_prediction_until_undone() {
     let (dir, studio) = studio();
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
-    let turn = |studio: &Studio| {
-        commands::get_turn(
-            studio,
-            GetTurnRequest {
-                trajectory_id: id.clone(),
-                node_id: 1,
-                prediction_id: None,
-            },
-        )
-        .expect("turn")
-    };
-    let before = turn(&studio);
+    let before = get_turn(&studio, &id, 1);
     assert_eq!(before.predicted_kind, Some(ObservationKind::Predicted));
     assert_eq!(before.chosen_prediction_id, Some(0));
     commands::author_observation(
@@ -1520,12 +1393,12 @@ fn an_authored_observation_is_shown_over_the_chosen_prediction_until_undone() {
         },
     )
     .expect("author");
-    let after = turn(&studio);
+    let after = get_turn(&studio, &id, 1);
     assert_eq!(after.predicted_kind, Some(ObservationKind::Authored));
     assert_eq!(after.chosen_prediction_id, None);
     // One change: one undo brings back the chosen prediction.
     commands::undo(&studio, EmptyRequest {}).expect("undo");
-    let undone = turn(&studio);
+    let undone = get_turn(&studio, &id, 1);
     assert_eq!(undone.predicted_kind, Some(ObservationKind::Predicted));
     assert_eq!(undone.chosen_prediction_id, Some(0));
 }
@@ -1535,15 +1408,7 @@ fn a_rollout_after_a_state_with_no_observation_is_refused_and_appends_nothing() 
     let (dir, studio) = studio();
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
     // An edited action at turn 2 leads to a state with nothing recorded yet.
-    let b = commands::edit_action(
-        &studio,
-        EditActionRequest {
-            trajectory_id: id.clone(),
-            edge_id: 1,
-            raw: "click('9')".into(),
-        },
-    )
-    .expect("edit");
+    let b = edit_action(&studio, &id, 1, "click('9')");
     let count_nodes = || {
         commands::get_trajectory(
             &studio,
@@ -1582,46 +1447,32 @@ fn a_rollout_after_a_state_with_no_observation_is_refused_and_appends_nothing() 
 /// carries `Authorization: Bearer {key}`, and streams "hello" otherwise.
 fn keyed_endpoint(key: &'static str) -> std::net::SocketAddr {
     use axum::routing::post;
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                post(move |headers: axum::http::HeaderMap| async move {
-                    let auth = headers
-                        .get("authorization")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or("");
-                    if auth != format!("Bearer {key}") {
-                        return axum::response::Response::builder()
-                            .status(401)
-                            .header("content-type", "application/json")
-                            .body(axum::body::Body::from(r#"{"error":{"message":"bad key"}}"#))
-                            .expect("response");
-                    }
-                    let chunk = serde_json::json!({
-                        "choices": [{"index": 0, "delta": {"content": "hello"}}]
-                    });
-                    axum::response::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(axum::body::Body::from(format!(
-                            "data: {chunk}\n\ndata: [DONE]\n\n"
-                        )))
-                        .expect("response")
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let _ = tx.send(listener.local_addr().expect("addr"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    rx.recv().expect("address")
+    serve(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move |headers: axum::http::HeaderMap| async move {
+            let auth = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            if auth != format!("Bearer {key}") {
+                return axum::response::Response::builder()
+                    .status(401)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(r#"{"error":{"message":"bad key"}}"#))
+                    .expect("response");
+            }
+            let chunk = serde_json::json!({
+                "choices": [{"index": 0, "delta": {"content": "hello"}}]
+            });
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(axum::body::Body::from(format!(
+                    "data: {chunk}\n\ndata: [DONE]\n\n"
+                )))
+                .expect("response")
+        }),
+    ))
+    .0
 }
 
 #[test]
@@ -1645,14 +1496,7 @@ fn an_api_key_from_the_keyring_reaches_the_endpoint_and_never_the_workspace() {
     };
 
     // No key stored: the engine is not ready and the error names the account.
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: settings(None),
-            params: worldloom_api::engine::default_params(),
-        },
-    )
-    .expect("saved");
+    let status = set_engine(&studio, settings(None), default_params()).expect("saved");
     assert!(!status.ready);
     let error = status.error.expect("error");
     assert!(error.contains(&format!("account `{base_url}`")), "{error}");
@@ -1688,24 +1532,10 @@ fn an_api_key_from_the_keyring_reaches_the_endpoint_and_never_the_workspace() {
         reply,
         serde_json::json!({"account": "lab endpoint", "stored": true})
     );
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: settings(Some("lab endpoint")),
-            params: worldloom_api::engine::default_params(),
-        },
-    )
-    .expect("set engine");
+    let status =
+        set_engine(&studio, settings(Some("lab endpoint")), default_params()).expect("set engine");
     assert!(status.ready, "{status:?}");
-    let resp = commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    let resp = step(&studio, &id, 2, ContextMode::TeacherForced);
     let (_, fin) = wait_finished(&rx, &resp.job_id);
     assert!(
         matches!(
@@ -1728,15 +1558,7 @@ fn an_api_key_from_the_keyring_reaches_the_endpoint_and_never_the_workspace() {
         },
     )
     .expect("replace key");
-    let resp = commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    let resp = step(&studio, &id, 2, ContextMode::TeacherForced);
     let (_, fin) = wait_finished(&rx, &resp.job_id);
     assert!(
         matches!(
@@ -1794,36 +1616,22 @@ fn saved_engine_settings_without_a_key_source_read_the_environment() {
 /// token limit (`finish_reason: "length"`), streamed.
 fn reasoning_cut_endpoint() -> std::net::SocketAddr {
     use axum::routing::post;
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                post(|| async {
-                    let chunks = [
-                        serde_json::json!({"choices": [{"index": 0,
-                            "delta": {"reasoning_content": "The page reloads. <predicted_observation>draft"}}]}),
-                        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
-                    ];
-                    let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-                    axum::response::Response::builder()
-                        .header("content-type", "text/event-stream")
-                        .body(axum::body::Body::from(format!("{body}data: [DONE]\n\n")))
-                        .expect("response")
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .expect("bind");
-            let _ = tx.send(listener.local_addr().expect("addr"));
-            let _ = axum::serve(listener, app).await;
-        });
-    });
-    rx.recv().expect("address")
+    serve(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let chunks = [
+                serde_json::json!({"choices": [{"index": 0,
+                    "delta": {"reasoning_content": "The page reloads. <predicted_observation>draft"}}]}),
+                serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}),
+            ];
+            let body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+            axum::response::Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(axum::body::Body::from(format!("{body}data: [DONE]\n\n")))
+                .expect("response")
+        }),
+    ))
+    .0
 }
 
 #[test]
@@ -1832,31 +1640,10 @@ fn a_step_cut_by_the_token_limit_inside_reasoning_is_truncated() {
     let (dir, studio) = studio();
     let rx = events(&studio);
     let id = import_paths(&studio, vec![small_web(dir.path())]).remove(0);
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Openai {
-                base_url: format!("http://{addr}/v1"),
-                model: "m".into(),
-                api_key_env: None,
-                step_deadline_s: None,
-                key_source: None,
-                keyring_account: None,
-            },
-            params: worldloom_api::engine::default_params(),
-        },
-    )
-    .expect("set engine");
+    let status =
+        set_engine(&studio, openai(addr, "m", None), default_params()).expect("set engine");
     assert!(status.ready, "{status:?}");
-    let resp = commands::step(
-        &studio,
-        StepRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-            context: ContextMode::TeacherForced,
-        },
-    )
-    .expect("step");
+    let resp = step(&studio, &id, 2, ContextMode::TeacherForced);
     let (deltas, fin) = wait_finished(&rx, &resp.job_id);
     let StudioEvent::StepFinished {
         prediction_id,
@@ -1879,14 +1666,7 @@ fn a_step_cut_by_the_token_limit_inside_reasoning_is_truncated() {
         d,
         StudioEvent::StepDelta { observation, .. } if !observation.is_empty()
     )));
-    let list = commands::list_predictions(
-        &studio,
-        ListPredictionsRequest {
-            trajectory_id: id.clone(),
-            node_id: 2,
-        },
-    )
-    .expect("list");
+    let list = predictions(&studio, &id, 2);
     let stored = list
         .predictions
         .iter()
@@ -1957,45 +1737,12 @@ fn gguf_model_inspects_loads_and_reuses_snapshots() {
     let missing = inspect(&models.path().join("absent.gguf")).expect_err("missing");
     assert!(missing.message.contains("absent.gguf: no such file"));
 
-    let mut params = worldloom_api::engine::default_params();
-    params.max_new_tokens = 4;
-    params.temperature = 0.0;
-    params.enable_thinking = false;
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Local {
-                model_dir: gguf.display().to_string(),
-                device: "cpu".into(),
-                dtype: ModelDtype::F32,
-            },
-            params,
-        },
-    )
-    .expect("set engine");
-    assert!(status.ready, "{status:?}");
+    let status = set_local_engine(&studio, &gguf, greedy_params(4));
     assert_eq!(status.name.as_deref(), Some("local:tiny-q8_0.gguf"));
-    let mut stats = Vec::new();
-    for node in [1, 2] {
-        let resp = commands::step(
-            &studio,
-            StepRequest {
-                trajectory_id: id.clone(),
-                node_id: node,
-                context: ContextMode::TeacherForced,
-            },
-        )
-        .expect("step");
-        let (_, fin) = wait_finished(&rx, &resp.job_id);
-        let StudioEvent::StepFinished {
-            error, stats: s, ..
-        } = fin
-        else {
-            unreachable!()
-        };
-        assert_eq!(error, None);
-        stats.push(s.expect("stats"));
-    }
+    let stats: Vec<StepStats> = step_turns_1_and_2(&studio, &rx, &id)
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
     assert!(
         stats[1].prompt_tokens_reused > 0,
         "turn 2 reuses turn 1's snapshot: {:?}",
@@ -2029,45 +1776,12 @@ fn lone_llama_cpp_gguf_file_loads_and_steps() {
     assert_eq!(info.architecture, "qwen35moe");
     assert!(info.has_tokenizer && info.has_chat_template, "{info:?}");
 
-    let mut params = worldloom_api::engine::default_params();
-    params.max_new_tokens = 4;
-    params.temperature = 0.0;
-    params.enable_thinking = false;
-    let status = commands::set_engine(
-        &studio,
-        SetEngineRequest {
-            settings: EngineSettings::Local {
-                model_dir: gguf.display().to_string(),
-                device: "cpu".into(),
-                dtype: ModelDtype::F32,
-            },
-            params,
-        },
-    )
-    .expect("set engine");
-    assert!(status.ready, "{status:?}");
+    let status = set_local_engine(&studio, &gguf, greedy_params(4));
     assert_eq!(status.name.as_deref(), Some("local:tiny-world-bf16.gguf"));
-    let mut stats = Vec::new();
-    for node in [1, 2] {
-        let resp = commands::step(
-            &studio,
-            StepRequest {
-                trajectory_id: id.clone(),
-                node_id: node,
-                context: ContextMode::TeacherForced,
-            },
-        )
-        .expect("step");
-        let (_, fin) = wait_finished(&rx, &resp.job_id);
-        let StudioEvent::StepFinished {
-            error, stats: s, ..
-        } = fin
-        else {
-            unreachable!()
-        };
-        assert_eq!(error, None);
-        stats.push(s.expect("stats"));
-    }
+    let stats: Vec<StepStats> = step_turns_1_and_2(&studio, &rx, &id)
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
     assert!(
         (1..=4).contains(&stats[0].completion_tokens),
         "{:?}",

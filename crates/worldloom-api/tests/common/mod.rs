@@ -1,9 +1,14 @@
 //! What the API test files share: the repository's samples and a studio on
-//! a fresh workspace in a temporary folder.
+//! a fresh workspace in a temporary folder, and the reads most tests make.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, channel};
 
-use worldloom_api::Studio;
+use worldloom_api::types::{
+    GetTurnRequest, ListPredictionsRequest, ListPredictionsResponse, ListRunRowsRequest, TurnDetail,
+};
+use worldloom_api::{Studio, StudioEvent, commands};
 
 /// The repository root.
 pub fn repo() -> PathBuf {
@@ -25,6 +30,81 @@ pub fn studio() -> (tempfile::TempDir, Studio) {
     let dir = tempfile::tempdir().expect("tempdir");
     let studio = Studio::open(&dir.path().join("ws.worldloom")).expect("open");
     (dir, studio)
+}
+
+/// The predictions of `node` of trajectory `id`.
+pub fn predictions(studio: &Studio, id: &str, node: u32) -> ListPredictionsResponse {
+    commands::list_predictions(
+        studio,
+        ListPredictionsRequest {
+            trajectory_id: id.into(),
+            node_id: node,
+        },
+    )
+    .expect("list")
+}
+
+/// The turn of `node` of trajectory `id` with its chosen prediction.
+pub fn get_turn(studio: &Studio, id: &str, node: u32) -> TurnDetail {
+    commands::get_turn(
+        studio,
+        GetTurnRequest {
+            trajectory_id: id.into(),
+            node_id: node,
+            prediction_id: None,
+        },
+    )
+    .expect("turn")
+}
+
+/// The studio's events, as they are sent.
+pub fn events(studio: &Studio) -> Receiver<StudioEvent> {
+    let (tx, rx) = channel();
+    let tx = Mutex::new(tx);
+    studio.add_event_sink(Box::new(move |e: &StudioEvent| {
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send(e.clone());
+        }
+    }));
+    rx
+}
+
+/// Serves `app` on a free local port on a thread of its own.
+pub fn serve(app: axum::Router) -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let (tx, rx) = channel();
+    let handle = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("bind");
+            let _ = tx.send(listener.local_addr().expect("addr"));
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    (rx.recv().expect("address"), handle)
+}
+
+/// A `list_run_rows` request for every row of run `run_id`, unfiltered, in
+/// the stored order.
+pub fn all_rows(run_id: &str) -> ListRunRowsRequest {
+    ListRunRowsRequest {
+        run_id: run_id.into(),
+        query: None,
+        search_in: None,
+        domain: None,
+        status: None,
+        label: None,
+        min_score: None,
+        max_score: None,
+        sort: None,
+        descending: false,
+        offset: 0,
+        limit: None,
+    }
 }
 
 /// The AgentWorldBench sample file.
