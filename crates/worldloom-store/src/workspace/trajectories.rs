@@ -159,20 +159,21 @@ impl Workspace {
         let path = self.path.clone();
         let fingerprint = trajectory_fingerprint(&trajectory);
         self.with_change("import", None, &summary, move |tx, change| {
-            let err = tx_err(&path, "importing a trajectory");
             let nodes = std::mem::take(&mut trajectory.nodes);
-            let key = insert_trajectory_row(tx, &path, &trajectory, source_sha256, change)?;
-            for node in nodes {
-                insert_node_owned(tx, key, node, change).map_err(&err)?;
-            }
-            for edge in &trajectory.edges {
-                insert_edge(tx, key, edge, change).map_err(&err)?;
-            }
-            tx.execute(
-                "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
-                params![key, fingerprint],
-            )
-            .map_err(&err)?;
+            let key = insert_trajectory_with(
+                tx,
+                change,
+                &path,
+                &trajectory,
+                source_sha256,
+                &fingerprint,
+                |key| {
+                    nodes
+                        .into_iter()
+                        .try_for_each(|node| insert_node_owned(tx, key, node, change))
+                },
+            )?;
+            let err = tx_err(&path, "importing a trajectory");
             tx.execute(
                 "UPDATE changes SET trajectory_id = ?1 WHERE id = ?2",
                 params![key, change.0],
@@ -835,30 +836,35 @@ pub(super) fn insert_trajectory(
     source_sha256: Option<&str>,
     change: ChangeId,
 ) -> Result<i64> {
-    let err = tx_err(path, "importing a trajectory");
-    let key = insert_trajectory_row(tx, path, trajectory, source_sha256, change)?;
-    for node in &trajectory.nodes {
-        insert_node(tx, key, node, change).map_err(&err)?;
-    }
-    for edge in &trajectory.edges {
-        insert_edge(tx, key, edge, change).map_err(&err)?;
-    }
-    tx.execute(
-        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
-        params![key, trajectory_fingerprint(trajectory)],
+    let fingerprint = trajectory_fingerprint(trajectory);
+    insert_trajectory_with(
+        tx,
+        change,
+        path,
+        trajectory,
+        source_sha256,
+        &fingerprint,
+        |key| {
+            trajectory
+                .nodes
+                .iter()
+                .try_for_each(|node| insert_node(tx, key, node, change))
+        },
     )
-    .map_err(&err)?;
-    Ok(key)
 }
 
-/// Inserts the `trajectories` row of `trajectory` (not its nodes, edges or
-/// fingerprint) and returns its key.
-fn insert_trajectory_row(
+/// Inserts the `trajectories` row of `trajectory`, then its nodes through
+/// `insert_nodes` (given the new key: a borrowed or an owned tree writes
+/// them its own way), its edges and its contents `fingerprint`, as part of
+/// `change`; returns the key.
+fn insert_trajectory_with(
     tx: &Transaction<'_>,
+    change: ChangeId,
     path: &std::path::Path,
     trajectory: &Trajectory,
     source_sha256: Option<&str>,
-    change: ChangeId,
+    fingerprint: &str,
+    insert_nodes: impl FnOnce(i64) -> rusqlite::Result<()>,
 ) -> Result<i64> {
     let err = tx_err(path, "importing a trajectory");
     tx.execute(
@@ -877,7 +883,17 @@ fn insert_trajectory_row(
         ],
     )
     .map_err(&err)?;
-    Ok(tx.last_insert_rowid())
+    let key = tx.last_insert_rowid();
+    insert_nodes(key).map_err(&err)?;
+    for edge in &trajectory.edges {
+        insert_edge(tx, key, edge, change).map_err(&err)?;
+    }
+    tx.execute(
+        "INSERT INTO trajectory_fingerprints (trajectory_id, fingerprint) VALUES (?1, ?2)",
+        params![key, fingerprint],
+    )
+    .map_err(&err)?;
+    Ok(key)
 }
 
 /// Inserts `node` of trajectory `key` with its observations, predictions
