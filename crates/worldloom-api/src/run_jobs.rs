@@ -50,8 +50,8 @@ use worldloom_store::{NewRun, RunId, TrajectoryKey};
 use crate::engine::{self, LoadedEngine};
 use crate::error::{ApiError, ErrorCode};
 use crate::ids::parse_trajectory_id;
-use crate::stepping::SETTINGS_FIELD;
 use crate::types::*;
+use crate::views::SETTINGS_FIELD;
 use crate::{Studio, StudioEvent};
 
 /// The meta key prefix of a studio run's plan (`studio.run_plan.<run id>`).

@@ -38,9 +38,7 @@ use crate::scoring::node_score;
 use crate::types::*;
 use crate::{Studio, StudioEvent};
 
-pub use crate::views::{TOKENS_FIELD, stored_observation_tokens};
-/// The `Prediction::extra` field holding the engine settings (no secrets).
-pub const SETTINGS_FIELD: &str = "engine_settings";
+pub use crate::views::{SETTINGS_FIELD, TOKENS_FIELD, stored_observation_tokens};
 /// The `Prediction::extra` field holding the generation statistics.
 pub use worldloom_engine::record::STATS_FIELD;
 /// The `Prediction::extra` field holding the turn's control instruction.

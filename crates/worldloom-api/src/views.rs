@@ -256,6 +256,9 @@ pub(crate) fn prediction_summary(p: &core::Prediction, overall: Option<f64>) -> 
 /// the streamed observation).
 pub const TOKENS_FIELD: &str = "tokens";
 
+/// The `Prediction::extra` field holding the engine settings (no secrets).
+pub const SETTINGS_FIELD: &str = "engine_settings";
+
 /// Stored observation tokens as the studio shows them: tokens stored with
 /// the text around the observation (the whole answer, as before the
 /// observation was split out) are cut to their share of the observation
