@@ -9,7 +9,7 @@ use worldloom_core::{Action, Edge, EdgeId, Node, NodeId, Prediction, PredictionI
 
 use super::history::insert_change;
 use super::predictions::{insert_choice, insert_prediction};
-use super::trajectories::{insert_edge, insert_node};
+use super::trajectory_rows::{insert_edge, insert_node};
 use super::{
     ChangeId, StoredTrajectory, TrajectoryKey, Workspace, check_live_edge, check_live_node,
     no_edge, tx_err,

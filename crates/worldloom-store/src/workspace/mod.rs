@@ -25,6 +25,7 @@ mod runs;
 mod runs_grown;
 mod scores;
 mod trajectories;
+mod trajectory_rows;
 
 use std::path::{Path, PathBuf};
 
@@ -41,7 +42,8 @@ pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
 pub use runs::{DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow};
 pub use scores::MetricResult;
-pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow, trajectory_fingerprint};
+pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow};
+pub use trajectory_rows::trajectory_fingerprint;
 
 /// The first 16 bytes of every SQLite database file (SQLite file format,
 /// section 1.3 "The Database Header").

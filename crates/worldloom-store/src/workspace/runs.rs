@@ -18,7 +18,7 @@ use worldloom_core::formats::run::{JudgeVerdict, RunMetrics, RunRow};
 use worldloom_core::{ContextMode, Domain, NodeId, PredictionId, Trajectory};
 
 use super::predictions::add_next_prediction;
-use super::trajectories::{insert_trajectory, trajectory_fingerprint};
+use super::trajectory_rows::{insert_trajectory, trajectory_fingerprint};
 use super::{TrajectoryKey, Workspace, tx_err};
 use crate::error::{Result, StoreError};
 
