@@ -162,6 +162,7 @@ function Studio({ backend }: AppProps) {
                   onSelect={(i) => dispatch({ type: "go", index: i, count: turns.length })}
                   playing={nav.playing}
                   onPlay={() => dispatch({ type: "play", playing: !nav.playing })}
+                  settled={place.turnsSettled}
                 />
                 <TurnTools
                   key={`${trajectoryId}/${nodeId}`}

@@ -72,6 +72,8 @@ export function useNavigation(backend: Backend, report: (e: unknown) => void, cl
     treeEdges: tree.data?.edges ?? [],
     branchId,
     turns,
+    /** The branch's turns are here and no turn asked for (by the URL or an action) is still pending. */
+    turnsSettled: branchSettled && nav.pendingTurn === null,
     current,
     nodeId,
     detail: turn.data ?? null,

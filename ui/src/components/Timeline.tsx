@@ -27,9 +27,11 @@ export interface TimelineProps {
   onSelect: (index: number) => void;
   playing: boolean;
   onPlay: () => void;
+  /** False while the branch's turns (or the turn asked for in the URL) are still on their way: the label says so instead of a position. */
+  settled: boolean;
 }
 
-export function Timeline({ turns, current, onSelect, playing, onPlay }: TimelineProps) {
+export function Timeline({ turns, current, onSelect, playing, onPlay, settled }: TimelineProps) {
   const strip = useRef<HTMLOListElement>(null);
   useEffect(() => {
     const el = strip.current?.querySelector<HTMLElement>("[aria-current='step']");
@@ -56,7 +58,7 @@ export function Timeline({ turns, current, onSelect, playing, onPlay }: Timeline
           ▶▎
         </button>
         <span className="tl-pos" aria-live="polite" aria-label="Current turn">
-          {current < 0 ? "initial" : `turn ${turns[current]?.turn ?? current + 1}`} / {turns.length}
+          {!settled ? "loading…" : `${current < 0 ? "initial" : `turn ${turns[current]?.turn ?? current + 1}`} / ${turns.length}`}
         </span>
       </div>
       <svg className="sparkline" width={W} height={H} role="img" aria-label="Per-turn fidelity sparkline">
