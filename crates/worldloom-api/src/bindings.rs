@@ -164,8 +164,6 @@ pub fn typescript() -> String {
         CurriculumFormat,
         ExportCurriculumRequest,
         ExportCurriculumResponse,
-        UploadedFile,
-        ImportUploadedRequest,
         StepStatus,
         StudioEvent,
         ErrorCode,

@@ -24,7 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Component, Path};
 
-use base64::Engine as _;
 use worldloom_core as core;
 use worldloom_core::NodeId;
 
@@ -308,8 +307,7 @@ fn safe_relative(path: &str) -> Result<std::path::PathBuf, String> {
 /// and hashed as it is written, then imported from there
 /// ([`UploadFolder::import`]: the importers read each file once, the hash
 /// is not read again) and removed. The HTTP server streams a request body
-/// into one (`POST /api/upload`); the `import_uploaded` command fills one
-/// from base64 contents.
+/// into one (`POST /api/upload`).
 #[derive(Debug)]
 pub struct UploadFolder {
     dir: tempfile::TempDir,
@@ -448,46 +446,4 @@ impl UploadFolder {
         let prefix = format!("{}/", self.dir.path().display());
         import::import_paths_hashed(studio, &paths, Some(&prefix), &self.hashes)
     }
-}
-
-/// `import_uploaded`: writes the browser's files under a private temporary
-/// folder (keeping relative paths, refusing `..` and absolute ones) and
-/// imports each top-level entry (a file, or a folder such as an Android or
-/// OSWorld trajectory). The folder is removed afterwards; source paths in
-/// the workspace are the uploaded relative paths. The HTTP server's
-/// `POST /api/upload` takes the same files as a streamed body instead of
-/// base64 in JSON.
-///
-/// # Errors
-/// [`ErrorCode::BadRequest`] for no files, a refused path or bad base64
-/// (naming the file); [`ErrorCode::ImportFailed`] when the temporary folder
-/// cannot be written.
-pub fn import_uploaded(
-    studio: &Studio,
-    req: ImportUploadedRequest,
-) -> Result<ImportFilesResponse, ApiError> {
-    if req.files.is_empty() {
-        return Err(ApiError::bad_request("files: nothing uploaded"));
-    }
-    let mut folder = UploadFolder::new()?;
-    for (i, f) in req.files.iter().enumerate() {
-        if let Err(m) = safe_relative(&f.relative_path) {
-            return Err(ApiError::bad_request(format!(
-                "files[{i}].relative_path `{}`: {m}",
-                f.relative_path
-            )));
-        }
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(f.content_base64.trim())
-            .map_err(|e| {
-                ApiError::bad_request(format!(
-                    "files[{i}] `{}`: content_base64 is not base64: {e}",
-                    f.relative_path
-                ))
-            })?;
-        let mut file = folder.create(&f.relative_path)?;
-        file.write(&bytes)?;
-        folder.finish(file)?;
-    }
-    folder.import(studio)
 }

@@ -3,7 +3,6 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,9 +29,6 @@ pub(crate) struct ReadPath {
 /// folder together): 4 GiB. A larger one, or one that grows past it while
 /// it is read, is refused with the path and this limit.
 pub const IMPORT_MAX_BYTES: u64 = 4 << 30;
-
-/// Bytes read between two looks at the request's [`Abandoned`] flag.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Folders nested deeper than this under an imported folder are refused
 /// (a link back to a parent would otherwise be walked for ever).
@@ -66,7 +62,7 @@ impl Abandoned {
     }
 
     /// Runs `f` on this thread as the request this flag belongs to: the
-    /// imports `f` makes (`import_files`, `import_uploaded`) check it while
+    /// imports `f` makes (`import_files`, an upload's import) check it while
     /// reading.
     pub fn run<T>(&self, f: impl FnOnce() -> T) -> T {
         struct Restore(Option<Abandoned>);
@@ -87,12 +83,12 @@ fn abandoned() -> bool {
     CURRENT_REQUEST.with(|c| c.borrow().as_ref().is_some_and(Abandoned::is_set))
 }
 
+/// Why an import stopped when its request was abandoned.
+const ABANDONED: &str = "the import was abandoned (the client went away); nothing was read further";
+
 /// The message of an import stopped because its request was abandoned.
 fn abandoned_message(path: &Path) -> String {
-    format!(
-        "{}: the import was abandoned (the client went away); nothing was read further",
-        path.display()
-    )
+    format!("{}: {ABANDONED}", path.display())
 }
 
 /// Checks what an import would read under `path` before anything is read:
@@ -165,95 +161,35 @@ fn kind_of(meta: &std::fs::Metadata) -> &'static str {
     "not a file"
 }
 
-/// Feeds `reader` (the file at `path`) into `h`, 64 KiB at a time, at most
-/// `budget` bytes (a file that grows past the import limit while it is read
-/// is refused), looking at the request's [`Abandoned`] flag between pieces.
-/// Returns the bytes read.
-fn feed_bounded(
-    h: &mut worldloom_store::Sha256Hex,
-    mut reader: impl Read,
-    path: &Path,
-    budget: u64,
-    limit: u64,
-) -> Result<u64, String> {
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
-    let mut read = 0u64;
-    loop {
-        if abandoned() {
-            return Err(abandoned_message(path));
-        }
-        match reader.read(&mut buf) {
-            Ok(0) => return Ok(read),
-            Ok(n) => {
-                read += n as u64;
-                if read > budget {
-                    return Err(format!(
-                        "{}: grew past the import limit of {limit} bytes while it was read",
-                        path.display()
-                    ));
-                }
-                h.update(&buf[..n]);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-}
-
-/// Hashes a file, or every file of a folder in name order (each file's
-/// name, a zero byte, its bytes, a zero byte), reading each file in pieces
-/// rather than whole, at most `limit` bytes in all.
-fn hash_path(path: &Path, limit: u64) -> Result<String, String> {
-    let mut h = worldloom_store::Sha256Hex::default();
-    let mut budget = limit;
-    let mut feed = |h: &mut worldloom_store::Sha256Hex, p: &Path| -> Result<(), String> {
-        let file = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
-        budget -= feed_bounded(h, file, p, budget, limit)?;
-        Ok(())
-    };
-    if path.is_dir() {
-        let mut entries: Vec<_> = std::fs::read_dir(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.is_file())
-            .collect();
-        entries.sort();
-        for p in entries {
-            h.update(
-                p.file_name()
-                    .map(|n| n.as_encoded_bytes())
-                    .unwrap_or_default(),
-            );
-            h.update(&[0]);
-            feed(&mut h, &p)?;
-            h.update(&[0]);
-        }
-    } else {
-        feed(&mut h, path)?;
-    }
-    Ok(h.finish())
-}
-
 /// Reads every trajectory in a file or folder. Errors are messages naming
 /// the file and line or field; a path that is not a regular file or folder
 /// (or holds one), over [`IMPORT_MAX_BYTES`], or whose request was
 /// abandoned is refused before the importers read it.
-/// `sha256`, when given, is the file's hash taken while it was written (an
-/// upload), so the file is read once only, by the importers.
+///
+/// Each file is read once, by the importers, and hashed in that same pass
+/// (`worldloom_core::input`); the pass stops at the next 64 KiB when the
+/// request is abandoned, or when the files grow past the limit while read.
+/// The fingerprint is [`fingerprint`] of what was read; `sha256`, when
+/// given, is the file's hash taken while it was written (an upload) and is
+/// used as it is.
 pub(crate) fn read_path(path: &Path, sha256: Option<&str>) -> Result<ReadPath, String> {
     if !path.exists() {
         return Err(format!("{}: no such file or folder", path.display()));
     }
     check_readable(path, IMPORT_MAX_BYTES)?;
+    let request = CURRENT_REQUEST.with(|c| c.borrow().clone());
+    let limits = core::input::ReadLimits {
+        max_bytes: IMPORT_MAX_BYTES,
+        cancel: request.map(|flag| -> core::input::CancelTest {
+            Arc::new(move || flag.is_set().then(|| ABANDONED.to_owned()))
+        }),
+    };
+    let (read, reads) = core::input::with_reads(limits, || read_trajectories(path));
+    let (trajectories, warnings) = read?;
     let sha256 = match sha256 {
         Some(h) => h.to_owned(),
-        None => hash_path(path, IMPORT_MAX_BYTES)?,
+        None => fingerprint(path, &reads.files),
     };
-    if abandoned() {
-        return Err(abandoned_message(path));
-    }
-    let (trajectories, warnings) = read_trajectories(path)?;
     Ok(ReadPath {
         trajectories,
         warnings,
@@ -270,6 +206,34 @@ fn read_trajectories(path: &Path) -> Result<(Vec<Trajectory>, Vec<String>), Stri
         imported.trajectories,
         imported.warnings.iter().map(ToString::to_string).collect(),
     ))
+}
+
+/// The fingerprint an imported path is known by (a second import of the
+/// same contents is recognised by it): for a file the importers read, the
+/// SHA-256 of its bytes; for a folder, the SHA-256 of every file read under
+/// it, in path order, each as its path relative to the folder, a zero byte,
+/// its SHA-256 in hex and a zero byte.
+pub(crate) fn fingerprint(path: &Path, files: &[core::input::FileRead]) -> String {
+    if let Some(file) = files.iter().find(|f| f.path == path) {
+        return file.sha256.clone();
+    }
+    let mut read: Vec<(String, &str)> = files
+        .iter()
+        .map(|f| {
+            let rel = f.path.strip_prefix(path).unwrap_or(&f.path);
+            (rel.to_string_lossy().into_owned(), f.sha256.as_str())
+        })
+        .collect();
+    read.sort();
+    read.dedup();
+    let mut h = worldloom_store::Sha256Hex::default();
+    for (rel, sha) in read {
+        h.update(rel.as_bytes());
+        h.update(&[0]);
+        h.update(sha.as_bytes());
+        h.update(&[0]);
+    }
+    h.finish()
 }
 
 /// The tree cut down to the path from the root to `leaf`, renumbered.
@@ -563,57 +527,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_endless_reader_stops_at_the_limit_with_the_path_and_the_limit() {
-        let mut h = worldloom_store::Sha256Hex::default();
-        let err = feed_bounded(
-            &mut h,
-            std::io::repeat(0),
-            Path::new("/data/growing.jsonl"),
-            1_000_000,
-            1_000_000,
-        )
-        .expect_err("an endless file is refused");
+    fn an_abandoned_request_stops_the_importers_read_with_its_message() {
+        let dir = tempfile::tempdir().expect("dir");
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, "{}").expect("t");
+        let flag = Abandoned::new();
+        flag.set();
+        let err = flag.run(|| read_path(&p, None)).err().expect("abandoned");
         assert_eq!(
             err,
-            "/data/growing.jsonl: grew past the import limit of 1000000 bytes while it was read"
+            format!(
+                "{}: the import was abandoned (the client went away); nothing was read further",
+                p.display()
+            )
         );
+        // Outside `run` the flag is no longer this thread's request.
+        assert!(!abandoned());
     }
 
     #[test]
-    fn an_abandoned_request_stops_reading_at_the_next_piece() {
-        let flag = Abandoned::new();
-        let mut h = worldloom_store::Sha256Hex::default();
-        // An endless reader that abandons the request after its third piece.
-        struct Reader<'a>(&'a Abandoned, usize);
-        impl Read for Reader<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                self.1 += 1;
-                if self.1 == 3 {
-                    self.0.set();
-                }
-                buf.fill(b'x');
-                Ok(buf.len())
-            }
-        }
-        let mut reader = Reader(&flag, 0);
-        let err = flag
-            .run(|| {
-                feed_bounded(
-                    &mut h,
-                    &mut reader,
-                    Path::new("t.jsonl"),
-                    u64::MAX,
-                    u64::MAX,
-                )
-            })
-            .expect_err("abandoned");
-        assert!(
-            err.starts_with("t.jsonl: the import was abandoned"),
-            "{err}"
+    fn a_file_is_known_by_its_bytes_hash_and_a_folder_by_the_files_read_in_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../samples/web/agentlab_larkmail-reply_6steps.json");
+        let bytes = std::fs::read(&sample).expect("sample");
+        let read = read_path(&sample, None).expect("read");
+        assert_eq!(read.sha256, worldloom_store::sha256_hex(&bytes));
+        let files = [
+            core::input::FileRead {
+                path: dir.path().join("b/step_1.xml"),
+                sha256: "bb".into(),
+                bytes: 2,
+            },
+            core::input::FileRead {
+                path: dir.path().join("a.jsonl"),
+                sha256: "aa".into(),
+                bytes: 1,
+            },
+        ];
+        assert_eq!(
+            fingerprint(dir.path(), &files),
+            worldloom_store::sha256_hex(b"a.jsonl\0aa\0b/step_1.xml\0bb\0")
         );
-        assert_eq!(reader.1, 3);
-        // Outside `run` the flag is no longer this thread's request.
-        assert!(!abandoned());
     }
 
     #[test]

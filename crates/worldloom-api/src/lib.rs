@@ -300,8 +300,6 @@ command_table! {
     compare_branches(CompareBranchesRequest) -> CompareBranchesResponse;
     /// Exports selected or tagged branches as AgentWorldBench or SFT JSONL (deterministic).
     export_curriculum(ExportCurriculumRequest) -> ExportCurriculumResponse;
-    /// Imports files the browser uploaded (contents in base64, folders with relative paths).
-    import_uploaded(ImportUploadedRequest) -> ImportFilesResponse;
     /// Every run (an imported eval output) with its headline numbers.
     list_runs(EmptyRequest) -> ListRunsResponse;
     /// A run's scores per domain and judge dimension, metric distributions and status counts.

@@ -1740,7 +1740,6 @@ fn an_abandoned_import_stops_reading() {
 
 #[test]
 fn an_upload_hashed_while_written_matches_the_same_file_imported_from_its_path() {
-    use base64::Engine as _;
     let (_dir, studio) = studio();
     let bytes = std::fs::read(sample(WEB)).expect("sample");
     let name = std::path::Path::new(WEB)
@@ -1748,16 +1747,11 @@ fn an_upload_hashed_while_written_matches_the_same_file_imported_from_its_path()
         .expect("name")
         .to_string_lossy()
         .into_owned();
-    let uploaded = commands::import_uploaded(
-        &studio,
-        ImportUploadedRequest {
-            files: vec![UploadedFile {
-                relative_path: name.clone(),
-                content_base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
-            }],
-        },
-    )
-    .expect("upload");
+    let mut folder = worldloom_api::UploadFolder::new().expect("folder");
+    let mut file = folder.create(&name).expect("create");
+    file.write(&bytes).expect("write");
+    folder.finish(file).expect("finish");
+    let uploaded = folder.import(&studio).expect("upload");
     assert_eq!(uploaded.failed, vec![]);
     assert!(uploaded.imported.iter().all(|t| t.added && t.path == name));
     // The same bytes from the path: recognised by their hash, not added.

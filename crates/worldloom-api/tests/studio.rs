@@ -12,10 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use common::{OS, WEB, events, get_turn, predictions, repo, sample, serve, studio};
 use worldloom_api::types::*;
-use worldloom_api::{ErrorCode, Studio, StudioEvent, commands};
+use worldloom_api::{ApiError, ErrorCode, Studio, StudioEvent, commands};
 use worldloom_core::action::ActionFormat;
 use worldloom_core::{
     Action, Domain as CoreDomain, NodeId, Observation, Prediction,
@@ -1089,18 +1088,23 @@ fn curriculum_exports_match_the_expected_files_and_round_trip() {
     assert_eq!(err.code, ErrorCode::BadRequest);
 }
 
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
+/// Uploads `files` (relative path, bytes) as `POST /api/upload` does: each
+/// written once into an [`worldloom_api::UploadFolder`], then imported from there.
+fn upload(studio: &Studio, files: &[(String, Vec<u8>)]) -> Result<ImportFilesResponse, ApiError> {
+    let mut folder = worldloom_api::UploadFolder::new()?;
+    for (rel, bytes) in files {
+        let mut file = folder.create(rel)?;
+        file.write(bytes)?;
+        folder.finish(file)?;
+    }
+    folder.import(studio)
 }
 
 #[test]
 fn uploads_import_files_and_folders_and_refuse_escapes() {
     let (_dir, studio) = studio();
     let web = std::fs::read(sample(WEB)).expect("web sample");
-    let mut files = vec![UploadedFile {
-        relative_path: "agentlab_larkmail-reply_6steps.json".into(),
-        content_base64: b64(&web),
-    }];
+    let mut files = vec![("agentlab_larkmail-reply_6steps.json".to_owned(), web)];
     let os_dir = PathBuf::from(sample(OS));
     let mut names: Vec<PathBuf> = std::fs::read_dir(&os_dir)
         .expect("os sample")
@@ -1110,22 +1114,22 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
         .collect();
     names.sort();
     for p in &names {
-        files.push(UploadedFile {
-            relative_path: format!(
+        files.push((
+            format!(
                 "thunar_rename_trajectory/{}",
                 p.file_name().and_then(|n| n.to_str()).expect("name")
             ),
-            content_base64: b64(&std::fs::read(p).expect("read")),
-        });
+            std::fs::read(p).expect("read"),
+        ));
     }
     // The web file's predictions sidecar travels with it.
     let sidecar =
         std::fs::read(sample(WEB).replace(".json", ".predictions.jsonl")).expect("sidecar");
-    files.push(UploadedFile {
-        relative_path: "agentlab_larkmail-reply_6steps.predictions.jsonl".into(),
-        content_base64: b64(&sidecar),
-    });
-    let resp = commands::import_uploaded(&studio, ImportUploadedRequest { files }).expect("upload");
+    files.push((
+        "agentlab_larkmail-reply_6steps.predictions.jsonl".to_owned(),
+        sidecar.clone(),
+    ));
+    let resp = upload(&studio, &files).expect("upload");
     assert!(resp.failed.is_empty(), "{:?}", resp.failed);
     let web_import = resp
         .imported
@@ -1143,14 +1147,9 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
         "the sidecar's predictions are attached"
     );
     // A sidecar alone is refused by name, not read as a trajectory.
-    let lone = commands::import_uploaded(
+    let lone = upload(
         &studio,
-        ImportUploadedRequest {
-            files: vec![UploadedFile {
-                relative_path: "lonely.predictions.jsonl".into(),
-                content_base64: b64(&sidecar),
-            }],
-        },
+        &[("lonely.predictions.jsonl".to_owned(), sidecar.clone())],
     )
     .expect("upload");
     assert!(lone.imported.is_empty());
@@ -1202,14 +1201,9 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
         rows.push_str(&serde_json::to_string(&row).expect("json"));
         rows.push('\n');
     }
-    let official = commands::import_uploaded(
+    let official = upload(
         &studio,
-        ImportUploadedRequest {
-            files: vec![UploadedFile {
-                relative_path: "predictions.jsonl".into(),
-                content_base64: b64(rows.as_bytes()),
-            }],
-        },
+        &[("predictions.jsonl".to_owned(), rows.into_bytes())],
     )
     .expect("upload");
     assert!(official.failed.is_empty(), "{:?}", official.failed);
@@ -1221,30 +1215,10 @@ fn uploads_import_files_and_folders_and_refuse_escapes() {
             .all(|i| i.path == "predictions.jsonl" && i.added)
     );
     for bad in ["../evil.json", "/etc/passwd", "a/../../b.json"] {
-        let err = commands::import_uploaded(
-            &studio,
-            ImportUploadedRequest {
-                files: vec![UploadedFile {
-                    relative_path: bad.into(),
-                    content_base64: b64(b"{}"),
-                }],
-            },
-        )
-        .expect_err("refused");
+        let err = upload(&studio, &[(bad.to_owned(), b"{}".to_vec())]).expect_err("refused");
         assert_eq!(err.code, ErrorCode::BadRequest, "{bad}");
         assert!(err.message.contains(bad), "{}", err.message);
     }
-    let err = commands::import_uploaded(
-        &studio,
-        ImportUploadedRequest {
-            files: vec![UploadedFile {
-                relative_path: "x.json".into(),
-                content_base64: "not base64!".into(),
-            }],
-        },
-    )
-    .expect_err("bad base64");
-    assert!(err.message.contains("x.json"));
 }
 
 #[test]

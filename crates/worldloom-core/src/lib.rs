@@ -12,6 +12,7 @@
 pub mod action;
 pub mod domain;
 pub mod error;
+pub mod input;
 pub mod judge;
 pub mod native;
 pub mod observation;

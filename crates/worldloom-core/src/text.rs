@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::error::{CoreError, ImportWarning, Result};
+use crate::error::{ImportWarning, Result};
 
 /// A file's text after lossy UTF-8 decoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,29 +105,21 @@ pub fn decode_utf8_lossy(path: &Path, bytes: &[u8]) -> DecodedText {
     }
 }
 
-/// Reads `path` as text with [`decode_utf8_lossy`].
+/// Reads `path` as text with [`decode_utf8_lossy`], through the import's
+/// reads ([`crate::input::read_text`]: hashed while read inside
+/// [`crate::input::with_reads`]; a text a format detection kept is taken
+/// instead of reading the file again).
 ///
 /// # Errors
-/// [`CoreError::Io`] when the file cannot be read.
+/// [`crate::CoreError::Io`] when the file cannot be read.
 pub fn read_text(path: &Path) -> Result<DecodedText> {
-    let bytes = std::fs::read(path).map_err(|source| CoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    // Valid UTF-8 keeps the bytes' buffer (no second copy of a large file).
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok(DecodedText {
-            text,
-            warning: None,
-        }),
-        Err(e) => Ok(decode_utf8_lossy(path, e.as_bytes())),
-    }
+    crate::input::read_text(path)
 }
 
 /// Reads `path` as text, pushing the decoding warning (if any) onto `warnings`.
 ///
 /// # Errors
-/// [`CoreError::Io`] when the file cannot be read.
+/// [`crate::CoreError::Io`] when the file cannot be read.
 pub fn read_text_into(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<String> {
     let decoded = read_text(path)?;
     warnings.extend(decoded.warning);

@@ -27,9 +27,9 @@
 //! [`worldloom_api::ErrorCode`] and an HTTP status from [`status_of`].
 //!
 //! Limits (each in [`ServeOptions`]): request bodies of at most
-//! [`DEFAULT_BODY_LIMIT`] bytes, except `import_uploaded` (up to
-//! [`DEFAULT_UPLOAD_LIMIT`]: the raw body is spooled to a temporary file as
-//! it arrives and the JSON parsed from there); a larger body is answered `413` with the JSON error body. At most
+//! [`DEFAULT_BODY_LIMIT`] bytes, except `POST /api/upload` (up to
+//! [`DEFAULT_UPLOAD_LIMIT`]: each file written once, as it arrives); a
+//! larger body is answered `413` with the JSON error body. At most
 //! [`DEFAULT_MAX_EVENT_STREAMS`] open `/api/events` streams (beyond: `503`);
 //! a connection that has not sent a complete request head within
 //! [`DEFAULT_HEADER_READ_TIMEOUT`] is closed.
@@ -49,7 +49,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, broadcast};
 use worldloom_api::{ApiError, ErrorCode, Studio, StudioEvent};
 
@@ -88,7 +87,7 @@ pub struct ServeOptions {
     pub ui_dir: Option<PathBuf>,
     /// The access token; `None` makes a random one (32 bytes, hex).
     pub token: Option<String>,
-    /// The largest `import_uploaded` body in bytes; `None` takes
+    /// The largest `POST /api/upload` body in bytes; `None` takes
     /// [`DEFAULT_UPLOAD_LIMIT`].
     pub upload_limit: Option<u64>,
     /// How many `/api/events` streams may be open at once; `None` takes
@@ -100,11 +99,11 @@ pub struct ServeOptions {
     pub header_read_timeout: Option<Duration>,
 }
 
-/// The largest body of an API command other than `import_uploaded`: 2 MiB.
+/// The largest body of an API command: 2 MiB.
 pub const DEFAULT_BODY_LIMIT: u64 = 2 * 1024 * 1024;
 
-/// The default largest `import_uploaded` body: 1 GiB (base64 contents of
-/// trajectory files, spooled to a temporary file while it arrives).
+/// The default largest `POST /api/upload` body: 1 GiB (trajectory files,
+/// each written to a temporary folder as it arrives).
 pub const DEFAULT_UPLOAD_LIMIT: u64 = 1024 * 1024 * 1024;
 
 /// The default number of `/api/events` streams open at once: 32.
@@ -116,9 +115,9 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The limits the router enforces ([`router_with_limits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// The largest body of a command other than `import_uploaded`, in bytes.
+    /// The largest body of a command, in bytes.
     pub body: u64,
-    /// The largest `import_uploaded` body, in bytes.
+    /// The largest `POST /api/upload` body, in bytes.
     pub upload: u64,
     /// How many `/api/events` streams may be open at once.
     pub event_streams: usize,
@@ -536,31 +535,6 @@ async fn read_small(body: Body, limit: u64) -> Result<Vec<u8>, BodyError> {
     Ok(data)
 }
 
-/// Writes `body` to an anonymous temporary file as it arrives, at most
-/// `limit` bytes, and returns the file rewound to its start.
-async fn spool(body: Body, limit: u64) -> Result<std::fs::File, BodyError> {
-    let io = |e: std::io::Error| BodyError::Io(e.to_string());
-    let file = tokio::task::spawn_blocking(tempfile::tempfile)
-        .await
-        .map_err(|e| BodyError::Io(e.to_string()))?
-        .map_err(io)?;
-    let mut file = tokio::fs::File::from_std(file);
-    let mut written = 0u64;
-    let mut chunks = body.into_data_stream();
-    while let Some(chunk) = chunks.next().await {
-        let chunk: Bytes = chunk.map_err(|e| BodyError::Io(e.to_string()))?;
-        written += chunk.len() as u64;
-        if written > limit {
-            return Err(BodyError::TooLarge);
-        }
-        file.write_all(&chunk).await.map_err(io)?;
-    }
-    file.flush().await.map_err(io)?;
-    let mut file = file.into_std().await;
-    std::io::Seek::rewind(&mut file).map_err(io)?;
-    Ok(file)
-}
-
 /// Parses a command body: empty (whitespace only) is `null`.
 fn parse_body(command: &str, body: &[u8]) -> Result<serde_json::Value, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
@@ -576,44 +550,16 @@ async fn api_handler(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let upload = command == "import_uploaded";
-    let limit = if upload {
-        state.limits.upload
-    } else {
-        state.limits.body
-    };
+    let limit = state.limits.body;
     if content_length(&headers).is_some_and(|n| n > limit) {
         return too_large(&command, limit);
     }
-    let parsed = if upload {
-        match spool(body, limit).await {
-            Ok(file) => {
-                let name = command.clone();
-                tokio::task::spawn_blocking(move || {
-                    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                    if len == 0 {
-                        return Ok(serde_json::Value::Null);
-                    }
-                    serde_json::from_reader(std::io::BufReader::new(file)).map_err(|e| {
-                        ApiError::bad_request(format!("{name}: body is not JSON: {e}"))
-                    })
-                })
-                .await
-                .unwrap_or_else(|e| Err(ApiError::internal(format!("reading the body: {e}"))))
-            }
-            Err(BodyError::TooLarge) => return too_large(&command, limit),
-            Err(BodyError::Io(e)) => Err(ApiError::bad_request(format!(
-                "{command}: reading the body: {e}"
-            ))),
-        }
-    } else {
-        match read_small(body, limit).await {
-            Ok(bytes) => parse_body(&command, &bytes),
-            Err(BodyError::TooLarge) => return too_large(&command, limit),
-            Err(BodyError::Io(e)) => Err(ApiError::bad_request(format!(
-                "{command}: reading the body: {e}"
-            ))),
-        }
+    let parsed = match read_small(body, limit).await {
+        Ok(bytes) => parse_body(&command, &bytes),
+        Err(BodyError::TooLarge) => return too_large(&command, limit),
+        Err(BodyError::Io(e)) => Err(ApiError::bad_request(format!(
+            "{command}: reading the body: {e}"
+        ))),
     };
     let request = match parsed {
         Ok(v) => v,
@@ -776,7 +722,8 @@ async fn receive_upload(
 /// [`receive_upload`] for its layout), each written once under a private
 /// temporary folder as it arrives and then imported from there
 /// ([`worldloom_api::UploadFolder`]); the reply is `import_files`'. The
-/// token and the upload limit apply as to `import_uploaded`.
+/// token applies as to every command; the body may be up to
+/// [`Limits::upload`] bytes.
 async fn upload_handler(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let limit = state.limits.upload;
     if content_length(&headers).is_some_and(|n| n > limit) {

@@ -597,15 +597,22 @@ fn refused_early(addr: SocketAddr, token: &str, command: &str, length: usize) ->
     read_reply(stream)
 }
 
-/// A POST of `length` spaces in 64 KiB chunks (no declared length).
-fn chunked_post(addr: SocketAddr, token: &str, command: &str, length: usize) -> Reply {
+/// A POST of `head` then spaces up to `length` bytes in 64 KiB chunks (no
+/// declared length).
+fn chunked_post(addr: SocketAddr, token: &str, command: &str, head: &[u8], length: usize) -> Reply {
     let mut stream = connect(addr, 20);
     let mut req = format!(
         "POST /api/{command} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
          Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
     .into_bytes();
-    let mut left = length;
+    // A chunk of size 0 ends the body: an empty head sends none.
+    if !head.is_empty() {
+        req.extend_from_slice(format!("{:x}\r\n", head.len()).as_bytes());
+        req.extend_from_slice(head);
+        req.extend_from_slice(b"\r\n");
+    }
+    let mut left = length - head.len();
     while left > 0 {
         let n = left.min(64 * 1024);
         req.extend_from_slice(format!("{n:x}\r\n").as_bytes());
@@ -618,13 +625,10 @@ fn chunked_post(addr: SocketAddr, token: &str, command: &str, length: usize) -> 
     read_reply(stream)
 }
 
-fn upload_body(name: &str, content: &[u8]) -> String {
-    use base64::Engine as _;
-    serde_json::json!({"files": [{
-        "relative_path": name,
-        "content_base64": base64::engine::general_purpose::STANDARD.encode(content),
-    }]})
-    .to_string()
+/// The head of one file in a `POST /api/upload` body: its relative path,
+/// a newline, its length in decimal, a newline (its bytes follow).
+fn upload_head(name: &str, len: usize) -> String {
+    format!("{name}\n{len}\n")
 }
 
 #[test]
@@ -643,11 +647,11 @@ fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
         .len();
     assert!(per_copy > 0);
 
-    // A 5 MiB upload (over the 2 MiB of other commands) imports.
+    // A 4 MB upload (over the 2 MiB of other commands) imports.
     let (file, copies) = big_agentworldbench(4_000_000);
-    let body = upload_body("big.jsonl", file.as_bytes());
-    assert!(body.len() > 5 * 1024 * 1024, "{}", body.len());
-    let r = api(addr, &token, "import_uploaded", &body);
+    let body = format!("{}{file}", upload_head("big.jsonl", file.len()));
+    assert!(body.len() > 2 * 1024 * 1024, "{}", body.len());
+    let r = api(addr, &token, "upload", &body);
     assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(2000)]);
     let reply = r.json();
     assert_eq!(reply["failed"], serde_json::json!([]));
@@ -667,7 +671,7 @@ fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
 
     // Over the upload limit: the JSON 413 as soon as the declared length is
     // read (the client waits for `100 Continue` and sends nothing more).
-    let r = refused_early(addr, &token, "import_uploaded", 8 * 1024 * 1024 + 1);
+    let r = refused_early(addr, &token, "upload", 8 * 1024 * 1024 + 1);
     r.assert_error(413, "larger than 8388608 bytes");
     assert_eq!(r.json()["error"]["code"], "bad_request");
     assert_eq!(r.header("content-type"), Some("application/json"));
@@ -677,13 +681,14 @@ fn large_uploads_import_and_bodies_over_the_limit_get_a_json_413() {
     let r = refused_early(addr, &token, "workspace_info", 2 * 1024 * 1024 + 1);
     r.assert_error(413, "larger than 2097152 bytes");
     assert_eq!(r.json()["error"]["code"], "bad_request");
-    for command in ["workspace_info", "import_uploaded"] {
-        let limit = if command == "import_uploaded" {
-            8 * 1024 * 1024
+    for command in ["workspace_info", "upload"] {
+        let (limit, head) = if command == "upload" {
+            let limit = 8 * 1024 * 1024;
+            (limit, upload_head("big.jsonl", limit))
         } else {
-            2 * 1024 * 1024
+            (2 * 1024 * 1024, String::new())
         };
-        let r = chunked_post(addr, &token, command, limit + 1);
+        let r = chunked_post(addr, &token, command, head.as_bytes(), limit + 1);
         assert_eq!(r.status, 413, "{command}: {}", r.body);
         assert_eq!(r.json()["error"]["code"], "bad_request", "{command}");
         assert_eq!(r.header("content-type"), Some("application/json"));

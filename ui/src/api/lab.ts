@@ -20,7 +20,6 @@ export type {
   ChatMessage,
   StepStats,
   TokenView,
-  UploadedFile,
   ValidationProblem,
   ValidationReport,
 } from "./types";

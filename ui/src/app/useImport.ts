@@ -1,13 +1,14 @@
 /**
  * Importing trajectories: native paths in the desktop app (its dialog and
- * drag-and-drop give real paths, for `import_files`), uploaded contents in a
- * browser (`import_uploaded`, from the Import dialog or files dropped on the
- * window). `onImported` opens the first trajectory imported.
+ * drag-and-drop give real paths, for `import_files`), uploaded files in a
+ * browser (`Backend.upload`, a streamed `POST /api/upload`, from the Import
+ * dialog or files dropped on the window). `onImported` opens the first
+ * trajectory imported.
  */
 import { useCallback, useEffect, useState } from "react";
 import type { ImportFilesResponse } from "../api/types";
 import type { Backend } from "../backend/backend";
-import { cleanRelativePath, filesFromDrop, readUploads, type PickedFile } from "../model/upload";
+import { filesFromDrop, uploadable, type PickedFile } from "../model/upload";
 
 /** The import handlers, the last result and whether files are dragged over the window. */
 export function useImport(backend: Backend, report: (e: unknown) => void, onImported: (r: ImportFilesResponse) => void) {
@@ -34,18 +35,10 @@ export function useImport(backend: Backend, report: (e: unknown) => void, onImpo
   );
   const upload = useCallback(
     async (files: PickedFile[]) => {
-      if (backend.upload) {
-        const picked = files.flatMap((f) => {
-          const rel = cleanRelativePath(f.relative_path || f.file.name);
-          return rel ? [{ relative_path: rel, file: f.file }] : [];
-        });
-        if (picked.length === 0) throw new Error("no file to import (paths with .. are refused)");
-        afterImport(await backend.upload(picked));
-        return;
-      }
-      const body = await readUploads(files);
-      if (body.length === 0) throw new Error("no file to import (paths with .. are refused)");
-      afterImport(await backend.call("import_uploaded", { files: body }));
+      if (!backend.upload) throw new Error("this window imports by path: use Choose files… or drop files on it");
+      const picked = uploadable(files);
+      if (picked.length === 0) throw new Error("no file to import (paths with .. are refused)");
+      afterImport(await backend.upload(picked));
     },
     [backend, afterImport],
   );

@@ -41,8 +41,8 @@ export interface Backend {
   onFileDrop?(cb: (paths: string[]) => void): () => void;
   /**
    * Uploads picked files for import as a streamed body and resolves with what
-   * `import_files` answers. Only the HTTP transport has it; without it the
-   * files go to `import_uploaded` as base64.
+   * `import_files` answers. Only the HTTP transport has it (the desktop app
+   * imports by path: `chooseImportPaths`, `onFileDrop`).
    */
   upload?(files: ReadonlyArray<{ relative_path: string; file: Blob }>): Promise<ImportFilesResponse>;
 }

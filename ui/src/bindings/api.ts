@@ -2250,22 +2250,6 @@ content: string | null,
  */
 file_name: string, };
 
-export type UploadedFile = { 
-/**
- * Its path relative to the dropped folder (or its name), `/`-separated.
- */
-relative_path: string, 
-/**
- * Its bytes, base64 (RFC 4648, standard alphabet).
- */
-content_base64: string, };
-
-export type ImportUploadedRequest = { 
-/**
- * The files.
- */
-files: Array<UploadedFile>, };
-
 export type StepStatus = "ok" | "truncated" | "no_observation" | "empty" | "cancelled" | "error";
 
 export type StudioEvent = { "type": "workspace_changed", 
@@ -3241,8 +3225,6 @@ export interface Commands {
   compare_branches: [CompareBranchesRequest, CompareBranchesResponse];
   /** Exports selected or tagged branches as AgentWorldBench or SFT JSONL (deterministic). */
   export_curriculum: [ExportCurriculumRequest, ExportCurriculumResponse];
-  /** Imports files the browser uploaded (contents in base64, folders with relative paths). */
-  import_uploaded: [ImportUploadedRequest, ImportFilesResponse];
   /** Every run (an imported eval output) with its headline numbers. */
   list_runs: [EmptyRequest, ListRunsResponse];
   /** A run's scores per domain and judge dimension, metric distributions and status counts. */

@@ -1,6 +1,6 @@
 /**
  * "Import…": in a browser, pick files or a whole folder (relative paths kept)
- * and send their contents with `import_uploaded`; in the desktop app, the
+ * and upload them (`POST /api/upload`); in the desktop app, the
  * native dialog gives paths for `import_files` (`onChooseNative`).
  */
 import type { ImportFilesResponse } from "../api/types";

@@ -104,7 +104,6 @@ describe("import", () => {
     expect(within(dialog).queryByLabelText("Choose files")).toBeNull();
     fireEvent.click(within(dialog).getByRole("button", { name: "Choose folders…" }));
     await waitFor(() => expect(calls.find((c) => c.command === "import_files")?.request).toEqual({ paths: ["/data/run-7/thunar_rename"] }));
-    expect(calls.some((c) => c.command === "import_uploaded")).toBe(false);
     await waitFor(() => expect(within(dialog).getByLabelText("Import result").textContent).toContain("/data/run-7/thunar_rename: "));
   });
 });

@@ -1,17 +1,9 @@
 /**
  * Browser import: files picked with `<input type=file>` (folders through
- * `webkitdirectory`) or dropped on the window, read and sent to
- * `import_uploaded` with their relative paths.
+ * `webkitdirectory`) or dropped on the window, sent to `POST /api/upload`
+ * with their relative paths (`Backend.upload`: the files themselves as a
+ * streamed body).
  */
-import type { UploadedFile } from "../api/lab";
-
-/** Base64 of bytes (chunked, so large files do not overflow the argument list). */
-export function bytesToBase64(bytes: Uint8Array): string {
-  let bin = "";
-  const CHUNK = 0x8000;
-  for (let i = 0; i < bytes.length; i += CHUNK) bin += String.fromCharCode(...bytes.subarray(i, i + CHUNK));
-  return btoa(bin);
-}
 
 /**
  * A safe relative path: forward slashes, no empty, `.` or `..` segments, not
@@ -33,16 +25,12 @@ export interface PickedFile {
   relative_path: string;
 }
 
-/** Reads picked files into the `import_uploaded` request body. */
-export async function readUploads(files: ReadonlyArray<PickedFile>): Promise<UploadedFile[]> {
-  const out: UploadedFile[] = [];
-  for (const f of files) {
+/** The picked files an upload sends, each under its safe relative path; files whose path cannot be made safe are left out. */
+export function uploadable(files: ReadonlyArray<PickedFile>): Array<{ relative_path: string; file: Blob }> {
+  return files.flatMap((f) => {
     const rel = cleanRelativePath(f.relative_path || f.file.name);
-    if (!rel) continue;
-    const bytes = new Uint8Array(await f.file.arrayBuffer());
-    out.push({ relative_path: rel, content_base64: bytesToBase64(bytes) });
-  }
-  return out;
+    return rel ? [{ relative_path: rel, file: f.file }] : [];
+  });
 }
 
 /** Files of an `<input type=file>` (with `webkitRelativePath` for folders). */

@@ -12,7 +12,7 @@ mod trajectories;
 mod turns;
 mod workspace;
 
-pub use crate::curriculum::{export_curriculum, import_uploaded};
+pub use crate::curriculum::export_curriculum;
 pub use crate::editing::{
     action_space, append_turn, author_observation, compare_branches, edit_action, format_action,
     parse_action, set_perturbation, validate_observation,

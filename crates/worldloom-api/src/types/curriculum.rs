@@ -71,19 +71,3 @@ pub struct ExportCurriculumResponse {
     /// A file name to save it under.
     pub file_name: String,
 }
-
-/// One file sent by the browser.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct UploadedFile {
-    /// Its path relative to the dropped folder (or its name), `/`-separated.
-    pub relative_path: String,
-    /// Its bytes, base64 (RFC 4648, standard alphabet).
-    pub content_base64: String,
-}
-
-/// `import_uploaded` request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
-pub struct ImportUploadedRequest {
-    /// The files.
-    pub files: Vec<UploadedFile>,
-}

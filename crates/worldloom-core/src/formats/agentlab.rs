@@ -312,10 +312,7 @@ pub fn is_result_folder(dir: &Path) -> bool {
 
 fn read_pickle(path: &Path) -> Result<crate::formats::pickle::Pickle> {
     use crate::formats::pickle;
-    let file = std::fs::File::open(path).map_err(|source| CoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let file = crate::input::open(path)?;
     pickle::load_reader(file, &pickle::Limits::default()).map_err(|e| CoreError::Format {
         path: path.to_path_buf(),
         message: format!("not a readable pickle: {e}"),

@@ -432,94 +432,44 @@ pub fn prompt_sections(prompt: &str) -> PromptSections {
     }
 }
 
-/// Where a non-blank line's JSON value must end: one past its last
-/// non-whitespace byte, in file offsets; and its 1-based line number.
-struct LineEnd {
-    line: usize,
-    value_end: u64,
-}
-
-/// The non-blank lines of a file, when it is valid UTF-8 (else `None`).
-/// Reads one line at a time.
-fn scan_lines(path: &Path) -> Result<Option<Vec<LineEnd>>> {
-    use std::io::BufRead;
-    let io_err = |source| CoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = std::fs::File::open(path).map_err(io_err)?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    let mut offset = 0u64;
-    let mut line = 0usize;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(io_err)?;
-        if n == 0 {
-            break;
-        }
-        line += 1;
-        let Ok(text) = std::str::from_utf8(&buf) else {
-            return Ok(None);
-        };
-        if !text.trim().is_empty() {
-            let kept = text
-                .trim_end_matches(|c: char| c.is_ascii_whitespace())
-                .len();
-            out.push(LineEnd {
-                line,
-                value_end: offset + kept as u64,
-            });
-        }
-        offset += n as u64;
-    }
-    Ok(Some(out))
-}
-
 /// Reads the rows straight from the file, one JSON value at a time, without
 /// holding the file's text, and moves each row's strings into the tree
-/// (`docs/benchmarks.md`, "Huge observations"). `None` when the file is not
-/// the simple case (valid UTF-8, one JSON value per non-blank line, every
-/// value parsing): the line-by-line reader over the whole text then reads
-/// it, with its exact errors and skipping rules.
+/// (`docs/benchmarks.md`, "Huge observations"). The file is read once: the
+/// same pass checks that each value sits on its own line
+/// ([`super::lines`]) and, inside an import's reads, hashes it
+/// ([`crate::input`]). `None` when the file is not the simple case (valid
+/// UTF-8, one JSON value per non-blank line, every value parsing): the
+/// line-by-line reader over the whole text then reads it, with its exact
+/// errors and skipping rules.
 fn import_streaming(
     path: &Path,
     skip_bad_rows: bool,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<Option<Vec<Trajectory>>> {
-    let Some(lines) = scan_lines(path)? else {
-        return Ok(None);
-    };
-    let file = std::fs::File::open(path).map_err(|source| CoreError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let file = crate::input::open(path)?;
+    let (tracked, layout) = super::lines::LineReader::new(file);
+    let reader = std::io::BufReader::with_capacity(1 << 20, tracked);
     let mut stream = serde_json::Deserializer::from_reader(reader).into_iter::<Value>();
     let mut simple = true;
-    let mut k = 0usize;
+    let mut ends: Vec<u64> = Vec::new();
     let rows = std::iter::from_fn(|| {
         if !simple {
             return None;
         }
         match stream.next() {
             None => {
-                simple = k == lines.len();
+                simple = layout.borrow().one_value_per_line(&ends);
                 None
             }
             Some(Ok(value)) => {
-                let at = lines
-                    .get(k)
-                    .filter(|l| l.value_end == stream.byte_offset() as u64);
-                k += 1;
-                match at {
-                    Some(l) => Some((l.line, Ok(value))),
-                    None => {
-                        simple = false;
-                        None
-                    }
+                let end = stream.byte_offset() as u64;
+                let (line, fits) = layout.borrow().place(ends.len(), end);
+                ends.push(end);
+                if fits == Some(false) {
+                    simple = false;
+                    return None;
                 }
+                Some((line, Ok(value)))
             }
             Some(Err(_)) => {
                 simple = false;

@@ -65,8 +65,8 @@ pub fn detect(dir: &Path) -> Option<crate::formats::InputFormat> {
     let xml = step_files(dir, &[".xml"]).ok()?;
     let tsv = step_files(dir, &[".tsv"]).ok()?;
     if let Some(first) = xml.values().next() {
-        let bytes = std::fs::read(first).ok()?;
-        let head = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+        let bytes = crate::input::read_prefix(first, 4096).ok()?;
+        let head = String::from_utf8_lossy(&bytes).into_owned();
         if head.contains("<hierarchy") {
             return Some(InputFormat::AndroidDumps);
         }
@@ -74,8 +74,9 @@ pub fn detect(dir: &Path) -> Option<crate::formats::InputFormat> {
             return Some(InputFormat::Osworld);
         }
         // Fall back on the actions: objects are Android, strings are pyautogui.
-        if let Ok(text) = std::fs::read_to_string(dir.join("actions.jsonl")) {
-            for line in text.lines() {
+        // Kept for the importer, which reads the same file next.
+        if let Ok(text) = crate::input::read_kept(&dir.join("actions.jsonl")) {
+            for line in text.text.lines() {
                 if let Ok(v) = serde_json::from_str::<Value>(line) {
                     match v.get("action") {
                         Some(Value::Object(_)) => return Some(InputFormat::AndroidDumps),

@@ -16,6 +16,7 @@ pub mod agentlab;
 pub mod awb;
 mod export;
 pub mod folder;
+mod lines;
 pub mod pickle;
 pub mod run;
 pub mod sft;
@@ -139,7 +140,8 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
     if ext == "jsonl" {
         return Ok(InputFormat::Agentworldbench);
     }
-    let decoded = crate::text::read_text(path)?;
+    // Kept for the importer, which takes it instead of reading the file again.
+    let decoded = crate::input::read_kept(path)?;
     let head = decoded.text.trim_start();
     if head.starts_with('{')
         && head
@@ -198,6 +200,8 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
 /// rows, such as the official `eval.py`'s `predictions.jsonl`, is imported
 /// as those rows.
 pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
+    // A text read to detect the format and not taken by its importer is dropped with the import.
+    let _forget = crate::input::ForgetKept;
     if path.is_file()
         && let Some(owner) = sidecar::refused_alone(path)
     {
