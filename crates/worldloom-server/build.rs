@@ -4,9 +4,13 @@
 //! `(path relative to ui/dist, bytes)` pairs, each `include_bytes!`'d (so a
 //! change to an embedded file rebuilds the crate).
 //!
-//! A missing `ui/dist/index.html` (a fresh clone), or the placeholder page the
-//! desktop app's build script writes there, embeds nothing: the server then
-//! answers with a page that says how to build the front end. The script
+//! A missing `ui/dist/index.html` (a fresh clone, `cargo install --path
+//! crates/worldloom-cli`), or the placeholder page the desktop app's build
+//! script writes there, is built first when `npm` is on the `PATH`
+//! (`npm ci` when `ui/node_modules` is missing, then `npm run build`, as the
+//! README's manual steps do; `WORLDLOOM_SKIP_UI_BUILD=1` turns this off).
+//! Without `npm`, or when that build fails, nothing is embedded: the server
+//! then answers with a page that says how to build the front end. The script
 //! runs again when `ui/dist/index.html` changes; the front-end build rewrites
 //! it on every build (it names the hashed asset files), so a rebuilt UI is
 //! picked up.
@@ -25,8 +29,13 @@ fn main() {
     println!("cargo:rerun-if-changed={}", index.display());
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     let mut files = Vec::new();
-    let built = std::fs::read_to_string(&index).is_ok_and(|html| !html.contains(PLACEHOLDER_TITLE));
-    if built {
+    println!("cargo:rerun-if-env-changed=WORLDLOOM_SKIP_UI_BUILD");
+    let is_built =
+        || std::fs::read_to_string(&index).is_ok_and(|html| !html.contains(PLACEHOLDER_TITLE));
+    if !is_built() && std::env::var_os("WORLDLOOM_SKIP_UI_BUILD").is_none_or(|v| v != "1") {
+        build_ui(&manifest.join("../../ui"));
+    }
+    if is_built() {
         collect(&dist, &dist, &mut files);
         files.sort();
     } else {
@@ -45,6 +54,45 @@ fn main() {
     if let Err(e) = std::fs::write(out.join("embedded_ui.rs"), code) {
         println!("cargo:warning=cannot write embedded_ui.rs: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Builds the front end in `ui` with npm (installing its packages first when
+/// they are missing). Failures are warnings: the crate still builds, without
+/// the studio's pages.
+fn build_ui(ui: &Path) {
+    if !ui.join("package.json").is_file() {
+        return;
+    }
+    let npm = if cfg!(windows) { "npm.cmd" } else { "npm" };
+    let run = |args: &[&str]| -> Result<(), String> {
+        let status = std::process::Command::new(npm)
+            .args(args)
+            .arg("--prefix")
+            .arg(ui)
+            // Its output would interleave with cargo's; the status says enough.
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| {
+                format!("`{npm}` cannot run ({e}); install Node.js 20+ to build the front end")
+            })?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`{npm} {}` failed ({status})", args.join(" ")))
+        }
+    };
+    println!(
+        "cargo:warning=ui/dist is missing: building the front end with npm (set WORLDLOOM_SKIP_UI_BUILD=1 to skip)"
+    );
+    let result = if ui.join("node_modules").is_dir() {
+        Ok(())
+    } else {
+        run(&["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+    }
+    .and_then(|()| run(&["run", "build"]));
+    if let Err(e) = result {
+        println!("cargo:warning={e}");
     }
 }
 

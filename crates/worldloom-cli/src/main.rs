@@ -21,7 +21,11 @@ mod step;
 
 /// Worldloom: a studio for language world models.
 #[derive(Parser)]
-#[command(name = "worldloom", version, about)]
+#[command(
+    name = "worldloom",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("WORLDLOOM_COMMIT"), ")"),
+    about
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

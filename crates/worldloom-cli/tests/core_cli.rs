@@ -246,3 +246,27 @@ fn parse_output_json_contract() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn version_names_the_version_and_the_commit() {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .arg("--version")
+        .output()
+        .expect("run worldloom --version");
+    assert!(out.status.success());
+    let line = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let head = Command::new("git")
+        .arg("-C")
+        .arg(manifest)
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let commit = head.as_deref().unwrap_or("unknown");
+    assert_eq!(
+        line,
+        format!("worldloom {} (commit {commit})", env!("CARGO_PKG_VERSION"))
+    );
+}
