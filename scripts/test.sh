@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Worldloom test: sample checks, formatting, lints, Rust tests
 # (unit, integration, CLI, HTTP), front-end type check, lint, format check, unit tests and build,
-# the end-to-end browser test against `worldloom serve`, and the desktop app
-# (`worldloom-studio`) under Xvfb driven by tauri-driver + WebKitWebDriver.
+# the end-to-end browser test against `worldloom serve`, the desktop app
+# (`worldloom-studio`) under Xvfb driven by tauri-driver + WebKitWebDriver, and the same
+# desktop checks on the app installed from its .deb package (scripts/test-deb.sh).
 # Usage: scripts/test.sh    (runs scripts/setup.sh first unless WORLDLOOM_SKIP_SETUP=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,11 +60,20 @@ WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:runs
 step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
 WORLDLOOM_STUDIO_BIN="${CARGO_TARGET_DIR}/debug/worldloom-studio" node ui/e2e/desktop.mjs 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-e2e-output.txt"
 
+# The desktop package: the .deb of that build installed with apt-get, and the same checks run
+# against the installed /usr/bin/worldloom-studio (needs root or password-less sudo).
+step "desktop package: install the .deb and run the desktop checks on the installed app"
+if [ "$(id -u)" -eq 0 ] || sudo -n true 2>/dev/null; then
+  scripts/test-deb.sh 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-deb-output.txt"
+else
+  echo "skipped: installing a package needs root or password-less sudo" | tee "${CARGO_TARGET_DIR}/desktop-deb-output.txt"
+fi
+
 # One closing line for the whole run: Rust tests summed over every test binary, plus vitest and the desktop checks.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1); if ($i ~ /^ignored;?$/) s += $(i-1) } }
      END { printf "%d %d %d\n", p, f, s }' "$log" > "${CARGO_TARGET_DIR}/rust-counts.txt"
 read -r rp rf rs < "${CARGO_TARGET_DIR}/rust-counts.txt"
 vp=$(sed 's/\x1b\[[0-9;]*m//g' "${CARGO_TARGET_DIR}/vitest-output.txt" | awk '/Tests +[0-9]+ passed/ { for (i = 1; i <= NF; i++) if ($i == "passed") print $(i-1) }' | tail -n 1)
-dp=$(grep -c '^ok  ' "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" || true)
-df=$(grep -c '^FAIL' "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" || true)
+dp=$(cat "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" "${CARGO_TARGET_DIR}/desktop-deb-output.txt" | grep -c '^ok  ' || true)
+df=$(cat "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" "${CARGO_TARGET_DIR}/desktop-deb-output.txt" | grep -c '^FAIL' || true)
 printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} + ${dp:-0} ))" "$(( rf + ${df:-0} ))" "$rs"

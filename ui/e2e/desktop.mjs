@@ -23,7 +23,9 @@
 // protocol and the IPC; a run (the official script's predictions.jsonl)
 // opens through the Import dialog (the native file chooser, driven with
 // xdotool) and the Runs view shows its dashboard. Screenshots:
-// e2e/screenshots/desktop-*.png. Exit status: the number of failed checks.
+// e2e/screenshots/desktop-*.png (desktop-$WL_DESKTOP_LABEL-*.png when that is set:
+// scripts/test-deb.sh runs the installed app as "installed"). Exit status: the
+// number of failed checks.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -153,7 +155,8 @@ const find = async (css, from) => {
 const textOf = (el) => wd("GET", s(`/element/${el}/text`));
 async function screenshot(name) {
   const png = Buffer.from(await wd("GET", s("/screenshot")), "base64");
-  const path = join(shots, `desktop-${name}.png`);
+  const label = process.env.WL_DESKTOP_LABEL ? `${process.env.WL_DESKTOP_LABEL}-` : "";
+  const path = join(shots, `desktop-${label}${name}.png`);
   writeFileSync(path, png);
   console.log(`     screenshot: ${path} (${png.length} bytes)`);
   return png;
