@@ -13,7 +13,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Build tools; Chromium and fonts for the end-to-end tests and screenshots.
-APT_PACKAGES=(build-essential pkg-config python3 python3-pip ca-certificates curl git
+APT_PACKAGES=(build-essential pkg-config python3 python3-pip python3-venv ca-certificates curl git
   nodejs npm chromium fonts-dejavu-core)
 # The desktop app (Tauri 2 on WebKitGTK): headers and libraries to build it.
 APT_PACKAGES+=(libwebkit2gtk-4.1-dev libgtk-3-dev libsoup-3.0-dev librsvg2-dev

@@ -60,6 +60,10 @@ WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:runs
 step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
 WORLDLOOM_STUDIO_BIN="${CARGO_TARGET_DIR}/debug/worldloom-studio" node ui/e2e/desktop.mjs 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-e2e-output.txt"
 
+# The Python package: the wheel around the binary just built, installed into a fresh venv.
+step "python package: the wheel installed into a venv (Recorder, open, load)"
+scripts/test-python.sh 2>&1 | tee "${CARGO_TARGET_DIR}/python-output.txt"
+
 # The desktop package: the .deb of that build installed with apt-get, and the same checks run
 # against the installed /usr/bin/worldloom-studio (needs root or password-less sudo).
 step "desktop package: install the .deb and run the desktop checks on the installed app"
@@ -76,4 +80,5 @@ read -r rp rf rs < "${CARGO_TARGET_DIR}/rust-counts.txt"
 vp=$(sed 's/\x1b\[[0-9;]*m//g' "${CARGO_TARGET_DIR}/vitest-output.txt" | awk '/Tests +[0-9]+ passed/ { for (i = 1; i <= NF; i++) if ($i == "passed") print $(i-1) }' | tail -n 1)
 dp=$(cat "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" "${CARGO_TARGET_DIR}/desktop-deb-output.txt" | grep -c '^ok  ' || true)
 df=$(cat "${CARGO_TARGET_DIR}/desktop-e2e-output.txt" "${CARGO_TARGET_DIR}/desktop-deb-output.txt" | grep -c '^FAIL' || true)
-printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} + ${dp:-0} ))" "$(( rf + ${df:-0} ))" "$rs"
+pp=$(awk '/^Ran [0-9]+ tests? in/ { print $2 }' "${CARGO_TARGET_DIR}/python-output.txt" | tail -n 1)
+printf '\n%d passed, %d failed, %d skipped\n' "$(( rp + ${vp:-0} + ${dp:-0} + ${pp:-0} ))" "$(( rf + ${df:-0} ))" "$rs"

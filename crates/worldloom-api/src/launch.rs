@@ -81,7 +81,7 @@ pub fn plan_paths(
         if !p.exists() {
             return Err(LaunchError::Missing(p.clone()));
         }
-        if p.is_file() && worldloom_store::is_workspace_file(p) {
+        if is_workspace_file(p) {
             workspaces.push(p.clone());
         } else {
             imports.push(p.clone());
@@ -167,6 +167,12 @@ pub fn import_paths(studio: &Studio, paths: &[PathBuf]) -> Result<ImportSummary,
         warnings: resp.warnings,
         failures: resp.failed.into_iter().map(|f| f.message).collect(),
     })
+}
+
+/// Whether `path` is a Worldloom workspace (an SQLite file with the
+/// Worldloom application id), not a trajectory file to import.
+pub fn is_workspace_file(path: &Path) -> bool {
+    path.is_file() && worldloom_store::is_workspace_file(path)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ mod ids;
 mod import;
 pub mod keys;
 pub mod launch;
+pub mod recording;
 mod run_job_types;
 pub mod run_jobs;
 mod scoring;
@@ -284,6 +285,10 @@ command_table! {
     edit_action(EditActionRequest) -> BranchCreated;
     /// Adds an action from a state: continues a branch past its leaf, or branches from an inner state (undoable).
     append_turn(AppendTurnRequest) -> BranchCreated;
+    /// Starts a trajectory an agent loop records into as it runs (undoable).
+    record_trajectory(RecordTrajectoryRequest) -> RecordedTurn;
+    /// Adds one observed step of a recording: the action, its real observation and a world model's prediction, scored (undoable).
+    record_turn(RecordTurnRequest) -> RecordedTurn;
     /// Parses an action in its domain's action language, for the edit form.
     parse_action(ParseActionRequest) -> ParseActionResponse;
     /// The domain's action catalogue for the edit form: each action's name, description and typed parameters.

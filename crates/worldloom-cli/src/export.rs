@@ -1,6 +1,7 @@
-//! `worldloom export`: write a native file as AgentWorldBench JSONL, SFT chat
-//! JSONL or native JSON (`worldloom-core`'s [`ExportFormat`], the formats the
-//! studio exports too).
+//! `worldloom export`: write a native file (or every trajectory of a
+//! workspace) as AgentWorldBench JSONL, SFT chat JSONL or native JSON
+//! (`worldloom-core`'s [`ExportFormat`], the formats the studio exports
+//! too). `-o -` writes to standard output.
 
 use std::path::PathBuf;
 
@@ -12,25 +13,42 @@ use worldloom_core::{ImportOptions, import_path};
 /// Arguments of `worldloom export`.
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// The input: a native file (or anything `worldloom import` reads).
+    /// The input: a native file (or anything `worldloom import` reads), or a
+    /// workspace file (every trajectory in it, each as its live tree).
     pub input: PathBuf,
     /// The output format: `agentworldbench` (one row per turn, readable by
     /// the official evaluation script), `sft` (chat JSONL for fine-tuning)
     /// or `native`.
     #[arg(long)]
     pub format: ExportFormat,
-    /// The file to write.
+    /// The file to write (`-` for standard output).
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
 }
 
 /// Runs `worldloom export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    let imported = import_path(&args.input, &ImportOptions::default())?;
-    for warning in &imported.warnings {
-        eprintln!("warning: {warning}");
+    let trajectories = if worldloom_api::launch::is_workspace_file(&args.input) {
+        let studio = worldloom_api::Studio::open(&args.input)
+            .with_context(|| format!("opening the workspace {}", args.input.display()))?;
+        worldloom_api::commands::workspace_trajectories(&studio)
+            .map_err(|e| anyhow::anyhow!("{}: {}", args.input.display(), e.message))?
+    } else {
+        let imported = import_path(&args.input, &ImportOptions::default())?;
+        for warning in &imported.warnings {
+            eprintln!("warning: {warning}");
+        }
+        imported.trajectories
+    };
+    let exported = args.format.export(&trajectories)?;
+    if args.output.as_os_str() == "-" {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        out.write_all(exported.text.as_bytes())
+            .and_then(|()| out.flush())
+            .context("writing standard output")?;
+        return Ok(());
     }
-    let exported = args.format.export(&imported.trajectories)?;
     std::fs::write(&args.output, &exported.text)
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!(

@@ -12,6 +12,7 @@ mod judge;
 mod model;
 mod parse;
 mod parse_output;
+mod record;
 mod rollout;
 mod score;
 mod serve;
@@ -64,6 +65,8 @@ enum Command {
     Step(step::StepArgs),
     /// Continue a trajectory free-running with a local model; writes the predictions into the file.
     Rollout(rollout::RolloutArgs),
+    /// Record an agent loop's steps into a workspace as they happen (JSON lines on standard input).
+    Record(record::RecordArgs),
 }
 
 /// Rust ignores SIGPIPE, so printing into a closed pipe (`worldloom inspect
@@ -105,6 +108,7 @@ fn main() -> std::process::ExitCode {
         Command::Score(args) => score::run(&args),
         Command::Step(args) => step::run(&args),
         Command::Rollout(args) => rollout::run(&args),
+        Command::Record(args) => record::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

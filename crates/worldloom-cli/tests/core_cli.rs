@@ -270,3 +270,67 @@ fn version_names_the_version_and_the_commit() {
         format!("worldloom {} (commit {commit})", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn record_takes_steps_as_json_lines_and_answers_each() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("dir");
+    let workspace = dir.path().join("loop.worldloom");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["record", "--workspace"])
+        .arg(&workspace)
+        .args([
+            "--domain",
+            "terminal",
+            "--representation",
+            "text",
+            "--goal",
+            "list",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn worldloom record");
+    let lines = [
+        r#"{"observation": "$ "}"#,
+        r#"{"action": "ls", "observation": "a b", "predicted": "a"}"#,
+        r#"{"action": "ls", "oops": 1}"#,
+        "",
+        r#"{"observation": "late"}"#,
+        r#"{"action": "pwd", "observation": "/"}"#,
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(lines.join("\n").as_bytes())
+        .expect("write steps");
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    assert!(out.status.success());
+    let replies: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON reply"))
+        .collect();
+    assert_eq!(replies.len(), 5, "{replies:?}");
+    assert_eq!(
+        replies[0],
+        serde_json::json!({"trajectory_id": "1", "node_id": 0, "edge_id": null})
+    );
+    assert_eq!(
+        replies[1],
+        serde_json::json!({"trajectory_id": "1", "node_id": 1, "edge_id": 0})
+    );
+    let bad = replies[2]["error"].as_str().expect("an error line");
+    assert!(
+        bad.starts_with("line 3: not a step object: unknown field `oops`"),
+        "{bad}"
+    );
+    assert_eq!(
+        replies[3]["error"],
+        "line 5: an observation with no action comes first or not at all"
+    );
+    // The step after the refused lines is taken from the last state recorded.
+    assert_eq!(
+        replies[4],
+        serde_json::json!({"trajectory_id": "1", "node_id": 2, "edge_id": 1})
+    );
+}

@@ -146,6 +146,8 @@ impl Recorder {
             key,
             from,
             action,
+            // The new state of an episode is predicted, never observed.
+            real: None,
             perturbation: perturbation.map(str::to_owned),
             prediction: prediction.cloned(),
         };

@@ -313,6 +313,7 @@ fn append_turns_writes_without_reading_back() {
         key,
         from: NodeId(from),
         action: Action::new(raw, ActionFormat::Browsergym),
+        real: None,
         perturbation: Some("  the cart is empty ".into()),
         prediction: prediction.cloned(),
     };

@@ -2250,6 +2250,69 @@ content: string | null,
  */
 file_name: string, };
 
+export type RecordTrajectoryRequest = { 
+/**
+ * The environment's domain.
+ */
+domain: Domain, 
+/**
+ * How its observations are written (`html`, `axtree`, `os-xml`, `os-table`, `android-xml`, `json`, `text`).
+ */
+representation: Representation, 
+/**
+ * The agent's task, shown with the trajectory.
+ */
+goal: string | null, 
+/**
+ * The trajectory's name (`recorded-<time>` when absent).
+ */
+name: string | null, 
+/**
+ * The first observation (the state before the first action), when the loop has one.
+ */
+observation: string | null, };
+
+export type RecordTurnRequest = { 
+/**
+ * Workspace id of the recorded trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The state the action is taken from (the previous reply's `node_id`).
+ */
+from_node: number, 
+/**
+ * The action's exact text, in the domain's action language.
+ */
+action: string, 
+/**
+ * How the observations are written (as in `record_trajectory`).
+ */
+representation: Representation, 
+/**
+ * The observation the action led to.
+ */
+observation: string | null, 
+/**
+ * A world model's prediction of that observation (raw output or the
+ * observation itself), stored as the state's chosen prediction and scored.
+ */
+predicted: string | null, };
+
+export type RecordedTurn = { 
+/**
+ * Workspace id of the trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The new state (the root for `record_trajectory`).
+ */
+node_id: number, 
+/**
+ * The new turn's edge (`null` for `record_trajectory`).
+ */
+edge_id: number | null, };
+
 export type StepStatus = "ok" | "truncated" | "no_observation" | "empty" | "cancelled" | "error";
 
 export type StudioEvent = { "type": "workspace_changed", 
@@ -3209,6 +3272,10 @@ export interface Commands {
   edit_action: [EditActionRequest, BranchCreated];
   /** Adds an action from a state: continues a branch past its leaf, or branches from an inner state (undoable). */
   append_turn: [AppendTurnRequest, BranchCreated];
+  /** Starts a trajectory an agent loop records into as it runs (undoable). */
+  record_trajectory: [RecordTrajectoryRequest, RecordedTurn];
+  /** Adds one observed step of a recording: the action, its real observation and a world model's prediction, scored (undoable). */
+  record_turn: [RecordTurnRequest, RecordedTurn];
   /** Parses an action in its domain's action language, for the edit form. */
   parse_action: [ParseActionRequest, ParseActionResponse];
   /** The domain's action catalogue for the edit form: each action's name, description and typed parameters. */

@@ -73,3 +73,19 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
         record_count,
     })
 }
+
+/// Every trajectory of the workspace as its live tree (what `export` writes
+/// for each in the native format), in the order `list_trajectories` gives:
+/// `worldloom export` of a workspace file, the Python package's `load`.
+///
+/// # Errors
+/// [`crate::ErrorCode::Storage`] when the workspace cannot be read.
+pub fn workspace_trajectories(
+    studio: &Studio,
+) -> Result<Vec<worldloom_core::Trajectory>, ApiError> {
+    let ws = studio.lock()?;
+    ws.list_trajectories()?
+        .into_iter()
+        .map(|row| Ok(live_tree(&ws.load_trajectory(row.key)?)))
+        .collect()
+}

@@ -19,6 +19,7 @@ pub use crate::editing::{
 };
 pub use crate::engine::{endpoint_key_status, set_endpoint_key};
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
+pub use crate::recording::{record_trajectory, record_turn};
 pub use crate::run_jobs::{cancel_run_job, list_run_jobs, resume_run, start_judge, start_run};
 pub use crate::scoring::METRICS_PRODUCER;
 pub use crate::stepping::{cancel_step, preview_prompt, rollout, step};
@@ -27,7 +28,7 @@ pub use crate::tree_rows::{
     WHOLE_TREE_MAX_NODES,
 };
 pub use history::{history, redo, undo};
-pub use import_export::{export, import_files};
+pub use import_export::{export, import_files, workspace_trajectories};
 pub use notes_tags::{add_note, list_notes, set_tag};
 pub use predictions::{choose_prediction, list_predictions};
 pub use runs::{

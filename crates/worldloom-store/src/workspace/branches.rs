@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use rusqlite::params;
 use serde_json::Map;
-use worldloom_core::{Action, Edge, EdgeId, Node, NodeId, Prediction, PredictionId};
+use worldloom_core::{Action, Edge, EdgeId, Node, NodeId, Observation, Prediction, PredictionId};
 
 use super::history::insert_change;
 use super::predictions::{insert_choice, insert_prediction};
@@ -27,6 +27,10 @@ pub struct AppendTurn {
     pub from: NodeId,
     /// The action.
     pub action: Action,
+    /// The observation the action really led to, when the turn was
+    /// observed (an agent loop recording its steps); `None` for a turn whose
+    /// new state is only predicted.
+    pub real: Option<Observation>,
     /// The turn's control instruction (perturbation), if any.
     pub perturbation: Option<String>,
     /// The prediction of the new state, stored as its chosen prediction
@@ -128,7 +132,7 @@ impl Workspace {
                 let node = Node {
                     id: node_id,
                     parent_edge: Some(edge_id),
-                    real: None,
+                    real: turn.real.clone(),
                     predictions: Vec::new(),
                     authored: Vec::new(),
                     chosen_prediction: None,
