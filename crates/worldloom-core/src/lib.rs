@@ -17,6 +17,7 @@ pub mod native;
 pub mod observation;
 pub mod output;
 pub mod prompt;
+pub mod screenshot;
 pub mod text;
 pub mod trajectory;
 
@@ -34,6 +35,7 @@ pub use output::{
     parse_model_output, parse_openai_message,
 };
 pub use prompt::{PromptOptions, PromptTemplates, build_messages, default_system_prompt};
+pub use screenshot::{ImageType, MAX_SCREENSHOT_BYTES, Screenshot};
 pub use trajectory::{
     AuthoredObservation, AwbRowInfo, ContextMode, Edge, EdgeId, Node, NodeId, Prediction,
     PredictionId, Source, Trajectory, TreePath,
