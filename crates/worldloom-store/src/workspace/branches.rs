@@ -132,6 +132,7 @@ impl Workspace {
                     predictions: Vec::new(),
                     authored: Vec::new(),
                     chosen_prediction: None,
+                    screenshot: None,
                     extra: Map::new(),
                 };
                 let edge = Edge {
