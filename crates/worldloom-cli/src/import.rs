@@ -82,7 +82,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         .map(|t| t.main_path().edges.len())
         .sum();
     let count = imported.trajectories.len();
-    TrajectoryFile::new(imported.trajectories)
+    let mut trajectories = imported.trajectories;
+    // Screenshots go into the sidecar folder beside the native file.
+    worldloom_core::screenshot::write_sidecar(
+        output,
+        &mut trajectories,
+        worldloom_core::screenshot::read_file_bytes,
+    )?;
+    TrajectoryFile::new(trajectories)
         .write(output)
         .with_context(|| format!("writing {}", output.display()))?;
     println!(

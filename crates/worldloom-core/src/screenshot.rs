@@ -76,6 +76,7 @@ impl ImageType {
 
 /// A state's screenshot: a reference to an image's bytes, never the pixels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Screenshot {
     /// The image format, as a media type.
     #[serde(default)]
@@ -88,6 +89,7 @@ pub struct Screenshot {
     pub height_px: u32,
     /// The file's length in bytes.
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub byte_length: u64,
     /// The SHA-256 of the bytes, lowercase hex: the key a workspace stores
     /// them under.
@@ -97,6 +99,7 @@ pub struct Screenshot {
     /// workspace: a path (relative to a native file's folder in a native
     /// file). `None` once the bytes are in a workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub file: Option<String>,
 }
 

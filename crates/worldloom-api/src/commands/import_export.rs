@@ -22,7 +22,9 @@ pub fn import_files(
 }
 
 /// `export`: a trajectory, or one branch of it, as a native file,
-/// AgentWorldBench JSONL or SFT JSONL.
+/// AgentWorldBench JSONL or SFT JSONL. A native file written to `path`
+/// gets its states' screenshots in the sidecar folder beside it
+/// (`worldloom_core::screenshot::write_sidecar`).
 ///
 /// # Errors
 /// [`crate::ErrorCode::NotFound`], [`crate::ErrorCode::BadRequest`],
@@ -44,6 +46,22 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
             )));
         }
         tree = import::only_path(&tree, leaf).map_err(|e| ApiError::internal(e.to_string()))?;
+    }
+    // A native file written to a path carries its screenshots in a sidecar
+    // folder beside it; one sent back as content only names them.
+    if let (ExportFormat::Native, Some(p)) = (req.format, &req.path) {
+        let ws = studio.lock()?;
+        worldloom_core::screenshot::write_sidecar(
+            std::path::Path::new(p),
+            std::slice::from_mut(&mut tree),
+            |shot| {
+                ws.screenshot_bytes(&shot.sha256)
+                    .ok()
+                    .flatten()
+                    .map(|b| b.bytes)
+            },
+        )
+        .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
     }
     let (content, record_count, ext) = import::export(&tree, req.format)?;
     let stem: String = tree

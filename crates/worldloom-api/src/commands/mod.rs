@@ -8,6 +8,7 @@ mod import_export;
 mod notes_tags;
 mod predictions;
 mod runs;
+mod screenshots;
 mod trajectories;
 mod turns;
 mod workspace;
@@ -34,6 +35,7 @@ pub use runs::{
     compare_runs, export_run_rows, get_run_dashboard, label_set, list_run_rows, list_runs,
     run_drift, search_runs, set_label_set, set_row_label, set_row_note,
 };
+pub use screenshots::{get_screenshot, screenshot_bytes, set_screenshot};
 pub use trajectories::{get_branch, get_trajectory, list_trajectories};
 pub use turns::{get_tree_rows, get_turn, search_tree};
 pub use workspace::workspace_info;
