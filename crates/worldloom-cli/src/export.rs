@@ -1,6 +1,7 @@
 //! `worldloom export`: write a native file as AgentWorldBench JSONL, SFT chat
 //! JSONL or native JSON (`worldloom-core`'s [`ExportFormat`], the formats the
-//! studio exports too).
+//! studio exports too). A native file gets its states' screenshots in the
+//! sidecar folder beside it (`docs/formats.md`, "Screenshots").
 
 use std::path::PathBuf;
 
@@ -30,7 +31,16 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     for warning in &imported.warnings {
         eprintln!("warning: {warning}");
     }
-    let exported = args.format.export(&imported.trajectories)?;
+    let mut trajectories = imported.trajectories;
+    if args.format == ExportFormat::Native {
+        // Screenshots go into the sidecar folder beside the native file.
+        worldloom_core::native::write_screenshots(
+            &args.output,
+            &mut trajectories,
+            worldloom_core::screenshot::read_file_bytes,
+        )?;
+    }
+    let exported = args.format.export(&trajectories)?;
     std::fs::write(&args.output, &exported.text)
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!(

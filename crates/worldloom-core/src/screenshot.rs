@@ -7,24 +7,23 @@
 //! header is read, the rest of the file is only hashed.
 //!
 //! [`attach`] is the one place a screenshot enters the model: every importer
-//! that sees a screenshot file calls it with the state and the path, and a
+//! that sees a screenshot file calls it with the state's slot and the path, and a
 //! file that is missing, not a PNG or JPEG, or over [`MAX_SCREENSHOT_BYTES`]
 //! gives an [`ImportWarning`] naming it, never an error: the state is
 //! imported without a screenshot.
 //!
 //! In native files the bytes live beside the JSON, in a sidecar folder of
-//! files named by their hash ([`sidecar_dir`], [`write_sidecar`]); a
+//! files named by their hash ([`sidecar_dir`], [`crate::native::write_screenshots`]); a
 //! screenshot's `file` is then relative to the native file's folder
 //! (`docs/formats.md`, "Screenshots").
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::error::{CoreError, ImportWarning, Result};
-use crate::trajectory::{Node, Trajectory};
+use crate::error::ImportWarning;
 
 /// The largest screenshot kept, in bytes: 16 MiB. A larger file is refused
 /// with a warning and its state is kept without a screenshot.
@@ -267,15 +266,19 @@ fn hex(digest: &[u8]) -> String {
     })
 }
 
-/// Gives `node` the screenshot in the file at `path`: the one call an
-/// importer makes for a screenshot it sees. A file that cannot be used
-/// (missing, not a PNG or JPEG, over [`MAX_SCREENSHOT_BYTES`]) leaves the
-/// node as it was and adds a warning naming the file; returns whether the
-/// screenshot was attached.
-pub fn attach(node: &mut Node, path: &Path, warnings: &mut Vec<ImportWarning>) -> bool {
+/// Gives a state the screenshot in the file at `path`: the one call an
+/// importer makes for a screenshot it sees, with the state's slot
+/// (`&mut node.screenshot`). A file that cannot be used (missing, not a PNG
+/// or JPEG, over [`MAX_SCREENSHOT_BYTES`]) leaves the slot as it was and adds
+/// a warning naming the file; returns whether the screenshot was attached.
+pub fn attach(
+    slot: &mut Option<Screenshot>,
+    path: &Path,
+    warnings: &mut Vec<ImportWarning>,
+) -> bool {
     match probe(path) {
         Ok(shot) => {
-            node.screenshot = Some(shot);
+            *slot = Some(shot);
             true
         }
         Err(message) => {
@@ -301,93 +304,6 @@ pub fn sidecar_dir(native_file: &Path) -> PathBuf {
     native_file.with_file_name(format!("{stem}.screenshots"))
 }
 
-/// Checks the screenshots named by a native file read from `native_file`:
-/// each `file` must be a relative path inside the file's folder (no `..`,
-/// not absolute), and is read again with [`probe`] (the header and hash in
-/// the JSON are not trusted). A screenshot without a `file` is kept as a
-/// reference (a workspace that holds its bytes restores it). One that does
-/// not check is dropped with a warning naming the file.
-pub fn resolve_native(
-    native_file: &Path,
-    trajectories: &mut [Trajectory],
-    warnings: &mut Vec<ImportWarning>,
-) {
-    let base = native_file.parent().unwrap_or(Path::new(""));
-    for t in trajectories {
-        for node in &mut t.nodes {
-            let Some(file) = node.screenshot.as_ref().and_then(|s| s.file.clone()) else {
-                continue;
-            };
-            let rel = Path::new(&file);
-            let inside = rel
-                .components()
-                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-            if !inside {
-                node.screenshot = None;
-                warnings.push(ImportWarning {
-                    path: native_file.display().to_string(),
-                    line: None,
-                    byte_offset: None,
-                    message: format!(
-                        "trajectory `{}` state {}: screenshot not kept: `{file}` is not a path inside the file's folder",
-                        t.id, node.id
-                    ),
-                });
-                continue;
-            }
-            node.screenshot = None;
-            attach(node, &base.join(rel), warnings);
-        }
-    }
-}
-
-/// Writes the screenshots of `trajectories` into the sidecar folder of the
-/// native file `native_file` ([`sidecar_dir`]), one file per distinct hash
-/// (`<sha256>.png` / `.jpg`), and points each screenshot's `file` at it,
-/// relative to the native file's folder. `bytes` gives a screenshot's bytes
-/// (from its current `file`, or from a workspace); a screenshot it has no
-/// bytes for is kept as a reference without `file`. The folder is made only
-/// when there is a screenshot.
-///
-/// # Errors
-/// [`CoreError::Io`] naming the folder or file that could not be written.
-pub fn write_sidecar(
-    native_file: &Path,
-    trajectories: &mut [Trajectory],
-    mut bytes: impl FnMut(&Screenshot) -> Option<Vec<u8>>,
-) -> Result<()> {
-    let dir = sidecar_dir(native_file);
-    let dir_name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for t in trajectories {
-        for node in &mut t.nodes {
-            let Some(shot) = node.screenshot.as_mut() else {
-                continue;
-            };
-            let name = format!("{}{}", shot.sha256, shot.media_type.extension());
-            let dest = dir.join(&name);
-            if !dest.exists() {
-                let Some(data) = bytes(shot) else {
-                    shot.file = None;
-                    continue;
-                };
-                std::fs::create_dir_all(&dir).map_err(|source| CoreError::Io {
-                    path: dir.clone(),
-                    source,
-                })?;
-                std::fs::write(&dest, data).map_err(|source| CoreError::Io {
-                    path: dest.clone(),
-                    source,
-                })?;
-            }
-            shot.file = Some(format!("{dir_name}/{name}"));
-        }
-    }
-    Ok(())
-}
-
 /// Reads a screenshot's bytes from its `file`, if it has one that holds
 /// exactly the bytes it names (length and hash), within
 /// [`MAX_SCREENSHOT_BYTES`].
@@ -402,23 +318,49 @@ pub fn read_file_bytes(shot: &Screenshot) -> Option<Vec<u8>> {
     (data.len() as u64 == shot.byte_length && sha256_hex(&data) == shot.sha256).then_some(data)
 }
 
+/// A PNG of `width` × `height` pixels all of colour `rgb` (8-bit RGB, no
+/// interlace), encoded here: for fixtures and tests, which must not copy
+/// image files from elsewhere. Its size in memory is about `width × height
+/// × 3` bytes before compression.
+pub fn solid_png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
+    use std::io::Write;
+    fn chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        out.extend((data.len() as u32).to_be_bytes());
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        out.extend(kind);
+        out.extend(data);
+        out.extend(crc.sum().to_be_bytes());
+    }
+    let mut row = vec![0u8];
+    for _ in 0..width {
+        row.extend(rgb);
+    }
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    for _ in 0..height {
+        // Writing into a Vec cannot fail.
+        let _ = z.write_all(&row);
+    }
+    let idat = z.finish().unwrap_or_default();
+    let mut ihdr = Vec::with_capacity(13);
+    ihdr.extend(width.to_be_bytes());
+    ihdr.extend(height.to_be_bytes());
+    ihdr.extend([8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut out, b"IHDR", &ihdr);
+    chunk(&mut out, b"IDAT", &idat);
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A PNG signature and IHDR of the given size (no pixel data: the
-    /// header is all that is read).
-    fn png_head(w: u32, h: u32) -> Vec<u8> {
-        let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-        b.extend(w.to_be_bytes());
-        b.extend(h.to_be_bytes());
-        b.extend([8, 2, 0, 0, 0]);
-        b
-    }
-
     #[test]
     fn png_size_comes_from_ihdr() {
-        let h = read_header(&png_head(1080, 2400)[..]).unwrap();
+        let h = read_header(&solid_png(1080, 2400, [0, 0, 0])[..]).expect("header");
         assert_eq!(
             h,
             ImageHeader {
@@ -427,6 +369,22 @@ mod tests {
                 height_px: 2400
             }
         );
+    }
+
+    #[test]
+    fn solid_png_is_a_whole_png_of_its_colour() {
+        use std::io::Read;
+        let png = solid_png(3, 2, [10, 20, 30]);
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // IEND with its well-known CRC closes the file.
+        assert_eq!(&png[png.len() - 12..], b"\0\0\0\0IEND\xae\x42\x60\x82");
+        let idat_len = u32::from_be_bytes([png[33], png[34], png[35], png[36]]) as usize;
+        assert_eq!(&png[37..41], b"IDAT");
+        let mut raw = Vec::new();
+        flate2::read::ZlibDecoder::new(&png[41..41 + idat_len])
+            .read_to_end(&mut raw)
+            .expect("zlib");
+        assert_eq!(raw, [0, 10, 20, 30, 10, 20, 30, 10, 20, 30].repeat(2));
     }
 
     #[test]
@@ -450,11 +408,11 @@ mod tests {
             "not a PNG or JPEG image"
         );
         assert_eq!(
-            read_header(&png_head(10, 10)[..20]).unwrap_err(),
+            read_header(&solid_png(10, 10, [0, 0, 0])[..20]).unwrap_err(),
             "a PNG cut short before its IHDR header"
         );
         assert_eq!(
-            read_header(&png_head(0, 10)[..]).unwrap_err(),
+            read_header(&solid_png(0, 10, [0, 0, 0])[..]).unwrap_err(),
             "image width 0 px is not between 1 and 65536"
         );
         assert_eq!(

@@ -11,15 +11,9 @@ use worldloom_core::{
     ImageType, ImportOptions, InputFormat, NodeId, TrajectoryFile, detect_format, import_path,
 };
 
-/// The bytes of a PNG's signature and IHDR for a `w`×`h` image, then an
-/// empty IEND: all a header reader looks at.
+/// A PNG of `w`×`h` pixels of one colour (the core's fixture encoder).
 fn png(w: u32, h: u32) -> Vec<u8> {
-    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    b.extend(w.to_be_bytes());
-    b.extend(h.to_be_bytes());
-    b.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
-    b.extend(b"\0\0\0\0IEND\xae\x42\x60\x82");
-    b
+    worldloom_core::screenshot::solid_png(w, h, [200, 200, 200])
 }
 
 /// A JPEG's start, one APP0 segment and a SOF0 frame header for `w`×`h`.
@@ -161,7 +155,7 @@ fn native_files_carry_screenshots_in_a_sidecar_folder_and_read_them_back() {
         .trajectories;
     let out = tmp.path().join("out").join("run.worldloom.json");
     std::fs::create_dir_all(out.parent().expect("parent")).expect("out dir");
-    screenshot::write_sidecar(&out, &mut trajectories, screenshot::read_file_bytes)
+    worldloom_core::native::write_screenshots(&out, &mut trajectories, screenshot::read_file_bytes)
         .expect("sidecar");
     TrajectoryFile::new(trajectories.clone())
         .write(&out)

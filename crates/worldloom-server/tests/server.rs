@@ -851,15 +851,9 @@ fn uploads_stream_as_a_raw_body_and_import() {
     rt.block_on(server.stop()).expect("stop");
 }
 
-/// A PNG's signature and IHDR for a `w`×`h` image, then an empty IEND (the
-/// server never decodes it).
+/// A PNG of `w`×`h` pixels of one colour (the core's fixture encoder).
 fn png(w: u32, h: u32) -> Vec<u8> {
-    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    b.extend(w.to_be_bytes());
-    b.extend(h.to_be_bytes());
-    b.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
-    b.extend(b"\0\0\0\0IEND\xae\x42\x60\x82");
-    b
+    worldloom_core::screenshot::solid_png(w, h, [200, 200, 200])
 }
 
 #[test]

@@ -9,14 +9,9 @@ use worldloom_core::screenshot::{self, Screenshot};
 use worldloom_core::{Action, Domain, ImageType, NodeId, Observation, Representation, Trajectory};
 use worldloom_store::{ScreenshotBytes, Workspace};
 
-/// A PNG's signature and IHDR for a `w`×`h` image, then an empty IEND.
+/// A PNG of `w`×`h` pixels of one colour (the core's fixture encoder).
 fn png(w: u32, h: u32) -> Vec<u8> {
-    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
-    b.extend(w.to_be_bytes());
-    b.extend(h.to_be_bytes());
-    b.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
-    b.extend(b"\0\0\0\0IEND\xae\x42\x60\x82");
-    b
+    worldloom_core::screenshot::solid_png(w, h, [200, 200, 200])
 }
 
 fn shot(dir: &Path, name: &str, bytes: &[u8]) -> Screenshot {

@@ -24,7 +24,7 @@ pub fn import_files(
 /// `export`: a trajectory, or one branch of it, as a native file,
 /// AgentWorldBench JSONL or SFT JSONL. A native file written to `path`
 /// gets its states' screenshots in the sidecar folder beside it
-/// (`worldloom_core::screenshot::write_sidecar`).
+/// (`worldloom_core::native::write_screenshots`).
 ///
 /// # Errors
 /// [`crate::ErrorCode::NotFound`], [`crate::ErrorCode::BadRequest`],
@@ -51,7 +51,7 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
     // folder beside it; one sent back as content only names them.
     if let (ExportFormat::Native, Some(p)) = (req.format, &req.path) {
         let ws = studio.lock()?;
-        worldloom_core::screenshot::write_sidecar(
+        worldloom_core::native::write_screenshots(
             std::path::Path::new(p),
             std::slice::from_mut(&mut tree),
             |shot| {

@@ -239,7 +239,7 @@ fn from_steps(
             next
         };
         if let Some(file) = screenshot_file(path, &obj) {
-            crate::screenshot::attach(&mut t.nodes[target.0 as usize], &file, warnings);
+            crate::screenshot::attach(&mut t.nodes[target.0 as usize].screenshot, &file, warnings);
         }
         t.nodes[target.0 as usize].extra = obj;
         node = target;

@@ -345,7 +345,7 @@ pub fn import(
             next
         };
         if let Some(file) = screenshots.get(&step) {
-            crate::screenshot::attach(&mut t.nodes[target.0 as usize], file, warnings);
+            crate::screenshot::attach(&mut t.nodes[target.0 as usize].screenshot, file, warnings);
         }
         node = target;
     }

@@ -237,7 +237,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
             InputFormat::Native => {
                 let text = crate::text::read_text_into(path, warnings)?;
                 let mut read = TrajectoryFile::from_json_str(path, &text)?.trajectories;
-                crate::screenshot::resolve_native(path, &mut read, warnings);
+                crate::native::resolve_screenshots(path, &mut read, warnings);
                 read
             }
             InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, warnings)?,
