@@ -7,7 +7,7 @@
 // them); a node selected in the tree is outlined on the image at its bounds
 // scaled to the image (the outline's pixels checked in a screenshot of the
 // page, and absent before); hovering the image marks the topmost node under
-// the pointer and a click selects it; the action's point is drawn.
+// the pointer and selects it (the inspector follows); the action's point is drawn.
 // Screenshots: e2e/screenshots/screenshot-*.png.
 import { join } from "node:path";
 
@@ -126,17 +126,17 @@ export async function checkScreenshots({ page, check, shots, appUrl, openTraject
   // Elsewhere on the image, no accent: the outline is drawn only at the selection.
   check(!near(outside, ACCENT), `screenshot: no outline away from the selected node (${outside})`);
 
-  // Hover the image: the topmost node under the pointer is marked; a click selects it.
+  // Hover the image: the topmost node under the pointer is selected (no click), and the inspector follows.
   const [hx, hy] = (await at(BATTERY_POINT.x, BATTERY_POINT.y)).map((v) => v / dpr);
   await page.mouse.move(hx, hy);
   await page.waitForTimeout(300);
   const hovered = real.locator("rect.shot-hover");
   const hoverTitle = (await hovered.count()) === 1 ? await hovered.locator("title").textContent() : null;
   check(hoverTitle?.includes("Battery") === true, `screenshot: hovering the image marks the topmost node under the pointer (${hoverTitle})`);
-  await page.mouse.click(hx, hy);
-  await page.waitForTimeout(300);
   const selectedTitle = await selected.locator("title").textContent();
-  check(selectedTitle?.includes("Battery") === true, `screenshot: clicking the image selects that node (${selectedTitle})`);
+  check(selectedTitle?.includes("Battery") === true, `screenshot: hovering the image selects that node (${selectedTitle})`);
+  const inspector = await page.getByRole("region", { name: "Selected node" }).innerText();
+  check(inspector.includes("Battery"), "screenshot: the node inspector shows the node hovered on the image");
   await page.screenshot({ path: join(shots, "screenshot-hover.png") });
 
   // Turn 1: the tap on the "Network & internet" row is drawn at its point.

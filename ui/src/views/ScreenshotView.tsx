@@ -5,8 +5,8 @@
  * uniform scale, so a node's box drawn from its bounds lands on its pixels
  * whatever the image's own size. The selected and hovered nodes (shared
  * with the tree, the inspector and the other views) are outlined; moving
- * the pointer over the image hovers the topmost node under it and a click
- * selects it; where the turn's action landed (its node, its point) is drawn
+ * the pointer over the image selects the topmost node under it (leaving
+ * keeps it); where the turn's action landed (its node, its point) is drawn
  * as on the wireframes.
  */
 import { useMemo } from "react";
@@ -111,14 +111,13 @@ export function ScreenshotView({
           data-loaded={url ? "true" : "false"}
           onMouseMove={(e) => {
             if (!bounded) return;
+            // Hovering the image selects the topmost node under the pointer
+            // (the tree and the inspector follow); leaving keeps it selected.
             const b = pick(e);
             store.hover(b ? { side, id: b.id } : null);
-          }}
-          onMouseLeave={() => store.hover(null)}
-          onClick={(e) => {
-            const b = bounded ? pick(e) : undefined;
             if (b) store.select({ side, id: b.id });
           }}
+          onMouseLeave={() => store.hover(null)}
         >
           <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
           {url ? (
