@@ -13,7 +13,7 @@ import copy
 import json
 import os
 
-from common import Node, esc, prediction_row, replace_once, write_jsonl, write_text
+from common import Node, esc, prediction_row, replace_once, write_jsonl, write_png, write_text
 
 W, H = 1080, 2400
 STATUS_H = 132
@@ -162,6 +162,57 @@ def write_android_trajectory(folder, goal, package, states, actions, preds):
             raise ValueError(f"{folder}: prediction for step {step} equals the real state")
         rows.append(prediction_row(step, obs, think, "android-xml"))
     write_jsonl(os.path.join(folder, "predictions.jsonl"), rows)
+
+
+SHOT_SCALE = 4  # a screenshot pixel covers 4×4 screen px: 270×600 for the 1080×2400 screen
+
+SHOT_COLOURS = {
+    "screen": (248, 249, 250),
+    "status": (32, 33, 36),
+    "text": (60, 64, 67),
+    "status_text": (232, 234, 237),
+    "icon": (95, 99, 104),
+    "switch_on": (26, 115, 232),
+    "switch_off": (154, 160, 166),
+    "row": (241, 243, 244),
+}
+
+
+def screenshot_rows(windows):
+    """A flat synthetic screenshot of the screen `windows` at 1/SHOT_SCALE:
+    the status bar dark, each text view a bar as long as its text, icons as
+    squares, switches as pills (blue when checked), clickable rows faintly
+    shaded. Pixel positions follow the nodes' bounds, so a node's box drawn
+    over the image lands on its pixels."""
+    w, h = W // SHOT_SCALE, H // SHOT_SCALE
+    rows = [bytearray(SHOT_COLOURS["screen"] * w) for _ in range(h)]
+
+    def fill(b, colour):
+        l, t, r, bt = (max(0, min(v // SHOT_SCALE, lim)) for v, lim in zip(b, (w, h, w, h)))
+        for y in range(t, bt):
+            rows[y][l * 3:r * 3] = bytes(colour) * (r - l)
+
+    def draw(n, in_status):
+        l, t, r, bt = n.b
+        if n.rid == "com.android.systemui:id/status_bar":
+            fill(n.b, SHOT_COLOURS["status"])
+            in_status = True
+        elif n.click and not in_status and n.children:
+            fill((l, t + 4, r, bt - 4), SHOT_COLOURS["row"])
+        if n.cls.endswith("Switch"):
+            fill(n.b, SHOT_COLOURS["switch_on" if n.checked else "switch_off"])
+        elif n.cls.endswith("ImageView") or n.cls.endswith("ImageButton"):
+            fill((l + 6, t + 6, r - 6, bt - 6), SHOT_COLOURS["status_text" if in_status else "icon"])
+        elif n.text:
+            height = bt - t
+            bar = (l, t + height // 4, min(r, l + 22 * len(n.text)), bt - height // 4)
+            fill(bar, SHOT_COLOURS["status_text" if in_status else "text"])
+        for c in n.children:
+            draw(c, in_status)
+
+    for win in windows:
+        draw(win, False)
+    return w, h, rows
 
 
 # =====================================================================================
@@ -431,6 +482,9 @@ def build_settings(root):
     ]
     write_android_trajectory(folder, "Turn on Airplane mode from Settings, then go back to the main Settings page.", SP, s,
                              actions, preds)
+    # This trajectory also has screenshots (step_NN.png), for the screenshot view.
+    for i, wins in enumerate(s):
+        write_png(os.path.join(folder, f"step_{i:02d}.png"), *screenshot_rows(wins))
 
 
 # =====================================================================================

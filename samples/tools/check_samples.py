@@ -1,7 +1,8 @@
 """Check the GUI samples: every XML parses, every JSON/JSONL line loads, every
 trajectory has at least 4 turns and a no-op (two identical consecutive states),
 every predictions sidecar covers steps 1..n with exactly one prediction equal to
-the real state per engine, and web axtree and pruned_html agree on their bids.
+the real state per engine, web axtree and pruned_html agree on their bids, and a
+folder's step_NN.png screenshots (if any) are small PNGs of the screen's shape.
 
 Usage, from the repository root: python3 samples/tools/check_samples.py
 Exits non-zero with a message naming the file on the first failure.
@@ -114,6 +115,27 @@ def parse_xml(path_or_text, label):
         fail(f"{label}: XML does not parse: {e}")
 
 
+def check_screenshots(folder, count, screen):
+    """A folder's step_NN.png screenshots, if any: one per state, each a PNG
+    (signature and IHDR) of the screen's aspect ratio and at most 8 KB."""
+    pngs = sorted(glob.glob(os.path.join(folder, "step_*.png")))
+    if not pngs:
+        return
+    if len(pngs) != count:
+        fail(f"{folder}: {len(pngs)} screenshots for {count} states")
+    for p in pngs:
+        with open(p, "rb") as f:
+            data = f.read()
+        if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+            fail(f"{p}: not a PNG")
+        w, h = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+        if screen and w * screen["height"] != h * screen["width"]:
+            fail(f"{p}: {w}x{h} is not the screen's aspect ratio ({screen['width']}x{screen['height']})")
+        if len(data) > 8192:
+            fail(f"{p}: {len(data)} bytes; sample screenshots stay under 8 KB")
+    print(f"  {os.path.basename(folder)}: {len(pngs)} screenshots")
+
+
 def check_folders(domain):
     for folder in sorted(glob.glob(os.path.join(ROOT, domain, "*_trajectory"))):
         xmls = sorted(glob.glob(os.path.join(folder, "step_*.xml")))
@@ -130,7 +152,8 @@ def check_folders(domain):
         if [a["step"] for a in actions] != list(range(len(states))) or actions[-1]["action"] is not None:
             fail(f"{folder}: actions.jsonl must have steps 0..{len(states) - 1} and a null last action")
         with open(os.path.join(folder, "task.json"), encoding="utf-8") as f:
-            json.load(f)
+            task = json.load(f)
+        check_screenshots(folder, len(states), task.get("screen"))
         reals = {"sample-author": states}
         if domain == "os":
             tsvs = []

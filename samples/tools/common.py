@@ -95,3 +95,22 @@ def drop_line(text, needle):
         raise ValueError(f"line anchor found {len(hits)} times: {needle!r}")
     del lines[hits[0]]
     return "\n".join(lines)
+
+
+def write_png(path, width, height, rows):
+    """Write an 8-bit RGB PNG (no interlace, filter 0 on every row): `rows` is
+    a list of `height` bytearrays of `width * 3` bytes. Compressed at zlib
+    level 9, so a flat synthetic screen is a few KB."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\0" + bytes(r) for r in rows)
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(png)

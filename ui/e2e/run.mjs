@@ -17,7 +17,8 @@
 // trajectory file; real and predicted sides are both hostile HTML) runs no
 // script and makes no request beyond the app's own origin (a trap server
 // counts hits; a positive control proves the script detector works).
-// Sample trajectories are preferred; the fixtures (ids `e2e-…`) stand in for a
+// The screenshot view of the Android sample with screenshots is checked by
+// e2e/screenshots.mjs. Sample trajectories are preferred; the fixtures (ids `e2e-…`) stand in for a
 // domain whose samples did not import. Screenshots go to e2e/screenshots/.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, statSync } from "node:fs";
@@ -27,6 +28,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launch } from "./browser.mjs";
 import { runLab } from "./lab.mjs";
+import { checkScreenshots } from "./screenshots.mjs";
 import { writeNativeFixtures } from "./nativeFixtures.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -368,6 +370,9 @@ if (!labOnly) {
     await page.screenshot({ path: join(shots, "android-device.png") });
     await landingOnScreen("android", "Device + tree");
   } else check(false, "an android trajectory is listed");
+
+  // ---- the screenshot view (e2e/screenshots.mjs) ----
+  await checkScreenshots({ page, check, shots, appUrl, openTrajectory, real });
 
   // ---- text domain (the fixtures include one; samples may not) ----
   if (await openTrajectory("terminal", ["build"])) {

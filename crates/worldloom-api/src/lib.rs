@@ -241,6 +241,10 @@ command_table! {
     get_turn(GetTurnRequest) -> TurnDetail;
     /// A window of a turn's tree rows (one side of one view): nodes with their diff marks, under a collapsed set.
     get_tree_rows(GetTreeRowsRequest) -> TreeWindow;
+    /// A stored screenshot's bytes in base64 (the HTTP server also serves them as they are at GET /api/screenshots/<sha256>).
+    get_screenshot(GetScreenshotRequest) -> ScreenshotData;
+    /// Gives a state the screenshot in a PNG or JPEG file (undoable).
+    set_screenshot(SetScreenshotRequest) -> ChangeResponse;
     /// Searches one side of a turn's tree: matching node ids in document order and their count.
     search_tree(SearchTreeRequest) -> SearchTreeResponse;
     /// The predictions of a node and which one is chosen.

@@ -1,7 +1,9 @@
 //! `worldloom export`: write a native file (or every trajectory of a
 //! workspace) as AgentWorldBench JSONL, SFT chat JSONL or native JSON
 //! (`worldloom-core`'s [`ExportFormat`], the formats the studio exports
-//! too). `-o -` writes to standard output.
+//! too). `-o -` writes to standard output. A native file gets its states'
+//! screenshots in the sidecar folder beside it (`docs/formats.md`,
+//! "Screenshots"); on standard output they are named without their bytes.
 
 use std::path::PathBuf;
 
@@ -28,20 +30,40 @@ pub struct ExportArgs {
 
 /// Runs `worldloom export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
-    let trajectories = if worldloom_api::launch::is_workspace_file(&args.input) {
-        let studio = worldloom_api::Studio::open(&args.input)
-            .with_context(|| format!("opening the workspace {}", args.input.display()))?;
-        worldloom_api::commands::workspace_trajectories(&studio)
-            .map_err(|e| anyhow::anyhow!("{}: {}", args.input.display(), e.message))?
+    let workspace = if worldloom_api::launch::is_workspace_file(&args.input) {
+        Some(
+            worldloom_api::Studio::open(&args.input)
+                .with_context(|| format!("opening the workspace {}", args.input.display()))?,
+        )
     } else {
-        let imported = import_path(&args.input, &ImportOptions::default())?;
-        for warning in &imported.warnings {
-            eprintln!("warning: {warning}");
-        }
-        imported.trajectories
+        None
     };
+    let mut trajectories = match &workspace {
+        Some(studio) => worldloom_api::commands::workspace_trajectories(studio)
+            .map_err(|e| anyhow::anyhow!("{}: {}", args.input.display(), e.message))?,
+        None => {
+            let imported = import_path(&args.input, &ImportOptions::default())?;
+            for warning in &imported.warnings {
+                eprintln!("warning: {warning}");
+            }
+            imported.trajectories
+        }
+    };
+    let to_stdout = args.output.as_os_str() == "-";
+    if args.format == ExportFormat::Native && !to_stdout {
+        // Screenshots go into the sidecar folder beside the native file:
+        // from the workspace, or from the files the input names.
+        worldloom_core::native::write_screenshots(&args.output, &mut trajectories, |shot| {
+            match &workspace {
+                Some(studio) => worldloom_api::commands::screenshot_bytes(studio, &shot.sha256)
+                    .ok()
+                    .flatten(),
+                None => worldloom_core::screenshot::read_file_bytes(shot),
+            }
+        })?;
+    }
     let exported = args.format.export(&trajectories)?;
-    if args.output.as_os_str() == "-" {
+    if to_stdout {
         use std::io::Write;
         let mut out = std::io::stdout().lock();
         out.write_all(exported.text.as_bytes())

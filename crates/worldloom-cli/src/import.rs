@@ -1,6 +1,8 @@
 //! `worldloom import`: read a trajectory file or folder into a native file,
 //! or into a workspace (`--workspace`), where an eval output (`worldloom
 //! eval`'s, the official `predictions.jsonl` / `judged.jsonl`) becomes a run.
+//! A native file gets the states' screenshots in the sidecar folder beside
+//! it (`docs/formats.md`, "Screenshots").
 
 use std::path::PathBuf;
 
@@ -82,7 +84,14 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
         .map(|t| t.main_path().edges.len())
         .sum();
     let count = imported.trajectories.len();
-    TrajectoryFile::new(imported.trajectories)
+    let mut trajectories = imported.trajectories;
+    // Screenshots go into the sidecar folder beside the native file.
+    worldloom_core::native::write_screenshots(
+        output,
+        &mut trajectories,
+        worldloom_core::screenshot::read_file_bytes,
+    )?;
+    TrajectoryFile::new(trajectories)
         .write(output)
         .with_context(|| format!("writing {}", output.display()))?;
     println!(

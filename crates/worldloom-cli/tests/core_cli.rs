@@ -332,5 +332,76 @@ fn record_takes_steps_as_json_lines_and_answers_each() {
     assert_eq!(
         replies[4],
         serde_json::json!({"trajectory_id": "1", "node_id": 2, "edge_id": 1})
+fn import_to_a_native_file_writes_the_screenshots_beside_it_and_a_workspace_reads_them() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples/android/settings_airplane-mode_trajectory");
+    let dir = tempfile::tempdir().expect("tmp");
+    let native = dir.path().join("settings.worldloom.json");
+    let out = worldloom(&["import", s(&folder), "-o", s(&native)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("(0 warnings)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&native).expect("native")).expect("json");
+    let nodes = file["trajectories"][0]["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 5);
+    for (i, node) in nodes.iter().enumerate() {
+        let shot = &node["screenshot"];
+        let bytes = std::fs::read(folder.join(format!("step_{i:02}.png"))).expect("sample png");
+        let sha = worldloom_core::screenshot::sha256_hex(&bytes);
+        assert_eq!(
+            shot["file"].as_str(),
+            Some(format!("settings.worldloom.screenshots/{sha}.png").as_str())
+        );
+        assert_eq!(
+            (shot["width_px"].as_u64(), shot["height_px"].as_u64()),
+            (Some(270), Some(600))
+        );
+        // The sidecar holds the sample's bytes, once per distinct image.
+        assert_eq!(
+            std::fs::read(dir.path().join(shot["file"].as_str().expect("file"))).expect("sidecar"),
+            bytes
+        );
+    }
+    // The native file with its sidecar imports into a workspace.
+    let ws = dir.path().join("ws.worldloom");
+    let out = worldloom(&["import", s(&native), "--workspace", s(&ws)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Exported again elsewhere: a sidecar folder of its own.
+    std::fs::create_dir_all(dir.path().join("again")).expect("dir");
+    let again = dir.path().join("again").join("copy.json");
+    let out = worldloom(&["export", s(&native), "--format", "native", "-o", s(&again)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let copied = std::fs::read_dir(dir.path().join("again").join("copy.screenshots"))
+        .expect("sidecar")
+        .count();
+    let distinct = std::fs::read_dir(dir.path().join("settings.worldloom.screenshots"))
+        .expect("sidecar")
+        .count();
+    assert_eq!(copied, distinct);
+    assert!(
+        std::fs::read_to_string(&again)
+            .expect("copy")
+            .contains("\"file\": \"copy.screenshots/")
     );
 }

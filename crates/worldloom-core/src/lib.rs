@@ -18,6 +18,7 @@ pub mod native;
 pub mod observation;
 pub mod output;
 pub mod prompt;
+pub mod screenshot;
 pub mod text;
 pub mod trajectory;
 
@@ -35,6 +36,7 @@ pub use output::{
     parse_model_output, parse_openai_message,
 };
 pub use prompt::{PromptOptions, PromptTemplates, build_messages, default_system_prompt};
+pub use screenshot::{ImageType, MAX_SCREENSHOT_BYTES, Screenshot};
 pub use trajectory::{
     AuthoredObservation, AwbRowInfo, ContextMode, Edge, EdgeId, Node, NodeId, Prediction,
     PredictionId, Source, Trajectory, TreePath,

@@ -12,12 +12,19 @@
 //! in declaration order, maps in insertion order, a trailing newline. Reading
 //! a file this build wrote and writing it again gives the same bytes. Readers
 //! accept every version up to [`NATIVE_VERSION`]; version 1 is the first.
+//!
+//! States' screenshots are named in the file and their bytes kept beside
+//! it, in a sidecar folder ([`write_screenshots`], [`resolve_screenshots`];
+//! `docs/formats.md`, "Screenshots").
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CoreError, Result, json_error};
+use std::path::Component;
+
+use crate::error::{CoreError, ImportWarning, Result, json_error};
+use crate::screenshot::{Screenshot, attach, sidecar_dir};
 use crate::trajectory::Trajectory;
 
 /// The `format` value of a native file.
@@ -133,4 +140,91 @@ impl TrajectoryFile {
         out.write_all(b"\n").map_err(io)?;
         out.flush().map_err(io)
     }
+}
+
+/// Checks the screenshots named by a native file read from `native_file`:
+/// each `file` must be a relative path inside the file's folder (no `..`,
+/// not absolute), and is read again with [`crate::screenshot::probe`] (the header and hash in
+/// the JSON are not trusted). A screenshot without a `file` is kept as a
+/// reference (a workspace that holds its bytes restores it). One that does
+/// not check is dropped with a warning naming the file.
+pub fn resolve_screenshots(
+    native_file: &Path,
+    trajectories: &mut [Trajectory],
+    warnings: &mut Vec<ImportWarning>,
+) {
+    let base = native_file.parent().unwrap_or(Path::new(""));
+    for t in trajectories {
+        for node in &mut t.nodes {
+            let Some(file) = node.screenshot.as_ref().and_then(|s| s.file.clone()) else {
+                continue;
+            };
+            let rel = Path::new(&file);
+            let inside = rel
+                .components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            if !inside {
+                node.screenshot = None;
+                warnings.push(ImportWarning {
+                    path: native_file.display().to_string(),
+                    line: None,
+                    byte_offset: None,
+                    message: format!(
+                        "trajectory `{}` state {}: screenshot not kept: `{file}` is not a path inside the file's folder",
+                        t.id, node.id
+                    ),
+                });
+                continue;
+            }
+            node.screenshot = None;
+            attach(&mut node.screenshot, &base.join(rel), warnings);
+        }
+    }
+}
+
+/// Writes the screenshots of `trajectories` into the sidecar folder of the
+/// native file `native_file` ([`sidecar_dir`]), one file per distinct hash
+/// (`<sha256>.png` / `.jpg`), and points each screenshot's `file` at it,
+/// relative to the native file's folder. `bytes` gives a screenshot's bytes
+/// (from its current `file`, or from a workspace); a screenshot it has no
+/// bytes for is kept as a reference without `file`. The folder is made only
+/// when there is a screenshot.
+///
+/// # Errors
+/// [`CoreError::Io`] naming the folder or file that could not be written.
+pub fn write_screenshots(
+    native_file: &Path,
+    trajectories: &mut [Trajectory],
+    mut bytes: impl FnMut(&Screenshot) -> Option<Vec<u8>>,
+) -> Result<()> {
+    let dir = sidecar_dir(native_file);
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for t in trajectories {
+        for node in &mut t.nodes {
+            let Some(shot) = node.screenshot.as_mut() else {
+                continue;
+            };
+            let name = format!("{}{}", shot.sha256, shot.media_type.extension());
+            let dest = dir.join(&name);
+            if !dest.exists() {
+                let Some(data) = bytes(shot) else {
+                    shot.file = None;
+                    continue;
+                };
+                std::fs::create_dir_all(&dir).map_err(|source| CoreError::Io {
+                    path: dir.clone(),
+                    source,
+                })?;
+                std::fs::write(&dest, data).map_err(|source| CoreError::Io {
+                    path: dest.clone(),
+                    source,
+                })?;
+            }
+            shot.file = Some(format!("{dir_name}/{name}"));
+        }
+    }
+    Ok(())
 }

@@ -18,6 +18,7 @@ use crate::domain::{Domain, Representation};
 use crate::error::{CoreError, Result};
 use crate::observation::Observation;
 use crate::output::OutputStatus;
+use crate::screenshot::Screenshot;
 
 /// A node id: the index of the node in [`Trajectory::nodes`]. The root is 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct Node {
     /// The prediction chosen to stand for this state in free-running context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_prediction: Option<PredictionId>,
+    /// The screenshot of the real state, when the source has one (set by
+    /// [`crate::screenshot::attach`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<Screenshot>,
     /// Source fields of this step with no place above (BrowserGym `reward`,
     /// `terminated`…), unchanged.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
@@ -120,6 +125,7 @@ impl Node {
             predictions: Vec::new(),
             authored: Vec::new(),
             chosen_prediction: None,
+            screenshot: None,
             extra: Map::new(),
         }
     }

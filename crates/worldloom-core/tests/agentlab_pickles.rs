@@ -121,6 +121,24 @@ fn check_blue_mug(dir: &Path) {
             Some(&screenshot_record()),
             "step {n}"
         );
+        // The file itself becomes the state's screenshot: a 1×1 PNG, its
+        // size from the header, its bytes hashed, the file named.
+        let shot = t
+            .node(NodeId(n))
+            .and_then(|node| node.screenshot.as_ref())
+            .expect("screenshot");
+        let file = dir.join(format!("screenshot_step_{n}.png"));
+        let bytes = std::fs::read(&file).expect("png");
+        assert_eq!(
+            (shot.media_type, shot.width_px, shot.height_px),
+            (worldloom_core::ImageType::Png, 1, 1)
+        );
+        assert_eq!(shot.byte_length, bytes.len() as u64);
+        assert_eq!(shot.sha256, worldloom_core::screenshot::sha256_hex(&bytes));
+        assert_eq!(
+            shot.file.as_deref(),
+            Some(file.display().to_string().as_str())
+        );
         assert!(!extra(n).contains_key("dom_object"));
         assert!(!extra(n).contains_key("axtree_object"));
     }

@@ -187,6 +187,7 @@ fn history_to(t: &Trajectory, to: NodeId) -> Option<Trajectory> {
             predictions: chosen.cloned().into_iter().collect(),
             authored: node.current_authored().cloned().into_iter().collect(),
             chosen_prediction: chosen.map(|p| p.id),
+            screenshot: node.screenshot.clone(),
             extra: Map::new(),
         }
     };

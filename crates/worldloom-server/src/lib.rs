@@ -52,11 +52,13 @@ use futures_util::stream::{self, Stream};
 use tokio::sync::{Semaphore, broadcast};
 use worldloom_api::{ApiError, ErrorCode, Studio, StudioEvent};
 
+mod screenshots;
+
 /// The Content-Security-Policy sent with every response. It matches the
 /// policy the UI build puts in its `<meta>` tag and adds `frame-ancestors`,
 /// which only a header can carry.
 pub const APP_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; \
-img-src 'self' data:; font-src 'self'; connect-src 'self'; frame-src 'self'; object-src 'none'; \
+img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; frame-src 'self'; object-src 'none'; \
 base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// Errors of starting the server.
@@ -315,6 +317,10 @@ pub fn router_with_limits(
     Router::new()
         .route("/api/events", get(events_handler))
         .route("/api/upload", post(upload_handler))
+        .route(
+            "/api/screenshots/{sha256}",
+            get(screenshots::screenshot_handler),
+        )
         .route("/api/{command}", post(api_handler))
         .fallback(static_handler)
         .layer(middleware::from_fn_with_state(state.clone(), guard))

@@ -855,3 +855,96 @@ fn uploads_stream_as_a_raw_body_and_import() {
     r.assert_error(400, "a.json: `ten` is not a length in bytes");
     rt.block_on(server.stop()).expect("stop");
 }
+
+/// A PNG of `w`×`h` pixels of one colour (the core's fixture encoder).
+fn png(w: u32, h: u32) -> Vec<u8> {
+    worldloom_core::screenshot::solid_png(w, h, [200, 200, 200])
+}
+
+#[test]
+fn screenshots_are_served_as_stored_behind_the_token() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = serve(&rt, dir.path(), no_ui(dir.path()));
+    let (addr, token) = (server.addr, server.token.clone());
+    let folder = dir.path().join("phone");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(
+        folder.join("step_00.xml"),
+        "<hierarchy><node bounds=\"[0,0][40,80]\" class=\"android.widget.FrameLayout\" /></hierarchy>",
+    )
+    .expect("dump");
+    std::fs::write(
+        folder.join("actions.jsonl"),
+        "{\"step\": 0, \"action\": null}\n",
+    )
+    .expect("actions");
+    let bytes = png(40, 80);
+    std::fs::write(folder.join("step_00.png"), &bytes).expect("png");
+    let body = serde_json::json!({"paths": [folder.display().to_string()]}).to_string();
+    let imported = api(addr, &token, "import_files", &body).json();
+    let id = imported["imported"][0]["trajectory_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let turn = api(
+        addr,
+        &token,
+        "get_turn",
+        &format!("{{\"trajectory_id\": \"{id}\", \"node_id\": 0}}"),
+    )
+    .json();
+    let shot = &turn["real_screenshot"];
+    assert_eq!(shot["media_type"], "image/png");
+    assert_eq!(
+        (shot["width_px"].as_u64(), shot["height_px"].as_u64()),
+        (Some(40), Some(80))
+    );
+    assert_eq!(shot["byte_length"].as_u64(), Some(bytes.len() as u64));
+    let sha = shot["sha256"].as_str().expect("sha").to_owned();
+    let route = format!("/api/screenshots/{sha}");
+
+    // No token: refused like every API route.
+    request(addr, "GET", &route, &[], "").assert_error(401, "access token");
+    // The bytes as stored, with their type, under the same headers as the API.
+    for (path, headers) in [
+        (route.clone(), vec![bearer(&token)]),
+        (format!("{route}?token={token}"), vec![]),
+    ] {
+        let r = request(addr, "GET", &path, &headers, "");
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.header("content-type"), Some("image/png"));
+        assert_eq!(
+            r.header("content-length"),
+            Some(bytes.len().to_string().as_str())
+        );
+        assert_eq!(r.body, String::from_utf8_lossy(&bytes));
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(r.header("cache-control"), Some("no-store"));
+        assert_eq!(r.header("content-security-policy"), Some(APP_CSP));
+    }
+    request(
+        addr,
+        "GET",
+        "/api/screenshots/not-a-hash",
+        &[bearer(&token)],
+        "",
+    )
+    .assert_error(400, "is not a SHA-256");
+    let unknown = "0".repeat(64);
+    request(
+        addr,
+        "GET",
+        &format!("/api/screenshots/{unknown}"),
+        &[bearer(&token)],
+        "",
+    )
+    .assert_error(404, "no screenshot");
+    // The page may show images it made from fetched bytes (blob:), and
+    // nothing else was opened: images from the app, data: and blob: only.
+    let img_src = APP_CSP
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with("img-src"));
+    assert_eq!(img_src, Some("img-src 'self' data: blob:"));
+}

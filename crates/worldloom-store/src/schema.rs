@@ -35,6 +35,11 @@
 //!   rows through an index (a key or one of the `CREATE INDEX` below), never
 //!   by scanning a table: its cost does not grow with the workspace
 //!   (`tests/query_plans.rs` checks each plan).
+//! - `screenshots`: image bytes (PNG, JPEG) keyed by their SHA-256, each
+//!   kept once however many states show it, at most 16 MiB each, with the
+//!   media type and the size read from the header; outside undo (content,
+//!   not a change). `node_screenshots`: the screenshot a state shows, a row
+//!   per import or change; the newest live row per state wins.
 //! - core records (actions, observations, predictions) are stored as the
 //!   JSON of the `worldloom-core` types beside the columns that are queried.
 
@@ -292,6 +297,29 @@ CREATE INDEX run_row_notes_row ON run_row_notes (row_id, id);
 CREATE INDEX edges_to_node ON edges (trajectory_id, to_node);
 "#,
     },
+    Migration {
+        version: 7,
+        description: "screenshots: image bytes kept once per SHA-256, and which one each state shows",
+        sql: r#"
+CREATE TABLE screenshots (
+    sha256      TEXT PRIMARY KEY,
+    media_type  TEXT NOT NULL,
+    width_px    INTEGER NOT NULL,
+    height_px   INTEGER NOT NULL,
+    byte_length INTEGER NOT NULL,
+    bytes       BLOB NOT NULL
+);
+
+CREATE TABLE node_screenshots (
+    id            INTEGER PRIMARY KEY,
+    trajectory_id INTEGER NOT NULL REFERENCES trajectories (id),
+    node_id       INTEGER NOT NULL,
+    sha256        TEXT REFERENCES screenshots (sha256),
+    change_id     INTEGER NOT NULL REFERENCES changes (id)
+);
+CREATE INDEX node_screenshots_node ON node_screenshots (trajectory_id, node_id, id);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -311,6 +339,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 6);
+        assert_eq!(SCHEMA_VERSION, 7);
     }
 }

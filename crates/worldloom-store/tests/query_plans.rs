@@ -190,6 +190,14 @@ fn reads_of_one_trajectory_turn_or_run_use_indexes_only() {
             Box::new(move |ws| assert!(ws.real_observation(key, node).expect("real").is_some())),
         ),
         (
+            "node_screenshot",
+            Box::new(move |ws| assert!(ws.node_screenshot(key, node).expect("shot").is_none())),
+        ),
+        (
+            "screenshot_bytes",
+            Box::new(move |ws| assert!(ws.screenshot_bytes("00").expect("bytes").is_none())),
+        ),
+        (
             "metric_results",
             Box::new(move |ws| assert_eq!(ws.metric_results(key, node).expect("m").len(), 1)),
         ),
@@ -290,7 +298,10 @@ fn a_version_5_workspace_gains_the_edge_index() {
     };
     assert_eq!(has_index(&path), 0);
     let ws = Workspace::open(&path).expect("migrate");
-    assert_eq!(ws.schema_version().expect("version"), 6);
+    assert_eq!(
+        ws.schema_version().expect("version"),
+        worldloom_store::SCHEMA_VERSION
+    );
     assert_eq!(has_index(&path), 1);
     let conn = worldloom_store::rusqlite::Connection::open(&path).expect("raw");
     let detail: String = conn

@@ -31,7 +31,7 @@ export interface PaneSettings {
 /** The view shown in both panes (the active tab's), for callers that need it (authoring). */
 export function shownView(detail: TurnDetail | null, tabId: string | null) {
   const views = detail?.views ?? [];
-  const active = pickTab(tabsFor(views), tabId, views);
+  const active = pickTab(tabsFor(views, !!detail?.real_screenshot), tabId, views);
   return active ? views[active.view_index] : undefined;
 }
 
@@ -55,7 +55,8 @@ export interface TurnPanesProps extends StepControls {
 export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, ...controls }: TurnPanesProps) {
   const { tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen } = settings;
   const views = useMemo(() => detail?.views ?? [], [detail]);
-  const tabs = useMemo(() => tabsFor(views), [views]);
+  const hasScreenshot = !!detail?.real_screenshot;
+  const tabs = useMemo(() => tabsFor(views, hasScreenshot), [views, hasScreenshot]);
   const active: ViewTab | undefined = pickTab(tabs, tabId, views);
   const view = active ? views[active.view_index] : undefined;
   const needsLines = active && ["html-source", "ax-source", "source", "text"].includes(active.kind);
@@ -83,6 +84,7 @@ export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, .
     backend,
     turnRef,
     actionTarget: detail?.action_target ?? null,
+    screenshot: detail?.real_screenshot ?? null,
   };
 
   const shownPrediction = detail?.predictions.find((p) => p.id === detail.prediction_id) ?? null;

@@ -45,4 +45,10 @@ export interface Backend {
    * imports by path: `chooseImportPaths`, `onFileDrop`).
    */
   upload?(files: ReadonlyArray<{ relative_path: string; file: Blob }>): Promise<ImportFilesResponse>;
+  /**
+   * A stored screenshot's bytes as they are (`GET /api/screenshots/<sha256>`).
+   * Only the HTTP transport has it; without it the bytes come from the
+   * `get_screenshot` command in base64 (`data/screenshot.ts`).
+   */
+  screenshot?(sha256: string, options?: CallOptions): Promise<Blob>;
 }

@@ -121,6 +121,28 @@ export class HttpBackend implements Backend {
     return this.reply("upload", response, text) as ImportFilesResponse;
   }
 
+  /**
+   * A stored screenshot's bytes (`GET /api/screenshots/<sha256>`, the token
+   * in the header, never in the URL), as a `Blob` of their media type.
+   */
+  async screenshot(sha256: string, options: CallOptions = {}): Promise<Blob> {
+    const { signal } = options;
+    const what = "screenshot";
+    if (signal?.aborted) throw abortedError(what);
+    let response: Response;
+    try {
+      const headers: Record<string, string> = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+      response = await this.fetchImpl(`${this.origin}/api/screenshots/${encodeURIComponent(sha256)}`, { headers, signal });
+      // Not OK: `reply` throws the error its body names.
+      if (!response.ok) this.reply(what, response, await response.text());
+      return await response.blob();
+    } catch (e) {
+      if (e instanceof BackendError) throw e;
+      if (signal?.aborted) throw abortedError(what);
+      throw new BackendError("transport", `cannot reach the server for ${what}: ${String(e)}`);
+    }
+  }
+
   /** A reply's JSON, or the `BackendError` its error body or status gives. */
   private reply(command: string, response: Response, text: string): unknown {
     let body: unknown;

@@ -777,6 +777,67 @@ width_px: number,
  */
 height_px: number, };
 
+export type ImageType = "image/png" | "image/jpeg";
+
+export type Screenshot = { 
+/**
+ * The image format, as a media type.
+ */
+media_type: ImageType, 
+/**
+ * Width in pixels, from the image header.
+ */
+width_px: number, 
+/**
+ * Height in pixels, from the image header.
+ */
+height_px: number, 
+/**
+ * The file's length in bytes.
+ */
+byte_length: number, 
+/**
+ * The SHA-256 of the bytes, lowercase hex: the key a workspace stores
+ * them under.
+ */
+sha256: string, 
+/**
+ * Where the bytes are while the screenshot is on its way into a
+ * workspace: a path (relative to a native file's folder in a native
+ * file). `None` once the bytes are in a workspace.
+ */
+file?: string, };
+
+export type GetScreenshotRequest = { 
+/**
+ * The screenshot's SHA-256 (lowercase hex, as in [`Screenshot::sha256`]).
+ */
+sha256: string, };
+
+export type ScreenshotData = { 
+/**
+ * The image format.
+ */
+media_type: ImageType, 
+/**
+ * The bytes in standard base64.
+ */
+data_base64: string, };
+
+export type SetScreenshotRequest = { 
+/**
+ * Workspace id of the trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The state.
+ */
+node_id: number, 
+/**
+ * A PNG or JPEG file on the machine running the studio (at most 16 MiB).
+ */
+path: string, };
+
 export type TrajectorySummary = { 
 /**
  * Workspace id (decimal string).
@@ -990,6 +1051,11 @@ real_meta: ObservationMeta | null,
  * The step's error (`last_action_error`, a failed capture), if any.
  */
 real_error: string | null, 
+/**
+ * The real state's screenshot (metadata; its bytes from
+ * `get_screenshot` or `GET /api/screenshots/<sha256>`), if it has one.
+ */
+real_screenshot: Screenshot | null, 
 /**
  * Every live prediction of the node.
  */
@@ -1265,7 +1331,7 @@ node_id: number,
  */
 prediction_id: number | null, };
 
-export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label" | "set_row_note";
+export type ChangeKind = "import" | "add_prediction" | "choose_prediction" | "set_authored" | "add_branch" | "add_turn" | "set_perturbation" | "add_note" | "edit_note" | "set_tag" | "import_run" | "set_label" | "set_row_note" | "set_screenshot";
 
 export type StudioChangeKind = "undo" | "redo" | "set_engine" | "lagged";
 
@@ -3228,6 +3294,10 @@ export interface Commands {
   get_turn: [GetTurnRequest, TurnDetail];
   /** A window of a turn's tree rows (one side of one view): nodes with their diff marks, under a collapsed set. */
   get_tree_rows: [GetTreeRowsRequest, TreeWindow];
+  /** A stored screenshot's bytes in base64 (the HTTP server also serves them as they are at GET /api/screenshots/<sha256>). */
+  get_screenshot: [GetScreenshotRequest, ScreenshotData];
+  /** Gives a state the screenshot in a PNG or JPEG file (undoable). */
+  set_screenshot: [SetScreenshotRequest, ChangeResponse];
   /** Searches one side of a turn's tree: matching node ids in document order and their count. */
   search_tree: [SearchTreeRequest, SearchTreeResponse];
   /** The predictions of a node and which one is chosen. */

@@ -4,12 +4,13 @@
  * active view.
  */
 import type { ReactNode } from "react";
-import type { ActionTarget, ComparedView, ObservationMeta, SideWarning } from "../api/types";
+import type { ActionTarget, ComparedView, ObservationMeta, Screenshot, SideWarning } from "../api/types";
 import { landedId, landingCaption } from "../model/landing";
 import type { SideBySideLines } from "../model/lineDiff";
 import { plainLines } from "../model/lineDiff";
 import { alignment, statusCounts, type Side } from "../model/tree";
 import { HtmlRender } from "../views/HtmlRender";
+import { ScreenshotView } from "../views/ScreenshotView";
 import { SourceView } from "../views/SourceView";
 import type { ViewTab } from "../views/tabs";
 import { TreeView } from "../views/TreeView";
@@ -87,6 +88,8 @@ export interface PaneProps {
   turnRef: Omit<TreeRef, "side"> | null;
   /** The element the turn's action names (`TurnDetail.action_target`); where it landed is each side's `landing`. */
   actionTarget?: ActionTarget | null;
+  /** The real state's screenshot (`TurnDetail.real_screenshot`), for the `screenshot` tab. */
+  screenshot?: Screenshot | null;
 }
 
 export function Pane({
@@ -107,6 +110,7 @@ export function Pane({
   backend,
   turnRef,
   actionTarget = null,
+  screenshot = null,
 }: PaneProps) {
   const doc = side === "real" ? view?.real : view?.predicted;
   const diff = view?.diff ?? null;
@@ -126,6 +130,25 @@ export function Pane({
   let body: ReactNode;
   if (bodyOverride) body = bodyOverride;
   else if (emptyMessage) body = <div className="pane-empty">{emptyMessage}</div>;
+  else if (active?.kind === "screenshot")
+    body =
+      side === "real" && screenshot ? (
+        <ScreenshotView
+          side={side}
+          shot={screenshot}
+          tree={doc?.tree}
+          meta={meta}
+          align={align}
+          backend={backend}
+          label={`${what} screenshot`}
+          landingId={landingId}
+          point={point}
+        />
+      ) : (
+        <div className="pane-empty">
+          {side === "real" ? "No screenshot of this state." : "A prediction is text: the real state's screenshot is in the other pane."}
+        </div>
+      );
   else if (!view || !active) body = <div className="pane-empty">No observation.</div>;
   else if (!doc) body = <div className="pane-empty">No {view.representation} view on this side.</div>;
   else {

@@ -7,7 +7,7 @@
  * then where the turn's action landed (the target's box and the tap or
  * click point).
  */
-import { useLayoutEffect, useMemo, useRef, useState } from "react";
+import { useMemo } from "react";
 import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
 import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
 import { pointOnLayout } from "../model/landing";
@@ -15,6 +15,8 @@ import { classNames } from "../components/dom";
 import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
 import { useSelection } from "../state/selection";
 import { resolveOnSide } from "./common";
+import { usePaneSize } from "./paneSize";
+import { PointMark } from "./PointMark";
 
 /** Props of {@link Wireframe}. */
 export interface WireframeProps {
@@ -35,26 +37,6 @@ export interface WireframeProps {
 }
 
 const BEZEL_PX = 14;
-
-function usePaneSize(fallback: { width: number; height: number }) {
-  const ref = useRef<HTMLDivElement>(null);
-  const [size, setSize] = useState(fallback);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    const measure = () => {
-      const w = el.clientWidth;
-      const h = el.clientHeight;
-      if (w > 0 && h > 0) setSize((s) => (s.width === w && s.height === h ? s : { width: w, height: h }));
-    };
-    measure();
-    if (typeof ResizeObserver === "undefined") return;
-    const ro = new ResizeObserver(measure);
-    ro.observe(el);
-    return () => ro.disconnect();
-  }, []);
-  return [ref, size] as const;
-}
 
 function isClickable(n: UiNode): boolean {
   return attr(n, "clickable") === "true";
@@ -198,14 +180,7 @@ export function Wireframe({
               <title>{`Action landed here: ${nodeLabel(tree.nodes[landingBox.id]!, 120)}`}</title>
             </rect>
           ) : null}
-          {pt && point ? (
-            <g className="wpoint" data-point={`${point.x_px},${point.y_px}`} pointerEvents="none">
-              <circle cx={pt.x} cy={pt.y} r={9} />
-              <line x1={pt.x - 14} y1={pt.y} x2={pt.x + 14} y2={pt.y} />
-              <line x1={pt.x} y1={pt.y - 14} x2={pt.x} y2={pt.y + 14} />
-              <circle className="wpoint-dot" cx={pt.x} cy={pt.y} r={2.5} />
-            </g>
-          ) : null}
+          {pt && point ? <PointMark point={point} at={pt} /> : null}
         </svg>
       </div>
     </div>

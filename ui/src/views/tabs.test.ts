@@ -30,6 +30,17 @@ describe("tabsFor", () => {
     ]);
     expect(tabsFor([v("text", "main")]).map((t) => t.kind)).toEqual(["text"]);
   });
+  it("adds a last Screenshot tab over the first bounded view when the real state has a screenshot", () => {
+    const views = [v("axtree", "main"), v("os-table", "step_01.tsv"), v("os-xml", "main")];
+    expect(tabsFor(views).some((t) => t.kind === "screenshot")).toBe(false);
+    const tabs = tabsFor(views, true);
+    expect(tabs.at(-1)).toEqual({ id: "screenshot", view_index: 2, kind: "screenshot", label: "Screenshot" });
+    expect(tabsFor([v("axtree", "main")], true).at(-1)?.view_index).toBe(0);
+    // Not the opening tab: the first view both sides have still is.
+    expect(pickTab(tabsFor([v("android-xml", "main")], true), null)?.kind).toBe("device-tree");
+    // A turn without a screenshot falls back from it.
+    expect(pickTab(tabsFor([v("android-xml", "main")]), "screenshot")?.kind).toBe("device-tree");
+  });
   it("keeps the chosen view kind across turns", () => {
     const a = tabsFor([v("android-xml", "dump_01.xml")]);
     const b = tabsFor([v("android-xml", "dump_02.xml")]);

@@ -3,7 +3,7 @@ import type { ComparedView, Representation } from "../api/types";
 
 /** A view of one representation. */
 export type ViewKind =
-  "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen-tree" | "device-tree" | "screen" | "device" | "tree" | "source" | "text";
+  "render" | "dom" | "html-source" | "axtree" | "ax-source" | "screen-tree" | "device-tree" | "screen" | "device" | "tree" | "source" | "text" | "screenshot";
 
 /** One tab: a view kind of the `view_index`-th compared view. */
 export interface ViewTab {
@@ -59,9 +59,11 @@ const SHORT: Record<Representation, string> = {
  * The tabs for a turn's compared views, in the views' order. A label that
  * an earlier view already uses gets the representation (or, for a second
  * view of the same representation, the view's name) appended: `Screen` for the AT-SPI XML, `Screen (table)`
- * for the linearized table of the same state.
+ * for the linearized table of the same state. With `screenshot` (the real
+ * state has one), a last `Screenshot` tab over the first view whose tree has
+ * bounds.
  */
-export function tabsFor(views: readonly ComparedView[]): ViewTab[] {
+export function tabsFor(views: readonly ComparedView[], screenshot = false): ViewTab[] {
   const tabs: ViewTab[] = [];
   const used = new Set<string>();
   views.forEach((v, i) => {
@@ -76,6 +78,11 @@ export function tabsFor(views: readonly ComparedView[]): ViewTab[] {
       tabs.push({ id: `${v.representation}:${v.name}:${kind}`, view_index: i, kind, label: text });
     }
   });
+  if (screenshot) {
+    // Over the first view whose tree has bounds (its boxes are drawn on the image), else the first view.
+    const bounded = views.findIndex((v) => v.representation === "android-xml" || v.representation === "os-xml");
+    tabs.push({ id: "screenshot", view_index: Math.max(0, bounded), kind: "screenshot", label: "Screenshot" });
+  }
   return tabs;
 }
 

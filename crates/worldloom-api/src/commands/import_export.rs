@@ -22,7 +22,9 @@ pub fn import_files(
 }
 
 /// `export`: a trajectory, or one branch of it, as a native file,
-/// AgentWorldBench JSONL or SFT JSONL.
+/// AgentWorldBench JSONL or SFT JSONL. A native file written to `path`
+/// gets its states' screenshots in the sidecar folder beside it
+/// (`worldloom_core::native::write_screenshots`).
 ///
 /// # Errors
 /// [`crate::ErrorCode::NotFound`], [`crate::ErrorCode::BadRequest`],
@@ -44,6 +46,22 @@ pub fn export(studio: &Studio, req: ExportRequest) -> Result<ExportResponse, Api
             )));
         }
         tree = import::only_path(&tree, leaf).map_err(|e| ApiError::internal(e.to_string()))?;
+    }
+    // A native file written to a path carries its screenshots in a sidecar
+    // folder beside it; one sent back as content only names them.
+    if let (ExportFormat::Native, Some(p)) = (req.format, &req.path) {
+        let ws = studio.lock()?;
+        worldloom_core::native::write_screenshots(
+            std::path::Path::new(p),
+            std::slice::from_mut(&mut tree),
+            |shot| {
+                ws.screenshot_bytes(&shot.sha256)
+                    .ok()
+                    .flatten()
+                    .map(|b| b.bytes)
+            },
+        )
+        .map_err(|e| ApiError::new(ErrorCode::ExportFailed, e.to_string()))?;
     }
     let (content, record_count, ext) = import::export(&tree, req.format)?;
     let stem: String = tree
@@ -88,4 +106,14 @@ pub fn workspace_trajectories(
         .into_iter()
         .map(|row| Ok(live_tree(&ws.load_trajectory(row.key)?)))
         .collect()
+}
+
+/// The bytes of the screenshot stored under `sha256`, as imported; `None`
+/// when the workspace has none by that hash (`worldloom export` of a
+/// workspace writes them beside the native file).
+///
+/// # Errors
+/// [`crate::ErrorCode::Storage`] when the workspace cannot be read.
+pub fn screenshot_bytes(studio: &Studio, sha256: &str) -> Result<Option<Vec<u8>>, ApiError> {
+    Ok(studio.lock()?.screenshot_bytes(sha256)?.map(|b| b.bytes))
 }

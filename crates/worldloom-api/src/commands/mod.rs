@@ -8,6 +8,7 @@ mod import_export;
 mod notes_tags;
 mod predictions;
 mod runs;
+mod screenshots;
 mod trajectories;
 mod turns;
 mod workspace;
@@ -28,13 +29,14 @@ pub use crate::tree_rows::{
     WHOLE_TREE_MAX_NODES,
 };
 pub use history::{history, redo, undo};
-pub use import_export::{export, import_files, workspace_trajectories};
+pub use import_export::{export, import_files, screenshot_bytes, workspace_trajectories};
 pub use notes_tags::{add_note, list_notes, set_tag};
 pub use predictions::{choose_prediction, list_predictions};
 pub use runs::{
     compare_runs, export_run_rows, get_run_dashboard, label_set, list_run_rows, list_runs,
     run_drift, search_runs, set_label_set, set_row_label, set_row_note,
 };
+pub use screenshots::{get_screenshot, screenshot_bytes, set_screenshot};
 pub use trajectories::{get_branch, get_trajectory, list_trajectories};
 pub use turns::{get_tree_rows, get_turn, search_tree};
 pub use workspace::workspace_info;

@@ -144,6 +144,7 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
             .as_ref()
             .and_then(|r| r.error.as_ref())
             .map(|e| e.message.clone()),
+        real_screenshot: node.screenshot.clone(),
         predictions,
         prediction_id,
         chosen_prediction_id: node.chosen_prediction.map(|p| p.0),

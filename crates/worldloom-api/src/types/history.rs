@@ -34,6 +34,8 @@ pub enum ChangeKind {
     SetLabel,
     /// A run row's note written or cleared.
     SetRowNote,
+    /// A screenshot given to a state.
+    SetScreenshot,
 }
 
 impl ChangeKind {

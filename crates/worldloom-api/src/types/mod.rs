@@ -33,6 +33,7 @@ pub use worldloom_core::domain::{ChatMessage, ChatRole, Domain, Representation};
 pub use worldloom_core::formats::ExportFormat;
 pub use worldloom_core::observation::{ObservationMeta, ScreenSize};
 pub use worldloom_core::output::{OutputStatus, StopReason};
+pub use worldloom_core::screenshot::{ImageType, Screenshot};
 pub use worldloom_core::trajectory::ContextMode;
 pub use worldloom_obs::diff::{FieldChange, LineDiff, LineOp, LineTag};
 pub use worldloom_obs::metrics::{Anchor, AnchorStatus};

@@ -363,6 +363,10 @@ pub struct TurnDetail {
     pub real_meta: Option<ObservationMeta>,
     /// The step's error (`last_action_error`, a failed capture), if any.
     pub real_error: Option<String>,
+    /// The real state's screenshot (metadata; its bytes from
+    /// `get_screenshot` or `GET /api/screenshots/<sha256>`), if it has one.
+    #[serde(default)]
+    pub real_screenshot: Option<Screenshot>,
     /// Every live prediction of the node.
     pub predictions: Vec<PredictionSummary>,
     /// The prediction the right pane shows (`null` when it shows an authored
@@ -398,4 +402,33 @@ pub struct GetTurnRequest {
     /// the authored observation, else the newest prediction).
     #[serde(default)]
     pub prediction_id: Option<u32>,
+}
+
+/// `get_screenshot` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct GetScreenshotRequest {
+    /// The screenshot's SHA-256 (lowercase hex, as in [`Screenshot::sha256`]).
+    pub sha256: String,
+}
+
+/// `get_screenshot` response: a stored screenshot's bytes, exactly as
+/// imported (the desktop IPC carries JSON only; the HTTP server also serves
+/// the bytes as they are at `GET /api/screenshots/<sha256>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ScreenshotData {
+    /// The image format.
+    pub media_type: ImageType,
+    /// The bytes in standard base64.
+    pub data_base64: String,
+}
+
+/// `set_screenshot` request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SetScreenshotRequest {
+    /// Workspace id of the trajectory.
+    pub trajectory_id: String,
+    /// The state.
+    pub node_id: u32,
+    /// A PNG or JPEG file on the machine running the studio (at most 16 MiB).
+    pub path: String,
 }

@@ -20,6 +20,10 @@
 //! executed or imported; unknown classes, NumPy arrays among them, become
 //! inert records) and maps each as a step of the JSON format.
 //!
+//! A step's `screenshot_path` (a result folder's `screenshot_step_N.png`)
+//! that names an existing file gives its state a screenshot
+//! ([`crate::screenshot::attach`]).
+//!
 //! A file holding raw observation objects instead of steps (a CDP
 //! `dom_object` / `axtree_object` snapshot) imports as a one-state trajectory
 //! whose observation is the file's JSON text.
@@ -234,6 +238,9 @@ fn from_steps(
             t.edges[edge.0 as usize].extra = extra;
             next
         };
+        if let Some(file) = screenshot_file(path, &obj) {
+            crate::screenshot::attach(&mut t.nodes[target.0 as usize].screenshot, &file, warnings);
+        }
         t.nodes[target.0 as usize].extra = obj;
         node = target;
         match action {
@@ -428,6 +435,26 @@ fn step_from_pickle(path: &Path, dir: &Path, number: usize) -> Result<Value> {
         }
     }
     Ok(Value::Object(step))
+}
+
+/// The screenshot file a step names (`screenshot_path`: the result
+/// folder's `screenshot_step_N.png`, or a recorded path), found as given,
+/// relative to the step file's folder, or by its file name in that folder
+/// (a path recorded on another machine); `None` when no such file exists.
+fn screenshot_file(path: &Path, step: &Map<String, Value>) -> Option<std::path::PathBuf> {
+    let named = Path::new(step.get("screenshot_path")?.as_str()?);
+    let dir = if path.is_dir() {
+        path
+    } else {
+        path.parent().unwrap_or(Path::new(""))
+    };
+    [
+        Some(dir.join(named)),
+        named.file_name().map(|n| dir.join(n)),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_file())
 }
 
 /// The text items of a BrowserGym `goal_object` (a list of

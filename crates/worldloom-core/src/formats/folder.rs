@@ -8,7 +8,9 @@
 //! state n (a JSON object for Android, `pyautogui` code for OS; `null` on the
 //! last line); optional `task.json` (`goal`, `screen` `{width, height}`,
 //! `package`) and, for OS, optional `capture_meta.json` (a list of per-step
-//! capture records with a `step` field).
+//! capture records with a `step` field); optional `step_NN.png` (or
+//! `.jpg`) screenshots, each given to its state
+//! ([`crate::screenshot::attach`]).
 //!
 //! A dump that does not start with `<` (such as `ERROR: could not get idle
 //! state.`) is a failed capture: an observation with empty text and a
@@ -211,6 +213,7 @@ pub fn import(
         FolderKind::Os => Representation::OsXml,
     };
     let xml = step_files(dir, &[".xml"])?;
+    let screenshots = step_files(dir, &[".png", ".jpg", ".jpeg"])?;
     let tsv = if kind == FolderKind::Os {
         step_files(dir, &[".tsv"])?
     } else {
@@ -327,8 +330,9 @@ pub fn import(
                 o.metadata.extra.insert("capture".into(), record.clone());
             }
         }
-        if step == 0 {
+        let target = if step == 0 {
             t.nodes[0].real = obs;
+            t.root()
         } else {
             let mut record = actions.remove(&(step - 1)).unwrap_or_default();
             let action = action_from_record(&mut record, kind);
@@ -339,8 +343,12 @@ pub fn import(
                 .and_then(|n| n.as_str().map(str::to_owned));
             record.remove("step");
             e.extra = record;
-            node = next;
+            next
+        };
+        if let Some(file) = screenshots.get(&step) {
+            crate::screenshot::attach(&mut t.nodes[target.0 as usize].screenshot, file, warnings);
         }
+        node = target;
     }
     // The record of the final state (action null) keeps its note on the node.
     if let Some(mut record) = actions.remove(&last) {

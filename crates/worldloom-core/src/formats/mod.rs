@@ -240,7 +240,9 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
         Ok(match format {
             InputFormat::Native => {
                 let text = crate::text::read_text_into(path, warnings)?;
-                TrajectoryFile::from_json_str(path, &text)?.trajectories
+                let mut read = TrajectoryFile::from_json_str(path, &text)?.trajectories;
+                crate::native::resolve_screenshots(path, &mut read, warnings);
+                read
             }
             InputFormat::Agentworldbench => awb::import(path, options.skip_bad_rows, warnings)?,
             InputFormat::Agentlab if path.is_dir() => {

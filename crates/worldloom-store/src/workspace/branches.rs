@@ -136,6 +136,7 @@ impl Workspace {
                     predictions: Vec::new(),
                     authored: Vec::new(),
                     chosen_prediction: None,
+                    screenshot: None,
                     extra: Map::new(),
                 };
                 let edge = Edge {

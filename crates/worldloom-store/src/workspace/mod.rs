@@ -24,6 +24,7 @@ mod records;
 mod runs;
 mod runs_grown;
 mod scores;
+mod screenshots;
 mod trajectories;
 mod trajectory_rows;
 
@@ -42,6 +43,7 @@ pub use history::{ChangeId, ChangeRecord, ChangeState};
 pub use notes_tags::{Note, NoteId, TagRecord};
 pub use runs::{DEFAULT_LABELS, NewRun, RunId, RunImport, RunRecord, SearchField, StoredRunRow};
 pub use scores::MetricResult;
+pub use screenshots::ScreenshotBytes;
 pub use trajectories::{EdgeLink, StoredTrajectory, TrajectoryRow};
 pub use trajectory_rows::trajectory_fingerprint;
 

@@ -757,6 +757,12 @@ impl Workspace {
                 pred.map(PredictionId);
         }
 
+        for (node_id, shot) in self.screenshots_of(key)? {
+            if wanted(node_id.0) {
+                node_slot(&mut trajectory.nodes, node_id.0, key)?.screenshot = Some(shot);
+            }
+        }
+
         trajectory
             .validate()
             .map_err(|m| StoreError::Invalid(format!("trajectory {} as stored: {m}", key.0)))?;

@@ -152,7 +152,8 @@ fn insert_real(
     Ok(())
 }
 
-/// A state's authored observations, predictions and chosen prediction.
+/// A state's authored observations, predictions, chosen prediction and
+/// screenshot.
 fn insert_node_rest(
     tx: &Transaction<'_>,
     key: i64,
@@ -164,6 +165,10 @@ fn insert_node_rest(
     }
     for prediction in &node.predictions {
         insert_prediction(tx, key, node.id, prediction, change)?;
+    }
+    if let Some(shot) = &node.screenshot {
+        // A screenshot whose bytes are not to be had is left out.
+        super::screenshots::insert_node_screenshot(tx, key, node.id, shot, change)?;
     }
     if let Some(chosen) = node.chosen_prediction {
         tx.execute(
