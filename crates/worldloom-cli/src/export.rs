@@ -1,24 +1,33 @@
 //! `worldloom export`: write a native file as AgentWorldBench JSONL, SFT chat
 //! JSONL or native JSON (`worldloom-core`'s [`ExportFormat`], the formats the
-//! studio exports too).
+//! studio exports too); with `--lesson NAME`, a workspace's lesson as one
+//! self-contained HTML file (the studio's `export_lesson`, the one builder).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use worldloom_api::Studio;
+use worldloom_api::types::ExportLessonRequest;
 use worldloom_core::formats::ExportFormat;
 use worldloom_core::{ImportOptions, import_path};
 
 /// Arguments of `worldloom export`.
 #[derive(Args, Debug)]
 pub struct ExportArgs {
-    /// The input: a native file (or anything `worldloom import` reads).
+    /// The input: a native file (or anything `worldloom import` reads); with
+    /// `--lesson`, a workspace file.
     pub input: PathBuf,
     /// The output format: `agentworldbench` (one row per turn, readable by
     /// the official evaluation script), `sft` (chat JSONL for fine-tuning)
     /// or `native`.
-    #[arg(long)]
-    pub format: ExportFormat,
+    #[arg(long, required_unless_present = "lesson", conflicts_with = "lesson")]
+    pub format: Option<ExportFormat>,
+    /// Export this lesson of the workspace `input` (the tag `lesson:NAME` on
+    /// its branches) as one self-contained HTML file: no script, no external
+    /// resource, navigation by anchors.
+    #[arg(long, value_name = "NAME")]
+    pub lesson: Option<String>,
     /// The file to write.
     #[arg(short = 'o', long = "output")]
     pub output: PathBuf,
@@ -26,17 +35,48 @@ pub struct ExportArgs {
 
 /// Runs `worldloom export`.
 pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
+    let Some(format) = args.format else {
+        return export_lesson(args);
+    };
     let imported = import_path(&args.input, &ImportOptions::default())?;
     for warning in &imported.warnings {
         eprintln!("warning: {warning}");
     }
-    let exported = args.format.export(&imported.trajectories)?;
+    let exported = format.export(&imported.trajectories)?;
     std::fs::write(&args.output, &exported.text)
         .with_context(|| format!("writing {}", args.output.display()))?;
     println!(
         "wrote {} {} to {}",
         exported.records,
-        args.format.record_unit(),
+        format.record_unit(),
+        args.output.display()
+    );
+    Ok(())
+}
+
+/// `worldloom export WORKSPACE --lesson NAME -o FILE`.
+fn export_lesson(args: &ExportArgs) -> anyhow::Result<()> {
+    let name = args.lesson.clone().unwrap_or_default();
+    // Opening creates a missing file: a workspace must exist to hold a lesson.
+    if !args.input.is_file() {
+        anyhow::bail!("{}: no such workspace file", args.input.display());
+    }
+    let studio = Studio::open(&args.input)
+        .map_err(|e| anyhow::anyhow!("{}: {}", args.input.display(), e.message))?;
+    let out = worldloom_api::commands::export_lesson(
+        &studio,
+        ExportLessonRequest {
+            lesson: Some(name.clone()),
+            path: Some(args.output.display().to_string()),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| anyhow::anyhow!("lesson `{name}`: {}", e.message))?;
+    println!(
+        "wrote lesson `{}`: {} sections, {} bytes, to {}",
+        name.trim(),
+        out.sections,
+        out.bytes,
         args.output.display()
     );
     Ok(())
