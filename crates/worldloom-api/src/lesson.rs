@@ -13,9 +13,11 @@ use worldloom_core as core;
 use worldloom_core::NodeId;
 use worldloom_store::{StoredTrajectory, TrajectoryKey, Workspace};
 
-use crate::branches::{branch_summary, live_branches, path_turns};
-use crate::error::{ApiError, ErrorCode};
+use crate::branches::{branch_index, branch_summary, live_branches, path_turns};
+use crate::commands::set_tag;
+use crate::error::ApiError;
 use crate::ids::{parse_branch_id, parse_trajectory_id};
+use crate::import::write_export_file;
 use crate::lesson_html::{self, DocBranch, DocStep, LessonDoc};
 use crate::scoring::{Shown, shown, shown_text};
 use crate::types::*;
@@ -70,28 +72,18 @@ pub fn add_to_lesson(studio: &Studio, req: AddToLessonRequest) -> Result<ChangeR
     let tag = lesson_tag(&req.lesson)?;
     let key = parse_trajectory_id(&req.trajectory_id)?;
     let leaf = parse_branch_id(&req.branch_id)?;
-    let change = {
-        let mut ws = studio.lock()?;
-        let st = ws.load_trajectory(key)?;
-        if !live_branches(&st)
-            .iter()
-            .any(|p| p.nodes.last() == Some(&leaf))
-        {
-            return Err(ApiError::not_found(format!(
-                "trajectory {} has no branch ending at node {}",
-                key.0, leaf.0
-            )));
-        }
-        let id = ws.set_tag(key, Some(leaf), &tag, req.present)?;
-        ws.history(50)?.into_iter().find(|c| c.id == id)
-    };
-    studio.emit(StudioEvent::WorkspaceChanged {
-        trajectory_id: Some(key.0.to_string()),
-        kind: ChangeKind::SetTag.into(),
-    });
-    Ok(ChangeResponse {
-        change: change.as_ref().map(change_summary).transpose()?,
-    })
+    let st = studio.lock()?.load_trajectory(key)?;
+    branch_index(&st, &live_branches(&st), leaf)?;
+    drop(st);
+    set_tag(
+        studio,
+        SetTagRequest {
+            trajectory_id: req.trajectory_id,
+            node_id: Some(leaf.0),
+            tag,
+            present: req.present,
+        },
+    )
 }
 
 /// `set_caption`: writes the caption of a state: a new version of its
@@ -218,18 +210,7 @@ fn resolve(ws: &mut Workspace, req: &LessonRequest) -> Result<Resolved, ApiError
     let paths = live_branches(st);
     let index = match &req.branch_id {
         None => 0,
-        Some(b) => {
-            let leaf = parse_branch_id(b)?;
-            paths
-                .iter()
-                .position(|p| p.nodes.last() == Some(&leaf))
-                .ok_or_else(|| {
-                    ApiError::not_found(format!(
-                        "trajectory {} has no branch ending at node {}",
-                        key.0, leaf.0
-                    ))
-                })?
-        }
+        Some(b) => branch_index(st, &paths, parse_branch_id(b)?)?,
     };
     let summary = branch_summary(st, &paths[index], index, &paths[0]);
     parts.push(Part {
@@ -323,14 +304,7 @@ pub fn export_lesson(
     let sections = html.sections;
     let content = html.html;
     let bytes = content.len() as u64;
-    let path = match &req.path {
-        Some(p) => {
-            std::fs::write(p, &content)
-                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
-            Some(p.clone())
-        }
-        None => None,
-    };
+    let path = write_export_file(req.path.as_deref(), &content)?;
     let stem = file_stem(req.lesson.as_deref().map(str::trim).unwrap_or("branch"));
     Ok(ExportLessonResponse {
         sections,
