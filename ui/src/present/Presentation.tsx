@@ -91,7 +91,8 @@ export function Presentation({ backend, target, onExit }: PresentationProps) {
     return () => window.clearInterval(timer);
   }, [playing, steps.length]);
 
-  const where = branch ? `${branch.trajectory_name} · ${branch.branch.name}` : "";
+  // A lesson names the branch shown; one branch is already the title, so its goal is shown instead.
+  const where = !branch ? "" : lesson.data?.lesson != null ? `${branch.trajectory_name} · ${branch.branch.name}` : (branch.goal ?? "");
   return (
     <div ref={root} className="presentation" role="dialog" aria-modal="true" aria-label="Presentation">
       <header className="present-head">
