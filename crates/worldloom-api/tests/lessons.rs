@@ -373,3 +373,74 @@ fn the_export_is_one_file_with_every_turn_and_nothing_that_runs() {
     assert_eq!(err.code, ErrorCode::ExportFailed);
     assert!(err.message.contains("x.html"), "{}", err.message);
 }
+
+#[test]
+fn a_lesson_follows_a_branch_continued_past_its_leaf_and_a_tagged_trajectory() {
+    let (_dir, studio) = studio();
+    let ids = import(&studio, &[WEB, OS]);
+    let (web, os) = (&ids[0], &ids[1]);
+    let web_main = recorded_leaf(&studio, web);
+    add(&studio, "l", web, &web_main.id, true);
+    // Turns appended past the tagged leaf: the lesson shows the longer branch.
+    let longer = commands::append_turn(
+        &studio,
+        AppendTurnRequest {
+            trajectory_id: web.clone(),
+            node_id: web_main.leaf_node,
+            raw: "noop()".into(),
+        },
+    )
+    .expect("append");
+    let view = lesson(&studio, "l");
+    assert_eq!(view.branches.len(), 1);
+    assert_eq!(view.branches[0].branch.id, longer.branch_id);
+    assert_eq!(view.branches[0].turns.len() as u32, web_main.turn_count + 1);
+    assert_eq!(
+        view.branches[0].captions.len(),
+        view.branches[0].turns.len() + 1
+    );
+    commands::undo(&studio, EmptyRequest {}).expect("undo");
+    assert_eq!(lesson(&studio, "l").branches[0].branch.id, web_main.id);
+
+    // The tag set by hand on a trajectory takes each of its branches, after
+    // the branches tagged before it.
+    let fork = commands::edit_action(
+        &studio,
+        EditActionRequest {
+            trajectory_id: os.clone(),
+            edge_id: 0,
+            raw: "pyautogui.press('esc')".into(),
+        },
+    )
+    .expect("fork");
+    commands::set_tag(
+        &studio,
+        SetTagRequest {
+            trajectory_id: os.clone(),
+            node_id: None,
+            tag: "lesson:l".into(),
+            present: true,
+        },
+    )
+    .expect("tag");
+    let view = lesson(&studio, "l");
+    let order: Vec<(&str, &str)> = view
+        .branches
+        .iter()
+        .map(|b| (b.trajectory_id.as_str(), b.branch.id.as_str()))
+        .collect();
+    let os_main = recorded_leaf(&studio, os);
+    assert_eq!(
+        order,
+        vec![
+            (web.as_str(), web_main.id.as_str()),
+            (os.as_str(), os_main.id.as_str()),
+            (os.as_str(), fork.branch_id.as_str()),
+        ]
+    );
+    let listed = commands::list_lessons(&studio, EmptyRequest {})
+        .expect("lessons")
+        .lessons;
+    assert_eq!(listed[0].name, "l");
+    assert_eq!(listed[0].branch_count, 2, "two places carry the tag");
+}

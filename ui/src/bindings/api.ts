@@ -1498,7 +1498,8 @@ export type LessonSummary = {
  */
 name: string, 
 /**
- * Branches carrying it (live or not).
+ * Places carrying its tag: branch leaves (live or not), a trajectory
+ * tagged as a whole counted once.
  */
 branch_count: number, };
 

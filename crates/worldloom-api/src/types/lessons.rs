@@ -11,7 +11,8 @@ use super::*;
 pub struct LessonSummary {
     /// The lesson's name (the tag without its `lesson:` prefix).
     pub name: String,
-    /// Branches carrying it (live or not).
+    /// Places carrying its tag: branch leaves (live or not), a trajectory
+    /// tagged as a whole counted once.
     pub branch_count: u32,
 }
 
