@@ -69,7 +69,7 @@ const browser = await launch({ width: 1600, height: 1000 });
 const page = browser.context.pages()[0] ?? (await browser.context.newPage());
 const errors = [];
 page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("response", async (r) => r.url().includes("/api/") && console.log(r.status(), r.url(), r.request().postData()?.slice(0, 200)));
+page.on("response", async (r) => r.url().includes("/api/") && console.log(r.status(), r.url(), r.request().postData()?.slice(0, 200)));
 await page.goto(url);
 
 /** One API command from the page (same origin, the server's token). */
