@@ -56,6 +56,7 @@ WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm test --prefix ui 2>&1 | 
 step "end to end: Chromium against worldloom serve"
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:runs
+WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm run --prefix ui e2e:lesson
 
 step "end to end: the desktop app under Xvfb (tauri-driver + WebKitWebDriver)"
 WORLDLOOM_STUDIO_BIN="${CARGO_TARGET_DIR}/debug/worldloom-studio" node ui/e2e/desktop.mjs 2>&1 | tee "${CARGO_TARGET_DIR}/desktop-e2e-output.txt"

@@ -9,6 +9,7 @@
 //! | File › Quit | Ctrl+Q | exits |
 //! | Edit › Undo / Redo | Ctrl+Z / Ctrl+Shift+Z | sent to the page as a [`MENU_EVENT`]: the page undoes the workspace change (the API's `undo` / `redo`), or the text edit when a text field has the focus |
 //! | Go › Previous turn / Next turn | Alt+Left / Alt+Right | sent to the page as a [`MENU_EVENT`] (the page also takes ←/→ and j/k) |
+//! | Go › Present | F5 | sent to the page as a [`MENU_EVENT`]: presentation mode on the branch shown (the page also takes P; the page asks the webview for full screen) |
 //!
 //! GTK gives menu shortcuts the key before the webview, so Undo and Redo go
 //! through the page (which knows what has the focus) rather than straight to
@@ -67,6 +68,8 @@ pub fn build<R: Runtime>(app: &AppHandle<R>, recent: &[PathBuf]) -> tauri::Resul
     let go = SubmenuBuilder::new(app, "Go")
         .item(&item("previous_turn", "Previous turn", "Alt+Left")?)
         .item(&item("next_turn", "Next turn", "Alt+Right")?)
+        .separator()
+        .item(&item("present", "Present", "F5")?)
         .build()?;
     MenuBuilder::new(app).items(&[&file, &edit, &go]).build()
 }
@@ -77,7 +80,7 @@ pub fn on_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
     let app = app.clone();
     match id.as_str() {
         "quit" => app.exit(0),
-        "previous_turn" | "next_turn" | "undo" | "redo" => {
+        "previous_turn" | "next_turn" | "undo" | "redo" | "present" => {
             if let Err(e) = app.emit_to(MAIN_WINDOW, MENU_EVENT, id.as_str()) {
                 eprintln!("warning: menu {id}: {e}");
             }

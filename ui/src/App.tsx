@@ -30,6 +30,8 @@ import { useStepRunner } from "./app/useStepRunner";
 import { useStudioEvents } from "./app/useStudioEvents";
 import { useTurnKeys } from "./app/useTurnKeys";
 import { useEdits } from "./app/useEdits";
+import { LessonDialog } from "./present/LessonDialog";
+import { Presentation, type PresentTarget } from "./present/Presentation";
 import type { Backend } from "./backend/backend";
 import { Sidebar } from "./components/Sidebar";
 import { Timeline } from "./components/Timeline";
@@ -74,6 +76,7 @@ function Studio({ backend }: AppProps) {
   const [tabId, setTabId] = useState<string | null>(null);
   const [uncertainty, setUncertainty] = useState<"off" | UncertaintyMode>("off");
   const [reasoningOpen, setReasoningOpen] = useState(true);
+  const [presenting, setPresenting] = useState<PresentTarget | null>(null);
   const runsState = useRunsState();
   const selection = useMemo(() => new SelectionStore(), []);
   const scrollSync = useMemo(() => new ScrollSyncStore(), []);
@@ -107,7 +110,11 @@ function Studio({ backend }: AppProps) {
   const edits = useEdits({ backend, place, report, setNotice, changed });
   const { undoRedo } = edits;
   const undoRedoNow = useCallback((which: "undo" | "redo") => void undoRedo(which), [undoRedo]);
-  useTurnKeys(turns.length, nav.playing, dialog !== null, dispatch, undoRedoNow);
+  const presentBranch = useCallback(() => {
+    if (trajectoryId) setPresenting({ lesson: null, trajectoryId, branchId });
+  }, [trajectoryId, branchId]);
+  const exitPresentation = useCallback(() => setPresenting(null), []);
+  useTurnKeys(turns.length, nav.playing, dialog !== null || presenting !== null, dispatch, undoRedoNow, presentBranch);
   const importer = useImport(backend, report, edits.onImported);
 
   // Keep the selection and the scroll positions to one state and tab.
@@ -151,6 +158,7 @@ function Studio({ backend }: AppProps) {
                 setDialog("import");
               }}
               canExport={!!trajectoryId}
+              onPresent={presentBranch}
               theme={theme}
               onTheme={setTheme}
             />
@@ -269,6 +277,22 @@ function Studio({ backend }: AppProps) {
             importer={importer}
             onUndoRedo={undoRedoNow}
           />
+          {dialog === "lesson" && trajectoryId ? (
+            <LessonDialog
+              backend={backend}
+              trajectoryId={trajectoryId}
+              branchId={branchId}
+              nodeId={nodeId}
+              stateIndex={current + 1}
+              onClose={() => setDialog(null)}
+              onPresent={(target) => {
+                setDialog(null);
+                setPresenting(target);
+              }}
+              onChanged={() => changed(trajectoryId)}
+            />
+          ) : null}
+          {presenting ? <Presentation backend={backend} target={presenting} onExit={exitPresentation} /> : null}
         </div>
       </ScrollSyncContext.Provider>
     </SelectionContext.Provider>

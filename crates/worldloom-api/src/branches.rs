@@ -50,6 +50,27 @@ pub(crate) fn live_branches(st: &StoredTrajectory) -> Vec<core::TreePath> {
     out
 }
 
+/// The index in `paths` (the [`live_branches`] of `st`) of the branch ending
+/// at `leaf`.
+///
+/// # Errors
+/// [`crate::ErrorCode::NotFound`] when no live branch ends there.
+pub(crate) fn branch_index(
+    st: &StoredTrajectory,
+    paths: &[core::TreePath],
+    leaf: NodeId,
+) -> Result<usize, ApiError> {
+    paths
+        .iter()
+        .position(|p| p.nodes.last() == Some(&leaf))
+        .ok_or_else(|| {
+            ApiError::not_found(format!(
+                "trajectory {} has no branch ending at node {}",
+                st.key.0, leaf.0
+            ))
+        })
+}
+
 /// The sidebar summary of the branch `path`, the `index`-th of [`live_branches`]
 /// (`main` is the recorded path, the first).
 pub(crate) fn branch_summary(

@@ -259,14 +259,7 @@ pub fn export_curriculum(
         .map(str::to_owned)
         .collect();
     let bytes = content.len() as u64;
-    let path = match &req.path {
-        Some(p) => {
-            std::fs::write(p, &content)
-                .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
-            Some(p.clone())
-        }
-        None => None,
-    };
+    let path = crate::import::write_export_file(req.path.as_deref(), &content)?;
     Ok(ExportCurriculumResponse {
         rows_total,
         preview,

@@ -267,6 +267,21 @@ pub(crate) fn only_path(t: &Trajectory, leaf: NodeId) -> core::error::Result<Tra
     Ok(out)
 }
 
+/// Writes an export's `content` to `path` on the back end's machine when a
+/// path is given; returns the path written.
+///
+/// # Errors
+/// [`ErrorCode::ExportFailed`] naming the file when it cannot be written.
+pub(crate) fn write_export_file(
+    path: Option<&str>,
+    content: &str,
+) -> Result<Option<String>, ApiError> {
+    let Some(p) = path else { return Ok(None) };
+    std::fs::write(p, content)
+        .map_err(|e| ApiError::new(ErrorCode::ExportFailed, format!("{p}: {e}")))?;
+    Ok(Some(p.to_owned()))
+}
+
 /// Writes `t` in `format`: the text, the number of records and a file
 /// extension.
 pub(crate) fn export(

@@ -23,6 +23,8 @@ mod ids;
 mod import;
 pub mod keys;
 pub mod launch;
+pub mod lesson;
+mod lesson_html;
 pub mod recording;
 mod run_job_types;
 pub mod run_jobs;
@@ -267,6 +269,16 @@ command_table! {
     list_notes(ListNotesRequest) -> ListNotesResponse;
     /// Sets or clears a tag on a trajectory or a branch leaf (undoable).
     set_tag(SetTagRequest) -> ChangeResponse;
+    /// Every lesson (the tag `lesson:NAME` on branches) with its branch count.
+    list_lessons(EmptyRequest) -> ListLessonsResponse;
+    /// A lesson's branches in order with their turns and captions (the states' notes), or one branch shown as a lesson.
+    get_lesson(LessonRequest) -> LessonView;
+    /// Adds a branch at the end of a lesson, or takes it out (undoable).
+    add_to_lesson(AddToLessonRequest) -> ChangeResponse;
+    /// Writes, replaces or removes the caption of a state: its newest note (undoable).
+    set_caption(SetCaptionRequest) -> ChangeResponse;
+    /// A lesson (or one branch) as one self-contained HTML file: no script, no external resource, navigation by anchors.
+    export_lesson(ExportLessonRequest) -> ExportLessonResponse;
     /// The workspace's engine settings, generation parameters and whether the engine is ready.
     engine_status(EmptyRequest) -> EngineStatus;
     /// What a model directory holds (architecture, parameters, memory per dtype), read before loading it.

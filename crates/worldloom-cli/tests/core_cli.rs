@@ -404,4 +404,72 @@ fn import_to_a_native_file_writes_the_screenshots_beside_it_and_a_workspace_read
             .expect("copy")
             .contains("\"file\": \"copy.screenshots/")
     );
+fn export_lesson_writes_one_self_contained_html_file() {
+    use worldloom_api::types::{AddToLessonRequest, ImportFilesRequest, SetCaptionRequest};
+    use worldloom_api::{Studio, commands};
+    let dir = tempfile::tempdir().expect("tmp");
+    let ws = dir.path().join("ws.worldloom");
+    {
+        let studio = Studio::open(&ws).expect("workspace");
+        let imported = commands::import_files(
+            &studio,
+            ImportFilesRequest {
+                paths: vec![SAMPLE_AWB.into()],
+            },
+        )
+        .expect("import");
+        let first = &imported.imported[0].trajectory_id;
+        let tree = commands::get_trajectory(
+            &studio,
+            worldloom_api::types::GetTrajectoryRequest {
+                trajectory_id: first.clone(),
+            },
+        )
+        .expect("tree");
+        commands::add_to_lesson(
+            &studio,
+            AddToLessonRequest {
+                lesson: "week 1".into(),
+                trajectory_id: first.clone(),
+                branch_id: tree.branches[0].id.clone(),
+                present: true,
+            },
+        )
+        .expect("lesson");
+        commands::set_caption(
+            &studio,
+            SetCaptionRequest {
+                trajectory_id: first.clone(),
+                node_id: 1,
+                text: "Watch the <menu> open".into(),
+            },
+        )
+        .expect("caption");
+    }
+    let out = dir.path().join("lesson.html");
+    let run = worldloom(&["export", s(&ws), "--lesson", "week 1", "-o", s(&out)]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.starts_with("wrote lesson `week 1`: "), "{stdout}");
+    let html = std::fs::read_to_string(&out).expect("html");
+    assert!(html.contains("<p class=\"caption\">Watch the &lt;menu&gt; open</p>"));
+    assert!(html.contains("id=\"s1\"") && html.contains("<a href=\"#s2\" rel=\"next\">"));
+    assert!(!html.to_ascii_lowercase().contains("<script"));
+
+    // An unknown lesson and a missing workspace are errors naming them.
+    let run = worldloom(&["export", s(&ws), "--lesson", "nope", "-o", s(&out)]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("lesson `nope`"));
+    let missing = dir.path().join("missing.worldloom");
+    let run = worldloom(&["export", s(&missing), "--lesson", "x", "-o", s(&out)]);
+    assert!(!run.status.success());
+    assert!(String::from_utf8_lossy(&run.stderr).contains("no such workspace file"));
+    assert!(!missing.exists());
+    // Without --lesson a format is still required.
+    let run = worldloom(&["export", s(&ws), "-o", s(&out)]);
+    assert!(!run.status.success());
 }

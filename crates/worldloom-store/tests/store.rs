@@ -11,7 +11,7 @@ use worldloom_core::{
     Representation, Trajectory,
 };
 use worldloom_store::{
-    AppendTurn, ChangeState, StoreError, Workspace, is_workspace_file, sha256_hex,
+    AppendTurn, ChangeState, StoreError, TrajectoryKey, Workspace, is_workspace_file, sha256_hex,
 };
 
 fn sample(id: &str, turns: usize) -> Trajectory {
@@ -612,6 +612,42 @@ fn notes_tags_and_metrics() {
         ws.set_tag(a, None, "  ", true),
         Err(StoreError::Invalid(_))
     ));
+
+    // A tag's places in the order it was last set: b's leaf, then a's node
+    // 2, then a's node 1; clearing and setting again moves a place last,
+    // setting it twice does not.
+    ws.set_tag(a, Some(NodeId(2)), "lesson:x", true)
+        .expect("tag");
+    ws.set_tag(a, Some(NodeId(1)), "lesson:x", true)
+        .expect("tag");
+    ws.set_tag(b, Some(NodeId(2)), "lesson:x", true)
+        .expect("tag");
+    ws.set_tag(a, Some(NodeId(2)), "lesson:x", false)
+        .expect("untag");
+    ws.set_tag(a, Some(NodeId(2)), "lesson:x", true)
+        .expect("tag");
+    ws.set_tag(b, Some(NodeId(2)), "lesson:x", true)
+        .expect("tag");
+    let order: Vec<(TrajectoryKey, Option<NodeId>)> = ws
+        .tagged_in_order("lesson:x")
+        .expect("order")
+        .into_iter()
+        .map(|t| (t.trajectory, t.node))
+        .collect();
+    assert_eq!(
+        order,
+        vec![
+            (a, Some(NodeId(1))),
+            (b, Some(NodeId(2))),
+            (a, Some(NodeId(2)))
+        ]
+    );
+    ws.undo().expect("undo");
+    ws.undo().expect("undo");
+    assert_eq!(ws.tagged_in_order("lesson:x").expect("order").len(), 2);
+    for _ in 0..4 {
+        ws.undo().expect("undo");
+    }
 
     let r = serde_json::json!({"tree_f1": 0.5});
     ws.record_metric_result(a, NodeId(1), "prediction:0", "worldloom-obs", Some(0.5), &r)

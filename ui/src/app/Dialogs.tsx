@@ -1,6 +1,7 @@
 /**
  * The dialog open over the studio (at most one): engine, edit action, add
- * turn, roll out, author observation, curriculum export, history, import —
+ * turn, roll out, author observation, curriculum export, history, import
+ * (the lesson dialog, which opens presentation mode, is `App`'s) —
  * and the toast listing an import's failures once its dialog is closed.
  */
 import type { EngineStatus } from "../api/lab";
@@ -17,7 +18,7 @@ import type { RolloutState } from "./stepStream";
 import type { useImport } from "./useImport";
 
 /** Which dialog is open. */
-export type DialogName = "engine" | "edit" | "append" | "rollout" | "author" | "export" | "history" | "import" | null;
+export type DialogName = "engine" | "edit" | "append" | "rollout" | "author" | "export" | "history" | "import" | "lesson" | null;
 
 /** A placeholder action list for the rollout dialog, in the domain's action language. */
 export function rolloutPlaceholder(domain: string | undefined): string {

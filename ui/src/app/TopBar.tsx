@@ -1,7 +1,8 @@
 /**
  * The top bar: the trajectory's name and goal, the branch picker, the main
  * view switch (turn / branch tree), undo / redo / history, the engine, import,
- * curriculum export and the theme toggle.
+ * curriculum export, the lesson dialog and presentation mode, and the theme
+ * toggle.
  */
 import type { EngineStatus } from "../api/lab";
 import type { BranchSummary, TrajectorySummary } from "../api/types";
@@ -30,6 +31,8 @@ export interface TopBarProps {
   onDialog: (dialog: DialogName) => void;
   onImport: () => void;
   canExport: boolean;
+  /** Enters presentation mode on the branch shown. */
+  onPresent: () => void;
   theme: Theme;
   onTheme: (theme: Theme) => void;
 }
@@ -48,6 +51,7 @@ export function TopBar({
   onDialog,
   onImport,
   canExport,
+  onPresent,
   theme,
   onTheme,
 }: TopBarProps) {
@@ -107,6 +111,12 @@ export function TopBar({
       </button>
       <button type="button" disabled={!canExport} onClick={() => onDialog("export")}>
         Export curriculum…
+      </button>
+      <button type="button" disabled={!canExport} onClick={() => onDialog("lesson")} title="Captions, lessons and their HTML export">
+        Lesson…
+      </button>
+      <button type="button" disabled={!canExport} onClick={onPresent} title="Presentation mode: full screen, ←/→ step, Esc leaves (P)">
+        Present
       </button>
       <button
         type="button"

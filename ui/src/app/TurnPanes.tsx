@@ -2,7 +2,8 @@
  * The turn view: the real and the predicted pane side by side (the same
  * view tab on both), the predicted pane's prediction picker, uncertainty
  * shading and step bar (a streaming step shows there until it is stored),
- * and the node inspector and fidelity panel beside them.
+ * and the node inspector and fidelity panel beside them; `bare` (presentation
+ * mode) keeps only the two panes.
  */
 import { useMemo, type ReactNode } from "react";
 import type { TurnDetail, TurnSummary } from "../api/types";
@@ -50,9 +51,11 @@ export interface TurnPanesProps extends StepControls {
   settings: PaneSettings;
   /** The back end the tree views read their rows from. */
   backend: Backend;
+  /** Only the two panes and their view tabs (presentation mode): no pickers, step bar, inspector or fidelity panel. */
+  bare?: boolean;
 }
 
-export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, ...controls }: TurnPanesProps) {
+export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, bare = false, ...controls }: TurnPanesProps) {
   const { tabId, setTabId, uncertainty, setUncertainty, reasoningOpen, setReasoningOpen } = settings;
   const views = useMemo(() => detail?.views ?? [], [detail]);
   const hasScreenshot = !!detail?.real_screenshot;
@@ -189,27 +192,33 @@ export function TurnPanes({ detail, turn, stream, onChoose, settings, backend, .
         titleExtra={predictedKind ? <KindBadge kind={predictedKind} /> : null}
         {...shared}
         headerExtra={
-          <>
-            {picker}
-            {uncertaintyPicker}
-          </>
+          bare ? null : (
+            <>
+              {picker}
+              {uncertaintyPicker}
+            </>
+          )
         }
         toolbar={
-          <StepBar {...controls} canStep={!!detail && detail.turn > 0} stream={stream} reasoningOpen={reasoningOpen} onReasoningOpen={setReasoningOpen} />
+          bare ? null : (
+            <StepBar {...controls} canStep={!!detail && detail.turn > 0} stream={stream} reasoningOpen={reasoningOpen} onReasoningOpen={setReasoningOpen} />
+          )
         }
         bodyOverride={predictedBody}
         emptyMessage={predictedEmpty}
         banner={predictedBanner}
       />
-      <div className="side-column">
-        <NodeInspector view={view} backend={backend} turnRef={turnRef} />
-        <FidelityPanel
-          fidelity={detail?.fidelity}
-          reasoning={detail?.reasoning}
-          engine={predictedKind === "authored" ? "authored" : shownPrediction?.engine}
-          rawOutput={shownPrediction && shownPrediction.status !== "ok" && detail?.views.every((v) => !v.predicted) ? detail.raw_output : null}
-        />
-      </div>
+      {bare ? null : (
+        <div className="side-column">
+          <NodeInspector view={view} backend={backend} turnRef={turnRef} />
+          <FidelityPanel
+            fidelity={detail?.fidelity}
+            reasoning={detail?.reasoning}
+            engine={predictedKind === "authored" ? "authored" : shownPrediction?.engine}
+            rawOutput={shownPrediction && shownPrediction.status !== "ok" && detail?.views.every((v) => !v.predicted) ? detail.raw_output : null}
+          />
+        </div>
+      )}
     </div>
   );
 }

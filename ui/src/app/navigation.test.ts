@@ -71,6 +71,8 @@ describe("navigation", () => {
     expect(resolveTrajectory("x", list, true)).toBe("x");
     expect(resolveTrajectory("x", list, false)).toBe("a");
     expect(resolveTrajectory(null, [], false)).toBeNull();
+    // None chosen: the first, also while the list refetches (the place does not blank).
+    expect(resolveTrajectory(null, list, true)).toBe("a");
     const branches = [
       { id: "9", recorded: false },
       { id: "3", recorded: true },

@@ -118,7 +118,7 @@ function move(state: NavState, action: NavAction): NavState {
  */
 export function resolveTrajectory(chosen: string | null, list: ReadonlyArray<{ id: string }> | undefined, listFetching: boolean): string | null {
   if (!list || (chosen !== null && list.some((t) => t.id === chosen))) return chosen;
-  return listFetching ? chosen : (list[0]?.id ?? null);
+  return listFetching && chosen !== null ? chosen : (list[0]?.id ?? null);
 }
 
 /**

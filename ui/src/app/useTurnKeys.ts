@@ -1,8 +1,9 @@
 /**
  * Moving between turns without the mouse: ←/→ and j/k, Home/End; Ctrl/Cmd+Z
  * undo, Ctrl/Cmd+Shift+Z (or Ctrl+Y) redo; and Play, which steps through the
- * turns for demos and stops at the end. Keys typed into a field, or while a
- * dialog is open, are left alone.
+ * turns for demos and stops at the end; P enters presentation mode. Keys
+ * typed into a field, or while a dialog (or presentation mode) is open, are
+ * left alone.
  */
 import { useEffect, type Dispatch } from "react";
 import type { NavAction } from "./navigation";
@@ -16,7 +17,14 @@ function isTypingTarget(el: EventTarget | null): boolean {
 }
 
 /** Binds the keys and the Play timer. `count`: turns of the branch shown. */
-export function useTurnKeys(count: number, playing: boolean, dialogOpen: boolean, dispatch: Dispatch<NavAction>, undoRedo: (which: "undo" | "redo") => void) {
+export function useTurnKeys(
+  count: number,
+  playing: boolean,
+  dialogOpen: boolean,
+  dispatch: Dispatch<NavAction>,
+  undoRedo: (which: "undo" | "redo") => void,
+  present: () => void = () => undefined,
+) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (isTypingTarget(e.target)) return;
@@ -34,12 +42,13 @@ export function useTurnKeys(count: number, playing: boolean, dialogOpen: boolean
       else if (e.key === "ArrowLeft" || e.key === "k") dispatch({ type: "step", by: -1, count });
       else if (e.key === "Home") dispatch({ type: "go", index: -1, count });
       else if (e.key === "End") dispatch({ type: "go", index: count - 1, count });
+      else if (e.key === "p" || e.key === "P") present();
       else return;
       e.preventDefault();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [count, undoRedo, dialogOpen, dispatch]);
+  }, [count, undoRedo, dialogOpen, dispatch, present]);
 
   useEffect(() => {
     if (!playing) return;

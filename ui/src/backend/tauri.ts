@@ -30,6 +30,7 @@ export const MENU_EVENT = "worldloom://menu";
 const MENU_KEYS: Record<string, { key: string; ctrlKey?: boolean; shiftKey?: boolean; focused?: boolean }> = {
   next_turn: { key: "ArrowRight" },
   previous_turn: { key: "ArrowLeft" },
+  present: { key: "p" },
   undo: { key: "z", ctrlKey: true, focused: true },
   redo: { key: "z", ctrlKey: true, shiftKey: true, focused: true },
 };

@@ -1558,6 +1558,159 @@ tag: string,
  */
 present: boolean, };
 
+export type LessonSummary = { 
+/**
+ * The lesson's name (the tag without its `lesson:` prefix).
+ */
+name: string, 
+/**
+ * Places carrying its tag: branch leaves (live or not), a trajectory
+ * tagged as a whole counted once.
+ */
+branch_count: number, };
+
+export type ListLessonsResponse = { 
+/**
+ * Every lesson of the workspace, by name.
+ */
+lessons: Array<LessonSummary>, };
+
+export type LessonRequest = { 
+/**
+ * The lesson's name.
+ */
+lesson: string | null, 
+/**
+ * Without a lesson: the trajectory (workspace id).
+ */
+trajectory_id: string | null, 
+/**
+ * Without a lesson: the branch (leaf node id); `null` is the recorded
+ * path.
+ */
+branch_id: string | null, };
+
+export type LessonBranch = { 
+/**
+ * Workspace id of the trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The trajectory's display name.
+ */
+trajectory_name: string, 
+/**
+ * Its task instruction.
+ */
+goal: string | null, 
+/**
+ * Its domain.
+ */
+domain: Domain, 
+/**
+ * The branch.
+ */
+branch: BranchSummary, 
+/**
+ * Its turns, first to last (the timeline's rows).
+ */
+turns: Array<TurnSummary>, 
+/**
+ * The caption of each step: index 0 the initial state, `i + 1` the
+ * state `turns[i]` reaches; `null` where the state has no note.
+ */
+captions: Array<string | null>, };
+
+export type LessonView = { 
+/**
+ * The title: the lesson's name, or the trajectory and branch shown.
+ */
+title: string, 
+/**
+ * The lesson's name; `null` for one branch shown without a lesson.
+ */
+lesson: string | null, 
+/**
+ * Its live branches in lesson order (branches undone since they were
+ * added are left out).
+ */
+branches: Array<LessonBranch>, };
+
+export type AddToLessonRequest = { 
+/**
+ * The lesson's name (not empty; no line breaks).
+ */
+lesson: string, 
+/**
+ * Workspace id of the trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The branch (leaf node id).
+ */
+branch_id: string, 
+/**
+ * Add (true, at the end) or take out (false).
+ */
+present: boolean, };
+
+export type SetCaptionRequest = { 
+/**
+ * Workspace id of the trajectory.
+ */
+trajectory_id: string, 
+/**
+ * The state the caption is on (a turn's node; 0 the initial state).
+ */
+node_id: number, 
+/**
+ * The caption; empty removes it.
+ */
+text: string, };
+
+export type ExportLessonRequest = { 
+/**
+ * The lesson's name.
+ */
+lesson: string | null, 
+/**
+ * Without a lesson: the trajectory (workspace id).
+ */
+trajectory_id: string | null, 
+/**
+ * Without a lesson: the branch (leaf node id); `null` is the recorded
+ * path.
+ */
+branch_id: string | null, 
+/**
+ * Write to this file on the back end's machine; `null` returns the
+ * HTML in `content`.
+ */
+path: string | null, };
+
+export type ExportLessonResponse = { 
+/**
+ * Sections written (one per state shown: each branch's initial state
+ * and every turn).
+ */
+sections: number, 
+/**
+ * Size of the file, bytes.
+ */
+bytes: number, 
+/**
+ * The file written, when a path was given.
+ */
+path: string | null, 
+/**
+ * The whole HTML when no path was given.
+ */
+content: string | null, 
+/**
+ * A file name to save it under.
+ */
+file_name: string, };
+
 export type ModelDtype = "f32" | "bf16" | "f16";
 
 export type EngineSettings = { "kind": "baseline", 
@@ -3320,6 +3473,16 @@ export interface Commands {
   list_notes: [ListNotesRequest, ListNotesResponse];
   /** Sets or clears a tag on a trajectory or a branch leaf (undoable). */
   set_tag: [SetTagRequest, ChangeResponse];
+  /** Every lesson (the tag `lesson:NAME` on branches) with its branch count. */
+  list_lessons: [EmptyRequest, ListLessonsResponse];
+  /** A lesson's branches in order with their turns and captions (the states' notes), or one branch shown as a lesson. */
+  get_lesson: [LessonRequest, LessonView];
+  /** Adds a branch at the end of a lesson, or takes it out (undoable). */
+  add_to_lesson: [AddToLessonRequest, ChangeResponse];
+  /** Writes, replaces or removes the caption of a state: its newest note (undoable). */
+  set_caption: [SetCaptionRequest, ChangeResponse];
+  /** A lesson (or one branch) as one self-contained HTML file: no script, no external resource, navigation by anchors. */
+  export_lesson: [ExportLessonRequest, ExportLessonResponse];
   /** The workspace's engine settings, generation parameters and whether the engine is ready. */
   engine_status: [EmptyRequest, EngineStatus];
   /** What a model directory holds (architecture, parameters, memory per dtype), read before loading it. */

@@ -16,6 +16,8 @@ describe("invalidation", () => {
       ["compare_branches", "t1"],
       ["workspace_info"],
       ["history"],
+      ["list_lessons"],
+      ["get_lesson"],
     ]);
     expect(keysTouchedBy({ type: "workspace_changed", trajectory_id: "t1", kind: "set_perturbation" })).toEqual(one);
     expect(keysTouchedBy({ type: "prediction_added", trajectory_id: "t1", node_id: 2, prediction_id: 4 })).toEqual(one);

@@ -11,7 +11,8 @@ import { keys } from "./keys";
  * The key prefixes a stored change touches: one trajectory's tree, branches,
  * turns (with their tree rows and searches) and comparisons, or every trajectory's when `trajectoryId` is `null`
  * (a workspace-wide change such as an import); always the list, the undo
- * state and the history.
+ * state and the history, and the lessons (a lesson spans trajectories; its
+ * captions are notes, its branches tags).
  */
 export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
   const ids = trajectoryId === null ? [] : [trajectoryId];
@@ -25,6 +26,8 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
     ["compare_branches", ...ids],
     keys.workspace(),
     keys.history(),
+    keys.lessons(),
+    ["get_lesson"],
     ...(trajectoryId === null ? RUN_KEYS : []),
   ];
 }

@@ -41,6 +41,10 @@ export const keys = {
   treeSearch: (ref: TreeRef, query: string) => ["search_tree", ref.trajectory_id, ref.node_id, ref.prediction_id, ref.view_index, ref.side, query] as const,
   /** `compare_branches`. */
   compare: (trajectoryId: string, left: string, right: string) => ["compare_branches", trajectoryId, left, right] as const,
+  /** `list_lessons`: the workspace's lessons. */
+  lessons: () => ["list_lessons"] as const,
+  /** `get_lesson`: a lesson by name, or one branch shown as a lesson (`lesson` `null`). */
+  lesson: (lesson: string | null, trajectoryId: string | null, branchId: string | null) => ["get_lesson", lesson, trajectoryId, branchId] as const,
   /** `workspace_info` (undo / redo availability). */
   workspace: () => ["workspace_info"] as const,
   /** `history` (the undo log). */

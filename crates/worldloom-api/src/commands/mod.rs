@@ -20,6 +20,7 @@ pub use crate::editing::{
 };
 pub use crate::engine::{endpoint_key_status, set_endpoint_key};
 pub use crate::engine::{engine_status, inspect_model_dir, set_engine};
+pub use crate::lesson::{add_to_lesson, export_lesson, get_lesson, list_lessons, set_caption};
 pub use crate::recording::{record_trajectory, record_turn};
 pub use crate::run_jobs::{cancel_run_job, list_run_jobs, resume_run, start_judge, start_run};
 pub use crate::scoring::METRICS_PRODUCER;

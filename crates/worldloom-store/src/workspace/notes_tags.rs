@@ -184,6 +184,53 @@ impl Workspace {
         self.tags_where("g.trajectory_id = ?1", params![key.0])
     }
 
+    /// The trajectories and nodes currently carrying exactly `tag`, in the
+    /// order the tag was last set on each (a tag cleared and set again moves
+    /// to the end): the order of a lesson's branches.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn tagged_in_order(&self, tag: &str) -> Result<Vec<TagRecord>> {
+        let rows = self.query_all(
+            "SELECT g.id, g.trajectory_id, g.node_id, g.present FROM tags g JOIN changes c ON c.id = g.change_id
+             JOIN trajectories t ON t.id = g.trajectory_id JOIN changes tc ON tc.id = t.change_id
+             WHERE c.state = 'applied' AND tc.state = 'applied' AND g.tag = ?1 ORDER BY g.id",
+            params![tag.trim()],
+            "reading a tag's places",
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Option<u32>>(2)?,
+                    r.get::<_, bool>(3)?,
+                ))
+            },
+        )?;
+        // The newest row per place says whether it is set, and since when.
+        let mut current: BTreeMap<(i64, Option<u32>), (i64, bool)> = BTreeMap::new();
+        for (id, t, n, present) in rows {
+            let since = match current.get(&(t, n)) {
+                Some((since, true)) if present => *since,
+                _ => id,
+            };
+            current.insert((t, n), (since, present));
+        }
+        let mut set: Vec<(i64, TagRecord)> = current
+            .into_iter()
+            .filter(|(_, (_, present))| *present)
+            .map(|((t, n), (since, _))| {
+                let record = TagRecord {
+                    trajectory: TrajectoryKey(t),
+                    node: n.map(NodeId),
+                    tag: tag.trim().to_owned(),
+                };
+                (since, record)
+            })
+            .collect();
+        set.sort_by_key(|(since, _)| *since);
+        Ok(set.into_iter().map(|(_, r)| r).collect())
+    }
+
     /// The live trajectories of source format `source_format` that never
     /// had `tag` on the trajectory itself: no record of it, set or cleared
     /// (a tag cleared by hand leaves a record, so it is not listed). In
