@@ -70,7 +70,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
             match &workspace {
                 Some(studio) => worldloom_api::commands::screenshot_bytes(studio, &shot.sha256)
                     .ok()
-                    .flatten(),
+                    .map(|stored| stored.bytes),
                 None => worldloom_core::screenshot::read_file_bytes(shot),
             }
         })?;

@@ -107,13 +107,3 @@ pub fn workspace_trajectories(
         .map(|row| Ok(live_tree(&ws.load_trajectory(row.key)?)))
         .collect()
 }
-
-/// The bytes of the screenshot stored under `sha256`, as imported; `None`
-/// when the workspace has none by that hash (`worldloom export` of a
-/// workspace writes them beside the native file).
-///
-/// # Errors
-/// [`crate::ErrorCode::Storage`] when the workspace cannot be read.
-pub fn screenshot_bytes(studio: &Studio, sha256: &str) -> Result<Option<Vec<u8>>, ApiError> {
-    Ok(studio.lock()?.screenshot_bytes(sha256)?.map(|b| b.bytes))
-}

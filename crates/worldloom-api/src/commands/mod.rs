@@ -30,7 +30,7 @@ pub use crate::tree_rows::{
     WHOLE_TREE_MAX_NODES,
 };
 pub use history::{history, redo, undo};
-pub use import_export::{export, import_files, screenshot_bytes, workspace_trajectories};
+pub use import_export::{export, import_files, workspace_trajectories};
 pub use notes_tags::{add_note, list_notes, set_tag};
 pub use predictions::{choose_prediction, list_predictions};
 pub use runs::{
