@@ -332,6 +332,10 @@ fn record_takes_steps_as_json_lines_and_answers_each() {
     assert_eq!(
         replies[4],
         serde_json::json!({"trajectory_id": "1", "node_id": 2, "edge_id": 1})
+    );
+}
+
+#[test]
 fn import_to_a_native_file_writes_the_screenshots_beside_it_and_a_workspace_reads_them() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../samples/android/settings_airplane-mode_trajectory");
@@ -404,6 +408,9 @@ fn import_to_a_native_file_writes_the_screenshots_beside_it_and_a_workspace_read
             .expect("copy")
             .contains("\"file\": \"copy.screenshots/")
     );
+}
+
+#[test]
 fn export_lesson_writes_one_self_contained_html_file() {
     use worldloom_api::types::{AddToLessonRequest, ImportFilesRequest, SetCaptionRequest};
     use worldloom_api::{Studio, commands};
