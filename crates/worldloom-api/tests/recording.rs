@@ -2,6 +2,7 @@
 //! turns with their real observations, predictions stored as chosen and
 //! scored, errors named by field.
 
+#[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
 use common::studio;
