@@ -75,7 +75,7 @@ pub fn run(args: &ParseOutputArgs) -> anyhow::Result<()> {
             .context("reading standard input")?;
     } else {
         let path = PathBuf::from(&args.file);
-        let decoded = worldloom_core::text::read_text(&path)?;
+        let decoded = worldloom_core::input::read_text(&path)?;
         if let Some(w) = decoded.warning {
             eprintln!("warning: {w}");
         }

@@ -308,6 +308,17 @@ pub fn read_text(path: &Path) -> Result<DecodedText> {
     })
 }
 
+/// Reads `path` as text ([`read_text`]), pushing the decoding warning (if
+/// any) onto `warnings`.
+///
+/// # Errors
+/// As [`read_text`].
+pub fn read_text_into(path: &Path, warnings: &mut Vec<crate::ImportWarning>) -> Result<String> {
+    let decoded = read_text(path)?;
+    warnings.extend(decoded.warning);
+    Ok(decoded.text)
+}
+
 /// A whole file's text read for a look at its contents, handed on to the
 /// next [`read_text`] of the same path when dropped (so detecting a format
 /// and importing the file read it once).

@@ -118,7 +118,7 @@ impl TrajectoryFile {
     /// # Errors
     /// As [`TrajectoryFile::from_json_str`], plus [`CoreError::Io`].
     pub fn read(path: &Path) -> Result<Self> {
-        let decoded = crate::text::read_text(path)?;
+        let decoded = crate::input::read_text(path)?;
         Self::from_json_str(path, &decoded.text)
     }
 

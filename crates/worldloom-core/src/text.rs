@@ -1,4 +1,5 @@
-//! Reading input files as text: the one place every importer reads bytes.
+//! Input bytes as text: the one rule every reader of bytes decodes them by
+//! (files are read through [`crate::input`]).
 //!
 //! Real trajectory files are not always valid UTF-8: Android dumps may hold a
 //! lone UTF-16 surrogate written as raw CESU-8 bytes (`ED A0 BD`), and saved
@@ -17,7 +18,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::error::{ImportWarning, Result};
+use crate::error::ImportWarning;
 
 /// A file's text after lossy UTF-8 decoding.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,27 +104,6 @@ pub fn decode_utf8_lossy(path: &Path, bytes: &[u8]) -> DecodedText {
         text: replace_sequences(bytes, &runs),
         warning: Some(warning),
     }
-}
-
-/// Reads `path` as text with [`decode_utf8_lossy`], through the import's
-/// reads ([`crate::input::read_text`]: hashed while read inside
-/// [`crate::input::with_reads`]; a text a format detection kept is taken
-/// instead of reading the file again).
-///
-/// # Errors
-/// [`crate::CoreError::Io`] when the file cannot be read.
-pub fn read_text(path: &Path) -> Result<DecodedText> {
-    crate::input::read_text(path)
-}
-
-/// Reads `path` as text, pushing the decoding warning (if any) onto `warnings`.
-///
-/// # Errors
-/// [`crate::CoreError::Io`] when the file cannot be read.
-pub fn read_text_into(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<String> {
-    let decoded = read_text(path)?;
-    warnings.extend(decoded.warning);
-    Ok(decoded.text)
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub fn looks_like(value: &Value) -> bool {
 /// [`CoreError::Field`] naming `steps[i].field` for a field of the wrong type;
 /// [`CoreError::Format`] when the file holds no steps.
 pub fn import(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Trajectory> {
-    let text = crate::text::read_text_into(path, warnings)?;
+    let text = crate::input::read_text_into(path, warnings)?;
     let value: Value = serde_json::from_str(&text).map_err(|e| json_error(path, &e))?;
     let (steps, top): (Vec<Value>, Map<String, Value>) = match value {
         Value::Array(items) => (items, Map::new()),
@@ -523,7 +523,7 @@ pub fn import_results_folder(dir: &Path, warnings: &mut Vec<ImportWarning>) -> R
     }
     let summary = dir.join("summary_info.json");
     if summary.is_file() {
-        let text = crate::text::read_text_into(&summary, warnings)?;
+        let text = crate::input::read_text_into(&summary, warnings)?;
         match serde_json::from_str::<Value>(&text) {
             Ok(v) => {
                 top.insert("summary_info".into(), v);

@@ -237,7 +237,7 @@ pub fn import(
         warnings.append(&mut streamed);
         return Ok(out);
     }
-    let text = crate::text::read_text_into(path, warnings)?;
+    let text = crate::input::read_text_into(path, warnings)?;
     let rows = text.lines().enumerate().filter_map(|(i, raw_line)| {
         let line = i + 1;
         let trimmed = raw_line.trim();
@@ -833,7 +833,7 @@ mod tests {
     /// The whole-text reader, for comparing with the streaming one.
     fn import_whole(path: &Path, skip: bool) -> (Result<Vec<Trajectory>>, Vec<ImportWarning>) {
         let mut warnings = Vec::new();
-        let text = crate::text::read_text_into(path, &mut warnings).unwrap();
+        let text = crate::input::read_text_into(path, &mut warnings).unwrap();
         let rows = text.lines().enumerate().filter_map(|(i, l)| {
             let t = l.trim();
             (!t.is_empty()).then(|| {

@@ -97,7 +97,7 @@ fn read_json_file(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Opti
     if !path.exists() {
         return Ok(None);
     }
-    let text = crate::text::read_text_into(path, warnings)?;
+    let text = crate::input::read_text_into(path, warnings)?;
     serde_json::from_str(&text)
         .map(Some)
         .map_err(|e| json_error(path, &e))
@@ -108,7 +108,7 @@ fn observation_from_file(
     representation: Representation,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<Observation> {
-    let text = crate::text::read_text_into(path, warnings)?;
+    let text = crate::input::read_text_into(path, warnings)?;
     let is_tree_text = match representation {
         Representation::OsTable => true,
         _ => text.trim_start().starts_with('<'),
@@ -222,7 +222,7 @@ pub fn import(
     let actions_path = dir.join("actions.jsonl");
     let mut actions: BTreeMap<usize, Map<String, Value>> = BTreeMap::new();
     if actions_path.exists() {
-        let text = crate::text::read_text_into(&actions_path, warnings)?;
+        let text = crate::input::read_text_into(&actions_path, warnings)?;
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
@@ -296,7 +296,7 @@ pub fn import(
             (Some(x), table) => {
                 let mut obs = observation_from_file(x, xml_repr, warnings)?;
                 if let Some(table) = table {
-                    let text = crate::text::read_text_into(table, warnings)?;
+                    let text = crate::input::read_text_into(table, warnings)?;
                     obs.views.push(ObservationView {
                         name: file_name(table),
                         representation: Representation::OsTable,

@@ -9,7 +9,7 @@
 //! ([`run`]). Exporters: AgentWorldBench JSONL,
 //! SFT chat JSONL ([`sft`]) and native, one [`ExportFormat`] list for all.
 //!
-//! Every importer reads files through [`crate::text::read_text`], so invalid
+//! Every importer reads files through [`crate::input::read_text`], so invalid
 //! UTF-8 anywhere becomes U+FFFD with one warning per file.
 
 pub mod agentlab;
@@ -239,7 +239,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
         }
         Ok(match format {
             InputFormat::Native => {
-                let text = crate::text::read_text_into(path, warnings)?;
+                let text = crate::input::read_text_into(path, warnings)?;
                 let mut read = TrajectoryFile::from_json_str(path, &text)?.trajectories;
                 crate::native::resolve_screenshots(path, &mut read, warnings);
                 read

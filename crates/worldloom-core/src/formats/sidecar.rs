@@ -173,7 +173,7 @@ pub fn attach(
     skip_bad_rows: bool,
     warnings: &mut Vec<ImportWarning>,
 ) -> Result<()> {
-    let text = crate::text::read_text_into(path, warnings)?;
+    let text = crate::input::read_text_into(path, warnings)?;
     for (i, line) in text.lines().enumerate() {
         let line_no = i + 1;
         if line.trim().is_empty() {
