@@ -21,10 +21,25 @@ import worldloom
 REPO = Path(__file__).resolve().parents[2]
 
 
+def one_pixel_png() -> bytes:
+    """A 1×1 PNG, written here (PNG spec: signature, IHDR, IDAT, IEND)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\x00\x10\x20\x30")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
 class InstalledPackage(unittest.TestCase):
     def setUp(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="worldloom-py-"))
         self.workspace = self.dir / "loop.worldloom"
+        self.png = self.dir / "screen.png"
+        self.png.write_bytes(one_pixel_png())
 
     def tearDown(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -43,7 +58,7 @@ class InstalledPackage(unittest.TestCase):
             goal="find the notes",
             observation="user@box:~$ ",
         )
-        rec.step("ls", "notes.txt  src", predicted="notes.txt")
+        rec.step("ls", "notes.txt  src", predicted="notes.txt", screenshot=self.png)
         rec.step("cat notes.txt", "buy milk")
         rec.step("pwd", "/home/user", predicted="/home/user")
         rec.close()
@@ -70,6 +85,8 @@ class InstalledPackage(unittest.TestCase):
             )
             first, last = turn(1), turn(3)
             self.assertEqual(first["action"]["raw"], "ls")
+            self.assertEqual(first["real_screenshot"]["width_px"], 1)
+            self.assertIsNone(last["real_screenshot"])
             self.assertEqual(last["action"]["raw"], "pwd")
             # The recorded predictions were scored against the real observations.
             self.assertEqual(last["fidelity"]["overall"], 1.0)

@@ -227,6 +227,10 @@ def open(
     return Studio(process, found["url"], Path(found.get("workspace", "")))
 
 
+def _path(path: Optional[PathLike]) -> Optional[str]:
+    return None if path is None else os.path.abspath(os.fspath(path))
+
+
 @dataclass(frozen=True)
 class RecordedStep:
     """Where a recorded step landed in the workspace.
@@ -257,6 +261,7 @@ class Recorder:
             ``os-xml``, ``os-table``, ``android-xml``, ``json`` or ``text``.
         goal: the agent's task.
         observation: the first observation, before any action.
+        screenshot: a PNG or JPEG file of that first screen.
         name: the trajectory's name (default ``recorded-<time>``).
 
     Raises:
@@ -272,6 +277,7 @@ class Recorder:
         goal: Optional[str] = None,
         *,
         observation: Optional[str] = None,
+        screenshot: Optional[PathLike] = None,
         name: Optional[str] = None,
     ) -> None:
         args = [
@@ -298,8 +304,8 @@ class Recorder:
             text=True,
             encoding="utf-8",
         )
-        if observation is not None:
-            self._send({"observation": observation})
+        if observation is not None or screenshot is not None:
+            self._send({"observation": observation, "screenshot": _path(screenshot)})
 
     @property
     def trajectory_id(self) -> Optional[str]:
@@ -331,16 +337,26 @@ class Recorder:
         action: str,
         observation: Optional[str],
         predicted: Optional[str] = None,
+        screenshot: Optional[PathLike] = None,
     ) -> RecordedStep:
         """Records one step: ``action`` (in the domain's action language),
-        the ``observation`` it led to, and a world model's ``predicted``
-        observation (or raw output with its tags) when there is one.
+        the ``observation`` it led to, a world model's ``predicted``
+        observation (or raw output with its tags) when there is one, and a
+        ``screenshot`` of the new screen (a PNG or JPEG file, kept in the
+        workspace and shown beside the panes).
 
         Raises:
             WorldloomError: the step was not recorded (the message names why);
                 the next step is taken from the last state recorded.
         """
-        return self._send({"action": action, "observation": observation, "predicted": predicted})
+        return self._send(
+            {
+                "action": action,
+                "observation": observation,
+                "predicted": predicted,
+                "screenshot": _path(screenshot),
+            }
+        )
 
     def close(self) -> None:
         """Ends the recording."""

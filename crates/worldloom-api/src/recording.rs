@@ -2,7 +2,8 @@
 //! record`, the Python package's `Recorder`): `record_trajectory` starts a
 //! trajectory, `record_turn` adds one observed step (the action, the
 //! observation it led to and, when the loop ran a world model beside the
-//! real environment, its prediction). Each step is one undoable change,
+//! real environment, its prediction; a screenshot of the new state). Each
+//! step is one undoable change (two with a screenshot),
 //! appended without reading the trajectory back
 //! (`Workspace::append_turns`), so a step costs the same at turn 1 and turn
 //! 1,000; a studio with the workspace open shows it at once.
@@ -35,13 +36,21 @@ pub fn record_trajectory(
         Some(n) => n.to_owned(),
         None => format!("recorded-{}", unix_millis()),
     };
+    let shot = req.screenshot.as_deref().map(probe_shot).transpose()?;
     let initial = req
         .observation
         .map(|text| Observation::new(req.representation, text));
     let mut t = Trajectory::new(name, req.domain, initial);
     t.source.format = RECORDED_SOURCE_FORMAT.into();
     t.goal = req.goal.filter(|g| !g.trim().is_empty());
-    let key = studio.lock()?.import_trajectory_owned(t, None)?;
+    let key = {
+        let mut ws = studio.lock()?;
+        let key = ws.import_trajectory_owned(t, None)?;
+        if let Some(shot) = &shot {
+            ws.set_screenshot(key, NodeId(0), shot)?;
+        }
+        key
+    };
     changed(studio, key.0, ChangeKind::Import);
     Ok(RecordedTurn {
         trajectory_id: key.0.to_string(),
@@ -66,6 +75,8 @@ pub fn record_turn(studio: &Studio, req: RecordTurnRequest) -> Result<RecordedTu
     if req.action.trim().is_empty() {
         return Err(ApiError::bad_request("action: empty"));
     }
+    // A bad image refuses the step before anything is written.
+    let shot = req.screenshot.as_deref().map(probe_shot).transpose()?;
     let mut ws = studio.lock()?;
     let row = ws.trajectory_row(key)?.ok_or_else(|| {
         ApiError::not_found(format!("trajectory {} is not in the workspace", key.0))
@@ -88,6 +99,9 @@ pub fn record_turn(studio: &Studio, req: RecordTurnRequest) -> Result<RecordedTu
         .append_turns(std::slice::from_ref(&turn))?
         .pop()
         .ok_or_else(|| ApiError::internal("the turn was not written"))?;
+    if let Some(shot) = &shot {
+        ws.set_screenshot(key, node, shot)?;
+    }
     if scored {
         score_nodes(&mut ws, key, &[node])?;
     }
@@ -98,6 +112,13 @@ pub fn record_turn(studio: &Studio, req: RecordTurnRequest) -> Result<RecordedTu
         node_id: node.0,
         edge_id: Some(edge.0),
     })
+}
+
+/// A screenshot file read as the studio's `set_screenshot` reads it (its
+/// header only), refused by name when it is no PNG or JPEG or too large.
+fn probe_shot(path: &str) -> Result<core::screenshot::Screenshot, ApiError> {
+    core::screenshot::probe(std::path::Path::new(path))
+        .map_err(|e| ApiError::bad_request(format!("screenshot: {e}")))
 }
 
 /// A recorded prediction: a model's raw output is read as every output is

@@ -18,6 +18,7 @@ fn start(studio: &worldloom_api::Studio) -> RecordedTurn {
             goal: Some("list the files".into()),
             name: Some("loop-1".into()),
             observation: Some("$ ".into()),
+            screenshot: None,
         },
     )
     .expect("start")
@@ -39,6 +40,7 @@ fn turn(
             representation: Representation::Text,
             observation: Some(observation.into()),
             predicted: predicted.map(Into::into),
+            screenshot: None,
         },
     )
 }
@@ -128,8 +130,51 @@ fn bad_recordings_are_refused_by_field() {
             goal: None,
             name: Some(" ".into()),
             observation: None,
+            screenshot: None,
         },
     )
     .expect_err("blank name");
     assert_eq!(blank.message, "name: empty");
+}
+
+#[test]
+fn a_recorded_step_keeps_its_screenshot_and_a_bad_image_refuses_the_step() {
+    let (dir, studio) = studio();
+    let root = start(&studio);
+    let png = dir.path().join("screen.png");
+    std::fs::write(
+        &png,
+        worldloom_core::screenshot::solid_png(4, 3, [10, 20, 30]),
+    )
+    .expect("png");
+    let shot = |path: &std::path::Path| RecordTurnRequest {
+        trajectory_id: root.trajectory_id.clone(),
+        from_node: root.node_id,
+        action: "ls".into(),
+        representation: Representation::Text,
+        observation: Some("a".into()),
+        predicted: None,
+        screenshot: Some(path.display().to_string()),
+    };
+    let one = commands::record_turn(&studio, shot(&png)).expect("turn with a screenshot");
+    let turn = commands::get_turn(
+        &studio,
+        GetTurnRequest {
+            trajectory_id: root.trajectory_id.clone(),
+            node_id: one.node_id,
+            prediction_id: None,
+        },
+    )
+    .expect("turn");
+    let stored = turn.real_screenshot.expect("the screenshot is kept");
+    assert_eq!((stored.width_px, stored.height_px), (4, 3));
+
+    let text = dir.path().join("not-an-image.png");
+    std::fs::write(&text, "hello").expect("text");
+    let err = commands::record_turn(&studio, shot(&text)).expect_err("not an image");
+    assert_eq!(err.code, ErrorCode::BadRequest);
+    assert!(err.message.starts_with("screenshot: "), "{}", err.message);
+    // Nothing was written for the refused step.
+    let t = &commands::workspace_trajectories(&studio).expect("trajectories")[0];
+    assert_eq!(t.nodes.len(), 2);
 }

@@ -8,6 +8,9 @@
 //! - `{"action": TEXT, "observation": TEXT|null, "predicted": TEXT|null}`:
 //!   one step, taken from the state the previous step led to.
 //!
+//! Either may carry `"screenshot": PATH` (a PNG or JPEG file): the screen
+//! of the state the line records.
+//!
 //! Each line is answered with `{"trajectory_id": "7", "node_id": 3,
 //! "edge_id": 2}` (the studio's `record_trajectory` / `record_turn` reply),
 //! or `{"error": "line N: …"}` for a line that was not recorded (the next
@@ -61,6 +64,7 @@ struct Line {
     action: Option<String>,
     observation: Option<String>,
     predicted: Option<String>,
+    screenshot: Option<String>,
 }
 
 /// Records standard input's steps into the workspace.
@@ -102,13 +106,13 @@ fn record_line(
         if line.predicted.is_some() {
             anyhow::bail!("field `predicted` needs an `action`");
         }
-        let started = start(studio, args, line.observation)?;
+        let started = start(studio, args, line.observation, line.screenshot)?;
         *last = Some(started.clone());
         return Ok(started);
     };
     let from = match last.take() {
         Some(r) => r,
-        None => start(studio, args, None)?,
+        None => start(studio, args, None, None)?,
     };
     let result = commands::record_turn(
         studio,
@@ -119,6 +123,7 @@ fn record_line(
             representation: args.representation,
             observation: line.observation,
             predicted: line.predicted,
+            screenshot: line.screenshot,
         },
     );
     match result {
@@ -137,6 +142,7 @@ fn start(
     studio: &Studio,
     args: &RecordArgs,
     observation: Option<String>,
+    screenshot: Option<String>,
 ) -> anyhow::Result<RecordedTurn> {
     commands::record_trajectory(
         studio,
@@ -146,6 +152,7 @@ fn start(
             goal: args.goal.clone(),
             name: args.name.clone(),
             observation,
+            screenshot,
         },
     )
     .map_err(|e| anyhow::anyhow!("{}", e.message))

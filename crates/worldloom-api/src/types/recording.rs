@@ -16,6 +16,10 @@ pub struct RecordTrajectoryRequest {
     pub name: Option<String>,
     /// The first observation (the state before the first action), when the loop has one.
     pub observation: Option<String>,
+    /// A screenshot of that state: a PNG or JPEG file on the machine running
+    /// the studio (at most 16 MiB), kept in the workspace.
+    #[serde(default)]
+    pub screenshot: Option<String>,
 }
 
 /// `record_turn` request: one step of the loop.
@@ -34,6 +38,10 @@ pub struct RecordTurnRequest {
     /// A world model's prediction of that observation (raw output or the
     /// observation itself), stored as the state's chosen prediction and scored.
     pub predicted: Option<String>,
+    /// A screenshot of the state the action led to (a PNG or JPEG file, as in
+    /// `record_trajectory`).
+    #[serde(default)]
+    pub screenshot: Option<String>,
 }
 
 /// Where a recorded step landed.
