@@ -46,8 +46,17 @@ fn into_workspace(args: &ImportArgs, workspace: &std::path::Path) -> anyhow::Res
     for warning in &summary.warnings {
         eprintln!("warning: {warning}");
     }
-    if let Some(first) = summary.failures.first() {
+    // A folder of trajectories imports what it can: one line per item that
+    // did not import. Nothing imported at all is an error.
+    let nothing = summary.added + summary.kept == 0 && summary.runs.is_empty();
+    if nothing && let Some(first) = summary.failures.first() {
+        for other in &summary.failures[1..] {
+            eprintln!("error: {other}");
+        }
         anyhow::bail!("{first}");
+    }
+    for failure in &summary.failures {
+        eprintln!("not imported: {failure}");
     }
     println!(
         "imported {} into {} ({} already there)",

@@ -14,6 +14,7 @@
 
 pub mod agentlab;
 pub mod awb;
+pub mod collection;
 mod export;
 pub mod folder;
 pub mod pickle;
@@ -211,9 +212,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     let format = match options.format {
         InputFormat::Auto => match detect_format(path) {
             Ok(f) => f,
-            Err(err) if path.is_dir() => {
-                return import_folder_of_trajectories(path, options).map_err(|_| err);
-            }
+            Err(err) if path.is_dir() => return import_folder_of_trajectories(path, options, err),
             Err(err) => return Err(err),
         },
         f => f,
@@ -288,57 +287,59 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     })
 }
 
-fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result<Imported> {
-    let mut entries: Vec<_> = std::fs::read_dir(path)
-        .map_err(|source| CoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
+/// Imports each trajectory a folder of trajectories holds
+/// ([`collection::items`]); `not_one` is why the folder is not itself a
+/// trajectory, the error when it holds nothing at all.
+fn import_folder_of_trajectories(
+    path: &Path,
+    options: &ImportOptions,
+    not_one: CoreError,
+) -> Result<Imported> {
+    let listed = collection::items(path)?;
     let mut out = Imported {
         trajectories: Vec::new(),
         warnings: Vec::new(),
     };
-    for entry in entries {
-        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') {
-            continue;
-        }
-        if entry.is_file() && sidecar::refused_alone(&entry).is_some() {
-            // Read with the trajectory beside it; one with no trajectory
-            // beside it is reported.
-            if sidecar::owner_beside(&entry).is_none() {
-                out.warnings.push(ImportWarning {
-                    path: entry.display().to_string(),
-                    line: None,
-                    byte_offset: None,
-                    message: "skipped: a predictions sidecar with no trajectory beside it".into(),
-                });
-            }
-            continue;
-        }
-        match detect_format(&entry) {
-            Ok(_) => {
-                let imported = import_path(&entry, options)?;
+    let mut not_imported = Vec::new();
+    for entry in &listed.trajectories {
+        match import_path(entry, options) {
+            Ok(imported) => {
                 out.trajectories.extend(imported.trajectories);
                 out.warnings.extend(imported.warnings);
             }
-            Err(err) => out.warnings.push(ImportWarning {
+            Err(err) => not_imported.push(ImportWarning {
                 path: entry.display().to_string(),
                 line: None,
                 byte_offset: None,
-                message: format!("skipped: {err}"),
+                message: format!("not imported: {err}"),
             }),
         }
     }
+    not_imported.extend(listed.skipped.into_iter().map(|s| ImportWarning {
+        path: s.path.display().to_string(),
+        line: None,
+        byte_offset: None,
+        message: format!("skipped: {}", s.reason),
+    }));
     if out.trajectories.is_empty() {
+        if not_imported.is_empty() {
+            return Err(not_one);
+        }
+        let why: Vec<String> = not_imported
+            .iter()
+            .take(5)
+            .map(ToString::to_string)
+            .collect();
         return Err(CoreError::Format {
             path: path.to_path_buf(),
-            message: "no trajectories found in this folder".into(),
+            message: format!(
+                "no trajectory in this folder imported: {}{}",
+                why.join("; "),
+                if not_imported.len() > 5 { "; …" } else { "" }
+            ),
         });
     }
+    out.warnings.extend(not_imported);
     dedupe_ids(&mut out.trajectories);
     Ok(out)
 }
