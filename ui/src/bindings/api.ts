@@ -977,6 +977,12 @@ edge_id: number | null,
  */
 action: ActionView | null, 
 /**
+ * The agent's reasoning for that action, as recorded beside it
+ * (AgentLab's `think`, the prose around a code block the runner
+ * executed, a raw model answer), shown beside the action.
+ */
+action_reasoning?: string, 
+/**
  * The element that action names (a bid, a point in px, an element
  * reference), when it names one; each tree side's `landing` says
  * where it is.

@@ -32,6 +32,21 @@ use crate::error::{CoreError, ImportWarning, Result};
 use crate::native::{NATIVE_FORMAT, TrajectoryFile};
 use crate::trajectory::Trajectory;
 
+/// The edge `extra` field holding the agent's reasoning for the action it
+/// took (AgentLab's `think`; the prose around an executed code block; a
+/// WebArena raw prediction; an ATIF step's message), shown beside the action.
+pub const AGENT_REASONING: &str = "think";
+
+/// The agent's reasoning recorded for `edge`'s action, when there is some
+/// ([`AGENT_REASONING`]).
+pub fn agent_reasoning(edge: &crate::trajectory::Edge) -> Option<&str> {
+    edge.extra
+        .get(AGENT_REASONING)
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
 /// An input format, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
