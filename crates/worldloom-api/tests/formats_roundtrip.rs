@@ -97,3 +97,26 @@ fn an_agentlab_answer_shows_the_executed_action_and_the_reasoning_beside_it() {
     );
     round_trip(&studio, &id, &path, dir.path());
 }
+
+/// A fixture of `worldloom-core`'s tests.
+fn core_fixture(rel: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../worldloom-core/tests/fixtures")
+        .join(rel)
+}
+
+#[test]
+fn a_webarena_render_and_trace_go_through_the_workspace_and_export() {
+    let (dir, studio) = common::studio();
+    for name in ["webarena/render_27.html", "webarena/trace_27.json"] {
+        let path = core_fixture(name);
+        let id = import_one(&studio, &path);
+        let detail = turn(&studio, &id, 1);
+        assert_eq!(detail["action"]["raw"], json!("click [12]"), "{name}");
+        assert_eq!(
+            detail["real_meta"]["url"],
+            json!("http://forum.example:9999/forums")
+        );
+        round_trip(&studio, &id, &path, dir.path());
+    }
+}

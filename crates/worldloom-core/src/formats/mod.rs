@@ -21,6 +21,7 @@ pub mod pickle;
 pub mod run;
 pub mod sft;
 pub mod sidecar;
+pub mod webarena;
 
 use std::path::Path;
 
@@ -64,6 +65,9 @@ pub enum InputFormat {
     AndroidDumps,
     /// An OSWorld-style folder of accessibility trees with `actions.jsonl`.
     Osworld,
+    /// A WebArena result trace: the `render_<task>.html` its runner writes,
+    /// or the JSON trace derived from it.
+    Webarena,
 }
 
 impl InputFormat {
@@ -76,6 +80,7 @@ impl InputFormat {
             InputFormat::Agentlab => "agentlab",
             InputFormat::AndroidDumps => "android-dumps",
             InputFormat::Osworld => "osworld",
+            InputFormat::Webarena => "webarena",
         }
     }
 }
@@ -91,10 +96,11 @@ impl std::str::FromStr for InputFormat {
             InputFormat::Agentlab,
             InputFormat::AndroidDumps,
             InputFormat::Osworld,
+            InputFormat::Webarena,
         ]
         .into_iter()
         .find(|f| f.as_str() == s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps or osworld)"))
+        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, osworld or webarena)"))
     }
 }
 
@@ -171,6 +177,9 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
             message: "the file is empty (or only whitespace): no trajectory to read".into(),
         });
     }
+    if webarena::looks_like_render(head) {
+        return Ok(InputFormat::Webarena);
+    }
     if head.starts_with('{') || head.starts_with('[') {
         // Parse the whole text (not the trimmed head) so that positions in a
         // JSON error are the file's own lines and columns.
@@ -178,6 +187,9 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
             Ok(value) => {
                 if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
                     return Ok(InputFormat::Native);
+                }
+                if webarena::looks_like_traces(&value) {
+                    return Ok(InputFormat::Webarena);
                 }
                 if agentlab::looks_like(&value) {
                     return Ok(InputFormat::Agentlab);
@@ -261,6 +273,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
                 vec![folder::import(path, folder::FolderKind::Android, warnings)?]
             }
             InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, warnings)?],
+            InputFormat::Webarena => vec![webarena::import(path, warnings)?],
             InputFormat::Auto => Vec::new(),
         })
     };
