@@ -120,3 +120,16 @@ fn a_webarena_render_and_trace_go_through_the_workspace_and_export() {
         round_trip(&studio, &id, &path, dir.path());
     }
 }
+
+#[test]
+fn an_android_trace_folder_goes_through_the_workspace_and_export() {
+    let (dir, studio) = common::studio();
+    let path = core_fixture("android_trace/notes_27");
+    let id = import_one(&studio, &path);
+    let detail = turn(&studio, &id, 1);
+    assert_eq!(
+        detail["action_target"],
+        json!({"kind": "point", "verb": "click", "x_px": 948.0, "y_px": 2220.0})
+    );
+    round_trip(&studio, &id, &path, dir.path());
+}

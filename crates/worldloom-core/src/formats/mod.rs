@@ -13,6 +13,7 @@
 //! UTF-8 anywhere becomes U+FFFD with one warning per file.
 
 pub mod agentlab;
+pub mod android_trace;
 pub mod awb;
 pub mod collection;
 mod export;
@@ -65,6 +66,9 @@ pub enum InputFormat {
     AndroidDumps,
     /// An OSWorld-style folder of accessibility trees with `actions.jsonl`.
     Osworld,
+    /// A numbered Android trace folder (`0.xml`, `1.xml`, … with
+    /// `eventStructs.txt` and `instruction.txt`, as LlamaTouch keeps them).
+    AndroidTrace,
     /// A WebArena result trace: the `render_<task>.html` its runner writes,
     /// or the JSON trace derived from it.
     Webarena,
@@ -80,6 +84,7 @@ impl InputFormat {
             InputFormat::Agentlab => "agentlab",
             InputFormat::AndroidDumps => "android-dumps",
             InputFormat::Osworld => "osworld",
+            InputFormat::AndroidTrace => "android-trace",
             InputFormat::Webarena => "webarena",
         }
     }
@@ -96,11 +101,12 @@ impl std::str::FromStr for InputFormat {
             InputFormat::Agentlab,
             InputFormat::AndroidDumps,
             InputFormat::Osworld,
+            InputFormat::AndroidTrace,
             InputFormat::Webarena,
         ]
         .into_iter()
         .find(|f| f.as_str() == s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, osworld or webarena)"))
+        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, android-trace, osworld or webarena)"))
     }
 }
 
@@ -146,6 +152,9 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
     if path.is_dir() {
         if agentlab::is_result_folder(path) {
             return Ok(InputFormat::Agentlab);
+        }
+        if android_trace::is_trace_folder(path) {
+            return Ok(InputFormat::AndroidTrace);
         }
         return folder::detect(path).ok_or_else(|| CoreError::Format {
             path: path.to_path_buf(),
@@ -246,7 +255,10 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     };
     let mut warnings = Vec::new();
     let read = |warnings: &mut Vec<ImportWarning>| -> Result<Vec<Trajectory>> {
-        let is_folder = matches!(format, InputFormat::AndroidDumps | InputFormat::Osworld);
+        let is_folder = matches!(
+            format,
+            InputFormat::AndroidDumps | InputFormat::AndroidTrace | InputFormat::Osworld
+        );
         // AgentLab reads both: a step JSON file and a result folder.
         if path.exists() && path.is_dir() != is_folder && format != InputFormat::Agentlab {
             return Err(CoreError::Format {
@@ -273,6 +285,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
                 vec![folder::import(path, folder::FolderKind::Android, warnings)?]
             }
             InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, warnings)?],
+            InputFormat::AndroidTrace => vec![android_trace::import(path, warnings)?],
             InputFormat::Webarena => vec![webarena::import(path, warnings)?],
             InputFormat::Auto => Vec::new(),
         })
