@@ -133,3 +133,25 @@ fn an_android_trace_folder_goes_through_the_workspace_and_export() {
     );
     round_trip(&studio, &id, &path, dir.path());
 }
+
+#[test]
+fn atif_runs_go_through_the_workspace_and_export() {
+    let (dir, studio) = common::studio();
+    for (name, action) in [
+        (
+            "atif/terminus_disk-usage.json",
+            "du -h --max-depth=1 /srv/data | sort -h\n",
+        ),
+        (
+            "atif/openhands_typo-fix.json",
+            r#"{"name":"execute_bash","arguments":{"command":"grep -n Helo src/greet.py"}}"#,
+        ),
+    ] {
+        let path = core_fixture(name);
+        let id = import_one(&studio, &path);
+        let detail = turn(&studio, &id, 1);
+        assert_eq!(detail["action"]["raw"], json!(action), "{name}");
+        assert!(detail["action_reasoning"].is_string(), "{name}: {detail}");
+        round_trip(&studio, &id, &path, dir.path());
+    }
+}

@@ -14,6 +14,7 @@
 
 pub mod agentlab;
 pub mod android_trace;
+pub mod atif;
 pub mod awb;
 pub mod collection;
 mod export;
@@ -66,6 +67,9 @@ pub enum InputFormat {
     AndroidDumps,
     /// An OSWorld-style folder of accessibility trees with `actions.jsonl`.
     Osworld,
+    /// An Agent Trajectory Interchange Format file (Harbor / Terminal-Bench,
+    /// OpenHands: terminal and SWE runs).
+    Atif,
     /// A numbered Android trace folder (`0.xml`, `1.xml`, … with
     /// `eventStructs.txt` and `instruction.txt`, as LlamaTouch keeps them).
     AndroidTrace,
@@ -85,6 +89,7 @@ impl InputFormat {
             InputFormat::AndroidDumps => "android-dumps",
             InputFormat::Osworld => "osworld",
             InputFormat::AndroidTrace => "android-trace",
+            InputFormat::Atif => "atif",
             InputFormat::Webarena => "webarena",
         }
     }
@@ -102,11 +107,12 @@ impl std::str::FromStr for InputFormat {
             InputFormat::AndroidDumps,
             InputFormat::Osworld,
             InputFormat::AndroidTrace,
+            InputFormat::Atif,
             InputFormat::Webarena,
         ]
         .into_iter()
         .find(|f| f.as_str() == s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, android-trace, osworld or webarena)"))
+        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, android-trace, atif, osworld or webarena)"))
     }
 }
 
@@ -197,6 +203,9 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
                 if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
                     return Ok(InputFormat::Native);
                 }
+                if atif::looks_like(&value) {
+                    return Ok(InputFormat::Atif);
+                }
                 if webarena::looks_like_traces(&value) {
                     return Ok(InputFormat::Webarena);
                 }
@@ -286,6 +295,7 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
             }
             InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, warnings)?],
             InputFormat::AndroidTrace => vec![android_trace::import(path, warnings)?],
+            InputFormat::Atif => vec![atif::import(path, warnings)?],
             InputFormat::Webarena => vec![webarena::import(path, warnings)?],
             InputFormat::Auto => Vec::new(),
         })
