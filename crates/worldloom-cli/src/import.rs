@@ -11,8 +11,9 @@ use worldloom_core::{ImportOptions, InputFormat, TrajectoryFile, import_path};
 /// Arguments of `worldloom import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// The file or folder to read (AgentWorldBench .jsonl, AgentLab step .json,
-    /// an Android dump folder, an OSWorld folder, a native file, or a folder of these).
+    /// The file or folder to read (AgentWorldBench .jsonl, AgentLab step .json or
+    /// result folder, a WebArena render_N.html or JSON trace, an ATIF trajectory,
+    /// an Android dump or trace folder, an OSWorld folder, a native file, or a folder of these).
     pub path: PathBuf,
     /// The input format; `auto` detects it from the contents.
     #[arg(long, default_value = "auto", value_parser = parse_format)]

@@ -792,7 +792,7 @@ name: string,
 domain: Domain, 
 /**
  * Source format (`agentlab`, `osworld`, `android-dumps`,
- * `agentworldbench`, `native`).
+ * `android-trace`, `webarena`, `atif`, `agentworldbench`, `native`).
  */
 source_format: string, 
 /**

@@ -3,7 +3,10 @@
 //! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
 //! and AgentLab result folders of step pickles ([`agentlab`], read with the
 //! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and
-//! OSWorld-style accessibility trees ([`folder`]), the native file ([`crate::native`]), and
+//! OSWorld-style accessibility trees ([`folder`]), numbered Android trace
+//! folders ([`android_trace`]), WebArena renders and JSON traces
+//! ([`webarena`]), ATIF trajectories ([`atif`]), folders of any of these
+//! ([`collection`]), the native file ([`crate::native`]), and
 //! predictions sidecars ([`sidecar`]); rows of a run (predictions with
 //! `gen`, judged or not) taken out of what the AgentWorldBench importer read
 //! ([`run`]). Exporters: AgentWorldBench JSONL,
@@ -146,11 +149,15 @@ pub struct Imported {
 /// Guesses the format of a file or folder from its contents.
 ///
 /// A folder with `step_N.pkl.gz` pickles (or `exp_args.pkl`) is an AgentLab
-/// result folder (`agentlab`). A folder with `step_NN.xml` dumps is
-/// `android-dumps` when the first dump is a uiautomator `<hierarchy>`, else
-/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is
-/// AgentWorldBench. A JSON file is native when its `format` is
-/// `worldloom-trajectory`, else AgentLab.
+/// result folder (`agentlab`). A folder with `0.xml` and `eventStructs.txt`
+/// or `instruction.txt` is a numbered Android trace (`android-trace`). A
+/// folder with `step_NN.xml` dumps is `android-dumps` when the first dump is
+/// a uiautomator `<hierarchy>`, else `osworld` (also when it holds
+/// `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. HTML with
+/// `state_obv` blocks is a WebArena render. A JSON file is native when its
+/// `format` is `worldloom-trajectory`, ATIF when its `schema_version` starts
+/// `ATIF`, a WebArena JSON trace when it is a list of `{instruction, input,
+/// output}` turns, else AgentLab.
 ///
 /// # Errors
 /// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
@@ -164,7 +171,7 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
         }
         return folder::detect(path).ok_or_else(|| CoreError::Format {
             path: path.to_path_buf(),
-            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder, and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
+            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder; no 0.xml with eventStructs.txt, so not an Android trace folder; and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
         });
     }
     let ext = path
@@ -228,7 +235,7 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
     }
     Err(CoreError::Format {
         path: path.to_path_buf(),
-        message: "unrecognised input: expected an AgentWorldBench .jsonl file, an AgentLab step JSON file, a native worldloom-trajectory file, or a trajectory folder".into(),
+        message: "unrecognised input: expected an AgentWorldBench .jsonl file, an AgentLab step JSON file, a WebArena render or JSON trace, an ATIF trajectory, a native worldloom-trajectory file, or a trajectory folder".into(),
     })
 }
 
