@@ -353,7 +353,13 @@ pub(crate) fn import_paths_hashed(
         // imported item by item: each with its own hash, and one failure
         // line per item that does not import.
         let p = Path::new(full_path);
-        if !core::formats::collection::is_collection(p) {
+        // Checked before anything under it is opened to detect its format
+        // (a FIFO among the dumps would block the detection); what does not
+        // pass is reported by `read_path`.
+        if !p.is_dir()
+            || check_readable(p, IMPORT_MAX_BYTES).is_err()
+            || !core::formats::collection::is_collection(p)
+        {
             items.push(full_path.clone());
             continue;
         }

@@ -7,7 +7,8 @@ use serde_json::json;
 use worldloom_core::formats::webarena::{self, EmbeddedImage};
 use worldloom_core::formats::{AGENT_REASONING, agent_reasoning};
 use worldloom_core::{
-    ActionFormat, ImportOptions, InputFormat, NodeId, Representation, detect_format, import_path,
+    ActionFormat, ImportOptions, InputFormat, NodeId, Representation, Trajectory, detect_format,
+    import_path,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -16,18 +17,23 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-const INTENT: &str = "How many posts in Astronomy mention space exploration";
-
-#[test]
-fn a_render_imports_with_observations_urls_actions_and_reasoning() {
-    let path = fixture("render_27.html");
+/// The fixture `name`, detected as WebArena and imported without warnings.
+fn read(name: &str) -> Trajectory {
+    let path = fixture(name);
     assert_eq!(
         detect_format(&path).expect("detects"),
         InputFormat::Webarena
     );
     let imported = import_path(&path, &ImportOptions::default()).expect("imports");
     assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
-    let t = &imported.trajectories[0];
+    imported.trajectories.into_iter().next().expect("one")
+}
+
+const INTENT: &str = "How many posts in Astronomy mention space exploration";
+
+#[test]
+fn a_render_imports_with_observations_urls_actions_and_reasoning() {
+    let t = &read("render_27.html");
     assert_eq!(t.id, "render_27");
     assert_eq!(t.source.format, "webarena");
     assert_eq!(t.goal.as_deref(), Some(INTENT));
@@ -135,14 +141,7 @@ fn a_render_says_where_each_screenshot_is_without_keeping_it() {
 
 #[test]
 fn a_json_trace_imports_with_the_system_prompt_and_the_result() {
-    let path = fixture("trace_27.json");
-    assert_eq!(
-        detect_format(&path).expect("detects"),
-        InputFormat::Webarena
-    );
-    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
-    assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
-    let t = &imported.trajectories[0];
+    let t = &read("trace_27.json");
     assert_eq!(t.goal.as_deref(), Some(INTENT));
     assert_eq!(t.extra["config"]["result"], json!("PASS"));
     assert!(
