@@ -326,7 +326,35 @@ pub(crate) fn import_paths_hashed(
         warnings: Vec::new(),
     };
     let mut runs_added = false;
+    let mut items = Vec::with_capacity(paths.len());
     for full_path in paths {
+        // A folder of trajectories (`samples/`, a results folder) is
+        // imported item by item: each with its own hash, and one failure
+        // line per item that does not import.
+        let p = Path::new(full_path);
+        // Checked before anything under it is opened to detect its format
+        // (a FIFO among the dumps would block the detection); what does not
+        // pass is reported by `read_path`.
+        if !p.is_dir()
+            || check_readable(p, IMPORT_MAX_BYTES).is_err()
+            || !core::formats::collection::is_collection(p)
+        {
+            items.push(full_path.clone());
+            continue;
+        }
+        match core::formats::collection::items(p) {
+            Ok(listed) if !listed.trajectories.is_empty() => {
+                items.extend(listed.trajectories.iter().map(|t| t.display().to_string()));
+                out.failed.extend(listed.skipped.iter().map(|s| {
+                    let item = shown(&s.path.display().to_string());
+                    ImportFailure::new(&item, &shown(&s.reason))
+                }));
+            }
+            // Nothing in it: the folder's own error says why.
+            _ => items.push(full_path.clone()),
+        }
+    }
+    for full_path in &items {
         let path = &shown(full_path);
         let read = match read_path(
             Path::new(full_path),

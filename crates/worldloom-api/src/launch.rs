@@ -165,7 +165,17 @@ pub fn import_paths(studio: &Studio, paths: &[PathBuf]) -> Result<ImportSummary,
             })
             .collect(),
         warnings: resp.warnings,
-        failures: resp.failed.into_iter().map(|f| f.message).collect(),
+        failures: resp
+            .failed
+            .into_iter()
+            .map(|f| {
+                if f.message.contains(&f.path) {
+                    f.message
+                } else {
+                    format!("{}: {}", f.path, f.message)
+                }
+            })
+            .collect(),
     })
 }
 
@@ -232,6 +242,29 @@ mod tests {
         assert_eq!((again.added, again.kept), (0, 1), "{again:?}");
         assert_eq!(again.failures.len(), 1, "{again:?}");
         assert!(again.failures[0].contains("bad.json"), "{again:?}");
+    }
+
+    #[test]
+    fn a_folder_of_trajectories_imports_each_with_one_line_per_failure() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let studio = open_workspace(&dir.path().join("w.worldloom")).expect("open");
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
+        let all = import_paths(&studio, std::slice::from_ref(&samples)).expect("import");
+        assert_eq!((all.added, all.kept), (16, 0), "{all:?}");
+        assert!(all.failures.is_empty(), "{all:?}");
+
+        let runs = dir.path().join("runs");
+        std::fs::create_dir_all(runs.join("task-2")).expect("runs");
+        std::fs::copy(
+            samples.join("web/agentlab_larkmail-reply_6steps.json"),
+            runs.join("task-1.json"),
+        )
+        .expect("copy");
+        std::fs::write(runs.join("task-2/steps.json"), "{\"format\": 7").expect("bad");
+        let some = import_paths(&studio, &[runs]).expect("import");
+        assert_eq!((some.added, some.kept), (1, 0), "{some:?}");
+        assert_eq!(some.failures.len(), 1, "{some:?}");
+        assert!(some.failures[0].contains("task-2/steps.json"), "{some:?}");
     }
 
     #[test]

@@ -13,8 +13,9 @@ use worldloom_core::{ImportOptions, InputFormat, TrajectoryFile, import_path};
 /// Arguments of `worldloom import`.
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// The file or folder to read (AgentWorldBench .jsonl, AgentLab step .json,
-    /// an Android dump folder, an OSWorld folder, a native file, or a folder of these).
+    /// The file or folder to read (AgentWorldBench .jsonl, AgentLab step .json or
+    /// result folder, a WebArena render_N.html or JSON trace, an ATIF trajectory,
+    /// an Android dump or trace folder, an OSWorld folder, a native file, or a folder of these).
     pub path: PathBuf,
     /// The input format; `auto` detects it from the contents.
     #[arg(long, default_value = "auto", value_parser = parse_format)]
@@ -48,8 +49,17 @@ fn into_workspace(args: &ImportArgs, workspace: &std::path::Path) -> anyhow::Res
     for warning in &summary.warnings {
         eprintln!("warning: {warning}");
     }
-    if let Some(first) = summary.failures.first() {
+    // A folder of trajectories imports what it can: one line per item that
+    // did not import. Nothing imported at all is an error.
+    let nothing = summary.added + summary.kept == 0 && summary.runs.is_empty();
+    if nothing && let Some(first) = summary.failures.first() {
+        for other in &summary.failures[1..] {
+            eprintln!("error: {other}");
+        }
         anyhow::bail!("{first}");
+    }
+    for failure in &summary.failures {
+        eprintln!("not imported: {failure}");
     }
     println!(
         "imported {} into {} ({} already there)",

@@ -51,7 +51,8 @@ impl std::fmt::Display for EdgeId {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Source {
     /// The source format's name (`agentworldbench`, `agentlab`,
-    /// `android-dumps`, `osworld`, `native`, `manual`).
+    /// `android-dumps`, `android-trace`, `osworld`, `webarena`, `atif`,
+    /// `native`, `manual`).
     pub format: String,
     /// The file or folder name it came from (as given on import).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -31,6 +31,11 @@ export function TurnTools({ detail, loading, atLeaf, notice, onDialog, onPerturb
       <div className="action-bar" aria-label="Action">
         <span className="action-label">{detail?.turn ? `Action of turn ${detail.turn}` : "Initial state"}</span>
         {detail?.action ? <code className="action-raw">{detail.action.raw}</code> : null}
+        {detail?.action_reasoning ? (
+          <span className="action-reasoning" role="note" aria-label="Agent's reasoning" title={detail.action_reasoning}>
+            {detail.action_reasoning}
+          </span>
+        ) : null}
         {detail?.perturbation ? (
           <span className="perturbation-chip" role="note" aria-label="Control instruction" title="added to the world model's prompt for this turn">
             ⚡ {detail.perturbation}

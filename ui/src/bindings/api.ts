@@ -853,7 +853,7 @@ name: string,
 domain: Domain, 
 /**
  * Source format (`agentlab`, `osworld`, `android-dumps`,
- * `agentworldbench`, `native`).
+ * `android-trace`, `webarena`, `atif`, `agentworldbench`, `native`).
  */
 source_format: string, 
 /**
@@ -1037,6 +1037,12 @@ edge_id: number | null,
  * The action that led here.
  */
 action: ActionView | null, 
+/**
+ * The agent's reasoning for that action, as recorded beside it
+ * (AgentLab's `think`, the prose around a code block the runner
+ * executed, a raw model answer), shown beside the action.
+ */
+action_reasoning?: string, 
 /**
  * The element that action names (a bid, a point in px, an element
  * reference), when it names one; each tree side's `landing` says

@@ -137,6 +137,9 @@ pub fn get_turn(studio: &Studio, req: GetTurnRequest) -> Result<TurnDetail, ApiE
         node_id: node.id.0,
         edge_id: edge.map(|e| e.id.0),
         action: edge.map(|e| views::action(&e.action)),
+        action_reasoning: edge
+            .and_then(core::formats::agent_reasoning)
+            .map(str::to_owned),
         action_target,
         real_meta: node.real.as_ref().map(|r| r.metadata.clone()),
         real_error: node

@@ -28,7 +28,7 @@ pub struct TrajectorySummary {
     /// Domain.
     pub domain: Domain,
     /// Source format (`agentlab`, `osworld`, `android-dumps`,
-    /// `agentworldbench`, `native`).
+    /// `android-trace`, `webarena`, `atif`, `agentworldbench`, `native`).
     pub source_format: String,
     /// Source file or folder.
     pub source_path: Option<String>,

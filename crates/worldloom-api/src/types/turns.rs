@@ -353,6 +353,12 @@ pub struct TurnDetail {
     pub edge_id: Option<u32>,
     /// The action that led here.
     pub action: Option<ActionView>,
+    /// The agent's reasoning for that action, as recorded beside it
+    /// (AgentLab's `think`, the prose around a code block the runner
+    /// executed, a raw model answer), shown beside the action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub action_reasoning: Option<String>,
     /// The element that action names (a bid, a point in px, an element
     /// reference), when it names one; each tree side's `landing` says
     /// where it is.

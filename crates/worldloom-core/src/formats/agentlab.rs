@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use crate::action::{Action, ActionFormat};
 use crate::domain::{Domain, Representation};
 use crate::error::{CoreError, ImportWarning, Result, json_error};
-use crate::formats::{file_name, file_stem};
+use crate::formats::{AGENT_REASONING, file_name, file_stem};
 use crate::observation::{Observation, ObservationView, StepError, StepErrorKind};
 use crate::trajectory::{Source, Trajectory};
 
@@ -245,7 +245,22 @@ fn from_steps(
         node = target;
         match action {
             Some(Value::String(raw)) => {
-                pending_action = Some((Action::new(raw, ActionFormat::Browsergym), edge_extra))
+                let action = match executed_action(&raw) {
+                    Some(executed) => {
+                        // The agent's whole answer was stored as the action:
+                        // keep what BrowserGym ran, the rest as reasoning.
+                        if !edge_extra.contains_key(AGENT_REASONING)
+                            && !executed.reasoning.is_empty()
+                        {
+                            edge_extra
+                                .insert(AGENT_REASONING.into(), Value::String(executed.reasoning));
+                        }
+                        edge_extra.insert(RECORDED_ACTION.into(), Value::String(raw));
+                        Action::new(executed.code, ActionFormat::Browsergym)
+                    }
+                    None => Action::new(raw, ActionFormat::Browsergym),
+                };
+                pending_action = Some((action, edge_extra))
             }
             None | Some(Value::Null) => {
                 if i + 1 < count {
@@ -269,6 +284,60 @@ fn from_steps(
         }
     }
     Ok(t)
+}
+
+/// The edge `extra` field holding the action text as recorded, when the
+/// action imported is the code taken out of it ([`executed_action`]).
+pub const RECORDED_ACTION: &str = "recorded_action";
+
+/// What BrowserGym executed of an agent's free-text answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecutedAction {
+    /// The code of the answer's fenced block (its language tag, such as
+    /// `python`, dropped), trimmed.
+    pub code: String,
+    /// The rest of the answer, trimmed: the agent's reasoning.
+    pub reasoning: String,
+}
+
+/// The action executed from a recorded action that is an agent's whole
+/// answer (several sentences ending in a fenced `` ```click('123')``` ``):
+/// AgentLab's demo agent stores its raw answer as the action, and
+/// BrowserGym's non-strict action set runs the calls in it. The code is the
+/// last fenced block whose contents parse as BrowserGym calls; everything
+/// else is the reasoning. `None` when `raw` already parses as BrowserGym
+/// calls, or when no fenced block of it does (it is then kept as written).
+pub fn executed_action(raw: &str) -> Option<ExecutedAction> {
+    if crate::action::parse_action(raw, ActionFormat::Browsergym).is_some() {
+        return None;
+    }
+    let fences: Vec<usize> = raw.match_indices("```").map(|(i, _)| i).collect();
+    // Pairs of fences, last first: the answer's final block is the action.
+    for pair in fences.chunks_exact(2).rev() {
+        let (open, close) = (pair[0], pair[1]);
+        let inside = &raw[open + 3..close];
+        let code = match inside.split_once('\n') {
+            // A language tag on the opening fence's line.
+            Some((tag, rest))
+                if !tag.trim().is_empty()
+                    && tag.trim().chars().all(|c| c.is_ascii_alphanumeric()) =>
+            {
+                rest
+            }
+            _ => inside,
+        }
+        .trim();
+        if code.is_empty() || crate::action::parse_action(code, ActionFormat::Browsergym).is_none()
+        {
+            continue;
+        }
+        let reasoning = format!("{}{}", &raw[..open], &raw[close + 3..]);
+        return Some(ExecutedAction {
+            code: code.to_owned(),
+            reasoning: reasoning.trim().to_owned(),
+        });
+    }
+    None
 }
 
 fn snapshot(path: &Path, text: &str, top: Map<String, Value>) -> Trajectory {

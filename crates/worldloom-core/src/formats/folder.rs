@@ -103,7 +103,7 @@ fn read_json_file(path: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Opti
         .map_err(|e| json_error(path, &e))
 }
 
-fn observation_from_file(
+pub(crate) fn observation_from_file(
     path: &Path,
     representation: Representation,
     warnings: &mut Vec<ImportWarning>,

@@ -3,7 +3,10 @@
 //! Importers: AgentWorldBench JSONL ([`awb`]), BrowserGym/AgentLab step JSON
 //! and AgentLab result folders of step pickles ([`agentlab`], read with the
 //! restricted unpickler [`pickle`]), folders of Android uiautomator dumps and
-//! OSWorld-style accessibility trees ([`folder`]), the native file ([`crate::native`]), and
+//! OSWorld-style accessibility trees ([`folder`]), numbered Android trace
+//! folders ([`android_trace`]), WebArena renders and JSON traces
+//! ([`webarena`]), ATIF trajectories ([`atif`]), folders of any of these
+//! ([`collection`]), the native file ([`crate::native`]), and
 //! predictions sidecars ([`sidecar`]); rows of a run (predictions with
 //! `gen`, judged or not) taken out of what the AgentWorldBench importer read
 //! ([`run`]). Exporters: AgentWorldBench JSONL,
@@ -13,7 +16,10 @@
 //! UTF-8 anywhere becomes U+FFFD with one warning per file.
 
 pub mod agentlab;
+pub mod android_trace;
+pub mod atif;
 pub mod awb;
+pub mod collection;
 mod export;
 pub mod folder;
 mod lines;
@@ -21,6 +27,7 @@ pub mod pickle;
 pub mod run;
 pub mod sft;
 pub mod sidecar;
+pub mod webarena;
 
 use std::path::Path;
 
@@ -31,6 +38,21 @@ pub use export::{ExportFormat, Exported};
 use crate::error::{CoreError, ImportWarning, Result};
 use crate::native::{NATIVE_FORMAT, TrajectoryFile};
 use crate::trajectory::Trajectory;
+
+/// The edge `extra` field holding the agent's reasoning for the action it
+/// took (AgentLab's `think`; the prose around an executed code block; a
+/// WebArena raw prediction; an ATIF step's message), shown beside the action.
+pub const AGENT_REASONING: &str = "think";
+
+/// The agent's reasoning recorded for `edge`'s action, when there is some
+/// ([`AGENT_REASONING`]).
+pub fn agent_reasoning(edge: &crate::trajectory::Edge) -> Option<&str> {
+    edge.extra
+        .get(AGENT_REASONING)
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
 
 /// An input format, as named on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,6 +71,15 @@ pub enum InputFormat {
     AndroidDumps,
     /// An OSWorld-style folder of accessibility trees with `actions.jsonl`.
     Osworld,
+    /// An Agent Trajectory Interchange Format file (Harbor / Terminal-Bench,
+    /// OpenHands: terminal and SWE runs).
+    Atif,
+    /// A numbered Android trace folder (`0.xml`, `1.xml`, … with
+    /// `eventStructs.txt` and `instruction.txt`, as LlamaTouch keeps them).
+    AndroidTrace,
+    /// A WebArena result trace: the `render_<task>.html` its runner writes,
+    /// or the JSON trace derived from it.
+    Webarena,
 }
 
 impl InputFormat {
@@ -61,6 +92,9 @@ impl InputFormat {
             InputFormat::Agentlab => "agentlab",
             InputFormat::AndroidDumps => "android-dumps",
             InputFormat::Osworld => "osworld",
+            InputFormat::AndroidTrace => "android-trace",
+            InputFormat::Atif => "atif",
+            InputFormat::Webarena => "webarena",
         }
     }
 }
@@ -76,10 +110,13 @@ impl std::str::FromStr for InputFormat {
             InputFormat::Agentlab,
             InputFormat::AndroidDumps,
             InputFormat::Osworld,
+            InputFormat::AndroidTrace,
+            InputFormat::Atif,
+            InputFormat::Webarena,
         ]
         .into_iter()
         .find(|f| f.as_str() == s.trim().to_ascii_lowercase())
-        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps or osworld)"))
+        .ok_or_else(|| format!("unknown input format `{s}` (expected auto, native, agentworldbench, agentlab, android-dumps, android-trace, atif, osworld or webarena)"))
     }
 }
 
@@ -113,11 +150,15 @@ pub struct Imported {
 /// Guesses the format of a file or folder from its contents.
 ///
 /// A folder with `step_N.pkl.gz` pickles (or `exp_args.pkl`) is an AgentLab
-/// result folder (`agentlab`). A folder with `step_NN.xml` dumps is
-/// `android-dumps` when the first dump is a uiautomator `<hierarchy>`, else
-/// `osworld` (also when it holds `step_NN.tsv` tables). A `.jsonl` file is
-/// AgentWorldBench. A JSON file is native when its `format` is
-/// `worldloom-trajectory`, else AgentLab.
+/// result folder (`agentlab`). A folder with `0.xml` and `eventStructs.txt`
+/// or `instruction.txt` is a numbered Android trace (`android-trace`). A
+/// folder with `step_NN.xml` dumps is `android-dumps` when the first dump is
+/// a uiautomator `<hierarchy>`, else `osworld` (also when it holds
+/// `step_NN.tsv` tables). A `.jsonl` file is AgentWorldBench. HTML with
+/// `state_obv` blocks is a WebArena render. A JSON file is native when its
+/// `format` is `worldloom-trajectory`, ATIF when its `schema_version` starts
+/// `ATIF`, a WebArena JSON trace when it is a list of `{instruction, input,
+/// output}` turns, else AgentLab.
 ///
 /// # Errors
 /// [`CoreError::Format`] when nothing matches; [`CoreError::Io`].
@@ -126,9 +167,12 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
         if agentlab::is_result_folder(path) {
             return Ok(InputFormat::Agentlab);
         }
+        if android_trace::is_trace_folder(path) {
+            return Ok(InputFormat::AndroidTrace);
+        }
         return folder::detect(path).ok_or_else(|| CoreError::Format {
             path: path.to_path_buf(),
-            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder, and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
+            message: "no step_NN.xml or step_NN.tsv files, so neither an Android dump folder nor an OSWorld folder; no 0.xml with eventStructs.txt, so not an Android trace folder; and no step_N.pkl.gz files, so not an AgentLab result folder".into(),
         });
     }
     let ext = path
@@ -157,6 +201,9 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
             message: "the file is empty (or only whitespace): no trajectory to read".into(),
         });
     }
+    if webarena::looks_like_render(head) {
+        return Ok(InputFormat::Webarena);
+    }
     if head.starts_with('{') || head.starts_with('[') {
         // Parse the whole text (not the trimmed head) so that positions in a
         // JSON error are the file's own lines and columns.
@@ -164,6 +211,12 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
             Ok(value) => {
                 if value.get("format").and_then(|f| f.as_str()) == Some(NATIVE_FORMAT) {
                     return Ok(InputFormat::Native);
+                }
+                if atif::looks_like(&value) {
+                    return Ok(InputFormat::Atif);
+                }
+                if webarena::looks_like_traces(&value) {
+                    return Ok(InputFormat::Webarena);
                 }
                 if agentlab::looks_like(&value) {
                     return Ok(InputFormat::Agentlab);
@@ -184,7 +237,7 @@ pub fn detect_format(path: &Path) -> Result<InputFormat> {
     }
     Err(CoreError::Format {
         path: path.to_path_buf(),
-        message: "unrecognised input: expected an AgentWorldBench .jsonl file, an AgentLab step JSON file, a native worldloom-trajectory file, or a trajectory folder".into(),
+        message: "unrecognised input: expected an AgentWorldBench .jsonl file, an AgentLab step JSON file, a WebArena render or JSON trace, an ATIF trajectory, a native worldloom-trajectory file, or a trajectory folder".into(),
     })
 }
 
@@ -215,16 +268,17 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     let format = match options.format {
         InputFormat::Auto => match detect_format(path) {
             Ok(f) => f,
-            Err(err) if path.is_dir() => {
-                return import_folder_of_trajectories(path, options).map_err(|_| err);
-            }
+            Err(err) if path.is_dir() => return import_folder_of_trajectories(path, options, err),
             Err(err) => return Err(err),
         },
         f => f,
     };
     let mut warnings = Vec::new();
     let read = |warnings: &mut Vec<ImportWarning>| -> Result<Vec<Trajectory>> {
-        let is_folder = matches!(format, InputFormat::AndroidDumps | InputFormat::Osworld);
+        let is_folder = matches!(
+            format,
+            InputFormat::AndroidDumps | InputFormat::AndroidTrace | InputFormat::Osworld
+        );
         // AgentLab reads both: a step JSON file and a result folder.
         if path.exists() && path.is_dir() != is_folder && format != InputFormat::Agentlab {
             return Err(CoreError::Format {
@@ -253,6 +307,9 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
                 vec![folder::import(path, folder::FolderKind::Android, warnings)?]
             }
             InputFormat::Osworld => vec![folder::import(path, folder::FolderKind::Os, warnings)?],
+            InputFormat::AndroidTrace => vec![android_trace::import(path, warnings)?],
+            InputFormat::Atif => vec![atif::import(path, warnings)?],
+            InputFormat::Webarena => vec![webarena::import(path, warnings)?],
             InputFormat::Auto => Vec::new(),
         })
     };
@@ -294,57 +351,59 @@ pub fn import_path(path: &Path, options: &ImportOptions) -> Result<Imported> {
     })
 }
 
-fn import_folder_of_trajectories(path: &Path, options: &ImportOptions) -> Result<Imported> {
-    let mut entries: Vec<_> = std::fs::read_dir(path)
-        .map_err(|source| CoreError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
+/// Imports each trajectory a folder of trajectories holds
+/// ([`collection::items`]); `not_one` is why the folder is not itself a
+/// trajectory, the error when it holds nothing at all.
+fn import_folder_of_trajectories(
+    path: &Path,
+    options: &ImportOptions,
+    not_one: CoreError,
+) -> Result<Imported> {
+    let listed = collection::items(path)?;
     let mut out = Imported {
         trajectories: Vec::new(),
         warnings: Vec::new(),
     };
-    for entry in entries {
-        let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') {
-            continue;
-        }
-        if entry.is_file() && sidecar::refused_alone(&entry).is_some() {
-            // Read with the trajectory beside it; one with no trajectory
-            // beside it is reported.
-            if sidecar::owner_beside(&entry).is_none() {
-                out.warnings.push(ImportWarning {
-                    path: entry.display().to_string(),
-                    line: None,
-                    byte_offset: None,
-                    message: "skipped: a predictions sidecar with no trajectory beside it".into(),
-                });
-            }
-            continue;
-        }
-        match detect_format(&entry) {
-            Ok(_) => {
-                let imported = import_path(&entry, options)?;
+    let mut not_imported = Vec::new();
+    for entry in &listed.trajectories {
+        match import_path(entry, options) {
+            Ok(imported) => {
                 out.trajectories.extend(imported.trajectories);
                 out.warnings.extend(imported.warnings);
             }
-            Err(err) => out.warnings.push(ImportWarning {
+            Err(err) => not_imported.push(ImportWarning {
                 path: entry.display().to_string(),
                 line: None,
                 byte_offset: None,
-                message: format!("skipped: {err}"),
+                message: format!("not imported: {err}"),
             }),
         }
     }
+    not_imported.extend(listed.skipped.into_iter().map(|s| ImportWarning {
+        path: s.path.display().to_string(),
+        line: None,
+        byte_offset: None,
+        message: format!("skipped: {}", s.reason),
+    }));
     if out.trajectories.is_empty() {
+        if not_imported.is_empty() {
+            return Err(not_one);
+        }
+        let why: Vec<String> = not_imported
+            .iter()
+            .take(5)
+            .map(ToString::to_string)
+            .collect();
         return Err(CoreError::Format {
             path: path.to_path_buf(),
-            message: "no trajectories found in this folder".into(),
+            message: format!(
+                "no trajectory in this folder imported: {}{}",
+                why.join("; "),
+                if not_imported.len() > 5 { "; …" } else { "" }
+            ),
         });
     }
+    out.warnings.extend(not_imported);
     dedupe_ids(&mut out.trajectories);
     Ok(out)
 }

@@ -62,7 +62,7 @@ pub fn parse_android_xml_compact(
 ) -> Result<(CompactTree, Vec<ParseWarning>), CompactParseError> {
     let mut decoded = sanitize_xml(input);
     let mut sink = WarningSink::default();
-    xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink)?;
+    prepare_dump(&mut decoded, &mut sink)?;
     if let Ok(read) = stream_android_xml(&decoded, sink) {
         let (tree, warnings) = read?;
         return Ok((tree, warnings));
@@ -168,7 +168,7 @@ fn read_android_xml(
 ) -> Result<Vec<ParseWarning>, ParseError> {
     let mut decoded = sanitize_xml(input);
     let mut sink = WarningSink::default();
-    xml::prepare(&mut decoded, Some("</hierarchy>"), &mut sink)?;
+    prepare_dump(&mut decoded, &mut sink)?;
     // Borrowed, not copied: the document refers into the decoded text.
     let text: &str = &decoded.text;
     let doc = roxmltree::Document::parse_with_options(text, xml::options())
@@ -193,6 +193,111 @@ fn read_android_xml(
     let mut warnings = decoded.warnings;
     warnings.extend(sink.finish());
     Ok(warnings)
+}
+
+/// Prepares a dump for either reader: [`xml::prepare`] (a failed capture,
+/// text around the document), then the two shapes tools write besides one
+/// `<hierarchy>` document, each repaired with a warning:
+///
+/// - several `<hierarchy>` documents one after the other (uiautomator2 and
+///   Appium tooling append a page source per call): the first is read, the
+///   others are ignored, the warning naming the line each starts on. A dump
+///   file is one observation; the documents after the first come with no
+///   action between them, so reading them as states would invent turns.
+/// - a bare `<node>` fragment with no `<hierarchy>` root (a subtree cut out
+///   of a dump): it is read inside an implied `<hierarchy>` (the root node,
+///   at line 1 of no bytes of the input).
+fn prepare_dump(decoded: &mut Decoded<'_>, sink: &mut WarningSink) -> Result<(), ParseError> {
+    xml::prepare(decoded, Some("</hierarchy>"), sink)?;
+    let starts = tag_starts(&decoded.text, "<hierarchy");
+    if let [first, rest @ ..] = starts.as_slice()
+        && !rest.is_empty()
+        && let Some(close) = decoded.text[*first..].find("</hierarchy>")
+    {
+        let end = first + close + "</hierarchy>".len();
+        let later: Vec<usize> = rest.iter().copied().filter(|s| *s >= end).collect();
+        if !later.is_empty() {
+            let lines: Vec<String> = later
+                .iter()
+                .map(|s| decoded.lines.line(decoded.map.original(*s)).to_string())
+                .collect();
+            let byte = decoded.map.original(end);
+            sink.push(
+                WarningKind::TrailingText,
+                decoded.lines.line(byte),
+                byte,
+                format!(
+                    "the file holds {} <hierarchy> documents; the first is read and the {} after it ignored (starting at line{} {})",
+                    later.len() + 1,
+                    if later.len() == 1 { "one" } else { "ones" },
+                    if lines.len() == 1 { "" } else { "s" },
+                    lines.join(", ")
+                ),
+            );
+            let len = decoded.text.len();
+            xml::blank(decoded.text.to_mut(), end, len);
+        }
+    }
+    if starts.is_empty() && first_element_is_node(&decoded.text) {
+        const OPEN: &str = "<hierarchy>";
+        let declaration_end = if decoded.text.trim_start().starts_with("<?xml") {
+            decoded.text.find("?>").map_or(0, |i| i + 2)
+        } else {
+            0
+        };
+        let text = decoded.text.to_mut();
+        text.insert_str(declaration_end, OPEN);
+        text.push_str("</hierarchy>");
+        decoded.map.insert(declaration_end, OPEN.len());
+        sink.push(
+            WarningKind::Malformed,
+            1,
+            0,
+            "a bare <node> fragment with no <hierarchy> root: read inside an implied <hierarchy>"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// Offsets of the start tags `open` (such as `<hierarchy`) in `text`: the
+/// name followed by a space, `>` or `/`.
+fn tag_starts(text: &str, open: &str) -> Vec<usize> {
+    text.match_indices(open)
+        .filter(|(i, _)| {
+            text[i + open.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/')
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Whether the first element of `text` (after a declaration and comments)
+/// is a `<node>`.
+fn first_element_is_node(text: &str) -> bool {
+    let mut rest = text.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("<?") {
+            let Some(end) = after.find("?>") else {
+                return false;
+            };
+            rest = after[end + 2..].trim_start();
+        } else if let Some(after) = rest.strip_prefix("<!--") {
+            let Some(end) = after.find("-->") else {
+                return false;
+            };
+            rest = after[end + 3..].trim_start();
+        } else {
+            return rest.strip_prefix("<node").is_some_and(|after| {
+                after
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/')
+            });
+        }
+    }
 }
 
 /// Sets role, name, value, key, states and bounds of a uiautomator `node`
@@ -530,5 +635,69 @@ mod tests {
         assert_eq!(inv.anomalies, vec![BoundsAnomaly::Inverted]);
         assert!(parse_bounds("[1,2][3]").is_none());
         assert!(parse_bounds("garbage").is_none());
+    }
+
+    #[test]
+    fn a_file_of_two_documents_reads_the_first_and_names_the_others_line() {
+        let one = "<hierarchy rotation=\"0\">\n  <node text=\"Wikipedia\" class=\"android.widget.TextView\" bounds=\"[0,0][100,50]\" />\n</hierarchy>\n";
+        let two = "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<hierarchy rotation=\"0\">\n  <node text=\"Search\" class=\"android.widget.Button\" bounds=\"[0,0][10,10]\" />\n</hierarchy>\n";
+        let input =
+            format!("<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n{one}{two}{two}");
+        let parsed = parse_android_xml(input.as_bytes()).expect("parses");
+        let names: Vec<&str> = parsed.tree.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["", "Wikipedia"]);
+        let warning = parsed
+            .warnings
+            .iter()
+            .find(|w| w.message.contains("<hierarchy> documents"))
+            .expect("warned");
+        assert_eq!(warning.kind, WarningKind::TrailingText);
+        assert_eq!(warning.line, 4);
+        assert!(
+            warning
+                .message
+                .contains("holds 3 <hierarchy> documents; the first is read and the ones after it ignored (starting at lines 6, 10)"),
+            "{}",
+            warning.message
+        );
+        // The compact form reads the same (streamed or not).
+        same_both_ways(input.as_bytes());
+    }
+
+    #[test]
+    fn a_bare_node_fragment_reads_inside_an_implied_hierarchy() {
+        let input = "<?xml version='1.0' encoding='UTF-8'?>\n<node text=\"Settings\" class=\"android.widget.FrameLayout\" bounds=\"[0,0][1080,2400]\">\n  <node text=\"Wi-Fi\" class=\"android.widget.Switch\" checkable=\"true\" checked=\"true\" bounds=\"[0,100][1080,200]\" />\n</node>\n";
+        let parsed = parse_android_xml(input.as_bytes()).expect("parses");
+        let roles: Vec<&str> = parsed.tree.nodes.iter().map(|n| n.role.as_str()).collect();
+        assert_eq!(
+            roles,
+            [
+                "hierarchy",
+                "android.widget.FrameLayout",
+                "android.widget.Switch"
+            ]
+        );
+        assert_eq!(parsed.tree.nodes[2].states.checked, Some(true));
+        // Spans still point into the input: the switch starts on line 3.
+        let switch = parsed.tree.nodes[2].span.expect("span");
+        assert_eq!(switch.line, 3);
+        assert_eq!(&input[switch.start_byte..switch.start_byte + 5], "<node");
+        assert_eq!(
+            parsed
+                .warnings
+                .iter()
+                .map(|w| (w.kind, w.line, w.message.as_str()))
+                .collect::<Vec<_>>(),
+            [(
+                WarningKind::Malformed,
+                1,
+                "a bare <node> fragment with no <hierarchy> root: read inside an implied <hierarchy>"
+            )]
+        );
+        assert!(same_both_ways(input.as_bytes()));
+        // A fragment of several top-level nodes reads too.
+        let siblings = "<node text=\"a\" /><node text=\"b\" />";
+        let parsed = parse_android_xml(siblings.as_bytes()).expect("parses");
+        assert_eq!(parsed.tree.nodes.len(), 3);
     }
 }

@@ -113,6 +113,25 @@ impl OffsetMap {
         }
     }
 
+    /// Records that `len` bytes were inserted into the output at output
+    /// offset `at` (text of no input bytes, such as an implied root tag):
+    /// they map to the input offset `at` maps to, and every later output
+    /// offset moves by `len`.
+    pub(crate) fn insert(&mut self, at: usize, len: usize) {
+        let input = self.original(at);
+        let mut segments = Vec::with_capacity(self.segments.len() + 2);
+        segments.extend(self.segments.iter().copied().filter(|(o, _)| *o < at));
+        segments.push((at, input));
+        segments.push((at + len, input));
+        segments.extend(
+            self.segments
+                .iter()
+                .filter(|(o, _)| *o >= at)
+                .map(|(o, i)| (o + len, *i)),
+        );
+        self.segments = segments;
+    }
+
     /// True when output and input offsets are the same everywhere.
     pub(crate) fn is_identity(&self) -> bool {
         self.segments.is_empty()
