@@ -231,6 +231,10 @@ fn reads_of_one_trajectory_turn_or_run_use_indexes_only() {
             Box::new(move |ws| assert_eq!(ws.row_notes(Some(run)).expect("notes").len(), 1)),
         ),
         (
+            "run_row_findings",
+            Box::new(move |ws| assert!(ws.run_row_findings(run).expect("findings").is_empty())),
+        ),
+        (
             "search_run_rows in a run",
             Box::new(move |ws| {
                 assert!(
@@ -290,7 +294,10 @@ fn a_version_5_workspace_gains_the_edge_index() {
     };
     assert_eq!(has_index(&path), 0);
     let ws = Workspace::open(&path).expect("migrate");
-    assert_eq!(ws.schema_version().expect("version"), 6);
+    assert_eq!(
+        ws.schema_version().expect("version"),
+        worldloom_store::SCHEMA_VERSION
+    );
     assert_eq!(has_index(&path), 1);
     let conn = worldloom_store::rusqlite::Connection::open(&path).expect("raw");
     let detail: String = conn

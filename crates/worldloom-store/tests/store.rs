@@ -721,7 +721,7 @@ fn opens_and_migrates_a_version_1_workspace() {
         assert_eq!(v, 1, "the fixture must stay at schema version 1");
     }
     let mut ws = Workspace::open(&path).expect("open and migrate");
-    assert_eq!(ws.schema_version().expect("version"), 6);
+    assert_eq!(ws.schema_version().expect("version"), 7);
     assert_eq!(ws.integrity_check().ok(), Some(()));
     let rows = ws.list_trajectories().expect("list");
     assert_eq!(rows.len(), 1);
