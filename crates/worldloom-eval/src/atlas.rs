@@ -487,3 +487,97 @@ pub fn render(a: &Atlas, b: Option<&Atlas>) -> String {
     }
     s
 }
+
+/// The findings of one predicted state of a trajectory: `prediction`'s
+/// observation against the state's real observation, with the parent
+/// state's real observation for the transition view, and the type of the
+/// action into the state. The one definition both the studio's atlas and
+/// `worldloom atlas` use.
+///
+/// The representation compared is the prediction's when the real
+/// observation has a view in it (else the real observation's own), as the
+/// turn view compares them. A real observation that is absent, a failed
+/// capture or malformed gives [`EvalStatus::Skipped`]; no predicted
+/// observation gives [`EvalStatus::Missing`].
+pub fn state_findings(
+    t: &worldloom_core::Trajectory,
+    node: worldloom_core::NodeId,
+    prediction: &worldloom_core::Prediction,
+) -> (ActionKind, worldloom_obs::findings::TurnFindings) {
+    use worldloom_obs::findings::{TurnFindings, turn_findings};
+    use worldloom_obs::metrics::Observed;
+    let state = t.node(node);
+    let edge = state.and_then(|n| n.parent_edge).and_then(|e| t.edge(e));
+    let action = edge.map_or(ActionKind::Other, |e| action_kind(&e.action));
+    let skipped = TurnFindings {
+        status: EvalStatus::Skipped,
+        findings: Vec::new(),
+    };
+    let Some(real) = state.and_then(|n| n.real.as_ref()) else {
+        return (action, skipped);
+    };
+    let repr = if real.view(prediction.representation).is_some() {
+        prediction.representation
+    } else {
+        real.representation
+    };
+    let real_text = real.view(repr).unwrap_or(real.text.as_str());
+    let prev = edge
+        .and_then(|e| t.node(e.from))
+        .and_then(|n| n.real.as_ref())
+        .and_then(|o| o.view(repr));
+    let real_obs = (!real.is_error_step()).then(|| Observed::new(real_text.as_bytes(), repr));
+    let pred_obs = prediction
+        .observation
+        .as_deref()
+        .map(|p| Observed::new(p.as_bytes(), repr));
+    let prev_obs = prev.map(|p| Observed::new(p.as_bytes(), repr));
+    match turn_findings(
+        real_obs.as_ref(),
+        pred_obs.as_ref(),
+        prev_obs.as_ref(),
+        repr,
+    ) {
+        Ok((_, f)) => (action, f),
+        Err(_) => (action, skipped),
+    }
+}
+
+/// The atlas of an eval output file (a predictions or judged JSON Lines
+/// file, `worldloom eval`'s or the official script's): each row's findings
+/// computed from the file's own real observations ([`state_findings`]),
+/// then [`aggregate`]d.
+///
+/// # Errors
+/// [`crate::EvalError::Input`] naming the file when it cannot be read as
+/// trajectories or holds no row with a prediction (`gen`).
+pub fn atlas_of_file(path: &std::path::Path) -> Result<(Atlas, Vec<AtlasRow>), crate::EvalError> {
+    use worldloom_core::formats::run::{is_run, take_rows};
+    let imported = worldloom_core::import_path(path, &worldloom_core::ImportOptions::default())
+        .map_err(|e| crate::EvalError::Input(format!("{}: {e}", path.display())))?;
+    let mut rows = Vec::new();
+    for mut t in imported.trajectories {
+        if !is_run(&t) {
+            continue;
+        }
+        for r in take_rows(&mut t) {
+            let (action, f) = state_findings(&t, r.node, &r.prediction);
+            rows.push(AtlasRow {
+                row_id: r.row_index.map_or(rows.len() as i64, |i| i as i64),
+                domain: t.domain,
+                turn: r.turn,
+                action,
+                status: f.status,
+                findings: f.findings,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err(crate::EvalError::Input(format!(
+            "{}: no row with a prediction (`gen`): not a predictions or judged file",
+            path.display()
+        )));
+    }
+    rows.sort_by_key(|r| r.row_id);
+    Ok((aggregate(&rows), rows))
+}
