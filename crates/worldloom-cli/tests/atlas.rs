@@ -67,7 +67,7 @@ fn a_stale_run_against_an_exact_one() {
     // Turn k predicts response k − 1; the stale run repeats response k − 2
     // (turn 1 is predicted exactly: its previous state is not a response).
     let stale = run_file(dir.path(), "stale.jsonl", |r, turn| {
-        text(&r[if turn >= 2 { turn - 2 } else { 0 }])
+        text(&r[turn.saturating_sub(2)])
     });
     let exact = run_file(dir.path(), "exact.jsonl", |r, turn| text(&r[turn - 1]));
     let later_turns = {
