@@ -21,6 +21,7 @@ use worldloom_obs::metrics::EvalStatus;
 /// What kind of action a turn took, for the atlas's action-type tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum ActionKind {
     /// A click, tap, long press, hover, drag or selection by pointer.
     Click,
@@ -147,6 +148,7 @@ pub struct AtlasRow {
 /// Which table of the atlas a cell belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum AtlasTable {
     /// One group, `all`.
     Overall,
@@ -233,6 +235,7 @@ pub fn in_cell(
 /// JSON: `{"table": "action", "group": "click", "kind": "invented",
 /// "count": 42, "rows": 17, "scored_rows": 120, "rate": 0.1417}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AtlasCell {
     /// The table.
     pub table: AtlasTable,
@@ -241,7 +244,7 @@ pub struct AtlasCell {
     /// The error kind.
     pub kind: ErrorKind,
     /// How many times it happened (nodes, lines or turns).
-    pub count: u64,
+    pub count: u32,
     /// How many rows it happened in.
     pub rows: u32,
     /// The scored rows of the group (every scored row for the role and
@@ -253,6 +256,7 @@ pub struct AtlasCell {
 
 /// The atlas of a set of rows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Atlas {
     /// Rows counted.
     pub rows: u32,
@@ -284,7 +288,7 @@ impl Atlas {
 /// Counts `rows` into an atlas. Linear in the rows and their findings.
 pub fn aggregate<'a>(rows: impl IntoIterator<Item = &'a AtlasRow>) -> Atlas {
     type Key = (AtlasTable, String, ErrorKind);
-    let mut counts: BTreeMap<Key, (u64, u32)> = BTreeMap::new();
+    let mut counts: BTreeMap<Key, (u32, u32)> = BTreeMap::new();
     let mut scored_in: BTreeMap<(AtlasTable, String), u32> = BTreeMap::new();
     let mut atlas = Atlas {
         rows: 0,
@@ -318,7 +322,7 @@ pub fn aggregate<'a>(rows: impl IntoIterator<Item = &'a AtlasRow>) -> Atlas {
                 let Some(g) = t.group(row, f) else { continue };
                 let key = (t, g, f.kind);
                 let e = counts.entry(key.clone()).or_insert((0, 0));
-                e.0 += u64::from(f.count);
+                e.0 = e.0.saturating_add(f.count);
                 if !seen.contains(&key) {
                     e.1 += 1;
                     seen.push(key);
@@ -355,7 +359,7 @@ pub fn aggregate<'a>(rows: impl IntoIterator<Item = &'a AtlasRow>) -> Atlas {
 fn sort_cells(cells: &mut [AtlasCell]) {
     let mut totals: BTreeMap<(AtlasTable, String), u64> = BTreeMap::new();
     for c in cells.iter() {
-        *totals.entry((c.table, c.group.clone())).or_insert(0) += c.count;
+        *totals.entry((c.table, c.group.clone())).or_insert(0) += u64::from(c.count);
     }
     cells.sort_by(|a, b| {
         let rank = |c: &AtlasCell| -> (u64, u64) {
@@ -381,6 +385,7 @@ fn sort_cells(cells: &mut [AtlasCell]) {
 /// JSON: `{"table": "overall", "group": "all", "kind": "stale", "rate_a":
 /// 0.2, "rate_b": 0.05, "delta": 0.15, "count_a": 20, "count_b": 5}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct AtlasDelta {
     /// The table.
     pub table: AtlasTable,
@@ -395,9 +400,9 @@ pub struct AtlasDelta {
     /// `rate_a − rate_b`: positive when A makes this mistake more often.
     pub delta: f64,
     /// A's count.
-    pub count_a: u64,
+    pub count_a: u32,
     /// B's count.
-    pub count_b: u64,
+    pub count_b: u32,
 }
 
 /// Every cell of either atlas, with both rates and their difference, in

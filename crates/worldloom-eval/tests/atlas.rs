@@ -120,7 +120,7 @@ fn a_generated_run_is_counted_by_every_table() {
         .expect("forgotten");
     assert_eq!(
         (fg.count, fg.rows, fg.scored_rows),
-        (u64::from(android), android, android)
+        (android, android, android)
     );
     assert!(
         a.cell(AtlasTable::Domain, "web", ErrorKind::Forgotten)
@@ -138,7 +138,7 @@ fn a_generated_run_is_counted_by_every_table() {
     let ck = a
         .cell(AtlasTable::Attribute, "state:checked", ErrorKind::Attribute)
         .expect("checked");
-    assert_eq!((ck.count, ck.rows), (u64::from(android), android));
+    assert_eq!((ck.count, ck.rows), (android, android));
     let t1 = a
         .cell(AtlasTable::Turn, "1", ErrorKind::Invented)
         .expect("turn 1");

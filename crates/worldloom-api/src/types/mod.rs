@@ -41,6 +41,7 @@ pub use worldloom_obs::tree::{
     TruncationReason, UiNode, UiTree,
 };
 
+mod atlas;
 mod curriculum;
 mod editing;
 mod engine;
@@ -55,6 +56,7 @@ mod trajectories;
 mod turns;
 mod workspace;
 
+pub use atlas::*;
 pub use curriculum::*;
 pub use editing::*;
 pub use engine::*;
