@@ -97,10 +97,7 @@ type RunFindings = (Vec<StoredRunRow>, HashMap<i64, AtlasRow>, u32);
 /// A run's rows with their findings, computing (and storing) the findings
 /// of rows that have none of this build's producer. Returns the rows, each
 /// row's atlas input by row id, and how many rows were computed.
-fn rows_with_findings(
-    studio: &Studio,
-    run: RunId,
-) -> Result<RunFindings, ApiError> {
+fn rows_with_findings(studio: &Studio, run: RunId) -> Result<RunFindings, ApiError> {
     let rows = studio.lock()?.run_rows(run)?;
     let stored_ids: std::collections::HashSet<i64> = studio
         .lock()?
