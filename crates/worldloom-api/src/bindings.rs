@@ -208,6 +208,7 @@ pub fn typescript() -> String {
         Atlas,
         AtlasDelta,
         RunAtlasRequest,
+        BranchesAtlasRequest,
         RunAtlasResponse,
         AtlasRowsRequest,
         AtlasRowView,

@@ -326,6 +326,8 @@ command_table! {
     run_atlas(RunAtlasRequest) -> RunAtlasResponse;
     /// The rows behind one atlas cell, with the findings (and the lines of the nodes in question) that put them there; with run B, B's row on the same state.
     atlas_rows(AtlasRowsRequest) -> AtlasRowsResponse;
+    /// The fidelity atlas of what the workspace's branches show (every live state's shown prediction; all trajectories or the given ones), computed on each call.
+    branches_atlas(BranchesAtlasRequest) -> RunAtlasResponse;
     /// A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes.
     export_run_rows(ExportRunRowsRequest) -> ExportRunRowsResponse;
     /// Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events.

@@ -149,6 +149,14 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
     assert_eq!(forgotten.rows.len(), 1);
     assert!(!forgotten.rows[0].findings[0].real_lines.is_empty());
 
+    // The workspace's branches: every state shows its newest prediction
+    // (run B's, imported last), so their atlas is B's.
+    let branches =
+        commands::branches_atlas(&studio, BranchesAtlasRequest::default()).expect("branches atlas");
+    assert_eq!(branches.computed_rows, 17);
+    assert_eq!(Some(branches.a), first.b);
+    assert!(branches.b.is_none());
+
     // Bad ids are refused by name.
     let err = commands::run_atlas(
         &studio,

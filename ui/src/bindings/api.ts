@@ -3106,6 +3106,12 @@ run_b: string | null,
  */
 row_ids: Array<string>, };
 
+export type BranchesAtlasRequest = { 
+/**
+ * Only these trajectories (workspace ids); empty: every trajectory.
+ */
+trajectory_ids: Array<string>, };
+
 export type RunAtlasResponse = { 
 /**
  * Run A's atlas.
@@ -3502,6 +3508,8 @@ export interface Commands {
   run_atlas: [RunAtlasRequest, RunAtlasResponse];
   /** The rows behind one atlas cell, with the findings (and the lines of the nodes in question) that put them there; with run B, B's row on the same state. */
   atlas_rows: [AtlasRowsRequest, AtlasRowsResponse];
+  /** The fidelity atlas of what the workspace's branches show (every live state's shown prediction; all trajectories or the given ones), computed on each call. */
+  branches_atlas: [BranchesAtlasRequest, RunAtlasResponse];
   /** A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes. */
   export_run_rows: [ExportRunRowsRequest, ExportRunRowsResponse];
   /** Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events. */

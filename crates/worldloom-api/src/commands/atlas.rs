@@ -1,6 +1,7 @@
 //! The fidelity atlas of runs: `run_atlas` counts what a run's predictions
 //! get wrong (`worldloom-eval::atlas`), `atlas_rows` lists the rows behind
-//! one cell with the findings that put them there.
+//! one cell with the findings that put them there; `branches_atlas`
+//! counts what the workspace's branches show.
 //!
 //! Each row's findings are computed once, by `worldloom-eval`'s
 //! `state_findings` (the studio's evaluation read as the error taxonomy of
@@ -21,7 +22,8 @@ use worldloom_store::{RowFindings, RunId, StoredRunRow, TrajectoryKey, Workspace
 use super::runs::{parse_run_id, views_of};
 use crate::Studio;
 use crate::error::ApiError;
-use crate::scoring::METRICS_PRODUCER;
+use crate::ids::parse_trajectory_id;
+use crate::scoring::{METRICS_PRODUCER, Shown, shown};
 use crate::types::*;
 
 /// Rows whose findings are computed under one hold of the workspace lock
@@ -280,4 +282,83 @@ pub fn atlas_rows(studio: &Studio, req: AtlasRowsRequest) -> Result<AtlasRowsRes
         })
         .collect();
     Ok(AtlasRowsResponse { rows, total })
+}
+
+/// How many turns `node` lies below the root of `t`.
+fn depth(t: &worldloom_core::Trajectory, node: worldloom_core::NodeId) -> u32 {
+    let mut d = 0u32;
+    let mut at = node;
+    while let Some(edge) = t
+        .node(at)
+        .and_then(|n| n.parent_edge)
+        .and_then(|e| t.edge(e))
+    {
+        at = edge.from;
+        d += 1;
+        if d as usize > t.edges.len() {
+            break;
+        }
+    }
+    d
+}
+
+/// `branches_atlas`: the atlas of what the workspace's branches show — on
+/// every live state of the given trajectories (all when none is given),
+/// the prediction the turn view shows (the chosen one, else the newest
+/// with an observation; authored observations are not counted), by the
+/// same rule as a run's rows. Computed on each call, one trajectory under
+/// the lock at a time, nothing stored (a run's rows are stored once:
+/// `run_atlas`); `turn` is the state's depth. The response's `b` and
+/// `compare` are empty, `computed_rows` the states counted.
+///
+/// # Errors
+/// [`crate::ErrorCode::BadRequest`] for a malformed id,
+/// [`crate::ErrorCode::NotFound`] for an unknown trajectory,
+/// [`crate::ErrorCode::Storage`].
+pub fn branches_atlas(
+    studio: &Studio,
+    req: BranchesAtlasRequest,
+) -> Result<RunAtlasResponse, ApiError> {
+    let keys: Vec<TrajectoryKey> = if req.trajectory_ids.is_empty() {
+        studio
+            .lock()?
+            .list_trajectories()?
+            .into_iter()
+            .map(|t| t.key)
+            .collect()
+    } else {
+        req.trajectory_ids
+            .iter()
+            .map(|id| parse_trajectory_id(id))
+            .collect::<Result<_, _>>()?
+    };
+    let mut rows = Vec::new();
+    for key in keys {
+        let st = studio.lock()?.load_trajectory(key)?;
+        for id in &st.live_nodes {
+            let Some(node) = st.trajectory.node(*id) else {
+                continue;
+            };
+            let Some(Shown::Prediction(p)) = shown(node, None)? else {
+                continue;
+            };
+            let (action, f) = state_findings(&st.trajectory, node.id, p);
+            rows.push(AtlasRow {
+                row_id: rows.len() as i64,
+                domain: st.trajectory.domain,
+                turn: depth(&st.trajectory, node.id),
+                action,
+                status: f.status,
+                findings: f.findings,
+            });
+        }
+    }
+    Ok(RunAtlasResponse {
+        a: aggregate(&rows),
+        b: None,
+        compare: Vec::new(),
+        kinds: ErrorKind::ALL.to_vec(),
+        actions: ActionKind::ALL.to_vec(),
+        computed_rows: rows.len() as u32,
+    })
 }

@@ -25,7 +25,16 @@ pub struct RunAtlasRequest {
     pub row_ids: Vec<String>,
 }
 
-/// `run_atlas` response.
+/// `branches_atlas` request: the atlas of what the workspace's branches
+/// show.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, TS)]
+pub struct BranchesAtlasRequest {
+    /// Only these trajectories (workspace ids); empty: every trajectory.
+    #[serde(default)]
+    pub trajectory_ids: Vec<String>,
+}
+
+/// `run_atlas` (and `branches_atlas`) response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct RunAtlasResponse {
     /// Run A's atlas.
