@@ -98,6 +98,7 @@ for (const colorScheme of ["light", "dark"]) {
   await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("dialog", (d) => console.log(`dialog: ${d.message()}`));
   await page.goto(url);
   await page.getByRole("button", { name: "Runs", exact: true }).click();
   await page.locator(".runs-table tbody tr", { hasText: "copy.jsonl" }).waitFor();
@@ -385,6 +386,24 @@ for (const colorScheme of ["light", "dark"]) {
       .then(() => true)
       .catch(() => false);
     check(openedTurn, `an atlas row opens in the turn view (${rowTrajectory2})`);
+
+    // The atlas of a selection: the rows the Rows tab's label filter shows.
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Label", { exact: true }).selectOption("wrong page");
+    await page.waitForTimeout(600);
+    const selected = await page.locator(".run-table .run-row").count();
+    await page.getByRole("tab", { name: "Atlas" }).click();
+    await page.getByLabel(/Only the rows the Rows tab shows/).check();
+    const counts = page.locator(".atlas-counts", { hasText: `A: ${selected} rows` });
+    const narrowedAtlas = await counts
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(selected === 1 && narrowedAtlas, `the atlas of the Rows tab's selection counts its ${selected} row`);
+    await page.getByLabel(/Only the rows the Rows tab shows/).uncheck();
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Label", { exact: true }).selectOption("");
   }
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();

@@ -100,6 +100,26 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
         Some(3)
     );
     assert!(some.b.is_none() && some.compare.is_empty());
+    let some_rows = commands::atlas_rows(
+        &studio,
+        AtlasRowsRequest {
+            run_id: a.clone(),
+            table: AtlasTable::Overall,
+            group: "all".into(),
+            kind: ErrorKind::Stale,
+            run_b: None,
+            row_ids: later.clone(),
+            offset: 0,
+            limit: 0,
+        },
+    )
+    .expect("selection's cell rows");
+    let ids: Vec<String> = some_rows
+        .rows
+        .iter()
+        .map(|r| r.row.row_id.clone())
+        .collect();
+    assert_eq!((some_rows.total, ids), (3, later.clone()));
 
     // The cell's rows, each with B's row on the same state.
     let cell = commands::atlas_rows(
@@ -110,6 +130,7 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
             group: "all".into(),
             kind: ErrorKind::Stale,
             run_b: Some(b.clone()),
+            row_ids: Vec::new(),
             offset: 0,
             limit: 0,
         },
@@ -136,6 +157,7 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
             group: "all".into(),
             kind: ErrorKind::Forgotten,
             run_b: None,
+            row_ids: Vec::new(),
             offset: 0,
             limit: 1,
         },

@@ -3161,6 +3161,11 @@ kind: ErrorKind,
  */
 run_b: string | null, 
 /**
+ * Only these rows of the run (the selection the atlas was counted
+ * over); empty: every row.
+ */
+row_ids: Array<string>, 
+/**
  * First row of the page.
  */
 offset: number, 

@@ -19,12 +19,14 @@ export interface AtlasRowsProps {
   runA: string;
   runB: string | null;
   cell: AtlasCellRef;
+  /** The selection the atlas was counted over (`null`: every row of A). */
+  rowIds: readonly string[] | null;
   onClose: () => void;
   onOpenRow: (row: RunRowView) => void;
 }
 
-export function AtlasRows({ backend, runA, runB, cell, onClose, onOpenRow }: AtlasRowsProps) {
-  const q = useAtlasRows(backend, runA, runB, cell);
+export function AtlasRows({ backend, runA, runB, cell, rowIds, onClose, onOpenRow }: AtlasRowsProps) {
+  const q = useAtlasRows(backend, runA, runB, cell, rowIds);
   const [open, setOpen] = useState<AtlasRowView | null>(null);
   const rows = q.data?.rows ?? [];
   return (

@@ -10,9 +10,10 @@
 import { useState } from "react";
 import type { Atlas, AtlasDelta, AtlasTable, ErrorKind, RunAtlasResponse, RunRowView } from "../api/types";
 import type { Backend } from "../backend/backend";
-import { useRunAtlas, type AtlasCellRef } from "../data/queries";
+import { useRunAtlas, useRunRows, type AtlasCellRef } from "../data/queries";
 import { AtlasRows } from "./AtlasRows";
 import { ACTION_LABELS, KIND_LABELS, KIND_TITLES, TABLE_LABELS, atlasGrid, deltaOf, formatRate, formatRateDelta, heatColor, heatIsDark } from "./atlasModel";
+import { rowsRequest, type RunsState } from "./runsModel";
 import "./atlas.css";
 
 const TABLES: AtlasTable[] = ["overall", "domain", "role", "attribute", "action", "turn"];
@@ -22,7 +23,14 @@ export interface AtlasTabProps {
   backend: Backend;
   runA: string;
   runB: string | null;
+  /** The Runs view's state: its row table's search and filters choose the selection the atlas can be counted over. */
+  state: RunsState;
   onOpenRow: (row: RunRowView) => void;
+}
+
+/** Whether the row table is narrowed (a search, a domain, status or label filter). */
+function filtered(state: RunsState): boolean {
+  return state.query.trim() !== "" || state.domain !== null || state.status !== null || state.label !== null;
 }
 
 function groupLabel(table: AtlasTable, group: string): string {
@@ -129,8 +137,13 @@ function GridCell({
   );
 }
 
-export function AtlasTab({ backend, runA, runB, onOpenRow }: AtlasTabProps) {
-  const q = useRunAtlas(backend, runA, runB);
+export function AtlasTab({ backend, runA, runB, state, onOpenRow }: AtlasTabProps) {
+  const [selectionOnly, setSelectionOnly] = useState(false);
+  const narrowed = filtered(state);
+  const selection = useRunRows(backend, narrowed && selectionOnly ? rowsRequest(state) : null);
+  const rowIds = narrowed && selectionOnly ? (selection.data?.rows.map((r) => r.row_id) ?? null) : null;
+  const waiting = narrowed && selectionOnly && rowIds === null;
+  const q = useRunAtlas(backend, waiting ? null : runA, runB, rowIds);
   const [table, setTable] = useState<AtlasTable>("domain");
   const [cell, setCell] = useState<AtlasCellRef | null>(null);
   if (q.error) return <div className="pane-empty">{String(q.error)}</div>;
@@ -138,6 +151,19 @@ export function AtlasTab({ backend, runA, runB, onOpenRow }: AtlasTabProps) {
   if (!data) return <div className="pane-empty">Counting what the alignments found… (the first time, each row is read once)</div>;
   return (
     <div className="atlas" aria-label="Atlas">
+      {narrowed ? (
+        <label className="atlas-selection">
+          <input
+            type="checkbox"
+            checked={selectionOnly}
+            onChange={(e) => {
+              setSelectionOnly(e.target.checked);
+              setCell(null);
+            }}
+          />{" "}
+          Only the rows the Rows tab shows (its search and filters{rowIds !== null ? `: ${rowIds.length} rows` : ""})
+        </label>
+      ) : null}
       <p className="muted atlas-counts">
         {countsLine(runB ? "A" : "Run", data.a)}
         {data.b ? ` · ${countsLine("B", data.b)}` : ""}. A cell is the share of scored rows where the error happened (its count under it)
@@ -160,6 +186,7 @@ export function AtlasTab({ backend, runA, runB, onOpenRow }: AtlasTabProps) {
           runA={runA}
           runB={runB}
           cell={cell}
+          rowIds={rowIds}
           onClose={() => setCell(null)}
           onOpenRow={onOpenRow}
         />

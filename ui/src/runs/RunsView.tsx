@@ -118,7 +118,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
       {state.tab === "compare" && runA && runB ? (
         <CompareTab backend={backend} runA={runA.run_id} runB={runB.run_id} outcome={state.outcome} dispatch={dispatch} theme={theme} onOpenRow={onOpenRow} />
       ) : null}
-      {state.tab === "atlas" && runA ? <AtlasTab backend={backend} runA={runA.run_id} runB={runB?.run_id ?? null} onOpenRow={onOpenRow} /> : null}
+      {state.tab === "atlas" && runA ? <AtlasTab backend={backend} runA={runA.run_id} runB={runB?.run_id ?? null} state={state} onOpenRow={onOpenRow} /> : null}
     </section>
   );
 }

@@ -10,7 +10,7 @@
 //! without parsing an observation. Findings of another producer (an older
 //! build) are computed again.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use worldloom_eval::atlas::{
     ActionKind, Atlas, AtlasRow, aggregate, compare, in_cell, state_findings,
@@ -101,7 +101,7 @@ type RunFindings = (Vec<StoredRunRow>, HashMap<i64, AtlasRow>, u32);
 /// row's atlas input by row id, and how many rows were computed.
 fn rows_with_findings(studio: &Studio, run: RunId) -> Result<RunFindings, ApiError> {
     let rows = studio.lock()?.run_rows(run)?;
-    let stored_ids: std::collections::HashSet<i64> = studio
+    let stored_ids: HashSet<i64> = studio
         .lock()?
         .run_row_findings(run)?
         .into_iter()
@@ -146,8 +146,19 @@ fn rows_with_findings(studio: &Studio, run: RunId) -> Result<RunFindings, ApiErr
     Ok((rows, out, computed))
 }
 
+/// Row ids of a request (`RunRowView.row_id`).
+fn parse_row_ids(ids: &[String]) -> Result<HashSet<i64>, ApiError> {
+    ids.iter()
+        .map(|r| {
+            r.trim()
+                .parse::<i64>()
+                .map_err(|_| ApiError::bad_request(format!("`{r}` is not a row id")))
+        })
+        .collect()
+}
+
 /// The atlas of `rows` in row order (those of `only` when not empty).
-fn atlas_of(rows: &[StoredRunRow], found: &HashMap<i64, AtlasRow>, only: &[i64]) -> Atlas {
+fn atlas_of(rows: &[StoredRunRow], found: &HashMap<i64, AtlasRow>, only: &HashSet<i64>) -> Atlas {
     let picked = rows
         .iter()
         .filter(|r| only.is_empty() || only.contains(&r.id))
@@ -166,22 +177,14 @@ fn atlas_of(rows: &[StoredRunRow], found: &HashMap<i64, AtlasRow>, only: &[i64])
 /// [`crate::ErrorCode::Storage`].
 pub fn run_atlas(studio: &Studio, req: RunAtlasRequest) -> Result<RunAtlasResponse, ApiError> {
     let id = parse_run_id(&req.run_id)?;
-    let only = req
-        .row_ids
-        .iter()
-        .map(|r| {
-            r.trim()
-                .parse::<i64>()
-                .map_err(|_| ApiError::bad_request(format!("`{r}` is not a row id")))
-        })
-        .collect::<Result<Vec<i64>, ApiError>>()?;
+    let only = parse_row_ids(&req.row_ids)?;
     let (rows, found, mut computed) = rows_with_findings(studio, id)?;
     let a = atlas_of(&rows, &found, &only);
     let b = match req.run_b.as_deref() {
         Some(rb) => {
             let (rows_b, found_b, n) = rows_with_findings(studio, parse_run_id(rb)?)?;
             computed += n;
-            Some(atlas_of(&rows_b, &found_b, &[]))
+            Some(atlas_of(&rows_b, &found_b, &HashSet::new()))
         }
         None => None,
     };
@@ -195,7 +198,8 @@ pub fn run_atlas(studio: &Studio, req: RunAtlasRequest) -> Result<RunAtlasRespon
     })
 }
 
-/// `atlas_rows`: the rows of one atlas cell, in row order, each with the
+/// `atlas_rows`: the rows of one atlas cell (of the run, or of the selection
+/// `row_ids`), in row order, each with the
 /// findings that put it there (and the source lines of the nodes in
 /// question); with run B, B's row on the same state and its findings of
 /// the same kind.
@@ -205,9 +209,13 @@ pub fn run_atlas(studio: &Studio, req: RunAtlasRequest) -> Result<RunAtlasRespon
 /// [`crate::ErrorCode::Storage`].
 pub fn atlas_rows(studio: &Studio, req: AtlasRowsRequest) -> Result<AtlasRowsResponse, ApiError> {
     let id = parse_run_id(&req.run_id)?;
+    let only = parse_row_ids(&req.row_ids)?;
     let (rows, found, _) = rows_with_findings(studio, id)?;
     let mut hits: Vec<(&StoredRunRow, &AtlasRow, Vec<Finding>)> = Vec::new();
-    for r in &rows {
+    for r in rows
+        .iter()
+        .filter(|r| only.is_empty() || only.contains(&r.id))
+    {
         let Some(a) = found.get(&r.id) else { continue };
         if a.status != EvalStatus::Scored {
             continue;
@@ -242,7 +250,7 @@ pub fn atlas_rows(studio: &Studio, req: AtlasRowsRequest) -> Result<AtlasRowsRes
     let a_views = views_of(&ws, &a_rows, Some(id))?;
     let b_side: HashMap<(TrajectoryKey, u32), AtlasRowSide> = match &b {
         Some((rows_b, found_b, _)) => {
-            let wanted: std::collections::HashSet<(TrajectoryKey, u32)> =
+            let wanted: HashSet<(TrajectoryKey, u32)> =
                 a_rows.iter().map(|r| (r.trajectory, r.node.0)).collect();
             let matched: Vec<StoredRunRow> = rows_b
                 .iter()

@@ -66,6 +66,10 @@ pub struct AtlasRowsRequest {
     /// A second run: each row comes with that run's row on the same state.
     #[serde(default)]
     pub run_b: Option<String>,
+    /// Only these rows of the run (the selection the atlas was counted
+    /// over); empty: every row.
+    #[serde(default)]
+    pub row_ids: Vec<String>,
     /// First row of the page.
     #[serde(default)]
     pub offset: u32,
