@@ -6,7 +6,8 @@
 // with the searched word marked in the row panel and Enter opening the best
 // hit; the drift chart (fidelity by turn); labels and a note written with the
 // keyboard, undone; "Copy link" opening the row's turn after a reload; the
-// labelled rows exported as CSV; the report; a run started in the studio with
+// labelled rows exported as CSV; the report; the atlas (a cell opens its rows,
+// a row its turn with the nodes marked); a run started in the studio with
 // the `copy` baseline.
 //
 //   npm run build && node e2e/runs.mjs
@@ -97,6 +98,7 @@ for (const colorScheme of ["light", "dark"]) {
   await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(url).origin });
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("dialog", (d) => console.log(`dialog: ${d.message()}`));
   await page.goto(url);
   await page.getByRole("button", { name: "Runs", exact: true }).click();
   await page.locator(".runs-table tbody tr", { hasText: "copy.jsonl" }).waitFor();
@@ -325,8 +327,10 @@ for (const colorScheme of ["light", "dark"]) {
         text.includes("wrong page") &&
         text.includes("A better") &&
         text.includes("invents the toast after Save") &&
-        text.includes("Fidelity by turn"),
-      `the report opens from disk offline: ${svgs} charts (drift included), the labelled and the noted row, the comparison`,
+        text.includes("Fidelity by turn") &&
+        text.includes("Fidelity atlas") &&
+        text.includes("Action type × error kind"),
+      `the report opens from disk offline: ${svgs} charts (drift included), the labelled and the noted row, the comparison, the atlas`,
     );
     check(
       requests.every((u) => u.startsWith("file://")),
@@ -343,6 +347,63 @@ for (const colorScheme of ["light", "dark"]) {
     await page.waitForTimeout(600);
     const offered = await page.getByLabel("Label", { exact: true }).locator("option").allTextContents();
     check(offered.join("|") === "any label|wrong page|leaks the goal", `the label set is saved (${offered.join(", ")})`);
+
+    // The atlas of A (replay) beside B (copy): a cell opens its rows, a row
+    // its turn with the nodes' lines marked in real | A | B, then the turn view.
+    await page.getByRole("tab", { name: "Atlas" }).click();
+    const heat = page.getByRole("table", { name: "Heat map: action type × error kind" });
+    await heat.waitFor({ timeout: 60_000 });
+    const heatCells = await heat.locator("button.atlas-cell:not([disabled])").count();
+    check(heatCells > 0, `the atlas heat map has ${heatCells} cells (action type × error kind)`);
+    await page.getByRole("tab", { name: "Overall" }).click();
+    const overall = page.getByRole("table", { name: "Atlas overall" });
+    const forgottenCell = overall.getByRole("button", { name: "all Forgotten" });
+    await forgottenCell.waitFor();
+    const cellTitle = (await forgottenCell.getAttribute("title")) ?? "";
+    const inRows = Number(cellTitle.match(/ in (\d+) of \d+ scored rows/)?.[1] ?? -1);
+    const bShare = cellTitle.includes(" · B ");
+    await forgottenCell.click();
+    const cellRows = page.getByRole("region", { name: "Atlas rows" });
+    await cellRows.locator("header .muted", { hasText: / rows$/ }).waitFor();
+    const listed = (await cellRows.locator("header .muted").textContent()) ?? "";
+    check(inRows > 0 && listed === `${inRows} rows` && bShare, `the "forgotten" cell opens its ${listed} (the cell says ${inRows}, with B's share)`);
+    await page.screenshot({ path: join(shots, "runs-atlas.png"), fullPage: true });
+    const firstRow = cellRows.locator(".run-table .atlas-row").first();
+    const rowTrajectory2 = (await firstRow.locator("span").first().textContent()) ?? "";
+    await firstRow.click();
+    const turn = page.getByRole("region", { name: "Atlas turn" });
+    await turn.locator(".three-text").nth(2).waitFor({ timeout: 15_000 });
+    const realMarked = await turn.locator('.three-text[aria-label="Real observation"] .line.changed').count();
+    const columns = await turn.locator(".three-text").count();
+    check(columns === 3 && realMarked > 0, `a row opens real | A | B with ${realMarked} forgotten nodes' lines marked in the real state`);
+    await turn.scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    await cellRows.screenshot({ path: join(shots, "runs-atlas-turn.png") });
+    await firstRow.getByRole("button", { name: "Turn" }).click();
+    const openedTurn = await page
+      .locator(".topbar h1", { hasText: rowTrajectory2 })
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(openedTurn, `an atlas row opens in the turn view (${rowTrajectory2})`);
+
+    // The atlas of a selection: the rows the Rows tab's label filter shows.
+    await page.getByRole("button", { name: "Runs", exact: true }).click();
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Label", { exact: true }).selectOption("wrong page");
+    await page.waitForTimeout(600);
+    const selected = await page.locator(".run-table .run-row").count();
+    await page.getByRole("tab", { name: "Atlas" }).click();
+    await page.getByLabel(/Only the rows the Rows tab shows/).check();
+    const counts = page.locator(".atlas-counts", { hasText: `A: ${selected} rows` });
+    const narrowedAtlas = await counts
+      .waitFor({ timeout: 15_000 })
+      .then(() => true)
+      .catch(() => false);
+    check(selected === 1 && narrowedAtlas, `the atlas of the Rows tab's selection counts its ${selected} row`);
+    await page.getByLabel(/Only the rows the Rows tab shows/).uncheck();
+    await page.getByRole("tab", { name: "Rows" }).click();
+    await page.getByLabel("Label", { exact: true }).selectOption("");
   }
   check(errors.length === 0, `${colorScheme}: no page errors ${errors.join("; ")}`);
   await browser.close();

@@ -341,6 +341,12 @@ command_table! {
     set_row_note(SetRowNoteRequest) -> ChangeResponse;
     /// Fidelity by turn index of one or two runs (drift): per turn, rows and the metric's mean, min and max.
     run_drift(RunDriftRequest) -> RunDriftResponse;
+    /// What a run's predictions get wrong (the fidelity atlas): error kinds by domain, role, attribute, action type and turn; with run B, both and A − B. Findings are computed once per row and stored.
+    run_atlas(RunAtlasRequest) -> RunAtlasResponse;
+    /// The rows behind one atlas cell, with the findings (and the lines of the nodes in question) that put them there; with run B, B's row on the same state.
+    atlas_rows(AtlasRowsRequest) -> AtlasRowsResponse;
+    /// The fidelity atlas of what the workspace's branches show (every live state's shown prediction; all trajectories or the given ones), computed on each call.
+    branches_atlas(BranchesAtlasRequest) -> RunAtlasResponse;
     /// A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes.
     export_run_rows(ExportRunRowsRequest) -> ExportRunRowsResponse;
     /// Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events.

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod atlas;
 mod diff;
 mod engines;
 mod eval;
@@ -59,6 +60,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Score predictions with an LLM judge on the five AgentWorldBench dimensions.
     Judge(judge::JudgeArgs),
+    /// What a run's predictions get wrong: error kinds by domain, role, attribute, action and turn (two runs side by side).
+    Atlas(atlas::AtlasArgs),
     /// Aggregate a predictions or judged file per domain and overall.
     Score(score::ScoreArgs),
     /// Predict one turn of a trajectory with a local model, streaming.
@@ -105,6 +108,7 @@ fn main() -> std::process::ExitCode {
         Command::ServeEnv(args) => serve_env::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Judge(args) => judge::run(&args),
+        Command::Atlas(args) => atlas::run(&args),
         Command::Score(args) => score::run(&args),
         Command::Step(args) => step::run(&args),
         Command::Rollout(args) => rollout::run(&args),

@@ -8,9 +8,13 @@
 //! - [`judge`]: LLM-judge scoring on the five AgentWorldBench dimensions
 //!   with Worldloom's own rubric prompts (or a user folder), and robust
 //!   parsing of judge answers.
+//! - [`atlas`]: the fidelity atlas, each turn's error taxonomy
+//!   (`worldloom_obs::findings`) counted over a run by domain, role,
+//!   attribute, action type and turn, and two runs side by side.
 //! - [`score`]: per-domain and overall aggregation as `(mean − 1) / 4 × 100`
 //!   beside the deterministic fidelity metrics.
 
+pub mod atlas;
 pub mod bench;
 pub mod judge;
 pub mod run;

@@ -263,17 +263,13 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
         }
         real_status.push(status);
     }
-    let cut = if real.truncated.is_some() {
-        real.nodes
+    let cut = truncation_cut(
+        real,
+        al.real_to_pred
             .iter()
-            .filter(|n| !n.synthetic)
-            .filter_map(|n| al.real_to_pred[n.id.index()])
-            .map(|p| p.index())
-            .max()
-            .unwrap_or(0)
-    } else {
-        usize::MAX
-    };
+            .enumerate()
+            .filter_map(|(r, p)| p.map(|p| (r, p.index()))),
+    );
     for (i, _) in pred
         .nodes
         .iter()
@@ -292,6 +288,22 @@ pub fn statuses(real: &UiTree, pred: &UiTree, al: &Alignment) -> TreeDiff {
         pred: pred_status,
         summary,
     }
+}
+
+/// The index of the last predicted node that stands for a real node when
+/// the real tree is truncated ([`UiTree::truncated`]): predicted nodes with
+/// no counterpart after it are past the cut. `pairs` are the aligned
+/// `(real index, predicted index)` pairs; pairs of synthetic real nodes are
+/// left out. `usize::MAX` when the real tree is whole.
+pub fn truncation_cut(real: &UiTree, pairs: impl Iterator<Item = (usize, usize)>) -> usize {
+    if real.truncated.is_none() {
+        return usize::MAX;
+    }
+    pairs
+        .filter(|(r, _)| !real.nodes[*r].synthetic)
+        .map(|(_, p)| p)
+        .max()
+        .unwrap_or(0)
 }
 
 /// What a run of a line diff does.

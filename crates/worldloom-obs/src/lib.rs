@@ -11,12 +11,16 @@
 //! - [`diff`]: per-node statuses on both sides and line diffs.
 //! - [`target`]: where an action landed (the node a bid, a point or an
 //!   element reference names).
+//! - [`findings`]: the error taxonomy of one turn (invented, forgotten,
+//!   attribute, text, moved, stale, over-change, diverged, anchor), read
+//!   from the evaluation's diff, transition detail and anchors.
 //! - [`metrics`]: exact match, visible-text F1, node F1, attribute accuracy,
 //!   transition F1 and domain anchors (formulas in `docs/metrics.md`).
 
 pub mod align;
 pub mod compact;
 pub mod diff;
+pub mod findings;
 pub mod metrics;
 pub mod parse;
 pub mod target;

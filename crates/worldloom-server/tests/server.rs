@@ -243,7 +243,7 @@ fn api_needs_the_token_and_answers_json() {
     // The token in the header or in the query.
     let r = api(addr, &token, "workspace_info", "{}");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["schema_version"], 6);
+    assert_eq!(r.json()["schema_version"], 8);
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(r.header("cache-control"), Some("no-store"));
     let r = request(
@@ -555,7 +555,7 @@ fn idle_and_half_sent_requests_are_disconnected() {
     // A complete request is still served.
     let r = api(addr, &server.token, "workspace_info", "{}");
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.json()["schema_version"], 6);
+    assert_eq!(r.json()["schema_version"], 8);
     rt.block_on(server.stop()).expect("stop");
 }
 

@@ -30,7 +30,9 @@
 //!   or cleared from a row, as a change; the newest live record per row and
 //!   label wins (as for tags). `run_row_notes`: a row's free-text note, a
 //!   new record per edit; the newest live one wins and an empty text clears
-//!   it.
+//!   it. `run_row_findings` (derived, outside undo): what the alignment of
+//!   a row found (the fidelity atlas's error taxonomy), one record per row
+//!   keyed by `run_rows.id`, replaced when computed again.
 //! - every query that reads one trajectory, state, turn or run reaches its
 //!   rows through an index (a key or one of the `CREATE INDEX` below), never
 //!   by scanning a table: its cost does not grow with the workspace
@@ -320,6 +322,19 @@ CREATE TABLE node_screenshots (
 CREATE INDEX node_screenshots_node ON node_screenshots (trajectory_id, node_id, id);
 "#,
     },
+    Migration {
+        version: 8,
+        description: "what the alignment of each run row found (the fidelity atlas's findings)",
+        sql: r#"
+CREATE TABLE run_row_findings (
+    row_id        INTEGER PRIMARY KEY REFERENCES run_rows (id),
+    producer      TEXT NOT NULL,
+    action_kind   TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    findings_json TEXT NOT NULL
+);
+"#,
+    },
 ];
 
 /// The newest schema version this build knows.
@@ -339,6 +354,6 @@ mod tests {
                 m.description
             );
         }
-        assert_eq!(SCHEMA_VERSION, 7);
+        assert_eq!(SCHEMA_VERSION, 8);
     }
 }

@@ -239,6 +239,10 @@ fn reads_of_one_trajectory_turn_or_run_use_indexes_only() {
             Box::new(move |ws| assert_eq!(ws.row_notes(Some(run)).expect("notes").len(), 1)),
         ),
         (
+            "run_row_findings",
+            Box::new(move |ws| assert!(ws.run_row_findings(run).expect("findings").is_empty())),
+        ),
+        (
             "search_run_rows in a run",
             Box::new(move |ws| {
                 assert!(

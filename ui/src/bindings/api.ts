@@ -3238,6 +3238,252 @@ metric: CompareMetric,
  */
 series: Array<DriftSeries>, };
 
+export type ErrorKind = "invented" | "forgotten" | "attribute" | "text" | "moved" | "stale" | "over_change" | "diverged" | "anchor";
+
+export type Finding = { 
+/**
+ * The kind.
+ */
+kind: ErrorKind, 
+/**
+ * The field (`attribute`: `role`, `key`, `bounds`, `state:<name>`,
+ * `attr:<name>`; `text`: `name`, `value` or `line`) or the anchor
+ * name (`anchor`); empty otherwise.
+ */
+detail: string, 
+/**
+ * The node's role or class (`button`, `android.widget.TextView`; the
+ * predicted node's for `invented`, the real one's otherwise), `line`
+ * for texts, empty for turn-level kinds.
+ */
+role: string, 
+/**
+ * How many nodes (or lines) it concerns; 1 for turn-level kinds.
+ */
+count: number, 
+/**
+ * 1-based lines of the real observation where those nodes start (the
+ * first [`MAX_LINES_PER_FINDING`]).
+ */
+real_lines: Array<number>, 
+/**
+ * 1-based lines of the prediction where those nodes start (the first
+ * [`MAX_LINES_PER_FINDING`]).
+ */
+pred_lines: Array<number>, };
+
+export type ActionKind = "click" | "type" | "scroll" | "navigate" | "key" | "tool_call" | "other";
+
+export type AtlasTable = "overall" | "domain" | "role" | "attribute" | "action" | "turn";
+
+export type AtlasCell = { 
+/**
+ * The table.
+ */
+table: AtlasTable, 
+/**
+ * The group (`all`, a domain, role, field, action type or turn).
+ */
+group: string, 
+/**
+ * The error kind.
+ */
+kind: ErrorKind, 
+/**
+ * How many times it happened (nodes, lines or turns).
+ */
+count: number, 
+/**
+ * How many rows it happened in.
+ */
+rows: number, 
+/**
+ * The scored rows of the group (every scored row for the role and
+ * attribute tables).
+ */
+scored_rows: number, 
+/**
+ * `rows / scored_rows` in `[0, 1]` (0 when there is no scored row).
+ */
+rate: number, };
+
+export type Atlas = { 
+/**
+ * Rows counted.
+ */
+rows: number, 
+/**
+ * Of those, scored.
+ */
+scored: number, 
+/**
+ * Not scored: no prediction.
+ */
+missing: number, 
+/**
+ * Not scored: the real observation could not be scored.
+ */
+skipped: number, 
+/**
+ * Every non-empty cell, by table, group (domains, roles, fields by
+ * count; actions in [`ActionKind::ALL`] order; turns by number), kind.
+ */
+cells: Array<AtlasCell>, };
+
+export type AtlasDelta = { 
+/**
+ * The table.
+ */
+table: AtlasTable, 
+/**
+ * The group.
+ */
+group: string, 
+/**
+ * The error kind.
+ */
+kind: ErrorKind, 
+/**
+ * A's rate (0 when it never happened in A).
+ */
+rate_a: number, 
+/**
+ * B's rate.
+ */
+rate_b: number, 
+/**
+ * `rate_a − rate_b`: positive when A makes this mistake more often.
+ */
+delta: number, 
+/**
+ * A's count.
+ */
+count_a: number, 
+/**
+ * B's count.
+ */
+count_b: number, };
+
+export type RunAtlasRequest = { 
+/**
+ * Run A.
+ */
+run_id: string, 
+/**
+ * Run B, counted over its own rows and compared cell by cell.
+ */
+run_b: string | null, 
+/**
+ * Only these rows of A (`RunRowView.row_id`); empty: every row.
+ */
+row_ids: Array<string>, };
+
+export type BranchesAtlasRequest = { 
+/**
+ * Only these trajectories (workspace ids); empty: every trajectory.
+ */
+trajectory_ids: Array<string>, };
+
+export type RunAtlasResponse = { 
+/**
+ * Run A's atlas.
+ */
+a: Atlas, 
+/**
+ * Run B's, when asked.
+ */
+b: Atlas | null, 
+/**
+ * Every cell of either with both rates and A − B (empty without B).
+ */
+compare: Array<AtlasDelta>, 
+/**
+ * The error kinds, in report order (the heat map's columns).
+ */
+kinds: Array<ErrorKind>, 
+/**
+ * The action types, in report order (the heat map's rows).
+ */
+actions: Array<ActionKind>, 
+/**
+ * Rows whose findings this call computed and stored (0 once every
+ * row's are stored: the atlas is then counted from the store alone).
+ */
+computed_rows: number, };
+
+export type AtlasRowsRequest = { 
+/**
+ * The run whose cell it is.
+ */
+run_id: string, 
+/**
+ * The cell's table.
+ */
+table: AtlasTable, 
+/**
+ * The cell's group (`all`, a domain, role, field, action type or turn).
+ */
+group: string, 
+/**
+ * The cell's error kind.
+ */
+kind: ErrorKind, 
+/**
+ * A second run: each row comes with that run's row on the same state.
+ */
+run_b: string | null, 
+/**
+ * Only these rows of the run (the selection the atlas was counted
+ * over); empty: every row.
+ */
+row_ids: Array<string>, 
+/**
+ * First row of the page.
+ */
+offset: number, 
+/**
+ * Most rows returned; 0: all.
+ */
+limit: number, };
+
+export type AtlasRowView = { 
+/**
+ * The row (open it with `get_turn`).
+ */
+row: RunRowView, 
+/**
+ * Its type of action.
+ */
+action: ActionKind, 
+/**
+ * Its findings in the cell, with the lines of the nodes in question.
+ */
+findings: Array<Finding>, 
+/**
+ * Run B's row on the same state, when B was given and has one.
+ */
+b: AtlasRowSide | null, };
+
+export type AtlasRowSide = { 
+/**
+ * The row.
+ */
+row: RunRowView, 
+/**
+ * Its findings of the same kind (any group).
+ */
+findings: Array<Finding>, };
+
+export type AtlasRowsResponse = { 
+/**
+ * Rows in the cell, in row order (the page asked for).
+ */
+rows: Array<AtlasRowView>, 
+/**
+ * Rows in the cell in all.
+ */
+total: number, };
+
 export type RowsExportFormat = "csv" | "jsonl";
 
 export type ExportRunRowsRequest = { 
@@ -3551,6 +3797,12 @@ export interface Commands {
   set_row_note: [SetRowNoteRequest, ChangeResponse];
   /** Fidelity by turn index of one or two runs (drift): per turn, rows and the metric's mean, min and max. */
   run_drift: [RunDriftRequest, RunDriftResponse];
+  /** What a run's predictions get wrong (the fidelity atlas): error kinds by domain, role, attribute, action type and turn; with run B, both and A − B. Findings are computed once per row and stored. */
+  run_atlas: [RunAtlasRequest, RunAtlasResponse];
+  /** The rows behind one atlas cell, with the findings (and the lines of the nodes in question) that put them there; with run B, B's row on the same state. */
+  atlas_rows: [AtlasRowsRequest, AtlasRowsResponse];
+  /** The fidelity atlas of what the workspace's branches show (every live state's shown prediction; all trajectories or the given ones), computed on each call. */
+  branches_atlas: [BranchesAtlasRequest, RunAtlasResponse];
   /** A run's labelled (or annotated, or all) rows as CSV or JSON Lines, with labels and notes. */
   export_run_rows: [ExportRunRowsRequest, ExportRunRowsResponse];
   /** Starts a run in the studio: an engine over chosen trajectories or a dataset file, on a job thread; RunJobProgress events. */

@@ -68,6 +68,8 @@ describe("the event applier", () => {
       '["list_run_rows","7"]',
       '["compare_runs"]',
       '["run_drift"]',
+      '["run_atlas"]',
+      '["atlas_rows"]',
     ]);
     // A late event never takes a finished job back to running.
     apply({ type: "run_job_progress", job: job({ done: 3 }) });

@@ -33,7 +33,7 @@ export function keysTouchedByChange(trajectoryId: string | null): QueryKey[] {
 }
 
 /** The runs' replies: a workspace-wide change (an import, an undo) may add or remove a run. */
-const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"], ["run_drift"]];
+const RUN_KEYS: QueryKey[] = [keys.runs(), ["get_run_dashboard"], ["list_run_rows"], ["compare_runs"], ["run_drift"], ["run_atlas"], ["atlas_rows"]];
 
 /** Milliseconds between two refreshes of a growing run's dashboard and rows while its job runs. */
 export const RUN_REFRESH_MS = 2000;
@@ -49,7 +49,7 @@ export function keysTouchedByJob(job: RunJobView, due: boolean): QueryKey[] {
     ["get_run_dashboard", job.run_id],
     ["list_run_rows", job.run_id],
   ];
-  if (job.state !== "running") return [keys.runJobs(), keys.runs(), ...run, ["compare_runs"], ["run_drift"]];
+  if (job.state !== "running") return [keys.runJobs(), keys.runs(), ...run, ["compare_runs"], ["run_drift"], ["run_atlas"], ["atlas_rows"]];
   return due ? [keys.runs(), ...run] : [keys.runs()];
 }
 

@@ -69,6 +69,11 @@ export const keys = {
   parseAction: (domain: string, raw: string) => ["parse_action", domain, raw] as const,
   /** `format_action` of a filled form (`form`: its name and fields as JSON). */
   formatAction: (domain: string, form: string) => ["format_action", domain, form] as const,
+  /** `run_atlas` of run A (and B; `""`: none) over a selection of rows (their ids joined by commas; `""`: every row). */
+  runAtlas: (runA: string, runB: string, rows: string) => ["run_atlas", runA, runB, rows] as const,
+  /** `atlas_rows`: the rows of one cell of run A's atlas (with B's rows; `""`: none), of a selection of rows (ids joined by commas; `""`: every row). */
+  atlasRows: (runA: string, runB: string, table: string, group: string, kind: string, rows: string) =>
+    ["atlas_rows", runA, runB, table, group, kind, rows] as const,
   /** `run_drift` of run A (and B; `""`: none). */
   runDrift: (runA: string, runB: string) => ["run_drift", runA, runB] as const,
 } satisfies Record<string, (...ids: never[]) => QueryKey>;

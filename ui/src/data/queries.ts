@@ -5,7 +5,20 @@
  */
 import { QueryClient, keepPreviousData, useQueries, useQuery, type QueryKey } from "@tanstack/react-query";
 import { useMemo } from "react";
-import type { ActionFields, CommandName, Domain, ListRunRowsRequest, PairOutcome, RequestOf, ResponseOf, RunJobView, TreeRow, TreeWindow } from "../api/types";
+import type {
+  ActionFields,
+  AtlasTable,
+  CommandName,
+  Domain,
+  ErrorKind,
+  ListRunRowsRequest,
+  PairOutcome,
+  RequestOf,
+  ResponseOf,
+  RunJobView,
+  TreeRow,
+  TreeWindow,
+} from "../api/types";
 import type { Backend } from "../backend/backend";
 import { mergeJob } from "../runs/runJobsModel";
 import { ALL_TRAJECTORIES, keys, type TreeRef } from "./keys";
@@ -265,6 +278,52 @@ export function useRunDrift(backend: Backend, runA: string | null, runB: string 
     ...runDriftQuery(backend, runA ?? "", runB),
     enabled: runA !== null,
     placeholderData: keepPreviousData,
+  });
+}
+
+/**
+ * The query of `run_atlas` of run A (and B when given) over every row of A,
+ * or over the rows `rowIds` (a selection; `null`: every row).
+ */
+export function runAtlasQuery(backend: Backend, runA: string, runB: string | null, rowIds: readonly string[] | null = null) {
+  return commandQuery(backend, keys.runAtlas(runA, runB ?? "", rowIds === null ? "" : rowIds.join(",")), "run_atlas", {
+    run_id: runA,
+    run_b: runB,
+    row_ids: rowIds === null ? [] : [...rowIds],
+  });
+}
+
+/** `run_atlas`: what run A's predictions get wrong (beside B's when given), over every row or the selection `rowIds`. */
+export function useRunAtlas(backend: Backend, runA: string | null, runB: string | null, rowIds: readonly string[] | null = null) {
+  return useQuery({ ...runAtlasQuery(backend, runA ?? "", runB, rowIds), enabled: runA !== null, placeholderData: keepPreviousData });
+}
+
+/** One cell of an atlas: its table, group and error kind. */
+export interface AtlasCellRef {
+  table: AtlasTable;
+  group: string;
+  kind: ErrorKind;
+}
+
+/** The query of `atlas_rows`: every row of one cell of run A's atlas (of the selection `rowIds` when given; with B's rows when given). */
+export function atlasRowsQuery(backend: Backend, runA: string, runB: string | null, cell: AtlasCellRef, rowIds: readonly string[] | null = null) {
+  return commandQuery(backend, keys.atlasRows(runA, runB ?? "", cell.table, cell.group, cell.kind, rowIds === null ? "" : rowIds.join(",")), "atlas_rows", {
+    run_id: runA,
+    run_b: runB,
+    table: cell.table,
+    group: cell.group,
+    kind: cell.kind,
+    row_ids: rowIds === null ? [] : [...rowIds],
+    offset: 0,
+    limit: 0,
+  });
+}
+
+/** `atlas_rows` of the chosen cell, if any. */
+export function useAtlasRows(backend: Backend, runA: string, runB: string | null, cell: AtlasCellRef | null, rowIds: readonly string[] | null = null) {
+  return useQuery({
+    ...atlasRowsQuery(backend, runA, runB, cell ?? { table: "overall", group: "all", kind: "invented" }, rowIds),
+    enabled: cell !== null,
   });
 }
 

@@ -2,7 +2,9 @@
  * The Runs view: the runs of the workspace (imported eval outputs, or made
  * here: `StartRun.tsx`), runs A and B chosen, and one screen of three: one
  * run's dashboard (`Dashboard.tsx`), its row table (`RowsTab.tsx`), or two
- * runs compared row by row (`CompareTab.tsx`); the report (`exportReport.ts`).
+ * runs compared row by row (`CompareTab.tsx`), or what A's predictions get
+ * wrong, counted by error kind (`AtlasTab.tsx`, beside B's when chosen);
+ * the report (`exportReport.ts`).
  * A row opens in the turn view with its own prediction.
  */
 import { useQueryClient } from "@tanstack/react-query";
@@ -10,6 +12,7 @@ import { useEffect, useMemo, useReducer } from "react";
 import type { RunRowView, RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { useRuns } from "../data/queries";
+import { AtlasTab } from "./AtlasTab";
 import { CompareTab } from "./CompareTab";
 import { Dashboard } from "./Dashboard";
 import { exportReport } from "./exportReport";
@@ -92,6 +95,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
               ["dashboard", "Dashboard"],
               ["rows", "Rows"],
               ["compare", "Compare A | B"],
+              ["atlas", "Atlas"],
             ] as Array<[RunsTab, string]>
           ).map(([tab, text]) => (
             <button
@@ -114,6 +118,7 @@ export function RunsView({ backend, runs: [state, dispatch], theme, onOpenRow }:
       {state.tab === "compare" && runA && runB ? (
         <CompareTab backend={backend} runA={runA.run_id} runB={runB.run_id} outcome={state.outcome} dispatch={dispatch} theme={theme} onOpenRow={onOpenRow} />
       ) : null}
+      {state.tab === "atlas" && runA ? <AtlasTab backend={backend} runA={runA.run_id} runB={runB?.run_id ?? null} state={state} onOpenRow={onOpenRow} /> : null}
     </section>
   );
 }

@@ -36,7 +36,7 @@ function marked(line: string, from: number, to: number) {
   );
 }
 
-function Lines({ text, marked: changed, label, landing }: { text: string | null; marked: Set<number>; label: string; landing: Landing | null }) {
+export function Lines({ text, marked: changed, label, landing }: { text: string | null; marked: Set<number>; label: string; landing: Landing | null }) {
   const ref = useRef<HTMLPreElement>(null);
   // 0-based index of the landed line, and the landed element's characters.
   const landed = landing?.line != null ? landing.line - 1 : null;

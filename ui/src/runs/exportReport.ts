@@ -1,6 +1,6 @@
 /**
  * The Runs view's HTML report: run A's dashboard charts (compared with B
- * when chosen), its drift by turn, and its labelled or noted rows with
+ * when chosen), its drift by turn, its fidelity atlas, and its labelled or noted rows with
  * their texts, read through the query layer (cached replies are reused) and
  * saved as one self-contained file (`report.ts` writes it).
  */
@@ -8,7 +8,7 @@ import type { QueryClient } from "@tanstack/react-query";
 import type { RunSummary } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { saveFile } from "../components/dom";
-import { compareRunsQuery, runDashboardQuery, runDriftQuery, runRowsQuery, turnQuery } from "../data/queries";
+import { compareRunsQuery, runAtlasQuery, runDashboardQuery, runDriftQuery, runRowsQuery, turnQuery } from "../data/queries";
 import { driftTitle } from "./DriftChart";
 import { chartSvg } from "./EChart";
 import { buildReport, type PickedRow } from "./report";
@@ -41,6 +41,7 @@ export async function exportReport(client: QueryClient, backend: Backend, runs: 
       driftOption(drift, colors),
       280,
     );
+    const atlas = await client.fetchQuery(runAtlasQuery(backend, runA, runB));
     const all = await client.fetchQuery(runRowsQuery(backend, allRowsRequest(runA)));
     const labelled = all.rows.filter((r) => r.labels.length > 0 || r.note !== null).slice(0, 50);
     const picked: PickedRow[] = await Promise.all(
@@ -58,6 +59,7 @@ export async function exportReport(client: QueryClient, backend: Backend, runs: 
       charts,
       compare,
       picked,
+      atlas,
     });
     saveFile(html, `worldloom-report-${dashboard.run.name.replace(/[^A-Za-z0-9_-]+/g, "-")}.html`, "text/html");
   } catch (e) {

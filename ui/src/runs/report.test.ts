@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Atlas, AtlasCell, AtlasTable, ErrorKind, RunAtlasResponse } from "../api/types";
 import { RUNS } from "../mocks/golden";
 import { chartSvg } from "./EChart";
 import { buildReport, escapeHtml, inlineSvg } from "./report";
@@ -65,5 +66,54 @@ describe("the HTML report", () => {
 
   it("keeps an SVG's own references and drops the rest", () => {
     expect(inlineSvg('<?xml version="1.0"?><svg><use href="#a"/><a xlink:href="http://e.example/">x</a></svg>')).toBe('<svg><use href="#a"/><a>x</a></svg>');
+  });
+});
+
+describe("the report's atlas", () => {
+  const [judged] = golden.runs;
+  const dashboard = golden.dashboards[judged!.run_id]!;
+  const cell = (table: AtlasTable, group: string, kind: ErrorKind, count: number, rows: number, scored: number): AtlasCell => ({
+    table,
+    group,
+    kind,
+    count,
+    rows,
+    scored_rows: scored,
+    rate: rows / scored,
+  });
+  const a: Atlas = {
+    rows: 12,
+    scored: 10,
+    missing: 2,
+    skipped: 0,
+    cells: [
+      cell("overall", "all", "stale", 4, 4, 10),
+      cell("action", "click", "invented", 6, 3, 5),
+      cell("role", "<img src=x onerror=alert(1)>", "invented", 6, 3, 10),
+    ],
+  };
+  const b: Atlas = { rows: 12, scored: 12, missing: 0, skipped: 0, cells: [cell("overall", "all", "stale", 1, 1, 12)] };
+  const atlas: RunAtlasResponse = {
+    a,
+    b,
+    compare: [
+      { table: "overall", group: "all", kind: "stale", rate_a: 0.4, rate_b: 1 / 12, delta: 0.4 - 1 / 12, count_a: 4, count_b: 1 },
+      { table: "action", group: "click", kind: "invented", rate_a: 0.6, rate_b: 0, delta: 0.6, count_a: 6, count_b: 0 },
+    ],
+    kinds: ["invented", "forgotten", "attribute", "text", "moved", "stale", "over_change", "diverged", "anchor"],
+    actions: ["click", "type", "scroll", "navigate", "key", "tool_call", "other"],
+    computed_rows: 0,
+  };
+  const html = buildReport({ title: "atlas", generatedAt: "now", runs: golden.runs, dashboard, charts: [], compare: null, picked: [], atlas });
+
+  it("holds the heat map and tables with both runs' rates, names escaped", () => {
+    expect(html).toContain("<h2>Fidelity atlas</h2>");
+    expect(html).toContain("A: 12 rows, 10 scored, 2 without a prediction, 0 not scorable");
+    expect(html).toContain("<h3>Action type × error kind</h3>");
+    // click × invented: 3 of 5 scored click rows, 6 nodes; B never.
+    expect(html).toMatch(/60\.0% <small>\(6\)<\/small><br><small>B 0\.0% · \+60\.0<\/small>/);
+    expect(html).toMatch(/40\.0% <small>\(4\)<\/small><br><small>B 8\.3% · \+31\.7<\/small>/);
+    expect(html).toContain("&lt;img src=x onerror=alert(1)&gt;");
+    expect(html).not.toMatch(/<img/i);
   });
 });

@@ -8,7 +8,8 @@
  * styles and `data:` images only) and every text escaped, so observations
  * (hostile HTML included) are shown as text, never rendered.
  */
-import type { CompareRunsResponse, RunDashboard, RunRowView, RunSummary } from "../api/types";
+import type { AtlasTable, CompareRunsResponse, RunAtlasResponse, RunDashboard, RunRowView, RunSummary } from "../api/types";
+import { ACTION_LABELS, KIND_LABELS, TABLE_LABELS, atlasGrid, deltaOf, formatRate, formatRateDelta, heatColor, heatIsDark } from "./atlasModel";
 import { formatDelta, formatMetric, formatScore, metricLabel, outcomeLabel } from "./runsModel";
 
 /** A picked row with the texts of its state. */
@@ -33,6 +34,8 @@ export interface ReportInput {
   /** Run A compared with run B, when chosen. */
   compare: CompareRunsResponse | null;
   picked: PickedRow[];
+  /** Run A's fidelity atlas (with B's when chosen); absent: no atlas section. */
+  atlas?: RunAtlasResponse | null;
 }
 
 /** Escapes text for HTML element content and attribute values. */
@@ -102,6 +105,43 @@ function compareSection(c: CompareRunsResponse): string {
 <table><thead><tr><th>Trajectory</th><th class="num">Turn</th><th>Domain</th><th class="num">A</th><th class="num">B</th><th class="num">A − B</th><th>Outcome</th></tr></thead><tbody>${pairs}</tbody></table>`;
 }
 
+/** Most groups of one atlas table in the report (the most frequent first). */
+const ATLAS_REPORT_GROUPS = 15;
+
+function atlasTable(data: RunAtlasResponse, table: AtlasTable): string {
+  const grid = atlasGrid(data.a, table);
+  const groups = (table === "action" ? data.actions.filter((a) => grid.groups.includes(a)) : grid.groups).slice(0, ATLAS_REPORT_GROUPS);
+  if (groups.length === 0) return "";
+  const head = data.kinds.map((k) => `<th class="num">${escapeHtml(KIND_LABELS[k])}</th>`).join("");
+  const body = groups
+    .map((g) => {
+      const name = table === "action" ? (ACTION_LABELS[g as keyof typeof ACTION_LABELS] ?? g) : table === "turn" ? `turn ${g}` : g;
+      const cells = data.kinds
+        .map((k) => {
+          const c = grid.cell(g, k);
+          const d = data.b ? deltaOf(data.compare, table, g, k) : undefined;
+          if (!c && !d) return '<td class="num">·</td>';
+          const rate = c?.rate ?? 0;
+          const color = heatIsDark(rate) ? ";color:#fff" : "";
+          const extra = d ? `<br><small>B ${formatRate(d.rate_b)} · ${formatRateDelta(d.delta)}</small>` : "";
+          return `<td class="num" style="background:${heatColor(rate)}${color}">${formatRate(rate)}${c ? ` <small>(${c.count})</small>` : ""}${extra}</td>`;
+        })
+        .join("");
+      return `<tr><td>${escapeHtml(name)}</td>${cells}</tr>`;
+    })
+    .join("");
+  return `<h3>${escapeHtml(table === "action" ? "Action type × error kind" : TABLE_LABELS[table])}</h3><table><thead><tr><th></th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+
+function atlasSection(data: RunAtlasResponse): string {
+  const line = (name: string, x: RunAtlasResponse["a"]) =>
+    `${name}: ${x.rows} rows, ${x.scored} scored, ${x.missing} without a prediction, ${x.skipped} not scorable`;
+  const tables = (["action", "overall", "domain", "role", "attribute", "turn"] as AtlasTable[]).map((t) => atlasTable(data, t)).join("\n");
+  return `<h2>Fidelity atlas</h2>
+<p class="muted">${escapeHtml(line(data.b ? "A" : "Run", data.a))}${data.b ? ` · ${escapeHtml(line("B", data.b))}` : ""}. Each cell: the share of scored rows where the error happened (its count)${data.b ? ", B's share and A − B in points" : ""}; rules in docs/metrics.md.</p>
+${tables}`;
+}
+
 function pickedSection(picked: PickedRow[]): string {
   if (picked.length === 0) return '<p class="muted">No row picked (label rows or write notes in the studio to add them here).</p>';
   return picked
@@ -135,6 +175,7 @@ export function buildReport(input: ReportInput): string {
 <h2>Judge scores by domain — ${escapeHtml(a.name)}</h2>${input.dashboard.overall.valid > 0 ? domainTable(input.dashboard) : '<p class="muted">Not judged.</p>'}
 <h2>Counts</h2><table><tbody>${statuses}</tbody></table>
 ${input.compare ? compareSection(input.compare) : ""}
+${input.atlas ? atlasSection(input.atlas) : ""}
 <h2>Picked rows</h2>
 ${pickedSection(input.picked)}
 </body></html>

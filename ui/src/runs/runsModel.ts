@@ -17,7 +17,7 @@ import type {
 } from "../api/types";
 
 /** The Runs view's tabs. */
-export type RunsTab = "dashboard" | "rows" | "compare";
+export type RunsTab = "dashboard" | "rows" | "compare" | "atlas";
 
 /** What the Runs view shows. */
 export interface RunsState {

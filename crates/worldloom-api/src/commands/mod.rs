@@ -3,6 +3,7 @@
 //! [`ApiError`](crate::ApiError); [`crate::dispatch`] maps command names to
 //! them. This module only declares the groups and re-exports their commands.
 
+mod atlas;
 mod history;
 mod import_export;
 mod notes_tags;
@@ -29,6 +30,7 @@ pub use crate::tree_rows::{
     FIRST_WINDOW_ROWS, SEARCH_MAX_MATCHES, TEXT_MAX_BYTES, TREE_WINDOW_MAX_ROWS,
     WHOLE_TREE_MAX_NODES,
 };
+pub use atlas::{atlas_rows, branches_atlas, run_atlas};
 pub use history::{history, redo, undo};
 pub use import_export::{export, import_files, workspace_trajectories};
 pub use notes_tags::{add_note, list_notes, set_tag};

@@ -30,7 +30,7 @@ const METRICS: [(&str, ReadMetric); 4] = [
     ("transition_f1", |r| r.transition_f1),
 ];
 
-fn parse_run_id(id: &str) -> Result<RunId, ApiError> {
+pub(super) fn parse_run_id(id: &str) -> Result<RunId, ApiError> {
     id.trim()
         .parse::<i64>()
         .map(RunId)
@@ -58,7 +58,7 @@ fn summary(run: &RunRecord, rows: &[RunRowView]) -> RunSummary {
 }
 
 /// Row views with their labels and notes.
-fn views_of(
+pub(super) fn views_of(
     ws: &Workspace,
     rows: &[StoredRunRow],
     run: Option<RunId>,

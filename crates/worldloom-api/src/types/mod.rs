@@ -42,6 +42,7 @@ pub use worldloom_obs::tree::{
     TruncationReason, UiNode, UiTree,
 };
 
+mod atlas;
 mod curriculum;
 mod editing;
 mod engine;
@@ -58,6 +59,7 @@ mod trajectories;
 mod turns;
 mod workspace;
 
+pub use atlas::*;
 pub use curriculum::*;
 pub use editing::*;
 pub use engine::*;
