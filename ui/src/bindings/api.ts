@@ -2495,7 +2495,12 @@ name: string | null,
 /**
  * The first observation (the state before the first action), when the loop has one.
  */
-observation: string | null, };
+observation: string | null, 
+/**
+ * A screenshot of that state: a PNG or JPEG file on the machine running
+ * the studio (at most 16 MiB), kept in the workspace.
+ */
+screenshot: string | null, };
 
 export type RecordTurnRequest = { 
 /**
@@ -2522,7 +2527,12 @@ observation: string | null,
  * A world model's prediction of that observation (raw output or the
  * observation itself), stored as the state's chosen prediction and scored.
  */
-predicted: string | null, };
+predicted: string | null, 
+/**
+ * A screenshot of the state the action led to (a PNG or JPEG file, as in
+ * `record_trajectory`).
+ */
+screenshot: string | null, };
 
 export type RecordedTurn = { 
 /**

@@ -286,12 +286,12 @@ pub fn import(dir: &Path, warnings: &mut Vec<ImportWarning>) -> Result<Trajector
             t.edges[edge.0 as usize].extra = extra;
             next
         };
-        // A screenshot source goes here: `N.png` beside the dump.
+        // The screen of the state: `N.png` beside the dump.
         let shot = format!("{step}.png");
         if dir.join(&shot).is_file() {
-            t.nodes[target.0 as usize]
-                .extra
-                .insert("screenshot_path".into(), json!(shot));
+            let node = &mut t.nodes[target.0 as usize];
+            node.extra.insert("screenshot_path".into(), json!(shot));
+            crate::screenshot::attach(&mut node.screenshot, &dir.join(&shot), warnings);
         }
         node = target;
     }
