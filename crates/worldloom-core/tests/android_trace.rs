@@ -83,7 +83,10 @@ fn a_trace_folder_imports_with_scaled_taps_and_the_instruction() {
     assert_eq!(last.extra["screenshot_path"], json!("3.png"));
     // `N.png` beside the dump is the state's screenshot (its header read).
     let shot = last.screenshot.as_ref().expect("3.png kept");
-    assert_eq!((shot.width_px, shot.height_px, shot.byte_length), (1, 1, 70));
+    assert_eq!(
+        (shot.width_px, shot.height_px, shot.byte_length),
+        (1, 1, 70)
+    );
     assert!(t.node(NodeId(2)).expect("2").screenshot.is_none());
     assert!(
         !t.node(NodeId(2))

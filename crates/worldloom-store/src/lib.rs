@@ -25,7 +25,7 @@ pub use rusqlite;
 pub use schema::SCHEMA_VERSION;
 pub use workspace::{
     AppendTurn, ChangeId, ChangeRecord, ChangeState, DEFAULT_LABELS, EdgeLink, MetricResult,
-    NewRun, Note, NoteId, RowFindings, RunId, RunImport, RunRecord, ScreenshotBytes, SearchField, Sha256Hex,
-    StatementLog, StoredRunRow, StoredTrajectory, TagRecord, TrajectoryKey, TrajectoryRow,
-    Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
+    NewRun, Note, NoteId, RowFindings, RunId, RunImport, RunRecord, ScreenshotBytes, SearchField,
+    Sha256Hex, StatementLog, StoredRunRow, StoredTrajectory, TagRecord, TrajectoryKey,
+    TrajectoryRow, Workspace, is_workspace_file, sha256_hex, trajectory_fingerprint,
 };
