@@ -1,5 +1,7 @@
 // Launches Debian's Chromium through playwright-core with a fresh profile and
-// the flags that keep it from talking to anything on its own.
+// the flags that keep it from talking to anything on its own, and starts the
+// `worldloom serve` the pages talk to.
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,4 +38,39 @@ export async function launch({ width = 1600, height = 900, colorScheme = "light"
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Starts `BIN serve ARGS…` in its own process group and waits (up to 90 s) for
+ * the tokened URL it prints. Returns `{ url, stop }`; `stop` sends SIGTERM to
+ * the group and also runs when the process exits.
+ */
+export async function serve(bin, args) {
+  const server = spawn(bin, ["serve", ...args], {
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const stop = () => {
+    try {
+      process.kill(-server.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  };
+  process.on("exit", stop);
+  const url = await new Promise((ok, fail) => {
+    let seen = "";
+    const timer = setTimeout(() => fail(new Error(`worldloom serve printed no URL:\n${seen}`)), 90_000);
+    const onData = (chunk) => {
+      seen += chunk.toString();
+      const m = seen.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+/);
+      if (m) {
+        clearTimeout(timer);
+        ok(m[0]);
+      }
+    };
+    server.stdout.on("data", onData);
+    server.stderr.on("data", onData);
+  });
+  return { url, stop };
 }

@@ -12,12 +12,11 @@
 //
 // The binary is $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom.
 // Screenshots go to e2e/screenshots/lesson-*.png.
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { launch } from "./browser.mjs";
+import { launch, serve } from "./browser.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const uiDir = resolve(here, "..");
@@ -36,32 +35,7 @@ function check(ok, what) {
 }
 
 const work = mkdtempSync(join(tmpdir(), "worldloom-e2e-lesson-"));
-const server = spawn(bin, ["serve", "--port", "0", "--workspace", join(work, "lesson.worldloom"), "--ui-dir", join(uiDir, "dist"), web, os], {
-  detached: true,
-  stdio: ["ignore", "pipe", "pipe"],
-});
-const stop = () => {
-  try {
-    process.kill(-server.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-};
-process.on("exit", stop);
-const url = await new Promise((ok, fail) => {
-  let seen = "";
-  const timer = setTimeout(() => fail(new Error(`worldloom serve printed no URL:\n${seen}`)), 90_000);
-  const onData = (chunk) => {
-    seen += chunk.toString();
-    const m = seen.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+/);
-    if (m) {
-      clearTimeout(timer);
-      ok(m[0]);
-    }
-  };
-  server.stdout.on("data", onData);
-  server.stderr.on("data", onData);
-});
+const { url, stop } = await serve(bin, ["--port", "0", "--workspace", join(work, "lesson.worldloom"), "--ui-dir", join(uiDir, "dist"), web, os]);
 const origin = new URL(url).origin;
 const token = new URL(url).searchParams.get("token");
 
