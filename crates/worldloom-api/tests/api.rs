@@ -5,7 +5,9 @@
 #[allow(dead_code)] // the shared helpers this file does not call
 mod common;
 
-use common::{AWB, OS, WEB, all_rows, get_turn, predictions, sample, studio, write_run_files};
+use common::{
+    AWB, OS, WEB, all_rows, export_native, get_turn, predictions, sample, studio, write_run_files,
+};
 use serde_json::json;
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands, dispatch};
@@ -554,16 +556,7 @@ fn export_round_trips_through_import() {
     let resp = import(&studio, &[ANDROID]);
     let id = id_of(&resp, ANDROID);
     let out = dir.path().join("out.worldloom.json");
-    let native = commands::export(
-        &studio,
-        ExportRequest {
-            trajectory_id: id.clone(),
-            branch_id: None,
-            format: ExportFormat::Native,
-            path: Some(out.display().to_string()),
-        },
-    )
-    .expect("export");
+    let native = export_native(&studio, &id, &out);
     assert_eq!(native.record_count, 1);
     assert_eq!(std::fs::read_to_string(&out).expect("read"), native.content);
     assert!(native.file_name.ends_with(".worldloom.json"));

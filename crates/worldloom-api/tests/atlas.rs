@@ -37,6 +37,32 @@ fn atlas(
     .expect("atlas")
 }
 
+/// `atlas_rows` of run `a`'s overall `kind` cell (beside run `b` when given),
+/// over `row_ids` (empty: every row), the first `limit` rows (0: all).
+fn overall_rows(
+    studio: &worldloom_api::Studio,
+    a: &str,
+    kind: ErrorKind,
+    b: Option<&str>,
+    row_ids: &[String],
+    limit: u32,
+) -> AtlasRowsResponse {
+    commands::atlas_rows(
+        studio,
+        AtlasRowsRequest {
+            run_id: a.into(),
+            table: AtlasTable::Overall,
+            group: "all".into(),
+            kind,
+            run_b: b.map(str::to_owned),
+            row_ids: row_ids.to_vec(),
+            offset: 0,
+            limit,
+        },
+    )
+    .expect("cell rows")
+}
+
 #[test]
 fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
     let (dir, studio) = studio();
@@ -100,20 +126,7 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
         Some(3)
     );
     assert!(some.b.is_none() && some.compare.is_empty());
-    let some_rows = commands::atlas_rows(
-        &studio,
-        AtlasRowsRequest {
-            run_id: a.clone(),
-            table: AtlasTable::Overall,
-            group: "all".into(),
-            kind: ErrorKind::Stale,
-            run_b: None,
-            row_ids: later.clone(),
-            offset: 0,
-            limit: 0,
-        },
-    )
-    .expect("selection's cell rows");
+    let some_rows = overall_rows(&studio, &a, ErrorKind::Stale, None, &later, 0);
     let ids: Vec<String> = some_rows
         .rows
         .iter()
@@ -122,20 +135,7 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
     assert_eq!((some_rows.total, ids), (3, later.clone()));
 
     // The cell's rows, each with B's row on the same state.
-    let cell = commands::atlas_rows(
-        &studio,
-        AtlasRowsRequest {
-            run_id: a.clone(),
-            table: AtlasTable::Overall,
-            group: "all".into(),
-            kind: ErrorKind::Stale,
-            run_b: Some(b.clone()),
-            row_ids: Vec::new(),
-            offset: 0,
-            limit: 0,
-        },
-    )
-    .expect("cell rows");
+    let cell = overall_rows(&studio, &a, ErrorKind::Stale, Some(&b), &[], 0);
     assert_eq!(cell.total, 10);
     for r in &cell.rows {
         assert!(r.row.turn >= 2);
@@ -149,20 +149,7 @@ fn a_runs_atlas_is_computed_once_and_opens_its_rows() {
         assert_eq!(side.row.run_id, b);
     }
     // A node-level cell carries the lines of the nodes in question.
-    let forgotten = commands::atlas_rows(
-        &studio,
-        AtlasRowsRequest {
-            run_id: a.clone(),
-            table: AtlasTable::Overall,
-            group: "all".into(),
-            kind: ErrorKind::Forgotten,
-            run_b: None,
-            row_ids: Vec::new(),
-            offset: 0,
-            limit: 1,
-        },
-    )
-    .expect("forgotten rows");
+    let forgotten = overall_rows(&studio, &a, ErrorKind::Forgotten, None, &[], 1);
     let fg = first
         .a
         .cell(AtlasTable::Overall, "all", ErrorKind::Forgotten)

@@ -7,7 +7,7 @@
 mod common;
 
 use base64::Engine as _;
-use common::{get_turn, studio};
+use common::{export_native, get_turn, studio};
 use worldloom_api::types::*;
 use worldloom_api::{ErrorCode, Studio, commands};
 
@@ -127,16 +127,7 @@ fn a_native_export_carries_screenshots_beside_it_into_another_workspace() {
         .sha256;
     let out = dir.path().join("export").join("phone.worldloom.json");
     std::fs::create_dir_all(out.parent().expect("parent")).expect("dir");
-    let exported = commands::export(
-        &studio,
-        ExportRequest {
-            trajectory_id: id.clone(),
-            branch_id: None,
-            format: ExportFormat::Native,
-            path: Some(out.display().to_string()),
-        },
-    )
-    .expect("export");
+    let exported = export_native(&studio, &id, &out);
     let rel = format!("phone.worldloom.screenshots/{sha}.png");
     assert!(exported.content.contains(&format!("\"file\": \"{rel}\"")));
     assert_eq!(

@@ -198,45 +198,46 @@ fn two_runs_side_by_side() {
 
 #[test]
 fn action_types_of_every_format() {
-    let kind = |d: Domain, raw: &str| action_kind(&Action::for_domain(d, raw));
-    assert_eq!(kind(Domain::Web, "click('12')"), ActionKind::Click);
-    assert_eq!(kind(Domain::Web, "fill('41', 'Ada')"), ActionKind::Type);
-    assert_eq!(kind(Domain::Web, "scroll(0, 200)"), ActionKind::Scroll);
-    assert_eq!(
-        kind(Domain::Web, "goto('https://a.example')"),
-        ActionKind::Navigate
-    );
-    assert_eq!(
-        kind(Domain::Web, "keyboard_press('Enter')"),
-        ActionKind::Key
-    );
-    assert_eq!(
-        kind(
-            Domain::Android,
-            r#"{"action_type": "click", "x": 1, "y": 2}"#
+    let cases = [
+        (Domain::Web, "click('12')", ActionKind::Click),
+        (Domain::Web, "fill('41', 'Ada')", ActionKind::Type),
+        (Domain::Web, "scroll(0, 200)", ActionKind::Scroll),
+        (
+            Domain::Web,
+            "goto('https://a.example')",
+            ActionKind::Navigate,
         ),
-        ActionKind::Click
-    );
-    assert_eq!(
-        kind(Domain::Android, r#"{"action_type": "type", "text": "hi"}"#),
-        ActionKind::Type
-    );
-    assert_eq!(
-        kind(Domain::Android, r#"{"action_type": "navigate_back"}"#),
-        ActionKind::Navigate
-    );
-    assert_eq!(
-        kind(Domain::Os, "pyautogui.hotkey('ctrl', 's')"),
-        ActionKind::Key
-    );
-    assert_eq!(
-        kind(Domain::Os, "pyautogui.typewrite('hello')"),
-        ActionKind::Type
-    );
-    assert_eq!(
-        kind(Domain::Mcp, r#"{"name": "search", "arguments": {}}"#),
-        ActionKind::ToolCall
-    );
-    assert_eq!(kind(Domain::Terminal, "ls -la"), ActionKind::ToolCall);
-    assert_eq!(kind(Domain::Web, "noop()"), ActionKind::Other);
+        (Domain::Web, "keyboard_press('Enter')", ActionKind::Key),
+        (
+            Domain::Android,
+            r#"{"action_type": "click", "x": 1, "y": 2}"#,
+            ActionKind::Click,
+        ),
+        (
+            Domain::Android,
+            r#"{"action_type": "type", "text": "hi"}"#,
+            ActionKind::Type,
+        ),
+        (
+            Domain::Android,
+            r#"{"action_type": "navigate_back"}"#,
+            ActionKind::Navigate,
+        ),
+        (Domain::Os, "pyautogui.hotkey('ctrl', 's')", ActionKind::Key),
+        (Domain::Os, "pyautogui.typewrite('hello')", ActionKind::Type),
+        (
+            Domain::Mcp,
+            r#"{"name": "search", "arguments": {}}"#,
+            ActionKind::ToolCall,
+        ),
+        (Domain::Terminal, "ls -la", ActionKind::ToolCall),
+        (Domain::Web, "noop()", ActionKind::Other),
+    ];
+    for (d, raw, want) in cases {
+        assert_eq!(
+            action_kind(&Action::for_domain(d, raw)),
+            want,
+            "{d:?} {raw}"
+        );
+    }
 }

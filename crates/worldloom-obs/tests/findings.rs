@@ -16,23 +16,33 @@ fn run(prev: Option<&str>, real: &str, pred: &str, r: Representation) -> TurnFin
     }
 }
 
-/// `(kind, detail, role, count)` of each finding, in the findings' order.
-fn table(f: &TurnFindings) -> Vec<(String, String, String, u32)> {
+/// `"kind detail role count"` of each finding, in the findings' order, `-`
+/// standing for an empty detail or role.
+fn table(f: &TurnFindings) -> Vec<String> {
+    let or_dash = |s: &str| {
+        if s.is_empty() {
+            "-".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
     f.findings
         .iter()
         .map(|x| {
-            (
-                x.kind.as_str().to_owned(),
-                x.detail.clone(),
-                x.role.clone(),
-                x.count,
+            format!(
+                "{} {} {} {}",
+                x.kind.as_str(),
+                or_dash(&x.detail),
+                or_dash(&x.role),
+                x.count
             )
         })
         .collect()
 }
 
-fn row(kind: &str, detail: &str, role: &str, count: u32) -> (String, String, String, u32) {
-    (kind.to_owned(), detail.to_owned(), role.to_owned(), count)
+/// Checks the findings' table (see [`table`]) against `want`, row by row.
+fn assert_table(f: &TurnFindings, want: &[&str]) {
+    assert_eq!(table(f), want);
 }
 
 fn find<'a>(f: &'a TurnFindings, kind: ErrorKind, role: &str) -> &'a Finding {
@@ -66,16 +76,16 @@ fn web_invented_forgotten_checked_and_a_diverged_change() {
 ";
     let f = run(Some(WEB_PREV), WEB_REAL, pred, Representation::Axtree);
     assert_eq!(f.status, EvalStatus::Scored);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("invented", "", "link", 1),
-            row("forgotten", "", "button", 1),
-            row("attribute", "attr:checked", "checkbox", 1),
-            row("attribute", "state:checked", "checkbox", 1),
-            row("diverged", "", "", 1),
-            row("anchor", "form_values", "", 1),
-        ]
+    assert_table(
+        &f,
+        &[
+            "invented - link 1",
+            "forgotten - button 1",
+            "attribute attr:checked checkbox 1",
+            "attribute state:checked checkbox 1",
+            "diverged - - 1",
+            "anchor form_values - 1",
+        ],
     );
     // Lines point at the nodes: the Checkout button is line 5 of the real
     // observation, the invented link line 5 of the prediction, the checkbox
@@ -92,13 +102,13 @@ fn web_invented_forgotten_checked_and_a_diverged_change() {
 #[test]
 fn web_stale_copy_of_the_previous_state() {
     let f = run(Some(WEB_PREV), WEB_REAL, WEB_PREV, Representation::Axtree);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("forgotten", "", "button", 1),
-            row("text", "name", "StaticText", 1),
-            row("stale", "", "", 1),
-        ]
+    assert_table(
+        &f,
+        &[
+            "forgotten - button 1",
+            "text name StaticText 1",
+            "stale - - 1",
+        ],
     );
 }
 
@@ -107,16 +117,10 @@ fn web_over_change_when_nothing_should_change() {
     // The real page stayed; the model renamed a button.
     let pred = WEB_PREV.replace("'Add to cart'", "'Added'");
     let f = run(Some(WEB_PREV), WEB_PREV, &pred, Representation::Axtree);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("text", "name", "button", 1),
-            row("over_change", "", "", 1)
-        ]
-    );
+    assert_table(&f, &["text name button 1", "over_change - - 1"]);
     // Without a previous observation there is no transition view.
     let f = run(None, WEB_PREV, &pred, Representation::Axtree);
-    assert_eq!(table(&f), vec![row("text", "name", "button", 1)]);
+    assert_table(&f, &["text name button 1"]);
     // A perfect prediction has no finding at all.
     let f = run(Some(WEB_PREV), WEB_REAL, WEB_REAL, Representation::Axtree);
     assert_eq!(f.status, EvalStatus::Scored);
@@ -207,17 +211,17 @@ fn android_forgotten_list_row_bounds_and_a_box_left_unticked() {
     // unticked: it kept the previous state where the real one changed.
     let pred = android(&[title, eggs_low, done_off]);
     let f = run(Some(&prev), &real, &pred, Representation::AndroidXml);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("forgotten", "", "android.widget.TextView", 1),
-            row("attribute", "attr:bounds", "android.widget.TextView", 1),
-            row("attribute", "attr:checked", "android.widget.CheckBox", 1),
-            row("attribute", "bounds", "android.widget.TextView", 1),
-            row("attribute", "state:checked", "android.widget.CheckBox", 1),
-            row("diverged", "", "", 1),
-            row("anchor", "checked_selected", "", 1),
-        ]
+    assert_table(
+        &f,
+        &[
+            "forgotten - android.widget.TextView 1",
+            "attribute attr:bounds android.widget.TextView 1",
+            "attribute attr:checked android.widget.CheckBox 1",
+            "attribute bounds android.widget.TextView 1",
+            "attribute state:checked android.widget.CheckBox 1",
+            "diverged - - 1",
+            "anchor checked_selected - 1",
+        ],
     );
     assert_eq!(
         find(&f, ErrorKind::Forgotten, "android.widget.TextView").real_lines,
@@ -264,13 +268,9 @@ fn text_domains_work_on_lines() {
     // One line right, one replaced, one forgotten.
     let pred = "$ ls\nsrc\n$ cat a.txt\nALPHA\n";
     let f = run(Some(prev), real, pred, Representation::Text);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("forgotten", "", "line", 1),
-            row("text", "line", "line", 1),
-            row("diverged", "", "", 1),
-        ]
+    assert_table(
+        &f,
+        &["forgotten - line 1", "text line line 1", "diverged - - 1"],
     );
     assert_eq!(find(&f, ErrorKind::Text, "line").real_lines, vec![4]);
     assert_eq!(find(&f, ErrorKind::Forgotten, "line").real_lines, vec![5]);
@@ -280,13 +280,7 @@ fn text_domains_work_on_lines() {
     assert_eq!(f.count(ErrorKind::Stale), 1);
     assert_eq!(f.count(ErrorKind::Forgotten), 3);
     let f = run(Some(prev), prev, "$ ls\nsrc\nextra\n", Representation::Json);
-    assert_eq!(
-        table(&f),
-        vec![
-            row("invented", "", "line", 1),
-            row("over_change", "", "", 1)
-        ]
-    );
+    assert_table(&f, &["invented - line 1", "over_change - - 1"]);
 }
 
 #[test]

@@ -6,69 +6,29 @@
 //! run with SQLite's statement trace on, and each statement it ran is
 //! explained (`EXPLAIN QUERY PLAN`).
 
+mod common;
+
 use std::path::Path;
 
-use serde_json::{Value, json};
-use worldloom_core::formats::run::take_rows;
-use worldloom_core::{ContextMode, EdgeId, ImportOptions, NodeId, Prediction, import_path};
-use worldloom_store::{NewRun, RunId, SearchField, TrajectoryKey, Workspace};
+use serde_json::json;
+use worldloom_core::{EdgeId, ImportOptions, NodeId, Prediction, import_path};
+use worldloom_store::{RunId, SearchField, TrajectoryKey, Workspace};
 
 /// A workspace with the sample's trajectories imported twice over (so
 /// that every table has rows of several trajectories), a run over them
 /// with labels and notes, and the records a studio session adds: tags,
 /// notes, a prediction, a perturbation, a metric result.
 fn workspace(dir: &Path) -> (Workspace, TrajectoryKey, RunId, i64) {
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
-    let mut text = String::new();
-    for (i, line) in std::fs::read_to_string(&sample)
-        .expect("sample")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-    {
-        let mut row: serde_json::Map<String, Value> = serde_json::from_str(line).expect("row");
-        row.insert(
-            "gen".into(),
-            json!(format!(
-                "<predicted_observation>seen {i}</predicted_observation>"
-            )),
-        );
-        text.push_str(&serde_json::to_string(&row).expect("json"));
-        text.push('\n');
-    }
-    let run_file = dir.join("run.jsonl");
-    std::fs::write(&run_file, text).expect("write");
-
     let mut ws = Workspace::open(&dir.join("plans.worldloom")).expect("open");
-    let dataset = import_path(&sample, &ImportOptions::default()).expect("sample");
+    let dataset = import_path(&common::sample(), &ImportOptions::default()).expect("sample");
     for _ in 0..2 {
         for t in &dataset.trajectories {
             ws.import_trajectory(t, Some("dataset")).expect("import");
         }
     }
-    let items: Vec<_> = import_path(&run_file, &ImportOptions::default())
-        .expect("run file")
-        .trajectories
-        .into_iter()
-        .map(|mut t| {
-            let rows = take_rows(&mut t);
-            (t, rows)
-        })
-        .collect();
-    let run = ws
-        .import_run(
-            &NewRun {
-                name: "run".into(),
-                engine: "agentworldbench:gen".into(),
-                source_path: None,
-                source_sha256: None,
-                mode: ContextMode::TeacherForced,
-            },
-            &items,
-        )
-        .expect("run")
-        .run;
+    let run = common::import_sample_run(&mut ws, dir, "run", "agentworldbench:gen", |i| {
+        format!("seen {i}")
+    });
     let rows = ws.run_rows(run).expect("rows");
     let row = rows[0].id;
     ws.set_row_label(row, "wrong page", true).expect("label");

@@ -1,34 +1,9 @@
 //! Run row findings: stored once per row, replaced when stored again, read
 //! back by run in row order, gone with their run when its import is undone.
 
-use std::path::Path;
+mod common;
 
-use serde_json::{Value, json};
-use worldloom_core::formats::run::take_rows;
-use worldloom_core::{ContextMode, ImportOptions, import_path};
-use worldloom_store::{NewRun, RowFindings, StoreError, Workspace};
-
-fn run_file(dir: &Path) -> std::path::PathBuf {
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../samples/agentworldbench/agentworldbench_sample.jsonl");
-    let mut text = String::new();
-    for line in std::fs::read_to_string(&sample)
-        .expect("sample")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-    {
-        let mut row: serde_json::Map<String, Value> = serde_json::from_str(line).expect("row");
-        row.insert(
-            "gen".into(),
-            json!("<predicted_observation>x</predicted_observation>"),
-        );
-        text.push_str(&serde_json::to_string(&row).expect("json"));
-        text.push('\n');
-    }
-    let path = dir.join("run.jsonl");
-    std::fs::write(&path, text).expect("write");
-    path
-}
+use worldloom_store::{RowFindings, StoreError, Workspace};
 
 fn findings(row_id: i64, producer: &str, json: &str) -> RowFindings {
     RowFindings {
@@ -44,23 +19,7 @@ fn findings(row_id: i64, producer: &str, json: &str) -> RowFindings {
 fn findings_are_kept_per_row_and_live_with_their_run() {
     let dir = tempfile::tempdir().expect("tmp");
     let mut ws = Workspace::open(&dir.path().join("f.worldloom")).expect("open");
-    let items: Vec<_> = import_path(&run_file(dir.path()), &ImportOptions::default())
-        .expect("run file")
-        .trajectories
-        .into_iter()
-        .map(|mut t| {
-            let rows = take_rows(&mut t);
-            (t, rows)
-        })
-        .collect();
-    let new = NewRun {
-        name: "run".into(),
-        engine: "gen".into(),
-        source_path: None,
-        source_sha256: None,
-        mode: ContextMode::TeacherForced,
-    };
-    let run = ws.import_run(&new, &items).expect("import").run;
+    let run = common::import_sample_run(&mut ws, dir.path(), "run", "gen", |_| "x".into());
     let rows = ws.run_rows(run).expect("rows");
     assert!(rows.len() > 3);
     assert!(ws.run_row_findings(run).expect("none yet").is_empty());

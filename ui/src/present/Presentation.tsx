@@ -13,7 +13,7 @@ import type { Backend } from "../backend/backend";
 import { Timeline } from "../components/Timeline";
 import { keys } from "../data/keys";
 import { commandQuery, useTurn } from "../data/queries";
-import { TurnPanes } from "../app/TurnPanes";
+import { TurnPanes, type StepControls } from "../app/TurnPanes";
 import { clampStep, lessonSteps, stepOfTurn } from "./lessonModel";
 import "./present.css";
 
@@ -33,6 +33,8 @@ export interface PresentationProps {
 
 const PLAY_INTERVAL_MS = 2500;
 const noop = () => undefined;
+/** The step bar's controls, inert: presentation mode shows the panes bare and never steps. */
+const STILL: StepControls = { engine: "", context: "teacher-forced", onContext: noop, onStep: noop, onStop: noop, onEngine: noop };
 
 export function Presentation({ backend, target, onExit }: PresentationProps) {
   const root = useRef<HTMLDivElement>(null);
@@ -132,12 +134,7 @@ export function Presentation({ backend, target, onExit }: PresentationProps) {
           detail={turn.data ?? null}
           turn={step && branch ? branch.turns[step.turnIndex] : undefined}
           stream={null}
-          engine=""
-          context="teacher-forced"
-          onContext={noop}
-          onStep={noop}
-          onStop={noop}
-          onEngine={noop}
+          {...STILL}
           onChoose={noop}
           settings={{ tabId, setTabId, uncertainty: "off", setUncertainty: noop, reasoningOpen: false, setReasoningOpen: noop }}
           backend={backend}

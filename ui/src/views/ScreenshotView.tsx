@@ -10,69 +10,40 @@
  * as on the wireframes.
  */
 import { useMemo } from "react";
-import type { ObservationMeta, Screenshot, UiTree } from "../api/types";
+import type { Screenshot, UiTree } from "../api/types";
 import type { Backend } from "../backend/backend";
 import { useScreenshotUrl } from "../data/screenshot";
-import { pointOnLayout } from "../model/landing";
-import { nodeLabel, type Alignment, type Side } from "../model/tree";
-import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
-import { useSelection } from "../state/selection";
-import { resolveOnSide } from "./common";
-import { usePaneSize } from "./paneSize";
+import { nodeLabel } from "../model/tree";
+import { screenSize, type LayoutBox } from "../model/wireframe";
 import { PointMark } from "./PointMark";
+import { useScreenLayout, type ScreenViewProps } from "./screenLayout";
 
 /** Props of {@link ScreenshotView}. */
-export interface ScreenshotViewProps {
-  side: Side;
+export interface ScreenshotViewProps extends ScreenViewProps {
   shot: Screenshot;
   /** The state's tree, when it has one; its bounds place the boxes. */
   tree: UiTree | null | undefined;
-  meta?: ObservationMeta | null;
-  align: Alignment;
   backend: Backend;
-  label: string;
-  /** The node the turn's action landed on (outlined). */
-  landingId?: number | null;
-  /** The action's point in screen px (drawn as a crosshair). */
-  point?: { x_px: number; y_px: number } | null;
-  /** Pane size used before measuring (and in DOMs without layout), px. */
-  fallbackSize?: { width: number; height: number };
 }
 
 const PADDING_PX = 8;
+const NO_TREE: UiTree = { representation: "android-xml", nodes: [] };
 
 /** Whether any node of `tree` has bounds to draw. */
 function hasBounds(tree: UiTree | null | undefined): tree is UiTree {
   return !!tree && tree.nodes.some((n) => !!n.bounds_px);
 }
 
-export function ScreenshotView({
-  side,
-  shot,
-  tree,
-  meta,
-  align,
-  backend,
-  label,
-  landingId = null,
-  point = null,
-  fallbackSize = { width: 640, height: 480 },
-}: ScreenshotViewProps) {
+export function ScreenshotView(props: ScreenshotViewProps) {
+  const { side, shot, tree, meta, backend, landingId = null, point = null } = props;
   const { url, error } = useScreenshotUrl(backend, shot);
-  const [state, store] = useSelection();
-  const { hoverId, selectedId } = resolveOnSide(state, side, align);
-  const [ref, size] = usePaneSize(fallbackSize);
   const bounded = hasBounds(tree) ? tree : null;
   // The tree's screen when it has bounds (the image is stretched onto it), else the image's own size.
   const screen = useMemo(
     () => (bounded ? screenSize(bounded, meta) : { width_px: shot.width_px, height_px: shot.height_px }),
     [bounded, meta, shot.width_px, shot.height_px],
   );
-  const layout = useMemo(
-    () => layoutBoxes(bounded ?? { representation: "android-xml", nodes: [] }, screen, size.width, size.height, null, PADDING_PX),
-    [bounded, screen, size],
-  );
-  const byId = useMemo(() => new Map(layout.boxes.map((b) => [b.id, b])), [layout]);
+  const { ref, layout, byId, store, hoverId, selectedId, pick, pt, svgProps } = useScreenLayout(props, bounded ?? NO_TREE, screen, null, PADDING_PX);
 
   const outline = (id: number | null, cls: string, attr: string, pad: number) => {
     if (id == null) return null;
@@ -85,11 +56,6 @@ export function ScreenshotView({
       </rect>
     );
   };
-  const pick = (e: React.MouseEvent<SVGSVGElement>) => {
-    const r = e.currentTarget.getBoundingClientRect();
-    return boxAt(layout, e.clientX - r.left, e.clientY - r.top);
-  };
-  const pt = point ? pointOnLayout(layout, point.x_px, point.y_px) : null;
   const stretched = bounded && (screen.width_px !== shot.width_px || screen.height_px !== shot.height_px);
 
   return (
@@ -102,11 +68,7 @@ export function ScreenshotView({
       <div ref={ref} className="wire-area">
         {error ? <div className="pane-empty">The screenshot could not be loaded: {error}</div> : null}
         <svg
-          role="img"
-          aria-label={label}
-          width={size.width}
-          height={size.height}
-          data-scale={layout.scale.toFixed(4)}
+          {...svgProps}
           data-screen={`${layout.offset_x.toFixed(2)},${layout.offset_y.toFixed(2)},${layout.screen_width.toFixed(2)},${layout.screen_height.toFixed(2)}`}
           data-loaded={url ? "true" : "false"}
           onMouseMove={(e) => {
@@ -117,7 +79,6 @@ export function ScreenshotView({
             store.hover(b ? { side, id: b.id } : null);
             if (b) store.select({ side, id: b.id });
           }}
-          onMouseLeave={() => store.hover(null)}
         >
           <rect className="screen-bg" x={layout.offset_x} y={layout.offset_y} width={layout.screen_width} height={layout.screen_height} />
           {url ? (

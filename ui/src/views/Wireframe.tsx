@@ -8,32 +8,19 @@
  * click point).
  */
 import { useMemo } from "react";
-import type { DiffStatus, ObservationMeta, UiNode, UiTree } from "../api/types";
-import { attr, nodeLabel, type Alignment, type Side } from "../model/tree";
-import { pointOnLayout } from "../model/landing";
+import type { DiffStatus, UiNode, UiTree } from "../api/types";
+import { attr, nodeLabel } from "../model/tree";
 import { classNames } from "../components/dom";
-import { boxAt, layoutBoxes, screenSize, type LayoutBox } from "../model/wireframe";
-import { useSelection } from "../state/selection";
-import { resolveOnSide } from "./common";
-import { usePaneSize } from "./paneSize";
+import { screenSize, type LayoutBox } from "../model/wireframe";
 import { PointMark } from "./PointMark";
+import { useScreenLayout, type ScreenViewProps } from "./screenLayout";
 
 /** Props of {@link Wireframe}. */
-export interface WireframeProps {
-  side: Side;
+export interface WireframeProps extends ScreenViewProps {
   tree: UiTree;
   statuses?: readonly DiffStatus[] | null;
-  align: Alignment;
-  meta?: ObservationMeta | null;
   /** `screen`: OS desktop; `device`: Android phone frame. */
   variant: "screen" | "device";
-  label: string;
-  /** The node the turn's action landed on (outlined). */
-  landingId?: number | null;
-  /** The action's point in screen px (drawn as a crosshair). */
-  point?: { x_px: number; y_px: number } | null;
-  /** Pane size used before measuring (and in DOMs without layout), px. */
-  fallbackSize?: { width: number; height: number };
 }
 
 const BEZEL_PX = 14;
@@ -52,25 +39,11 @@ function truncate(text: string, widthPx: number, fontPx: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function Wireframe({
-  side,
-  tree,
-  statuses,
-  align,
-  meta,
-  variant,
-  label,
-  landingId = null,
-  point = null,
-  fallbackSize = { width: 640, height: 480 },
-}: WireframeProps) {
-  const [state, store] = useSelection();
-  const { hoverId, selectedId } = resolveOnSide(state, side, align);
-  const [ref, size] = usePaneSize(fallbackSize);
+export function Wireframe(props: WireframeProps) {
+  const { side, tree, statuses, meta, variant, landingId = null, point = null } = props;
   const screen = useMemo(() => screenSize(tree, meta), [tree, meta]);
   const padding = variant === "device" ? BEZEL_PX + 10 : 8;
-  const layout = useMemo(() => layoutBoxes(tree, screen, size.width, size.height, statuses, padding), [tree, screen, size, statuses, padding]);
-  const byId = useMemo(() => new Map(layout.boxes.map((b) => [b.id, b])), [layout]);
+  const { ref, layout, byId, store, hoverId, selectedId, pick, pt, svgProps } = useScreenLayout(props, tree, screen, statuses, padding);
 
   const boxes = useMemo(
     () =>
@@ -124,12 +97,6 @@ export function Wireframe({
     return <rect className={cls} x={b.x - 1} y={b.y - 1} width={b.width + 2} height={b.height + 2} pointerEvents="none" />;
   };
   const landingBox = landingId != null ? byId.get(landingId) : undefined;
-  const pt = point ? pointOnLayout(layout, point.x_px, point.y_px) : null;
-
-  const pick = (e: React.MouseEvent<SVGSVGElement>) => {
-    const r = e.currentTarget.getBoundingClientRect();
-    return boxAt(layout, e.clientX - r.left, e.clientY - r.top);
-  };
 
   return (
     <div className={`wireframe wireframe-${variant}`}>
@@ -138,16 +105,11 @@ export function Wireframe({
       </div>
       <div ref={ref} className="wire-area">
         <svg
-          role="img"
-          aria-label={label}
-          width={size.width}
-          height={size.height}
-          data-scale={layout.scale.toFixed(4)}
+          {...svgProps}
           onMouseMove={(e) => {
             const b = pick(e);
             store.hover(b ? { side, id: b.id } : null);
           }}
-          onMouseLeave={() => store.hover(null)}
           onClick={(e) => {
             const b = pick(e);
             if (b) store.select({ side, id: b.id });

@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 
 use worldloom_api::types::{
-    GetTurnRequest, ListPredictionsRequest, ListPredictionsResponse, ListRunRowsRequest, TurnDetail,
+    ExportFormat, ExportRequest, ExportResponse, GetTurnRequest, ListPredictionsRequest,
+    ListPredictionsResponse, ListRunRowsRequest, TurnDetail,
 };
 use worldloom_api::{Studio, StudioEvent, commands};
 
@@ -55,6 +56,20 @@ pub fn get_turn(studio: &Studio, id: &str, node: u32) -> TurnDetail {
         },
     )
     .expect("turn")
+}
+
+/// Exports trajectory `id` (its main branch) as a native file at `out`.
+pub fn export_native(studio: &Studio, id: &str, out: &Path) -> ExportResponse {
+    commands::export(
+        studio,
+        ExportRequest {
+            trajectory_id: id.into(),
+            branch_id: None,
+            format: ExportFormat::Native,
+            path: Some(out.display().to_string()),
+        },
+    )
+    .expect("export")
 }
 
 /// The studio's events, as they are sent.
