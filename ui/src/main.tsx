@@ -1,9 +1,13 @@
-/** Entry point: picks the back end (Tauri, HTTP or the dev mock) and mounts the app. */
+/** Entry point: picks the back end (Tauri or HTTP) and mounts the app. */
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { createBackend } from "./backend/create";
-import "./styles/app.css";
+import "./styles/base.css";
+import "./styles/panes.css";
+import "./styles/laboratory.css";
+import "./styles/runs.css";
+import "./styles/screens.css";
 
 const root = createRoot(document.getElementById("root")!);
 createBackend()
