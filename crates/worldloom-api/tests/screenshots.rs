@@ -141,3 +141,33 @@ fn a_native_export_carries_screenshots_beside_it_into_another_workspace() {
     assert_eq!((shot.sha256.as_str(), shot.width_px), (sha.as_str(), 40));
     assert_eq!(bytes_of(&other, &sha), png(40, 80));
 }
+
+#[test]
+fn a_webarena_render_keeps_its_inline_screenshot_through_the_workspace() {
+    let (dir, studio) = studio();
+    let shot = base64::engine::general_purpose::STANDARD.encode(png(40, 80));
+    let render = format!(
+        "<html><body><pre>intent: Open the forums\n</pre>\n\
+         <h3 class='url'><a href=http://forum.example/>URL: http://forum.example/</a></h3>\n\
+         <div class='state_obv'><pre>[1] RootWebArea 'Home'\n\t[12] link 'Forums'</pre><div>\n\
+         <img src='data:image/png;base64,{shot}' style='width:50vw'/>\n\
+         <div class='prev_action'>None</div>\n\
+         <div class='predict_action'><div class='parsed_action'><pre>click [12] where [12] is Forums</pre></div></div>\n\
+         <h3 class='url'><a href=http://forum.example/f>URL: http://forum.example/f</a></h3>\n\
+         <div class='state_obv'><pre>[1] RootWebArea 'Forums'</pre><div>\n\
+         <div class='prev_action'>click [12] where [12] is Forums</div>\n\
+         <div class='predict_action'><div class='parsed_action'><pre>stop [done]</pre></div></div>\n\
+         </body></html>"
+    );
+    let path = dir.path().join("render_5.html");
+    std::fs::write(&path, render).expect("render");
+    let id = import(&studio, &path);
+    let turn = get_turn(&studio, &id, 0);
+    let shot = turn.real_screenshot.expect("screenshot");
+    assert_eq!(
+        (shot.media_type, shot.width_px, shot.height_px, shot.file),
+        (ImageType::Png, 40, 80, None)
+    );
+    assert_eq!(bytes_of(&studio, &shot.sha256), png(40, 80));
+    assert_eq!(get_turn(&studio, &id, 1).real_screenshot, None);
+}

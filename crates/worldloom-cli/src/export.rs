@@ -71,7 +71,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
                 Some(studio) => worldloom_api::commands::screenshot_bytes(studio, &shot.sha256)
                     .ok()
                     .map(|stored| stored.bytes),
-                None => worldloom_core::screenshot::read_file_bytes(shot),
+                None => worldloom_core::screenshot::bytes_of(shot),
             }
         })?;
     }

@@ -99,7 +99,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     worldloom_core::native::write_screenshots(
         output,
         &mut trajectories,
-        worldloom_core::screenshot::read_file_bytes,
+        worldloom_core::screenshot::bytes_of,
     )?;
     TrajectoryFile::new(trajectories)
         .write(output)

@@ -19,6 +19,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -100,6 +101,25 @@ pub struct Screenshot {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub file: Option<String>,
+    /// The bytes themselves, when the source held the image inline (a
+    /// `data:` URL in a WebArena render) rather than as a file: checked
+    /// against `byte_length` and `sha256` when made ([`from_bytes`]). Never
+    /// written to JSON (a native file keeps the bytes in its sidecar
+    /// folder) nor sent to the interface.
+    #[serde(skip)]
+    #[cfg_attr(feature = "ts", ts(skip))]
+    pub inline: Option<InlineBytes>,
+}
+
+/// An image's bytes held in memory ([`Screenshot::inline`]); shared, not
+/// copied, when the screenshot is cloned. Printed as its length only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct InlineBytes(pub Arc<[u8]>);
+
+impl std::fmt::Debug for InlineBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InlineBytes({} bytes)", self.0.len())
+    }
 }
 
 /// What an image header says.
@@ -250,6 +270,33 @@ pub fn probe(path: &Path) -> std::result::Result<Screenshot, String> {
         byte_length: total,
         sha256: hex(&hasher.finalize()),
         file: Some(path.display().to_string()),
+        inline: None,
+    })
+}
+
+/// What a [`Screenshot`] holds for an image given as bytes (decoded from a
+/// `data:` URL): the header (validated), the length and the SHA-256; the
+/// bytes are kept in [`Screenshot::inline`] and `file` is `None`.
+///
+/// # Errors
+/// A message saying what is wrong: over [`MAX_SCREENSHOT_BYTES`], or not a
+/// PNG or JPEG (see [`read_header`]).
+pub fn from_bytes(bytes: Vec<u8>) -> std::result::Result<Screenshot, String> {
+    let byte_length = bytes.len() as u64;
+    if byte_length > MAX_SCREENSHOT_BYTES {
+        return Err(format!(
+            "{byte_length} bytes, over the screenshot limit of {MAX_SCREENSHOT_BYTES} bytes (16 MiB)"
+        ));
+    }
+    let header = read_header(&bytes[..])?;
+    Ok(Screenshot {
+        media_type: header.media_type,
+        width_px: header.width_px,
+        height_px: header.height_px,
+        byte_length,
+        sha256: sha256_hex(&bytes),
+        file: None,
+        inline: Some(InlineBytes(bytes.into())),
     })
 }
 
@@ -293,6 +340,54 @@ pub fn attach(
     }
 }
 
+/// Gives a state the image of a `data:` URL's base64 `payload` (RFC 2397;
+/// white space inside it is skipped), found in `source` at 1-based `line`:
+/// decoded, checked as [`from_bytes`] does and kept inline. A payload that
+/// does not decode, is over [`MAX_SCREENSHOT_BYTES`] once decoded, or is
+/// not a PNG or JPEG leaves the slot as it was and adds a warning naming
+/// the file and line; returns whether the screenshot was attached.
+pub fn attach_data_url(
+    slot: &mut Option<Screenshot>,
+    source: &Path,
+    line: Option<usize>,
+    payload: &str,
+    warnings: &mut Vec<ImportWarning>,
+) -> bool {
+    use base64::Engine as _;
+    // Four base64 characters carry three bytes: a longer payload is over the limit.
+    let limit = MAX_SCREENSHOT_BYTES.div_ceil(3) * 4;
+    let decoded = if payload.len() as u64 > limit + 1024 {
+        Err(format!(
+            "an inline image of {} base64 characters, over the screenshot limit of {MAX_SCREENSHOT_BYTES} bytes (16 MiB)",
+            payload.len()
+        ))
+    } else {
+        let compact: String = payload
+            .chars()
+            .filter(|c| !c.is_ascii_whitespace())
+            .collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(compact.as_bytes())
+            .map_err(|e| format!("an inline image that is not base64: {e}"))
+            .and_then(from_bytes)
+    };
+    match decoded {
+        Ok(shot) => {
+            *slot = Some(shot);
+            true
+        }
+        Err(message) => {
+            warnings.push(ImportWarning {
+                path: source.display().to_string(),
+                line,
+                byte_offset: None,
+                message: format!("screenshot not kept: {message}"),
+            });
+            false
+        }
+    }
+}
+
 /// The sidecar folder of a native file: `<file name without .json>.screenshots`
 /// beside it (`a.worldloom.json` → `a.worldloom.screenshots/`).
 pub fn sidecar_dir(native_file: &Path) -> PathBuf {
@@ -304,10 +399,13 @@ pub fn sidecar_dir(native_file: &Path) -> PathBuf {
     native_file.with_file_name(format!("{stem}.screenshots"))
 }
 
-/// Reads a screenshot's bytes from its `file`, if it has one that holds
-/// exactly the bytes it names (length and hash), within
-/// [`MAX_SCREENSHOT_BYTES`].
-pub fn read_file_bytes(shot: &Screenshot) -> Option<Vec<u8>> {
+/// A screenshot's bytes where it has them: held [`Screenshot::inline`], else
+/// read from its `file` when that holds exactly the bytes it names (length
+/// and hash), within [`MAX_SCREENSHOT_BYTES`]; `None` otherwise.
+pub fn bytes_of(shot: &Screenshot) -> Option<Vec<u8>> {
+    if let Some(InlineBytes(bytes)) = &shot.inline {
+        return Some(bytes.to_vec());
+    }
     let path = shot.file.as_ref()?;
     let mut data = Vec::new();
     std::fs::File::open(path)

@@ -155,7 +155,7 @@ fn native_files_carry_screenshots_in_a_sidecar_folder_and_read_them_back() {
         .trajectories;
     let out = tmp.path().join("out").join("run.worldloom.json");
     std::fs::create_dir_all(out.parent().expect("parent")).expect("out dir");
-    worldloom_core::native::write_screenshots(&out, &mut trajectories, screenshot::read_file_bytes)
+    worldloom_core::native::write_screenshots(&out, &mut trajectories, screenshot::bytes_of)
         .expect("sidecar");
     TrajectoryFile::new(trajectories.clone())
         .write(&out)

@@ -111,8 +111,12 @@ fn a_render_imports_with_observations_urls_actions_and_reasoning() {
     );
 }
 
+/// The fixture's images: a 1 × 1 PNG, as base64 in the render.
+const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
 #[test]
-fn a_render_says_where_each_screenshot_is_without_keeping_it() {
+fn a_render_keeps_each_step_screenshot_from_its_data_url() {
+    use base64::Engine as _;
     let text = std::fs::read_to_string(fixture("render_27.html")).expect("read");
     let trace = webarena::read_render(&text);
     assert_eq!(trace.config["intent"], json!(INTENT));
@@ -130,13 +134,76 @@ fn a_render_says_where_each_screenshot_is_without_keeping_it() {
         Some(EmbeddedImage {
             line,
             mime: "image/png".into(),
-            base64_len: 96,
+            base64: PIXEL_PNG.into(),
         })
     };
     assert_eq!(
         shots,
         [shot(line_of(0)), None, shot(line_of(1)), shot(line_of(2))]
     );
+
+    // Imported, steps 0, 2 and 3 show the decoded image; step 1 has none.
+    let t = read("render_27.html");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(PIXEL_PNG)
+        .expect("base64");
+    let kept: Vec<Option<(u32, u32, u64, String)>> = t
+        .nodes
+        .iter()
+        .map(|n| {
+            n.screenshot
+                .as_ref()
+                .map(|s| (s.width_px, s.height_px, s.byte_length, s.sha256.clone()))
+        })
+        .collect();
+    let pixel = Some((
+        1,
+        1,
+        png.len() as u64,
+        worldloom_core::screenshot::sha256_hex(&png),
+    ));
+    assert_eq!(kept, [pixel.clone(), None, pixel.clone(), pixel]);
+    let first = t.nodes[0].screenshot.as_ref().expect("shot");
+    assert_eq!(first.file, None);
+    assert_eq!(worldloom_core::screenshot::bytes_of(first), Some(png));
+}
+
+#[test]
+fn an_inline_image_that_cannot_be_kept_is_a_warning_naming_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(fixture("render_27.html")).expect("read");
+    // The first image is not base64, the second is base64 of text, not an image.
+    let text =
+        text.replacen(PIXEL_PNG, "%%%not-base64%%%", 1)
+            .replacen(PIXEL_PNG, "aGVsbG8gd29ybGQ=", 1);
+    let path = dir.path().join("render_27.html");
+    std::fs::write(&path, &text).expect("write");
+    let imported = import_path(&path, &ImportOptions::default()).expect("imports");
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("<img src='data:"))
+        .map(|(i, _)| i + 1)
+        .collect();
+    let warned: Vec<(Option<usize>, bool)> = imported
+        .warnings
+        .iter()
+        .map(|w| (w.line, w.message.starts_with("screenshot not kept:")))
+        .collect();
+    assert_eq!(warned, [(Some(lines[0]), true), (Some(lines[1]), true)]);
+    assert!(
+        imported.warnings[0].message.contains("not base64"),
+        "{:?}",
+        imported.warnings
+    );
+    assert!(
+        imported.warnings[1].message.contains("not a PNG or JPEG"),
+        "{:?}",
+        imported.warnings
+    );
+    let t = &imported.trajectories[0];
+    let has: Vec<bool> = t.nodes.iter().map(|n| n.screenshot.is_some()).collect();
+    assert_eq!(has, [false, false, false, true]);
 }
 
 #[test]

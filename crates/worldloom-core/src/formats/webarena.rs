@@ -18,8 +18,10 @@
 //! The render is untrusted HTML: it is read with html5ever's tokenizer only,
 //! in pieces (no tree is built, no script runs, nothing is fetched), so the
 //! time is linear in the file and the unclosed `<div>`s the runner writes
-//! cost nothing. Screenshots are not decoded nor kept: each step records
-//! where its image is ([`EmbeddedImage`]).
+//! cost nothing. A step's image is kept as its state's screenshot: the
+//! `data:` URL's base64 text is decoded into the image's bytes (bounded by
+//! the screenshot limit; the pixels are never decoded), see
+//! [`crate::screenshot::attach_data_url`].
 //!
 //! Mapping: step i is node i (observation: representation `axtree`, the
 //! URL in the metadata); the action taken from step i is the edge to node
@@ -48,16 +50,26 @@ use crate::trajectory::{Source, Trajectory};
 /// The source format name of trajectories read here.
 pub const FORMAT: &str = "webarena";
 
-/// Where a step's screenshot is inside the render: an `<img>` whose `src` is
-/// a `data:` URL. Not decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A step's screenshot inside the render: an `<img>` whose `src` is a
+/// `data:` URL, as written (not decoded yet).
+#[derive(Clone, PartialEq, Eq)]
 pub struct EmbeddedImage {
     /// 1-based line of the `<img>` tag in the render.
     pub line: u64,
-    /// The media type (`image/png`).
+    /// The media type the URL states (`image/png`).
     pub mime: String,
-    /// Length of the base64 text, in bytes.
-    pub base64_len: usize,
+    /// The URL's base64 text.
+    pub base64: String,
+}
+
+impl std::fmt::Debug for EmbeddedImage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedImage")
+            .field("line", &self.line)
+            .field("mime", &self.mime)
+            .field("base64_len", &self.base64.len())
+            .finish()
+    }
 }
 
 /// One step of a WebArena trace, as either file states it.
@@ -254,7 +266,7 @@ impl RenderState {
                     step.screenshot = Some(EmbeddedImage {
                         line: 0,
                         mime: mime.to_owned(),
-                        base64_len: payload.len(),
+                        base64: payload.to_owned(),
                     });
                 }
             }
@@ -508,8 +520,6 @@ fn build(path: &Path, trace: Trace, warnings: &mut Vec<ImportWarning>) -> Result
     for (i, step) in steps.into_iter().enumerate() {
         let mut observation = Observation::new(Representation::Axtree, step.observation);
         observation.metadata.url = step.url;
-        // A screenshot source goes here: `step.screenshot` says where the
-        // render holds the step's image.
         let target = match pending.take() {
             None => {
                 t.nodes[0].real = Some(observation);
@@ -525,6 +535,15 @@ fn build(path: &Path, trace: Trace, warnings: &mut Vec<ImportWarning>) -> Result
             t.nodes[target.0 as usize]
                 .extra
                 .insert("previous_action".into(), Value::String(previous));
+        }
+        if let Some(image) = &step.screenshot {
+            crate::screenshot::attach_data_url(
+                &mut t.nodes[target.0 as usize].screenshot,
+                path,
+                usize::try_from(image.line).ok(),
+                &image.base64,
+                warnings,
+            );
         }
         node = target;
         let mut extra = Map::new();

@@ -9,7 +9,7 @@
 //! is stored without one and the workspace goes on.
 
 use rusqlite::{OptionalExtension, Transaction, params};
-use worldloom_core::screenshot::{MAX_SCREENSHOT_BYTES, Screenshot, read_file_bytes};
+use worldloom_core::screenshot::{MAX_SCREENSHOT_BYTES, Screenshot, bytes_of};
 use worldloom_core::{ImageType, NodeId};
 
 use super::{ChangeId, TrajectoryKey, Workspace, check_live_node, tx_err};
@@ -34,7 +34,7 @@ fn insert_bytes(tx: &Transaction<'_>, shot: &Screenshot) -> rusqlite::Result<boo
     if stored {
         return Ok(true);
     }
-    let Some(bytes) = read_file_bytes(shot) else {
+    let Some(bytes) = bytes_of(shot) else {
         return Ok(false);
     };
     tx.prepare_cached(
@@ -84,6 +84,7 @@ fn screenshot_of(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Screen
         height_px: r.get(first + 3)?,
         byte_length: r.get::<_, i64>(first + 4)? as u64,
         file: None,
+        inline: None,
     })
 }
 
