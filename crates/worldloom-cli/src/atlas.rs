@@ -33,9 +33,9 @@ pub fn run(args: &AtlasArgs) -> anyhow::Result<()> {
     if args.json {
         let deltas = b.as_ref().map(|b| compare(&a, b)).unwrap_or_default();
         let out = serde_json::json!({ "a": a, "b": b, "compare": deltas });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        print!("{}", render(&a, b.as_ref()));
+        out!("{}", render(&a, b.as_ref()));
     }
     Ok(())
 }

@@ -57,22 +57,22 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
         EvalStatus::Skipped => "skipped",
         EvalStatus::Missing => "missing",
     };
-    println!("status: {status}");
+    outln!("status: {status}");
     if let Some(r) = &eval.reason {
-        println!("reason: {r}");
+        outln!("reason: {r}");
     }
     let num = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "n/a".into());
     if let Some(e) = eval.exact {
-        println!("exact: {e}");
+        outln!("exact: {e}");
     }
-    println!("text_f1: {}", num(eval.text_f1));
-    println!("node_f1: {}", num(eval.node_f1));
-    println!("attribute_accuracy: {}", num(eval.attribute_accuracy));
+    outln!("text_f1: {}", num(eval.text_f1));
+    outln!("node_f1: {}", num(eval.node_f1));
+    outln!("attribute_accuracy: {}", num(eval.attribute_accuracy));
     if args.prev.is_some() {
-        println!("transition_f1: {}", num(eval.transition_f1));
+        outln!("transition_f1: {}", num(eval.transition_f1));
     }
     for a in &eval.anchors {
-        println!(
+        outln!(
             "anchor {}: {:?} (real: {}, pred: {})",
             a.anchor,
             a.status,
@@ -82,14 +82,18 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
     }
     if let Some(nodes) = &eval.nodes {
         let s = &nodes.summary;
-        println!(
+        outln!(
             "nodes: {} unchanged, {} changed, {} moved, {} added, {} removed",
-            s.unchanged, s.changed, s.moved, s.added, s.removed
+            s.unchanged,
+            s.changed,
+            s.moved,
+            s.added,
+            s.removed
         );
         for (i, st) in nodes.real.iter().enumerate() {
             match st {
                 NodeStatus::Unchanged { .. } | NodeStatus::Added => {}
-                NodeStatus::Removed => println!("  removed real#{i}"),
+                NodeStatus::Removed => outln!("  removed real#{i}"),
                 NodeStatus::Changed {
                     counterpart,
                     changes,
@@ -109,7 +113,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
                             format!("{}: {} -> {}", c.field, show(&c.real), show(&c.pred))
                         })
                         .collect();
-                    println!(
+                    outln!(
                         "  {} real#{i} ~ pred#{}: {}",
                         st.name(),
                         counterpart.0,
@@ -120,7 +124,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
         }
         for (i, st) in nodes.pred.iter().enumerate() {
             if matches!(st, NodeStatus::Added) {
-                println!("  added pred#{i}");
+                outln!("  added pred#{i}");
             }
         }
     }

@@ -86,7 +86,7 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<()> {
     }
     std::fs::write(&args.output, &exported.text)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    println!(
+    outln!(
         "wrote {} {} to {}",
         exported.records,
         format.record_unit(),
@@ -113,7 +113,7 @@ fn export_lesson(args: &ExportArgs) -> anyhow::Result<()> {
         },
     )
     .map_err(|e| anyhow::anyhow!("lesson `{name}`: {}", e.message))?;
-    println!(
+    outln!(
         "wrote lesson `{}`: {} sections, {} bytes, to {}",
         name.trim(),
         out.sections,

@@ -61,14 +61,14 @@ fn into_workspace(args: &ImportArgs, workspace: &std::path::Path) -> anyhow::Res
     for failure in &summary.failures {
         eprintln!("not imported: {failure}");
     }
-    println!(
+    outln!(
         "imported {} into {} ({} already there)",
         crate::count(summary.added, "trajectory", "trajectories"),
         workspace.display(),
         summary.kept
     );
     for run in &summary.runs {
-        println!("run: {run}");
+        outln!("run: {run}");
     }
     Ok(())
 }
@@ -104,7 +104,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<()> {
     TrajectoryFile::new(trajectories)
         .write(output)
         .with_context(|| format!("writing {}", output.display()))?;
-    println!(
+    outln!(
         "imported {} ({}) from {} into {} ({})",
         crate::count(count, "trajectory", "trajectories"),
         crate::count(turns, "turn", "turns"),

@@ -82,20 +82,27 @@ pub fn run(args: &InspectArgs) -> anyhow::Result<()> {
         warnings: imported.warnings.iter().map(ToString::to_string).collect(),
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    println!(
+    outln!(
         "{}: {}",
         report.path,
         crate::count(report.trajectories.len(), "trajectory", "trajectories")
     );
-    println!(
+    outln!(
         "{:<40} {:<9} {:<16} {:>5} {:>8} {:>5} {:>6} {:>6}  representations",
-        "id", "domain", "source", "turns", "branches", "nodes", "preds", "errors"
+        "id",
+        "domain",
+        "source",
+        "turns",
+        "branches",
+        "nodes",
+        "preds",
+        "errors"
     );
     for s in &report.trajectories {
-        println!(
+        outln!(
             "{:<40} {:<9} {:<16} {:>5} {:>8} {:>5} {:>6} {:>6}  {}",
             s.id,
             s.domain,

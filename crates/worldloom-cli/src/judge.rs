@@ -104,6 +104,6 @@ pub fn run(args: &JudgeArgs) -> anyhow::Result<()> {
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
         bail!("interrupted; run the same command again to resume");
     }
-    print!("{}", render(&score_file(&output)?));
+    out!("{}", render(&score_file(&output)?));
     Ok(())
 }

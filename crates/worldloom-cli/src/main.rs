@@ -2,6 +2,25 @@
 
 use clap::{Parser, Subcommand};
 
+/// `println!` for the command's output, except that a closed standard
+/// output (`worldloom … | head`) is not an error: what cannot be written is
+/// dropped, and the command goes on (a server keeps serving) instead of
+/// panicking as `println!` does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` under the same rule as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod atlas;
 mod diff;
 mod engines;

@@ -138,10 +138,10 @@ fn quantize(args: &QuantizeArgs) -> Result<()> {
         *counts.entry(format!("{t:?}")).or_default() += 1;
     }
     for file in &summary.files {
-        println!("wrote {}", file.display());
+        outln!("wrote {}", file.display());
     }
     let types: Vec<String> = counts.iter().map(|(t, n)| format!("{n} {t}")).collect();
-    println!("{} tensors: {}", summary.tensors.len(), types.join(", "));
+    outln!("{} tensors: {}", summary.tensors.len(), types.join(", "));
     Ok(())
 }
 
@@ -189,10 +189,10 @@ fn generate(args: &GenerateArgs) -> Result<()> {
             generated_ids,
             prompt_last_logits,
         };
-        println!("{}", serde_json::to_string(&out)?);
+        outln!("{}", serde_json::to_string(&out)?);
     } else {
         let ids: Vec<String> = generated_ids.iter().map(u32::to_string).collect();
-        println!("{}", ids.join(","));
+        outln!("{}", ids.join(","));
     }
     Ok(())
 }
@@ -317,7 +317,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         config,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
     let c = &out.config;
@@ -326,14 +326,14 @@ fn info(args: &InfoArgs) -> Result<()> {
         .iter()
         .filter(|k| **k == LayerKind::FullAttention)
         .count();
-    println!("architecture   qwen3_5_moe ({})", out.model_dir);
-    println!(
+    outln!("architecture   qwen3_5_moe ({})", out.model_dir);
+    outln!(
         "layers         {} ({} Gated DeltaNet, {} gated full attention)",
         c.num_hidden_layers,
         c.num_hidden_layers - attention,
         attention
     );
-    println!(
+    outln!(
         "widths         hidden {}, vocab {}, attention {}/{} heads × {}, DeltaNet {}/{} heads × {}/{}",
         c.hidden_size,
         c.vocab_size,
@@ -345,25 +345,27 @@ fn info(args: &InfoArgs) -> Result<()> {
         c.linear_key_head_dim,
         c.linear_value_head_dim
     );
-    println!(
+    outln!(
         "experts        {} routed (top {}) × {} + shared {}",
         c.num_experts,
         c.num_experts_per_tok,
         c.moe_intermediate_size,
         c.shared_expert_intermediate_size
     );
-    println!(
+    outln!(
         "parameters     {} total, {} active per token",
-        out.parameters_total, out.parameters_active_per_token
+        out.parameters_total,
+        out.parameters_active_per_token
     );
     match (&out.gguf, &out.stored_dtype, out.tensor_count) {
         (Some(g), _, Some(n)) => {
-            println!(
+            outln!(
                 "weights        GGUF `{}`, {} part(s), {n} tensors:",
-                g.architecture, g.parts
+                g.architecture,
+                g.parts
             );
             for row in &g.types {
-                println!(
+                outln!(
                     "  {:<5} {:>5} tensors {:>12.2} MiB",
                     row.name,
                     row.tensors,
@@ -371,10 +373,10 @@ fn info(args: &InfoArgs) -> Result<()> {
                 );
             }
         }
-        (None, Some(d), Some(n)) => println!("weights        {n} tensors stored in {d}"),
+        (None, Some(d), Some(n)) => outln!("weights        {n} tensors stored in {d}"),
         _ => {}
     }
-    println!(
+    outln!(
         "memory (weights + state at {} tokens + scratch){}:",
         out.context_tokens,
         if out.gguf.is_some() {
@@ -384,9 +386,12 @@ fn info(args: &InfoArgs) -> Result<()> {
         }
     );
     for row in &out.memory {
-        println!(
+        outln!(
             "  {:<5} {:>8.2} GiB (weights {:.2}, state {:.3})",
-            row.dtype, row.total_gib, row.weight_gib, row.state_gib
+            row.dtype,
+            row.total_gib,
+            row.weight_gib,
+            row.state_gib
         );
     }
     Ok(())

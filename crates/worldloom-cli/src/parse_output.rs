@@ -89,18 +89,18 @@ pub fn run(args: &ParseOutputArgs) -> anyhow::Result<()> {
             "status": parsed.status.as_str(),
             "warnings": parsed.warnings,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
-        println!("status: {}", parsed.status);
+        outln!("status: {}", parsed.status);
         for w in &parsed.warnings {
-            println!("warning: {w}");
+            outln!("warning: {w}");
         }
         if !parsed.reasoning.is_empty() {
-            println!("--- reasoning ---\n{}", parsed.reasoning);
+            outln!("--- reasoning ---\n{}", parsed.reasoning);
         }
         match &parsed.observation {
-            Some(o) => println!("--- observation ---\n{o}"),
-            None => println!("--- no observation ---"),
+            Some(o) => outln!("--- observation ---\n{o}"),
+            None => outln!("--- no observation ---"),
         }
     }
     Ok(())

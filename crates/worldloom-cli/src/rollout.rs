@@ -203,7 +203,7 @@ impl RolloutTree for FileRollout<'_> {
             turn,
         )?;
         if !args.json {
-            println!("══ turn {turn} (node {node}) ══");
+            outln!("══ turn {turn} (node {node}) ══");
         }
         let echo: Option<&mut dyn Write> = if args.json {
             None
@@ -239,10 +239,10 @@ impl RolloutTree for FileRollout<'_> {
                 completion_tokens: s.completion_tokens,
                 total_ms: outcome.total_ms,
             };
-            println!("{}", serde_json::to_string(&line)?);
+            outln!("{}", serde_json::to_string(&line)?);
         } else {
-            println!("── observation (status: {status}) ──");
-            println!("{}", observation.as_deref().unwrap_or("(none)"));
+            outln!("── observation (status: {status}) ──");
+            outln!("{}", observation.as_deref().unwrap_or("(none)"));
             eprintln!(
                 "turn {turn}: {} prompt tokens ({} computed), {} generated, {:.0} ms",
                 s.prompt_tokens, s.prompt_tokens_computed, s.completion_tokens, outcome.total_ms

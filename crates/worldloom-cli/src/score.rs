@@ -20,9 +20,9 @@ pub struct ScoreArgs {
 pub fn run(args: &ScoreArgs) -> anyhow::Result<()> {
     let report = score_file(&args.file)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        out!("{}", render(&report));
     }
     Ok(())
 }

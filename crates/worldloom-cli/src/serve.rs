@@ -59,7 +59,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
     if std::env::var_os(KEY_STORE_ENV).is_some_and(|v| v == "memory") {
         studio.set_key_store(Arc::new(worldloom_api::keys::MemoryKeyStore::default()));
     }
-    println!(
+    outln!(
         "workspace: {}{}",
         plan.workspace.display(),
         if new { " (new)" } else { "" }
@@ -74,12 +74,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         eprintln!("error: {f} (not imported; serving the rest)");
     }
     if !plan.imports.is_empty() {
-        println!(
+        outln!(
             "imported {} trajectories ({} already in the workspace)",
-            summary.added, summary.kept
+            summary.added,
+            summary.kept
         );
         for run in &summary.runs {
-            println!("run: {run}");
+            outln!("run: {run}");
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -98,13 +99,13 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<()> {
         )
         .await?;
         match &server.ui {
-            Some(ui) => println!("user interface: {ui}"),
+            Some(ui) => outln!("user interface: {ui}"),
             None => eprintln!(
                 "warning: no built user interface (this binary was built before ui/dist, or --ui-dir has no index.html); pages explain how to build it"
             ),
         }
-        println!("Worldloom studio: {}", server.url());
-        println!("(the token in the URL is required; press Ctrl+C to stop)");
+        outln!("Worldloom studio: {}", server.url());
+        outln!("(the token in the URL is required; press Ctrl+C to stop)");
         tokio::signal::ctrl_c()
             .await
             .context("waiting for Ctrl+C")?;

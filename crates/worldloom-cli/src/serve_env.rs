@@ -296,7 +296,7 @@ pub fn run(args: &ServeEnvArgs) -> anyhow::Result<()> {
     crate::serve_model::serve_until_ctrl_c(
         addr,
         |bound| {
-            println!(
+            outln!(
                 "serving {count} task(s) with `{engine_name}` as an OpenEnv environment at http://{bound}"
             );
             eprintln!("recording episodes into {}", record.display());

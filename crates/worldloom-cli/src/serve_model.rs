@@ -109,7 +109,7 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
     let (model_id, name) = (options.model_id.clone(), engine.name());
     serve_until_ctrl_c(
         addr,
-        |bound| println!("serving `{model_id}` ({name}) at http://{bound}/v1"),
+        |bound| outln!("serving `{model_id}` ({name}) at http://{bound}/v1"),
         |listener, shutdown| serve(listener, engine, options, shutdown),
     )
 }

@@ -466,13 +466,13 @@ pub fn run(args: &StepArgs) -> Result<()> {
             time_to_first_token_ms: outcome.time_to_first_token_ms,
             total_ms: outcome.total_ms,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(());
     }
-    println!("── observation (status: {}) ──", parsed.status);
+    outln!("── observation (status: {}) ──", parsed.status);
     match &parsed.observation {
-        Some(obs) => println!("{obs}"),
-        None => println!("(none)"),
+        Some(obs) => outln!("{obs}"),
+        None => outln!("(none)"),
     }
     for warning in &parsed.warnings {
         eprintln!("warning: {warning}");

@@ -480,3 +480,19 @@ fn export_lesson_writes_one_self_contained_html_file() {
     let run = worldloom(&["export", s(&ws), "-o", s(&out)]);
     assert!(!run.status.success());
 }
+
+#[test]
+fn a_closed_standard_output_is_not_a_panic() {
+    // `worldloom inspect … | head -0`: the reading end is gone before the first line.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["inspect", s(&sample_awb())])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("runs the binary");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
