@@ -9,12 +9,15 @@
 //! - [`local`]: [`LocalEngine`], the generation runtime over any [`CausalLm`]
 //!   (engine thread, [`tokenizer`], [`chat_template`], [`sampling`],
 //!   [`snapshot`] reuse of decode state).
+//! - [`draft`]: drafters for speculative decoding (the observation-aligned
+//!   one and prompt lookup) and their simulation against a known output.
 //! - [`pool`]: several engines serving one model used as one (least
 //!   outstanding requests, a failed request retried on another).
 
 pub mod baseline;
 pub mod chat_template;
 pub mod collect;
+pub mod draft;
 mod kernels;
 pub mod lm;
 pub mod loading;
