@@ -192,7 +192,7 @@ impl ObservationDrafter {
 
     /// Drafts from the output itself: after the last earlier occurrence of
     /// its final pair.
-    fn from_output(&self, output: &[u32], max: usize) -> Vec<u32> {
+    fn draft_from_output(&self, output: &[u32], max: usize) -> Vec<u32> {
         let n = output.len();
         if n < 2 {
             return Vec::new();
@@ -219,7 +219,7 @@ impl Drafter for ObservationDrafter {
                 let tokens = &self.sources[s].tokens;
                 tokens[p..tokens.len().min(p + want)].to_vec()
             }
-            None => self.from_output(output, want),
+            None => self.draft_from_output(output, want),
         }
     }
 
