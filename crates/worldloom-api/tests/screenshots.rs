@@ -62,18 +62,24 @@ fn bytes_of(studio: &Studio, sha256: &str) -> Vec<u8> {
         .expect("base64")
 }
 
-#[test]
-fn a_turn_shows_its_screenshot_and_its_bytes_come_back_as_imported() {
-    let (dir, studio) = studio();
-    let id = import(&studio, &phone_folder(dir.path()));
-    let turn = get_turn(&studio, &id, 0);
+/// Trajectory `id`'s first state shows the 40 × 80 PNG, as imported (no
+/// file left, the same bytes back); its second none.
+fn first_state_shows_the_png(studio: &Studio, id: &str) {
+    let turn = get_turn(studio, id, 0);
     let shot = turn.real_screenshot.expect("screenshot");
     assert_eq!(
         (shot.media_type, shot.width_px, shot.height_px, shot.file),
         (ImageType::Png, 40, 80, None)
     );
-    assert_eq!(bytes_of(&studio, &shot.sha256), png(40, 80));
-    assert_eq!(get_turn(&studio, &id, 1).real_screenshot, None);
+    assert_eq!(bytes_of(studio, &shot.sha256), png(40, 80));
+    assert_eq!(get_turn(studio, id, 1).real_screenshot, None);
+}
+
+#[test]
+fn a_turn_shows_its_screenshot_and_its_bytes_come_back_as_imported() {
+    let (dir, studio) = studio();
+    let id = import(&studio, &phone_folder(dir.path()));
+    first_state_shows_the_png(&studio, &id);
     let err = commands::get_screenshot(
         &studio,
         GetScreenshotRequest {
@@ -162,12 +168,5 @@ fn a_webarena_render_keeps_its_inline_screenshot_through_the_workspace() {
     let path = dir.path().join("render_5.html");
     std::fs::write(&path, render).expect("render");
     let id = import(&studio, &path);
-    let turn = get_turn(&studio, &id, 0);
-    let shot = turn.real_screenshot.expect("screenshot");
-    assert_eq!(
-        (shot.media_type, shot.width_px, shot.height_px, shot.file),
-        (ImageType::Png, 40, 80, None)
-    );
-    assert_eq!(bytes_of(&studio, &shot.sha256), png(40, 80));
-    assert_eq!(get_turn(&studio, &id, 1).real_screenshot, None);
+    first_state_shows_the_png(&studio, &id);
 }

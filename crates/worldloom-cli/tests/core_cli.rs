@@ -481,18 +481,62 @@ fn export_lesson_writes_one_self_contained_html_file() {
     assert!(!run.status.success());
 }
 
-#[test]
-fn a_closed_standard_output_is_not_a_panic() {
-    // `worldloom inspect … | head -0`: the reading end is gone before the first line.
+/// A pipe whose reading end is already closed: what a command writing into
+/// `| head -0` sees.
+fn closed_pipe() -> std::io::PipeWriter {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
+    writer
+}
+
+#[test]
+fn a_closed_standard_output_stops_a_command_quietly() {
+    use std::os::unix::process::ExitStatusExt as _;
     let out = Command::new(env!("CARGO_BIN_EXE_worldloom"))
         .args(["inspect", s(&sample_awb())])
-        .stdout(writer)
+        .stdout(closed_pipe())
         .stderr(std::process::Stdio::piped())
         .output()
         .expect("runs the binary");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // As `cat` does: ended by SIGPIPE (13), nothing printed.
+    assert_eq!(out.status.signal(), Some(13), "{stderr}");
+    assert_eq!(stderr, "");
+}
+
+#[test]
+fn a_server_with_a_closed_standard_output_keeps_serving() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldloom"))
+        .args(["serve", "--workspace", s(&dir.path().join("ws.worldloom"))])
+        .args(["--port", &port.to_string()])
+        .stdout(closed_pipe())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // It prints its workspace before it listens: it must get past that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let listening = loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break true;
+        }
+        if child.try_wait().expect("wait").is_some() || std::time::Instant::now() > deadline {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let alive = child.try_wait().expect("wait").is_none();
+    let _ = child.kill();
+    let out = child.wait_with_output().expect("output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        listening && alive,
+        "listening {listening}, alive {alive}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

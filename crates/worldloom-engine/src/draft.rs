@@ -10,9 +10,10 @@
 //! - [`ObservationDrafter`] keeps a pointer into the current observation's
 //!   tokens that follows the output: while the output copies, it proposes
 //!   what comes next in the observation; after an edit it re-synchronises by
-//!   finding the output's last few tokens again (nearest after the pointer,
-//!   in the current observation first, then in the history's text, then in
-//!   the output itself). The draft length adapts to recent acceptance.
+//!   finding the output's last few tokens again (the longest match; among
+//!   equal ones the current observation first, nearest after the pointer,
+//!   then the history's text, then the output itself). The draft length
+//!   adapts to recent acceptance.
 //! - [`NgramDrafter`] is the plain prompt-lookup baseline (as in vLLM's and
 //!   llama.cpp's prompt-lookup decoding): the most recent earlier occurrence
 //!   of the output's last n tokens (n from 3 down to 1) in the prompt and
@@ -61,12 +62,21 @@ impl Source {
         Self { tokens, pairs }
     }
 
-    /// The position just after the occurrence of the longest suffix of
-    /// `tail` (at least [`MIN_MATCH`] tokens, at most [`MAX_MATCH`]) in this
-    /// source that has a token after it; among equally long ones the first
-    /// at or after `near`, else the last before it. `None` when no suffix
-    /// of [`MIN_MATCH`] tokens occurs.
-    fn locate(&self, tail: &[u32], near: usize) -> Option<usize> {
+    /// Appends one token (the output grows), indexing its pair.
+    fn push(&mut self, token: u32) {
+        if let Some(&last) = self.tokens.last() {
+            let at = self.tokens.len() - 1;
+            self.pairs.entry((last, token)).or_default().push(at);
+        }
+        self.tokens.push(token);
+    }
+
+    /// The length of the longest suffix of `tail` (at least [`MIN_MATCH`]
+    /// tokens, at most [`MAX_MATCH`]) that occurs in this source with a
+    /// token after it, and the position just after that occurrence; among
+    /// equally long ones the first at or after `near`, else the last before
+    /// it. `None` when no suffix of [`MIN_MATCH`] tokens occurs.
+    fn locate(&self, tail: &[u32], near: usize) -> Option<(usize, usize)> {
         let longest = tail.len().min(MAX_MATCH);
         for n in (MIN_MATCH..=longest).rev() {
             let suffix = &tail[tail.len() - n..];
@@ -88,7 +98,7 @@ impl Source {
                 before = Some(end);
             }
             if let Some(end) = after.or(before) {
-                return Some(end);
+                return Some((n, end));
             }
         }
         None
@@ -98,8 +108,8 @@ impl Source {
 /// Drafts from the aligned position in the current observation (see the
 /// module documentation).
 pub struct ObservationDrafter {
-    /// The current observation first, then the history's text; the output
-    /// itself is searched last (kept in `output_pairs`).
+    /// The current observation first, then the history's text, then the
+    /// output so far (the last source, grown as it is followed).
     sources: Vec<Source>,
     /// Where the output is aligned: (source, position of the next token).
     pointer: Option<(usize, usize)>,
@@ -108,8 +118,6 @@ pub struct ObservationDrafter {
     anchor: (usize, usize),
     /// How much of the output the pointer has followed.
     followed: usize,
-    /// Positions of each token pair of the output seen so far.
-    output_pairs: HashMap<(u32, u32), Vec<usize>>,
     /// The next draft's length.
     k: usize,
 }
@@ -123,14 +131,21 @@ impl ObservationDrafter {
     pub fn new(observation: Vec<u32>, history: Vec<Vec<u32>>) -> Self {
         let mut sources = vec![Source::new(observation)];
         sources.extend(history.into_iter().map(Source::new));
+        sources.push(Source::new(Vec::new()));
         Self {
             pointer: Some((0, 0)),
             anchor: (0, 0),
             sources,
             followed: 0,
-            output_pairs: HashMap::new(),
             k: 8,
         }
+    }
+
+    /// The output so far, as a source.
+    fn output_source(&mut self) -> &mut Source {
+        self.sources
+            .last_mut()
+            .expect("the output is always a source")
     }
 
     /// Follows the output tokens not yet seen; re-synchronises at the end
@@ -139,24 +154,18 @@ impl ObservationDrafter {
         if output.len() < self.followed {
             // A new generation reused the drafter: start over.
             self.followed = 0;
-            self.output_pairs.clear();
+            *self.output_source() = Source::new(Vec::new());
         }
-        for i in self.followed..output.len() {
-            if i >= 1 {
-                self.output_pairs
-                    .entry((output[i - 1], output[i]))
-                    .or_default()
-                    .push(i - 1);
-            }
+        for (i, &token) in output.iter().enumerate().skip(self.followed) {
             self.pointer = match self.pointer {
-                Some((s, p)) if self.sources[s].tokens.get(p) == Some(&output[i]) => {
-                    Some((s, p + 1))
-                }
+                Some((s, p)) if self.sources[s].tokens.get(p) == Some(&token) => Some((s, p + 1)),
                 _ => None,
             };
             if let Some(at) = self.pointer {
                 self.anchor = at;
             }
+            debug_assert_eq!(self.sources.last().map(|o| o.tokens.len()), Some(i));
+            self.output_source().push(token);
         }
         self.followed = output.len();
         let lost = match self.pointer {
@@ -168,10 +177,11 @@ impl ObservationDrafter {
         }
     }
 
-    /// Points at the token after the output's last few tokens' occurrence:
-    /// in the current observation (nearest after where the pointer last
-    /// was), else the history; `None` when neither has it (drafts then come
-    /// from the output itself).
+    /// Points at the token after the output's last few tokens' longest
+    /// earlier occurrence: in the current observation (nearest after where
+    /// the pointer last was), the history, or the output itself (its most
+    /// recent occurrence); among equally long matches the first source in
+    /// that order wins. `None` when none has them.
     fn resync(&mut self, output: &[u32]) {
         if output.len() < MIN_MATCH {
             self.pointer = None;
@@ -179,34 +189,26 @@ impl ObservationDrafter {
         }
         let tail = &output[output.len().saturating_sub(MAX_MATCH)..];
         let (anchor_source, anchor) = self.anchor;
-        for s in 0..self.sources.len() {
-            let near = if s == anchor_source { anchor } else { 0 };
-            if let Some(end) = self.sources[s].locate(tail, near) {
-                self.pointer = Some((s, end));
-                self.anchor = (s, end);
-                return;
+        let mut best: Option<(usize, usize, usize)> = None; // (length, source, end)
+        let output_at = self.sources.len() - 1;
+        for (s, source) in self.sources.iter().enumerate() {
+            let near = if s == anchor_source {
+                anchor
+            } else if s == output_at {
+                usize::MAX
+            } else {
+                0
+            };
+            if let Some((n, end)) = source.locate(tail, near)
+                && best.is_none_or(|(longest, _, _)| n > longest)
+            {
+                best = Some((n, s, end));
             }
         }
-        self.pointer = None;
-    }
-
-    /// Drafts from the output itself: after the last earlier occurrence of
-    /// its final pair.
-    fn draft_from_output(&self, output: &[u32], max: usize) -> Vec<u32> {
-        let n = output.len();
-        if n < 2 {
-            return Vec::new();
+        self.pointer = best.map(|(_, s, end)| (s, end));
+        if let Some(at) = self.pointer {
+            self.anchor = at;
         }
-        let Some(starts) = self.output_pairs.get(&(output[n - 2], output[n - 1])) else {
-            return Vec::new();
-        };
-        starts
-            .iter()
-            .rev()
-            .map(|&p| p + 2)
-            .find(|&end| end < n)
-            .map(|end| output[end..n.min(end + max)].to_vec())
-            .unwrap_or_default()
     }
 }
 
@@ -219,7 +221,7 @@ impl Drafter for ObservationDrafter {
                 let tokens = &self.sources[s].tokens;
                 tokens[p..tokens.len().min(p + want)].to_vec()
             }
-            None => self.draft_from_output(output, want),
+            None => Vec::new(),
         }
     }
 
