@@ -290,6 +290,7 @@ pub(crate) fn spec(settings: &EngineSettings, keys: &dyn KeyStore) -> Result<Eng
             device: device.clone(),
             dtype: Some(dtype_name(*dtype).to_owned()),
             name: None,
+            drafting: worldloom_engine::local::Drafting::Off,
         }),
     }
 }

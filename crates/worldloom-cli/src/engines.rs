@@ -11,6 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use worldloom_engine::WorldModel;
+use worldloom_engine::local::Drafting;
 use worldloom_engine::openai::OpenAiConfig;
 use worldloom_eval::run::replay_engine;
 use worldloom_predict::engines::{
@@ -78,6 +79,30 @@ pub enum EngineKind {
     Replay,
 }
 
+/// Speculative decoding of the local engine's greedy requests (`--draft`):
+/// the engine drafts tokens, verifies them in one forward and keeps those
+/// greedy decoding would have chosen, so the output is the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum DraftKind {
+    /// One token a forward.
+    #[default]
+    Off,
+    /// Drafted from the aligned position in the current observation.
+    Observation,
+    /// Prompt lookup: after the latest match of the last tokens in the prompt.
+    PromptLookup,
+}
+
+impl From<DraftKind> for Drafting {
+    fn from(kind: DraftKind) -> Self {
+        match kind {
+            DraftKind::Off => Drafting::Off,
+            DraftKind::Observation => Drafting::Observation,
+            DraftKind::PromptLookup => Drafting::PromptLookup,
+        }
+    }
+}
+
 /// What a command line says about its engine.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineFlags<'a> {
@@ -89,6 +114,8 @@ pub struct EngineFlags<'a> {
     pub model_dir: Option<&'a Path>,
     /// `--device` (local).
     pub device: &'a str,
+    /// `--draft` (local).
+    pub draft: DraftKind,
     /// `--base-url` (openai): one endpoint, or several servers of the same
     /// model spread by least outstanding requests (an engine pool).
     pub base_urls: &'a [String],
@@ -127,12 +154,13 @@ pub fn check_flags(flags: &EngineFlags<'_>) -> anyhow::Result<()> {
 
 /// The local model of `dir` as the commands that serve or evaluate it name
 /// it (`qwen3_5_moe@DIR`).
-pub fn local_spec(dir: &Path, device: &str) -> EngineSpec {
+pub fn local_spec(dir: &Path, device: &str, draft: DraftKind) -> EngineSpec {
     EngineSpec::Local {
         path: dir.to_path_buf(),
         device: device.to_owned(),
         dtype: None,
         name: Some(format!("qwen3_5_moe@{}", dir.display())),
+        drafting: draft.into(),
     }
 }
 
@@ -171,7 +199,7 @@ pub fn spec(flags: &EngineFlags<'_>) -> anyhow::Result<EngineSpec> {
             let dir = flags
                 .model_dir
                 .context("--engine local needs --model-dir DIR")?;
-            local_spec(dir, flags.device)
+            local_spec(dir, flags.device, flags.draft)
         }
         EngineKind::Openai => {
             let model = flags
@@ -257,6 +285,7 @@ mod tests {
             replay: None,
             model_dir: None,
             device: "cpu",
+            draft: DraftKind::Off,
             base_urls: &[],
             model: None,
             api_key_env: None,

@@ -19,7 +19,8 @@ use worldloom_env::{
 };
 
 use crate::engines::{
-    EndpointArgs, EngineFlags, EngineKind, build_named, check_flags, make_engine, openai_spec,
+    DraftKind, EndpointArgs, EngineFlags, EngineKind, build_named, check_flags, make_engine,
+    openai_spec,
 };
 
 /// Rewards `serve-env` can give.
@@ -68,6 +69,11 @@ pub struct ServeEnvArgs {
     /// Device for `--engine local`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// Speculative decoding of greedy requests on the local engine
+    /// (`observation`: drafted from the current observation; `prompt-lookup`;
+    /// `off`): the same output, fewer forward passes where drafts hold.
+    #[arg(long, value_enum, default_value = "off")]
+    pub draft: DraftKind,
     /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
     /// repeat it for several servers of the same model: each step goes to
     /// the one with the fewest requests in flight, and a request that fails
@@ -163,6 +169,7 @@ fn engine_flags(args: &ServeEnvArgs) -> EngineFlags<'_> {
         replay: args.replay.as_deref(),
         model_dir: args.model_dir.as_deref(),
         device: &args.device,
+        draft: args.draft,
         base_urls: &args.base_urls,
         model: args.model.as_deref(),
         api_key_env: args.api_key_env.as_deref(),

@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use worldloom_model_server::{ServerOptions, check_exposure, serve};
 use worldloom_predict::engines::EngineSpec;
 
-use crate::engines::{build, local_spec};
+use crate::engines::{DraftKind, build, local_spec};
 
 /// Engines `serve-model` can serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -47,6 +47,11 @@ pub struct ServeModelArgs {
     /// Device for the local engine: `cpu`, `cuda`, `cuda:N` or `metal`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
+    /// Speculative decoding of greedy requests on the local engine
+    /// (`observation`: drafted from the current observation; `prompt-lookup`;
+    /// `off`): the same output, fewer forward passes where drafts hold.
+    #[arg(long, value_enum, default_value = "off")]
+    pub draft: DraftKind,
     /// Predictions run at once; further requests wait in a first-come
     /// queue and run one after another.
     #[arg(long, default_value_t = 1)]
@@ -80,7 +85,7 @@ pub fn run(args: &ServeModelArgs) -> anyhow::Result<()> {
                 .ok()
                 .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "local".to_owned());
-            (local_spec(dir, &args.device), name)
+            (local_spec(dir, &args.device, args.draft), name)
         }
     };
     let built = build(spec)?;

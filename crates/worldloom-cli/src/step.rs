@@ -31,6 +31,8 @@ use worldloom_engine::{
     CancelToken, EngineEvent, GenerationParams, GenerationStats, StopReason, WorldModel,
 };
 use worldloom_predict::engines::{EngineBuildError, EngineSpec, build_engine};
+
+use crate::engines::DraftKind;
 use worldloom_predict::turn::{Predicted, Stop, Turn};
 
 /// Engines `step` and `rollout` predict with.
@@ -60,6 +62,11 @@ pub struct ModelOptions {
     /// Compute dtype: bf16, f16, f32 (default: the stored dtype).
     #[arg(long)]
     pub dtype: Option<String>,
+    /// Speculative decoding of greedy requests on the local engine
+    /// (`observation`: drafted from the current observation; `prompt-lookup`;
+    /// `off`): the same output, fewer forward passes where drafts hold.
+    #[arg(long, value_enum, default_value = "off")]
+    pub draft: DraftKind,
     /// Upper bound on generated tokens (default: the model directory's
     /// generation_config.json, else 4096).
     #[arg(long)]
@@ -228,6 +235,7 @@ pub fn load_engine(options: &ModelOptions) -> Result<Engine> {
                 device: options.device.clone(),
                 dtype: options.dtype.clone(),
                 name: None,
+                drafting: options.draft.into(),
             }
         }
     };

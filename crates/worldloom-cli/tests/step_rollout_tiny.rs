@@ -484,3 +484,45 @@ fn the_copy_baseline_predicts_the_parent_state() {
         assert_eq!(chosen.observation.as_deref(), Some("notes.txt  src"));
     }
 }
+
+#[test]
+fn step_with_drafting_gives_the_greedy_output_without_it() {
+    let file = sample("web/agentlab_larkmail-reply_6steps.json");
+    let model = tiny_model();
+    let step = |draft: &str| {
+        json_of(worldloom(&[
+            "step",
+            file.to_str().expect("utf-8"),
+            "--turn",
+            "1",
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            "40",
+            "--draft",
+            draft,
+            "--json",
+            "--model",
+            model.to_str().expect("utf-8"),
+        ]))
+    };
+    let plain = step("off");
+    assert!(plain["stats"]["completion_tokens"].as_u64().expect("count") >= 1);
+    for draft in ["observation", "prompt-lookup"] {
+        let drafted = step(draft);
+        assert_eq!(
+            drafted["raw_output"], plain["raw_output"],
+            "--draft {draft}"
+        );
+        assert_eq!(
+            drafted["stats"]["completion_tokens"],
+            plain["stats"]["completion_tokens"]
+        );
+    }
+    let err = failed(with_tiny_model(
+        "step",
+        &file,
+        &["--turn", "1", "--draft", "always"],
+    ));
+    assert!(err.contains("--draft"), "{err}");
+}

@@ -15,6 +15,12 @@ pub trait CausalLm: Send + 'static {
     /// The decode state (caches) of one sequence.
     type State: Clone + Send + 'static;
 
+    /// What [`CausalLm::rewind`] needs to put a state back where
+    /// [`CausalLm::checkpoint`] found it (for Qwen3.5-MoE: the position, the
+    /// KV lengths and the DeltaNet states, which forwards replace rather
+    /// than write into).
+    type Checkpoint: Send;
+
     /// A fresh state at position 0.
     fn new_state(&self) -> Result<Self::State>;
 
@@ -22,6 +28,26 @@ pub trait CausalLm: Send + 'static {
     /// state has already seen, advances the state, and returns the logits of
     /// the **last** position as an f32 tensor of shape `[vocab_size]`.
     fn forward(&self, input_ids: &[u32], state: &mut Self::State) -> Result<Tensor>;
+
+    /// Feeds `input_ids` as [`CausalLm::forward`] does and returns the
+    /// logits of **every** position, f32 `[T, vocab_size]`: row i is the
+    /// distribution of the token after `input_ids[i]` (speculative decoding
+    /// verifies a draft with it). The default feeds one token at a time.
+    fn forward_all(&self, input_ids: &[u32], state: &mut Self::State) -> Result<Tensor> {
+        let rows = input_ids
+            .iter()
+            .map(|&id| self.forward(&[id], state))
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::stack(&rows, 0)
+    }
+
+    /// A checkpoint of `state`, cheap to take: no copy of its caches.
+    fn checkpoint(state: &Self::State) -> Self::Checkpoint;
+
+    /// Puts `state` back where `checkpoint` found it; the checkpoint must
+    /// have been taken from this state, with only forwards since (the
+    /// tokens fed after it are forgotten: a rejected draft).
+    fn rewind(state: &mut Self::State, checkpoint: Self::Checkpoint);
 
     /// Number of tokens the state has seen.
     fn state_len(state: &Self::State) -> usize;

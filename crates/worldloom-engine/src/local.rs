@@ -19,7 +19,10 @@
 //!    the end-of-turn token (`<|im_end|>` and `generation_config.json`'s
 //!    `eos_token_id`), a stop string ([`StopStrings`]), the end of the
 //!    observation block (when asked), `max_new_tokens`, or cancellation
-//!    (checked before and after every model call).
+//!    (checked before and after every model call). With drafting on
+//!    ([`Drafting`]), a greedy request verifies drafted tokens in one
+//!    forward and keeps those greedy decoding would choose
+//!    ([`speculative`]).
 //!
 //! Qwen3.5 templates open the think block inside the generation prompt when
 //! thinking is enabled ([`opens_reasoning`]), so the parser starts inside
@@ -34,7 +37,7 @@ use std::time::Instant;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
 use crate::lm::CausalLm;
-use crate::sampling::{GenerationConfig, Sampler, top_logprobs, top_logprobs_tensor};
+use crate::sampling::{GenerationConfig, SampledToken, Sampler, top_logprobs, top_logprobs_tensor};
 use crate::snapshot::SnapshotCache;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use worldloom_core::output::{OutputParser, opens_reasoning};
@@ -66,6 +69,9 @@ pub struct LocalEngineOptions {
     /// [`WorldModel::context_tokens`] for servers to check requests against
     /// (the engine itself does not refuse longer prompts).
     pub context_tokens: Option<usize>,
+    /// Speculative decoding of greedy requests ([`Drafting`]); off by
+    /// default.
+    pub drafting: Drafting,
 }
 
 impl Default for LocalEngineOptions {
@@ -76,6 +82,7 @@ impl Default for LocalEngineOptions {
             prefill_chunk_tokens: 512,
             extra_end_of_turn_ids: Vec::new(),
             context_tokens: None,
+            drafting: Drafting::Off,
         }
     }
 }
@@ -184,6 +191,7 @@ impl<M: CausalLm> LocalEngine<M> {
             newline_ids,
             snapshots: SnapshotCache::new(options.snapshot_budget_bytes),
             prefill_chunk_tokens: options.prefill_chunk_tokens.max(1),
+            drafting: options.drafting.clone(),
         };
         let (jobs, inbox) = channel::<Job>();
         let handle = std::thread::Builder::new()
@@ -342,6 +350,12 @@ struct Worker<M: CausalLm> {
     newline_ids: Vec<u32>,
     snapshots: SnapshotCache<Snapshot<M::State>>,
     prefill_chunk_tokens: usize,
+    drafting: Drafting,
+}
+
+/// A model or sampling error as a job's failure.
+fn model_error(e: impl std::fmt::Display) -> Halt {
+    Halt::Failed(EngineError::Model(e.to_string()))
 }
 
 /// Why a job ended early without a model error.
@@ -554,6 +568,40 @@ impl<M: CausalLm> Worker<M> {
         })
     }
 
+    /// The request's drafting ([`speculative`]), when the engine drafts and
+    /// the request is greedy without penalties or log-probabilities: the
+    /// drafter over the prompt and the current observation (the request's,
+    /// else the last assistant message).
+    fn speculation(
+        &self,
+        request: &PredictRequest,
+        prompt: &[u32],
+        sampler: &Sampler,
+    ) -> Result<Option<Speculation>, Halt> {
+        if self.drafting.is_off() || !speculative::applies(sampler, &request.params) {
+            return Ok(None);
+        }
+        let observation = request.current_observation.clone().or_else(|| {
+            request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == worldloom_core::ChatRole::Assistant)
+                .map(|m| m.content.clone())
+        });
+        let observation = match observation {
+            Some(text) => self
+                .tokenizer
+                .encode(&text)
+                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?,
+            None => Vec::new(),
+        };
+        Ok(self
+            .drafting
+            .drafter(prompt, &observation)
+            .map(Speculation::new))
+    }
+
     fn predict(&mut self, job: &Job) -> Result<(), Halt> {
         let Job {
             request,
@@ -589,6 +637,7 @@ impl<M: CausalLm> Worker<M> {
         } = self.prefill(&prompt, cancel)?;
         let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
         let decode_start = Instant::now();
+        let mut speculation = self.speculation(request, &prompt, &sampler)?;
 
         let mut parser = OutputParser::new(opens_reasoning(&text));
         let mut stops = StopStrings::new(&params.stop);
@@ -616,11 +665,21 @@ impl<M: CausalLm> Worker<M> {
             if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
             }
-            let token = match &logits {
-                StepLogits::Host(l) => sampler.sample(l),
-                StepLogits::Device(t) => sampler.sample_tensor(t),
+            // A token kept from a draft, else one chosen from the logits.
+            let kept = speculation.as_mut().and_then(Speculation::next_pending);
+            let from_draft = kept.is_some();
+            let token = match (kept, &logits) {
+                (Some(id), _) => SampledToken {
+                    id,
+                    logprob: 0.0,
+                    sampling_logprob: 0.0,
+                },
+                (None, StepLogits::Host(l)) => sampler.sample(l).map_err(model_error)?,
+                (None, StepLogits::Device(t)) => sampler.sample_tensor(t).map_err(model_error)?,
+            };
+            if let Some(s) = speculation.as_mut() {
+                s.push(token.id);
             }
-            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
             completion_tokens += 1;
             let end_of_turn = self.end_of_turn_ids.contains(&token.id)
                 || params.stop_token_ids.contains(&token.id);
@@ -659,6 +718,22 @@ impl<M: CausalLm> Worker<M> {
             }
             if cancel.is_cancelled() {
                 break StopReason::Cancelled;
+            }
+            if from_draft {
+                // The verifying forward fed every kept token: the state and
+                // the logits are already past this one.
+                continue;
+            }
+            if let Some(s) = speculation.as_mut() {
+                let room = params.max_new_tokens - completion_tokens;
+                let verified = s
+                    .verify(&self.model, token.id, room.saturating_sub(1), &mut state)
+                    .map_err(model_error)?;
+                if let Some(next) = verified {
+                    self.check_vocab(next.len())?;
+                    logits = StepLogits::Host(Arc::new(next));
+                    continue;
+                }
             }
             logits = self.forward_step(&[token.id], &mut state)?;
         };
@@ -749,6 +824,10 @@ impl StopStrings {
         std::mem::take(&mut self.pending)
     }
 }
+
+mod speculative;
+use speculative::Speculation;
+pub use speculative::{DrafterFactory, Drafting, MAX_VERIFIED};
 
 #[cfg(test)]
 mod tests;

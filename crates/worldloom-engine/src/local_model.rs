@@ -10,6 +10,7 @@ use crate::loading::{
     LoadOptions, estimate_memory, estimate_memory_gguf, is_gguf_path, load_model, parse_device,
     parse_dtype, read_config,
 };
+use crate::local::Drafting;
 use crate::qwen3_5_moe::Qwen3_5Moe;
 use crate::qwen3_5_moe::gguf::{Qwen35MoeGguf, type_table};
 use crate::sampling::GenerationConfig;
@@ -175,10 +176,17 @@ pub fn load_local_model(
     device: &str,
     dtype: Option<&str>,
 ) -> Result<LocalModel, LocalModelError> {
-    load_local_model_named(model_dir, device, dtype, local_engine_name(model_dir))
+    load_local_model_named(
+        model_dir,
+        device,
+        dtype,
+        local_engine_name(model_dir),
+        Drafting::Off,
+    )
 }
 
-/// [`load_local_model`] with the engine's provenance name given.
+/// [`load_local_model`] with the engine's provenance name and its
+/// speculative decoding ([`Drafting`]) given.
 ///
 /// # Errors
 /// As [`load_local_model`].
@@ -187,6 +195,7 @@ pub fn load_local_model_named(
     device: &str,
     dtype: Option<&str>,
     name: String,
+    drafting: Drafting,
 ) -> Result<LocalModel, LocalModelError> {
     let fail = |e: String| LocalModelError(e);
     let device_value = parse_device(device).map_err(|e| fail(e.to_string()))?;
@@ -214,6 +223,7 @@ pub fn load_local_model_named(
         } else {
             crate::local::context_of_dir(model_dir)
         },
+        drafting,
         ..LocalEngineOptions::default()
     };
     let engine = LocalEngine::new(model, tokenizer, template, &generation, options)

@@ -232,6 +232,12 @@ impl Sampler {
         self.temperature == 0.0
     }
 
+    /// Whether this sampler decodes greedily with no penalties: its choice
+    /// depends on the logits alone (the argmax).
+    pub fn is_plain_greedy(&self) -> bool {
+        self.is_greedy() && self.penalties.is_neutral()
+    }
+
     /// Picks the next token from last-position logits (`[vocab]`).
     ///
     /// # Errors

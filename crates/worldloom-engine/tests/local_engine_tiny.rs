@@ -1,14 +1,20 @@
 //! The local runtime on the real Qwen3.5-MoE code with the tiny checkpoint
 //! of `assets/tiny-world-model` (random weights, real tokenizer and chat
 //! template): state snapshots are exact, and the engine's reuse of them
-//! changes nothing in the output.
+//! changes nothing in the output; nor does speculative decoding, whether
+//! its drafts are kept, cut short or rejected, and a rewound state equals
+//! a fresh prefill.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use worldloom_core::{ChatMessage, ChatRole};
 use worldloom_engine::chat_template::{ChatTemplate, RenderOptions};
+use worldloom_engine::draft::Drafter;
 use worldloom_engine::loading::{LoadOptions, load_model};
+use worldloom_engine::local::{DrafterFactory, Drafting};
 use worldloom_engine::qwen3_5_moe::Qwen3_5Moe;
 use worldloom_engine::tokenizer::Tokenizer;
 use worldloom_engine::{
@@ -132,9 +138,11 @@ fn run(engine: &LocalEngine<Qwen3_5Moe>, messages: Vec<ChatMessage>) -> Run {
         logprobs: true,
         ..GenerationParams::default()
     };
-    let stream = engine
-        .predict(PredictRequest::new(messages, params))
-        .expect("accepted");
+    run_request(engine, PredictRequest::new(messages, params))
+}
+
+fn run_request(engine: &LocalEngine<Qwen3_5Moe>, request: PredictRequest) -> Run {
+    let stream = engine.predict(request).expect("accepted");
     let (mut ids, mut logprobs, mut text) = (Vec::new(), Vec::new(), String::new());
     loop {
         match stream
@@ -144,7 +152,7 @@ fn run(engine: &LocalEngine<Qwen3_5Moe>, messages: Vec<ChatMessage>) -> Run {
         {
             EngineEvent::Token(token) => {
                 ids.push(token.id.expect("local engines report ids"));
-                logprobs.push(token.logprob.expect("logprobs requested"));
+                logprobs.extend(token.logprob);
                 text.push_str(&token.text);
             }
             EngineEvent::Reasoning { .. }
@@ -200,4 +208,114 @@ fn engine_reuse_of_snapshots_matches_a_fresh_engine() {
     ));
     assert!(turn3.stats.completion_tokens >= 1 && turn3.stats.completion_tokens <= 12);
     assert_eq!(turn3.ids.len(), turn3.stats.completion_tokens);
+}
+
+/// A drafter that proposes the reference output's next tokens, every
+/// `wrong_every`-th position of the output (counted from 1) replaced by
+/// another token (0: none), and counts what it proposed and what was kept.
+struct Oracle {
+    reference: Vec<u32>,
+    wrong_every: usize,
+    proposed: Arc<AtomicUsize>,
+    kept: Arc<AtomicUsize>,
+}
+
+impl Drafter for Oracle {
+    fn draft(&mut self, output: &[u32], max: usize) -> Vec<u32> {
+        let at = output.len();
+        let wrong = |i: usize| self.wrong_every > 0 && (i + 1).is_multiple_of(self.wrong_every);
+        (at..self.reference.len().min(at + max))
+            .map(|i| self.reference[i] ^ u32::from(wrong(i)))
+            .collect()
+    }
+
+    fn accepted(&mut self, proposed: usize, accepted: usize) {
+        self.proposed.fetch_add(proposed, Ordering::SeqCst);
+        self.kept.fetch_add(accepted, Ordering::SeqCst);
+    }
+}
+
+fn engine_drafting(drafting: Drafting) -> LocalEngine<Qwen3_5Moe> {
+    let options = LocalEngineOptions {
+        drafting,
+        ..LocalEngineOptions::default()
+    };
+    LocalEngine::from_dir(model(), &tiny_dir(), options).expect("engine")
+}
+
+fn greedy_request() -> PredictRequest {
+    let params = GenerationParams {
+        temperature: 0.0,
+        max_new_tokens: 48,
+        enable_thinking: false,
+        ..GenerationParams::default()
+    };
+    let mut request = PredictRequest::new(chat(2), params);
+    request.current_observation = Some("src/ README.md notes1.txt".into());
+    request
+}
+
+#[test]
+fn greedy_output_is_the_same_whether_drafts_are_kept_cut_or_rejected() {
+    let reference = run_request(&engine_drafting(Drafting::Off), greedy_request());
+    assert!(reference.ids.len() >= 8, "{:?}", reference.ids);
+    // 0: every draft right (kept whole); 3: cut at every third token
+    // (rewind and feed again); 1: every draft token wrong (rejected at once).
+    for wrong_every in [0usize, 3, 1] {
+        let proposed = Arc::new(AtomicUsize::new(0));
+        let kept = Arc::new(AtomicUsize::new(0));
+        let (p, k, ids) = (proposed.clone(), kept.clone(), reference.ids.clone());
+        let make: DrafterFactory = Arc::new(move |_prompt: &[u32], _observation: &[u32]| {
+            Box::new(Oracle {
+                reference: ids.clone(),
+                wrong_every,
+                proposed: p.clone(),
+                kept: k.clone(),
+            }) as Box<dyn Drafter>
+        });
+        let drafted = run_request(&engine_drafting(Drafting::Custom(make)), greedy_request());
+        assert_eq!(drafted.ids, reference.ids, "wrong every {wrong_every}");
+        assert_eq!(drafted.text, reference.text);
+        assert_eq!(drafted.stats.stop_reason, reference.stats.stop_reason);
+        let (proposed, kept) = (proposed.load(Ordering::SeqCst), kept.load(Ordering::SeqCst));
+        match wrong_every {
+            // All but the first token (sampled) and one a forward come from drafts.
+            0 => assert!(
+                kept * 2 >= reference.ids.len(),
+                "kept {kept} of {}",
+                reference.ids.len()
+            ),
+            1 => assert_eq!((kept, proposed > 0), (0, true)),
+            _ => assert!(kept > 0 && kept < proposed, "kept {kept} of {proposed}"),
+        }
+    }
+    for drafting in [Drafting::Observation, Drafting::PromptLookup] {
+        let drafted = run_request(&engine_drafting(drafting.clone()), greedy_request());
+        assert_eq!(drafted.ids, reference.ids, "{drafting:?}");
+    }
+}
+
+#[test]
+fn a_rewound_state_fed_the_kept_tokens_equals_a_fresh_prefill() {
+    let model = model();
+    let prompt = prompt_ids(&chat(2));
+    let mut state = model.new_state().expect("state");
+    logits(&model, &prompt, &mut state);
+    let checkpoint = Qwen3_5Moe::checkpoint(&state);
+    let draft = [prompt[3], prompt[4], prompt[5], prompt[6], prompt[7]];
+    let rows = CausalLm::forward_all(&model, &draft, &mut state)
+        .and_then(|t| t.to_vec2::<f32>())
+        .expect("verify");
+    assert_eq!(rows.len(), draft.len());
+    Qwen3_5Moe::rewind(&mut state, checkpoint);
+    assert_eq!(Qwen3_5Moe::state_len(&state), prompt.len());
+    let kept = &draft[..2];
+    let after = logits(&model, kept, &mut state);
+    let mut fresh = model.new_state().expect("state");
+    let want = logits(&model, &[prompt.as_slice(), kept].concat(), &mut fresh);
+    let diff = max_abs_diff(&after, &want);
+    assert!(diff <= SNAPSHOT_TOLERANCE, "rewound against fresh: {diff}");
+    // The verifying forward's row 1 is the same distribution (other arithmetic).
+    let diff = max_abs_diff(&rows[1], &want);
+    assert!(diff <= 1e-4, "verify row against fresh: {diff}");
 }

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use worldloom_engine::baseline::{CopyEngine, ReplayEngine};
+use worldloom_engine::local::Drafting;
 use worldloom_engine::local_model::{load_local_model_named, local_engine_name};
 use worldloom_engine::openai::{OpenAiConfig, OpenAiEngine};
 use worldloom_engine::pool::EnginePool;
@@ -36,6 +37,9 @@ pub enum EngineSpec {
         dtype: Option<String>,
         /// The provenance name; `None`: `local:<dir or file name>`.
         name: Option<String>,
+        /// Speculative decoding of greedy requests (off, or drafted from
+        /// the current observation or by prompt lookup).
+        drafting: Drafting,
     },
     /// One OpenAI-compatible endpoint, or several servers of the same model
     /// as one pool.
@@ -148,9 +152,10 @@ pub fn build_engine(spec: EngineSpec) -> Result<BuiltEngine, EngineBuildError> {
             device,
             dtype,
             name,
+            drafting,
         } => {
             let name = name.unwrap_or_else(|| local_engine_name(&path));
-            let local = load_local_model_named(&path, &device, dtype.as_deref(), name)
+            let local = load_local_model_named(&path, &device, dtype.as_deref(), name, drafting)
                 .map_err(|e| EngineBuildError::Local(e.to_string()))?;
             BuiltEngine {
                 default_params: Some(local.engine.default_params().clone()),
@@ -294,6 +299,7 @@ mod tests {
             device: "cpu".into(),
             dtype: None,
             name: None,
+            drafting: Drafting::Off,
         })
         .expect_err("no model");
         assert!(err.to_string().contains("no-model"), "{err}");

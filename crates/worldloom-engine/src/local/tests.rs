@@ -32,6 +32,15 @@ struct Mock<R>(R);
 
 impl<R: MockRule> CausalLm for Mock<R> {
     type State = Vec<u32>;
+    type Checkpoint = usize;
+
+    fn checkpoint(state: &Vec<u32>) -> usize {
+        state.len()
+    }
+
+    fn rewind(state: &mut Vec<u32>, checkpoint: usize) {
+        state.truncate(checkpoint);
+    }
 
     fn new_state(&self) -> candle_core::Result<Vec<u32>> {
         Ok(Vec::new())

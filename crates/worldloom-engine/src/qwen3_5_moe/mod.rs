@@ -118,6 +118,15 @@ impl State {
     }
 }
 
+/// A [`State`] as it was at [`CausalLm::checkpoint`]: its position, the
+/// KV caches' lengths and the DeltaNet states (tensor handles: forwards
+/// replace them and never write into them, and positions past a KV length
+/// are never read, so nothing is copied).
+pub struct Checkpoint {
+    position: usize,
+    layers: Vec<SavedLayer>,
+}
+
 /// What a step must put back into a layer's state if it fails.
 enum SavedLayer {
     /// The KV cache's length before the step (`None`: no cache yet).
@@ -485,6 +494,7 @@ impl Qwen3_5Moe {
 
 impl CausalLm for Qwen3_5Moe {
     type State = State;
+    type Checkpoint = Checkpoint;
 
     fn new_state(&self) -> candle_core::Result<State> {
         Qwen3_5Moe::new_state(self)
@@ -492,6 +502,24 @@ impl CausalLm for Qwen3_5Moe {
 
     fn forward(&self, input_ids: &[u32], state: &mut State) -> candle_core::Result<Tensor> {
         self.forward_with(input_ids, state, DeltaNetMode::Auto)
+    }
+
+    fn forward_all(&self, input_ids: &[u32], state: &mut State) -> candle_core::Result<Tensor> {
+        Qwen3_5Moe::forward_all(self, input_ids, state, DeltaNetMode::Auto)
+    }
+
+    fn checkpoint(state: &State) -> Checkpoint {
+        Checkpoint {
+            position: state.position,
+            layers: state.layers.iter().map(SavedLayer::of).collect(),
+        }
+    }
+
+    fn rewind(state: &mut State, checkpoint: Checkpoint) {
+        for (layer, saved) in state.layers.iter_mut().zip(checkpoint.layers) {
+            saved.restore(layer);
+        }
+        state.position = checkpoint.position;
     }
 
     fn state_len(state: &State) -> usize {
