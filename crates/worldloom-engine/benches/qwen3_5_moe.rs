@@ -11,6 +11,7 @@
 //!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
 //!     [--profile-decode N]
 //!     [--context-tokens N] [--gguf FILE] [--quantize q8_0|q4_k|q6_k]
+//!     [--speculate 1.0,0.8,0.5]
 //! ```
 //!
 //! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
@@ -35,6 +36,14 @@
 //! tokens) to N tokens and `--decode-tokens` steps are timed again there;
 //! the JSON line's `decode_ms_per_token_at_context` next to
 //! `decode_ms_per_token` says how a step's cost grows with the context.
+//!
+//! `--speculate A[,A…]`: after the plain greedy decode, the forward passes
+//! speculative decoding runs for the same number of tokens from the
+//! prompt's state, as the local engine runs them (drafts of 16 tokens
+//! verified in one `forward_all`; a cut draft rewound and its kept tokens
+//! fed again), with each drafted token kept with probability A (forced and
+//! seeded, so any weights give the cost of that acceptance). Reports
+//! tokens/s, the speed-up over the plain decode and tokens per forward.
 //!
 //! Reports (best of `--repeats`):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
@@ -78,6 +87,8 @@ struct Options {
     gguf: Option<std::path::PathBuf>,
     /// Random weights with the projections and experts in this block type.
     quantize: Option<GgmlDType>,
+    /// Draft acceptance rates to decode at speculatively (empty: none).
+    speculate: Vec<f64>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -95,6 +106,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         context_tokens: 0,
         gguf: None,
         quantize: None,
+        speculate: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -125,6 +137,15 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             }
             "--profile-decode" => o.profile_decode = value()?.parse()?,
             "--context-tokens" => o.context_tokens = value()?.parse()?,
+            "--speculate" => {
+                o.speculate = value()?
+                    .split(',')
+                    .map(|a| a.trim().parse::<f64>())
+                    .collect::<Result<_, _>>()?;
+                if o.speculate.iter().any(|a| !(0.0..=1.0).contains(a)) {
+                    return Err("--speculate: acceptance rates between 0 and 1".into());
+                }
+            }
             "--gguf" => o.gguf = Some(value()?.into()),
             "--quantize" => {
                 o.quantize = Some(match value()?.to_ascii_lowercase().as_str() {
@@ -287,6 +308,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut snapshot_turn_s = f64::INFINITY;
     let mut clone_us = f64::INFINITY;
     let mut state_bytes = 0;
+    // The first repeat's greedy decode, its starting state and logits.
+    let mut reference: Option<(Vec<u32>, <Qwen3_5Moe as CausalLm>::State)> = None;
     for repeat in 0..o.repeats {
         let mut state = model.new_state()?;
         let t = Instant::now();
@@ -299,13 +322,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         clone_us = clone_us.min(t.elapsed().as_secs_f64() * 1e6);
         state_bytes = <Qwen3_5Moe as CausalLm>::state_size_bytes(&snapshot);
 
+        let start = snapshot.clone();
+        let mut decoded = Vec::with_capacity(o.decode_tokens);
         let t = Instant::now();
         let mut in_forward_s = 0.0;
         for _ in 0..o.decode_tokens {
             let next = argmax(&logits)?;
+            decoded.push(next);
             let f = Instant::now();
             logits = model.forward(&[next], &mut state)?;
             in_forward_s += f.elapsed().as_secs_f64();
+        }
+        if reference.is_none() {
+            reference = Some((decoded, start));
         }
         synchronize(&o.device)?;
         let elapsed = t.elapsed().as_secs_f64();
@@ -359,6 +388,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "repeat {repeat}: prefill {:.2} s, decode {:.2} s, turn from snapshot {:.3} s, from scratch {:.3} s, logit gap {diff:.3e}",
             prefill_s, decode_s, snapshot_turn_s, scratch_turn_s
         );
+    }
+
+    if let Some((decoded, state)) = &reference {
+        for &acceptance in &o.speculate {
+            let run = speculate(&model, decoded, state.clone(), acceptance)?;
+            let tokens_per_sec = decoded.len() as f64 / run.seconds;
+            println!(
+                "| speculative | {:?} | acceptance {acceptance:.2} | {:.2} tokens/s | {:.2}× plain | {:.2} tokens/forward |",
+                o.dtype,
+                tokens_per_sec,
+                tokens_per_sec * decode_s / o.decode_tokens as f64,
+                decoded.len() as f64 / run.forwards as f64,
+            );
+        }
     }
 
     let (rss_end, rss_peak) = (rss_kib("VmRSS"), rss_kib("VmHWM"));
@@ -427,4 +470,66 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     );
     Ok(())
+}
+
+/// What [`speculate`] measured.
+struct Speculated {
+    seconds: f64,
+    /// Verifying forwards plus re-feeds after a cut draft.
+    forwards: usize,
+}
+
+/// The forward passes speculative decoding runs for `tokens` output
+/// tokens from `state` when each drafted token is kept with probability
+/// `acceptance` (seeded), drafts of 16 tokens: per cycle one
+/// `forward_all` of the chosen token and the draft, and when the draft is
+/// cut, a rewind and a forward of the chosen token and the kept ones (the
+/// local engine's `local::speculative`). The tokens fed are the plain
+/// decode's `reference`; which are kept is forced, not read from the
+/// logits, so the cost of a given acceptance is measured on any weights.
+fn speculate(
+    model: &Qwen3_5Moe,
+    reference: &[u32],
+    mut state: <Qwen3_5Moe as CausalLm>::State,
+    acceptance: f64,
+) -> Result<Speculated, Box<dyn std::error::Error>> {
+    const DRAFT: usize = 16;
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut kept_draw = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        ((rng >> 11) as f64 / (1u64 << 53) as f64) < acceptance
+    };
+    let mut done = 0;
+    let mut forwards = 0;
+    let t = Instant::now();
+    while done < reference.len() {
+        let window = &reference[done..reference.len().min(done + 1 + DRAFT)];
+        let draft = window.len() - 1;
+        if draft == 0 {
+            model.forward(window, &mut state)?;
+            forwards += 1;
+            done += 1;
+            continue;
+        }
+        let checkpoint = <Qwen3_5Moe as CausalLm>::checkpoint(&state);
+        CausalLm::forward_all(model, window, &mut state)?;
+        forwards += 1;
+        let mut kept = 0;
+        while kept < draft && kept_draw() {
+            kept += 1;
+        }
+        if kept < draft {
+            <Qwen3_5Moe as CausalLm>::rewind(&mut state, checkpoint);
+            model.forward(&window[..=kept], &mut state)?;
+            forwards += 1;
+        }
+        done += kept + 1;
+    }
+    synchronize(model.device())?;
+    Ok(Speculated {
+        seconds: t.elapsed().as_secs_f64(),
+        forwards,
+    })
 }
