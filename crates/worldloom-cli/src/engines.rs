@@ -103,6 +103,22 @@ impl From<DraftKind> for Drafting {
     }
 }
 
+/// The local engine's options on a command line (`eval`, `serve-env`).
+#[derive(Debug, Clone, Args)]
+pub struct LocalArgs {
+    /// Model directory or GGUF file for `--engine local`.
+    #[arg(long)]
+    pub model_dir: Option<std::path::PathBuf>,
+    /// Device for `--engine local`: `cpu`, `cuda`, `cuda:N` or `metal`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// Speculative decoding of greedy requests on the local engine
+    /// (`observation`: drafted from the current observation; `prompt-lookup`;
+    /// `off`): the same output, fewer forward passes where drafts hold.
+    #[arg(long, value_enum, default_value = "off")]
+    pub draft: DraftKind,
+}
+
 /// What a command line says about its engine.
 #[derive(Debug, Clone, Copy)]
 pub struct EngineFlags<'a> {

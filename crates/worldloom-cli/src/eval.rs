@@ -10,7 +10,7 @@ use worldloom_engine::GenerationParams;
 use worldloom_eval::bench::load_rows;
 use worldloom_eval::run::{RunOptions, run_eval};
 
-use crate::engines::{DraftKind, EndpointArgs, EngineFlags, EngineKind, check_flags, make_engine};
+use crate::engines::{EndpointArgs, EngineFlags, EngineKind, LocalArgs, check_flags, make_engine};
 
 /// Arguments of `worldloom eval`.
 #[derive(Debug, Args)]
@@ -30,17 +30,9 @@ pub struct EvalArgs {
     /// Environment variable holding the API key for `--engine openai`.
     #[arg(long)]
     pub api_key_env: Option<String>,
-    /// Model directory or GGUF file for `--engine local`.
-    #[arg(long)]
-    pub model_dir: Option<PathBuf>,
-    /// Device for `--engine local`.
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-    /// Speculative decoding of greedy requests on the local engine
-    /// (`observation`: drafted from the current observation; `prompt-lookup`;
-    /// `off`): the same output, fewer forward passes where drafts hold.
-    #[arg(long, value_enum, default_value = "off")]
-    pub draft: DraftKind,
+    /// The local engine's model, device and drafting.
+    #[command(flatten)]
+    pub local: LocalArgs,
     /// Predictions in flight at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -74,9 +66,9 @@ fn engine_flags(args: &EvalArgs) -> EngineFlags<'_> {
     EngineFlags {
         kind: args.engine,
         replay: args.replay.as_deref(),
-        model_dir: args.model_dir.as_deref(),
-        device: &args.device,
-        draft: args.draft,
+        model_dir: args.local.model_dir.as_deref(),
+        device: &args.local.device,
+        draft: args.local.draft,
         base_urls: args.base_url.as_slice(),
         model: args.model.as_deref(),
         api_key_env: args.api_key_env.as_deref(),

@@ -19,7 +19,7 @@ use worldloom_env::{
 };
 
 use crate::engines::{
-    DraftKind, EndpointArgs, EngineFlags, EngineKind, build_named, check_flags, make_engine,
+    EndpointArgs, EngineFlags, EngineKind, LocalArgs, build_named, check_flags, make_engine,
     openai_spec,
 };
 
@@ -63,17 +63,9 @@ pub struct ServeEnvArgs {
     /// Which engine predicts the observations.
     #[arg(long, value_enum, default_value = "copy")]
     pub engine: EngineKind,
-    /// Model directory for `--engine local`.
-    #[arg(long)]
-    pub model_dir: Option<PathBuf>,
-    /// Device for `--engine local`.
-    #[arg(long, default_value = "cpu")]
-    pub device: String,
-    /// Speculative decoding of greedy requests on the local engine
-    /// (`observation`: drafted from the current observation; `prompt-lookup`;
-    /// `off`): the same output, fewer forward passes where drafts hold.
-    #[arg(long, value_enum, default_value = "off")]
-    pub draft: DraftKind,
+    /// The local engine's model, device and drafting.
+    #[command(flatten)]
+    pub local: LocalArgs,
     /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
     /// repeat it for several servers of the same model: each step goes to
     /// the one with the fewest requests in flight, and a request that fails
@@ -167,9 +159,9 @@ fn engine_flags(args: &ServeEnvArgs) -> EngineFlags<'_> {
     EngineFlags {
         kind: args.engine,
         replay: args.replay.as_deref(),
-        model_dir: args.model_dir.as_deref(),
-        device: &args.device,
-        draft: args.draft,
+        model_dir: args.local.model_dir.as_deref(),
+        device: &args.local.device,
+        draft: args.local.draft,
         base_urls: &args.base_urls,
         model: args.model.as_deref(),
         api_key_env: args.api_key_env.as_deref(),

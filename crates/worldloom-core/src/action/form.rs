@@ -150,106 +150,36 @@ const Y: P = req("y", Number, "y in pixels from the top edge");
 
 /// BrowserGym `HighLevelActionSet` functions (signatures as in BrowserGym's
 /// `action/functions.py`).
+#[rustfmt::skip]
 const BROWSERGYM: &[(&str, &str, &[P])] = &[
-    (
-        "click",
-        "click an element",
-        &[
-            BID,
-            opt("button", Text, "left, middle or right (default left)"),
-        ],
-    ),
+    ("click", "click an element", &[BID, opt("button", Text, "left, middle or right (default left)")]),
     ("dblclick", "double-click an element", &[BID]),
     ("hover", "move the mouse over an element", &[BID]),
-    (
-        "fill",
-        "type a value into a field, replacing its text",
-        &[BID, req("value", Text, "the text")],
-    ),
-    (
-        "select_option",
-        "choose an option of a select element",
-        &[BID, req("options", Text, "the option's text or value")],
-    ),
+    ("fill", "type a value into a field, replacing its text", &[BID, req("value", Text, "the text")]),
+    ("select_option", "choose an option of a select element", &[BID, req("options", Text, "the option's text or value")]),
     ("clear", "clear a field", &[BID]),
     ("focus", "focus an element", &[BID]),
-    (
-        "press",
-        "press a key combination on an element",
-        &[
-            BID,
-            req("key_comb", Text, "keys such as Enter or Control+a"),
-        ],
-    ),
-    (
-        "scroll",
-        "scroll the page",
-        &[
-            req("delta_x", Number, "horizontal pixels"),
-            req("delta_y", Number, "vertical pixels (positive: down)"),
-        ],
-    ),
-    (
-        "drag_and_drop",
-        "drag an element onto another",
-        &[
-            req("from_bid", Text, "the dragged element's bid"),
-            req("to_bid", Text, "the target element's bid"),
-        ],
-    ),
-    (
-        "upload_file",
-        "upload a file through a file input",
-        &[BID, req("file", Text, "the file's path")],
-    ),
-    (
-        "mouse_click",
-        "click at page coordinates",
-        &[
-            X,
-            Y,
-            opt("button", Text, "left, middle or right (default left)"),
-        ],
-    ),
-    (
-        "keyboard_press",
-        "press a key combination on the page",
-        &[req("key", Text, "keys such as Enter or Control+a")],
-    ),
-    (
-        "keyboard_type",
-        "type text at the focus",
-        &[req("text", Text, "the text")],
-    ),
+    ("press", "press a key combination on an element", &[BID, req("key_comb", Text, "keys such as Enter or Control+a")]),
+    ("scroll", "scroll the page", &[req("delta_x", Number, "horizontal pixels"), req("delta_y", Number, "vertical pixels (positive: down)")]),
+    ("drag_and_drop", "drag an element onto another", &[req("from_bid", Text, "the dragged element's bid"), req("to_bid", Text, "the target element's bid")]),
+    ("upload_file", "upload a file through a file input", &[BID, req("file", Text, "the file's path")]),
+    ("mouse_click", "click at page coordinates", &[X, Y, opt("button", Text, "left, middle or right (default left)")]),
+    ("keyboard_press", "press a key combination on the page", &[req("key", Text, "keys such as Enter or Control+a")]),
+    ("keyboard_type", "type text at the focus", &[req("text", Text, "the text")]),
     ("goto", "open a URL", &[req("url", Text, "the URL")]),
     ("go_back", "go back in the tab's history", &[]),
     ("go_forward", "go forward in the tab's history", &[]),
     ("new_tab", "open a new tab", &[]),
     ("tab_close", "close the current tab", &[]),
-    (
-        "tab_focus",
-        "switch to a tab",
-        &[req("index", Number, "the tab's index, from 0")],
-    ),
-    (
-        "send_msg_to_user",
-        "answer the user (ends the episode)",
-        &[req("text", Text, "the message")],
-    ),
-    (
-        "report_infeasible",
-        "report the task infeasible (ends the episode)",
-        &[req("reason", Text, "why")],
-    ),
-    (
-        "noop",
-        "do nothing and wait",
-        &[opt("wait_ms", Number, "milliseconds (default 1000)")],
-    ),
+    ("tab_focus", "switch to a tab", &[req("index", Number, "the tab's index, from 0")]),
+    ("send_msg_to_user", "answer the user (ends the episode)", &[req("text", Text, "the message")]),
+    ("report_infeasible", "report the task infeasible (ends the episode)", &[req("reason", Text, "why")]),
+    ("noop", "do nothing and wait", &[opt("wait_ms", Number, "milliseconds (default 1000)")]),
 ];
 
 /// `pyautogui` functions as OSWorld agents write them, and OSWorld's
 /// special actions.
+#[rustfmt::skip]
 const PYAUTOGUI: &[(&str, &str, &[P])] = &[
     ("click", "click at a screen point", &[X, Y]),
     ("doubleClick", "double-click at a screen point", &[X, Y]),
@@ -258,36 +188,12 @@ const PYAUTOGUI: &[(&str, &str, &[P])] = &[
     ("middleClick", "middle-click at a screen point", &[X, Y]),
     ("moveTo", "move the pointer to a screen point", &[X, Y]),
     ("dragTo", "drag from the pointer to a screen point", &[X, Y]),
-    (
-        "scroll",
-        "scroll the wheel (positive: up)",
-        &[
-            req("clicks", Number, "wheel clicks"),
-            opt("x", Number, "x in pixels where to scroll"),
-            opt("y", Number, "y in pixels where to scroll"),
-        ],
-    ),
+    ("scroll", "scroll the wheel (positive: up)", &[req("clicks", Number, "wheel clicks"), opt("x", Number, "x in pixels where to scroll"), opt("y", Number, "y in pixels where to scroll")]),
     ("write", "type text", &[req("message", Text, "the text")]),
-    (
-        "typewrite",
-        "type text (older name of write)",
-        &[req("message", Text, "the text")],
-    ),
-    (
-        "press",
-        "press and release a key",
-        &[req("keys", Text, "a key name such as enter or tab")],
-    ),
-    (
-        "hotkey",
-        "press keys together",
-        &[req("keys", List, "key names in order, e.g. ctrl, s")],
-    ),
-    (
-        "keyDown",
-        "hold a key down",
-        &[req("key", Text, "a key name")],
-    ),
+    ("typewrite", "type text (older name of write)", &[req("message", Text, "the text")]),
+    ("press", "press and release a key", &[req("keys", Text, "a key name such as enter or tab")]),
+    ("hotkey", "press keys together", &[req("keys", List, "key names in order, e.g. ctrl, s")]),
+    ("keyDown", "hold a key down", &[req("key", Text, "a key name")]),
     ("keyUp", "release a key", &[req("key", Text, "a key name")]),
     ("WAIT", "wait for the screen to change", &[]),
     ("DONE", "the task is done (ends the episode)", &[]),
@@ -439,6 +345,21 @@ fn no_form(format: ActionFormat) -> String {
     }
 }
 
+/// Sets action `name`'s field `param` to `value` as the form's text,
+/// or says that the value is not of the field's kind.
+fn set_field(
+    fields: &mut BTreeMap<String, String>,
+    name: &str,
+    param: &P,
+    value: &Value,
+) -> Result<(), String> {
+    let (pname, kind, _, _) = *param;
+    let text = field_text(value, kind)
+        .ok_or_else(|| format!("{name}: {pname} is not {}", kind_word(kind)))?;
+    fields.insert(pname.to_owned(), text);
+    Ok(())
+}
+
 /// A literal as a field's text: strings as they are, numbers as their
 /// decimal text, `None` as empty.
 fn field_text(value: &Value, kind: ParamKind) -> Option<String> {
@@ -532,10 +453,8 @@ fn read_call(text: &str, format: ActionFormat, prefix: &str) -> Result<ActionFie
         .kwargs
         .iter()
         .filter_map(|(k, v)| params.iter().find(|(n, _, _, _)| n == k).map(|p| (p, v)));
-    for ((pname, kind, _, _), value) in positional.chain(keywords) {
-        let text = field_text(value, *kind)
-            .ok_or_else(|| format!("{name}: {pname} is not {}", kind_word(*kind)))?;
-        fields.insert((*pname).to_owned(), text);
+    for (param, value) in positional.chain(keywords) {
+        set_field(&mut fields, name, param, value)?;
     }
     Ok(ActionFields {
         name: name.to_owned(),
@@ -564,13 +483,11 @@ fn read_android(text: &str) -> Result<ActionFields, String> {
         if key == "action_type" {
             continue;
         }
-        let (pname, kind, _, _) = params
+        let param = params
             .iter()
             .find(|(n, _, _, _)| n == key)
             .ok_or_else(|| format!("{name}: key `{key}` is not in the form"))?;
-        let text = field_text(value, *kind)
-            .ok_or_else(|| format!("{name}: {pname} is not {}", kind_word(*kind)))?;
-        fields.insert((*pname).to_owned(), text);
+        set_field(&mut fields, name, param, value)?;
     }
     Ok(ActionFields {
         name: name.to_owned(),
