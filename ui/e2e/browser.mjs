@@ -37,6 +37,20 @@ export const CHROMIUM_ARGS = [
 ];
 
 /** Returns `{ context, close }` for a persistent context on a fresh user-data dir. */
+/**
+ * Reads `read()` every 100 ms until `ok(value)` holds or `timeoutMs` passes, and returns the
+ * last value read: for a page that updates after a request (a refetch), instead of a fixed wait.
+ */
+export async function settle(read, ok, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!ok(value) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    value = await read();
+  }
+  return value;
+}
+
 export async function launch({ width = 1600, height = 900, colorScheme = "light" } = {}) {
   const profile = mkdtempSync(join(tmpdir(), "worldloom-e2e-profile-"));
   const context = await chromium.launchPersistentContext(profile, {

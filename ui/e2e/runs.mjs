@@ -19,7 +19,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { launch, places, serve } from "./browser.mjs";
+import { launch, places, serve, settle } from "./browser.mjs";
 
 const { uiDir, repo, shots, bin } = places();
 const dataset = join(repo, "samples", "agentworldbench", "agentworldbench_sample.jsonl");
@@ -320,9 +320,12 @@ for (const colorScheme of ["light", "dark"]) {
     await page.getByText("Labels…").click();
     await page.getByLabel("Label set, one per line").fill("wrong page\nleaks the goal\n");
     await page.getByRole("button", { name: "Save labels" }).click();
-    await page.waitForTimeout(600);
-    const offered = await page.getByLabel("Label", { exact: true }).locator("option").allTextContents();
-    check(offered.join("|") === "any label|wrong page|leaks the goal", `the label set is saved (${offered.join(", ")})`);
+    const wantLabels = "any label|wrong page|leaks the goal";
+    const offered = await settle(
+      () => page.getByLabel("Label", { exact: true }).locator("option").allTextContents(),
+      (labels) => labels.join("|") === wantLabels,
+    );
+    check(offered.join("|") === wantLabels, `the label set is saved (${offered.join(", ")})`);
 
     // The atlas of A (replay) beside B (copy): a cell opens its rows, a row
     // its turn with the nodes' lines marked in real | A | B, then the turn view.

@@ -103,6 +103,23 @@ impl From<DraftKind> for Drafting {
     }
 }
 
+/// `--engine openai`'s options on a command line (`eval`, `serve-env`).
+#[derive(Debug, Clone, Args)]
+pub struct OpenaiArgs {
+    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
+    /// repeat it for several servers of the same model: each request goes
+    /// to the one with the fewest requests in flight, and a request that
+    /// fails before any output is retried on another.
+    #[arg(long = "base-url")]
+    pub base_urls: Vec<String>,
+    /// Model name for `--engine openai` (must be listed by /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Environment variable holding the API key for `--engine openai`.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+}
+
 /// The local engine's options on a command line (`eval`, `serve-env`).
 #[derive(Debug, Clone, Args)]
 pub struct LocalArgs {
@@ -146,6 +163,48 @@ pub struct EngineFlags<'a> {
     /// Milliseconds one request may take at most (a row's or a step's
     /// limit); caps `--read-timeout-s`.
     pub request_cap_ms: u64,
+}
+
+/// The options of every engine, for the commands that take the whole set
+/// (`eval`, `serve-env`; the engine itself is their `--engine`).
+#[derive(Debug, Clone, Args)]
+pub struct EngineOptions {
+    /// The local engine's model, device and drafting.
+    #[command(flatten)]
+    pub local: LocalArgs,
+    /// The endpoints, model and key of `--engine openai`.
+    #[command(flatten)]
+    pub openai: OpenaiArgs,
+    /// Use non-streaming requests for `--engine openai`.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// Connection limits for `--engine openai`.
+    #[command(flatten)]
+    pub endpoint: EndpointArgs,
+    /// Earlier predictions file whose answers (`gen`) are replayed, for
+    /// `--engine replay`.
+    #[arg(long)]
+    pub replay: Option<std::path::PathBuf>,
+}
+
+impl<'a> EngineFlags<'a> {
+    /// The flags of a command line with the whole set: `--engine` and the
+    /// [`EngineOptions`], a request's limit in milliseconds.
+    pub fn of(kind: EngineKind, options: &'a EngineOptions, request_cap_ms: u64) -> Self {
+        Self {
+            kind,
+            replay: options.replay.as_deref(),
+            model_dir: options.local.model_dir.as_deref(),
+            device: &options.local.device,
+            draft: options.local.draft,
+            base_urls: &options.openai.base_urls,
+            model: options.openai.model.as_deref(),
+            api_key_env: options.openai.api_key_env.as_deref(),
+            stream: !options.no_stream,
+            endpoint: &options.endpoint,
+            request_cap_ms,
+        }
+    }
 }
 
 /// Checks the options `flags.kind` needs are there, before any slow work.

@@ -10,7 +10,7 @@ use worldloom_engine::GenerationParams;
 use worldloom_eval::bench::load_rows;
 use worldloom_eval::run::{RunOptions, run_eval};
 
-use crate::engines::{EndpointArgs, EngineFlags, EngineKind, LocalArgs, check_flags, make_engine};
+use crate::engines::{EngineFlags, EngineKind, EngineOptions, check_flags, make_engine};
 
 /// Arguments of `worldloom eval`.
 #[derive(Debug, Args)]
@@ -21,18 +21,9 @@ pub struct EvalArgs {
     /// Which engine predicts.
     #[arg(long, value_enum)]
     pub engine: EngineKind,
-    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1).
-    #[arg(long)]
-    pub base_url: Option<String>,
-    /// Model name for `--engine openai` (must be listed by /v1/models).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Environment variable holding the API key for `--engine openai`.
-    #[arg(long)]
-    pub api_key_env: Option<String>,
-    /// The local engine's model, device and drafting.
+    /// The options of each engine.
     #[command(flatten)]
-    pub local: LocalArgs,
+    pub engines: EngineOptions,
     /// Predictions in flight at once.
     #[arg(long, default_value_t = 1)]
     pub concurrency: usize,
@@ -42,20 +33,10 @@ pub struct EvalArgs {
     /// Sampling temperature (the official default).
     #[arg(long, default_value_t = 0.6)]
     pub temperature: f32,
-    /// Use non-streaming requests for `--engine openai`.
-    #[arg(long)]
-    pub no_stream: bool,
     /// Give up on one row after this many seconds. For `--engine openai`
     /// it also caps `--read-timeout-s` (no silence outlasts a row).
     #[arg(long, default_value_t = 3600)]
     pub row_timeout_s: u64,
-    /// Connection limits for `--engine openai`.
-    #[command(flatten)]
-    pub endpoint: EndpointArgs,
-    /// Earlier predictions file whose `gen` answers are replayed, for
-    /// `--engine replay`.
-    #[arg(long)]
-    pub replay: Option<PathBuf>,
     /// Output JSON Lines file; rows already in it are skipped (resume).
     #[arg(short = 'o', long)]
     pub output: PathBuf,
@@ -63,19 +44,8 @@ pub struct EvalArgs {
 
 /// The engine the arguments describe.
 fn engine_flags(args: &EvalArgs) -> EngineFlags<'_> {
-    EngineFlags {
-        kind: args.engine,
-        replay: args.replay.as_deref(),
-        model_dir: args.local.model_dir.as_deref(),
-        device: &args.local.device,
-        draft: args.local.draft,
-        base_urls: args.base_url.as_slice(),
-        model: args.model.as_deref(),
-        api_key_env: args.api_key_env.as_deref(),
-        stream: !args.no_stream,
-        endpoint: &args.endpoint,
-        request_cap_ms: args.row_timeout_s.saturating_mul(1000).max(1),
-    }
+    let cap_ms = args.row_timeout_s.saturating_mul(1000).max(1);
+    EngineFlags::of(args.engine, &args.engines, cap_ms)
 }
 
 /// Sets the command line's `--max-tokens` and `--temperature` on `params`.

@@ -19,8 +19,7 @@ use worldloom_env::{
 };
 
 use crate::engines::{
-    EndpointArgs, EngineFlags, EngineKind, LocalArgs, build_named, check_flags, make_engine,
-    openai_spec,
+    EngineFlags, EngineKind, EngineOptions, build_named, check_flags, make_engine, openai_spec,
 };
 
 /// Rewards `serve-env` can give.
@@ -63,30 +62,10 @@ pub struct ServeEnvArgs {
     /// Which engine predicts the observations.
     #[arg(long, value_enum, default_value = "copy")]
     pub engine: EngineKind,
-    /// The local engine's model, device and drafting.
+    /// The options of each engine (`--no-stream` and the connection limits
+    /// apply to the judge too).
     #[command(flatten)]
-    pub local: LocalArgs,
-    /// API base URL for `--engine openai` (e.g. http://127.0.0.1:8000/v1);
-    /// repeat it for several servers of the same model: each step goes to
-    /// the one with the fewest requests in flight, and a request that fails
-    /// before any output is retried on another.
-    #[arg(long = "base-url")]
-    pub base_urls: Vec<String>,
-    /// Model name for `--engine openai`.
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Environment variable holding the API key for `--engine openai`.
-    #[arg(long)]
-    pub api_key_env: Option<String>,
-    /// Use non-streaming requests for `--engine openai` and the judge.
-    #[arg(long)]
-    pub no_stream: bool,
-    /// Connection limits for `--engine openai`.
-    #[command(flatten)]
-    pub endpoint: EndpointArgs,
-    /// Earlier predictions file whose answers are replayed (`--engine replay`).
-    #[arg(long)]
-    pub replay: Option<PathBuf>,
+    pub engines: EngineOptions,
     /// Address to listen on. Anything but a loopback address needs a token.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
@@ -156,19 +135,11 @@ pub const TOKEN_ENV: &str = "WORLDLOOM_ENV_TOKEN";
 
 /// The engine the arguments describe.
 fn engine_flags(args: &ServeEnvArgs) -> EngineFlags<'_> {
-    EngineFlags {
-        kind: args.engine,
-        replay: args.replay.as_deref(),
-        model_dir: args.local.model_dir.as_deref(),
-        device: &args.local.device,
-        draft: args.local.draft,
-        base_urls: &args.base_urls,
-        model: args.model.as_deref(),
-        api_key_env: args.api_key_env.as_deref(),
-        stream: !args.no_stream,
-        endpoint: &args.endpoint,
-        request_cap_ms: args.step_timeout_s.saturating_mul(1000).max(1),
-    }
+    EngineFlags::of(
+        args.engine,
+        &args.engines,
+        args.step_timeout_s.saturating_mul(1000).max(1),
+    )
 }
 
 fn perturbations(args: &ServeEnvArgs) -> anyhow::Result<Perturbations> {
@@ -227,7 +198,7 @@ fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
                 base_url: base_url.clone(),
                 model: model.clone(),
                 api_key_env: args.judge_api_key_env.clone(),
-                stream: !args.no_stream,
+                stream: !args.engines.no_stream,
                 ..OpenAiConfig::default()
             };
             let step_ms = args.step_timeout_s.saturating_mul(1000).max(1);
@@ -235,7 +206,7 @@ fn reward(args: &ServeEnvArgs) -> anyhow::Result<Arc<dyn Reward>> {
                 openai_spec(
                     std::slice::from_ref(base_url),
                     config,
-                    &args.endpoint,
+                    &args.engines.endpoint,
                     Some(step_ms),
                 ),
                 "--judge-base-url",

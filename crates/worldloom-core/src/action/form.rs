@@ -210,51 +210,20 @@ const ELEMENT: P = opt(
 
 /// AndroidWorld's `JSONAction` types, plus the AndroidControl-style `type`
 /// and an `element` instead of `x`/`y`.
+#[rustfmt::skip]
 const ANDROID: &[(&str, &str, &[P])] = &[
-    (
-        "click",
-        "tap a point or an element",
-        &[OPT_X, OPT_Y, ELEMENT],
-    ),
-    (
-        "long_press",
-        "long-press a point or an element",
-        &[OPT_X, OPT_Y, ELEMENT],
-    ),
-    (
-        "input_text",
-        "type text into a field (at x, y when given)",
-        &[req("text", Text, "the text"), OPT_X, OPT_Y],
-    ),
-    (
-        "type",
-        "type text into the focused field",
-        &[req("text", Text, "the text")],
-    ),
-    (
-        "scroll",
-        "scroll the screen",
-        &[req("direction", Text, "up, down, left or right")],
-    ),
+    ("click", "tap a point or an element", &[OPT_X, OPT_Y, ELEMENT]),
+    ("long_press", "long-press a point or an element", &[OPT_X, OPT_Y, ELEMENT]),
+    ("input_text", "type text into a field (at x, y when given)", &[req("text", Text, "the text"), OPT_X, OPT_Y]),
+    ("type", "type text into the focused field", &[req("text", Text, "the text")]),
+    ("scroll", "scroll the screen", &[req("direction", Text, "up, down, left or right")]),
     ("navigate_back", "the system back button", &[]),
     ("navigate_home", "the system home button", &[]),
     ("keyboard_enter", "press enter on the keyboard", &[]),
-    (
-        "open_app",
-        "open an app by name",
-        &[req("app_name", Text, "the app's name")],
-    ),
+    ("open_app", "open an app by name", &[req("app_name", Text, "the app's name")]),
     ("wait", "wait for the screen to change", &[]),
-    (
-        "status",
-        "end the episode",
-        &[req("goal_status", Text, "complete or infeasible")],
-    ),
-    (
-        "answer",
-        "answer the user",
-        &[req("text", Text, "the answer")],
-    ),
+    ("status", "end the episode", &[req("goal_status", Text, "complete or infeasible")]),
+    ("answer", "answer the user", &[req("text", Text, "the answer")]),
 ];
 
 const TOOL_CALLS: &[(&str, &str, &[P])] = &[(
