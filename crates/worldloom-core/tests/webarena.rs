@@ -133,7 +133,6 @@ fn a_render_keeps_each_step_screenshot_from_its_data_url() {
     let shot = |line| {
         Some(EmbeddedImage {
             line,
-            mime: "image/png".into(),
             base64: PIXEL_PNG.into(),
         })
     };

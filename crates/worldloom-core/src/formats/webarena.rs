@@ -51,25 +51,14 @@ use crate::trajectory::{Source, Trajectory};
 pub const FORMAT: &str = "webarena";
 
 /// A step's screenshot inside the render: an `<img>` whose `src` is a
-/// `data:` URL, as written (not decoded yet).
-#[derive(Clone, PartialEq, Eq)]
+/// base64 `data:` URL, as written (not decoded yet). The media type the
+/// URL states is not kept: the image's own header decides it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedImage {
     /// 1-based line of the `<img>` tag in the render.
     pub line: u64,
-    /// The media type the URL states (`image/png`).
-    pub mime: String,
     /// The URL's base64 text.
     pub base64: String,
-}
-
-impl std::fmt::Debug for EmbeddedImage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EmbeddedImage")
-            .field("line", &self.line)
-            .field("mime", &self.mime)
-            .field("base64_len", &self.base64.len())
-            .finish()
-    }
 }
 
 /// One step of a WebArena trace, as either file states it.
@@ -261,11 +250,10 @@ impl RenderState {
             "img" => {
                 if let (Some(step), Some(src)) = (self.steps.last_mut(), attr(tag, "src"))
                     && let Some(data) = src.trim().strip_prefix("data:")
-                    && let Some((mime, payload)) = data.split_once(";base64,")
+                    && let Some((_, payload)) = data.split_once(";base64,")
                 {
                     step.screenshot = Some(EmbeddedImage {
                         line: 0,
-                        mime: mime.to_owned(),
                         base64: payload.to_owned(),
                     });
                 }
