@@ -79,9 +79,10 @@ pub enum EngineKind {
     Replay,
 }
 
-/// Speculative decoding of the local engine's greedy requests (`--draft`):
-/// the engine drafts tokens, verifies them in one forward and keeps those
-/// greedy decoding would have chosen, so the output is the same.
+/// Speculative decoding of the local engine's requests (`--draft`):
+/// the engine drafts tokens, verifies them in one forward and keeps them by
+/// the request's own rule: a greedy output is the same, a sampled one has
+/// the same distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum DraftKind {
     /// One token a forward.
@@ -129,9 +130,10 @@ pub struct LocalArgs {
     /// Device for `--engine local`: `cpu`, `cuda`, `cuda:N` or `metal`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Speculative decoding of greedy requests on the local engine
+    /// Speculative decoding on the local engine
     /// (`observation`: drafted from the current observation; `prompt-lookup`;
-    /// `off`): the same output, fewer forward passes where drafts hold.
+    /// `off`): the same greedy output (sampled: the same distribution),
+    /// fewer forward passes where drafts hold.
     #[arg(long, value_enum, default_value = "off")]
     pub draft: DraftKind,
 }

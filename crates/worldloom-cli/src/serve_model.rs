@@ -47,9 +47,10 @@ pub struct ServeModelArgs {
     /// Device for the local engine: `cpu`, `cuda`, `cuda:N` or `metal`.
     #[arg(long, default_value = "cpu")]
     pub device: String,
-    /// Speculative decoding of greedy requests on the local engine
+    /// Speculative decoding on the local engine
     /// (`observation`: drafted from the current observation; `prompt-lookup`;
-    /// `off`): the same output, fewer forward passes where drafts hold.
+    /// `off`): the same greedy output (sampled: the same distribution),
+    /// fewer forward passes where drafts hold.
     #[arg(long, value_enum, default_value = "off")]
     pub draft: DraftKind,
     /// Predictions run at once; further requests wait in a first-come

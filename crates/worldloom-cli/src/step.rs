@@ -62,9 +62,10 @@ pub struct ModelOptions {
     /// Compute dtype: bf16, f16, f32 (default: the stored dtype).
     #[arg(long)]
     pub dtype: Option<String>,
-    /// Speculative decoding of greedy requests on the local engine
+    /// Speculative decoding on the local engine
     /// (`observation`: drafted from the current observation; `prompt-lookup`;
-    /// `off`): the same output, fewer forward passes where drafts hold.
+    /// `off`): the same greedy output (sampled: the same distribution),
+    /// fewer forward passes where drafts hold.
     #[arg(long, value_enum, default_value = "off")]
     pub draft: DraftKind,
     /// Upper bound on generated tokens (default: the model directory's

@@ -20,9 +20,8 @@
 //!    `eos_token_id`), a stop string ([`StopStrings`]), the end of the
 //!    observation block (when asked), `max_new_tokens`, or cancellation
 //!    (checked before and after every model call). With drafting on
-//!    ([`Drafting`]), a greedy request verifies drafted tokens in one
-//!    forward and keeps those greedy decoding would choose
-//!    ([`speculative`]).
+//!    ([`Drafting`]), drafted tokens are verified in one forward and kept
+//!    by the request's own rule, greedy or sampled ([`speculative`]).
 //!
 //! Qwen3.5 templates open the think block inside the generation prompt when
 //! thinking is enabled ([`opens_reasoning`]), so the parser starts inside
@@ -37,7 +36,7 @@ use std::time::Instant;
 
 use crate::chat_template::{ChatTemplate, RenderOptions};
 use crate::lm::CausalLm;
-use crate::sampling::{GenerationConfig, SampledToken, Sampler, top_logprobs, top_logprobs_tensor};
+use crate::sampling::{GenerationConfig, Sampler, top_logprobs, top_logprobs_tensor};
 use crate::snapshot::SnapshotCache;
 use crate::tokenizer::{StreamDecoder, Tokenizer};
 use worldloom_core::output::{OutputParser, opens_reasoning};
@@ -569,16 +568,15 @@ impl<M: CausalLm> Worker<M> {
     }
 
     /// The request's drafting ([`speculative`]), when the engine drafts and
-    /// the request is greedy without penalties or log-probabilities: the
+    /// the request does not ask for log-probabilities: the
     /// drafter over the prompt and the current observation (the request's,
     /// else the last assistant message).
     fn speculation(
         &self,
         request: &PredictRequest,
         prompt: &[u32],
-        sampler: &Sampler,
     ) -> Result<Option<Speculation>, Halt> {
-        if self.drafting.is_off() || !speculative::applies(sampler, &request.params) {
+        if self.drafting.is_off() || !speculative::applies(&request.params) {
             return Ok(None);
         }
         let observation = request.current_observation.clone().or_else(|| {
@@ -637,7 +635,7 @@ impl<M: CausalLm> Worker<M> {
         } = self.prefill(&prompt, cancel)?;
         let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
         let decode_start = Instant::now();
-        let mut speculation = self.speculation(request, &prompt, &sampler)?;
+        let mut speculation = self.speculation(request, &prompt)?;
 
         let mut parser = OutputParser::new(opens_reasoning(&text));
         let mut stops = StopStrings::new(&params.stop);
@@ -665,15 +663,12 @@ impl<M: CausalLm> Worker<M> {
             if completion_tokens >= params.max_new_tokens {
                 break StopReason::MaxTokens;
             }
-            // A token kept from a draft, else one chosen from the logits.
-            let kept = speculation.as_mut().and_then(Speculation::next_pending);
-            let from_draft = kept.is_some();
-            let token = match (kept, &logits) {
-                (Some(id), _) => SampledToken {
-                    id,
-                    logprob: 0.0,
-                    sampling_logprob: 0.0,
-                },
+            // A token a verification chose (a kept draft token, already fed,
+            // or a replacement), else one chosen from the logits.
+            let chosen = speculation.as_mut().and_then(Speculation::next_chosen);
+            let from_draft = chosen.is_some_and(|(_, fed)| fed);
+            let token = match (chosen, &logits) {
+                (Some((token, _)), _) => token,
                 (None, StepLogits::Host(l)) => sampler.sample(l).map_err(model_error)?,
                 (None, StepLogits::Device(t)) => sampler.sample_tensor(t).map_err(model_error)?,
             };
@@ -727,7 +722,13 @@ impl<M: CausalLm> Worker<M> {
             if let Some(s) = speculation.as_mut() {
                 let room = params.max_new_tokens - completion_tokens;
                 let verified = s
-                    .verify(&self.model, token.id, room.saturating_sub(1), &mut state)
+                    .verify(
+                        &self.model,
+                        &mut sampler,
+                        token.id,
+                        room.saturating_sub(1),
+                        &mut state,
+                    )
                     .map_err(model_error)?;
                 if let Some(next) = verified {
                     self.check_vocab(next.len())?;

@@ -117,6 +117,17 @@ impl Penalties {
     }
 }
 
+/// What [`Sampler::judge_draft`] decided for a drafted token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DraftVerdict {
+    /// The drafted token is the one chosen here.
+    Kept,
+    /// Greedy decoding chooses another token (the caller picks it).
+    Rejected,
+    /// Sampling rejected the draft and drew this token instead.
+    Replaced(SampledToken),
+}
+
 /// Penalties, temperature, min-p, top-k, top-p and a seeded random
 /// generator (ChaCha8, so a seed gives the same tokens on every platform).
 ///
@@ -230,12 +241,6 @@ impl Sampler {
     /// Whether this sampler decodes greedily (temperature 0).
     pub fn is_greedy(&self) -> bool {
         self.temperature == 0.0
-    }
-
-    /// Whether this sampler decodes greedily with no penalties: its choice
-    /// depends on the logits alone (the argmax).
-    pub fn is_plain_greedy(&self) -> bool {
-        self.is_greedy() && self.penalties.is_neutral()
     }
 
     /// Picks the next token from last-position logits (`[vocab]`).
@@ -379,6 +384,76 @@ impl Sampler {
         } else {
             std::borrow::Cow::Owned(self.penalties.apply(logits, &self.counts))
         }
+    }
+
+    /// Speculative decoding's rule for one drafted token (a deterministic
+    /// draft, for which the rule of Leviathan et al. and Chen et al., 2023,
+    /// reduces to this), at a position whose logits are `logits`
+    /// (`[vocab]` f32):
+    /// - greedy: [`DraftVerdict::Kept`] when `drafted` is the argmax of the
+    ///   penalised logits, else [`DraftVerdict::Rejected`] (the caller
+    ///   chooses the token itself);
+    /// - sampling: kept with probability p(`drafted`) under this sampler's
+    ///   distribution (penalties, temperature, min-p, top-k, top-p), else
+    ///   [`DraftVerdict::Replaced`] by a draw from that distribution with
+    ///   `drafted` removed and renormalised, so that the token at this
+    ///   position has exactly the distribution of [`Sampler::sample`].
+    ///
+    /// A kept or replacing token counts as generated (penalties).
+    ///
+    /// # Errors
+    /// [`SamplingError::BadLogits`] as [`Sampler::sample`].
+    pub fn judge_draft(
+        &mut self,
+        logits: &[f32],
+        drafted: u32,
+    ) -> Result<DraftVerdict, SamplingError> {
+        let penalised = self.penalised(logits);
+        if self.is_greedy() {
+            if argmax(&penalised)? != drafted {
+                return Ok(DraftVerdict::Rejected);
+            }
+            *self.counts.entry(drafted).or_insert(0) += 1;
+            return Ok(DraftVerdict::Kept);
+        }
+        let candidates = filtered_distribution(
+            &penalised,
+            self.temperature,
+            self.min_p,
+            self.top_k,
+            self.top_p,
+        )?;
+        let p = candidates
+            .iter()
+            .find(|(id, _)| *id == drafted)
+            .map_or(0.0, |&(_, p)| p);
+        if self.rng.random::<f32>() < p {
+            *self.counts.entry(drafted).or_insert(0) += 1;
+            return Ok(DraftVerdict::Kept);
+        }
+        let rest: f32 = candidates
+            .iter()
+            .filter(|(id, _)| *id != drafted)
+            .map(|&(_, q)| q)
+            .sum();
+        let residual: Vec<(u32, f32)> = candidates
+            .iter()
+            .filter(|(id, _)| *id != drafted)
+            .map(|&(id, q)| (id, q / rest))
+            .collect();
+        if residual.is_empty() || rest <= 0.0 {
+            return Err(SamplingError::BadLogits(
+                "no token besides the drafted one has probability left".into(),
+            ));
+        }
+        let (id, q) = self.draw(&residual);
+        *self.counts.entry(id).or_insert(0) += 1;
+        let normaliser = LogNormaliser::of(logits)?;
+        Ok(DraftVerdict::Replaced(SampledToken {
+            id,
+            logprob: normaliser.logprob(logits, id),
+            sampling_logprob: q.ln(),
+        }))
     }
 
     fn pick(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {

@@ -4,26 +4,30 @@
 //! ([`CausalLm::forward_all`], the prefill path), and the longest prefix of
 //! the draft that greedy decoding would have chosen is kept.
 //!
-//! Exactness: a draft token is kept only where it is the argmax of the
-//! verifying forward's logits at its position (the rule greedy decoding
-//! applies, lowest id among ties). When a draft is cut short the state is
-//! rewound to before the forward ([`CausalLm::rewind`]: KV lengths and
-//! recurrent states put back) and the kept tokens are fed again, whose
-//! last-position logits then choose the next token, so a draft rejected at
-//! its first token leaves generation exactly as without drafting. Kept
-//! tokens were chosen from a multi-token forward, whose arithmetic (chunked
-//! DeltaNet, batched matmuls) can differ from one-token steps in the last
-//! bits; the tests check the outputs are the same token for token.
+//! Exactness ([`Sampler::judge_draft`]): greedy, a draft token is kept
+//! only where it is the argmax of the verifying forward's logits at its
+//! position (penalties applied, lowest id among ties); sampling, it is kept
+//! with its probability under the request's distribution and, when not, a
+//! token is drawn from that distribution without it (renormalised), so
+//! every token has the distribution plain sampling gives it. When a draft
+//! is cut short the state is rewound to before the forward
+//! ([`CausalLm::rewind`]: KV lengths and recurrent states put back) and the
+//! kept tokens are fed again; greedy, those logits then choose the next
+//! token, so a draft rejected at its first token leaves generation exactly
+//! as without drafting. Kept tokens were chosen from a multi-token forward,
+//! whose arithmetic (chunked DeltaNet, batched matmuls) can differ from
+//! one-token steps in the last bits; the tests check greedy outputs are the
+//! same token for token and sampled ones have the same distribution.
 //!
-//! Only greedy requests without penalties or log-probabilities draft
-//! ([`applies`]); others decode one token at a time.
+//! Requests asking for log-probabilities decode one token at a time
+//! ([`applies`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::draft::{Drafter, NgramDrafter, ObservationDrafter};
 use crate::lm::CausalLm;
-use crate::sampling::{Sampler, argmax};
+use crate::sampling::{DraftVerdict, SampledToken, Sampler};
 use crate::world_model::GenerationParams;
 
 /// The longest draft verified in one forward, in tokens.
@@ -82,18 +86,20 @@ impl Drafting {
     }
 }
 
-/// Whether a request may draft: greedy, no penalties, no log-probabilities
-/// (the tokens kept from a draft were not sampled one by one).
-pub(super) fn applies(sampler: &Sampler, params: &GenerationParams) -> bool {
-    sampler.is_plain_greedy() && !params.logprobs
+/// Whether a request may draft: one that does not ask for
+/// log-probabilities (a kept draft token's are not computed).
+pub(super) fn applies(params: &GenerationParams) -> bool {
+    !params.logprobs
 }
 
-/// One generation's drafting: the drafter, the tokens generated so far and
-/// the kept draft tokens not yet emitted.
+/// One generation's drafting: the drafter, the tokens generated so far,
+/// the kept draft tokens not yet emitted (already fed) and the token drawn
+/// in place of a rejected one (not fed yet).
 pub(super) struct Speculation {
     drafter: Box<dyn Drafter>,
     generated: Vec<u32>,
     pending: VecDeque<u32>,
+    replacement: Option<SampledToken>,
 }
 
 impl Speculation {
@@ -102,12 +108,22 @@ impl Speculation {
             drafter,
             generated: Vec::new(),
             pending: VecDeque::new(),
+            replacement: None,
         }
     }
 
-    /// The next kept draft token to emit, if any.
-    pub(super) fn next_pending(&mut self) -> Option<u32> {
-        self.pending.pop_front()
+    /// The next token already chosen by a verification, if any, and whether
+    /// the state has read it (a kept draft token) or not (a replacement).
+    pub(super) fn next_chosen(&mut self) -> Option<(SampledToken, bool)> {
+        if let Some(id) = self.pending.pop_front() {
+            let kept = SampledToken {
+                id,
+                logprob: 0.0,
+                sampling_logprob: 0.0,
+            };
+            return Some((kept, true));
+        }
+        self.replacement.take().map(|t| (t, false))
     }
 
     /// Notes a token as generated (sampled or kept from a draft).
@@ -116,16 +132,18 @@ impl Speculation {
     }
 
     /// Verifies a draft after `token` (just generated, not yet fed): feeds
-    /// `token` and the draft (at most `room` tokens) and returns the
-    /// logits after the last kept token, or `None` when the drafter had
-    /// nothing to propose (the caller then feeds `token` alone). The kept
-    /// draft tokens wait in the pending queue.
+    /// `token` and the draft (at most `room` tokens), judges each drafted
+    /// token with `sampler`, and returns the logits after the last kept
+    /// token, or `None` when the drafter had nothing to propose (the caller
+    /// then feeds `token` alone). The kept draft tokens, and a token drawn
+    /// in place of a rejected one, wait for [`Speculation::next_chosen`].
     ///
     /// # Errors
-    /// The model's errors.
+    /// The model's and the sampler's errors.
     pub(super) fn verify<M: CausalLm>(
         &mut self,
         model: &M,
+        sampler: &mut Sampler,
         token: u32,
         room: usize,
         state: &mut M::State,
@@ -145,11 +163,17 @@ impl Speculation {
         let rows = model.forward_all(&input, state)?.to_vec2::<f32>()?;
         let mut kept = 0;
         while kept < draft.len() {
-            let choice = argmax(&rows[kept]).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
-            if choice != draft[kept] {
-                break;
+            let verdict = sampler
+                .judge_draft(&rows[kept], draft[kept])
+                .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            match verdict {
+                DraftVerdict::Kept => kept += 1,
+                DraftVerdict::Rejected => break,
+                DraftVerdict::Replaced(drawn) => {
+                    self.replacement = Some(drawn);
+                    break;
+                }
             }
-            kept += 1;
         }
         self.drafter.accepted(draft.len(), kept);
         self.pending.extend(&draft[..kept]);

@@ -718,3 +718,117 @@ fn skip_special_tokens_leaves_them_out_of_the_text() {
     assert_eq!(kept.texts, "ab<|im_start|>cd");
     assert_eq!(kept.ids, skipped.ids);
 }
+
+/// The same logits after any input: six tokens from `first` with logits
+/// 2, 1, 0.5, 0, −0.5, −1, every other token −40.
+struct ConstLm {
+    vocab: usize,
+    first: u32,
+}
+
+const CONST_LOGITS: [f32; 6] = [2.0, 1.0, 0.5, 0.0, -0.5, -1.0];
+
+impl MockRule for ConstLm {
+    fn vocab(&self) -> usize {
+        self.vocab
+    }
+
+    fn logits(&self, _fed: &[u32], _state: &[u32]) -> Vec<f32> {
+        let mut logits = vec![-40.0f32; self.vocab];
+        for (i, &l) in CONST_LOGITS.iter().enumerate() {
+            logits[self.first as usize + i] = l;
+        }
+        logits
+    }
+}
+
+/// A drafter that always proposes `token`, `len` times.
+struct Always {
+    token: u32,
+    len: usize,
+}
+
+impl crate::draft::Drafter for Always {
+    fn draft(&mut self, _output: &[u32], max: usize) -> Vec<u32> {
+        vec![self.token; self.len.min(max)]
+    }
+
+    fn accepted(&mut self, _proposed: usize, _accepted: usize) {}
+}
+
+#[test]
+fn sampled_tokens_keep_their_distribution_when_drafts_are_judged() {
+    let tok = tiny_tokenizer();
+    let first = tok.token_id("a").expect("a");
+    assert!((first as usize) + 6 <= tok.vocab_size());
+    let model = || {
+        Mock(ConstLm {
+            vocab: tok.vocab_size(),
+            first,
+        })
+    };
+    let drafting = Drafting::Custom(Arc::new(move |_: &[u32], _: &[u32]| {
+        Box::new(Always {
+            token: first + 1,
+            len: 3,
+        }) as Box<dyn crate::draft::Drafter>
+    }));
+    let drafted = LocalEngine::from_dir(
+        model(),
+        &tiny_dir(),
+        LocalEngineOptions {
+            drafting,
+            ..LocalEngineOptions::default()
+        },
+    )
+    .expect("engine");
+    let plain = engine(model());
+    let params = |seed| GenerationParams {
+        temperature: 1.0,
+        top_k: 0,
+        top_p: 1.0,
+        seed,
+        max_new_tokens: 4,
+        stop_after_observation: false,
+        ..GenerationParams::default()
+    };
+    // Tokens 2 to 4 of each output come from judged drafts (the first is
+    // sampled from the prompt's logits).
+    const RUNS: u64 = 600;
+    let histogram = |e: &LocalEngine<Mock<ConstLm>>| {
+        let mut counts = [0u64; 6];
+        for seed in 0..RUNS {
+            let ids = run(e, chat(1), params(seed)).ids;
+            assert_eq!(ids.len(), 4, "{ids:?}");
+            for &id in &ids[1..] {
+                counts[(id - first) as usize] += 1;
+            }
+        }
+        counts
+    };
+    let z: f64 = CONST_LOGITS.iter().map(|&l| f64::from(l).exp()).sum();
+    let chi_square = |counts: [u64; 6]| -> f64 {
+        let n = counts.iter().sum::<u64>() as f64;
+        counts
+            .iter()
+            .zip(CONST_LOGITS)
+            .map(|(&c, l)| {
+                let expected = n * f64::from(l).exp() / z;
+                (c as f64 - expected).powi(2) / expected
+            })
+            .sum()
+    };
+    // 5 degrees of freedom: 20.5 is the 0.999 quantile.
+    let (with_counts, without_counts) = (histogram(&drafted), histogram(&plain));
+    // The draws differ (drafts were judged, with their own use of the
+    // seeded generator) but follow the same distribution.
+    assert_ne!(with_counts, without_counts);
+    let (with, without) = (chi_square(with_counts), chi_square(without_counts));
+    assert!(with < 20.5, "with drafts: chi-square {with:.2}");
+    assert!(without < 20.5, "without: chi-square {without:.2}");
+    // Seeded runs with drafts are reproducible.
+    assert_eq!(
+        run(&drafted, chat(1), params(7)).ids,
+        run(&drafted, chat(1), params(7)).ids
+    );
+}
