@@ -243,7 +243,8 @@ function LabelSetEditor({ backend, labels }: { backend: Backend; labels: string[
   const client = useQueryClient();
   const [text, setText] = useState<string | null>(null);
   return (
-    <details className="label-set" onToggle={(e) => setText((e.currentTarget as HTMLDetailsElement).open ? labels.join("\n") : null)}>
+    // The toggle event comes after the details open: text typed before it is kept.
+    <details className="label-set" onToggle={(e) => setText((e.currentTarget as HTMLDetailsElement).open ? (t) => t ?? labels.join("\n") : null)}>
       <summary>Labels…</summary>
       <textarea aria-label="Label set, one per line" rows={7} value={text ?? ""} onChange={(e) => setText(e.target.value)} />
       <button
