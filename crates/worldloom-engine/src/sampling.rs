@@ -253,7 +253,7 @@ impl Sampler {
     /// calls.
     pub fn sample(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {
         let token = self.pick(logits)?;
-        *self.counts.entry(token.id).or_insert(0) += 1;
+        self.count(token.id);
         Ok(token)
     }
 
@@ -267,15 +267,7 @@ impl Sampler {
         if self.is_greedy() {
             return Ok(None);
         }
-        let penalised = self.penalised(logits);
-        filtered_distribution(
-            &penalised,
-            self.temperature,
-            self.min_p,
-            self.top_k,
-            self.top_p,
-        )
-        .map(Some)
+        self.candidates(&self.penalised(logits)).map(Some)
     }
 
     /// As [`Sampler::sample`], from logits `[vocab]` f32 on any device,
@@ -312,7 +304,7 @@ impl Sampler {
         };
         let candidates = sample_candidates(logits, k, temperature).map_err(bad_logits)?;
         let token = self.pick_candidates(&candidates)?;
-        *self.counts.entry(token.id).or_insert(0) += 1;
+        self.count(token.id);
         Ok(token)
     }
 
@@ -378,6 +370,23 @@ impl Sampler {
         chosen
     }
 
+    /// The distribution a draw is made from, given penalised logits:
+    /// temperature, min-p, top-k and top-p applied.
+    fn candidates(&self, penalised: &[f32]) -> Result<Vec<(u32, f32)>, SamplingError> {
+        filtered_distribution(
+            penalised,
+            self.temperature,
+            self.min_p,
+            self.top_k,
+            self.top_p,
+        )
+    }
+
+    /// Counts `id` as generated (for the penalties).
+    fn count(&mut self, id: u32) {
+        *self.counts.entry(id).or_insert(0) += 1;
+    }
+
     fn penalised<'a>(&self, logits: &'a [f32]) -> std::borrow::Cow<'a, [f32]> {
         if self.penalties.is_neutral() || self.counts.is_empty() {
             std::borrow::Cow::Borrowed(logits)
@@ -413,41 +422,33 @@ impl Sampler {
             if argmax(&penalised)? != drafted {
                 return Ok(DraftVerdict::Rejected);
             }
-            *self.counts.entry(drafted).or_insert(0) += 1;
+            self.count(drafted);
             return Ok(DraftVerdict::Kept);
         }
-        let candidates = filtered_distribution(
-            &penalised,
-            self.temperature,
-            self.min_p,
-            self.top_k,
-            self.top_p,
-        )?;
+        let candidates = self.candidates(&penalised)?;
         let p = candidates
             .iter()
             .find(|(id, _)| *id == drafted)
             .map_or(0.0, |&(_, p)| p);
         if self.rng.random::<f32>() < p {
-            *self.counts.entry(drafted).or_insert(0) += 1;
+            self.count(drafted);
             return Ok(DraftVerdict::Kept);
         }
-        let rest: f32 = candidates
-            .iter()
+        let mut residual: Vec<(u32, f32)> = candidates
+            .into_iter()
             .filter(|(id, _)| *id != drafted)
-            .map(|&(_, q)| q)
-            .sum();
-        let residual: Vec<(u32, f32)> = candidates
-            .iter()
-            .filter(|(id, _)| *id != drafted)
-            .map(|&(id, q)| (id, q / rest))
             .collect();
+        let rest: f32 = residual.iter().map(|&(_, q)| q).sum();
+        for (_, q) in &mut residual {
+            *q /= rest;
+        }
         if residual.is_empty() || rest <= 0.0 {
             return Err(SamplingError::BadLogits(
                 "no token besides the drafted one has probability left".into(),
             ));
         }
         let (id, q) = self.draw(&residual);
-        *self.counts.entry(id).or_insert(0) += 1;
+        self.count(id);
         let normaliser = LogNormaliser::of(logits)?;
         Ok(DraftVerdict::Replaced(SampledToken {
             id,
@@ -470,13 +471,7 @@ impl Sampler {
                 sampling_logprob: 0.0,
             });
         }
-        let candidates = filtered_distribution(
-            &penalised,
-            self.temperature,
-            self.min_p,
-            self.top_k,
-            self.top_p,
-        )?;
+        let candidates = self.candidates(&penalised)?;
         let chosen = self.draw(&candidates);
         Ok(SampledToken {
             id: chosen.0,
