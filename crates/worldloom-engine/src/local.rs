@@ -68,7 +68,7 @@ pub struct LocalEngineOptions {
     /// [`WorldModel::context_tokens`] for servers to check requests against
     /// (the engine itself does not refuse longer prompts).
     pub context_tokens: Option<usize>,
-    /// Speculative decoding of greedy requests ([`Drafting`]); off by
+    /// Speculative decoding ([`Drafting`]); off by
     /// default.
     pub drafting: Drafting,
 }
@@ -432,13 +432,10 @@ impl<M: CausalLm> Worker<M> {
             StepLogits::Host(l) => top_logprobs(l, n),
             StepLogits::Device(t) => top_logprobs_tensor(t, n),
         }
-        .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+        .map_err(model_error)?;
         top.into_iter()
             .map(|(id, logprob)| {
-                let text = self
-                    .tokenizer
-                    .decode(&[id], false)
-                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+                let text = self.tokenizer.decode(&[id], false).map_err(model_error)?;
                 Ok(TopLogprob {
                     text,
                     id: Some(id),
@@ -452,14 +449,9 @@ impl<M: CausalLm> Worker<M> {
     /// the CPU, so that sampling copies back only its candidates
     /// ([`Sampler::sample_tensor`]).
     fn forward_step(&self, ids: &[u32], state: &mut M::State) -> Result<StepLogits, Halt> {
-        let logits = self
-            .model
-            .forward(ids, state)
-            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+        let logits = self.model.forward(ids, state).map_err(model_error)?;
         if logits.device().is_cpu() {
-            let host = logits
-                .to_vec1::<f32>()
-                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            let host = logits.to_vec1::<f32>().map_err(model_error)?;
             self.check_vocab(host.len())?;
             return Ok(StepLogits::Host(Arc::new(host)));
         }
@@ -482,7 +474,7 @@ impl<M: CausalLm> Worker<M> {
             .model
             .forward(ids, state)
             .and_then(|t| t.to_vec1::<f32>())
-            .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            .map_err(model_error)?;
         self.check_vocab(logits.len())?;
         Ok(logits)
     }
@@ -508,10 +500,7 @@ impl<M: CausalLm> Worker<M> {
         let (start, mut state, mut logits) = match hit {
             Some((len, state, logits)) => (len, state, if len == total { logits } else { None }),
             None => {
-                let state = self
-                    .model
-                    .new_state()
-                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+                let state = self.model.new_state().map_err(model_error)?;
                 (0, state, None)
             }
         };
@@ -588,10 +577,7 @@ impl<M: CausalLm> Worker<M> {
                 .map(|m| m.content.clone())
         });
         let observation = match observation {
-            Some(text) => self
-                .tokenizer
-                .encode(&text)
-                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?,
+            Some(text) => self.tokenizer.encode(&text).map_err(model_error)?,
             None => Vec::new(),
         };
         Ok(self
@@ -684,7 +670,7 @@ impl<M: CausalLm> Worker<M> {
             } else {
                 decoder
                     .step(&self.tokenizer, token.id)
-                    .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?
+                    .map_err(model_error)?
                     .unwrap_or_default()
             };
             let top = if params.logprobs && params.top_logprobs > 0 {
@@ -742,9 +728,7 @@ impl<M: CausalLm> Worker<M> {
             stop_reason,
             StopReason::EndOfTurn | StopReason::MaxTokens | StopReason::Cancelled
         ) {
-            let tail = decoder
-                .pending_text(&self.tokenizer)
-                .map_err(|e| Halt::Failed(EngineError::Model(e.to_string())))?;
+            let tail = decoder.pending_text(&self.tokenizer).map_err(model_error)?;
             let (released, stopped) = stops.push(&tail);
             let released = if stopped {
                 released
