@@ -323,15 +323,28 @@ pub fn attach(
     path: &Path,
     warnings: &mut Vec<ImportWarning>,
 ) -> bool {
-    match probe(path) {
+    keep(slot, probe(path), path, None, warnings)
+}
+
+/// Puts a probed screenshot in `slot`, or adds the warning that names
+/// `source` (and `line`) and says why it was not kept; returns whether it
+/// was kept.
+fn keep(
+    slot: &mut Option<Screenshot>,
+    probed: std::result::Result<Screenshot, String>,
+    source: &Path,
+    line: Option<usize>,
+    warnings: &mut Vec<ImportWarning>,
+) -> bool {
+    match probed {
         Ok(shot) => {
             *slot = Some(shot);
             true
         }
         Err(message) => {
             warnings.push(ImportWarning {
-                path: path.display().to_string(),
-                line: None,
+                path: source.display().to_string(),
+                line,
                 byte_offset: None,
                 message: format!("screenshot not kept: {message}"),
             });
@@ -371,21 +384,7 @@ pub fn attach_data_url(
             .map_err(|e| format!("an inline image that is not base64: {e}"))
             .and_then(from_bytes)
     };
-    match decoded {
-        Ok(shot) => {
-            *slot = Some(shot);
-            true
-        }
-        Err(message) => {
-            warnings.push(ImportWarning {
-                path: source.display().to_string(),
-                line,
-                byte_offset: None,
-                message: format!("screenshot not kept: {message}"),
-            });
-            false
-        }
-    }
+    keep(slot, decoded, source, line, warnings)
 }
 
 /// The sidecar folder of a native file: `<file name without .json>.screenshots`
