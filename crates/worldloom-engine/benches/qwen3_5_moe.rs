@@ -483,8 +483,10 @@ struct Speculated {
 /// tokens from `state` when each drafted token is kept with probability
 /// `acceptance` (seeded), drafts of 16 tokens: per cycle one
 /// `forward_all` of the chosen token and the draft, and when the draft is
-/// cut, a rewind and a forward of the chosen token and the kept ones (the
-/// local engine's `local::speculative`). The tokens fed are the plain
+/// cut, the state put back to after the kept ones
+/// (`CausalLm::rewind_within`: KV caches cut, DeltaNet states recomputed
+/// from the forward's inputs), as the local engine's `local::speculative`
+/// does. The tokens fed are the plain
 /// decode's `reference`; which are kept is forced, not read from the
 /// logits, so the cost of a given acceptance is measured on any weights.
 fn speculate(
@@ -520,7 +522,9 @@ fn speculate(
         while kept < draft && kept_draw() {
             kept += 1;
         }
-        if kept < draft {
+        if kept < draft
+            && !<Qwen3_5Moe as CausalLm>::rewind_within(&mut state, &checkpoint, kept + 1)?
+        {
             <Qwen3_5Moe as CausalLm>::rewind(&mut state, checkpoint);
             model.forward(&window[..=kept], &mut state)?;
             forwards += 1;

@@ -49,6 +49,22 @@ pub trait CausalLm: Send + 'static {
     /// tokens fed after it are forgotten: a rejected draft).
     fn rewind(state: &mut Self::State, checkpoint: Self::Checkpoint);
 
+    /// Puts `state` where it was after the first `keep` tokens of the one
+    /// forward made since `checkpoint` (a draft kept in part), without
+    /// feeding them again; `Ok(false)` when the model cannot (then `state`
+    /// is unchanged and the caller rewinds to the checkpoint and feeds the
+    /// kept tokens). The default cannot.
+    ///
+    /// # Errors
+    /// The device's errors while recomputing a recurrent state.
+    fn rewind_within(
+        _state: &mut Self::State,
+        _checkpoint: &Self::Checkpoint,
+        _keep: usize,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Number of tokens the state has seen.
     fn state_len(state: &Self::State) -> usize;
 

@@ -628,6 +628,7 @@ impl<M: CausalLm> Worker<M> {
         let mut decoder = StreamDecoder::new();
         let mut logits = StepLogits::Host(prompt_logits);
         let mut completion_tokens = 0usize;
+        let mut plain_forwards = 0usize;
         // Runs released text through the parser; true when the observation
         // closed and generation must stop there.
         let parse = |text: &str, parser: &mut OutputParser| -> Result<bool, Halt> {
@@ -652,9 +653,15 @@ impl<M: CausalLm> Worker<M> {
             // A token a verification chose (a kept draft token, already fed,
             // or a replacement), else one chosen from the logits.
             let chosen = speculation.as_mut().and_then(Speculation::next_chosen);
-            let from_draft = chosen.is_some_and(|(_, fed)| fed);
+            let from_draft = chosen.as_ref().is_some_and(|c| c.fed);
+            // The logits the token was chosen from (a drafted token's own
+            // row of the verifying forward), for its top alternatives.
+            let judged_on = chosen
+                .as_ref()
+                .and_then(|c| c.row.clone())
+                .map(StepLogits::Host);
             let token = match (chosen, &logits) {
-                (Some((token, _)), _) => token,
+                (Some(c), _) => c.token,
                 (None, StepLogits::Host(l)) => sampler.sample(l).map_err(model_error)?,
                 (None, StepLogits::Device(t)) => sampler.sample_tensor(t).map_err(model_error)?,
             };
@@ -674,7 +681,7 @@ impl<M: CausalLm> Worker<M> {
                     .unwrap_or_default()
             };
             let top = if params.logprobs && params.top_logprobs > 0 {
-                self.top_alternatives(&logits, params.top_logprobs)?
+                self.top_alternatives(judged_on.as_ref().unwrap_or(&logits), params.top_logprobs)?
             } else {
                 Vec::new()
             };
@@ -723,6 +730,7 @@ impl<M: CausalLm> Worker<M> {
                 }
             }
             logits = self.forward_step(&[token.id], &mut state)?;
+            plain_forwards += 1;
         };
         if matches!(
             stop_reason,
@@ -741,6 +749,9 @@ impl<M: CausalLm> Worker<M> {
             send(event)?;
         }
         let decode_ms = decode_start.elapsed().as_secs_f64() * 1e3;
+        let (drafted, accepted, verifying) = speculation
+            .as_ref()
+            .map_or((0, 0, 0), |s| (s.drafted, s.accepted, s.forwards));
         let stats = GenerationStats {
             prompt_tokens: prompt.len(),
             prompt_tokens_computed: computed,
@@ -749,6 +760,9 @@ impl<M: CausalLm> Worker<M> {
             decode_ms,
             decode_tokens_per_sec: GenerationStats::decode_rate(completion_tokens, decode_ms),
             stop_reason: Some(stop_reason),
+            decode_forwards: plain_forwards + verifying,
+            drafted_tokens: drafted,
+            accepted_tokens: accepted,
         };
         let mut output = parser.finish_output();
         output.settle(stats.stop_reason);

@@ -120,8 +120,9 @@ impl Penalties {
 /// What [`Sampler::judge_draft`] decided for a drafted token.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum DraftVerdict {
-    /// The drafted token is the one chosen here.
-    Kept,
+    /// The drafted token is the one chosen here (with its log-probabilities,
+    /// as [`Sampler::sample`] reports a token it draws).
+    Kept(SampledToken),
     /// Greedy decoding chooses another token (the caller picks it).
     Rejected,
     /// Sampling rejected the draft and drew this token instead.
@@ -423,7 +424,11 @@ impl Sampler {
                 return Ok(DraftVerdict::Rejected);
             }
             self.count(drafted);
-            return Ok(DraftVerdict::Kept);
+            return Ok(DraftVerdict::Kept(SampledToken {
+                id: drafted,
+                logprob: LogNormaliser::of(logits)?.logprob(logits, drafted),
+                sampling_logprob: 0.0,
+            }));
         }
         let candidates = self.candidates(&penalised)?;
         let p = candidates
@@ -432,7 +437,11 @@ impl Sampler {
             .map_or(0.0, |&(_, p)| p);
         if self.rng.random::<f32>() < p {
             self.count(drafted);
-            return Ok(DraftVerdict::Kept);
+            return Ok(DraftVerdict::Kept(SampledToken {
+                id: drafted,
+                logprob: LogNormaliser::of(logits)?.logprob(logits, drafted),
+                sampling_logprob: p.ln(),
+            }));
         }
         let mut residual: Vec<(u32, f32)> = candidates
             .into_iter()

@@ -64,6 +64,11 @@ pub struct GenerationParams {
     /// Leave special tokens (other than the end of turn, which never has
     /// text) out of the generated text, as vLLM does by default.
     pub skip_special_tokens: bool,
+    /// Let an engine that drafts (the local engine with drafting on) draft
+    /// and verify tokens for this request; `false` decodes one token a
+    /// forward. The output is the same either way (greedy: token for token;
+    /// sampled: the same distribution); only speed differs.
+    pub speculative: bool,
 }
 
 impl Default for GenerationParams {
@@ -85,6 +90,7 @@ impl Default for GenerationParams {
             repetition_penalty: 1.0,
             min_p: 0.0,
             skip_special_tokens: true,
+            speculative: true,
         }
     }
 }
@@ -141,6 +147,18 @@ pub struct GenerationStats {
     pub decode_tokens_per_sec: f64,
     /// Why generation ended (`None` only for engines that cannot say).
     pub stop_reason: Option<StopReason>,
+    /// Forward passes of the model while decoding (the prefill not
+    /// counted): one a token without drafting, fewer where drafts are kept
+    /// (a draft cut short costs a second forward); 0 for engines that
+    /// cannot say.
+    #[serde(default)]
+    pub decode_forwards: usize,
+    /// Tokens a drafter proposed (speculative decoding); 0 when off.
+    #[serde(default)]
+    pub drafted_tokens: usize,
+    /// Proposed tokens that verification kept.
+    #[serde(default)]
+    pub accepted_tokens: usize,
 }
 
 impl GenerationStats {

@@ -248,6 +248,10 @@ fn greedy_request() -> PredictRequest {
         temperature: 0.0,
         max_new_tokens: 48,
         enable_thinking: false,
+        // Kept draft tokens report log-probabilities too (from their row of
+        // the verifying forward).
+        logprobs: true,
+        top_logprobs: 2,
         ..GenerationParams::default()
     };
     let mut request = PredictRequest::new(chat(2), params);
@@ -277,7 +281,31 @@ fn greedy_output_is_the_same_whether_drafts_are_kept_cut_or_rejected() {
         assert_eq!(drafted.ids, reference.ids, "wrong every {wrong_every}");
         assert_eq!(drafted.text, reference.text);
         assert_eq!(drafted.stats.stop_reason, reference.stats.stop_reason);
+        let diff = max_abs_diff(&drafted.logprobs, &reference.logprobs);
+        assert_eq!(drafted.logprobs.len(), reference.logprobs.len());
+        assert!(
+            diff <= 1e-4,
+            "wrong every {wrong_every}: logprob difference {diff}"
+        );
         let (proposed, kept) = (proposed.load(Ordering::SeqCst), kept.load(Ordering::SeqCst));
+        // The engine's figures are the drafter's.
+        let stats = &drafted.stats;
+        assert_eq!(
+            (stats.drafted_tokens, stats.accepted_tokens),
+            (proposed, kept)
+        );
+        assert_eq!(
+            reference.stats.decode_forwards + 1,
+            reference.stats.completion_tokens.max(1),
+            "{:?}",
+            reference.stats
+        );
+        if wrong_every == 0 {
+            assert!(
+                stats.decode_forwards * 2 <= stats.completion_tokens,
+                "{stats:?}"
+            );
+        }
         match wrong_every {
             // All but the first token (sampled) and one a forward come from drafts.
             0 => assert!(
@@ -318,4 +346,34 @@ fn a_rewound_state_fed_the_kept_tokens_equals_a_fresh_prefill() {
     // The verifying forward's row 1 is the same distribution (other arithmetic).
     let diff = max_abs_diff(&rows[1], &want);
     assert!(diff <= 1e-4, "verify row against fresh: {diff}");
+}
+
+#[test]
+fn a_state_rewound_within_a_draft_equals_a_fresh_prefill_of_the_kept_tokens() {
+    let model = model();
+    let prompt = prompt_ids(&chat(2));
+    let draft = [prompt[3], prompt[4], prompt[5], prompt[6], prompt[7]];
+    for keep in 0..=draft.len() {
+        let mut state = model.new_state().expect("state");
+        logits(&model, &prompt, &mut state);
+        let checkpoint = Qwen3_5Moe::checkpoint(&state);
+        CausalLm::forward_all(&model, &draft, &mut state).expect("verify");
+        assert!(
+            Qwen3_5Moe::rewind_within(&mut state, &checkpoint, keep).expect("rewind"),
+            "keep {keep}"
+        );
+        assert_eq!(Qwen3_5Moe::state_len(&state), prompt.len() + keep);
+        // The next token on the rewound state, against the same tokens
+        // read from scratch: KV caches cut and recurrent states recomputed
+        // right.
+        let next = prompt[9];
+        let after = logits(&model, &[next], &mut state);
+        let mut fresh = model.new_state().expect("state");
+        let tokens = [prompt.as_slice(), &draft[..keep], &[next]].concat();
+        let want = logits(&model, &tokens, &mut fresh);
+        let diff = max_abs_diff(&after, &want);
+        assert!(diff <= 1e-5, "keep {keep}: rewound against fresh {diff}");
+        // Once used (or after a one-token forward), the trail is gone.
+        assert!(!Qwen3_5Moe::rewind_within(&mut state, &checkpoint, 0).expect("rewind"));
+    }
 }

@@ -10,16 +10,20 @@
 //! with its probability under the request's distribution and, when not, a
 //! token is drawn from that distribution without it (renormalised), so
 //! every token has the distribution plain sampling gives it. When a draft
-//! is cut short the state is rewound to before the forward
-//! ([`CausalLm::rewind`]: KV lengths and recurrent states put back) and the
-//! kept tokens are fed again; greedy, those logits then choose the next
-//! token, so a draft rejected at its first token leaves generation exactly
-//! as without drafting. Kept tokens were chosen from a multi-token forward,
+//! is cut short the state is put where it was after the kept tokens
+//! ([`CausalLm::rewind_within`]: KV caches cut, Qwen3.5-MoE's recurrent
+//! states recomputed from the inputs the forward kept) and the next token
+//! comes from the kept tokens' last row of the same forward; a model that
+//! cannot is rewound to before the forward ([`CausalLm::rewind`]) and fed
+//! the kept tokens again. Kept tokens were chosen from a multi-token forward,
 //! whose arithmetic (chunked DeltaNet, batched matmuls) can differ from
 //! one-token steps in the last bits; the tests check greedy outputs are the
 //! same token for token and sampled ones have the same distribution.
 //!
-//! Requests asking for log-probabilities decode one token at a time
+//! A kept token carries its log-probability and the logits row it was
+//! judged on, so requests for log-probabilities (and their top
+//! alternatives) draft too; a request turning drafting off
+//! (`GenerationParams::speculative`) decodes one token at a time
 //! ([`applies`]).
 
 use std::collections::VecDeque;
@@ -86,44 +90,52 @@ impl Drafting {
     }
 }
 
-/// Whether a request may draft: one that does not ask for
-/// log-probabilities (a kept draft token's are not computed).
+/// Whether a request may draft: one that allows it
+/// ([`GenerationParams::speculative`]).
 pub(super) fn applies(params: &GenerationParams) -> bool {
-    !params.logprobs
+    params.speculative
+}
+
+/// A token verification chose: a kept draft token (already fed) or a
+/// replacement (not fed), with the logits row it was judged on (for the
+/// request's top log-probabilities).
+pub(super) struct Chosen {
+    pub(super) token: SampledToken,
+    pub(super) fed: bool,
+    pub(super) row: Option<Arc<Vec<f32>>>,
 }
 
 /// One generation's drafting: the drafter, the tokens generated so far,
 /// the kept draft tokens not yet emitted (already fed) and the token drawn
-/// in place of a rejected one (not fed yet).
+/// in place of a rejected one (not fed yet), each with the row it was
+/// judged on.
 pub(super) struct Speculation {
     drafter: Box<dyn Drafter>,
+    /// Tokens proposed, tokens kept and forwards run by [`Self::verify`].
+    pub(super) drafted: usize,
+    pub(super) accepted: usize,
+    pub(super) forwards: usize,
     generated: Vec<u32>,
-    pending: VecDeque<u32>,
-    replacement: Option<SampledToken>,
+    pending: VecDeque<Chosen>,
+    replacement: Option<Chosen>,
 }
 
 impl Speculation {
     pub(super) fn new(drafter: Box<dyn Drafter>) -> Self {
         Self {
             drafter,
+            drafted: 0,
+            accepted: 0,
+            forwards: 0,
             generated: Vec::new(),
             pending: VecDeque::new(),
             replacement: None,
         }
     }
 
-    /// The next token already chosen by a verification, if any, and whether
-    /// the state has read it (a kept draft token) or not (a replacement).
-    pub(super) fn next_chosen(&mut self) -> Option<(SampledToken, bool)> {
-        if let Some(id) = self.pending.pop_front() {
-            let kept = SampledToken {
-                id,
-                logprob: 0.0,
-                sampling_logprob: 0.0,
-            };
-            return Some((kept, true));
-        }
-        self.replacement.take().map(|t| (t, false))
+    /// The next token already chosen by a verification, if any.
+    pub(super) fn next_chosen(&mut self) -> Option<Chosen> {
+        self.pending.pop_front().or_else(|| self.replacement.take())
     }
 
     /// Notes a token as generated (sampled or kept from a draft).
@@ -160,28 +172,52 @@ impl Speculation {
         let mut input = Vec::with_capacity(draft.len() + 1);
         input.push(token);
         input.extend_from_slice(&draft);
-        let rows = model.forward_all(&input, state)?.to_vec2::<f32>()?;
+        let mut rows: Vec<Arc<Vec<f32>>> = model
+            .forward_all(&input, state)?
+            .to_vec2::<f32>()?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
         let mut kept = 0;
         while kept < draft.len() {
+            let row = &rows[kept];
             let verdict = sampler
-                .judge_draft(&rows[kept], draft[kept])
+                .judge_draft(row, draft[kept])
                 .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+            let chosen = |token, fed| Chosen {
+                token,
+                fed,
+                row: Some(Arc::clone(row)),
+            };
             match verdict {
-                DraftVerdict::Kept => kept += 1,
+                DraftVerdict::Kept(token) => {
+                    self.pending.push_back(chosen(token, true));
+                    kept += 1;
+                }
                 DraftVerdict::Rejected => break,
                 DraftVerdict::Replaced(drawn) => {
-                    self.replacement = Some(drawn);
+                    self.replacement = Some(chosen(drawn, false));
                     break;
                 }
             }
         }
         self.drafter.accepted(draft.len(), kept);
-        self.pending.extend(&draft[..kept]);
+        self.drafted += draft.len();
+        self.accepted += kept;
+        self.forwards += 1;
         if kept == draft.len() {
-            return Ok(rows.into_iter().nth(kept));
+            let last = rows.swap_remove(kept);
+            return Ok(Some(Arc::unwrap_or_clone(last)));
         }
-        // Cut short: back to before the forward, then the kept tokens again.
+        // Cut short: the state after the token and the kept draft, and the
+        // logits after them (their row of this forward). Recomputed from
+        // what the forward kept where the model can, else back to before
+        // the forward and the kept tokens fed again.
+        if M::rewind_within(state, &checkpoint, kept + 1)? {
+            return Ok(Some(Arc::unwrap_or_clone(rows.swap_remove(kept))));
+        }
         M::rewind(state, checkpoint);
+        self.forwards += 1;
         let logits = model.forward(&input[..=kept], state)?.to_vec1::<f32>()?;
         Ok(Some(logits))
     }

@@ -132,6 +132,7 @@ impl Progress {
             decode_ms,
             decode_tokens_per_sec: GenerationStats::decode_rate(completion_tokens, decode_ms),
             stop_reason,
+            ..GenerationStats::default()
         }
     }
 }

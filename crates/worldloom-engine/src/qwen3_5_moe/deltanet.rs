@@ -5,6 +5,8 @@
 //! chunked (UT-transform) form with chunks of [`DELTANET_CHUNK_TOKENS`]
 //! tokens; decode uses the token recurrence. Both compute the same function.
 
+use std::sync::Arc;
+
 use candle_core::{D, DType, Device, IndexOp, Tensor};
 
 use super::config::Config;
@@ -46,6 +48,10 @@ pub(super) struct GatedDeltaNet {
     tiled_value_heads: bool,
 }
 
+/// The longest forward whose inputs a DeltaNet layer keeps
+/// ([`DeltaTrail`]): a verified draft and its token, never a prompt.
+pub(super) const TRAIL_MAX_TOKENS: usize = 64;
+
 /// Decode state of one DeltaNet layer.
 #[derive(Debug, Clone)]
 pub(super) struct DeltaNetState {
@@ -54,6 +60,69 @@ pub(super) struct DeltaNetState {
     pub(super) conv: Tensor,
     /// Recurrent state S per value head, [n_v, d_k, d_v], f32.
     pub(super) recurrent: Tensor,
+    /// The inputs of the last forward when it was 2 to
+    /// [`TRAIL_MAX_TOKENS`] tokens long, else `None`.
+    pub(super) trail: Option<Arc<DeltaTrail>>,
+}
+
+/// What a short multi-token forward read, so that the state after any
+/// prefix of it can be recomputed without the projections and experts
+/// (speculative decoding keeping part of a draft): the recurrent state
+/// before it, the pre-conv inputs with their left context [K − 1 + T,
+/// conv_dim], and the delta rule's per-token inputs (q, k [n_v, T, d_k],
+/// v [n_v, T, d_v], g, beta [n_v, T], f32).
+#[derive(Debug)]
+pub(super) struct DeltaTrail {
+    start: Tensor,
+    padded: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    beta: Tensor,
+}
+
+impl DeltaTrail {
+    /// Tokens of the forward it kept.
+    pub(super) fn len(&self) -> usize {
+        self.beta.dims().get(1).copied().unwrap_or(0)
+    }
+}
+
+impl DeltaNetState {
+    /// Puts the state where it was after the first `keep` tokens of the
+    /// last forward; `Ok(false)`, the state unchanged, when that forward
+    /// kept no trail or was shorter.
+    ///
+    /// # Errors
+    /// The device's errors.
+    pub(super) fn rewind_within(&mut self, keep: usize) -> candle_core::Result<bool> {
+        let Some(trail) = self.trail.clone() else {
+            return Ok(false);
+        };
+        let t = trail.len();
+        if keep > t {
+            return Ok(false);
+        }
+        // The conv's left context is the padded input's first rows.
+        let context = trail.padded.dim(0)? - t;
+        let prefix = |x: &Tensor| x.narrow(1, 0, keep).and_then(|x| x.contiguous());
+        self.recurrent = if keep == 0 {
+            trail.start.clone()
+        } else {
+            let inputs = DeltaRuleInputs {
+                q: &prefix(&trail.q)?,
+                k: &prefix(&trail.k)?,
+                v: &prefix(&trail.v)?,
+                g: &prefix(&trail.g)?,
+                beta: &prefix(&trail.beta)?,
+            };
+            recurrent_gated_delta_rule(&inputs, &trail.start)?.1
+        };
+        self.conv = trail.padded.narrow(0, keep, context)?.contiguous()?;
+        self.trail = None;
+        Ok(true)
+    }
 }
 
 impl GatedDeltaNet {
@@ -108,6 +177,7 @@ impl GatedDeltaNet {
         Ok(DeltaNetState {
             conv: Tensor::zeros((self.kernel - 1, conv_dim), dtype, device)?,
             recurrent: Tensor::zeros((self.n_v, self.d_k, self.d_v), DType::F32, device)?,
+            trail: None,
         })
     }
 
@@ -198,6 +268,17 @@ impl GatedDeltaNet {
         } else {
             recurrent_gated_delta_rule(&inputs, &state.recurrent)?
         };
+        state.trail = (t > 1 && t <= TRAIL_MAX_TOKENS).then(|| {
+            Arc::new(DeltaTrail {
+                start: state.recurrent.clone(),
+                padded: padded.clone(),
+                q: q.clone(),
+                k: k.clone(),
+                v: v.clone(),
+                g: g.clone(),
+                beta: beta.clone(),
+            })
+        });
         state.recurrent = new_state;
 
         // Gated RMSNorm per value head: w · rmsnorm(o) · silu(z).
@@ -258,6 +339,7 @@ impl GatedDeltaNet {
         let (gated, recurrent) = gdn_decode_step(&padded, &inputs, self.fused_dims(), self.eps)?;
         state.conv = padded.narrow(0, 1, self.kernel - 1)?.contiguous()?;
         state.recurrent = recurrent;
+        state.trail = None;
         self.out_proj.forward(&gated.reshape((1, n_vd))?)
     }
 }

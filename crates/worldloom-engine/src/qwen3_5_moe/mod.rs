@@ -522,6 +522,41 @@ impl CausalLm for Qwen3_5Moe {
         state.position = checkpoint.position;
     }
 
+    /// KV caches cut to their checkpoint length + `keep`; each DeltaNet
+    /// layer's conv and recurrent state recomputed from the inputs its last
+    /// forward kept ([`deltanet::DeltaTrail`]: at most
+    /// [`deltanet::TRAIL_MAX_TOKENS`] tokens), the delta rule only.
+    fn rewind_within(
+        state: &mut State,
+        checkpoint: &Checkpoint,
+        keep: usize,
+    ) -> candle_core::Result<bool> {
+        let forwarded = state.position.checked_sub(checkpoint.position);
+        let trails_cover = state.layers.iter().all(|layer| match layer {
+            LayerState::DeltaNet(s) => s
+                .trail
+                .as_ref()
+                .is_some_and(|t| t.len() == forwarded.unwrap_or(0)),
+            LayerState::Attention(_) => true,
+        });
+        if forwarded.is_none_or(|n| keep > n) || !trails_cover {
+            return Ok(false);
+        }
+        for (layer, saved) in state.layers.iter_mut().zip(&checkpoint.layers) {
+            match (layer, saved) {
+                (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
+                    cache.truncate(len.unwrap_or(0) + keep);
+                }
+                (LayerState::DeltaNet(s), _) => {
+                    s.rewind_within(keep)?;
+                }
+                _ => {}
+            }
+        }
+        state.position = checkpoint.position + keep;
+        Ok(true)
+    }
+
     fn state_len(state: &State) -> usize {
         state.position
     }
