@@ -127,6 +127,7 @@ pub fn typescript() -> String {
         ExportLessonRequest,
         ExportLessonResponse,
         ModelDtype,
+        DraftMode,
         EngineSettings,
         KeySource,
         GenerationParamsView,

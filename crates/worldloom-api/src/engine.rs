@@ -285,13 +285,24 @@ pub(crate) fn spec(settings: &EngineSettings, keys: &dyn KeyStore) -> Result<Eng
             model_dir,
             device,
             dtype,
+            draft,
         } => Ok(EngineSpec::Local {
             path: Path::new(model_dir).to_path_buf(),
             device: device.clone(),
             dtype: Some(dtype_name(*dtype).to_owned()),
             name: None,
-            drafting: worldloom_engine::local::Drafting::Off,
+            drafting: drafting_of(draft.unwrap_or(DraftMode::Observation)),
         }),
+    }
+}
+
+/// The local engine's drafting for a settings' draft mode.
+fn drafting_of(mode: DraftMode) -> worldloom_engine::local::Drafting {
+    use worldloom_engine::local::Drafting;
+    match mode {
+        DraftMode::Off => Drafting::Off,
+        DraftMode::Observation => Drafting::Observation,
+        DraftMode::PromptLookup => Drafting::PromptLookup,
     }
 }
 

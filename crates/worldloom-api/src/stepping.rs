@@ -159,6 +159,9 @@ fn step_stats(s: &GenerationStats) -> StepStats {
         decode_ms: s.decode_ms,
         decode_tokens_per_sec: s.decode_tokens_per_sec,
         stop_reason: s.stop_reason,
+        decode_forwards: clamp(s.decode_forwards),
+        drafted_tokens: clamp(s.drafted_tokens),
+        accepted_tokens: clamp(s.accepted_tokens),
     }
 }
 

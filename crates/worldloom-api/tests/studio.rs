@@ -163,6 +163,7 @@ fn set_local_engine(
         model_dir: model_dir.display().to_string(),
         device: "cpu".into(),
         dtype: ModelDtype::F32,
+        draft: None,
     };
     let status = set_engine(studio, settings, params).expect("set engine");
     assert!(status.ready, "{status:?}");
@@ -911,6 +912,16 @@ fn tiny_checkpoint_steps_and_reuses_state_snapshots() {
         stats[1].prompt_tokens_reused + stats[1].prompt_tokens_computed,
         stats[1].prompt_tokens
     );
+    // The engine's decoding figures reach the step's statistics (the
+    // studio drafts by default; the random model's drafts rarely hold).
+    for s in &stats {
+        assert!(s.decode_forwards > 0, "{s:?}");
+        assert!(s.accepted_tokens <= s.drafted_tokens, "{s:?}");
+        assert!(
+            s.decode_forwards <= 2 * s.completion_tokens,
+            "a forward a token, two where a draft is cut: {s:?}"
+        );
+    }
     let list = predictions(&studio, &id, 2);
     let p = list.predictions.last().expect("prediction");
     assert_eq!(p.engine, "local:tiny-world-model");

@@ -50,8 +50,9 @@ pub struct ServeModelArgs {
     /// Speculative decoding on the local engine
     /// (`observation`: drafted from the current observation; `prompt-lookup`;
     /// `off`): the same greedy output (sampled: the same distribution),
-    /// fewer forward passes where drafts hold.
-    #[arg(long, value_enum, default_value = "off")]
+    /// fewer forward passes where drafts hold. A request turns it off for
+    /// itself with `"speculative": false`.
+    #[arg(long, value_enum, default_value = "observation")]
     pub draft: DraftKind,
     /// Predictions run at once; further requests wait in a first-come
     /// queue and run one after another.

@@ -15,6 +15,7 @@
 //! | `wl_observation` | the extracted observation, or `null` |
 //! | `wl_reasoning` | reasoning text (separate field or inline think block) |
 //! | `wl_prompt_tokens`, `wl_completion_tokens` | token counts reported by the engine |
+//! | `wl_decode_forwards`, `wl_drafted_tokens`, `wl_accepted_tokens` | forward passes while decoding, tokens drafted and kept (speculative decoding; 0 where the engine cannot say or drafting is off) |
 //! | `wl_latency_ms`, `wl_prefill_ms`, `wl_decode_ms` | wall time of the whole request; engine-reported prefill and decode time |
 //! | `wl_stop_reason` | why generation ended |
 //! | `wl_metrics` | deterministic fidelity metrics against `response[turn]`, or `null` |
@@ -268,6 +269,9 @@ fn output_row(row: &BenchRow, engine_name: &str, p: &Prediction) -> Map<String, 
         "wl_completion_tokens".into(),
         json!(stats.completion_tokens),
     );
+    out.insert("wl_decode_forwards".into(), json!(stats.decode_forwards));
+    out.insert("wl_drafted_tokens".into(), json!(stats.drafted_tokens));
+    out.insert("wl_accepted_tokens".into(), json!(stats.accepted_tokens));
     out.insert("wl_latency_ms".into(), json!(round3(p.latency_ms)));
     out.insert("wl_prefill_ms".into(), json!(round3(stats.prefill_ms)));
     out.insert("wl_decode_ms".into(), json!(round3(stats.decode_ms)));

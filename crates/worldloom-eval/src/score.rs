@@ -49,6 +49,33 @@ pub struct DomainScore {
     pub attribute_accuracy: Option<f64>,
     /// Mean transition F1, in [0, 1].
     pub transition_f1: Option<f64>,
+    /// Decoding figures summed over the rows whose engine counted its
+    /// forward passes (`wl_decode_forwards` > 0); `None` when none did.
+    pub decoding: Option<Decoding>,
+}
+
+/// Decoding figures of a set of predictions (the local engine's counts:
+/// `wl_completion_tokens`, `wl_decode_forwards`, `wl_drafted_tokens`,
+/// `wl_accepted_tokens`, `wl_decode_ms`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Decoding {
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Forward passes while decoding.
+    pub decode_forwards: u64,
+    /// Tokens drafted (speculative decoding); 0 when drafting was off.
+    pub drafted_tokens: u64,
+    /// Drafted tokens kept.
+    pub accepted_tokens: u64,
+    /// Decode time, ms.
+    pub decode_ms: f64,
+}
+
+impl Decoding {
+    /// Generated tokens per forward pass (1 without drafting).
+    pub fn tokens_per_forward(&self) -> f64 {
+        self.completion_tokens as f64 / self.decode_forwards.max(1) as f64
+    }
 }
 
 /// The whole report.
@@ -92,9 +119,18 @@ fn summarise(rows: &[&Map<String, Value>]) -> DomainScore {
     let mut exact = Vec::new();
     let (mut text, mut node, mut attr, mut trans) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut decoding = Decoding::default();
     for r in rows {
         if let Some(status) = r.get("wl_status").and_then(Value::as_str) {
             *s.status_counts.entry(status.to_owned()).or_default() += 1;
+        }
+        let count = |field: &str| r.get(field).and_then(Value::as_u64).unwrap_or(0);
+        if count("wl_decode_forwards") > 0 {
+            decoding.completion_tokens += count("wl_completion_tokens");
+            decoding.decode_forwards += count("wl_decode_forwards");
+            decoding.drafted_tokens += count("wl_drafted_tokens");
+            decoding.accepted_tokens += count("wl_accepted_tokens");
+            decoding.decode_ms += r.get("wl_decode_ms").and_then(Value::as_f64).unwrap_or(0.0);
         }
         let Some(m) = r
             .get("wl_metrics")
@@ -122,6 +158,7 @@ fn summarise(rows: &[&Map<String, Value>]) -> DomainScore {
     s.node_f1 = mean(&node);
     s.attribute_accuracy = mean(&attr);
     s.transition_f1 = mean(&trans);
+    s.decoding = (decoding.decode_forwards > 0).then_some(decoding);
     s
 }
 
@@ -216,6 +253,24 @@ pub fn render(report: &ScoreReport) -> String {
     if !statuses.is_empty() {
         out.push_str(&format!("prediction status: {}\n", statuses.join(", ")));
     }
+    let decoding = report
+        .domains
+        .iter()
+        .map(|(name, d)| (name.as_str(), d))
+        .chain([("all", &report.all)]);
+    for (name, d) in decoding {
+        if let Some(x) = &d.decoding {
+            out.push_str(&format!(
+                "decoding {name}: {} tokens in {} forwards ({:.2} tokens/forward), drafts kept {} of {}, decode {:.1} s\n",
+                x.completion_tokens,
+                x.decode_forwards,
+                x.tokens_per_forward(),
+                x.accepted_tokens,
+                x.drafted_tokens,
+                x.decode_ms / 1e3,
+            ));
+        }
+    }
     out
 }
 
@@ -269,6 +324,37 @@ mod tests {
             err.to_string().contains("empty.jsonl: no rows to score"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn decoding_figures_are_summed_over_rows_that_counted_forwards() {
+        let r = rows(vec![
+            json!({"task": "android", "wl_completion_tokens": 120, "wl_decode_forwards": 30, "wl_drafted_tokens": 100, "wl_accepted_tokens": 90, "wl_decode_ms": 500.0}),
+            json!({"task": "android", "wl_completion_tokens": 40, "wl_decode_forwards": 10, "wl_drafted_tokens": 40, "wl_accepted_tokens": 30, "wl_decode_ms": 250.0}),
+            // A copy-baseline row: no forwards, not counted.
+            json!({"task": "android", "wl_completion_tokens": 0, "wl_decode_forwards": 0}),
+            json!({"task": "web", "wl_completion_tokens": 5}),
+        ]);
+        let report = score_rows(&r);
+        let d = report.domains["android"].decoding.clone().expect("counted");
+        assert_eq!(
+            (
+                d.completion_tokens,
+                d.decode_forwards,
+                d.drafted_tokens,
+                d.accepted_tokens
+            ),
+            (160, 40, 140, 120)
+        );
+        assert!((d.tokens_per_forward() - 4.0).abs() < 1e-12);
+        assert!((d.decode_ms - 750.0).abs() < 1e-9);
+        assert_eq!(report.domains["web"].decoding, None);
+        let table = render(&report);
+        assert!(
+            table.contains("decoding android: 160 tokens in 40 forwards (4.00 tokens/forward), drafts kept 120 of 140, decode 0.8 s"),
+            "{table}"
+        );
+        assert!(!table.contains("decoding web"), "{table}");
     }
 
     #[test]

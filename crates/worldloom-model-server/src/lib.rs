@@ -51,7 +51,9 @@
 //! `top_logprobs`; engines that cannot score tokens, such as the copy
 //! baseline, answer an empty list), `stream`, `stream_options.include_usage`,
 //! `chat_template_kwargs.enable_thinking`, `user` (ignored metadata), and
-//! Worldloom's `stop_after_observation`. Fields not given keep
+//! Worldloom's `stop_after_observation` and `speculative` (`false` turns the
+//! server's speculative decoding off for the request; the output is the
+//! same, only slower or faster). Fields not given keep
 //! [`ServerOptions::default_params`]. Any other field is refused with a 400
 //! whose `param` names it (`response_format`, `tools`, `tool_choice`,
 //! `functions`, …); a `null` value counts as absent, and

@@ -63,6 +63,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "stream_options",
     "chat_template_kwargs",
     "stop_after_observation",
+    "speculative",
     "user",
 ];
 
@@ -404,7 +405,8 @@ fn apply_stops(fields: &Fields, params: &mut GenerationParams) -> Result<(), Api
 }
 
 /// The switches: `skip_special_tokens`,
-/// `chat_template_kwargs.enable_thinking`, `stop_after_observation`.
+/// `chat_template_kwargs.enable_thinking`, `stop_after_observation`,
+/// `speculative`.
 fn apply_switches(fields: &Fields, params: &mut GenerationParams) -> Result<(), ApiError> {
     if let Some(b) = fields.boolean("skip_special_tokens")? {
         params.skip_special_tokens = b;
@@ -423,6 +425,9 @@ fn apply_switches(fields: &Fields, params: &mut GenerationParams) -> Result<(), 
     }
     if let Some(b) = fields.boolean("stop_after_observation")? {
         params.stop_after_observation = b;
+    }
+    if let Some(b) = fields.boolean("speculative")? {
+        params.speculative = b;
     }
     Ok(())
 }

@@ -35,12 +35,23 @@ fn usage(stats: &[GenerationStats]) -> Value {
     let prompt = stats.first().map(|s| s.prompt_tokens).unwrap_or(0);
     let computed = stats.first().map(|s| s.prompt_tokens_computed).unwrap_or(0);
     let completion: usize = stats.iter().map(|s| s.completion_tokens).sum();
-    json!({
+    let drafted: usize = stats.iter().map(|s| s.drafted_tokens).sum();
+    let accepted: usize = stats.iter().map(|s| s.accepted_tokens).sum();
+    let mut usage = json!({
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": prompt.saturating_sub(computed)},
-    })
+    });
+    if drafted > 0 {
+        // Speculative decoding, in the names OpenAI's usage gives drafted
+        // ("predicted") tokens.
+        usage["completion_tokens_details"] = json!({
+            "accepted_prediction_tokens": accepted,
+            "rejected_prediction_tokens": drafted - accepted,
+        });
+    }
+    usage
 }
 
 /// Seconds since the Unix epoch (a response's `created`).

@@ -920,6 +920,70 @@ fn the_tiny_checkpoint_samples_n_choices_with_logprobs_and_knows_its_context() {
     );
 }
 
+#[test]
+fn a_drafting_server_answers_the_same_with_speculation_on_or_off_and_counts_the_drafts() {
+    use worldloom_engine::draft::Drafter;
+    use worldloom_engine::loading::{LoadOptions, load_model};
+    use worldloom_engine::local::{DrafterFactory, Drafting};
+    use worldloom_engine::{LocalEngine, LocalEngineOptions};
+    /// Proposes the same three tokens every time (the random model's
+    /// output matches nothing a real drafter would propose).
+    struct Fixed;
+    impl Drafter for Fixed {
+        fn draft(&mut self, _output: &[u32], max: usize) -> Vec<u32> {
+            [5u32, 6, 7].into_iter().take(max).collect()
+        }
+        fn accepted(&mut self, _proposed: usize, _accepted: usize) {}
+    }
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/tiny-world-model");
+    let model = load_model(&dir, &LoadOptions::default()).unwrap();
+    let fixed: DrafterFactory =
+        Arc::new(|_: &[u32], _: &[u32]| Box::new(Fixed) as Box<dyn Drafter>);
+    let options = LocalEngineOptions {
+        drafting: Drafting::Custom(fixed),
+        ..LocalEngineOptions::default()
+    };
+    let engine = LocalEngine::from_dir(model, &dir, options).unwrap();
+    let server = serve_with(Arc::new(engine), ServerOptions::default());
+    let chat = serde_json::json!([
+        {"role": "user", "content": "$ ls"},
+        {"role": "assistant", "content": "src README.md notes.txt src README.md notes.txt"},
+        {"role": "user", "content": "$ ls"},
+    ]);
+    let ask = |speculative: Option<bool>| {
+        let mut request = serde_json::json!({"model": "wl-test", "messages": chat, "temperature": 0.0,
+            "max_tokens": 24, "stop_after_observation": false});
+        if let Some(on) = speculative {
+            request["speculative"] = serde_json::json!(on);
+        }
+        let (status, body) = post(&server, request);
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let drafted = ask(None);
+    let plain = ask(Some(false));
+    assert_eq!(
+        drafted["choices"][0]["message"], plain["choices"][0]["message"],
+        "greedy output is the same with and without drafts"
+    );
+    let details = &drafted["usage"]["completion_tokens_details"];
+    let accepted = details["accepted_prediction_tokens"].as_u64().unwrap();
+    let rejected = details["rejected_prediction_tokens"].as_u64().unwrap();
+    assert!(accepted + rejected > 0, "{details}");
+    assert!(
+        plain["usage"].get("completion_tokens_details").is_none(),
+        "{}",
+        plain["usage"]
+    );
+    let (status, body) = post(
+        &server,
+        serde_json::json!({"model": "wl-test", "messages": chat, "speculative": "yes"}),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(error_of(&body).1, "speculative");
+}
+
 /// An engine whose answer is cut by the token limit inside the reasoning
 /// the prompt opened (it settles nothing itself).
 struct CutAtLimit;

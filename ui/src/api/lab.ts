@@ -17,6 +17,7 @@ export type {
   KeySource,
   ModelDirInfo,
   ModelDtype,
+  DraftMode,
   ChatMessage,
   StepStats,
   TokenView,

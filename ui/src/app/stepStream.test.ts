@@ -11,6 +11,9 @@ const STATS: StepStats = {
   decode_ms: 90,
   decode_tokens_per_sec: 100,
   stop_reason: "end_of_turn",
+  decode_forwards: 9,
+  drafted_tokens: 0,
+  accepted_tokens: 0,
 };
 
 function run(state: StepState, ...actions: StepAction[]): StepState {

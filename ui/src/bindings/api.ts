@@ -1719,6 +1719,8 @@ file_name: string, };
 
 export type ModelDtype = "f32" | "bf16" | "f16";
 
+export type DraftMode = "off" | "observation" | "prompt_lookup";
+
 export type EngineSettings = { "kind": "baseline", 
 /**
  * The baseline's name (`copy`).
@@ -1735,7 +1737,12 @@ device: string,
 /**
  * Compute dtype.
  */
-dtype: ModelDtype, } | { "kind": "openai", 
+dtype: ModelDtype, 
+/**
+ * Speculative decoding. Absent or `null`: `observation` (settings
+ * saved before this field load with drafting on).
+ */
+draft?: DraftMode, } | { "kind": "openai", 
 /**
  * Base URL, e.g. `http://127.0.0.1:8000/v1`.
  */
@@ -2045,7 +2052,20 @@ decode_tokens_per_sec: number,
  * `max_tokens`, `stop_string`, `cancelled`); `null` when the engine
  * cannot say.
  */
-stop_reason: StopReason | null, };
+stop_reason: StopReason | null, 
+/**
+ * Forward passes while decoding (0 when the engine cannot say).
+ */
+decode_forwards: number, 
+/**
+ * Tokens the local engine's drafter proposed (speculative decoding;
+ * 0 when drafting is off).
+ */
+drafted_tokens: number, 
+/**
+ * Proposed tokens that verification kept.
+ */
+accepted_tokens: number, };
 
 export type CancelStepRequest = { 
 /**

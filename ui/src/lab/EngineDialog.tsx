@@ -11,7 +11,15 @@
  * `endpoint_key_status` says whether one is stored.
  */
 import { useEffect, useState } from "react";
-import type { EngineSettings, EngineStatus, GenerationParamsView, KeySource, ModelDirInfo, ModelDtype } from "../api/lab";
+import type {
+  DraftMode,
+  EngineSettings,
+  EngineStatus,
+  GenerationParamsView,
+  KeySource,
+  ModelDirInfo,
+  ModelDtype,
+} from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { formatBytes, formatParams } from "./format";
 import { DialogFooter, ErrorLine, Field, TextField, errorMessage, useBusyAction } from "./DialogParts";
@@ -30,6 +38,13 @@ export const MODEL_CARD_PARAMS: GenerationParamsView = {
 };
 
 type Kind = EngineSettings["kind"];
+
+/** The local engine's speculative decoding choices, as the dialog names them. */
+const DRAFT_MODES: [DraftMode, string][] = [
+  ["observation", "from the observation"],
+  ["prompt_lookup", "prompt lookup"],
+  ["off", "off"],
+];
 
 /**
  * Where an endpoint's key comes from, as the dialog shows it: `key stored in
@@ -63,6 +78,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
   const [modelDir, setModelDir] = useState(s.kind === "local" ? s.model_dir : "");
   const [device, setDevice] = useState(s.kind === "local" ? s.device : "cpu");
   const [dtype, setDtype] = useState<ModelDtype>(s.kind === "local" ? s.dtype : "bf16");
+  const [draft, setDraft] = useState<DraftMode>(s.kind === "local" ? (s.draft ?? "observation") : "observation");
   const [baseUrl, setBaseUrl] = useState(s.kind === "openai" ? s.base_url : "http://127.0.0.1:8000/v1");
   const [model, setModel] = useState(s.kind === "openai" ? s.model : "Qwen-AgentWorld-35B-A3B");
   const [keyEnv, setKeyEnv] = useState(s.kind === "openai" ? (s.api_key_env ?? "") : "OPENAI_API_KEY");
@@ -128,7 +144,7 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
     kind === "baseline"
       ? { kind, name: baseline }
       : kind === "local"
-        ? { kind, model_dir: modelDir.trim(), device, dtype }
+        ? { kind, model_dir: modelDir.trim(), device, dtype, draft }
         : {
             kind,
             base_url: baseUrl.trim(),
@@ -289,6 +305,20 @@ export function EngineDialog({ backend, status, onClose, onSaved }: EngineDialog
                 {(["f32", "bf16", "f16"] as ModelDtype[]).map((d) => (
                   <option key={d} value={d}>
                     {d}
+                  </option>
+                ))}
+              </select>
+            </Field>
+            <Field label="Drafting">
+              <select
+                aria-label="Drafting"
+                title="Speculative decoding: drafted tokens are verified in one forward; the output is the same"
+                value={draft}
+                onChange={(e) => setDraft(e.target.value as DraftMode)}
+              >
+                {DRAFT_MODES.map(([mode, label]) => (
+                  <option key={mode} value={mode}>
+                    {label}
                   </option>
                 ))}
               </select>

@@ -31,6 +31,13 @@ export function statsLine(stats: StepStats): string {
     `${stats.completion_tokens} generated`,
     `${stats.prompt_tokens_computed} of ${stats.prompt_tokens} prompt tokens re-read`,
   ];
+  if (stats.drafted_tokens > 0) {
+    // Speculative decoding: how much of the draft held, and what that bought.
+    parts.push(`drafts ${stats.accepted_tokens} of ${stats.drafted_tokens} kept`);
+    if (stats.decode_forwards > 0) {
+      parts.push(`${(stats.completion_tokens / stats.decode_forwards).toFixed(1)} tokens/forward`);
+    }
+  }
   if (stats.prefill_ms > 0) parts.push(`prefill ${Math.round(stats.prefill_ms)} ms`);
   if (stats.stop_reason) parts.push(`stop: ${stats.stop_reason}`);
   return parts.join(" · ");

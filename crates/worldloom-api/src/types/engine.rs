@@ -15,6 +15,21 @@ pub enum ModelDtype {
     F16,
 }
 
+/// Speculative decoding of a local engine (`worldloom-engine`
+/// `local::Drafting`): which drafter proposes tokens for the model to
+/// verify. The output is the same in every mode; only speed differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftMode {
+    /// One token a forward.
+    Off,
+    /// Drafted from the aligned position in the current observation.
+    Observation,
+    /// Prompt lookup: after the latest match of the last tokens in the
+    /// prompt.
+    PromptLookup,
+}
+
 /// Which engine steps the world model. Saved per workspace (no secrets: an
 /// endpoint's API key is read from the named environment variable or the OS
 /// keyring when the engine is created).
@@ -36,6 +51,11 @@ pub enum EngineSettings {
         device: String,
         /// Compute dtype.
         dtype: ModelDtype,
+        /// Speculative decoding. Absent or `null`: `observation` (settings
+        /// saved before this field load with drafting on).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[ts(optional)]
+        draft: Option<DraftMode>,
     },
     /// An OpenAI-compatible chat-completions endpoint.
     Openai {

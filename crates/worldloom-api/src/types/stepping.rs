@@ -80,6 +80,13 @@ pub struct StepStats {
     /// `max_tokens`, `stop_string`, `cancelled`); `null` when the engine
     /// cannot say.
     pub stop_reason: Option<StopReason>,
+    /// Forward passes while decoding (0 when the engine cannot say).
+    pub decode_forwards: u32,
+    /// Tokens the local engine's drafter proposed (speculative decoding;
+    /// 0 when drafting is off).
+    pub drafted_tokens: u32,
+    /// Proposed tokens that verification kept.
+    pub accepted_tokens: u32,
 }
 
 /// `cancel_step` request.
