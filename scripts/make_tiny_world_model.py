@@ -163,20 +163,29 @@ def sample_corpus(rng: random.Random) -> list[str]:
     return texts
 
 
-def train_tokenizer(rng: random.Random) -> Tokenizer:
+def train_bpe(texts, vocab_size: int, pre_tokenizer) -> Tokenizer:
+    """A byte-level BPE of `vocab_size` tokens in all, trained on `texts`
+    after `pre_tokenizer`, with the chat template's special tokens (added,
+    special) and the reasoning tags (added, kept when decoding)."""
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS) - len(THINK_TOKENS),
+        vocab_size=vocab_size - len(SPECIAL_TOKENS) - len(THINK_TOKENS),
         min_frequency=2,
         show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tokenizer.train_from_iterator(sample_corpus(rng), trainer=trainer)
+    tokenizer.train_from_iterator(texts, trainer=trainer)
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
     tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
     return tokenizer
+
+
+def train_tokenizer(rng: random.Random) -> Tokenizer:
+    return train_bpe(
+        sample_corpus(rng), VOCAB_SIZE, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    )
 
 
 def random_weights(config: dict, np_rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -46,13 +46,13 @@ from pathlib import Path
 
 import safetensors.torch
 import torch
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, pre_tokenizers
 from transformers import Qwen3_5MoeForCausalLM, Qwen3_5MoeTextConfig
 
 import synthetic_worlds as worlds
 from fixture_configs import qwen_tokenizer_config
 from make_qwen3_5_moe_fixtures import per_expert
-from make_tiny_world_model import CHAT_TEMPLATE, SPECIAL_TOKENS, THINK_TOKENS
+from make_tiny_world_model import CHAT_TEMPLATE, SPECIAL_TOKENS, THINK_TOKENS, train_bpe
 
 SEED = 20261206
 VOCAB_SIZE = 2048
@@ -151,22 +151,6 @@ def example(t: worlds.Trajectory, k: int, thinking: bool) -> tuple[str, list[tup
 
 
 def train_tokenizer(texts: list[str]) -> Tokenizer:
-    tokenizer = Tokenizer(models.BPE())
-    # Words with their leading space (and runs of white space) are the
-    # pre-tokens, so that frequent markup (`resource-id="android:id/title"`,
-    # `clickable,`) can become one token; bytes are mapped as byte-level BPE.
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(r" ?[^\s]+|\s+"), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB_SIZE - len(SPECIAL_TOKENS) - len(THINK_TOKENS),
-        min_frequency=2,
-        show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=[],
-    )
     # The special tokens are cut out of the training text: they are added
     # tokens, never merged with their neighbours.
     pieces = []
@@ -174,10 +158,14 @@ def train_tokenizer(texts: list[str]) -> Tokenizer:
         for marker in SPECIAL_TOKENS + THINK_TOKENS:
             text = text.replace(marker, "\n")
         pieces.append(text)
-    tokenizer.train_from_iterator(pieces, trainer=trainer)
-    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
-    tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
-    return tokenizer
+    # Words with their leading space (and runs of white space) are the
+    # pre-tokens, so that frequent markup (`resource-id="android:id/title"`,
+    # `clickable,`) can become one token; bytes are mapped as byte-level BPE.
+    words = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r" ?[^\s]+|\s+"), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    return train_bpe(pieces, VOCAB_SIZE, words)
 
 
 def encode(tokenizer: Tokenizer, text: str, spans: list[tuple[int, int]]) -> tuple[list[int], list[bool]]:
