@@ -11,15 +11,7 @@
  * `endpoint_key_status` says whether one is stored.
  */
 import { useEffect, useState } from "react";
-import type {
-  DraftMode,
-  EngineSettings,
-  EngineStatus,
-  GenerationParamsView,
-  KeySource,
-  ModelDirInfo,
-  ModelDtype,
-} from "../api/lab";
+import type { DraftMode, EngineSettings, EngineStatus, GenerationParamsView, KeySource, ModelDirInfo, ModelDtype } from "../api/lab";
 import type { Backend } from "../backend/backend";
 import { formatBytes, formatParams } from "./format";
 import { DialogFooter, ErrorLine, Field, TextField, errorMessage, useBusyAction } from "./DialogParts";

@@ -18,9 +18,7 @@ const PLAIN: StepStats = {
 
 describe("the step figures line", () => {
   it("says nothing of drafts when drafting was off", () => {
-    expect(statsLine(PLAIN)).toBe(
-      "120.0 tokens/s · 120 generated · 40 of 1200 prompt tokens re-read · prefill 12 ms · stop: end_of_turn",
-    );
+    expect(statsLine(PLAIN)).toBe("120.0 tokens/s · 120 generated · 40 of 1200 prompt tokens re-read · prefill 12 ms · stop: end_of_turn");
   });
 
   it("gives the kept share of the drafts and the tokens per forward when the engine drafted", () => {
