@@ -1,4 +1,4 @@
-import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { cleanup, configure, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { EngineStatus } from "../api/lab";
 import type { Backend } from "../backend/backend";
@@ -7,6 +7,9 @@ import { startServer, type TestServer } from "../testing/server";
 import { EngineDialog } from "./EngineDialog";
 
 // Each test saves settings or keys: each gets its own server (keys in memory).
+// Every wait here is a round trip to that server, which takes longer than
+// waitFor's default second while the other test files load the machine.
+configure({ asyncUtilTimeout: 5000 });
 let server: TestServer;
 beforeEach(async () => {
   server = await startServer([], { OPENAI_API_KEY: "sk-from-the-environment" });
