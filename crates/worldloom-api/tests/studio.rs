@@ -918,8 +918,8 @@ fn tiny_checkpoint_steps_and_reuses_state_snapshots() {
         assert!(s.decode_forwards > 0, "{s:?}");
         assert!(s.accepted_tokens <= s.drafted_tokens, "{s:?}");
         assert!(
-            s.decode_forwards <= 2 * s.completion_tokens,
-            "a forward a token, two where a draft is cut: {s:?}"
+            s.decode_forwards < s.completion_tokens,
+            "at most a forward a token (none after the last), a cut draft included: {s:?}"
         );
     }
     let list = predictions(&studio, &id, 2);

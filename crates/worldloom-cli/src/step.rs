@@ -499,14 +499,10 @@ pub fn run(args: &StepArgs) -> Result<()> {
         s.decode_tokens_per_sec,
         stop_reason_name(s.stop_reason)
     );
-    if s.drafted_tokens > 0 {
+    if let Some(per_forward) = s.tokens_per_forward().filter(|_| s.drafted_tokens > 0) {
         eprintln!(
-            "drafts: {} of {} drafted tokens kept, {} forwards for {} tokens ({:.2} tokens/forward)",
-            s.accepted_tokens,
-            s.drafted_tokens,
-            s.decode_forwards,
-            s.completion_tokens,
-            s.completion_tokens as f64 / s.decode_forwards.max(1) as f64
+            "drafts: {} of {} drafted tokens kept, {} forwards for {} tokens ({per_forward:.2} tokens/forward)",
+            s.accepted_tokens, s.drafted_tokens, s.decode_forwards, s.completion_tokens,
         );
     }
     Ok(())

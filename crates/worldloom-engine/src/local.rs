@@ -557,7 +557,7 @@ impl<M: CausalLm> Worker<M> {
     }
 
     /// The request's drafting ([`speculative`]), when the engine drafts and
-    /// the request does not ask for log-probabilities: the
+    /// the request allows it (`GenerationParams::speculative`): the
     /// drafter over the prompt and the current observation (the request's,
     /// else the last assistant message).
     fn speculation(
@@ -658,8 +658,7 @@ impl<M: CausalLm> Worker<M> {
             // row of the verifying forward), for its top alternatives.
             let judged_on = chosen
                 .as_ref()
-                .and_then(|c| c.row.clone())
-                .map(StepLogits::Host);
+                .map(|c| StepLogits::Host(Arc::clone(&c.row)));
             let token = match (chosen, &logits) {
                 (Some(c), _) => c.token,
                 (None, StepLogits::Host(l)) => sampler.sample(l).map_err(model_error)?,

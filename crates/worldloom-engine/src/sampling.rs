@@ -418,17 +418,20 @@ impl Sampler {
         logits: &[f32],
         drafted: u32,
     ) -> Result<DraftVerdict, SamplingError> {
+        // A chosen token with its model log-probability, as `pick` reports it.
+        let normaliser = LogNormaliser::of(logits)?;
+        let scored = |id: u32, sampling_logprob: f32| SampledToken {
+            id,
+            logprob: normaliser.logprob(logits, id),
+            sampling_logprob,
+        };
         let penalised = self.penalised(logits);
         if self.is_greedy() {
             if argmax(&penalised)? != drafted {
                 return Ok(DraftVerdict::Rejected);
             }
             self.count(drafted);
-            return Ok(DraftVerdict::Kept(SampledToken {
-                id: drafted,
-                logprob: LogNormaliser::of(logits)?.logprob(logits, drafted),
-                sampling_logprob: 0.0,
-            }));
+            return Ok(DraftVerdict::Kept(scored(drafted, 0.0)));
         }
         let candidates = self.candidates(&penalised)?;
         let p = candidates
@@ -437,33 +440,24 @@ impl Sampler {
             .map_or(0.0, |&(_, p)| p);
         if self.rng.random::<f32>() < p {
             self.count(drafted);
-            return Ok(DraftVerdict::Kept(SampledToken {
-                id: drafted,
-                logprob: LogNormaliser::of(logits)?.logprob(logits, drafted),
-                sampling_logprob: p.ln(),
-            }));
+            return Ok(DraftVerdict::Kept(scored(drafted, p.ln())));
         }
         let mut residual: Vec<(u32, f32)> = candidates
             .into_iter()
             .filter(|(id, _)| *id != drafted)
             .collect();
         let rest: f32 = residual.iter().map(|&(_, q)| q).sum();
-        for (_, q) in &mut residual {
-            *q /= rest;
-        }
         if residual.is_empty() || rest <= 0.0 {
             return Err(SamplingError::BadLogits(
                 "no token besides the drafted one has probability left".into(),
             ));
         }
+        for (_, q) in &mut residual {
+            *q /= rest;
+        }
         let (id, q) = self.draw(&residual);
         self.count(id);
-        let normaliser = LogNormaliser::of(logits)?;
-        Ok(DraftVerdict::Replaced(SampledToken {
-            id,
-            logprob: normaliser.logprob(logits, id),
-            sampling_logprob: q.ln(),
-        }))
+        Ok(DraftVerdict::Replaced(scored(id, q.ln())))
     }
 
     fn pick(&mut self, logits: &[f32]) -> Result<SampledToken, SamplingError> {

@@ -149,8 +149,8 @@ pub struct GenerationStats {
     pub stop_reason: Option<StopReason>,
     /// Forward passes of the model while decoding (the prefill not
     /// counted): one a token without drafting, fewer where drafts are kept
-    /// (a draft cut short costs a second forward); 0 for engines that
-    /// cannot say.
+    /// (a draft cut short costs a second forward on a model without
+    /// `CausalLm::rewind_within`); 0 for engines that cannot say.
     #[serde(default)]
     pub decode_forwards: usize,
     /// Tokens a drafter proposed (speculative decoding); 0 when off.
@@ -162,6 +162,13 @@ pub struct GenerationStats {
 }
 
 impl GenerationStats {
+    /// Generated tokens per decode forward (`None` when the engine counted
+    /// no forwards).
+    pub fn tokens_per_forward(&self) -> Option<f64> {
+        (self.decode_forwards > 0)
+            .then(|| self.completion_tokens as f64 / self.decode_forwards as f64)
+    }
+
     /// `completion_tokens` over `decode_ms` milliseconds in tokens per
     /// second (the `decode_tokens_per_sec` figure); 0 when no decode time
     /// passed.

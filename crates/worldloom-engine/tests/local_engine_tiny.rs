@@ -353,6 +353,13 @@ fn a_state_rewound_within_a_draft_equals_a_fresh_prefill_of_the_kept_tokens() {
     let model = model();
     let prompt = prompt_ids(&chat(2));
     let draft = [prompt[3], prompt[4], prompt[5], prompt[6], prompt[7]];
+    // A prompt read by `forward` (a prefill) keeps nothing to rewind within:
+    // only a verifying `forward_all` does.
+    let mut state = model.new_state().expect("state");
+    let start = Qwen3_5Moe::checkpoint(&state);
+    logits(&model, &prompt[..10], &mut state);
+    assert!(!Qwen3_5Moe::rewind_within(&mut state, &start, 5).expect("rewind"));
+    assert_eq!(Qwen3_5Moe::state_len(&state), 10);
     for keep in 0..=draft.len() {
         let mut state = model.new_state().expect("state");
         logits(&model, &prompt, &mut state);

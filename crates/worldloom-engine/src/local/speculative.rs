@@ -102,7 +102,7 @@ pub(super) fn applies(params: &GenerationParams) -> bool {
 pub(super) struct Chosen {
     pub(super) token: SampledToken,
     pub(super) fed: bool,
-    pub(super) row: Option<Arc<Vec<f32>>>,
+    pub(super) row: Arc<Vec<f32>>,
 }
 
 /// One generation's drafting: the drafter, the tokens generated so far,
@@ -187,7 +187,7 @@ impl Speculation {
             let chosen = |token, fed| Chosen {
                 token,
                 fed,
-                row: Some(Arc::clone(row)),
+                row: Arc::clone(row),
             };
             match verdict {
                 DraftVerdict::Kept(token) => {

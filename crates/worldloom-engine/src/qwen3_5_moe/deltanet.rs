@@ -60,9 +60,9 @@ pub(super) struct DeltaNetState {
     pub(super) conv: Tensor,
     /// Recurrent state S per value head, [n_v, d_k, d_v], f32.
     pub(super) recurrent: Tensor,
-    /// The inputs of the last forward when it was 2 to
-    /// [`TRAIL_MAX_TOKENS`] tokens long, else `None`.
-    pub(super) trail: Option<Arc<DeltaTrail>>,
+    /// The inputs of the last forward when it asked to keep them and was 2
+    /// to [`TRAIL_MAX_TOKENS`] tokens long, else `None`.
+    trail: Option<Arc<DeltaTrail>>,
 }
 
 /// What a short multi-token forward read, so that the state after any
@@ -72,7 +72,7 @@ pub(super) struct DeltaNetState {
 /// conv_dim], and the delta rule's per-token inputs (q, k [n_v, T, d_k],
 /// v [n_v, T, d_v], g, beta [n_v, T], f32).
 #[derive(Debug)]
-pub(super) struct DeltaTrail {
+struct DeltaTrail {
     start: Tensor,
     padded: Tensor,
     q: Tensor,
@@ -82,27 +82,37 @@ pub(super) struct DeltaTrail {
     beta: Tensor,
 }
 
-impl DeltaTrail {
-    /// Tokens of the forward it kept.
-    pub(super) fn len(&self) -> usize {
-        self.beta.dims().get(1).copied().unwrap_or(0)
-    }
-}
-
 impl DeltaNetState {
+    /// Tokens of the last forward, when it kept its inputs.
+    pub(super) fn trail_len(&self) -> Option<usize> {
+        self.trail
+            .as_ref()
+            .and_then(|t| t.beta.dims().get(1).copied())
+    }
+
+    /// Bytes the kept inputs occupy (0 without them).
+    pub(super) fn trail_size_bytes(&self) -> usize {
+        self.trail.as_ref().map_or(0, |t| {
+            [&t.start, &t.padded, &t.q, &t.k, &t.v, &t.g, &t.beta]
+                .iter()
+                .map(|x| x.elem_count() * x.dtype().size_in_bytes())
+                .sum()
+        })
+    }
+
     /// Puts the state where it was after the first `keep` tokens of the
-    /// last forward; `Ok(false)`, the state unchanged, when that forward
-    /// kept no trail or was shorter.
+    /// last forward, from the inputs it kept.
     ///
     /// # Errors
-    /// The device's errors.
-    pub(super) fn rewind_within(&mut self, keep: usize) -> candle_core::Result<bool> {
-        let Some(trail) = self.trail.clone() else {
-            return Ok(false);
+    /// No kept inputs, or fewer than `keep` tokens of them (check
+    /// [`DeltaNetState::trail_len`] first); the device's errors.
+    pub(super) fn rewind_within(&mut self, keep: usize) -> candle_core::Result<()> {
+        let Some(trail) = self.trail.take() else {
+            candle_core::bail!("no kept inputs to rewind within");
         };
-        let t = trail.len();
+        let t = trail.beta.dim(1)?;
         if keep > t {
-            return Ok(false);
+            candle_core::bail!("cannot keep {keep} tokens of a {t}-token forward");
         }
         // The conv's left context is the padded input's first rows.
         let context = trail.padded.dim(0)? - t;
@@ -120,8 +130,7 @@ impl DeltaNetState {
             recurrent_gated_delta_rule(&inputs, &trail.start)?.1
         };
         self.conv = trail.padded.narrow(0, keep, context)?.contiguous()?;
-        self.trail = None;
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -186,13 +195,16 @@ impl GatedDeltaNet {
     /// one-token step as one fused op
     /// ([`crate::kernels::fused::gdn_decode_step`]) and the output norm of
     /// longer inputs as [`crate::kernels::fused::gated_rms_norm`]; the
-    /// same maths either way.
+    /// same maths either way. `keep_trail` keeps a 2- to
+    /// [`TRAIL_MAX_TOKENS`]-token input's delta-rule inputs in the state
+    /// ([`DeltaTrail`]); any other forward drops what was kept.
     pub(super) fn forward(
         &self,
         x: &Tensor,
         state: &mut DeltaNetState,
         chunked: bool,
         fused: bool,
+        keep_trail: bool,
     ) -> candle_core::Result<Tensor> {
         let t = x.dim(0)?;
         if fused && t == 1 {
@@ -268,7 +280,7 @@ impl GatedDeltaNet {
         } else {
             recurrent_gated_delta_rule(&inputs, &state.recurrent)?
         };
-        state.trail = (t > 1 && t <= TRAIL_MAX_TOKENS).then(|| {
+        state.trail = (keep_trail && t > 1 && t <= TRAIL_MAX_TOKENS).then(|| {
             Arc::new(DeltaTrail {
                 start: state.recurrent.clone(),
                 padded: padded.clone(),
@@ -558,14 +570,14 @@ mod tests {
                 let layer = random_layer(dtype, tiled);
                 let mut want_state = layer.new_state(dtype, &Device::Cpu)?;
                 let prompt = randn(&[5, 48], 1.0, dtype);
-                layer.forward(&prompt, &mut want_state, true, false)?;
+                layer.forward(&prompt, &mut want_state, true, false, false)?;
                 let mut got_state = want_state.clone();
                 for step in 0..4 {
                     let x = randn(&[1, 48], 1.0, dtype);
                     let snapshot = got_state.clone();
                     let before: Vec<f32> = snapshot.recurrent.flatten_all()?.to_vec1()?;
-                    let want = layer.forward(&x, &mut want_state, false, false)?;
-                    let got = layer.forward(&x, &mut got_state, false, true)?;
+                    let want = layer.forward(&x, &mut want_state, false, false, false)?;
+                    let got = layer.forward(&x, &mut got_state, false, true, false)?;
                     let what = format!("{dtype:?} tiled={tiled} step {step}");
                     assert_eq!(got.dims(), want.dims(), "{what}");
                     assert_eq!(got.dtype(), dtype, "{what}");
@@ -596,8 +608,8 @@ mod tests {
             for chunked in [true, false] {
                 let mut s1 = layer.new_state(dtype, &Device::Cpu)?;
                 let mut s2 = layer.new_state(dtype, &Device::Cpu)?;
-                let want = layer.forward(&x, &mut s1, chunked, false)?;
-                let got = layer.forward(&x, &mut s2, chunked, true)?;
+                let want = layer.forward(&x, &mut s1, chunked, false, false)?;
+                let got = layer.forward(&x, &mut s2, chunked, true, false)?;
                 let d = max_rel_diff(&got, &want);
                 assert!(d <= tol, "{dtype:?} chunked={chunked}: {d}");
             }

@@ -112,7 +112,9 @@ impl State {
             .map(|l| match l {
                 LayerState::Attention(Some(c)) => c.size_bytes(),
                 LayerState::Attention(None) => 0,
-                LayerState::DeltaNet(s) => bytes(&s.conv) + bytes(&s.recurrent),
+                LayerState::DeltaNet(s) => {
+                    bytes(&s.conv) + bytes(&s.recurrent) + s.trail_size_bytes()
+                }
             })
             .sum()
     }
@@ -390,11 +392,15 @@ impl Qwen3_5Moe {
 
     /// Runs the decoder over `input_ids` after the tokens in `state` and
     /// returns the final hidden states [T, hidden] (after the final norm).
+    /// `keep_trail`: the DeltaNet layers keep this forward's inputs for
+    /// [`CausalLm::rewind_within`] (a verified draft: [`Qwen3_5Moe::forward_all`]
+    /// only, never a prompt or a decode step).
     fn hidden_states(
         &self,
         input_ids: &[u32],
         state: &mut State,
         mode: DeltaNetMode,
+        keep_trail: bool,
     ) -> candle_core::Result<Tensor> {
         let t = input_ids.len();
         if t == 0 {
@@ -408,7 +414,13 @@ impl Qwen3_5Moe {
         // tensor handles) and the KV lengths are saved and put back on error;
         // KV positions written past the saved length are never read.
         let saved: Vec<SavedLayer> = state.layers.iter().map(SavedLayer::of).collect();
-        match self.run_layers(input_ids, state.position, &mut state.layers, mode) {
+        match self.run_layers(
+            input_ids,
+            state.position,
+            &mut state.layers,
+            mode,
+            keep_trail,
+        ) {
             Ok(out) => {
                 state.position += t;
                 Ok(out)
@@ -431,6 +443,7 @@ impl Qwen3_5Moe {
         offset: usize,
         layers: &mut [LayerState],
         mode: DeltaNetMode,
+        keep_trail: bool,
     ) -> candle_core::Result<Tensor> {
         let ids = Tensor::new(input_ids, &self.device)?;
         let mut x = self.embed_tokens.rows(&ids, self.dtype)?; // [T, H]
@@ -445,7 +458,7 @@ impl Qwen3_5Moe {
                     a.forward(&normed, &cos, &sin, offset, cache, fused)?
                 }
                 (Mixer::DeltaNet(d), LayerState::DeltaNet(s)) => {
-                    d.forward(&normed, s, chunked, fused)?
+                    d.forward(&normed, s, chunked, fused, keep_trail)?
                 }
                 _ => candle_core::bail!("decode state does not match the model's layers"),
             };
@@ -457,7 +470,10 @@ impl Qwen3_5Moe {
     }
 
     /// Feeds `input_ids` and returns the f32 logits of **every** position,
-    /// [T, vocab]. Advances `state`.
+    /// [T, vocab]. Advances `state`; an input of 2 to
+    /// [`deltanet::TRAIL_MAX_TOKENS`] tokens (a verified draft) leaves in
+    /// each DeltaNet layer's state what [`CausalLm::rewind_within`] needs,
+    /// until the next forward.
     ///
     /// # Errors
     /// Empty input, a token id outside the vocabulary, candle errors.
@@ -468,7 +484,7 @@ impl Qwen3_5Moe {
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
         self.lm_head
-            .forward(&self.hidden_states(input_ids, state, mode)?)?
+            .forward(&self.hidden_states(input_ids, state, mode, true)?)?
             .to_dtype(DType::F32)
     }
 
@@ -483,7 +499,7 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        let hidden = self.hidden_states(input_ids, state, mode)?;
+        let hidden = self.hidden_states(input_ids, state, mode, false)?;
         let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
         self.lm_head
             .forward(&last)?
@@ -524,22 +540,22 @@ impl CausalLm for Qwen3_5Moe {
 
     /// KV caches cut to their checkpoint length + `keep`; each DeltaNet
     /// layer's conv and recurrent state recomputed from the inputs its last
-    /// forward kept ([`deltanet::DeltaTrail`]: at most
+    /// forward kept (a [`Qwen3_5Moe::forward_all`] of at most
     /// [`deltanet::TRAIL_MAX_TOKENS`] tokens), the delta rule only.
     fn rewind_within(
         state: &mut State,
         checkpoint: &Checkpoint,
         keep: usize,
     ) -> candle_core::Result<bool> {
-        let forwarded = state.position.checked_sub(checkpoint.position);
+        let Some(forwarded) = state.position.checked_sub(checkpoint.position) else {
+            return Ok(false);
+        };
+        // Every DeltaNet layer kept the inputs of exactly that forward.
         let trails_cover = state.layers.iter().all(|layer| match layer {
-            LayerState::DeltaNet(s) => s
-                .trail
-                .as_ref()
-                .is_some_and(|t| t.len() == forwarded.unwrap_or(0)),
+            LayerState::DeltaNet(s) => s.trail_len() == Some(forwarded),
             LayerState::Attention(_) => true,
         });
-        if forwarded.is_none_or(|n| keep > n) || !trails_cover {
+        if keep > forwarded || !trails_cover {
             return Ok(false);
         }
         for (layer, saved) in state.layers.iter_mut().zip(&checkpoint.layers) {
@@ -547,9 +563,7 @@ impl CausalLm for Qwen3_5Moe {
                 (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
                     cache.truncate(len.unwrap_or(0) + keep);
                 }
-                (LayerState::DeltaNet(s), _) => {
-                    s.rewind_within(keep)?;
-                }
+                (LayerState::DeltaNet(s), _) => s.rewind_within(keep)?,
                 _ => {}
             }
         }
