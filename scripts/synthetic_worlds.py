@@ -94,6 +94,14 @@ class Trajectory:
 # ---------------------------------------------------------------- terminal --
 
 
+def not_a_file(start: str, name: str, is_dir: bool) -> tuple[str, str]:
+    """The shell's error (beginning `start`) and the note for `name`, which
+    is a directory or does not exist."""
+    if is_dir:
+        return f"{start}: Is a directory", f"{name} is a directory."
+    return f"{start}: No such file or directory", f"{name} does not exist."
+
+
 class Shell:
     """A bash-like shell over an in-memory tree rooted at /home/dev.
 
@@ -160,21 +168,15 @@ class Shell:
         if verb == "touch":
             here.setdefault(args[0], "")
             return "", f"It creates {args[0]} silently."
-        if verb == "rm":
+        if verb in ("rm", "cat"):
             name = args[0]
-            if isinstance(here.get(name), str):
-                del here[name]
-                return "", f"It removes {name} silently."
-            if name in here:
-                return f"rm: cannot remove '{name}': Is a directory", f"{name} is a directory."
-            return f"rm: cannot remove '{name}': No such file or directory", f"{name} does not exist."
-        if verb == "cat":
-            name = args[0]
-            if isinstance(here.get(name), str):
+            if not isinstance(here.get(name), str):
+                start = f"rm: cannot remove '{name}'" if verb == "rm" else f"cat: {name}"
+                return not_a_file(start, name, name in here)
+            if verb == "cat":
                 return here[name], f"It prints {name}."
-            if name in here:
-                return f"cat: {name}: Is a directory", f"{name} is a directory."
-            return f"cat: {name}: No such file or directory", f"{name} does not exist."
+            del here[name]
+            return "", f"It removes {name} silently."
         if verb == "echo":
             if ">" in args:
                 at = args.index(">")
