@@ -3,8 +3,9 @@
 //! [`linear`] is `x @ wᵀ`, routed to the CPU streaming kernel of [`cpu`]
 //! where it applies and to candle's matmul elsewhere. [`fused`] holds the
 //! fused decode ops (candle custom ops with a CPU reference and, in `cuda`
-//! builds, their CUDA twins in `cuda`). [`q8_0`] multiplies Q8_0 weights on
-//! AVX-512 VNNI CPUs in llama.cpp's arithmetic.
+//! builds, their CUDA twins in `cuda`). [`q8_0`] and [`k_quants`] multiply
+//! Q8_0, Q4_K and Q6_K weights on AVX-512 VNNI CPUs in llama.cpp's
+//! arithmetic, on tiles built once per weight ([`PackedWeight`]).
 
 pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
@@ -12,9 +13,73 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
+pub(crate) mod k_quants;
 pub(crate) mod q8_0;
 
+use candle_core::quantized::GgmlDType;
 use candle_core::{CpuStorage, DType, Storage, Tensor};
+
+use k_quants::{PackedQ4K, PackedQ6K};
+use q8_0::PackedQ8_0;
+
+/// A quantized weight [n, k] repacked into 16-row tiles for the crate's
+/// AVX-512 VNNI kernels, which quantize the input as llama.cpp does for the
+/// weight's type (Q8_0 blocks for Q8_0, Q8_K for the K-quants).
+#[derive(Debug)]
+pub enum PackedWeight {
+    /// [`q8_0`]'s tiles (the blocks' size).
+    Q8_0(PackedQ8_0),
+    /// [`k_quants`]' Q4_K tiles (1.03 × the blocks).
+    Q4K(PackedQ4K),
+    /// [`k_quants`]' Q6_K tiles (the blocks' size).
+    Q6K(PackedQ6K),
+}
+
+impl PackedWeight {
+    /// Packs the stored blocks of a weight [n, k] of `dtype` (row-major, as
+    /// GGUF stores them). `None` for other types, on CPUs without the
+    /// kernels, or where the shape is not whole tiles
+    /// ([`q8_0::applies`], [`k_quants::applies`]).
+    pub fn pack(dtype: GgmlDType, blocks: &[u8], n: usize, k: usize) -> Option<Self> {
+        match dtype {
+            GgmlDType::Q8_0 => PackedQ8_0::pack(blocks, n, k).map(Self::Q8_0),
+            GgmlDType::Q4K => PackedQ4K::pack_q4k(blocks, n, k).map(Self::Q4K),
+            GgmlDType::Q6K => PackedQ6K::pack_q6k(blocks, n, k).map(Self::Q6K),
+            _ => None,
+        }
+    }
+
+    /// Whether [`PackedWeight::pack`] would pack a weight [n, k] of `dtype`
+    /// on this CPU.
+    pub fn applies(dtype: GgmlDType, n: usize, k: usize) -> bool {
+        match dtype {
+            GgmlDType::Q8_0 => q8_0::applies(n, k),
+            GgmlDType::Q4K | GgmlDType::Q6K => k_quants::applies(n, k),
+            _ => false,
+        }
+    }
+
+    /// Rows of the weight (`n`).
+    pub fn rows(&self) -> usize {
+        match self {
+            Self::Q8_0(p) => p.rows(),
+            Self::Q4K(p) => p.rows(),
+            Self::Q6K(p) => p.rows(),
+        }
+    }
+
+    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32.
+    ///
+    /// # Panics
+    /// If `x.len() != m · k`.
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        match self {
+            Self::Q8_0(p) => p.matmul(x, m),
+            Self::Q4K(p) => p.matmul(x, m),
+            Self::Q6K(p) => p.matmul(x, m),
+        }
+    }
+}
 
 /// `x @ wᵀ` for `x` [T, in] and `w` [out, in] (a plain or narrowed weight).
 ///

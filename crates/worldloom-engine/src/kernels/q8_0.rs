@@ -145,50 +145,52 @@ impl PackedQ8_0 {
             "AVX-512 VNNI kernel called on a CPU without it"
         );
         let acts = Activations::quantize(x, m, k);
-        // Tile-major output, [tile][row][16]: each task owns its chunk.
-        let mut out = vec![0f32; m * n];
-        #[cfg(target_arch = "x86_64")]
-        {
-            use rayon::prelude::*;
-            let kb = k / QK;
-            let tiles = &self.tiles;
-            let acts = &acts;
-            let compute = |t: usize, chunk: &mut [f32]| {
-                for m0 in (0..m).step_by(MT) {
-                    let rows = MT.min(m - m0);
-                    // SAFETY: `available` was asserted; the tile slice holds
-                    // kb tiles, the activations m rows of kb blocks, and the
-                    // chunk m × 16 floats.
-                    unsafe {
-                        imp::tile_column(
-                            &tiles[t * kb..(t + 1) * kb],
-                            acts,
-                            m0,
-                            rows,
-                            &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
-                        )
-                    };
-                }
-            };
-            if m == 1 {
-                out.par_chunks_mut(TILE_ROWS)
-                    .enumerate()
-                    .for_each(|(t, c)| compute(t, c));
-                return out;
+        let kb = k / QK;
+        run_tiles(m, n, |t, chunk| {
+            for m0 in (0..m).step_by(MT) {
+                let rows = MT.min(m - m0);
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `available` was asserted; the tile slice holds kb
+                // tiles, the activations m rows of kb blocks, and the chunk
+                // m × 16 floats.
+                unsafe {
+                    imp::tile_column(
+                        &self.tiles[t * kb..(t + 1) * kb],
+                        &acts,
+                        m0,
+                        rows,
+                        &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
+                    )
+                };
             }
-            let mut tiled = vec![0f32; m * n];
-            tiled
-                .par_chunks_mut(m * TILE_ROWS)
-                .enumerate()
-                .for_each(|(t, c)| compute(t, c));
-            for (t, chunk) in tiled.chunks_exact(m * TILE_ROWS).enumerate() {
-                for (row, vals) in chunk.chunks_exact(TILE_ROWS).enumerate() {
-                    out[row * n + t * TILE_ROWS..][..TILE_ROWS].copy_from_slice(vals);
-                }
-            }
-        }
-        out
+        })
     }
+}
+
+/// `[m, n]` f32 outputs of a weight in tiles of 16 rows, each tile column
+/// computed by `column(t, chunk)` into its own `chunk` `[m, 16]` (row-major
+/// within the tile column), tile columns spread over rayon's threads, then
+/// laid out row-major.
+pub(crate) fn run_tiles(m: usize, n: usize, column: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+    use rayon::prelude::*;
+    let mut out = vec![0f32; m * n];
+    if m == 1 {
+        out.par_chunks_mut(TILE_ROWS)
+            .enumerate()
+            .for_each(|(t, c)| column(t, c));
+        return out;
+    }
+    let mut tiled = vec![0f32; m * n];
+    tiled
+        .par_chunks_mut(m * TILE_ROWS)
+        .enumerate()
+        .for_each(|(t, c)| column(t, c));
+    for (t, chunk) in tiled.chunks_exact(m * TILE_ROWS).enumerate() {
+        for (row, vals) in chunk.chunks_exact(TILE_ROWS).enumerate() {
+            out[row * n + t * TILE_ROWS..][..TILE_ROWS].copy_from_slice(vals);
+        }
+    }
+    out
 }
 
 /// An input [m, k] quantized to Q8_0 blocks: per block 32 signed bytes,

@@ -7,14 +7,14 @@ use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{DType, Module, Tensor};
 
 use super::mapped::{MappedRange, matmul_stored_blocks, settle_for_cpu};
-use crate::kernels::linear;
-use crate::kernels::q8_0::{self, PackedQ8_0};
+use crate::kernels::{PackedWeight, linear};
 
 /// A quantized weight [out, in] (or one expert's) as loaded: candle's
 /// tensor and, when its blocks stay in a GGUF file's mapping, their byte
-/// range. On its first matmul on the CPU the weight is settled: a Q8_0
-/// weight is packed for the crate's own kernel ([`PackedQ8_0`]), and where
-/// candle computes on a repacked copy (Q4_K) that copy is built
+/// range. On its first matmul on the CPU the weight is settled: a Q8_0,
+/// Q4_K or Q6_K weight is packed for the crate's own kernels
+/// ([`PackedWeight`]); elsewhere, where candle computes on a repacked copy
+/// (Q4_K on CPUs without AVX-512 VNNI) that copy is built
 /// (`mapped::settle_for_cpu`); either way the mapped pages are then
 /// released, so one form of the weight stays resident. Clones share the
 /// tensor and the settling.
@@ -23,9 +23,9 @@ pub struct QuantizedWeight {
     tensor: Arc<QTensor>,
     mapped: Option<MappedRange>,
     settled: Arc<Once>,
-    /// A CPU Q8_0 weight's tiles for [`q8_0`], built once by `prepare`
-    /// (`None` inside where the kernel does not apply).
-    q8_0: Arc<OnceLock<Option<PackedQ8_0>>>,
+    /// A CPU weight's tiles for the crate's kernels, built once by
+    /// `prepare` (`None` inside where no kernel applies).
+    packed: Arc<OnceLock<Option<PackedWeight>>>,
 }
 
 impl QuantizedWeight {
@@ -35,7 +35,7 @@ impl QuantizedWeight {
             tensor: Arc::new(tensor),
             mapped: None,
             settled: Arc::new(Once::new()),
-            q8_0: Arc::new(OnceLock::new()),
+            packed: Arc::new(OnceLock::new()),
         }
     }
 
@@ -53,18 +53,21 @@ impl QuantizedWeight {
     }
 
     /// Makes a weight ready for its CPU matmuls, once (later calls return
-    /// at once): a Q8_0 weight on the CPU is packed for [`q8_0`]'s kernel
-    /// where it applies; a weight whose blocks are in a file mapping and
-    /// that candle computes on a repacked copy gets that copy
-    /// (`mapped::settle_for_cpu`); then the mapped pages are released.
+    /// at once): a Q8_0, Q4_K or Q6_K weight on the CPU is packed for the
+    /// crate's kernels where they apply ([`PackedWeight`]); otherwise a
+    /// weight whose blocks are in a file mapping and that candle computes on
+    /// a repacked copy gets that copy (`mapped::settle_for_cpu`); then the
+    /// mapped pages are released.
     /// Called by the loader for projections and experts, and before the
     /// first matmul otherwise.
     ///
     /// # Errors
     /// candle's errors from the preparing matmul.
     pub fn prepare(&self) -> candle_core::Result<()> {
-        if self.tensor.dtype() == GgmlDType::Q8_0 && self.tensor.device().is_cpu() {
-            self.q8_0_packed();
+        if self.tensor.device().is_cpu()
+            && (self.packed().is_some() || self.tensor.dtype() == GgmlDType::Q8_0)
+        {
+            // Q8_0 never takes candle's repacked path (see `quantized_forward`).
             return Ok(());
         }
         let Some(range) = &self.mapped else {
@@ -76,22 +79,22 @@ impl QuantizedWeight {
         result
     }
 
-    /// The [`PackedQ8_0`] tiles of a CPU Q8_0 weight, built on first call
-    /// (then the mapped pages, if any, are released: the tiles are the
-    /// blocks' size and replace them). `None` for other weights and where
-    /// the kernel does not apply ([`q8_0::applies`]).
-    fn q8_0_packed(&self) -> Option<&PackedQ8_0> {
-        self.q8_0
+    /// The [`PackedWeight`] tiles of a CPU weight, built on first call
+    /// (then the mapped pages, if any, are released: the tiles replace
+    /// them). `None` for other weights and where no kernel applies
+    /// ([`PackedWeight::applies`]).
+    fn packed(&self) -> Option<&PackedWeight> {
+        self.packed
             .get_or_init(|| {
                 let q = &self.tensor;
-                if q.dtype() != GgmlDType::Q8_0 || !q.device().is_cpu() {
+                if !q.device().is_cpu() {
                     return None;
                 }
                 let (n, k) = q.shape().dims2().ok()?;
-                if !q8_0::applies(n, k) {
+                if !PackedWeight::applies(q.dtype(), n, k) {
                     return None;
                 }
-                let packed = PackedQ8_0::pack(&q.data().ok()?, n, k)?;
+                let packed = PackedWeight::pack(q.dtype(), &q.data().ok()?, n, k)?;
                 if let Some(range) = &self.mapped {
                     range.release();
                 }
@@ -185,12 +188,13 @@ fn cpu_reports_amx() -> bool {
 
 /// `x @ wᵀ` for `x` [T, in] f32 and a quantized `w`, on the CPU in the form
 /// that keeps one resident copy of `w`:
-/// - Q8_0 in llama.cpp's arithmetic (the input quantized to Q8_0 blocks of
-///   32): on [`q8_0`]'s packed tiles where that kernel applies, else
-///   candle's generic Q8_0 kernel on the stored blocks
+/// - Q8_0, Q4_K and Q6_K in llama.cpp's arithmetic on the crate's tiles
+///   ([`PackedWeight`]) where those kernels apply (AVX-512 VNNI, whole
+///   tiles); otherwise:
+/// - Q8_0 through candle's generic Q8_0 kernel on the stored blocks
 ///   ([`matmul_stored_blocks`]) — never candle's x86 repacked Q8_0 path,
 ///   which quantizes the input per 256 values (Q8_K) and so loses
-///   precision against llama.cpp (see [`q8_0`]);
+///   precision against llama.cpp (see `kernels::q8_0`);
 /// - Q6_K with more than one row runs on the stored blocks
 ///   ([`matmul_stored_blocks`]): candle would otherwise build a repacked
 ///   copy (1.5 × the blocks) for prefill while decode keeps reading the
@@ -207,13 +211,13 @@ fn quantized_forward(w: &QuantizedWeight, x: &Tensor) -> candle_core::Result<Ten
         w.prepare()?;
     }
     if x.device().is_cpu() && x.rank() == 2 {
+        if let Some(packed) = w.packed() {
+            let data = x.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+            let y = packed.matmul(&data, rows);
+            return Tensor::from_vec(y, (rows, packed.rows()), x.device());
+        }
         match q.dtype() {
             GgmlDType::Q8_0 => {
-                if let Some(packed) = w.q8_0_packed() {
-                    let data = x.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
-                    let y = packed.matmul(&data, rows);
-                    return Tensor::from_vec(y, (rows, packed.rows()), x.device());
-                }
                 if let Some(y) = matmul_stored_blocks(q, x)? {
                     return Ok(y);
                 }

@@ -31,6 +31,8 @@ use candle_core::{CpuStorage, DType, Device, Result, Tensor};
 use half::{bf16, f16};
 use memmap2::{Mmap, UncheckedAdvice};
 
+use crate::kernels::PackedWeight;
+
 /// Whether candle's CPU matmul of a `[n, k]` weight of `dtype` runs on its
 /// x86 repacked copy for one input row, as our projections call it
 /// (candle-core 0.11's `repack_x86::select`: Q4_K on AVX2+FMA or better,
@@ -38,8 +40,13 @@ use memmap2::{Mmap, UncheckedAdvice};
 /// blocks. candle would repack Q8_0 too (on AVX-VNNI or AVX-512 VNNI), but
 /// that path quantizes the input per 256 values; Q8_0 goes through the
 /// crate's own kernel instead (`kernels::q8_0`, tiles of the blocks' size,
-/// built by `QuantizedWeight::prepare`).
+/// built by `QuantizedWeight::prepare`), and so do Q4_K and Q6_K where the
+/// crate's kernels apply (`kernels::PackedWeight`): candle repacks only
+/// what they do not take.
 fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
+    if PackedWeight::applies(dtype, n, k) {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if !n.is_multiple_of(16) || k == 0 || !k.is_multiple_of(256) {
@@ -59,17 +66,21 @@ fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
 
 /// Bytes a quantized weight of `dtype` and `shape` (`[n, k]`, or `[E, n, k]`
 /// for experts) that is multiplied on this CPU keeps resident, its blocks
-/// taking `stored` bytes in the file: candle's x86 Q4_K tiles take 4/3 of
-/// the blocks (per 16 rows and 256 columns: 3,072 bytes against 16 × 144,
-/// the scales and minima unpacked to f32); the crate's Q8_0 tiles
-/// (`kernels::q8_0`) take the blocks' size; other types compute on the
-/// blocks themselves.
+/// taking `stored` bytes in the file: the crate's Q4_K tiles
+/// (`kernels::k_quants`) take 148/144 of the blocks (the 6-bit scales and
+/// minima unpacked to bytes), candle's x86 Q4_K tiles, used where ours do
+/// not apply, 4/3 (per 16 rows and 256 columns: 3,072 bytes against
+/// 16 × 144, the scales and minima unpacked to f32); the crate's Q8_0 and
+/// Q6_K tiles take the blocks' size; other types compute on the blocks
+/// themselves.
 pub fn quantized_resident_bytes(dtype: GgmlDType, shape: &[usize], stored: u64) -> u64 {
     let (n, k) = match shape {
         [.., n, k] => (*n, *k),
         _ => return stored,
     };
-    if dtype == GgmlDType::Q4K && repacked_for_one_row(dtype, n, k) {
+    if dtype == GgmlDType::Q4K && PackedWeight::applies(dtype, n, k) {
+        stored / 144 * 148
+    } else if dtype == GgmlDType::Q4K && repacked_for_one_row(dtype, n, k) {
         stored / 3 * 4
     } else {
         stored

@@ -1,0 +1,638 @@
+//! `x @ wᵀ` for f32 `x` and a Q4_K or Q6_K weight `w`, in llama.cpp's
+//! arithmetic, with AVX-512 VNNI's `vpdpbusd`, on tiles of the blocks' size.
+//!
+//! llama.cpp multiplies a K-quant weight by quantizing the input to Q8_K
+//! (per 256 values one f32 scale `d = max / -127` of the value with the
+//! largest magnitude, 256 signed bytes rounded half to even, and the sums of
+//! each 16 bytes); the products are integer per sub-block, scaled by the
+//! sub-block's 6-bit (Q4_K) or 8-bit (Q6_K) scale, and the block's sum is
+//! scaled by the two blocks' `d` (`ggml_vec_dot_q4_K_q8_K`,
+//! `ggml_vec_dot_q6_K_q8_K`). The kernels here compute the same integer
+//! sums; only the order of the f32 additions across blocks differs.
+//!
+//! Layout: one tile per 16 weight rows × 256 columns (one block per row),
+//! the 16 rows' block parts interleaved so that one 64-byte load holds 4
+//! columns' bytes for all 16 rows and one `vpdpbusd` multiplies them by one
+//! broadcast group of 4 input bytes (16 row sums at once):
+//!
+//! - [`Q4KTile`] (2,368 bytes for 16 × 144 stored: 1.03×): the rows' `d` and
+//!   `dmin` (f16), the 6-bit scales and minima unpacked to one byte each
+//!   (`[sub-block][row]`), and the packed nibbles `[pair (4)][group of 4
+//!   columns (8)][row (16)][4]` as stored: a byte's low nibble is column
+//!   `64·pair + 4·group + i`, its high nibble that column + 32. Value =
+//!   `d·scale·q − dmin·min`; the minima meet the input through the Q8_K
+//!   sums, so they cost no product per value.
+//! - [`Q6KTile`] (3,360 bytes, exactly 16 × 210): the rows' `d`, the signed
+//!   scales `[sub-block (16)][row]`, the low nibbles `[half (2)][which
+//!   (2)][group (8)][row][4]` and the high bits `[half][group][row][4]` as
+//!   stored. The unsigned 6-bit `q` goes into `vpdpbusd`; the stored value
+//!   is `q − 32`, so `32 · Σ scale · (sum of 16 input bytes)` is subtracted
+//!   per block, as llama.cpp does.
+//!
+//! Chosen at run time ([`super::q8_0::available`], and whole tiles:
+//! [`applies`]); elsewhere the caller uses candle's kernels, which quantize
+//! the input the same way.
+//!
+//! Allowed `unsafe`: the AVX-512 intrinsics (entered only after
+//! [`super::q8_0::available`]) and their loads from slices whose bounds the
+//! `matmul`s assert once.
+#![allow(unsafe_code)]
+// Off x86-64 only `applies` (false) and the packing are reachable.
+#![cfg_attr(
+    not(target_arch = "x86_64"),
+    allow(dead_code, unused_variables, unused_mut)
+)]
+
+use half::f16;
+
+use super::q8_0::{TILE_ROWS, available, run_tiles};
+
+/// Values per K-quant block.
+pub const QK_K: usize = 256;
+/// Bytes per stored Q4_K block: `d`, `dmin` (f16), 12 bytes of packed
+/// 6-bit scales and minima, 128 bytes of nibbles.
+const Q4K_BLOCK_BYTES: usize = 144;
+/// Bytes per stored Q6_K block: 128 bytes of low nibbles, 64 of high bits,
+/// 16 signed scales, `d` (f16).
+const Q6K_BLOCK_BYTES: usize = 210;
+/// Input rows multiplied together against one tile column.
+const MT: usize = 4;
+
+/// Whether a Q4_K or Q6_K weight [n, k] is multiplied by these kernels on
+/// this CPU: AVX-512 VNNI, `n` a multiple of 16 rows, `k` of 256 columns.
+pub fn applies(n: usize, k: usize) -> bool {
+    available() && n > 0 && n.is_multiple_of(TILE_ROWS) && k > 0 && k.is_multiple_of(QK_K)
+}
+
+/// An input [m, k] quantized to Q8_K blocks as llama.cpp's
+/// `quantize_row_q8_K_ref` does: per 256 values the scale `d = max / -127`
+/// (`max` the value of largest magnitude, so `d` carries its sign), bytes
+/// `round_ties_even(x / d)` capped at 127, and the sums of each 16 bytes.
+pub(crate) struct Q8K {
+    /// Blocks per row.
+    kb: usize,
+    /// `[m · k]` signed bytes.
+    qs: Vec<i8>,
+    /// `[m · kb]` scales.
+    d: Vec<f32>,
+    /// `[m · kb · 16]` sums of 16 consecutive bytes.
+    bsums: Vec<i32>,
+}
+
+impl Q8K {
+    /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256).
+    pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+        let kb = k / QK_K;
+        let mut qs = vec![0i8; m * k];
+        let mut d = vec![0f32; m * kb];
+        let mut bsums = vec![0i32; m * kb * (QK_K / 16)];
+        for (((src, dst), scale), sums) in x
+            .chunks_exact(QK_K)
+            .zip(qs.chunks_exact_mut(QK_K))
+            .zip(d.iter_mut())
+            .zip(bsums.chunks_exact_mut(QK_K / 16))
+        {
+            let (mut amax, mut max) = (0f32, 0f32);
+            for &v in src {
+                if v.abs() > amax {
+                    amax = v.abs();
+                    max = v;
+                }
+            }
+            if amax == 0.0 {
+                continue; // scale 0, bytes and sums 0
+            }
+            let iscale = -127.0 / max;
+            for (q, &v) in dst.iter_mut().zip(src) {
+                *q = (iscale * v).round_ties_even().min(127.0) as i8;
+            }
+            for (sum, group) in sums.iter_mut().zip(dst.chunks_exact(16)) {
+                *sum = group.iter().map(|&q| i32::from(q)).sum();
+            }
+            *scale = 1.0 / iscale;
+        }
+        Self { kb, qs, d, bsums }
+    }
+}
+
+/// One Q4_K tile: 16 weight rows × 256 columns.
+#[repr(C)]
+#[derive(Clone)]
+pub(crate) struct Q4KTile {
+    d: [f16; TILE_ROWS],
+    dmin: [f16; TILE_ROWS],
+    /// `[sub-block (8)][row (16)]` 6-bit scales.
+    sc: [u8; 8 * TILE_ROWS],
+    /// `[sub-block (8)][row (16)]` 6-bit minima.
+    mn: [u8; 8 * TILE_ROWS],
+    /// `[pair (4)][group (8)][row (16)][4]` bytes of two nibbles.
+    qs: [u8; QK_K / 2 * TILE_ROWS],
+}
+
+/// One Q6_K tile: 16 weight rows × 256 columns.
+#[repr(C)]
+#[derive(Clone)]
+pub(crate) struct Q6KTile {
+    d: [f16; TILE_ROWS],
+    /// `[sub-block (16)][row (16)]` signed scales.
+    sc: [i8; 16 * TILE_ROWS],
+    /// `[half (2)][which (2)][group (8)][row (16)][4]` low nibbles.
+    ql: [u8; QK_K / 2 * TILE_ROWS],
+    /// `[half (2)][group (8)][row (16)][4]` high bits.
+    qh: [u8; QK_K / 4 * TILE_ROWS],
+}
+
+/// Q4_K's 6-bit scale and minimum of sub-block `j` (0..8) from a block's
+/// 12 packed bytes (ggml's `get_scale_min_k4`).
+fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+    if j < 4 {
+        (q[j] & 63, q[j + 4] & 63)
+    } else {
+        (
+            (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4),
+            (q[j + 4] >> 4) | ((q[j] >> 6) << 4),
+        )
+    }
+}
+
+/// A K-quant weight [n, k] in tiles, tile `(row tile t, block b)` at
+/// `t · (k / 256) + b`.
+pub struct PackedKQuant<T> {
+    n: usize,
+    k: usize,
+    tiles: Vec<T>,
+}
+
+/// A Q4_K weight on [`Q4KTile`]s.
+pub type PackedQ4K = PackedKQuant<Q4KTile>;
+/// A Q6_K weight on [`Q6KTile`]s.
+pub type PackedQ6K = PackedKQuant<Q6KTile>;
+
+impl<T> std::fmt::Debug for PackedKQuant<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedKQuant [{}, {}]", self.n, self.k)
+    }
+}
+
+impl<T> PackedKQuant<T> {
+    /// Rows of the weight.
+    pub fn rows(&self) -> usize {
+        self.n
+    }
+
+    /// Interleaves the stored blocks (row-major, `k / 256` blocks of
+    /// `block_bytes` per row) tile by tile with `fill(tile, row, block)`.
+    fn pack(
+        blocks: &[u8],
+        n: usize,
+        k: usize,
+        block_bytes: usize,
+        empty: impl Fn() -> T,
+        fill: impl Fn(&mut T, usize, &[u8]),
+    ) -> Option<Self> {
+        if !applies(n, k) || blocks.len() != n * (k / QK_K) * block_bytes {
+            return None;
+        }
+        let kb = k / QK_K;
+        let mut tiles = Vec::with_capacity(n / TILE_ROWS * kb);
+        for t in 0..n / TILE_ROWS {
+            for b in 0..kb {
+                let mut tile = empty();
+                for r in 0..TILE_ROWS {
+                    let at = ((t * TILE_ROWS + r) * kb + b) * block_bytes;
+                    fill(&mut tile, r, &blocks[at..at + block_bytes]);
+                }
+                tiles.push(tile);
+            }
+        }
+        Some(Self { n, k, tiles })
+    }
+
+    /// `x @ wᵀ` for `x` [m, k] f32: [m, n] f32, with `column(tiles, acts,
+    /// m0, rows, out)` computing one tile column for at most [`MT`] rows.
+    fn matmul_with(
+        &self,
+        x: &[f32],
+        m: usize,
+        column: unsafe fn(&[T], &Q8K, usize, usize, &mut [f32]),
+    ) -> Vec<f32>
+    where
+        T: Sync,
+    {
+        let (n, k) = (self.n, self.k);
+        assert_eq!(x.len(), m * k, "K-quant input is not [{m}, {k}]");
+        assert!(
+            available(),
+            "AVX-512 VNNI kernel called on a CPU without it"
+        );
+        let acts = Q8K::quantize(x, m, k);
+        let kb = k / QK_K;
+        run_tiles(m, n, |t, chunk| {
+            for m0 in (0..m).step_by(MT) {
+                let rows = MT.min(m - m0);
+                // SAFETY: `available` was asserted; the tile slice holds kb
+                // tiles, the activations m rows of kb blocks, the chunk m ×
+                // 16 floats.
+                unsafe {
+                    column(
+                        &self.tiles[t * kb..(t + 1) * kb],
+                        &acts,
+                        m0,
+                        rows,
+                        &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
+                    )
+                };
+            }
+        })
+    }
+}
+
+impl PackedQ4K {
+    /// Packs the stored Q4_K blocks of a weight [n, k]. `None` when
+    /// [`applies`] is false or `blocks` is not `n · k / 256` blocks long.
+    pub fn pack_q4k(blocks: &[u8], n: usize, k: usize) -> Option<Self> {
+        let empty = || Q4KTile {
+            d: [f16::ZERO; TILE_ROWS],
+            dmin: [f16::ZERO; TILE_ROWS],
+            sc: [0; 8 * TILE_ROWS],
+            mn: [0; 8 * TILE_ROWS],
+            qs: [0; QK_K / 2 * TILE_ROWS],
+        };
+        Self::pack(blocks, n, k, Q4K_BLOCK_BYTES, empty, |tile, r, block| {
+            tile.d[r] = f16::from_le_bytes([block[0], block[1]]);
+            tile.dmin[r] = f16::from_le_bytes([block[2], block[3]]);
+            let scales = &block[4..16];
+            for j in 0..8 {
+                let (sc, mn) = scale_min_k4(j, scales);
+                tile.sc[j * TILE_ROWS + r] = sc;
+                tile.mn[j * TILE_ROWS + r] = mn;
+            }
+            for (idx, &q) in block[16..].iter().enumerate() {
+                let (pair, g, i) = (idx / 32, idx % 32 / 4, idx % 4);
+                tile.qs[((pair * 8 + g) * TILE_ROWS + r) * 4 + i] = q;
+            }
+        })
+    }
+
+    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32, the input
+    /// quantized to Q8_K as llama.cpp quantizes it.
+    ///
+    /// # Panics
+    /// If `x.len() != m · k` or the CPU lacks AVX-512 VNNI (a packed weight
+    /// exists only where it has it).
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        return self.matmul_with(x, m, imp::q4k_column);
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("packed only on x86-64")
+    }
+}
+
+impl PackedQ6K {
+    /// Packs the stored Q6_K blocks of a weight [n, k]. `None` when
+    /// [`applies`] is false or `blocks` is not `n · k / 256` blocks long.
+    pub fn pack_q6k(blocks: &[u8], n: usize, k: usize) -> Option<Self> {
+        let empty = || Q6KTile {
+            d: [f16::ZERO; TILE_ROWS],
+            sc: [0; 16 * TILE_ROWS],
+            ql: [0; QK_K / 2 * TILE_ROWS],
+            qh: [0; QK_K / 4 * TILE_ROWS],
+        };
+        Self::pack(blocks, n, k, Q6K_BLOCK_BYTES, empty, |tile, r, block| {
+            let (ql, qh, sc) = (&block[..128], &block[128..192], &block[192..208]);
+            tile.d[r] = f16::from_le_bytes([block[208], block[209]]);
+            for (s, &v) in sc.iter().enumerate() {
+                tile.sc[s * TILE_ROWS + r] = v as i8;
+            }
+            // ql: half h holds 64 bytes, `which` 0 the first 32, 1 the next.
+            for (idx, &q) in ql.iter().enumerate() {
+                let (half, which, g, i) = (idx / 64, idx % 64 / 32, idx % 32 / 4, idx % 4);
+                tile.ql[(((half * 2 + which) * 8 + g) * TILE_ROWS + r) * 4 + i] = q;
+            }
+            for (idx, &q) in qh.iter().enumerate() {
+                let (half, g, i) = (idx / 32, idx % 32 / 4, idx % 4);
+                tile.qh[((half * 8 + g) * TILE_ROWS + r) * 4 + i] = q;
+            }
+        })
+    }
+
+    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32, the input
+    /// quantized to Q8_K as llama.cpp quantizes it.
+    ///
+    /// # Panics
+    /// If `x.len() != m · k` or the CPU lacks AVX-512 VNNI.
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        #[cfg(target_arch = "x86_64")]
+        return self.matmul_with(x, m, imp::q6k_column);
+        #[cfg(not(target_arch = "x86_64"))]
+        unreachable!("packed only on x86-64")
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod imp {
+    use super::{MT, Q4KTile, Q6KTile, Q8K, QK_K, TILE_ROWS};
+    use std::arch::x86_64::*;
+
+    /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn broadcast4(qs: &[i8], at: usize) -> __m512i {
+        let b = &qs[at..at + 4];
+        _mm512_set1_epi32(i32::from_le_bytes([
+            b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8,
+        ]))
+    }
+
+    /// 16 bytes at `p` widened to 16 i32 lanes, unsigned.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load_u8x16(p: &[u8]) -> __m512i {
+        // SAFETY: 16 bytes read from a slice of at least 16.
+        _mm512_cvtepu8_epi32(unsafe { _mm_loadu_si128(p[..16].as_ptr().cast()) })
+    }
+
+    /// 16 bytes at `p` widened to 16 i32 lanes, signed.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load_i8x16(p: &[i8]) -> __m512i {
+        // SAFETY: 16 bytes read from a slice of at least 16.
+        _mm512_cvtepi8_epi32(unsafe { _mm_loadu_si128(p[..16].as_ptr().cast()) })
+    }
+
+    /// 64 bytes at `p`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load64(p: &[u8]) -> __m512i {
+        // SAFETY: 64 bytes read from a slice of at least 64.
+        unsafe { _mm512_loadu_si512(p[..64].as_ptr().cast()) }
+    }
+
+    /// The 16 rows' f16 values widened to f32.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load_f16x16(p: &[half::f16; TILE_ROWS]) -> __m512 {
+        // SAFETY: 16 f16 values, 32 bytes.
+        _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p.as_ptr().cast()) })
+    }
+
+    /// The 16 outputs of one Q4_K tile column (16 weight rows, all of k)
+    /// for input rows `m0..m0 + rows` (at most [`MT`]), written to `out`
+    /// [rows, 16].
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn q4k_column(
+        tiles: &[Q4KTile],
+        acts: &Q8K,
+        m0: usize,
+        rows: usize,
+        out: &mut [f32],
+    ) {
+        let kb = acts.kb;
+        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
+        let k = kb * QK_K;
+        let low = _mm512_set1_epi8(0x0F);
+        let mut acc = [_mm512_setzero_ps(); MT];
+        for (b, tile) in tiles.iter().enumerate() {
+            let mut isum = [_mm512_setzero_si512(); MT];
+            for pair in 0..4 {
+                let mut lo_sum = [_mm512_setzero_si512(); MT];
+                let mut hi_sum = [_mm512_setzero_si512(); MT];
+                for g in 0..8 {
+                    let w = load64(&tile.qs[(pair * 8 + g) * 64..]);
+                    let lo = _mm512_and_si512(w, low);
+                    let hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+                    for i in 0..rows {
+                        let at = (m0 + i) * k + b * QK_K + pair * 64 + g * 4;
+                        lo_sum[i] = _mm512_dpbusd_epi32(lo_sum[i], lo, broadcast4(&acts.qs, at));
+                        hi_sum[i] =
+                            _mm512_dpbusd_epi32(hi_sum[i], hi, broadcast4(&acts.qs, at + 32));
+                    }
+                }
+                let sc_lo = load_u8x16(&tile.sc[2 * pair * TILE_ROWS..]);
+                let sc_hi = load_u8x16(&tile.sc[(2 * pair + 1) * TILE_ROWS..]);
+                for i in 0..rows {
+                    isum[i] = _mm512_add_epi32(
+                        isum[i],
+                        _mm512_add_epi32(
+                            _mm512_mullo_epi32(lo_sum[i], sc_lo),
+                            _mm512_mullo_epi32(hi_sum[i], sc_hi),
+                        ),
+                    );
+                }
+            }
+            let d = load_f16x16(&tile.d);
+            let dmin = load_f16x16(&tile.dmin);
+            for i in 0..rows {
+                let a = (m0 + i) * kb + b;
+                let sums = &acts.bsums[a * 16..a * 16 + 16];
+                let mut imin = _mm512_setzero_si512();
+                for s in 0..8 {
+                    let mn = load_u8x16(&tile.mn[s * TILE_ROWS..]);
+                    imin = _mm512_add_epi32(
+                        imin,
+                        _mm512_mullo_epi32(mn, _mm512_set1_epi32(sums[2 * s] + sums[2 * s + 1])),
+                    );
+                }
+                let da = _mm512_set1_ps(acts.d[a]);
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, da), acc[i]);
+                acc[i] =
+                    _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[i]);
+            }
+        }
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+            // SAFETY: `row` is 16 floats.
+            unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
+        }
+    }
+
+    /// The 16 outputs of one Q6_K tile column for input rows `m0..m0 +
+    /// rows` (at most [`MT`]), written to `out` [rows, 16]. Per half (128
+    /// columns) and group of 4 columns, the four 6-bit values of column
+    /// `c`, `c + 32`, `c + 64`, `c + 96` come from the low or high nibble
+    /// of `ql[c]` or `ql[c + 32]` and bits 0–1, 2–3, 4–5 or 6–7 of `qh[c]`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    pub(super) unsafe fn q6k_column(
+        tiles: &[Q6KTile],
+        acts: &Q8K,
+        m0: usize,
+        rows: usize,
+        out: &mut [f32],
+    ) {
+        let kb = acts.kb;
+        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
+        let k = kb * QK_K;
+        let low = _mm512_set1_epi8(0x0F);
+        let high = _mm512_set1_epi8(0x30);
+        let mut acc = [_mm512_setzero_ps(); MT];
+        for (b, tile) in tiles.iter().enumerate() {
+            let mut isum = [_mm512_setzero_si512(); MT];
+            for half in 0..2 {
+                // Quarter `t` of the half: columns 32·t + c.
+                for t in 0..4 {
+                    let which = t % 2;
+                    for g_half in 0..2 {
+                        let mut sum = [_mm512_setzero_si512(); MT];
+                        for g in 4 * g_half..4 * g_half + 4 {
+                            let ql = load64(&tile.ql[((half * 2 + which) * 8 + g) * 64..]);
+                            let qh = load64(&tile.qh[(half * 8 + g) * 64..]);
+                            let nibble = if t < 2 {
+                                _mm512_and_si512(ql, low)
+                            } else {
+                                _mm512_and_si512(_mm512_srli_epi16(ql, 4), low)
+                            };
+                            let bits = match t {
+                                0 => _mm512_slli_epi16(qh, 4),
+                                1 => _mm512_slli_epi16(qh, 2),
+                                2 => qh,
+                                _ => _mm512_srli_epi16(qh, 2),
+                            };
+                            let q = _mm512_or_si512(nibble, _mm512_and_si512(bits, high));
+                            for i in 0..rows {
+                                let at = (m0 + i) * k + b * QK_K + half * 128 + t * 32 + g * 4;
+                                sum[i] = _mm512_dpbusd_epi32(sum[i], q, broadcast4(&acts.qs, at));
+                            }
+                        }
+                        // Columns half·128 + 32·t + 16·g_half .. + 16.
+                        let s = half * 8 + 2 * t + g_half;
+                        let sc = load_i8x16(&tile.sc[s * TILE_ROWS..]);
+                        for i in 0..rows {
+                            isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(sum[i], sc));
+                        }
+                    }
+                }
+            }
+            let d = load_f16x16(&tile.d);
+            for i in 0..rows {
+                let a = (m0 + i) * kb + b;
+                let sums = &acts.bsums[a * 16..a * 16 + 16];
+                let mut offset = _mm512_setzero_si512();
+                for (s, &sum) in sums.iter().enumerate() {
+                    let sc = load_i8x16(&tile.sc[s * TILE_ROWS..]);
+                    offset =
+                        _mm512_add_epi32(offset, _mm512_mullo_epi32(sc, _mm512_set1_epi32(sum)));
+                }
+                let total = _mm512_sub_epi32(isum[i], _mm512_slli_epi32(offset, 5));
+                let da = _mm512_set1_ps(acts.d[a]);
+                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, da), acc[i]);
+            }
+        }
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+            // SAFETY: `row` is 16 floats.
+            unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+
+    /// A weight [n, k] quantized by candle (llama.cpp's quantizers) and its
+    /// stored bytes.
+    fn quantized(dtype: GgmlDType, n: usize, k: usize, seed: usize) -> (QTensor, Vec<u8>) {
+        let val = |i: usize| (((i + seed) as f32 * 0.7312).sin() * 43758.545).fract() * 0.05;
+        let w: Vec<f32> = (0..n * k).map(val).collect();
+        let t = Tensor::from_vec(w, (n, k), &Device::Cpu).expect("tensor");
+        let q = QTensor::quantize(&t, dtype).expect("quantizes");
+        let bytes = q.data().expect("data").to_vec();
+        (q, bytes)
+    }
+
+    /// llama.cpp's product in f64: the input quantized to Q8_K (as
+    /// [`Q8K::quantize`]), dequantized, times the dequantized weight.
+    fn reference(q: &QTensor, x: &[f32], m: usize, n: usize, k: usize) -> Vec<f64> {
+        let w: Vec<f32> = q
+            .dequantize(&Device::Cpu)
+            .and_then(|t| t.flatten_all()?.to_vec1())
+            .expect("dequantizes");
+        let acts = Q8K::quantize(x, m, k);
+        let xq: Vec<f64> = (0..m * k)
+            .map(|i| f64::from(acts.qs[i]) * f64::from(acts.d[i / QK_K]))
+            .collect();
+        let mut out = vec![0f64; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                out[i * n + j] = (0..k)
+                    .map(|c| xq[i * k + c] * f64::from(w[j * k + c]))
+                    .sum();
+            }
+        }
+        out
+    }
+
+    /// Input rows with an outlier, an all-zero block and a negative
+    /// largest value (the scale's sign).
+    fn input(m: usize, k: usize) -> Vec<f32> {
+        let mut x: Vec<f32> = (0..m * k)
+            .map(|i| ((i as f32 * 1.173).sin() * 9631.17).fract())
+            .collect();
+        x[5] = 40.0;
+        x[QK_K + 3] = -30.0;
+        if m > 1 {
+            x[k..k + QK_K].fill(0.0);
+        }
+        x
+    }
+
+    fn check(got: &[f32], want: &[f64], what: &str) {
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (f64::from(*g) - w).abs() <= 1e-4 * w.abs().max(1.0),
+                "{what} at {i}: {g} against {w}"
+            );
+        }
+    }
+
+    /// The kernels compute llama.cpp's integer sums (only f32 rounding
+    /// differs) for 1 to 9 input rows and weights of several tiles and
+    /// blocks; a wrong nibble, scale, minimum or offset is off by far more.
+    #[test]
+    fn match_llama_cpp_arithmetic() {
+        if !available() {
+            return;
+        }
+        let (n, k) = (48, 512);
+        let (q4, b4) = quantized(GgmlDType::Q4K, n, k, 1);
+        let (q6, b6) = quantized(GgmlDType::Q6K, n, k, 2);
+        let p4 = PackedQ4K::pack_q4k(&b4, n, k).expect("packs Q4_K");
+        let p6 = PackedQ6K::pack_q6k(&b6, n, k).expect("packs Q6_K");
+        // Tiles of the blocks' size (Q4_K's scales unpacked: 1.03×).
+        assert_eq!(p6.tiles.len() * size_of::<Q6KTile>(), b6.len());
+        assert_eq!(p4.tiles.len() * size_of::<Q4KTile>(), b4.len() / 144 * 148);
+        for m in [1, 3, 4, 9] {
+            let x = input(m, k);
+            check(&p4.matmul(&x, m), &reference(&q4, &x, m, n, k), "Q4_K");
+            check(&p6.matmul(&x, m), &reference(&q6, &x, m, n, k), "Q6_K");
+        }
+        assert!(PackedQ4K::pack_q4k(&b4, n, k - 256).is_none());
+        assert!(PackedQ6K::pack_q6k(&b6[..b6.len() - 1], n, k).is_none());
+    }
+
+    /// The input's quantization is llama.cpp's: the scale carries the sign
+    /// of the largest-magnitude value, halves round to even, and the
+    /// 16-byte sums add up.
+    #[test]
+    fn q8k_quantization_follows_llama_cpp() {
+        let mut x = vec![0.0f32; QK_K];
+        x[0] = 127.0; // largest magnitude, positive: d = −1
+        x[1] = 2.5; // −2.5 rounds to even: −2
+        x[2] = 3.5; // −3.5 → −4
+        x[17] = 100.0;
+        let q = Q8K::quantize(&x, 1, QK_K);
+        assert_eq!(q.d, vec![-1.0]);
+        assert_eq!(&q.qs[..3], &[-127, -2, -4]);
+        assert_eq!(q.qs[17], -100);
+        assert_eq!(q.bsums[0], -127 - 2 - 4);
+        assert_eq!(q.bsums[1], -100);
+    }
+}
