@@ -45,7 +45,8 @@
 //! seeded, so any weights give the cost of that acceptance). Reports
 //! tokens/s, the speed-up over the plain decode and tokens per forward.
 //!
-//! Reports (best of `--repeats`):
+//! Reports (best of `--repeats`, after a warm-up that prefills the prompt
+//! once):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
 //! - decode tokens/s over `--decode-tokens` greedy steps after it;
 //! - stepping turn k+1: the time to the first logits of a new
@@ -280,7 +281,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let (prompt, turn) = ids.split_at(o.prompt_tokens);
 
-    // Warm-up (allocations, kernels, thread pools).
+    // Warm-up (allocations, kernels, thread pools): one whole prompt, as
+    // llama-bench warms up with one run of its prompt.
+    let mut warm = model.new_state()?;
+    model.forward(prompt, &mut warm)?;
     let mut warm = model.new_state()?;
     model.forward(&prompt[..16.min(prompt.len())], &mut warm)?;
     model.forward(&[1], &mut warm)?;

@@ -8,7 +8,14 @@
 //! Two dispatches ([`MoeDispatch`]) compute the routed part:
 //!
 //! - **Per expert**: routing on the host, tokens grouped by expert, one
-//!   matmul pair per chosen expert. Every device and dtype.
+//!   matmul pair per chosen expert. Every device and dtype. Where the
+//!   experts are quantized CPU weights on the crate's packed kernels
+//!   ([`crate::kernels::PackedWeight`]) and the compute dtype is f32, the
+//!   same grouping runs without candle ops: the input quantized once, each
+//!   expert's rows gathered, its gate/up, SwiGLU and down projection
+//!   computed in one task, experts spread over rayon's threads, the
+//!   weighted rows added in expert order (the same values as the op-by-op
+//!   form, bit for bit).
 //! - **Indexed** (quantized GGUF experts on CUDA, held as 3-D stacks):
 //!   routing on the device, then candle's indexed MoE kernel
 //!   (`QTensor::indexed_moe_forward`) for every (token, slot) pair at once.
@@ -196,7 +203,10 @@ impl SparseMoe {
             )?,
             _ => match self.routed_indexed(x)? {
                 Some(routed) => routed,
-                None => self.routed_per_expert(x, fused_router)?,
+                None => match self.routed_packed(x, fused_router)? {
+                    Some(routed) => routed,
+                    None => self.routed_per_expert(x, fused_router)?,
+                },
             },
         };
         let shared = self.shared.forward(x)?;
@@ -255,6 +265,104 @@ impl SparseMoe {
             .sum(1)?
             .to_dtype(dtype)?;
         Ok(Some(routed))
+    }
+
+    /// The per-expert dispatch on the CPU's packed quantized kernels, for an
+    /// f32 input `x` [T, hidden]: routing on the host as
+    /// [`SparseMoe::routed_per_expert`] routes, the input quantized once
+    /// (per input kind the gate and up weights take), then per expert with
+    /// tokens, in one rayon task: its rows gathered, gate and up
+    /// projections, `silu(g) · u` in f32, the down projection, each row
+    /// times its routing weight; then the rows added into the output in
+    /// expert order. Computes what the op-by-op form computes, in the same
+    /// order, without per-expert candle ops or a parallel region per
+    /// matmul. `None` when the experts are not all on packed CPU kernels or
+    /// `x` is not f32 on the CPU.
+    fn routed_packed(&self, x: &Tensor, fused_router: bool) -> candle_core::Result<Option<Tensor>> {
+        use rayon::prelude::*;
+        if !x.device().is_cpu() || x.dtype() != DType::F32 {
+            return Ok(None);
+        }
+        let (gate, up) = match &self.gate_up {
+            GateUp::Joined(w) => (w.packed_experts(), None),
+            GateUp::Split { gate, up } => match up.packed_experts() {
+                Some(up) => (gate.packed_experts(), Some(up)),
+                None => return Ok(None),
+            },
+        };
+        let (Some(gate), Some(down)) = (gate, self.down.packed_experts()) else {
+            return Ok(None);
+        };
+        let (t, hidden) = x.dims2()?;
+        let i = self.intermediate;
+        let (Some(gate0), Some(down0)) = (gate.first(), down.first()) else {
+            return Ok(None);
+        };
+        if gate0.cols() != hidden || down0.cols() != i {
+            return Ok(None);
+        }
+        let (tokens_of, weights_of) = self.host_routing(x, fused_router)?;
+        let xs = x.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
+        let x_gate = gate0.quantize_input(&xs, t);
+        // The up projection's input: the gate's unless it takes another kind.
+        let x_up = match up.as_ref().and_then(|u| u.first()) {
+            Some(up0) if !up0.takes_input_of(gate0) => Some(up0.quantize_input(&xs, t)),
+            _ => None,
+        };
+        let mismatch = || candle_core::Error::Msg("an expert's weight takes another input".into());
+        let experts: Vec<usize> = (0..tokens_of.len())
+            .filter(|&e| !tokens_of[e].is_empty())
+            .collect();
+        let rows: Vec<candle_core::Result<Vec<f32>>> = experts
+            .par_iter()
+            .map(|&e| {
+                let toks = &tokens_of[e];
+                let n = toks.len();
+                let xg = x_gate.gather(toks);
+                let (g, u) = match &up {
+                    None => {
+                        let gu = gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?;
+                        let (mut g, mut u) = (Vec::with_capacity(n * i), Vec::with_capacity(n * i));
+                        for row in gu.chunks_exact(2 * i) {
+                            g.extend_from_slice(&row[..i]);
+                            u.extend_from_slice(&row[i..]);
+                        }
+                        (g, u)
+                    }
+                    Some(up) => {
+                        let xu = match &x_up {
+                            Some(x_up) => &x_up.gather(toks),
+                            None => &xg,
+                        };
+                        (
+                            gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?,
+                            up[e].matmul_quantized(xu, false).ok_or_else(mismatch)?,
+                        )
+                    }
+                };
+                // candle's f32 SiLU, then the product, as the op-by-op form.
+                let h: Vec<f32> = g
+                    .iter()
+                    .zip(&u)
+                    .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
+                    .collect();
+                let mut y = down[e]
+                    .matmul_quantized(&down[e].quantize_input(&h, n), false)
+                    .ok_or_else(mismatch)?;
+                for (row, &w) in y.chunks_exact_mut(hidden).zip(&weights_of[e]) {
+                    row.iter_mut().for_each(|v| *v *= w);
+                }
+                Ok(y)
+            })
+            .collect();
+        let mut out = vec![0f32; t * hidden];
+        for (&e, y) in experts.iter().zip(rows) {
+            for (&tok, row) in tokens_of[e].iter().zip(y?.chunks_exact(hidden)) {
+                let dst = &mut out[tok as usize * hidden..][..hidden];
+                dst.iter_mut().zip(row).for_each(|(o, v)| *o += v);
+            }
+        }
+        Ok(Some(Tensor::from_vec(out, (t, hidden), x.device())?))
     }
 
     /// Routed experts, one matmul pair per chosen expert; routing on the
@@ -597,6 +705,7 @@ pub(crate) fn max_abs_diff(a: &Tensor, b: &Tensor) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::weights::QuantizedWeight;
     use candle_core::IndexOp;
 
     /// A CPU model of the grouped-GEMM contract that candle-kernels'
@@ -714,6 +823,65 @@ mod tests {
                 "T={t} per expert, fused router: {diff}"
             );
         }
+        Ok(())
+    }
+
+    /// Quantized experts on the packed CPU kernels: the grouped dispatch
+    /// gives the op-by-op per-expert dispatch's output bit for bit, for
+    /// experts in Q4_K, Q6_K and Q8_0 (gate and up apart, or joined), from
+    /// one token (decode) to more tokens than experts.
+    #[test]
+    fn packed_dispatch_equals_per_expert_dispatch() -> candle_core::Result<()> {
+        use candle_core::quantized::{GgmlDType, QTensor};
+        if !crate::kernels::PackedWeight::applies(GgmlDType::Q4K, 256, 256) {
+            return Ok(());
+        }
+        let (e, hidden, inter) = (6, 256, 256);
+        let dev = Device::Cpu;
+        let quantized = |dtype, rows, cols| -> candle_core::Result<ExpertWeights> {
+            (0..e)
+                .map(|_| {
+                    let w = Tensor::randn(0f32, 0.5, (rows, cols), &dev)?;
+                    Ok(QuantizedWeight::new(QTensor::quantize(&w, dtype)?))
+                })
+                .collect::<candle_core::Result<Vec<_>>>()
+                .map(ExpertWeights::Quantized)
+        };
+        for (gate_type, down_type, joined) in [
+            (GgmlDType::Q4K, GgmlDType::Q6K, false),
+            (GgmlDType::Q4K, GgmlDType::Q4K, true),
+            (GgmlDType::Q8_0, GgmlDType::Q8_0, false),
+            (GgmlDType::Q8_0, GgmlDType::Q6K, false),
+        ] {
+            let mut moe = random_moe(e, 2, hidden, inter, DType::F32);
+            moe.gate_up = if joined {
+                GateUp::Joined(quantized(gate_type, 2 * inter, hidden)?)
+            } else {
+                GateUp::Split {
+                    gate: quantized(gate_type, inter, hidden)?,
+                    up: quantized(gate_type, inter, hidden)?,
+                }
+            };
+            moe.down = quantized(down_type, hidden, inter)?;
+            for t in [1, 5, 17] {
+                let x = Tensor::randn(0f32, 1.0, (t, hidden), &dev)?;
+                let want = moe.routed_per_expert(&x, false)?;
+                let got = moe
+                    .routed_packed(&x, false)?
+                    .expect("the packed dispatch applies");
+                let scale = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
+                assert!(scale > 0.1, "{gate_type:?}: trivially small output {scale}");
+                assert_eq!(
+                    max_abs_diff(&got, &want),
+                    0.0,
+                    "{gate_type:?}/{down_type:?} joined={joined} T={t}"
+                );
+            }
+        }
+        // Dense experts and a bf16 input are not the packed dispatch's.
+        let dense = random_moe(e, 2, hidden, inter, DType::F32);
+        let x = Tensor::randn(0f32, 1.0, (3, hidden), &dev)?;
+        assert!(dense.routed_packed(&x, false)?.is_none());
         Ok(())
     }
 

@@ -80,8 +80,27 @@ pub(crate) struct Q8K {
 }
 
 impl Q8K {
-    /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256).
+    /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256), with
+    /// AVX-512 where [`available`] (the same bytes as the scalar form; a
+    /// test checks it).
     pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if available() {
+            return Self::quantize_with(x, m, k, |src, dst, sums| {
+                // SAFETY: AVX-512 F/BW checked by `available`.
+                unsafe { imp::quantize_block(src, dst, sums) }
+            });
+        }
+        Self::quantize_with(x, m, k, quantize_block)
+    }
+
+    /// `block(src, dst, sums) -> d` for each block of 256 values.
+    fn quantize_with(
+        x: &[f32],
+        m: usize,
+        k: usize,
+        block: impl Fn(&[f32], &mut [i8], &mut [i32]) -> f32,
+    ) -> Self {
         let kb = k / QK_K;
         let mut qs = vec![0i8; m * k];
         let mut d = vec![0f32; m * kb];
@@ -92,27 +111,66 @@ impl Q8K {
             .zip(d.iter_mut())
             .zip(bsums.chunks_exact_mut(QK_K / 16))
         {
-            let (mut amax, mut max) = (0f32, 0f32);
-            for &v in src {
-                if v.abs() > amax {
-                    amax = v.abs();
-                    max = v;
-                }
-            }
-            if amax == 0.0 {
-                continue; // scale 0, bytes and sums 0
-            }
-            let iscale = -127.0 / max;
-            for (q, &v) in dst.iter_mut().zip(src) {
-                *q = (iscale * v).round_ties_even().min(127.0) as i8;
-            }
-            for (sum, group) in sums.iter_mut().zip(dst.chunks_exact(16)) {
-                *sum = group.iter().map(|&q| i32::from(q)).sum();
-            }
-            *scale = 1.0 / iscale;
+            *scale = block(src, dst, sums);
         }
         Self { kb, qs, d, bsums }
     }
+
+    /// Input rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.d.len().checked_div(self.kb).unwrap_or(0)
+    }
+
+    /// Input width.
+    pub(crate) fn cols(&self) -> usize {
+        self.kb * QK_K
+    }
+
+    /// Rows `rows` of the input, in that order (the same bytes, scales and
+    /// sums: each row is quantized on its own).
+    ///
+    /// # Panics
+    /// If a row is out of range.
+    pub(crate) fn gather(&self, rows: &[u32]) -> Self {
+        let (kb, k, s) = (self.kb, self.kb * QK_K, self.kb * QK_K / 16);
+        let mut out = Self {
+            kb,
+            qs: Vec::with_capacity(rows.len() * k),
+            d: Vec::with_capacity(rows.len() * kb),
+            bsums: Vec::with_capacity(rows.len() * s),
+        };
+        for &r in rows {
+            let r = r as usize;
+            out.qs.extend_from_slice(&self.qs[r * k..(r + 1) * k]);
+            out.d.extend_from_slice(&self.d[r * kb..(r + 1) * kb]);
+            out.bsums.extend_from_slice(&self.bsums[r * s..(r + 1) * s]);
+        }
+        out
+    }
+}
+
+/// One block of 256 values to Q8_K (scalar): the bytes into `dst`, the
+/// 16-byte sums into `sums`; returns the scale. An all-zero block gives
+/// scale 0 and leaves `dst` and `sums` zero.
+fn quantize_block(src: &[f32], dst: &mut [i8], sums: &mut [i32]) -> f32 {
+    let (mut amax, mut max) = (0f32, 0f32);
+    for &v in src {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax == 0.0 {
+        return 0.0;
+    }
+    let iscale = -127.0 / max;
+    for (q, &v) in dst.iter_mut().zip(src) {
+        *q = (iscale * v).round_ties_even().min(127.0) as i8;
+    }
+    for (sum, group) in sums.iter_mut().zip(dst.chunks_exact(16)) {
+        *sum = group.iter().map(|&q| i32::from(q)).sum();
+    }
+    1.0 / iscale
 }
 
 /// One Q4_K tile: 16 weight rows × 256 columns.
@@ -180,6 +238,11 @@ impl<T> PackedKQuant<T> {
         self.n
     }
 
+    /// Columns of the weight (the input's width).
+    pub fn cols(&self) -> usize {
+        self.k
+    }
+
     /// Interleaves the stored blocks (row-major, `k / 256` blocks of
     /// `block_bytes` per row) tile by tile with `fill(tile, row, block)`.
     fn pack(
@@ -208,26 +271,27 @@ impl<T> PackedKQuant<T> {
         Some(Self { n, k, tiles })
     }
 
-    /// `x @ wᵀ` for `x` [m, k] f32: [m, n] f32, with `column(tiles, acts,
-    /// m0, rows, out)` computing one tile column for at most [`MT`] rows.
+    /// `x @ wᵀ` for an input quantized to Q8_K [m, k]: [m, n] f32, with
+    /// `column(tiles, acts, m0, rows, out)` computing one tile column for
+    /// at most [`MT`] rows, tile columns over rayon's threads when
+    /// `parallel`.
     fn matmul_with(
         &self,
-        x: &[f32],
-        m: usize,
+        acts: &Q8K,
+        parallel: bool,
         column: unsafe fn(&[T], &Q8K, usize, usize, &mut [f32]),
     ) -> Vec<f32>
     where
         T: Sync,
     {
-        let (n, k) = (self.n, self.k);
-        assert_eq!(x.len(), m * k, "K-quant input is not [{m}, {k}]");
+        let (n, k, m) = (self.n, self.k, acts.rows());
+        assert_eq!(acts.kb * QK_K, k, "K-quant input is not {k} wide");
         assert!(
             available(),
             "AVX-512 VNNI kernel called on a CPU without it"
         );
-        let acts = Q8K::quantize(x, m, k);
         let kb = k / QK_K;
-        run_tiles(m, n, |t, chunk| {
+        run_tiles(m, n, parallel, |t, chunk| {
             for m0 in (0..m).step_by(MT) {
                 let rows = MT.min(m - m0);
                 // SAFETY: `available` was asserted; the tile slice holds kb
@@ -236,7 +300,7 @@ impl<T> PackedKQuant<T> {
                 unsafe {
                     column(
                         &self.tiles[t * kb..(t + 1) * kb],
-                        &acts,
+                        acts,
                         m0,
                         rows,
                         &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
@@ -281,8 +345,18 @@ impl PackedQ4K {
     /// If `x.len() != m · k` or the CPU lacks AVX-512 VNNI (a packed weight
     /// exists only where it has it).
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        assert_eq!(x.len(), m * self.k, "Q4_K input is not [{m}, {}]", self.k);
+        self.matmul_quantized(&Q8K::quantize(x, m, self.k), true)
+    }
+
+    /// `x @ wᵀ` for an input already quantized to Q8_K: [m, n] f32, tile
+    /// columns over rayon's threads when `parallel`.
+    ///
+    /// # Panics
+    /// If the input's width is not `k` or the CPU lacks AVX-512 VNNI.
+    pub(crate) fn matmul_quantized(&self, acts: &Q8K, parallel: bool) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
-        return self.matmul_with(x, m, imp::q4k_column);
+        return self.matmul_with(acts, parallel, imp::q4k_column);
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("packed only on x86-64")
     }
@@ -322,8 +396,18 @@ impl PackedQ6K {
     /// # Panics
     /// If `x.len() != m · k` or the CPU lacks AVX-512 VNNI.
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        assert_eq!(x.len(), m * self.k, "Q6_K input is not [{m}, {}]", self.k);
+        self.matmul_quantized(&Q8K::quantize(x, m, self.k), true)
+    }
+
+    /// `x @ wᵀ` for an input already quantized to Q8_K: [m, n] f32, tile
+    /// columns over rayon's threads when `parallel`.
+    ///
+    /// # Panics
+    /// If the input's width is not `k` or the CPU lacks AVX-512 VNNI.
+    pub(crate) fn matmul_quantized(&self, acts: &Q8K, parallel: bool) -> Vec<f32> {
         #[cfg(target_arch = "x86_64")]
-        return self.matmul_with(x, m, imp::q6k_column);
+        return self.matmul_with(acts, parallel, imp::q6k_column);
         #[cfg(not(target_arch = "x86_64"))]
         unreachable!("packed only on x86-64")
     }
@@ -342,6 +426,45 @@ mod imp {
         _mm512_set1_epi32(i32::from_le_bytes([
             b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8,
         ]))
+    }
+
+    /// [`super::quantize_block`] with AVX-512: the largest magnitude from
+    /// the block's maximum and minimum (where both have it, the positive
+    /// one: the scale's sign flips with every byte's, so the products are
+    /// the same), the products `iscale · x` rounded half to even by
+    /// `vcvtps2dq` under the default rounding mode, capped at 127.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn quantize_block(src: &[f32], dst: &mut [i8], sums: &mut [i32]) -> f32 {
+        let (src, dst, sums) = (&src[..QK_K], &mut dst[..QK_K], &mut sums[..QK_K / 16]);
+        let load = |c: usize| {
+            // SAFETY: 16 floats at 16·c < 256.
+            unsafe { _mm512_loadu_ps(src[16 * c..].as_ptr()) }
+        };
+        let (mut hi, mut lo) = (load(0), load(0));
+        for c in 1..QK_K / 16 {
+            hi = _mm512_max_ps(hi, load(c));
+            lo = _mm512_min_ps(lo, load(c));
+        }
+        let (hi, lo) = (_mm512_reduce_max_ps(hi), _mm512_reduce_min_ps(lo));
+        let max = if hi >= -lo { hi } else { lo };
+        if max == 0.0 {
+            return 0.0;
+        }
+        let iscale = -127.0 / max;
+        let scale = _mm512_set1_ps(iscale);
+        let cap = _mm512_set1_epi32(127);
+        for (c, sum) in sums.iter_mut().enumerate() {
+            let q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(load(c), scale)), cap);
+            *sum = _mm512_reduce_add_epi32(q);
+            // SAFETY: 16 bytes at 16·c < 256.
+            unsafe {
+                _mm_storeu_si128(dst[16 * c..].as_mut_ptr().cast(), _mm512_cvtsepi32_epi8(q))
+            };
+        }
+        1.0 / iscale
     }
 
     /// 16 bytes at `p` widened to 16 i32 lanes, unsigned.
@@ -616,6 +739,26 @@ mod tests {
         }
         assert!(PackedQ4K::pack_q4k(&b4, n, k - 256).is_none());
         assert!(PackedQ6K::pack_q6k(&b6[..b6.len() - 1], n, k).is_none());
+    }
+
+    /// The AVX-512 quantizer gives the scalar one's bytes, sums and scale
+    /// (on blocks whose largest magnitude occurs with one sign; otherwise
+    /// scale and bytes flip sign together and the products are the same).
+    #[test]
+    fn q8k_simd_quantization_equals_scalar() {
+        if !available() {
+            return;
+        }
+        let (m, k) = (3, 4 * QK_K);
+        let mut x = input(m, k);
+        x[2 * QK_K + 7] = 0.5; // a tie to even after scaling below
+        x[2 * QK_K + 9] = 127.0;
+        let simd = Q8K::quantize(&x, m, k);
+        let scalar = Q8K::quantize_with(&x, m, k, quantize_block);
+        assert_eq!(simd.qs, scalar.qs);
+        assert_eq!(simd.d, scalar.d);
+        assert_eq!(simd.bsums, scalar.bsums);
+        assert_eq!(simd.qs[2 * QK_K + 7], 0); // −0.5 → 0 (even)
     }
 
     /// The input's quantization is llama.cpp's: the scale carries the sign

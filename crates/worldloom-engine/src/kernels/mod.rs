@@ -19,8 +19,8 @@ pub(crate) mod q8_0;
 use candle_core::quantized::GgmlDType;
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 
-use k_quants::{PackedQ4K, PackedQ6K};
-use q8_0::PackedQ8_0;
+use k_quants::{PackedQ4K, PackedQ6K, Q8K};
+use q8_0::{Activations, PackedQ8_0};
 
 /// A quantized weight [n, k] repacked into 16-row tiles for the crate's
 /// AVX-512 VNNI kernels, which quantize the input as llama.cpp does for the
@@ -68,6 +68,15 @@ impl PackedWeight {
         }
     }
 
+    /// Columns of the weight (`k`, the input's width).
+    pub fn cols(&self) -> usize {
+        match self {
+            Self::Q8_0(p) => p.cols(),
+            Self::Q4K(p) => p.cols(),
+            Self::Q6K(p) => p.cols(),
+        }
+    }
+
     /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32.
     ///
     /// # Panics
@@ -77,6 +86,80 @@ impl PackedWeight {
             Self::Q8_0(p) => p.matmul(x, m),
             Self::Q4K(p) => p.matmul(x, m),
             Self::Q6K(p) => p.matmul(x, m),
+        }
+    }
+
+    /// `x` [m, k] f32 quantized as this weight's kernel takes it (Q8_0
+    /// blocks or Q8_K), to be multiplied by [`PackedWeight::matmul_quantized`]
+    /// (by this weight or another that takes the same input).
+    ///
+    /// # Panics
+    /// If `x.len() != m · k`.
+    pub(crate) fn quantize_input(&self, x: &[f32], m: usize) -> QuantizedInput {
+        let k = self.cols();
+        assert_eq!(x.len(), m * k, "input is not [{m}, {k}]");
+        match self {
+            Self::Q8_0(_) => QuantizedInput::Q8_0(Activations::quantize(x, m, k)),
+            Self::Q4K(_) | Self::Q6K(_) => QuantizedInput::Q8K(Q8K::quantize(x, m, k)),
+        }
+    }
+
+    /// Whether `other` takes the input this weight's
+    /// [`PackedWeight::quantize_input`] gives (the same kind and width).
+    pub(crate) fn takes_input_of(&self, other: &Self) -> bool {
+        let kind = |w: &Self| matches!(w, Self::Q8_0(_));
+        kind(self) == kind(other) && self.cols() == other.cols()
+    }
+
+    /// `x @ wᵀ` for an input from [`PackedWeight::quantize_input`]: [m, n]
+    /// f32, the tile columns over rayon's threads when `parallel` (else in
+    /// the calling thread). `None` when the input is of the other kind or
+    /// width.
+    pub(crate) fn matmul_quantized(
+        &self,
+        input: &QuantizedInput,
+        parallel: bool,
+    ) -> Option<Vec<f32>> {
+        if input.cols() != self.cols() {
+            return None;
+        }
+        match (self, input) {
+            (Self::Q8_0(p), QuantizedInput::Q8_0(a)) => Some(p.matmul_quantized(a, parallel)),
+            (Self::Q4K(p), QuantizedInput::Q8K(a)) => Some(p.matmul_quantized(a, parallel)),
+            (Self::Q6K(p), QuantizedInput::Q8K(a)) => Some(p.matmul_quantized(a, parallel)),
+            _ => None,
+        }
+    }
+}
+
+/// An input [m, k] quantized for [`PackedWeight`]'s kernels: Q8_0 blocks
+/// (for Q8_0 weights) or Q8_K (for the K-quants), row by row, so a subset
+/// of rows ([`QuantizedInput::gather`]) is what quantizing those rows
+/// alone would give.
+pub(crate) enum QuantizedInput {
+    /// Q8_0 blocks of 32.
+    Q8_0(Activations),
+    /// Q8_K blocks of 256.
+    Q8K(Q8K),
+}
+
+impl QuantizedInput {
+    /// Input width (`k`).
+    pub(crate) fn cols(&self) -> usize {
+        match self {
+            Self::Q8_0(a) => a.cols(),
+            Self::Q8K(a) => a.cols(),
+        }
+    }
+
+    /// Rows `rows` of the input, in that order.
+    ///
+    /// # Panics
+    /// If a row is out of range.
+    pub(crate) fn gather(&self, rows: &[u32]) -> Self {
+        match self {
+            Self::Q8_0(a) => Self::Q8_0(a.gather(rows)),
+            Self::Q8K(a) => Self::Q8K(a.gather(rows)),
         }
     }
 }

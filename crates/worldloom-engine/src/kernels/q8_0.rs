@@ -131,6 +131,11 @@ impl PackedQ8_0 {
         self.n
     }
 
+    /// Columns of the weight (the input's width).
+    pub fn cols(&self) -> usize {
+        self.k
+    }
+
     /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32. The input is
     /// quantized to Q8_0 blocks as llama.cpp quantizes it.
     ///
@@ -138,15 +143,24 @@ impl PackedQ8_0 {
     /// If `x.len() != m · k` or [`available`] is false (a packed weight
     /// exists only where it is true).
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
-        let (n, k) = (self.n, self.k);
-        assert_eq!(x.len(), m * k, "Q8_0 input is not [{m}, {k}]");
+        assert_eq!(x.len(), m * self.k, "Q8_0 input is not [{m}, {}]", self.k);
+        self.matmul_quantized(&Activations::quantize(x, m, self.k), true)
+    }
+
+    /// `x @ wᵀ` for an input already quantized ([`Activations`], [m, k]):
+    /// [m, n] f32, tile columns over rayon's threads when `parallel`.
+    ///
+    /// # Panics
+    /// If the input's width is not `k` or [`available`] is false.
+    pub(crate) fn matmul_quantized(&self, acts: &Activations, parallel: bool) -> Vec<f32> {
+        let (n, k, m) = (self.n, self.k, acts.rows());
+        assert_eq!(acts.kb * QK, k, "Q8_0 input is not {k} wide");
         assert!(
             available(),
             "AVX-512 VNNI kernel called on a CPU without it"
         );
-        let acts = Activations::quantize(x, m, k);
         let kb = k / QK;
-        run_tiles(m, n, |t, chunk| {
+        run_tiles(m, n, parallel, |t, chunk| {
             for m0 in (0..m).step_by(MT) {
                 let rows = MT.min(m - m0);
                 #[cfg(target_arch = "x86_64")]
@@ -156,7 +170,7 @@ impl PackedQ8_0 {
                 unsafe {
                     imp::tile_column(
                         &self.tiles[t * kb..(t + 1) * kb],
-                        &acts,
+                        acts,
                         m0,
                         rows,
                         &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
@@ -169,22 +183,36 @@ impl PackedQ8_0 {
 
 /// `[m, n]` f32 outputs of a weight in tiles of 16 rows, each tile column
 /// computed by `column(t, chunk)` into its own `chunk` `[m, 16]` (row-major
-/// within the tile column), tile columns spread over rayon's threads, then
-/// laid out row-major.
-pub(crate) fn run_tiles(m: usize, n: usize, column: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
+/// within the tile column), tile columns spread over rayon's threads when
+/// `parallel` (else in the calling thread, for callers that spread larger
+/// units of work themselves), then laid out row-major.
+pub(crate) fn run_tiles(
+    m: usize,
+    n: usize,
+    parallel: bool,
+    column: impl Fn(usize, &mut [f32]) + Sync,
+) -> Vec<f32> {
     use rayon::prelude::*;
     let mut out = vec![0f32; m * n];
+    let each = |chunks: &mut [f32], size: usize| {
+        if parallel {
+            chunks
+                .par_chunks_mut(size)
+                .enumerate()
+                .for_each(|(t, c)| column(t, c));
+        } else {
+            chunks
+                .chunks_mut(size)
+                .enumerate()
+                .for_each(|(t, c)| column(t, c));
+        }
+    };
     if m == 1 {
-        out.par_chunks_mut(TILE_ROWS)
-            .enumerate()
-            .for_each(|(t, c)| column(t, c));
+        each(&mut out, TILE_ROWS);
         return out;
     }
     let mut tiled = vec![0f32; m * n];
-    tiled
-        .par_chunks_mut(m * TILE_ROWS)
-        .enumerate()
-        .for_each(|(t, c)| column(t, c));
+    each(&mut tiled, m * TILE_ROWS);
     for (t, chunk) in tiled.chunks_exact(m * TILE_ROWS).enumerate() {
         for (row, vals) in chunk.chunks_exact(TILE_ROWS).enumerate() {
             out[row * n + t * TILE_ROWS..][..TILE_ROWS].copy_from_slice(vals);
@@ -196,7 +224,7 @@ pub(crate) fn run_tiles(m: usize, n: usize, column: impl Fn(usize, &mut [f32]) +
 /// An input [m, k] quantized to Q8_0 blocks: per block 32 signed bytes,
 /// the scale (the f16-rounded `amax / 127`, as f32) and 128 × the bytes'
 /// sum (the correction for the weights' +128).
-struct Activations {
+pub(crate) struct Activations {
     kb: usize,
     qs: Vec<i8>,
     d: Vec<f32>,
@@ -207,7 +235,7 @@ impl Activations {
     /// llama.cpp's `quantize_row_q8_0` (its reference form, which candle's
     /// `BlockQ8_0::from_float` follows): `d = amax / 127`, bytes
     /// `round(x / d)` (halves away from zero), `d` stored as f16.
-    fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+    pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
         let kb = k / QK;
         let mut qs = vec![0i8; m * k];
         let mut d = vec![0f32; m * kb];
@@ -230,6 +258,39 @@ impl Activations {
             *off = 128.0 * sum as f32;
         }
         Self { kb, qs, d, offset }
+    }
+
+    /// Input rows.
+    pub(crate) fn rows(&self) -> usize {
+        self.d.len().checked_div(self.kb).unwrap_or(0)
+    }
+
+    /// Input width.
+    pub(crate) fn cols(&self) -> usize {
+        self.kb * QK
+    }
+
+    /// Rows `rows` of the input, in that order (the same bytes and scales:
+    /// each row is quantized on its own).
+    ///
+    /// # Panics
+    /// If a row is out of range.
+    pub(crate) fn gather(&self, rows: &[u32]) -> Self {
+        let (kb, k) = (self.kb, self.kb * QK);
+        let mut out = Self {
+            kb,
+            qs: Vec::with_capacity(rows.len() * k),
+            d: Vec::with_capacity(rows.len() * kb),
+            offset: Vec::with_capacity(rows.len() * kb),
+        };
+        for &r in rows {
+            let r = r as usize;
+            out.qs.extend_from_slice(&self.qs[r * k..(r + 1) * k]);
+            out.d.extend_from_slice(&self.d[r * kb..(r + 1) * kb]);
+            out.offset
+                .extend_from_slice(&self.offset[r * kb..(r + 1) * kb]);
+        }
+        out
     }
 }
 

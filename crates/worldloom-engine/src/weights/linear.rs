@@ -79,6 +79,14 @@ impl QuantizedWeight {
         result
     }
 
+    /// The [`PackedWeight`] tiles of a CPU weight (built on first use), for
+    /// callers that drive the packed kernels themselves (the MoE block's
+    /// grouped CPU dispatch). `None` off the CPU and where no kernel
+    /// applies.
+    pub(crate) fn cpu_packed(&self) -> Option<&PackedWeight> {
+        self.packed()
+    }
+
     /// The [`PackedWeight`] tiles of a CPU weight, built on first call
     /// (then the mapped pages, if any, are released: the tiles replace
     /// them). `None` for other weights and where no kernel applies
@@ -271,6 +279,15 @@ impl ExpertWeights {
     /// Whether there are no experts.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every expert's [`PackedWeight`] tiles, when the experts are
+    /// quantized CPU weights that the packed kernels all take; else `None`.
+    pub(crate) fn packed_experts(&self) -> Option<Vec<&PackedWeight>> {
+        match self {
+            Self::Quantized(v) => v.iter().map(QuantizedWeight::cpu_packed).collect(),
+            _ => None,
+        }
     }
 
     /// Expert `e`'s weight [out, in].
