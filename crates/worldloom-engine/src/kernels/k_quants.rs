@@ -505,7 +505,6 @@ mod imp {
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW/VNNI.
-    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn q4k_column(
         tiles: &[Q4KTile],
@@ -514,21 +513,38 @@ mod imp {
         rows: usize,
         out: &mut [f32],
     ) {
+        debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
+        // SAFETY (all four): the CPU features are this function's.
+        match rows {
+            1 => unsafe { q4k_rows::<1>(tiles, acts, m0, out) },
+            2 => unsafe { q4k_rows::<2>(tiles, acts, m0, out) },
+            3 => unsafe { q4k_rows::<3>(tiles, acts, m0, out) },
+            _ => unsafe { q4k_rows::<4>(tiles, acts, m0, out) },
+        }
+    }
+
+    /// [`q4k_column`] for exactly `R` input rows (the row loops unrolled,
+    /// the sums in registers).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn q4k_rows<const R: usize>(tiles: &[Q4KTile], acts: &Q8K, m0: usize, out: &mut [f32]) {
         let kb = acts.kb;
-        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
         let k = kb * QK_K;
         let low = _mm512_set1_epi8(0x0F);
-        let mut acc = [_mm512_setzero_ps(); MT];
+        let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
-            let mut isum = [_mm512_setzero_si512(); MT];
+            let mut isum = [_mm512_setzero_si512(); R];
             for pair in 0..4 {
-                let mut lo_sum = [_mm512_setzero_si512(); MT];
-                let mut hi_sum = [_mm512_setzero_si512(); MT];
+                let mut lo_sum = [_mm512_setzero_si512(); R];
+                let mut hi_sum = [_mm512_setzero_si512(); R];
                 for g in 0..8 {
                     let w = load64(&tile.qs[(pair * 8 + g) * 64..]);
                     let lo = _mm512_and_si512(w, low);
                     let hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
-                    for i in 0..rows {
+                    for i in 0..R {
                         let at = (m0 + i) * k + b * QK_K + pair * 64 + g * 4;
                         lo_sum[i] = _mm512_dpbusd_epi32(lo_sum[i], lo, broadcast4(&acts.qs, at));
                         hi_sum[i] =
@@ -537,7 +553,7 @@ mod imp {
                 }
                 let sc_lo = load_u8x16(&tile.sc[2 * pair * TILE_ROWS..]);
                 let sc_hi = load_u8x16(&tile.sc[(2 * pair + 1) * TILE_ROWS..]);
-                for i in 0..rows {
+                for i in 0..R {
                     isum[i] = _mm512_add_epi32(
                         isum[i],
                         _mm512_add_epi32(
@@ -549,7 +565,7 @@ mod imp {
             }
             let d = load_f16x16(&tile.d);
             let dmin = load_f16x16(&tile.dmin);
-            for i in 0..rows {
+            for i in 0..R {
                 let a = (m0 + i) * kb + b;
                 let sums = &acts.bsums[a * 16..a * 16 + 16];
                 let mut imin = _mm512_setzero_si512();
@@ -566,21 +582,17 @@ mod imp {
                     _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imin), _mm512_mul_ps(dmin, da), acc[i]);
             }
         }
-        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(R) {
             // SAFETY: `row` is 16 floats.
             unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
         }
     }
 
     /// The 16 outputs of one Q6_K tile column for input rows `m0..m0 +
-    /// rows` (at most [`MT`]), written to `out` [rows, 16]. Per half (128
-    /// columns) and group of 4 columns, the four 6-bit values of column
-    /// `c`, `c + 32`, `c + 64`, `c + 96` come from the low or high nibble
-    /// of `ql[c]` or `ql[c + 32]` and bits 0–1, 2–3, 4–5 or 6–7 of `qh[c]`.
+    /// rows` (at most [`MT`]), written to `out` [rows, 16].
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW/VNNI.
-    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn q6k_column(
         tiles: &[Q6KTile],
@@ -589,51 +601,83 @@ mod imp {
         rows: usize,
         out: &mut [f32],
     ) {
+        debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
+        // SAFETY (all four): the CPU features are this function's.
+        match rows {
+            1 => unsafe { q6k_rows::<1>(tiles, acts, m0, out) },
+            2 => unsafe { q6k_rows::<2>(tiles, acts, m0, out) },
+            3 => unsafe { q6k_rows::<3>(tiles, acts, m0, out) },
+            _ => unsafe { q6k_rows::<4>(tiles, acts, m0, out) },
+        }
+    }
+
+    /// [`q6k_column`] for exactly `R` input rows. Per half (128 columns)
+    /// and group of 4 columns `c`, one load each of `ql[c]`, `ql[c + 32]`
+    /// and `qh[c]` gives the 6-bit values of columns `c`, `c + 32`,
+    /// `c + 64`, `c + 96` (low nibbles, then high nibbles, with bits 0–1,
+    /// 2–3, 4–5, 6–7 of `qh`); four groups fill one 16-column sub-block
+    /// of each quarter, whose sums are then scaled.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn q6k_rows<const R: usize>(tiles: &[Q6KTile], acts: &Q8K, m0: usize, out: &mut [f32]) {
         let kb = acts.kb;
-        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
         let k = kb * QK_K;
         let low = _mm512_set1_epi8(0x0F);
         let high = _mm512_set1_epi8(0x30);
-        let mut acc = [_mm512_setzero_ps(); MT];
+        let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
-            let mut isum = [_mm512_setzero_si512(); MT];
+            let mut isum = [_mm512_setzero_si512(); R];
             for half in 0..2 {
-                // Quarter `t` of the half: columns 32·t + c.
-                for t in 0..4 {
-                    let which = t % 2;
-                    for g_half in 0..2 {
-                        let mut sum = [_mm512_setzero_si512(); MT];
-                        for g in 4 * g_half..4 * g_half + 4 {
-                            let ql = load64(&tile.ql[((half * 2 + which) * 8 + g) * 64..]);
-                            let qh = load64(&tile.qh[(half * 8 + g) * 64..]);
-                            let nibble = if t < 2 {
-                                _mm512_and_si512(ql, low)
-                            } else {
-                                _mm512_and_si512(_mm512_srli_epi16(ql, 4), low)
-                            };
-                            let bits = match t {
-                                0 => _mm512_slli_epi16(qh, 4),
-                                1 => _mm512_slli_epi16(qh, 2),
-                                2 => qh,
-                                _ => _mm512_srli_epi16(qh, 2),
-                            };
-                            let q = _mm512_or_si512(nibble, _mm512_and_si512(bits, high));
-                            for i in 0..rows {
-                                let at = (m0 + i) * k + b * QK_K + half * 128 + t * 32 + g * 4;
-                                sum[i] = _mm512_dpbusd_epi32(sum[i], q, broadcast4(&acts.qs, at));
+                for g_half in 0..2 {
+                    let mut sum = [[_mm512_setzero_si512(); R]; 4];
+                    for g in 4 * g_half..4 * g_half + 4 {
+                        let ql_a = load64(&tile.ql[((half * 2) * 8 + g) * 64..]);
+                        let ql_b = load64(&tile.ql[((half * 2 + 1) * 8 + g) * 64..]);
+                        let qh = load64(&tile.qh[(half * 8 + g) * 64..]);
+                        let q = [
+                            _mm512_or_si512(
+                                _mm512_and_si512(ql_a, low),
+                                _mm512_and_si512(_mm512_slli_epi16(qh, 4), high),
+                            ),
+                            _mm512_or_si512(
+                                _mm512_and_si512(ql_b, low),
+                                _mm512_and_si512(_mm512_slli_epi16(qh, 2), high),
+                            ),
+                            _mm512_or_si512(
+                                _mm512_and_si512(_mm512_srli_epi16(ql_a, 4), low),
+                                _mm512_and_si512(qh, high),
+                            ),
+                            _mm512_or_si512(
+                                _mm512_and_si512(_mm512_srli_epi16(ql_b, 4), low),
+                                _mm512_and_si512(_mm512_srli_epi16(qh, 2), high),
+                            ),
+                        ];
+                        for i in 0..R {
+                            let at = (m0 + i) * k + b * QK_K + half * 128 + g * 4;
+                            for t in 0..4 {
+                                sum[t][i] = _mm512_dpbusd_epi32(
+                                    sum[t][i],
+                                    q[t],
+                                    broadcast4(&acts.qs, at + 32 * t),
+                                );
                             }
                         }
+                    }
+                    for t in 0..4 {
                         // Columns half·128 + 32·t + 16·g_half .. + 16.
                         let s = half * 8 + 2 * t + g_half;
                         let sc = load_i8x16(&tile.sc[s * TILE_ROWS..]);
-                        for i in 0..rows {
-                            isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(sum[i], sc));
+                        for i in 0..R {
+                            isum[i] = _mm512_add_epi32(isum[i], _mm512_mullo_epi32(sum[t][i], sc));
                         }
                     }
                 }
             }
             let d = load_f16x16(&tile.d);
-            for i in 0..rows {
+            for i in 0..R {
                 let a = (m0 + i) * kb + b;
                 let sums = &acts.bsums[a * 16..a * 16 + 16];
                 let mut offset = _mm512_setzero_si512();
@@ -647,7 +691,7 @@ mod imp {
                 acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(d, da), acc[i]);
             }
         }
-        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(R) {
             // SAFETY: `row` is 16 floats.
             unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
         }
