@@ -12,15 +12,15 @@
 #
 # The GGUFs: a bench-shape BF16 file (llama.cpp's converter layout for arch `qwen35moe`, 4 layers,
 # the widths below), then `llama-quantize FILE-bf16.gguf FILE-q8_0.gguf Q8_0` (or Q4_K_M).
-# Environment: ROUNDS (default 3), THREADS (default 2), WL_DTYPES (our precisions, default
+# Environment: ROUNDS (default 3), THREADS (default 2), PROMPT (prompt tokens, default 512), WL_DTYPES (our precisions, default
 # "bf16"; an entry PREC=FILE.gguf runs our bench on that GGUF, e.g. "bf16 Q8_0=/tmp/x-q8_0.gguf"),
 # WL_BENCH (our bench executable; default: built with `cargo bench --no-run`),
 # OUT (raw outputs; default a temporary folder), LLAMA_EXTRA (more llama-bench arguments, e.g.
 # "--repack 0" where llama.cpp's AMX path faults: a VM whose CPU reports AMX without granting
 # the tile state; then state it next to the figures).
 #
-# Per round, for each GGUF: `llama-bench -m FILE -p 512 -n 64 -t THREADS`; then for each of our
-# precisions our bench (`--dtype D --repeats 1`, 512-token prefill, 32 greedy decode steps,
+# Per round, for each GGUF: `llama-bench -m FILE -p PROMPT -n 64 -t THREADS`; then for each of our
+# precisions our bench (`--dtype D --repeats 1`, a PROMPT-token prefill, 32 greedy decode steps,
 # RAYON_NUM_THREADS=THREADS). Peak RSS of each process by /usr/bin/time; the 1-minute load
 # average at the start and end of each run. Prints one Markdown table (a row per run) on stdout.
 set -euo pipefail
@@ -29,6 +29,7 @@ llama_bin=$1
 shift
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-2}
+PROMPT=${PROMPT:-512}
 WL_DTYPES=${WL_DTYPES:-bf16}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
@@ -69,7 +70,7 @@ rss_gib() { tail -1 "$1" | awk '{ printf "%.2f", $1 / 1048576 }'; }
   echo "threads $THREADS, rounds $ROUNDS, llama-bench extra: ${LLAMA_EXTRA:-none}"
 } >"$OUT/env.txt"
 
-echo "| round | engine | precision | prefill tok/s (512) | decode tok/s | peak RSS (GiB) | load avg start → end |"
+echo "| round | engine | precision | prefill tok/s ($PROMPT) | decode tok/s | peak RSS (GiB) | load avg start → end |"
 echo "|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$ROUNDS"); do
   for m in "$@"; do
@@ -77,7 +78,7 @@ for round in $(seq 1 "$ROUNDS"); do
     file=${m#*=}
     base="$OUT/$round-llama-$prec"
     l0=$(load)
-    /usr/bin/time -f %M -o "$base.rss" "$llama_bin/llama-bench" -m "$file" -p 512 -n 64 \
+    /usr/bin/time -f %M -o "$base.rss" "$llama_bin/llama-bench" -m "$file" -p "$PROMPT" -n 64 \
       -t "$THREADS" ${LLAMA_EXTRA:-} -o csv >"$base.csv" 2>"$base.err"
     echo "| $round | llama.cpp | $prec | $(llama_ts "$base.csv" p) | $(llama_ts "$base.csv" g) |" \
       "$(rss_gib "$base.rss") | $l0 → $(load) |"
@@ -92,7 +93,7 @@ for round in $(seq 1 "$ROUNDS"); do
     base="$OUT/$round-worldloom-$dtype"
     l0=$(load)
     RAYON_NUM_THREADS=$THREADS /usr/bin/time -f %M -o "$base.rss" "$WL_BENCH" "${weights[@]}" \
-      --repeats 1 --prompt-tokens 512 --decode-tokens 32 --turn-tokens 1 >"$base.out" 2>"$base.err"
+      --repeats 1 --prompt-tokens "$PROMPT" --decode-tokens 32 --turn-tokens 1 >"$base.out" 2>"$base.err"
     printf '| %s | worldloom | %s | %.1f | %.2f | %s | %s → %s |\n' "$round" "$dtype" \
       "$(json_field "$base.out" prefill_tokens_per_sec)" \
       "$(json_field "$base.out" decode_tokens_per_sec)" "$(rss_gib "$base.rss")" "$l0" "$(load)"

@@ -221,6 +221,20 @@ pub(crate) fn run_tiles(
     out
 }
 
+/// One block of 32 values to Q8_0 bytes (scalar): returns the unrounded
+/// scale `amax / 127` and the bytes' sum.
+fn quantize_block(src: &[f32], dst: &mut [i8]) -> (f32, i32) {
+    let amax = src.iter().fold(0f32, |a, v| a.max(v.abs()));
+    let step = amax / 127.0;
+    let inv = if step != 0.0 { 1.0 / step } else { 0.0 };
+    let mut sum = 0i32;
+    for (q, &v) in dst.iter_mut().zip(src) {
+        *q = (v * inv).round() as i8;
+        sum += i32::from(*q);
+    }
+    (step, sum)
+}
+
 /// An input [m, k] quantized to Q8_0 blocks: per block 32 signed bytes,
 /// the scale (the f16-rounded `amax / 127`, as f32) and 128 × the bytes'
 /// sum (the correction for the weights' +128).
@@ -234,8 +248,26 @@ pub(crate) struct Activations {
 impl Activations {
     /// llama.cpp's `quantize_row_q8_0` (its reference form, which candle's
     /// `BlockQ8_0::from_float` follows): `d = amax / 127`, bytes
-    /// `round(x / d)` (halves away from zero), `d` stored as f16.
+    /// `round(x / d)` (halves away from zero), `d` stored as f16. With
+    /// AVX-512 where [`available`] (the same bytes; a test checks it).
     pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        if available() {
+            return Self::quantize_with(x, m, k, |src, dst| {
+                // SAFETY: AVX-512 F/BW checked by `available`.
+                unsafe { imp::quantize_block(src, dst) }
+            });
+        }
+        Self::quantize_with(x, m, k, quantize_block)
+    }
+
+    /// `block(src, dst) -> (unrounded scale, byte sum)` for each block of 32.
+    fn quantize_with(
+        x: &[f32],
+        m: usize,
+        k: usize,
+        block: impl Fn(&[f32], &mut [i8]) -> (f32, i32),
+    ) -> Self {
         let kb = k / QK;
         let mut qs = vec![0i8; m * k];
         let mut d = vec![0f32; m * kb];
@@ -246,14 +278,7 @@ impl Activations {
             .zip(d.iter_mut())
             .zip(offset.iter_mut())
         {
-            let amax = src.iter().fold(0f32, |a, v| a.max(v.abs()));
-            let step = amax / 127.0;
-            let inv = if step != 0.0 { 1.0 / step } else { 0.0 };
-            let mut sum = 0i32;
-            for (q, &v) in dst.iter_mut().zip(src) {
-                *q = (v * inv).round() as i8;
-                sum += i32::from(*q);
-            }
+            let (step, sum) = block(src, dst);
             *scale = f16::from_f32(step).to_f32();
             *off = 128.0 * sum as f32;
         }
@@ -298,6 +323,52 @@ impl Activations {
 mod imp {
     use super::{Activations, MT, QK, TILE_ROWS, Tile};
     use std::arch::x86_64::*;
+
+    /// [`super::quantize_block`] with AVX-512: halves rounded away from
+    /// zero as `roundf` does (truncate, then step away where the dropped
+    /// part is at least one half; both exact in f32).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(super) unsafe fn quantize_block(src: &[f32], dst: &mut [i8]) -> (f32, i32) {
+        let (src, dst) = (&src[..QK], &mut dst[..QK]);
+        // SAFETY: 2 × 16 floats of the 32.
+        let v = unsafe {
+            [
+                _mm512_loadu_ps(src.as_ptr()),
+                _mm512_loadu_ps(src[16..].as_ptr()),
+            ]
+        };
+        let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+        let step = amax / 127.0;
+        let inv = _mm512_set1_ps(if step != 0.0 { 1.0 / step } else { 0.0 });
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let one = _mm512_castps_si512(_mm512_set1_ps(1.0));
+        let mut sum = 0;
+        for (half, v) in v.into_iter().enumerate() {
+            let x = _mm512_mul_ps(v, inv);
+            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(x);
+            let away = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(
+                _mm512_abs_ps(_mm512_sub_ps(x, t)),
+                _mm512_set1_ps(0.5),
+            );
+            let unit = _mm512_castsi512_ps(_mm512_or_si512(
+                _mm512_and_si512(_mm512_castps_si512(x), sign),
+                one,
+            ));
+            let q = _mm512_cvttps_epi32(_mm512_mask_add_ps(t, away, t, unit));
+            sum += _mm512_reduce_add_epi32(q);
+            // SAFETY: 16 bytes at 16 · half < 32.
+            unsafe {
+                _mm_storeu_si128(
+                    dst[16 * half..].as_mut_ptr().cast(),
+                    _mm512_cvtsepi32_epi8(q),
+                )
+            };
+        }
+        (step, sum)
+    }
 
     /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane.
     #[inline]
@@ -416,6 +487,30 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The AVX-512 quantizer gives the scalar one's bytes, scales and sums,
+    /// halves included (rounded away from zero).
+    #[test]
+    fn simd_quantization_equals_scalar() {
+        if !available() {
+            return;
+        }
+        let k = 128;
+        let mut x: Vec<f32> = (0..2 * k)
+            .map(|i| ((i as f32 * 0.917).sin() * 517.3).fract() * 3.0)
+            .collect();
+        // Block 1: amax 127 (step 1), so 2.5 and −0.5 are exact halves.
+        x[32] = 127.0;
+        x[33] = 2.5;
+        x[34] = -0.5;
+        x[64..96].fill(0.0);
+        let simd = Activations::quantize(&x, 2, k);
+        let scalar = Activations::quantize_with(&x, 2, k, quantize_block);
+        assert_eq!(simd.qs, scalar.qs);
+        assert_eq!(simd.d, scalar.d);
+        assert_eq!(simd.offset, scalar.offset);
+        assert_eq!(&simd.qs[32..35], &[127, 3, -1]);
     }
 
     /// The kernel's sums are llama.cpp's integer sums (only f32 rounding
