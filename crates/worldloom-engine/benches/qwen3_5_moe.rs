@@ -8,6 +8,7 @@
 //! cargo bench -p worldloom-engine --bench qwen3_5_moe -- [--device cpu|cuda:0]
 //!     [--dtype bf16|f16|f32] [--layers 4] [--prompt-tokens 512]
 //!     [--decode-tokens 32] [--turn-tokens 64] [--repeats 2]
+//!     [--prefill-chunk 512]
 //!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
 //!     [--profile-decode N]
 //!     [--context-tokens N] [--gguf FILE] [--quantize q8_0|q4_k|q6_k]
@@ -45,6 +46,9 @@
 //! seeded, so any weights give the cost of that acceptance). Reports
 //! tokens/s, the speed-up over the plain decode and tokens per forward.
 //!
+//! Prompts are fed as the local engine feeds them, in pieces of at most
+//! `--prefill-chunk` tokens (default the engine's 512; 0: one forward).
+//!
 //! Reports (best of `--repeats`, after a warm-up that prefills the prompt
 //! once):
 //! - prefill tokens/s of a `--prompt-tokens` prompt (fresh state);
@@ -63,11 +67,11 @@ use std::time::Instant;
 
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
-use worldloom_engine::CausalLm;
 use worldloom_engine::loading::{
     LoadOptions, RandomWeights, device_name, load_model, parse_device, parse_dtype,
 };
 use worldloom_engine::qwen3_5_moe::{Config, MoeDispatch, Qwen3_5Moe};
+use worldloom_engine::{CausalLm, LocalEngineOptions};
 
 struct Options {
     device: Device,
@@ -76,6 +80,8 @@ struct Options {
     prompt_tokens: usize,
     decode_tokens: usize,
     turn_tokens: usize,
+    /// Longest piece of a prompt fed in one forward (0: the whole prompt).
+    prefill_chunk: usize,
     repeats: usize,
     /// `None`: what loading picks.
     moe: Option<MoeDispatch>,
@@ -100,6 +106,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         prompt_tokens: 512,
         decode_tokens: 32,
         turn_tokens: 64,
+        prefill_chunk: LocalEngineOptions::default().prefill_chunk_tokens,
         repeats: 2,
         moe: None,
         fused_ops: None,
@@ -119,6 +126,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             "--prompt-tokens" => o.prompt_tokens = value()?.parse()?,
             "--decode-tokens" => o.decode_tokens = value()?.parse()?,
             "--turn-tokens" => o.turn_tokens = value()?.parse()?,
+            "--prefill-chunk" => o.prefill_chunk = value()?.parse()?,
             "--repeats" => o.repeats = value()?.parse()?,
             "--moe" => {
                 o.moe = match value()?.as_str() {
@@ -180,6 +188,26 @@ fn real_width_config(layers: usize) -> Result<Config, serde_json::Error> {
                              "partial_rotary_factor": 0.25}}
     }}"#
     ))
+}
+
+/// Feeds `tokens` as the local engine prefills: pieces of at most `chunk`
+/// tokens (0: one forward). The last piece's logits.
+fn prefill(
+    model: &Qwen3_5Moe,
+    tokens: &[u32],
+    state: &mut <Qwen3_5Moe as CausalLm>::State,
+    chunk: usize,
+) -> candle_core::Result<Tensor> {
+    let chunk = if chunk == 0 {
+        tokens.len().max(1)
+    } else {
+        chunk
+    };
+    let mut logits = None;
+    for piece in tokens.chunks(chunk) {
+        logits = Some(model.forward(piece, state)?);
+    }
+    logits.ok_or_else(|| candle_core::Error::Msg("empty prompt".into()))
 }
 
 fn synchronize(device: &Device) -> candle_core::Result<()> {
@@ -284,7 +312,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Warm-up (allocations, kernels, thread pools): one whole prompt, as
     // llama-bench warms up with one run of its prompt.
     let mut warm = model.new_state()?;
-    model.forward(prompt, &mut warm)?;
+    prefill(&model, prompt, &mut warm, o.prefill_chunk)?;
     let mut warm = model.new_state()?;
     model.forward(&prompt[..16.min(prompt.len())], &mut warm)?;
     model.forward(&[1], &mut warm)?;
@@ -317,7 +345,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for repeat in 0..o.repeats {
         let mut state = model.new_state()?;
         let t = Instant::now();
-        let mut logits = model.forward(prompt, &mut state)?;
+        let mut logits = prefill(&model, prompt, &mut state, o.prefill_chunk)?;
         synchronize(&o.device)?;
         prefill_s = prefill_s.min(t.elapsed().as_secs_f64());
 
@@ -379,7 +407,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Turn k+1 without reuse: the whole history again.
         let t = Instant::now();
         let mut fresh = model.new_state()?;
-        let without = model.forward(&ids, &mut fresh)?;
+        let without = prefill(&model, &ids, &mut fresh, o.prefill_chunk)?;
         synchronize(&o.device)?;
         scratch_turn_s = scratch_turn_s.min(t.elapsed().as_secs_f64());
 
