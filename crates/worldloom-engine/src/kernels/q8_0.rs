@@ -387,7 +387,6 @@ mod imp {
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW/VNNI.
-    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
     pub(super) unsafe fn tile_column(
         tiles: &[Tile],
@@ -396,18 +395,40 @@ mod imp {
         rows: usize,
         out: &mut [f32],
     ) {
+        debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
+        // SAFETY (all four): the CPU features are this function's.
+        match rows {
+            1 => unsafe { tile_rows::<1>(tiles, acts, m0, out) },
+            2 => unsafe { tile_rows::<2>(tiles, acts, m0, out) },
+            3 => unsafe { tile_rows::<3>(tiles, acts, m0, out) },
+            _ => unsafe { tile_rows::<4>(tiles, acts, m0, out) },
+        }
+    }
+
+    /// [`tile_column`] for exactly `R` input rows (the row loops unrolled,
+    /// the sums in registers).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VNNI.
+    #[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    unsafe fn tile_rows<const R: usize>(
+        tiles: &[Tile],
+        acts: &Activations,
+        m0: usize,
+        out: &mut [f32],
+    ) {
         let kb = acts.kb;
-        debug_assert!(rows <= MT && tiles.len() == kb && out.len() == rows * TILE_ROWS);
-        let mut acc = [_mm512_setzero_ps(); MT];
+        let mut acc = [_mm512_setzero_ps(); R];
         for b in (0..kb).step_by(2) {
             let (t0, t1) = (&tiles[b], &tiles[b + 1]);
-            let mut sum0 = [_mm512_setzero_si512(); MT];
-            let mut sum1 = [_mm512_setzero_si512(); MT];
+            let mut sum0 = [_mm512_setzero_si512(); R];
+            let mut sum1 = [_mm512_setzero_si512(); R];
             for g in 0..QK / 4 {
                 // SAFETY: 64 bytes at g · 64 lie inside the 512-byte `qs`.
                 let w0 = unsafe { _mm512_loadu_si512(t0.qs.as_ptr().add(g * 64).cast()) };
                 let w1 = unsafe { _mm512_loadu_si512(t1.qs.as_ptr().add(g * 64).cast()) };
-                for i in 0..rows {
+                for i in 0..R {
                     let base = (m0 + i) * kb * QK;
                     sum0[i] = _mm512_dpbusd_epi32(
                         sum0[i],
@@ -424,7 +445,7 @@ mod imp {
             for (blk, sums, tile) in [(b, &sum0, t0), (b + 1, &sum1, t1)] {
                 // SAFETY: 16 f16 scales, 32 bytes.
                 let dw = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(tile.d.as_ptr().cast()) });
-                for i in 0..rows {
+                for i in 0..R {
                     let a = (m0 + i) * kb + blk;
                     let f =
                         _mm512_sub_ps(_mm512_cvtepi32_ps(sums[i]), _mm512_set1_ps(acts.offset[a]));
@@ -433,7 +454,7 @@ mod imp {
                 }
             }
         }
-        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(rows) {
+        for (i, row) in out.chunks_exact_mut(TILE_ROWS).enumerate().take(R) {
             // SAFETY: `row` is 16 floats.
             unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
         }
