@@ -23,9 +23,12 @@
 //!   `d·scale·q − dmin·min`; the minima meet the input through the Q8_K
 //!   sums, so they cost no product per value.
 //! - [`Q6KTile`] (3,360 bytes, exactly 16 × 210): the rows' `d`, the signed
-//!   scales `[sub-block (16)][row]`, the low nibbles `[half (2)][which
-//!   (2)][group (8)][row][4]` and the high bits `[half][group][row][4]` as
-//!   stored. The unsigned 6-bit `q` goes into `vpdpbusd`; the stored value
+//!   scales `[sub-block (16)][row]`, then per half (2) and group of 4
+//!   columns (8) the low nibbles of the columns and of the columns + 32 and
+//!   the high bits, each `[row][4]` as stored: the order the kernel reads,
+//!   so a tile streams front to back (with the three parts in three
+//!   regions, a one-row decode of the Q4_K_M bench model took 1.7–1.9× as
+//!   long, waiting on its loads). The unsigned 6-bit `q` goes into `vpdpbusd`; the stored value
 //!   is `q − 32`, so `32 · Σ scale · (sum of 16 input bytes)` is subtracted
 //!   per block, as llama.cpp does.
 //!
@@ -194,10 +197,11 @@ pub(crate) struct Q6KTile {
     d: [f16; TILE_ROWS],
     /// `[sub-block (16)][row (16)]` signed scales.
     sc: [i8; 16 * TILE_ROWS],
-    /// `[half (2)][which (2)][group (8)][row (16)][4]` low nibbles.
-    ql: [u8; QK_K / 2 * TILE_ROWS],
-    /// `[half (2)][group (8)][row (16)][4]` high bits.
-    qh: [u8; QK_K / 4 * TILE_ROWS],
+    /// `[half (2)][group (8)][part (3)][row (16)][4]`: part 0 the low
+    /// nibbles `ql[c]`, part 1 `ql[c + 32]`, part 2 the high bits `qh[c]`
+    /// of the group's columns `c` — in the order the kernel reads them, so
+    /// a tile streams from memory front to back.
+    q: [u8; 3 * QK_K / 4 * TILE_ROWS],
 }
 
 /// Q4_K's 6-bit scale and minimum of sub-block `j` (0..8) from a block's
@@ -369,8 +373,7 @@ impl PackedQ6K {
         let empty = || Q6KTile {
             d: [f16::ZERO; TILE_ROWS],
             sc: [0; 16 * TILE_ROWS],
-            ql: [0; QK_K / 2 * TILE_ROWS],
-            qh: [0; QK_K / 4 * TILE_ROWS],
+            q: [0; 3 * QK_K / 4 * TILE_ROWS],
         };
         Self::pack(blocks, n, k, Q6K_BLOCK_BYTES, empty, |tile, r, block| {
             let (ql, qh, sc) = (&block[..128], &block[128..192], &block[192..208]);
@@ -378,14 +381,15 @@ impl PackedQ6K {
             for (s, &v) in sc.iter().enumerate() {
                 tile.sc[s * TILE_ROWS + r] = v as i8;
             }
-            // ql: half h holds 64 bytes, `which` 0 the first 32, 1 the next.
+            let mut put = |half: usize, g: usize, part: usize, i: usize, q: u8| {
+                tile.q[(((half * 8 + g) * 3 + part) * TILE_ROWS + r) * 4 + i] = q;
+            };
+            // ql: half h holds 64 bytes, its first 32 part 0, the next part 1.
             for (idx, &q) in ql.iter().enumerate() {
-                let (half, which, g, i) = (idx / 64, idx % 64 / 32, idx % 32 / 4, idx % 4);
-                tile.ql[(((half * 2 + which) * 8 + g) * TILE_ROWS + r) * 4 + i] = q;
+                put(idx / 64, idx % 32 / 4, idx % 64 / 32, idx % 4, q);
             }
             for (idx, &q) in qh.iter().enumerate() {
-                let (half, g, i) = (idx / 32, idx % 32 / 4, idx % 4);
-                tile.qh[((half * 8 + g) * TILE_ROWS + r) * 4 + i] = q;
+                put(idx / 32, idx % 32 / 4, 2, idx % 4, q);
             }
         })
     }
@@ -634,9 +638,10 @@ mod imp {
                 for g_half in 0..2 {
                     let mut sum = [[_mm512_setzero_si512(); R]; 4];
                     for g in 4 * g_half..4 * g_half + 4 {
-                        let ql_a = load64(&tile.ql[((half * 2) * 8 + g) * 64..]);
-                        let ql_b = load64(&tile.ql[((half * 2 + 1) * 8 + g) * 64..]);
-                        let qh = load64(&tile.qh[(half * 8 + g) * 64..]);
+                        let at = (half * 8 + g) * 3 * 64;
+                        let ql_a = load64(&tile.q[at..]);
+                        let ql_b = load64(&tile.q[at + 64..]);
+                        let qh = load64(&tile.q[at + 128..]);
                         let q = [
                             _mm512_or_si512(
                                 _mm512_and_si512(ql_a, low),
