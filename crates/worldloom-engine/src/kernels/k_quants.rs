@@ -419,18 +419,9 @@ impl PackedQ6K {
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
+    use super::super::q8_0::{for_rows, imp::broadcast4};
     use super::{MT, Q4KTile, Q6KTile, Q8K, QK_K, TILE_ROWS};
     use std::arch::x86_64::*;
-
-    /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn broadcast4(qs: &[i8], at: usize) -> __m512i {
-        let b = &qs[at..at + 4];
-        _mm512_set1_epi32(i32::from_le_bytes([
-            b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8,
-        ]))
-    }
 
     /// [`super::quantize_block`] with AVX-512: the largest magnitude from
     /// the block's maximum and minimum (where both have it, the positive
@@ -518,13 +509,7 @@ mod imp {
         out: &mut [f32],
     ) {
         debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
-        // SAFETY (all four): the CPU features are this function's.
-        match rows {
-            1 => unsafe { q4k_rows::<1>(tiles, acts, m0, out) },
-            2 => unsafe { q4k_rows::<2>(tiles, acts, m0, out) },
-            3 => unsafe { q4k_rows::<3>(tiles, acts, m0, out) },
-            _ => unsafe { q4k_rows::<4>(tiles, acts, m0, out) },
-        }
+        for_rows!(q4k_rows, rows, (tiles, acts, m0, out))
     }
 
     /// [`q4k_column`] for exactly `R` input rows (the row loops unrolled,
@@ -606,13 +591,7 @@ mod imp {
         out: &mut [f32],
     ) {
         debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
-        // SAFETY (all four): the CPU features are this function's.
-        match rows {
-            1 => unsafe { q6k_rows::<1>(tiles, acts, m0, out) },
-            2 => unsafe { q6k_rows::<2>(tiles, acts, m0, out) },
-            3 => unsafe { q6k_rows::<3>(tiles, acts, m0, out) },
-            _ => unsafe { q6k_rows::<4>(tiles, acts, m0, out) },
-        }
+        for_rows!(q6k_rows, rows, (tiles, acts, m0, out))
     }
 
     /// [`q6k_column`] for exactly `R` input rows. Per half (128 columns)

@@ -319,8 +319,28 @@ impl Activations {
     }
 }
 
+/// Calls `$f::<R>($args)` for `R` = `$rows` (1 to 3, else 4): the tile
+/// kernels' row loops are unrolled per row count, so their sums stay in
+/// registers (with a run-time count they spilled, and a one-row decode ran
+/// at about half speed). Expands inside an `unsafe fn` with the callee's
+/// CPU features.
 #[cfg(target_arch = "x86_64")]
-mod imp {
+macro_rules! for_rows {
+    ($f:ident, $rows:expr, ($($arg:expr),*)) => {
+        // SAFETY: the caller has the callee's CPU features.
+        match $rows {
+            1 => unsafe { $f::<1>($($arg),*) },
+            2 => unsafe { $f::<2>($($arg),*) },
+            3 => unsafe { $f::<3>($($arg),*) },
+            _ => unsafe { $f::<4>($($arg),*) },
+        }
+    };
+}
+#[cfg(target_arch = "x86_64")]
+pub(crate) use for_rows;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod imp {
     use super::{Activations, MT, QK, TILE_ROWS, Tile};
     use std::arch::x86_64::*;
 
@@ -370,10 +390,11 @@ mod imp {
         (step, sum)
     }
 
-    /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane.
+    /// Four input bytes `qs[at..at + 4]` broadcast to every 32-bit lane
+    /// (the `vpdpbusd` operand of every tile kernel).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn broadcast4(qs: &[i8], at: usize) -> __m512i {
+    pub(crate) fn broadcast4(qs: &[i8], at: usize) -> __m512i {
         let b = &qs[at..at + 4];
         _mm512_set1_epi32(i32::from_le_bytes([
             b[0] as u8, b[1] as u8, b[2] as u8, b[3] as u8,
@@ -396,13 +417,7 @@ mod imp {
         out: &mut [f32],
     ) {
         debug_assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
-        // SAFETY (all four): the CPU features are this function's.
-        match rows {
-            1 => unsafe { tile_rows::<1>(tiles, acts, m0, out) },
-            2 => unsafe { tile_rows::<2>(tiles, acts, m0, out) },
-            3 => unsafe { tile_rows::<3>(tiles, acts, m0, out) },
-            _ => unsafe { tile_rows::<4>(tiles, acts, m0, out) },
-        }
+        for_rows!(tile_rows, rows, (tiles, acts, m0, out))
     }
 
     /// [`tile_column`] for exactly `R` input rows (the row loops unrolled,
