@@ -79,19 +79,12 @@ impl QuantizedWeight {
         result
     }
 
-    /// The [`PackedWeight`] tiles of a CPU weight (built on first use), for
-    /// callers that drive the packed kernels themselves (the MoE block's
-    /// grouped CPU dispatch). `None` off the CPU and where no kernel
-    /// applies.
-    pub(crate) fn cpu_packed(&self) -> Option<&PackedWeight> {
-        self.packed()
-    }
-
     /// The [`PackedWeight`] tiles of a CPU weight, built on first call
     /// (then the mapped pages, if any, are released: the tiles replace
-    /// them). `None` for other weights and where no kernel applies
-    /// ([`PackedWeight::applies`]).
-    fn packed(&self) -> Option<&PackedWeight> {
+    /// them); also for callers that drive the packed kernels themselves (the
+    /// MoE block's grouped CPU dispatch). `None` off the CPU, for other
+    /// types and where no kernel applies ([`PackedWeight::applies`]).
+    pub(crate) fn packed(&self) -> Option<&PackedWeight> {
         self.packed
             .get_or_init(|| {
                 let q = &self.tensor;
@@ -285,7 +278,7 @@ impl ExpertWeights {
     /// quantized CPU weights that the packed kernels all take; else `None`.
     pub(crate) fn packed_experts(&self) -> Option<Vec<&PackedWeight>> {
         match self {
-            Self::Quantized(v) => v.iter().map(QuantizedWeight::cpu_packed).collect(),
+            Self::Quantized(v) => v.iter().map(QuantizedWeight::packed).collect(),
             _ => None,
         }
     }
