@@ -190,7 +190,6 @@ impl FullAttention {
         let k = self.rope(&k, cos, sin)?;
         let (k, v) = KvCache::append(cache, &k, &v)?;
         let s = k.dim(1)?;
-        let groups = nh / kvh;
         let scale = 1.0 / (hd as f64).sqrt();
         if t == 1 {
             // Decode on the CPU: read the cache in place, f32 sums.
@@ -203,18 +202,57 @@ impl FullAttention {
                 }
             }
         }
-        // GQA without repeating K/V: query head h reads KV head h / groups
-        // (consecutive groups), so the queries of one KV head are the rows
-        // of q [kv_heads, groups·T, hd] (group-major) and one batched matmul
-        // per KV head reads the cache in place.
-        let q = q.contiguous()?.reshape((kvh, groups * t, hd))?;
-        let scores = (q.matmul(&k.t()?)? * scale)?;
-        let scores = if t > 1 {
-            // Query i (absolute offset + i) sees keys 0..=offset + i.
-            let mask: Vec<f32> = (0..t)
+        let out = attend(&q, &k, &v, offset, scale, query_block(t, nh, s))?;
+        let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
+        self.o_proj.forward(&gated)
+    }
+}
+
+/// Causal scaled-dot-product attention of `t` new queries over the cache.
+///
+/// `q` [heads, t, head_dim] for the absolute positions `offset..offset+t`;
+/// `k`, `v` [kv_heads, keys, head_dim] (keys = offset + t; heads a multiple
+/// of kv_heads, query head h reading KV head h / (heads / kv_heads)).
+/// Scores in the inputs' dtype then f32 for the mask and softmax, the
+/// probabilities back in the inputs' dtype against `v`. Queries go in blocks
+/// of `block`. Returns [t, heads · head_dim].
+fn attend(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    offset: usize,
+    scale: f64,
+    block: usize,
+) -> candle_core::Result<Tensor> {
+    let (nh, t, hd) = q.dims3()?;
+    let kvh = k.dim(0)?;
+    let groups = nh / kvh;
+    let dtype = q.dtype();
+    // GQA without repeating K/V: query head h reads KV head h / groups
+    // (consecutive groups), so the queries of one KV head are the rows
+    // of q [kv_heads, groups·n, hd] (group-major) and one batched matmul
+    // per KV head reads the cache in place. Queries go in blocks so the
+    // scores [heads, block, keys] stay within SCORES_BUDGET_BYTES however
+    // long the context; a block reads only the keys its last query sees.
+    let q = q.contiguous()?.reshape((kvh, groups, t, hd))?;
+    let mut outs = Vec::with_capacity(t.div_ceil(block));
+    for start in (0..t).step_by(block) {
+        let n = block.min(t - start);
+        let keys = offset + start + n;
+        let q = q
+            .narrow(2, start, n)?
+            .contiguous()?
+            .reshape((kvh, groups * n, hd))?;
+        let k = k.narrow(1, 0, keys)?;
+        let v = v.narrow(1, 0, keys)?;
+        let scores = (q.matmul(&k.t()?)? * scale)?.to_dtype(DType::F32)?;
+        let scores = if n > 1 {
+            // Query start + i (absolute offset + start + i) sees keys
+            // 0..=offset + start + i.
+            let mask: Vec<f32> = (0..n)
                 .flat_map(|i| {
-                    (0..s).map(move |j| {
-                        if j <= offset + i {
+                    (0..keys).map(move |j| {
+                        if j <= offset + start + i {
                             0.0
                         } else {
                             f32::NEG_INFINITY
@@ -222,24 +260,40 @@ impl FullAttention {
                     })
                 })
                 .collect();
-            let mask = Tensor::from_vec(mask, (1, 1, t, s), x.device())?;
+            let mask = Tensor::from_vec(mask, (1, 1, n, keys), q.device())?;
             scores
-                .to_dtype(DType::F32)?
-                .reshape((kvh, groups, t, s))?
+                .reshape((kvh, groups, n, keys))?
                 .broadcast_add(&mask)?
-                .reshape((kvh, groups * t, s))?
+                .reshape((kvh, groups * n, keys))?
         } else {
-            scores.to_dtype(DType::F32)?
+            scores
         };
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(x.dtype())?;
-        let out = probs
-            .matmul(&v)?
-            .reshape((nh, t, hd))?
-            .transpose(0, 1)?
-            .reshape((t, nh * hd))?;
-        let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
-        self.o_proj.forward(&gated)
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
+        outs.push(
+            probs
+                .matmul(&v)?
+                .reshape((nh, n, hd))?
+                .transpose(0, 1)?
+                .reshape((n, nh * hd))?,
+        );
     }
+    if outs.len() == 1 {
+        Ok(outs.swap_remove(0))
+    } else {
+        Tensor::cat(&outs, 0)
+    }
+}
+
+/// Bytes of f32 attention scores one query block may hold (`[heads, block,
+/// keys]`): the prefill of a long context goes in query blocks so its peak
+/// memory does not grow with `chunk × context`.
+const SCORES_BUDGET_BYTES: usize = 32 << 20;
+
+/// Queries per block for `t` queries of `heads` heads over `keys` keys: as
+/// many as fit SCORES_BUDGET_BYTES, at least 1, at most `t`.
+fn query_block(t: usize, heads: usize, keys: usize) -> usize {
+    let per_query = heads.max(1) * keys.max(1) * std::mem::size_of::<f32>();
+    (SCORES_BUDGET_BYTES / per_query).clamp(1, t.max(1))
 }
 
 #[cfg(test)]
@@ -291,5 +345,66 @@ mod tests {
         let (k, _) = KvCache::append(&mut cache, &kv(6.0, 1)?, &kv(-6.0, 1)?)?;
         assert_eq!(values(&k.narrow(0, 0, 1)?)?, vec![1.0, 1.0, 2.0, 6.0]);
         Ok(())
+    }
+    /// Attention in query blocks of any size equals the causal softmax
+    /// attention written out element by element (GQA: 4 query heads on 2 KV
+    /// heads; 5 positions already in the cache).
+    #[test]
+    fn attention_in_query_blocks_equals_the_causal_reference() -> candle_core::Result<()> {
+        let (nh, kvh, hd, t, offset) = (4, 2, 8, 7, 5);
+        let s = offset + t;
+        let dev = Device::Cpu;
+        let q = Tensor::randn(0f32, 1.0, (nh, t, hd), &dev)?;
+        let k = Tensor::randn(0f32, 1.0, (kvh, s, hd), &dev)?;
+        let v = Tensor::randn(0f32, 1.0, (kvh, s, hd), &dev)?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let (qs, ks, vs) = (
+            q.to_vec3::<f32>()?,
+            k.to_vec3::<f32>()?,
+            v.to_vec3::<f32>()?,
+        );
+        let mut reference = vec![0f32; t * nh * hd];
+        for h in 0..nh {
+            let kv = h / (nh / kvh);
+            for i in 0..t {
+                let seen = offset + i + 1;
+                let logits: Vec<f32> = (0..seen)
+                    .map(|j| {
+                        let dot: f32 = (0..hd).map(|d| qs[h][i][d] * ks[kv][j][d]).sum();
+                        dot * scale as f32
+                    })
+                    .collect();
+                let max = logits.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+                let e: Vec<f32> = logits.iter().map(|l| (l - max).exp()).collect();
+                let z: f32 = e.iter().sum();
+                for d in 0..hd {
+                    let o: f32 = (0..seen).map(|j| e[j] / z * vs[kv][j][d]).sum();
+                    reference[i * nh * hd + h * hd + d] = o;
+                }
+            }
+        }
+        for block in [1, 2, 3, t] {
+            let out = attend(&q, &k, &v, offset, scale, block)?;
+            assert_eq!(out.dims(), &[t, nh * hd]);
+            let got = out.flatten_all()?.to_vec1::<f32>()?;
+            for (i, (a, b)) in got.iter().zip(&reference).enumerate() {
+                assert!(
+                    (a - b).abs() < 1e-5,
+                    "block {block}, element {i}: {a} vs {b}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Blocks hold SCORES_BUDGET_BYTES of f32 scores: 16 heads over 4,096
+    /// keys fit 128 queries (256 KiB a query), a short context the whole
+    /// chunk, and a context too long for one query still makes progress.
+    #[test]
+    fn query_blocks_follow_the_scores_budget() {
+        assert_eq!(query_block(512, 16, 4096), 128);
+        assert_eq!(query_block(512, 16, 512), 512);
+        assert_eq!(query_block(17, 16, 100), 17);
+        assert_eq!(query_block(512, 16, 1 << 20), 1);
     }
 }
