@@ -201,13 +201,17 @@ impl SparseMoe {
                 &fused_cuda_grouped_gemm,
                 fused_router,
             )?,
-            _ => match self.routed_indexed(x)? {
-                Some(routed) => routed,
-                None => match self.routed_packed(x, fused_router)? {
-                    Some(routed) => routed,
-                    None => self.routed_per_expert(x, fused_router)?,
-                },
-            },
+            _ => {
+                if let Some(routed) = self.routed_indexed(x)? {
+                    routed
+                } else if let Some(routed) = self.routed_packed(x, fused_router)? {
+                    routed
+                } else if let Some(routed) = self.routed_dense_bf16(x, fused_router)? {
+                    routed
+                } else {
+                    self.routed_per_expert(x, fused_router)?
+                }
+            }
         };
         let shared = self.shared.forward(x)?;
         let shared_gate = candle_nn::ops::sigmoid(&self.shared_gate.forward(x)?)?;
@@ -360,6 +364,126 @@ impl SparseMoe {
             for (&tok, row) in tokens_of[e].iter().zip(y?.chunks_exact(hidden)) {
                 let dst = &mut out[tok as usize * hidden..][..hidden];
                 dst.iter_mut().zip(row).for_each(|(o, v)| *o += v);
+            }
+        }
+        Ok(Some(Tensor::from_vec(out, (t, hidden), x.device())?))
+    }
+
+    /// The per-expert dispatch for bf16 experts held dense on a CPU with
+    /// AVX512-BF16, for a bf16 input `x` [T, hidden]: routing on the host as
+    /// [`SparseMoe::routed_per_expert`] routes, then per expert with tokens,
+    /// in one rayon task: its rows gathered, gate and up projections
+    /// ([`crate::kernels::avx512_bf16::matmul_bt`] on that thread), candle's
+    /// bf16 SiLU and product, the down projection, each row times its
+    /// routing weight; then the rows added into a bf16 output in expert
+    /// order. Every step rounds to bf16 where the op-by-op form rounds, so
+    /// the values are that form's bit for bit, without its ten candle ops
+    /// and parallel region per expert. `None` when the experts are not
+    /// dense bf16 stacks on the CPU, `x` is not bf16 or the CPU lacks
+    /// AVX512-BF16.
+    fn routed_dense_bf16(
+        &self,
+        x: &Tensor,
+        fused_router: bool,
+    ) -> candle_core::Result<Option<Tensor>> {
+        use crate::kernels::avx512_bf16;
+        use candle_core::op::{Silu, UnaryOpT};
+        use candle_core::{CpuStorage, Storage};
+        use half::bf16;
+        use rayon::prelude::*;
+        if !x.device().is_cpu() || x.dtype() != DType::BF16 || !avx512_bf16::available() {
+            return Ok(None);
+        }
+        let dense = |w: &ExpertWeights| match w {
+            ExpertWeights::Dense(t) if t.dtype() == DType::BF16 && t.device().is_cpu() => {
+                Some(t.clone())
+            }
+            _ => None,
+        };
+        let (gate_up, up) = match &self.gate_up {
+            GateUp::Joined(w) => (dense(w), None),
+            GateUp::Split { gate, up } => match dense(up) {
+                Some(up) => (dense(gate), Some(up)),
+                None => return Ok(None),
+            },
+        };
+        let (Some(gate_up), Some(down)) = (gate_up, dense(&self.down)) else {
+            return Ok(None);
+        };
+        let (t, hidden) = x.dims2()?;
+        let i = self.intermediate;
+        // Rows of the gate (or joined gate/up) stack per expert.
+        let gate_rows = if up.is_some() { i } else { 2 * i };
+        let experts = down.dim(0)?;
+        if gate_up.dims() != [experts, gate_rows, hidden] || down.dims() != [experts, hidden, i] {
+            return Ok(None);
+        }
+        if up
+            .as_ref()
+            .is_some_and(|u| u.dims() != [experts, i, hidden])
+        {
+            return Ok(None);
+        }
+        let (tokens_of, weights_of) = self.host_routing(x, fused_router)?;
+        let x = x.contiguous()?;
+        let xs: Vec<bf16> = x.flatten_all()?.to_vec1()?;
+        let storages =
+            [Some(&gate_up), up.as_ref(), Some(&down)].map(|w| w.map(Tensor::storage_and_layout));
+        let slice = |i: usize| -> Option<&[bf16]> {
+            let (storage, layout) = storages[i].as_ref()?;
+            let (start, end) = layout.contiguous_offsets()?;
+            match &**storage {
+                Storage::Cpu(CpuStorage::BF16(v)) => Some(&v[start..end]),
+                _ => None,
+            }
+        };
+        let (Some(w_gate), w_up, Some(w_down)) = (slice(0), slice(1), slice(2)) else {
+            return Ok(None);
+        };
+        if up.is_some() && w_up.is_none() {
+            return Ok(None);
+        }
+        let active: Vec<usize> = (0..experts).filter(|&e| !tokens_of[e].is_empty()).collect();
+        let rows: Vec<Vec<bf16>> = active
+            .par_iter()
+            .map(|&e| {
+                let toks = &tokens_of[e];
+                let n = toks.len();
+                let mut xg = Vec::with_capacity(n * hidden);
+                for &tok in toks {
+                    xg.extend_from_slice(&xs[tok as usize * hidden..][..hidden]);
+                }
+                let project = |w: &[bf16], rows: usize, cols: usize, input: &[bf16]| {
+                    let mut out = vec![bf16::ZERO; n * rows];
+                    let w = &w[e * rows * cols..][..rows * cols];
+                    avx512_bf16::matmul_bt(input, w, (n, cols, rows), &mut out, false);
+                    out
+                };
+                let g = project(w_gate, gate_rows, hidden, &xg);
+                let u = w_up.map(|w| project(w, i, hidden, &xg));
+                // silu(g) · u as candle computes them in bf16.
+                let mut h = Vec::with_capacity(n * i);
+                for r in 0..n {
+                    let (g_row, u_row) = match &u {
+                        Some(u) => (&g[r * i..][..i], &u[r * i..][..i]),
+                        None => (&g[r * 2 * i..][..i], &g[r * 2 * i + i..][..i]),
+                    };
+                    h.extend(g_row.iter().zip(u_row).map(|(&g, &u)| Silu::bf16(g) * u));
+                }
+                let mut y = project(w_down, hidden, i, &h);
+                for (row, &w) in y.chunks_exact_mut(hidden).zip(&weights_of[e]) {
+                    let w = bf16::from_f32(w);
+                    row.iter_mut().for_each(|v| *v = *v * w);
+                }
+                y
+            })
+            .collect();
+        drop(storages);
+        let mut out = vec![bf16::ZERO; t * hidden];
+        for (&e, y) in active.iter().zip(&rows) {
+            for (&tok, row) in tokens_of[e].iter().zip(y.chunks_exact(hidden)) {
+                let dst = &mut out[tok as usize * hidden..][..hidden];
+                dst.iter_mut().zip(row).for_each(|(o, &v)| *o += v);
             }
         }
         Ok(Some(Tensor::from_vec(out, (t, hidden), x.device())?))
@@ -882,6 +1006,54 @@ mod tests {
         let dense = random_moe(e, 2, hidden, inter, DType::F32);
         let x = Tensor::randn(0f32, 1.0, (3, hidden), &dev)?;
         assert!(dense.routed_packed(&x, false)?.is_none());
+        Ok(())
+    }
+
+    /// bf16 experts held dense on an AVX512-BF16 CPU: the grouped dispatch
+    /// gives the op-by-op per-expert dispatch's output bit for bit (every
+    /// rounding to bf16 in the same place), gate and up joined or apart,
+    /// from one token to more tokens than experts.
+    #[test]
+    fn dense_bf16_dispatch_equals_per_expert_dispatch() -> candle_core::Result<()> {
+        let (e, hidden, inter) = (6, 96, 40);
+        let dev = Device::Cpu;
+        if !crate::kernels::avx512_bf16::available() {
+            let moe = random_moe(e, 2, hidden, inter, DType::BF16);
+            let x = Tensor::randn(0f32, 1.0, (3, hidden), &dev)?.to_dtype(DType::BF16)?;
+            assert!(moe.routed_dense_bf16(&x, false)?.is_none());
+            return Ok(());
+        }
+        for joined in [true, false] {
+            let mut moe = random_moe(e, 2, hidden, inter, DType::BF16);
+            if !joined {
+                let r =
+                    |shape: &[usize]| Tensor::randn(0f32, 0.5, shape, &dev)?.to_dtype(DType::BF16);
+                moe.gate_up = GateUp::Split {
+                    gate: ExpertWeights::Dense(r(&[e, inter, hidden])?),
+                    up: ExpertWeights::Dense(r(&[e, inter, hidden])?),
+                };
+            }
+            for t in [1, 5, 17] {
+                let x = Tensor::randn(0f32, 1.0, (t, hidden), &dev)?.to_dtype(DType::BF16)?;
+                let want = moe.routed_per_expert(&x, false)?;
+                let got = moe
+                    .routed_dense_bf16(&x, false)?
+                    .expect("the dense bf16 dispatch applies");
+                assert_eq!(got.dtype(), DType::BF16);
+                let scale = want
+                    .abs()?
+                    .flatten_all()?
+                    .max(0)?
+                    .to_dtype(DType::F32)?
+                    .to_scalar::<f32>()?;
+                assert!(scale > 0.1, "trivially small output {scale}");
+                assert_eq!(max_abs_diff(&got, &want), 0.0, "joined={joined} T={t}");
+            }
+        }
+        // f32 experts or input are not this dispatch's.
+        let f32_moe = random_moe(e, 2, hidden, inter, DType::F32);
+        let x = Tensor::randn(0f32, 1.0, (3, hidden), &dev)?;
+        assert!(f32_moe.routed_dense_bf16(&x, false)?.is_none());
         Ok(())
     }
 

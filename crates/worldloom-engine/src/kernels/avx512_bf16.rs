@@ -76,12 +76,20 @@ impl OutPtr {
 }
 
 /// out [m, n] = x [m, k] · w [n, k]ᵀ, all row-major; sums in f32, the
-/// result rounded to bf16.
+/// result rounded to bf16. The weight rows go in tasks over rayon with
+/// `parallel`, else all on the calling thread (for callers that already
+/// run one task per matmul); the values are the same either way.
 ///
 /// # Panics
 /// If a slice is shorter than its shape or [`available`] is false (the
 /// caller checks it).
-pub fn matmul_bt(x: &[bf16], w: &[bf16], m: usize, k: usize, n: usize, out: &mut [bf16]) {
+pub fn matmul_bt(
+    x: &[bf16],
+    w: &[bf16],
+    (m, k, n): (usize, usize, usize),
+    out: &mut [bf16],
+    parallel: bool,
+) {
     assert!(available(), "AVX512-BF16 kernel called on a CPU without it");
     assert!(x.len() >= m * k && w.len() >= n * k && out.len() >= m * n);
     if m == 0 || n == 0 {
@@ -96,14 +104,19 @@ pub fn matmul_bt(x: &[bf16], w: &[bf16], m: usize, k: usize, n: usize, out: &mut
         let tasks = n.div_ceil(COLS_PER_TASK);
         for i0 in (0..m).step_by(ROW_BLOCK) {
             let rows = ROW_BLOCK.min(m - i0);
-            (0..tasks).into_par_iter().for_each(|task| {
+            let task = |task: usize| {
                 let j0 = task * COLS_PER_TASK;
                 let cols = COLS_PER_TASK.min(n - j0);
                 // SAFETY: the feature check above; the bounds were asserted
                 // and the block [i0..i0+rows] × [j0..j0+cols] lies inside
                 // them; tasks write disjoint columns of `out`.
                 unsafe { imp::block(x, w, k, n, i0, rows, j0, cols, ptr.get()) };
-            });
+            };
+            if parallel {
+                (0..tasks).into_par_iter().for_each(task);
+            } else {
+                (0..tasks).for_each(task);
+            }
         }
     }
 }
@@ -260,7 +273,8 @@ mod tests {
 
     /// Against an f64 reference of the widened operands, for decode,
     /// expert-batch and prefill row counts and lengths that are not
-    /// multiples of 32 (masked tails), with tile remainders on both sides.
+    /// multiples of 32 (masked tails), with tile remainders on both sides;
+    /// on one thread the same bits as over rayon.
     #[test]
     fn matches_widened_reference() {
         if !available() {
@@ -285,7 +299,10 @@ mod tests {
             let x: Vec<bf16> = (0..m * k).map(|_| rnd()).collect();
             let w: Vec<bf16> = (0..n * k).map(|_| rnd()).collect();
             let mut out = vec![bf16::ZERO; m * n];
-            matmul_bt(&x, &w, m, k, n, &mut out);
+            matmul_bt(&x, &w, (m, k, n), &mut out, true);
+            let mut serial = vec![bf16::ZERO; m * n];
+            matmul_bt(&x, &w, (m, k, n), &mut serial, false);
+            assert_eq!(out, serial, "m={m} k={k} n={n}: on one thread");
             for i in 0..m {
                 for j in 0..n {
                     let want: f64 = (0..k)

@@ -216,7 +216,7 @@ fn try_linear_avx512_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<
         };
         match (&*x_storage, &*w_storage) {
             (Storage::Cpu(CpuStorage::BF16(xv)), Storage::Cpu(CpuStorage::BF16(wv))) => {
-                avx512_bf16::matmul_bt(&xv[xs..xe], &wv[ws..we], m, k, n, &mut out);
+                avx512_bf16::matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out, true);
             }
             _ => return Ok(None),
         }
