@@ -46,8 +46,9 @@
 //! seeded, so any weights give the cost of that acceptance). Reports
 //! tokens/s, the speed-up over the plain decode and tokens per forward.
 //!
-//! Prompts are fed as the local engine feeds them, in pieces of at most
-//! `--prefill-chunk` tokens (default the engine's 512; 0: one forward).
+//! Prompts and turns are fed as the local engine feeds them, in pieces of
+//! at most `--prefill-chunk` tokens (default the engine's 512; 0: one
+//! forward).
 //!
 //! Reports (best of `--repeats`, after a warm-up that prefills the prompt
 //! once):
@@ -400,7 +401,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Turn k+1 with snapshot reuse: restore, feed only the new turn.
         let t = Instant::now();
         let mut restored = snapshot.clone();
-        let with = model.forward(turn, &mut restored)?;
+        let with = prefill(&model, turn, &mut restored, o.prefill_chunk)?;
         synchronize(&o.device)?;
         snapshot_turn_s = snapshot_turn_s.min(t.elapsed().as_secs_f64());
 
