@@ -473,7 +473,7 @@ impl SparseMoe {
                 let mut y = project(w_down, hidden, i, &h);
                 for (row, &w) in y.chunks_exact_mut(hidden).zip(&weights_of[e]) {
                     let w = bf16::from_f32(w);
-                    row.iter_mut().for_each(|v| *v = *v * w);
+                    row.iter_mut().for_each(|v| *v *= w);
                 }
                 y
             })
