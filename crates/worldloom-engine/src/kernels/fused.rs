@@ -410,6 +410,57 @@ fn conv_silu<T: Elem>(padded: &[T], taps: &[T], ch: usize, c: usize, kernel: usi
     rnd::<T>(acc / d)
 }
 
+/// The causal depthwise conv of a Gated DeltaNet prefill, then SiLU, on
+/// the CPU: `padded` [K − 1 + T, C] (the cached K − 1 inputs, then the T
+/// new ones) and `taps` [K, C], both in the model dtype; returns [T, C] in
+/// that dtype, row t = silu(Σ_j padded[t + j] · taps[j]) with every
+/// product, sum and SiLU step rounded to the dtype where candle's op-by-op
+/// form (`broadcast_mul`, `+`, `silu`) rounds, as [`conv_silu`] does for a
+/// decode step. Rows over rayon; no per-op temporaries and none of
+/// candle's bf16 element-wise calls. `None` off the CPU or for dtypes
+/// other than f32, bf16 and f16.
+///
+/// # Errors
+/// `padded` and `taps` of different widths or dtypes, or fewer than K − 1
+/// rows in `padded`.
+pub(crate) fn conv_silu_rows(
+    padded: &Tensor,
+    taps: &Tensor,
+) -> candle_core::Result<Option<Tensor>> {
+    if !padded.device().is_cpu() || !taps.device().is_cpu() {
+        return Ok(None);
+    }
+    match padded.dtype() {
+        DType::F32 => conv_silu_rows_as::<f32>(padded, taps).map(Some),
+        DType::BF16 => conv_silu_rows_as::<bf16>(padded, taps).map(Some),
+        DType::F16 => conv_silu_rows_as::<f16>(padded, taps).map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn conv_silu_rows_as<T: Elem + Send + Sync>(
+    padded: &Tensor,
+    taps: &Tensor,
+) -> candle_core::Result<Tensor> {
+    use rayon::prelude::*;
+    let (rows, c) = padded.dims2()?;
+    let (kernel, c_taps) = taps.dims2()?;
+    if c != c_taps || taps.dtype() != padded.dtype() || kernel == 0 || rows + 1 < kernel {
+        candle_core::bail!("conv_silu_rows: padded {padded:?} and taps {taps:?} do not fit");
+    }
+    let t = rows + 1 - kernel;
+    let p: Vec<T> = host_vec(padded)?;
+    let w: Vec<T> = host_vec(taps)?;
+    let mut out = vec![T::from_f(0.0); t * c];
+    out.par_chunks_mut(c).enumerate().for_each(|(r, row)| {
+        let window = &p[r * c..(r + kernel) * c];
+        for (ch, o) in row.iter_mut().enumerate() {
+            *o = T::from_f(conv_silu(window, &w, ch, c, kernel));
+        }
+    });
+    Tensor::from_vec(out, (t, c), padded.device())
+}
+
 impl GdnDecodeStep {
     fn cpu_step<T: Elem>(&self, padded: &[T]) -> candle_core::Result<Vec<f32>> {
         let GdnDims {
@@ -815,6 +866,42 @@ mod tests {
     }
 
     const DTYPES: [DType; 3] = [DType::F32, DType::BF16, DType::F16];
+
+    /// The prefill conv + SiLU equals candle's op-by-op form (products,
+    /// sums and SiLU in the dtype) bit for bit, in f32, bf16 and f16, for
+    /// one new row and several.
+    #[test]
+    fn conv_silu_rows_equals_the_op_by_op_form() -> candle_core::Result<()> {
+        use candle_core::IndexOp;
+        let (kernel, c) = (4, 37);
+        for dtype in [DType::F32, DType::BF16, DType::F16] {
+            for t in [1, 6] {
+                let padded =
+                    Tensor::randn(0f32, 1.5, (kernel - 1 + t, c), &Device::Cpu)?.to_dtype(dtype)?;
+                let taps = Tensor::randn(0f32, 0.7, (kernel, c), &Device::Cpu)?.to_dtype(dtype)?;
+                let mut want = padded.narrow(0, 0, t)?.broadcast_mul(&taps.i(0)?)?;
+                for j in 1..kernel {
+                    want = (want + padded.narrow(0, j, t)?.broadcast_mul(&taps.i(j)?)?)?;
+                }
+                let want = candle_nn::ops::silu(&want)?;
+                let got = conv_silu_rows(&padded, &taps)?.expect("CPU dtypes");
+                assert_eq!(got.dims(), &[t, c]);
+                assert_eq!(got.dtype(), dtype);
+                let (got, want) = (
+                    got.to_dtype(DType::F32)?.to_vec2::<f32>()?,
+                    want.to_dtype(DType::F32)?.to_vec2::<f32>()?,
+                );
+                assert!(
+                    want.iter().flatten().any(|v| v.abs() > 0.5),
+                    "{dtype:?}: trivial"
+                );
+                assert_eq!(got, want, "{dtype:?} T={t}");
+            }
+        }
+        let bad = Tensor::zeros((2, 5), DType::F32, &Device::Cpu)?;
+        assert!(conv_silu_rows(&bad, &Tensor::zeros((4, 5), DType::F32, &Device::Cpu)?).is_err());
+        Ok(())
+    }
 
     #[test]
     fn cuda_rms_norms_match_cpu() -> candle_core::Result<()> {

@@ -220,16 +220,21 @@ impl GatedDeltaNet {
 
         // Depthwise causal conv1d over time with the cached left context.
         let padded = Tensor::cat(&[&state.conv, &mixed], 0)?; // [K−1+T, C]
-        let mut conv = padded
-            .narrow(0, 0, t)?
-            .broadcast_mul(&self.conv_taps.i(0)?)?;
-        for j in 1..self.kernel {
-            conv = (conv
-                + padded
-                    .narrow(0, j, t)?
-                    .broadcast_mul(&self.conv_taps.i(j)?)?)?;
-        }
-        let conv = candle_nn::ops::silu(&conv)?;
+        let conv = match crate::kernels::fused::conv_silu_rows(&padded, &self.conv_taps)? {
+            Some(conv) => conv,
+            None => {
+                let mut conv = padded
+                    .narrow(0, 0, t)?
+                    .broadcast_mul(&self.conv_taps.i(0)?)?;
+                for j in 1..self.kernel {
+                    conv = (conv
+                        + padded
+                            .narrow(0, j, t)?
+                            .broadcast_mul(&self.conv_taps.i(j)?)?)?;
+                }
+                candle_nn::ops::silu(&conv)?
+            }
+        };
         state.conv = padded.narrow(0, t, self.kernel - 1)?.contiguous()?;
 
         let q = conv.narrow(1, 0, key_dim)?.reshape((t, n_k, d_k))?;
