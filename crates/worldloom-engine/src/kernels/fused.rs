@@ -26,6 +26,7 @@
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, DType, Layout, Shape, Tensor};
 use half::{bf16, f16};
+use std::sync::OnceLock;
 
 pub(crate) use super::fused_params::{
     GDN_L2_EPS, GatedRmsNorm, GdnDecodeStep, GdnDims, RmsNormScaled, RouterTopK, SampleCandidates,
@@ -35,6 +36,31 @@ pub(crate) use super::fused_params::{
 pub(crate) trait Elem: candle_core::WithDType + Copy {
     fn to_f(self) -> f32;
     fn from_f(x: f32) -> Self;
+    /// SiLU of a value of this dtype, bit for bit as candle's `silu`
+    /// computes it on the dtype ([`silu_steps`]).
+    fn silu(self) -> Self {
+        silu_steps(self)
+    }
+}
+
+/// x / (1 + exp(−x)) with each step rounded to `T`, as candle's `silu`
+/// on `T` does.
+fn silu_steps<T: Elem>(x: T) -> T {
+    let x = x.to_f();
+    let e = rnd::<T>((-x).exp());
+    let d = rnd::<T>(1.0 + e);
+    T::from_f(x / d)
+}
+
+/// [`silu_steps`] of every bit pattern of a 16-bit dtype (128 KiB, built
+/// on first use): a SiLU is then one load instead of an `expf` and a
+/// division, with the same bits.
+fn silu_table<T: Elem>(
+    cell: &'static OnceLock<Vec<u16>>,
+    bits: fn(T) -> u16,
+    from: fn(u16) -> T,
+) -> &'static [u16] {
+    cell.get_or_init(|| (0..=u16::MAX).map(|b| bits(silu_steps(from(b)))).collect())
 }
 
 impl Elem for f32 {
@@ -53,6 +79,12 @@ impl Elem for bf16 {
     fn from_f(x: f32) -> Self {
         bf16::from_f32(x)
     }
+    fn silu(self) -> Self {
+        static TABLE: OnceLock<Vec<u16>> = OnceLock::new();
+        bf16::from_bits(
+            silu_table(&TABLE, bf16::to_bits, bf16::from_bits)[usize::from(self.to_bits())],
+        )
+    }
 }
 
 impl Elem for f16 {
@@ -61,6 +93,12 @@ impl Elem for f16 {
     }
     fn from_f(x: f32) -> Self {
         f16::from_f32(x)
+    }
+    fn silu(self) -> Self {
+        static TABLE: OnceLock<Vec<u16>> = OnceLock::new();
+        f16::from_bits(
+            silu_table(&TABLE, f16::to_bits, f16::from_bits)[usize::from(self.to_bits())],
+        )
     }
 }
 
@@ -405,9 +443,7 @@ fn conv_silu<T: Elem>(padded: &[T], taps: &[T], ch: usize, c: usize, kernel: usi
         let p = rnd::<T>(padded[j * c + ch].to_f() * taps[j * c + ch].to_f());
         acc = rnd::<T>(acc + p);
     }
-    let e = rnd::<T>((-acc).exp());
-    let d = rnd::<T>(1.0 + e);
-    rnd::<T>(acc / d)
+    T::from_f(acc).silu().to_f()
 }
 
 /// The causal depthwise conv of a Gated DeltaNet prefill, then SiLU, on
@@ -452,12 +488,26 @@ fn conv_silu_rows_as<T: Elem + Send + Sync>(
     let p: Vec<T> = host_vec(padded)?;
     let w: Vec<T> = host_vec(taps)?;
     let mut out = vec![T::from_f(0.0); t * c];
-    out.par_chunks_mut(c).enumerate().for_each(|(r, row)| {
-        let window = &p[r * c..(r + kernel) * c];
-        for (ch, o) in row.iter_mut().enumerate() {
-            *o = T::from_f(conv_silu(window, &w, ch, c, kernel));
-        }
-    });
+    // Tap by tap over whole rows (slice loops the compiler vectorises),
+    // in the same order of roundings as `conv_silu`.
+    out.par_chunks_mut(c).enumerate().for_each_init(
+        || vec![0f32; c],
+        |acc, (r, row)| {
+            for (j, (x, tap)) in p[r * c..(r + kernel) * c]
+                .chunks_exact(c)
+                .zip(w.chunks_exact(c))
+                .enumerate()
+            {
+                for ((a, &x), &tap) in acc.iter_mut().zip(x).zip(tap) {
+                    let prod = rnd::<T>(x.to_f() * tap.to_f());
+                    *a = if j == 0 { prod } else { rnd::<T>(*a + prod) };
+                }
+            }
+            for (o, &a) in row.iter_mut().zip(acc.iter()) {
+                *o = T::from_f(a).silu();
+            }
+        },
+    );
     Tensor::from_vec(out, (t, c), padded.device())
 }
 

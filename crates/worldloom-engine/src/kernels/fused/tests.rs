@@ -77,6 +77,43 @@ fn conv_silu_rows_equals_the_op_by_op_form() -> candle_core::Result<()> {
     Ok(())
 }
 
+/// The tabled SiLU of the 16-bit dtypes equals candle's `silu` on every
+/// one of the 65,536 bit patterns (NaN for NaN).
+#[test]
+fn silu_tables_equal_candle_on_every_bit_pattern() -> candle_core::Result<()> {
+    let all: Vec<u16> = (0..=u16::MAX).collect();
+    let check = |got: Vec<u16>, want: Vec<u16>, nan: fn(u16) -> bool, what: &str| {
+        let mut finite = 0;
+        for (b, (g, w)) in got.iter().zip(&want).enumerate() {
+            if nan(*w) {
+                assert!(nan(*g), "{what} {b:#06x}: {g:#06x}, want NaN");
+            } else {
+                assert_eq!(g, w, "{what} {b:#06x}");
+                finite += 1;
+            }
+        }
+        assert!(finite > 60_000, "{what}: only {finite} non-NaN results");
+    };
+    let x: Vec<bf16> = all.iter().map(|&b| bf16::from_bits(b)).collect();
+    let want =
+        candle_nn::ops::silu(&Tensor::new(x.as_slice(), &Device::Cpu)?)?.to_vec1::<bf16>()?;
+    check(
+        x.iter().map(|v| v.silu().to_bits()).collect(),
+        want.iter().map(|v| v.to_bits()).collect(),
+        |b| bf16::from_bits(b).is_nan(),
+        "bf16",
+    );
+    let x: Vec<f16> = all.iter().map(|&b| f16::from_bits(b)).collect();
+    let want = candle_nn::ops::silu(&Tensor::new(x.as_slice(), &Device::Cpu)?)?.to_vec1::<f16>()?;
+    check(
+        x.iter().map(|v| v.silu().to_bits()).collect(),
+        want.iter().map(|v| v.to_bits()).collect(),
+        |b| f16::from_bits(b).is_nan(),
+        "f16",
+    );
+    Ok(())
+}
+
 #[test]
 fn cuda_rms_norms_match_cpu() -> candle_core::Result<()> {
     let Some(dev) = cuda_test_device() else {
