@@ -419,7 +419,7 @@ impl PackedQ6K {
 
 #[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::super::q8_0::{for_rows, imp::broadcast4};
+    use super::super::q8_0::for_rows;
     use super::{MT, Q4KTile, Q6KTile, Q8K, QK_K, TILE_ROWS};
     use std::arch::x86_64::*;
 
@@ -478,14 +478,6 @@ mod imp {
         _mm512_cvtepi8_epi32(unsafe { _mm_loadu_si128(p[..16].as_ptr().cast()) })
     }
 
-    /// 64 bytes at `p`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn load64(p: &[u8]) -> __m512i {
-        // SAFETY: 64 bytes read from a slice of at least 64.
-        unsafe { _mm512_loadu_si512(p[..64].as_ptr().cast()) }
-    }
-
     /// The 16 rows' f16 values widened to f32.
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -525,19 +517,29 @@ mod imp {
         let low = _mm512_set1_epi8(0x0F);
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
+            // Each input row's block as a fixed-size array: the offsets
+            // below are constants once the loops unroll, so no bounds
+            // check is left in the product loop.
+            let xs: [&[i8; QK_K]; R] =
+                std::array::from_fn(|i| block_of(&acts.qs, (m0 + i) * k + b * QK_K));
             let mut isum = [_mm512_setzero_si512(); R];
             for pair in 0..4 {
                 let mut lo_sum = [_mm512_setzero_si512(); R];
                 let mut hi_sum = [_mm512_setzero_si512(); R];
                 for g in 0..8 {
-                    let w = load64(&tile.qs[(pair * 8 + g) * 64..]);
+                    // SAFETY: (pair·8 + g + 1)·64 ≤ 2,048 bytes of `qs`.
+                    let w = unsafe {
+                        _mm512_loadu_si512(tile.qs.as_ptr().add((pair * 8 + g) * 64).cast())
+                    };
                     let lo = _mm512_and_si512(w, low);
                     let hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low);
+                    let at = pair * 64 + g * 4;
                     for i in 0..R {
-                        let at = (m0 + i) * k + b * QK_K + pair * 64 + g * 4;
-                        lo_sum[i] = _mm512_dpbusd_epi32(lo_sum[i], lo, broadcast4(&acts.qs, at));
-                        hi_sum[i] =
-                            _mm512_dpbusd_epi32(hi_sum[i], hi, broadcast4(&acts.qs, at + 32));
+                        // SAFETY: at + 32 + 4 ≤ 256.
+                        let (xl, xh) =
+                            unsafe { (bcast_block(xs[i], at), bcast_block(xs[i], at + 32)) };
+                        lo_sum[i] = _mm512_dpbusd_epi32(lo_sum[i], lo, xl);
+                        hi_sum[i] = _mm512_dpbusd_epi32(hi_sum[i], hi, xh);
                     }
                 }
                 let sc_lo = load_u8x16(&tile.sc[2 * pair * TILE_ROWS..]);
@@ -554,16 +556,23 @@ mod imp {
             }
             let d = load_f16x16(&tile.d);
             let dmin = load_f16x16(&tile.dmin);
+            // The minima of sub-blocks 2t and 2t + 1 as two i16 per row,
+            // to meet pairs of input sums in one `vpdpwssd`.
+            let mn: [__m512i; 4] = std::array::from_fn(|t| {
+                i16_pairs(
+                    load_u8x16(&tile.mn[2 * t * TILE_ROWS..]),
+                    load_u8x16(&tile.mn[(2 * t + 1) * TILE_ROWS..]),
+                )
+            });
             for i in 0..R {
                 let a = (m0 + i) * kb + b;
-                let sums = &acts.bsums[a * 16..a * 16 + 16];
+                let sums: &[i32; 16] = acts.bsums[a * 16..a * 16 + 16].try_into().expect("16 sums");
                 let mut imin = _mm512_setzero_si512();
-                for s in 0..8 {
-                    let mn = load_u8x16(&tile.mn[s * TILE_ROWS..]);
-                    imin = _mm512_add_epi32(
-                        imin,
-                        _mm512_mullo_epi32(mn, _mm512_set1_epi32(sums[2 * s] + sums[2 * s + 1])),
-                    );
+                for (t, mn) in mn.iter().enumerate() {
+                    // A sub-block's sum of 32 bytes fits an i16 (|·| ≤ 4,064).
+                    let lo = sums[4 * t] + sums[4 * t + 1];
+                    let hi = sums[4 * t + 2] + sums[4 * t + 3];
+                    imin = _mm512_dpwssd_epi32(imin, *mn, _mm512_set1_epi32(pack_i16(lo, hi)));
                 }
                 let da = _mm512_set1_ps(acts.d[a]);
                 acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, da), acc[i]);
@@ -575,6 +584,43 @@ mod imp {
             // SAFETY: `row` is 16 floats.
             unsafe { _mm512_storeu_ps(row.as_mut_ptr(), acc[i]) };
         }
+    }
+
+    /// Bytes `at..at + 4` of an input block broadcast to 16 lanes.
+    ///
+    /// # Safety
+    /// `at + 4 ≤ 256` (not checked: this is the product loop's operand).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn bcast_block(x: &[i8; QK_K], at: usize) -> __m512i {
+        debug_assert!(at + 4 <= QK_K);
+        // SAFETY: the caller keeps the 4 bytes inside the block.
+        _mm512_set1_epi32(unsafe { x.as_ptr().add(at).cast::<i32>().read_unaligned() })
+    }
+
+    /// The 256 input bytes of one block from `at`.
+    #[inline]
+    fn block_of(qs: &[i8], at: usize) -> &[i8; QK_K] {
+        qs[at..at + QK_K].try_into().expect("a whole block")
+    }
+
+    /// Two i16 (`lo` in the low half) as the i32 `vpdpwssd` broadcasts;
+    /// both must fit an i16.
+    #[inline]
+    fn pack_i16(lo: i32, hi: i32) -> i32 {
+        debug_assert!(i16::try_from(lo).is_ok() && i16::try_from(hi).is_ok());
+        (lo & 0xFFFF) | (hi << 16)
+    }
+
+    /// Per 32-bit lane the i16 pair (`lo` lane, `hi` lane) of two vectors
+    /// of small non-negative or sign-extended i32.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn i16_pairs(lo: __m512i, hi: __m512i) -> __m512i {
+        _mm512_or_si512(
+            _mm512_and_si512(lo, _mm512_set1_epi32(0xFFFF)),
+            _mm512_slli_epi32::<16>(hi),
+        )
     }
 
     /// The 16 outputs of one Q6_K tile column for input rows `m0..m0 +
@@ -612,15 +658,23 @@ mod imp {
         let high = _mm512_set1_epi8(0x30);
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
+            let xs: [&[i8; QK_K]; R] =
+                std::array::from_fn(|i| block_of(&acts.qs, (m0 + i) * k + b * QK_K));
             let mut isum = [_mm512_setzero_si512(); R];
             for half in 0..2 {
                 for g_half in 0..2 {
                     let mut sum = [[_mm512_setzero_si512(); R]; 4];
                     for g in 4 * g_half..4 * g_half + 4 {
                         let at = (half * 8 + g) * 3 * 64;
-                        let ql_a = load64(&tile.q[at..]);
-                        let ql_b = load64(&tile.q[at + 64..]);
-                        let qh = load64(&tile.q[at + 128..]);
+                        // SAFETY: at + 192 ≤ 3,072 bytes of `q`.
+                        let (ql_a, ql_b, qh) = unsafe {
+                            let p = tile.q.as_ptr().add(at);
+                            (
+                                _mm512_loadu_si512(p.cast()),
+                                _mm512_loadu_si512(p.add(64).cast()),
+                                _mm512_loadu_si512(p.add(128).cast()),
+                            )
+                        };
                         let q = [
                             _mm512_or_si512(
                                 _mm512_and_si512(ql_a, low),
@@ -640,13 +694,11 @@ mod imp {
                             ),
                         ];
                         for i in 0..R {
-                            let at = (m0 + i) * k + b * QK_K + half * 128 + g * 4;
+                            let at = half * 128 + g * 4;
                             for t in 0..4 {
-                                sum[t][i] = _mm512_dpbusd_epi32(
-                                    sum[t][i],
-                                    q[t],
-                                    broadcast4(&acts.qs, at + 32 * t),
-                                );
+                                // SAFETY: at + 32·3 + 4 ≤ 256.
+                                let x = unsafe { bcast_block(xs[i], at + 32 * t) };
+                                sum[t][i] = _mm512_dpbusd_epi32(sum[t][i], q[t], x);
                             }
                         }
                     }
@@ -661,14 +713,21 @@ mod imp {
                 }
             }
             let d = load_f16x16(&tile.d);
+            // The scales of sub-blocks 2t and 2t + 1 as two i16 per row.
+            let sc: [__m512i; 8] = std::array::from_fn(|t| {
+                i16_pairs(
+                    load_i8x16(&tile.sc[2 * t * TILE_ROWS..]),
+                    load_i8x16(&tile.sc[(2 * t + 1) * TILE_ROWS..]),
+                )
+            });
             for i in 0..R {
                 let a = (m0 + i) * kb + b;
-                let sums = &acts.bsums[a * 16..a * 16 + 16];
+                let sums: &[i32; 16] = acts.bsums[a * 16..a * 16 + 16].try_into().expect("16 sums");
                 let mut offset = _mm512_setzero_si512();
-                for (s, &sum) in sums.iter().enumerate() {
-                    let sc = load_i8x16(&tile.sc[s * TILE_ROWS..]);
-                    offset =
-                        _mm512_add_epi32(offset, _mm512_mullo_epi32(sc, _mm512_set1_epi32(sum)));
+                for (t, sc) in sc.iter().enumerate() {
+                    // A sum of 16 bytes fits an i16 (|·| ≤ 2,032).
+                    let pair = pack_i16(sums[2 * t], sums[2 * t + 1]);
+                    offset = _mm512_dpwssd_epi32(offset, *sc, _mm512_set1_epi32(pair));
                 }
                 let total = _mm512_sub_epi32(isum[i], _mm512_slli_epi32(offset, 5));
                 let da = _mm512_set1_ps(acts.d[a]);
