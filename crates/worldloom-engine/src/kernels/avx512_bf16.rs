@@ -145,11 +145,20 @@ pub fn matmul_bt(
                 // [i0..i0+rows] × [j0..j0+cols] lies inside them; tasks
                 // write disjoint columns of `out`.
                 unsafe {
+                    let span = |i0, rows| imp::Span {
+                        k,
+                        n,
+                        i0,
+                        rows,
+                        j0,
+                        cols,
+                        out: ptr.get(),
+                    };
                     if split > i0 {
-                        imp::packed_block(&xp, w, k, n, i0, split - i0, j0, cols, ptr.get());
+                        imp::packed_block(&xp, w, span(i0, split - i0));
                     }
                     if split < i0 + rows {
-                        imp::block(x, w, k, n, split, i0 + rows - split, j0, cols, ptr.get());
+                        imp::block(x, w, span(split, i0 + rows - split));
                     }
                 };
             };
@@ -340,27 +349,37 @@ mod imp {
         };
     }
 
-    /// Output rows `i0..i0 + rows` × columns `j0..j0 + cols` of
-    /// out [_, n] = x [_, k] · w [n, k]ᵀ with `x` packed by
-    /// [`super::pack_rows`]; `i0` is a multiple of 16.
+    /// Where a task writes: output rows `i0..i0 + rows` × columns
+    /// `j0..j0 + cols` of `out` [_, n] (row stride `n`), inner size `k`.
+    #[derive(Clone, Copy)]
+    pub(super) struct Span {
+        pub(super) k: usize,
+        pub(super) n: usize,
+        pub(super) i0: usize,
+        pub(super) rows: usize,
+        pub(super) j0: usize,
+        pub(super) cols: usize,
+        pub(super) out: *mut bf16,
+    }
+
+    /// The `span` of out [_, n] = x [_, k] · w [n, k]ᵀ with `x` packed by
+    /// [`super::pack_rows`]; `span.i0` is a multiple of 16.
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW and AVX512-BF16; `xp` packs every row of
     /// the block; the block lies inside `w` and `out` (stride `n`); nobody
     /// else writes it meanwhile.
-    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    pub(super) unsafe fn packed_block(
-        xp: &[u32],
-        w: &[bf16],
-        k: usize,
-        n: usize,
-        i0: usize,
-        rows: usize,
-        j0: usize,
-        cols: usize,
-        out: *mut bf16,
-    ) {
+    pub(super) unsafe fn packed_block(xp: &[u32], w: &[bf16], span: Span) {
+        let Span {
+            k,
+            n,
+            i0,
+            rows,
+            j0,
+            cols,
+            out,
+        } = span;
         debug_assert_eq!(i0 % 16, 0);
         let gs = k.div_ceil(2) * 16;
         let (xq, wp) = (xp.as_ptr(), w.as_ptr());
@@ -387,25 +406,22 @@ mod imp {
         }
     }
 
-    /// Output rows `i0..i0 + rows` × columns `j0..j0 + cols` of
-    /// out [_, n] = x [_, k] · w [n, k]ᵀ.
+    /// The `span` of out [_, n] = x [_, k] · w [n, k]ᵀ.
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW and AVX512-BF16; the block lies inside
     /// `x`, `w` and `out` (stride `n`); nobody else writes it meanwhile.
-    #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f,avx512bw,avx512bf16")]
-    pub(super) unsafe fn block(
-        x: &[bf16],
-        w: &[bf16],
-        k: usize,
-        n: usize,
-        i0: usize,
-        rows: usize,
-        j0: usize,
-        cols: usize,
-        out: *mut bf16,
-    ) {
+    pub(super) unsafe fn block(x: &[bf16], w: &[bf16], span: Span) {
+        let Span {
+            k,
+            n,
+            i0,
+            rows,
+            j0,
+            cols,
+            out,
+        } = span;
         let (xp, wp) = (x.as_ptr(), w.as_ptr());
         // SAFETY (all calls below): tiles stay inside the block.
         unsafe {
