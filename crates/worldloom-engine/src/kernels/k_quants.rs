@@ -48,7 +48,7 @@
 
 use half::f16;
 
-use super::q8_0::{TILE_ROWS, available, run_tiles};
+use super::q8_0::{MT, TILE_ROWS, available, run_tiles};
 
 /// Values per K-quant block.
 pub const QK_K: usize = 256;
@@ -58,8 +58,6 @@ const Q4K_BLOCK_BYTES: usize = 144;
 /// Bytes per stored Q6_K block: 128 bytes of low nibbles, 64 of high bits,
 /// 16 signed scales, `d` (f16).
 const Q6K_BLOCK_BYTES: usize = 210;
-/// Input rows multiplied together against one tile column.
-const MT: usize = 4;
 
 /// Whether a Q4_K or Q6_K weight [n, k] is multiplied by these kernels on
 /// this CPU: AVX-512 VNNI, `n` a multiple of 16 rows, `k` of 256 columns.
@@ -295,22 +293,11 @@ impl<T> PackedKQuant<T> {
             "AVX-512 VNNI kernel called on a CPU without it"
         );
         let kb = k / QK_K;
-        run_tiles(m, n, parallel, |t, chunk| {
-            for m0 in (0..m).step_by(MT) {
-                let rows = MT.min(m - m0);
-                // SAFETY: `available` was asserted; the tile slice holds kb
-                // tiles, the activations m rows of kb blocks, the chunk m ×
-                // 16 floats.
-                unsafe {
-                    column(
-                        &self.tiles[t * kb..(t + 1) * kb],
-                        acts,
-                        m0,
-                        rows,
-                        &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
-                    )
-                };
-            }
+        run_tiles(m, n, parallel, |t, m0, rows, buf| {
+            // SAFETY: `available` was asserted; the tile slice holds kb
+            // tiles, the activations m rows of kb blocks, `buf` rows × 16
+            // floats.
+            unsafe { column(&self.tiles[t * kb..(t + 1) * kb], acts, m0, rows, buf) };
         })
     }
 }

@@ -46,8 +46,9 @@ const QK: usize = 32;
 const BLOCK_BYTES: usize = 2 + QK;
 /// Weight rows per tile.
 pub const TILE_ROWS: usize = 16;
-/// Input rows multiplied together against one tile column.
-const MT: usize = 4;
+/// Input rows multiplied together against one tile column (by every tile
+/// kernel: [`run_tiles`] hands them out).
+pub(crate) const MT: usize = 4;
 
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
 /// library and cached).
@@ -160,63 +161,69 @@ impl PackedQ8_0 {
             "AVX-512 VNNI kernel called on a CPU without it"
         );
         let kb = k / QK;
-        run_tiles(m, n, parallel, |t, chunk| {
-            for m0 in (0..m).step_by(MT) {
-                let rows = MT.min(m - m0);
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `available` was asserted; the tile slice holds kb
-                // tiles, the activations m rows of kb blocks, and the chunk
-                // m × 16 floats.
-                unsafe {
-                    imp::tile_column(
-                        &self.tiles[t * kb..(t + 1) * kb],
-                        acts,
-                        m0,
-                        rows,
-                        &mut chunk[m0 * TILE_ROWS..(m0 + rows) * TILE_ROWS],
-                    )
-                };
-            }
+        run_tiles(m, n, parallel, |t, m0, rows, buf| {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `available` was asserted; the tile slice holds kb
+            // tiles, the activations m rows of kb blocks, and `buf` rows ×
+            // 16 floats.
+            unsafe {
+                imp::tile_column(&self.tiles[t * kb..(t + 1) * kb], acts, m0, rows, buf)
+            };
         })
     }
 }
 
-/// `[m, n]` f32 outputs of a weight in tiles of 16 rows, each tile column
-/// computed by `column(t, chunk)` into its own `chunk` `[m, 16]` (row-major
-/// within the tile column), tile columns spread over rayon's threads when
-/// `parallel` (else in the calling thread, for callers that spread larger
-/// units of work themselves), then laid out row-major.
+/// `[m, n]` f32 outputs of a weight in tiles of 16 rows: `column(t, m0,
+/// rows, buf)` computes tile column `t` for input rows `m0..m0 + rows` (at
+/// most [`MT`]) into `buf` `[rows, 16]`, which is then copied into the
+/// output's rows (no second `[m, n]` buffer). Tile columns go over rayon's
+/// threads when `parallel` (else in the calling thread, for callers that
+/// spread larger units of work themselves).
 pub(crate) fn run_tiles(
     m: usize,
     n: usize,
     parallel: bool,
-    column: impl Fn(usize, &mut [f32]) + Sync,
+    column: impl Fn(usize, usize, usize, &mut [f32]) + Sync,
 ) -> Vec<f32> {
     use rayon::prelude::*;
+    /// The output's pointer, shared by tasks that write disjoint columns.
+    #[derive(Clone, Copy)]
+    struct Out(*mut f32);
+    // SAFETY: each task writes only its own tile column's 16 floats of
+    // every row, disjoint from every other task's.
+    unsafe impl Send for Out {}
+    unsafe impl Sync for Out {}
+    impl Out {
+        /// The pointer (a method, so closures capture the `Sync` wrapper).
+        fn get(self) -> *mut f32 {
+            self.0
+        }
+    }
     let mut out = vec![0f32; m * n];
-    let each = |chunks: &mut [f32], size: usize| {
-        if parallel {
-            chunks
-                .par_chunks_mut(size)
-                .enumerate()
-                .for_each(|(t, c)| column(t, c));
-        } else {
-            chunks
-                .chunks_mut(size)
-                .enumerate()
-                .for_each(|(t, c)| column(t, c));
+    let ptr = Out(out.as_mut_ptr());
+    let task = |t: usize| {
+        let mut buf = [0f32; MT * TILE_ROWS];
+        for m0 in (0..m).step_by(MT) {
+            let rows = MT.min(m - m0);
+            column(t, m0, rows, &mut buf[..rows * TILE_ROWS]);
+            for (i, vals) in buf.chunks_exact(TILE_ROWS).take(rows).enumerate() {
+                // SAFETY: row m0 + i < m and columns t·16 .. t·16 + 16 ≤ n
+                // lie inside `out` [m, n]; only this task writes them.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        vals.as_ptr(),
+                        ptr.get().add((m0 + i) * n + t * TILE_ROWS),
+                        TILE_ROWS,
+                    )
+                };
+            }
         }
     };
-    if m == 1 {
-        each(&mut out, TILE_ROWS);
-        return out;
-    }
-    let mut tiled = vec![0f32; m * n];
-    each(&mut tiled, m * TILE_ROWS);
-    for (t, chunk) in tiled.chunks_exact(m * TILE_ROWS).enumerate() {
-        for (row, vals) in chunk.chunks_exact(TILE_ROWS).enumerate() {
-            out[row * n + t * TILE_ROWS..][..TILE_ROWS].copy_from_slice(vals);
-        }
+    let tiles = n / TILE_ROWS;
+    if parallel {
+        (0..tiles).into_par_iter().for_each(task);
+    } else {
+        (0..tiles).for_each(task);
     }
     out
 }
