@@ -80,24 +80,6 @@ pub fn available() -> bool {
     }
 }
 
-/// A raw output pointer shared by tasks that write disjoint elements.
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct OutPtr(*mut bf16);
-// SAFETY: every task writes a disjoint set of output columns.
-#[cfg(target_arch = "x86_64")]
-unsafe impl Send for OutPtr {}
-#[cfg(target_arch = "x86_64")]
-unsafe impl Sync for OutPtr {}
-
-#[cfg(target_arch = "x86_64")]
-impl OutPtr {
-    /// The pointer (a method, so closures capture the whole `Sync` wrapper).
-    fn get(self) -> *mut bf16 {
-        self.0
-    }
-}
-
 /// out [m, n] = x [m, k] · w [n, k]ᵀ, all row-major; sums in f32, the
 /// result rounded to bf16. The weight rows go in tasks over rayon with
 /// `parallel`, else all on the calling thread (for callers that already
@@ -123,7 +105,7 @@ pub fn matmul_bt(
     #[cfg(target_arch = "x86_64")]
     {
         use rayon::prelude::*;
-        let ptr = OutPtr(out.as_mut_ptr());
+        let ptr = super::disjoint::DisjointOut::new(out);
         let tasks = n.div_ceil(COLS_PER_TASK);
         // Whole 16-row groups go packed; a last partial group too when it
         // would fill at least `PACK_MIN_ROWS` of its 16 lanes, else its

@@ -11,6 +11,7 @@ pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+mod disjoint;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
 pub(crate) mod k_quants;

@@ -186,21 +186,8 @@ pub(crate) fn run_tiles(
     column: impl Fn(usize, usize, usize, &mut [f32]) + Sync,
 ) -> Vec<f32> {
     use rayon::prelude::*;
-    /// The output's pointer, shared by tasks that write disjoint columns.
-    #[derive(Clone, Copy)]
-    struct Out(*mut f32);
-    // SAFETY: each task writes only its own tile column's 16 floats of
-    // every row, disjoint from every other task's.
-    unsafe impl Send for Out {}
-    unsafe impl Sync for Out {}
-    impl Out {
-        /// The pointer (a method, so closures capture the `Sync` wrapper).
-        fn get(self) -> *mut f32 {
-            self.0
-        }
-    }
     let mut out = vec![0f32; m * n];
-    let ptr = Out(out.as_mut_ptr());
+    let ptr = super::disjoint::DisjointOut::new(&mut out);
     let task = |t: usize| {
         let mut buf = [0f32; MT * TILE_ROWS];
         for m0 in (0..m).step_by(MT) {
