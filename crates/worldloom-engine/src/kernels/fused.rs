@@ -435,15 +435,22 @@ pub(crate) fn gdn_decode_step(
     Ok((out, state))
 }
 
-/// The model-dtype conv over the window of channel `ch`, then SiLU in the
-/// dtype (candle's `silu` on bf16/f16 rounds each step).
-fn conv_silu<T: Elem>(padded: &[T], taps: &[T], ch: usize, c: usize, kernel: usize) -> f32 {
-    let mut acc = rnd::<T>(padded[ch].to_f() * taps[ch].to_f());
-    for j in 1..kernel {
-        let p = rnd::<T>(padded[j * c + ch].to_f() * taps[j * c + ch].to_f());
-        acc = rnd::<T>(acc + p);
+/// One output row of the Gated DeltaNet conv, then SiLU: `window` [K, C]
+/// (the K inputs the row sees) against `taps` [K, C], into `acc` [C] as
+/// f32 values of the dtype, every product, sum and SiLU step rounded to
+/// `T` where candle's op-by-op form (`broadcast_mul`, `+`, `silu`) rounds.
+/// Tap by tap over the whole row: slice loops the compiler vectorises.
+fn conv_silu_row<T: Elem>(window: &[T], taps: &[T], acc: &mut [f32]) {
+    let c = acc.len();
+    for (j, (x, tap)) in window.chunks_exact(c).zip(taps.chunks_exact(c)).enumerate() {
+        for ((a, &x), &tap) in acc.iter_mut().zip(x).zip(tap) {
+            let prod = rnd::<T>(x.to_f() * tap.to_f());
+            *a = if j == 0 { prod } else { rnd::<T>(*a + prod) };
+        }
     }
-    T::from_f(acc).silu().to_f()
+    for a in acc.iter_mut() {
+        *a = T::from_f(*a).silu().to_f();
+    }
 }
 
 /// The causal depthwise conv of a Gated DeltaNet prefill, then SiLU, on
@@ -451,8 +458,8 @@ fn conv_silu<T: Elem>(padded: &[T], taps: &[T], ch: usize, c: usize, kernel: usi
 /// new ones) and `taps` [K, C], both in the model dtype; returns [T, C] in
 /// that dtype, row t = silu(Σ_j padded[t + j] · taps[j]) with every
 /// product, sum and SiLU step rounded to the dtype where candle's op-by-op
-/// form (`broadcast_mul`, `+`, `silu`) rounds, as [`conv_silu`] does for a
-/// decode step. Rows over rayon; no per-op temporaries and none of
+/// form (`broadcast_mul`, `+`, `silu`) rounds ([`conv_silu_row`], which a
+/// decode step uses too). Rows over rayon; no per-op temporaries and none of
 /// candle's bf16 element-wise calls. `None` off the CPU or for dtypes
 /// other than f32, bf16 and f16.
 ///
@@ -488,23 +495,12 @@ fn conv_silu_rows_as<T: Elem + Send + Sync>(
     let p: Vec<T> = host_vec(padded)?;
     let w: Vec<T> = host_vec(taps)?;
     let mut out = vec![T::from_f(0.0); t * c];
-    // Tap by tap over whole rows (slice loops the compiler vectorises),
-    // in the same order of roundings as `conv_silu`.
     out.par_chunks_mut(c).enumerate().for_each_init(
         || vec![0f32; c],
         |acc, (r, row)| {
-            for (j, (x, tap)) in p[r * c..(r + kernel) * c]
-                .chunks_exact(c)
-                .zip(w.chunks_exact(c))
-                .enumerate()
-            {
-                for ((a, &x), &tap) in acc.iter_mut().zip(x).zip(tap) {
-                    let prod = rnd::<T>(x.to_f() * tap.to_f());
-                    *a = if j == 0 { prod } else { rnd::<T>(*a + prod) };
-                }
-            }
+            conv_silu_row(&p[r * c..(r + kernel) * c], &w, acc);
             for (o, &a) in row.iter_mut().zip(acc.iter()) {
-                *o = T::from_f(a).silu();
+                *o = T::from_f(a);
             }
         },
     );
@@ -523,6 +519,8 @@ impl GdnDecodeStep {
         } = self.dims;
         let c = self.dims.conv_dim();
         let taps: Vec<T> = host_vec(&self.taps)?;
+        let mut conv = vec![0f32; c];
+        conv_silu_row(&padded[..kernel * c], &taps, &mut conv);
         let z: Vec<T> = host_vec(&self.z)?;
         let b: Vec<T> = host_vec(&self.b)?;
         let a: Vec<T> = host_vec(&self.a)?;
@@ -540,11 +538,11 @@ impl GdnDecodeStep {
         for h in 0..n_v {
             let kh = self.dims.key_head(h);
             for i in 0..d_k {
-                q[i] = conv_silu(padded, &taps, kh * d_k + i, c, kernel);
-                k[i] = conv_silu(padded, &taps, key_dim + kh * d_k + i, c, kernel);
+                q[i] = conv[kh * d_k + i];
+                k[i] = conv[key_dim + kh * d_k + i];
             }
             for (j, vj) in v.iter_mut().enumerate() {
-                *vj = conv_silu(padded, &taps, 2 * key_dim + h * d_v + j, c, kernel);
+                *vj = conv[2 * key_dim + h * d_v + j];
             }
             let qden = (q.iter().map(|x| x * x).sum::<f32>() + GDN_L2_EPS).sqrt();
             let kden = (k.iter().map(|x| x * x).sum::<f32>() + GDN_L2_EPS).sqrt();
