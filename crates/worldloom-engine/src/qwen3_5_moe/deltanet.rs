@@ -129,9 +129,19 @@ impl DeltaNetState {
             };
             recurrent_gated_delta_rule(&inputs, &trail.start)?.1
         };
-        self.conv = trail.padded.narrow(0, keep, context)?.contiguous()?;
+        self.conv = conv_context(&trail.padded, keep, context)?;
         Ok(())
     }
+}
+
+/// Rows `start..start + len` of a forward's padded conv input as the
+/// state's own tensor. A narrowed row range of a contiguous tensor is
+/// already contiguous, so `contiguous()` would keep a view of the whole
+/// `[K − 1 + T, conv_dim]` buffer alive in the state and in every snapshot
+/// of it (17 MB per layer for a 512-token piece at conv_dim 8,192, f32);
+/// this copies the `len` rows out.
+fn conv_context(padded: &Tensor, start: usize, len: usize) -> candle_core::Result<Tensor> {
+    padded.narrow(0, start, len)?.force_contiguous()
 }
 
 impl GatedDeltaNet {
@@ -235,7 +245,7 @@ impl GatedDeltaNet {
                 candle_nn::ops::silu(&conv)?
             }
         };
-        state.conv = padded.narrow(0, t, self.kernel - 1)?.contiguous()?;
+        state.conv = conv_context(&padded, t, self.kernel - 1)?;
 
         let q = conv.narrow(1, 0, key_dim)?.reshape((t, n_k, d_k))?;
         let k = conv.narrow(1, key_dim, key_dim)?.reshape((t, n_k, d_k))?;
@@ -354,7 +364,7 @@ impl GatedDeltaNet {
             state: &state.recurrent,
         };
         let (gated, recurrent) = gdn_decode_step(&padded, &inputs, self.fused_dims(), self.eps)?;
-        state.conv = padded.narrow(0, 1, self.kernel - 1)?.contiguous()?;
+        state.conv = conv_context(&padded, 1, self.kernel - 1)?;
         state.recurrent = recurrent;
         state.trail = None;
         self.out_proj.forward(&gated.reshape((1, n_vd))?)
@@ -417,11 +427,77 @@ fn recurrent_gated_delta_rule(
     Ok((Tensor::cat(&outs, 1)?, s))
 }
 
+/// Bytes of one f32 `[H, tokens, d]` intermediate of the chunked rule per
+/// block of chunks: the rule works through a prefill piece in blocks of
+/// whole chunks so its dozen such intermediates stay near this size
+/// however long the piece (at the real widths, 32 heads × 128: 128 tokens,
+/// two chunks, a block; a 512-token piece at once held ~130 MB of them).
+const DELTANET_BLOCK_BYTES: usize = 2 << 20;
+
+/// Tokens per block of the chunked rule for `heads` heads of width `d`:
+/// whole chunks within [`DELTANET_BLOCK_BYTES`], at least one.
+fn delta_block_tokens(heads: usize, d: usize) -> usize {
+    let per_token = heads.max(1) * d.max(1) * std::mem::size_of::<f32>();
+    let c = DELTANET_CHUNK_TOKENS;
+    (DELTANET_BLOCK_BYTES / per_token / c).max(1) * c
+}
+
 /// The chunked (UT transform) gated delta rule, as the reference's
 /// `torch_chunk_gated_delta_rule`: chunks of [`DELTANET_CHUNK_TOKENS`],
-/// intra-chunk work as matmuls, a sequential scan over chunks. Same shapes
-/// and result as [`recurrent_gated_delta_rule`].
+/// intra-chunk work as matmuls, a sequential scan over chunks, taken in
+/// blocks of [`delta_block_tokens`] (the state carried from block to
+/// block). Same shapes and result as [`recurrent_gated_delta_rule`].
 fn chunk_gated_delta_rule(
+    inputs: &DeltaRuleInputs<'_>,
+    state: &Tensor,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let (h, _, d_k) = inputs.q.dims3()?;
+    let block = delta_block_tokens(h, d_k.max(inputs.v.dim(2)?));
+    chunk_rule_in_blocks(inputs, state, block)
+}
+
+/// [`chunk_gated_delta_rule`] in blocks of `block` tokens (a multiple of
+/// [`DELTANET_CHUNK_TOKENS`]).
+fn chunk_rule_in_blocks(
+    inputs: &DeltaRuleInputs<'_>,
+    state: &Tensor,
+    block: usize,
+) -> candle_core::Result<(Tensor, Tensor)> {
+    let t = inputs.q.dim(1)?;
+    if t <= block {
+        return chunk_block(inputs, state);
+    }
+    let mut s = state.clone();
+    let mut outs = Vec::with_capacity(t.div_ceil(block));
+    for start in (0..t).step_by(block) {
+        let n = block.min(t - start);
+        let part = |x: &Tensor| x.narrow(1, start, n);
+        let (q, k, v, g, beta) = (
+            part(inputs.q)?,
+            part(inputs.k)?,
+            part(inputs.v)?,
+            part(inputs.g)?,
+            part(inputs.beta)?,
+        );
+        let (out, next) = chunk_block(
+            &DeltaRuleInputs {
+                q: &q,
+                k: &k,
+                v: &v,
+                g: &g,
+                beta: &beta,
+            },
+            &s,
+        )?;
+        outs.push(out);
+        s = next;
+    }
+    Ok((Tensor::cat(&outs, 1)?, s))
+}
+
+/// [`chunk_gated_delta_rule`] on one block: all its chunks' intra-chunk
+/// work batched, then the scan.
+fn chunk_block(
     inputs: &DeltaRuleInputs<'_>,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
@@ -600,6 +676,121 @@ mod tests {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The chunked rule in blocks of one, two or three chunks (the last
+    /// block partial, T not a multiple of the chunk) equals the one-block
+    /// form and the token recurrence within 1e-4 of the scale, output and
+    /// final state; real widths give two-chunk blocks, and the block never
+    /// falls below one chunk.
+    #[test]
+    fn chunked_rule_in_blocks_equals_one_block_and_the_recurrence() -> candle_core::Result<()> {
+        let (h, t, d_k, d_v) = (3, 200, 16, 12);
+        let unit = |x: Tensor| l2_normalise(&x);
+        let q = (unit(randn(&[h, t, d_k], 1.0, DType::F32))? * 0.25)?;
+        let k = unit(randn(&[h, t, d_k], 1.0, DType::F32))?;
+        let v = randn(&[h, t, d_v], 1.0, DType::F32);
+        let g = (randn(&[h, t], 0.5, DType::F32).abs()? * -0.3)?;
+        let beta = candle_nn::ops::sigmoid(&randn(&[h, t], 1.0, DType::F32))?;
+        let state = randn(&[h, d_k, d_v], 0.5, DType::F32);
+        let inputs = DeltaRuleInputs {
+            q: &q,
+            k: &k,
+            v: &v,
+            g: &g,
+            beta: &beta,
+        };
+        let (want_out, want_state) = recurrent_gated_delta_rule(&inputs, &state)?;
+        let (one_out, one_state) =
+            chunk_rule_in_blocks(&inputs, &state, 4 * DELTANET_CHUNK_TOKENS)?;
+        for chunks in [1, 2, 3] {
+            let (out, s) = chunk_rule_in_blocks(&inputs, &state, chunks * DELTANET_CHUNK_TOKENS)?;
+            assert_eq!(out.dims(), &[h, t, d_v]);
+            for (got, want, what) in [(&out, &want_out, "output"), (&s, &want_state, "state")] {
+                let d = max_rel_diff(got, want);
+                assert!(
+                    d <= 1e-4,
+                    "{chunks}-chunk blocks, {what} against the recurrence: {d}"
+                );
+            }
+            assert!(
+                max_rel_diff(&out, &one_out) <= 1e-5,
+                "{chunks}-chunk blocks against one block"
+            );
+            assert!(
+                max_rel_diff(&s, &one_state) <= 1e-5,
+                "{chunks}-chunk blocks, state"
+            );
+        }
+        assert_eq!(delta_block_tokens(32, 128), 2 * DELTANET_CHUNK_TOKENS);
+        assert_eq!(delta_block_tokens(1024, 1024), DELTANET_CHUNK_TOKENS);
+        Ok(())
+    }
+
+    /// Elements of the f32 CPU buffer behind `x` (not just those `x` shows).
+    fn stored_f32(x: &Tensor) -> usize {
+        let (storage, _) = x.storage_and_layout();
+        match &*storage {
+            candle_core::Storage::Cpu(c) => c.as_slice::<f32>().expect("f32 storage").len(),
+            _ => panic!("a CPU tensor"),
+        }
+    }
+
+    /// The conv state owns its `K − 1` rows after every kind of forward (a
+    /// prompt in either form, a one-token step fused or not, a rewind into
+    /// a kept draft): it holds the last inputs, and no view of the forward's
+    /// `[K − 1 + T, conv_dim]` buffer stays alive in it or in a snapshot.
+    #[test]
+    fn conv_state_owns_only_its_rows() -> candle_core::Result<()> {
+        let layer = random_layer(DType::F32, false);
+        let conv_dim = 2 * layer.n_k * layer.d_k + layer.n_v * layer.d_v;
+        let rows = layer.kernel - 1;
+        let expect_owned = |state: &DeltaNetState, what: &str| {
+            assert_eq!(state.conv.dims(), &[rows, conv_dim], "{what}");
+            assert_eq!(
+                stored_f32(&state.conv),
+                rows * conv_dim,
+                "{what}: conv state buffer"
+            );
+        };
+        for chunked in [true, false] {
+            let mut state = layer.new_state(DType::F32, &Device::Cpu)?;
+            let prompt = randn(&[40, 48], 1.0, DType::F32);
+            layer.forward(&prompt, &mut state, chunked, false, false)?;
+            expect_owned(&state, &format!("40-token prompt, chunked={chunked}"));
+            // The rows are the last three pre-conv inputs of the prompt.
+            let mixed = layer
+                .in_proj_qkv
+                .forward(&prompt)?
+                .narrow(0, 40 - rows, rows)?;
+            assert_eq!(
+                state.conv.to_vec2::<f32>()?,
+                mixed.to_vec2::<f32>()?,
+                "chunked={chunked}"
+            );
+            for fused in [false, true] {
+                layer.forward(
+                    &randn(&[1, 48], 1.0, DType::F32),
+                    &mut state,
+                    false,
+                    fused,
+                    false,
+                )?;
+                expect_owned(&state, &format!("one-token step, fused={fused}"));
+            }
+        }
+        let mut state = layer.new_state(DType::F32, &Device::Cpu)?;
+        layer.forward(
+            &randn(&[8, 48], 1.0, DType::F32),
+            &mut state,
+            false,
+            false,
+            true,
+        )?;
+        expect_owned(&state, "8-token draft kept");
+        state.rewind_within(5)?;
+        expect_owned(&state, "rewound to 5 of 8 tokens");
         Ok(())
     }
 
