@@ -4,6 +4,7 @@
 //! sigmoid(gate).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{D, DType, Tensor};
 
@@ -32,8 +33,15 @@ pub(super) struct FullAttention {
 ///
 /// A step writes its new positions in place (no copy of the cache per
 /// step); the buffers grow by doubling (one copy per growth). Clones share
-/// the buffers, and a write into shared buffers copies them first
-/// (copy-on-write), so a cloned state stays a snapshot. Positions at or
+/// the buffers: positions are only ever appended, and a cache reads only
+/// its first `len`, so a clone taken as a snapshot and the live cache
+/// appending after it can keep one buffer. The buffers record how far any
+/// sharer has written (`written`); a cache appends in place when it holds
+/// the buffers alone or when nobody has written past its `len` (it then
+/// claims the new positions), otherwise it copies its `len` positions into
+/// buffers of its own (at the same capacity when they fit). A snapshot
+/// restored after the live cache moved on is the one that copies; a
+/// snapshot and a live cache cost one cache, not two. Positions at or
 /// after `len` are never read, so a failed step that wrote there and kept
 /// the old `len` leaves the cache as it was.
 #[derive(Debug, Clone)]
@@ -46,6 +54,8 @@ pub(super) struct KvCache {
 struct KvBuffers {
     k: Tensor,
     v: Tensor,
+    /// Positions `0..written` hold some sharer's entries.
+    written: AtomicUsize,
 }
 
 /// Capacity granularity of the KV buffers, in positions.
@@ -77,6 +87,24 @@ impl KvCache {
         self.buffers.k.dims().get(1).copied().unwrap_or(0)
     }
 
+    /// Whether this cache may write positions `len..needed` in place, and
+    /// if so records them as written: the buffers are its alone, or no
+    /// sharer has written past `len` (an atomic claim, so two sharers on
+    /// two threads never both win).
+    fn claim(&mut self, needed: usize) -> bool {
+        if self.capacity() < needed {
+            return false;
+        }
+        if let Some(own) = Arc::get_mut(&mut self.buffers) {
+            *own.written.get_mut() = needed;
+            return true;
+        }
+        self.buffers
+            .written
+            .compare_exchange(self.len, needed, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
     /// Appends `k`, `v` [kv_heads, T, head_dim] to `cache` (creating it)
     /// and returns views of all valid K and V, [kv_heads, len, head_dim].
     fn append(
@@ -87,12 +115,13 @@ impl KvCache {
         let (kvh, t, hd) = k.dims3()?;
         let len = cache.as_ref().map_or(0, |c| c.len);
         let needed = len + t;
-        let writable = cache
-            .as_mut()
-            .is_some_and(|c| c.capacity() >= needed && Arc::get_mut(&mut c.buffers).is_some());
-        if !writable {
+        if !cache.as_mut().is_some_and(|c| c.claim(needed)) {
             let old_capacity = cache.as_ref().map_or(0, KvCache::capacity);
-            let capacity = needed.max(2 * old_capacity).div_ceil(KV_BLOCK) * KV_BLOCK;
+            let capacity = if old_capacity >= needed {
+                old_capacity
+            } else {
+                needed.max(2 * old_capacity).div_ceil(KV_BLOCK) * KV_BLOCK
+            };
             let fresh = |old: Option<&Tensor>| -> candle_core::Result<Tensor> {
                 let buf = Tensor::zeros((kvh, capacity, hd), k.dtype(), k.device())?;
                 if let Some(old) = old.filter(|_| len > 0) {
@@ -104,6 +133,7 @@ impl KvCache {
             let buffers = KvBuffers {
                 k: fresh(old.map(|b| &b.k))?,
                 v: fresh(old.map(|b| &b.v))?,
+                written: AtomicUsize::new(needed),
             };
             *cache = Some(KvCache {
                 buffers: Arc::new(buffers),
@@ -245,30 +275,17 @@ fn attend(
             .reshape((kvh, groups * n, hd))?;
         let k = k.narrow(1, 0, keys)?;
         let v = v.narrow(1, 0, keys)?;
+        // At most two score-sized tensors live at once: each step takes the
+        // previous one by value.
         let scores = (q.matmul(&k.t()?)? * scale)?.to_dtype(DType::F32)?;
         let scores = if n > 1 {
-            // Query start + i (absolute offset + start + i) sees keys
-            // 0..=offset + start + i.
-            let mask: Vec<f32> = (0..n)
-                .flat_map(|i| {
-                    (0..keys).map(move |j| {
-                        if j <= offset + start + i {
-                            0.0
-                        } else {
-                            f32::NEG_INFINITY
-                        }
-                    })
-                })
-                .collect();
-            let mask = Tensor::from_vec(mask, (1, 1, n, keys), q.device())?;
-            scores
-                .reshape((kvh, groups, n, keys))?
-                .broadcast_add(&mask)?
-                .reshape((kvh, groups * n, keys))?
+            causal_mask(scores, (kvh, groups, n), offset + start)?
         } else {
             scores
         };
-        let probs = candle_nn::ops::softmax_last_dim(&scores)?.to_dtype(dtype)?;
+        let probs = candle_nn::ops::softmax_last_dim(&scores)?;
+        drop(scores);
+        let probs = probs.to_dtype(dtype)?;
         outs.push(
             probs
                 .matmul(&v)?
@@ -284,10 +301,38 @@ fn attend(
     }
 }
 
+/// `scores` [kv_heads, groups·n, keys] (f32) with −∞ where query `i` of
+/// the block (absolute position `first + i`) would see a later key: query
+/// `i` sees keys `0..=first + i`. Consumes `scores`, so the unmasked copy
+/// is freed as soon as the masked one exists.
+fn causal_mask(
+    scores: Tensor,
+    (kvh, groups, n): (usize, usize, usize),
+    first: usize,
+) -> candle_core::Result<Tensor> {
+    let keys = scores.dim(2)?;
+    let mask: Vec<f32> = (0..n)
+        .flat_map(|i| {
+            (0..keys).map(move |j| {
+                if j <= first + i {
+                    0.0
+                } else {
+                    f32::NEG_INFINITY
+                }
+            })
+        })
+        .collect();
+    let mask = Tensor::from_vec(mask, (1, 1, n, keys), scores.device())?;
+    scores
+        .reshape((kvh, groups, n, keys))?
+        .broadcast_add(&mask)?
+        .reshape((kvh, groups * n, keys))
+}
+
 /// Bytes of f32 attention scores one query block may hold (`[heads, block,
 /// keys]`): the prefill of a long context goes in query blocks so its peak
 /// memory does not grow with `chunk × context`.
-const SCORES_BUDGET_BYTES: usize = 32 << 20;
+const SCORES_BUDGET_BYTES: usize = 8 << 20;
 
 /// Queries per block for `t` queries of `heads` heads over `keys` keys: as
 /// many as fit SCORES_BUDGET_BYTES, at least 1, at most `t`.
@@ -311,7 +356,10 @@ mod tests {
 
     /// Appends write in place while the buffers are unshared, grow past
     /// their capacity keeping the old positions, and a clone is a snapshot:
-    /// writes on either copy after the clone do not reach the other.
+    /// writes on either copy after the clone do not reach the other. The
+    /// first to append after the clone keeps the shared buffers; the other,
+    /// finding positions past its length written, copies its own at the
+    /// same capacity.
     #[test]
     fn kv_cache_appends_in_place_and_clones_are_snapshots() -> candle_core::Result<()> {
         let mut cache = None;
@@ -320,12 +368,23 @@ mod tests {
         assert_eq!(values(&v)?, vec![-1.0; 4]);
         let first = cache.clone().expect("cache");
         assert_eq!(first.capacity(), KV_BLOCK);
-        // `first` shares the buffers: this write copies them.
+        let shared = Arc::as_ptr(&first.buffers);
+        // `first` shares the buffers and wrote nothing past 2: in place.
         let (k, _) = KvCache::append(&mut cache, &kv(2.0, 1)?, &kv(-2.0, 1)?)?;
         assert_eq!(values(&k)?, vec![1.0, 1.0, 2.0, 1.0, 1.0, 2.0]);
+        assert_eq!(Arc::as_ptr(&cache.as_ref().expect("cache").buffers), shared);
+        let (k, _) = KvCache::append(&mut cache, &kv(4.0, 1)?, &kv(-4.0, 1)?)?;
+        assert_eq!(values(&k.narrow(0, 0, 1)?)?, vec![1.0, 1.0, 2.0, 4.0]);
+        // The snapshot still reads its two positions.
+        let (k_first, _) = first.buffers();
+        assert_eq!(values(&k_first.narrow(1, 0, first.len())?)?, vec![1.0; 4]);
+        // Position 2 was written by the live cache: the snapshot copies.
         let mut snapshot = Some(first);
         let (k, _) = KvCache::append(&mut snapshot, &kv(3.0, 1)?, &kv(-3.0, 1)?)?;
         assert_eq!(values(&k)?, vec![1.0, 1.0, 3.0, 1.0, 1.0, 3.0]);
+        let s = snapshot.as_ref().expect("snapshot");
+        assert_ne!(Arc::as_ptr(&s.buffers), shared);
+        assert_eq!(s.capacity(), KV_BLOCK);
         // Unshared now: in place, then growth past the capacity.
         let c = cache.as_ref().expect("cache");
         let before = Arc::as_ptr(&c.buffers);
@@ -334,16 +393,26 @@ mod tests {
         assert_eq!(Arc::as_ptr(&c.buffers), before);
         let (k, v) = KvCache::append(&mut cache, &kv(5.0, KV_BLOCK)?, &kv(-5.0, KV_BLOCK)?)?;
         let c = cache.as_ref().expect("cache");
-        assert_eq!(c.len(), 4 + KV_BLOCK);
+        assert_eq!(c.len(), 5 + KV_BLOCK);
         assert_eq!(c.capacity(), 2 * KV_BLOCK);
         let head0: Vec<f32> = values(&k.narrow(0, 0, 1)?)?;
-        assert_eq!(&head0[..5], &[1.0, 1.0, 2.0, 4.0, 5.0]);
+        assert_eq!(&head0[..6], &[1.0, 1.0, 2.0, 4.0, 4.0, 5.0]);
         assert_eq!(values(&v.narrow(1, 0, 4)?)?[..4], [-1.0, -1.0, -2.0, -4.0]);
         // Truncation forgets the tail; the next append overwrites it.
         let mut cache = cache;
         cache.as_mut().expect("cache").truncate(3);
         let (k, _) = KvCache::append(&mut cache, &kv(6.0, 1)?, &kv(-6.0, 1)?)?;
         assert_eq!(values(&k.narrow(0, 0, 1)?)?, vec![1.0, 1.0, 2.0, 6.0]);
+        // A clone, then the live cache cut back below it: writing there
+        // would change what the clone reads, so the live cache copies.
+        let kept = cache.clone().expect("cache");
+        cache.as_mut().expect("cache").truncate(2);
+        KvCache::append(&mut cache, &kv(7.0, 1)?, &kv(-7.0, 1)?)?;
+        let (k_kept, _) = kept.buffers();
+        assert_eq!(
+            values(&k_kept.narrow(0, 0, 1)?.narrow(1, 0, kept.len())?)?,
+            vec![1.0, 1.0, 2.0, 6.0]
+        );
         Ok(())
     }
     /// Attention in query blocks of any size equals the causal softmax
@@ -398,12 +467,13 @@ mod tests {
     }
 
     /// Blocks hold SCORES_BUDGET_BYTES of f32 scores: 16 heads over 4,096
-    /// keys fit 128 queries (256 KiB a query), a short context the whole
-    /// chunk, and a context too long for one query still makes progress.
+    /// keys fit 32 queries (256 KiB a query), over 512 keys 256, a short
+    /// context the whole chunk, and a context too long for one query still
+    /// makes progress.
     #[test]
     fn query_blocks_follow_the_scores_budget() {
-        assert_eq!(query_block(512, 16, 4096), 128);
-        assert_eq!(query_block(512, 16, 512), 512);
+        assert_eq!(query_block(512, 16, 4096), 32);
+        assert_eq!(query_block(512, 16, 512), 256);
         assert_eq!(query_block(17, 16, 100), 17);
         assert_eq!(query_block(512, 16, 1 << 20), 1);
     }
