@@ -21,8 +21,11 @@
 #
 # Per round, for each GGUF: `llama-bench -m FILE -p PROMPT -n 64 -t THREADS`; then for each of our
 # precisions our bench (`--dtype D --repeats 1`, a PROMPT-token prefill, 32 greedy decode steps,
-# RAYON_NUM_THREADS=THREADS). Peak RSS of each process by /usr/bin/time; the 1-minute load
-# average at the start and end of each run. Prints one Markdown table (a row per run) on stdout.
+# RAYON_NUM_THREADS=THREADS). Peak RSS: llama-bench's whole process by /usr/bin/time (its prompt
+# and generation runs); ours over the same phases (loading, warm-up, the prefill and its decode:
+# the bench's `rss_peak_prompt_gib`), and our whole process, whose turns then hold three more states,
+# in the last column. The 1-minute load average at the start and end of each run. Prints one
+# Markdown table (a row per run) on stdout.
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n 2,22p "$0"; exit 2; }
 llama_bin=$1
@@ -70,8 +73,8 @@ rss_gib() { tail -1 "$1" | awk '{ printf "%.2f", $1 / 1048576 }'; }
   echo "threads $THREADS, rounds $ROUNDS, llama-bench extra: ${LLAMA_EXTRA:-none}"
 } >"$OUT/env.txt"
 
-echo "| round | engine | precision | prefill tok/s ($PROMPT) | decode tok/s | peak RSS (GiB) | load avg start → end |"
-echo "|---|---|---|---|---|---|---|"
+echo "| round | engine | precision | prefill tok/s ($PROMPT) | decode tok/s | peak RSS (GiB) | load avg start → end | peak RSS with the turns (GiB) |"
+echo "|---|---|---|---|---|---|---|---|"
 for round in $(seq 1 "$ROUNDS"); do
   for m in "$@"; do
     prec=${m%%=*}
@@ -81,7 +84,7 @@ for round in $(seq 1 "$ROUNDS"); do
     /usr/bin/time -f %M -o "$base.rss" "$llama_bin/llama-bench" -m "$file" -p "$PROMPT" -n 64 \
       -t "$THREADS" ${LLAMA_EXTRA:-} -o csv >"$base.csv" 2>"$base.err"
     echo "| $round | llama.cpp | $prec | $(llama_ts "$base.csv" p) | $(llama_ts "$base.csv" g) |" \
-      "$(rss_gib "$base.rss") | $l0 → $(load) |"
+      "$(rss_gib "$base.rss") | $l0 → $(load) | |"
   done
   for dtype in $WL_DTYPES; do
     if [ "${dtype#*=}" != "$dtype" ]; then
@@ -94,9 +97,10 @@ for round in $(seq 1 "$ROUNDS"); do
     l0=$(load)
     RAYON_NUM_THREADS=$THREADS /usr/bin/time -f %M -o "$base.rss" "$WL_BENCH" "${weights[@]}" \
       --repeats 1 --prompt-tokens "$PROMPT" --decode-tokens 32 --turn-tokens 1 >"$base.out" 2>"$base.err"
-    printf '| %s | worldloom | %s | %.1f | %.2f | %s | %s → %s |\n' "$round" "$dtype" \
+    printf '| %s | worldloom | %s | %.1f | %.2f | %.2f | %s → %s | %s |\n' "$round" "$dtype" \
       "$(json_field "$base.out" prefill_tokens_per_sec)" \
-      "$(json_field "$base.out" decode_tokens_per_sec)" "$(rss_gib "$base.rss")" "$l0" "$(load)"
+      "$(json_field "$base.out" decode_tokens_per_sec)" \
+      "$(json_field "$base.out" rss_peak_prompt_gib)" "$l0" "$(load)" "$(rss_gib "$base.rss")"
   done
 done
 echo "raw outputs: $OUT" >&2

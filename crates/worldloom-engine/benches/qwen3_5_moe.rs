@@ -58,6 +58,11 @@
 //!   `--turn-tokens` turn after the prompt, from scratch (prompt + turn) and
 //!   from a snapshot (clone of the state after the prompt, then the turn);
 //! - the snapshot's size and clone time;
+//! - resident memory (Linux): after loading, at the end, the peak, and the
+//!   peak over loading, the warm-up, the first prefill and its decode
+//!   (`rss_peak_prompt_gib`: what llama-bench's process runs, before the
+//!   turns hold a snapshot, a restored copy and a from-scratch state at
+//!   once);
 //! - of the decode time, the share the host spends inside `forward` (on a
 //!   GPU the kernels run asynchronously: a share near 100 % means the step
 //!   is bound by the host issuing launches, not by the device).
@@ -341,6 +346,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut snapshot_turn_s = f64::INFINITY;
     let mut clone_us = f64::INFINITY;
     let mut state_bytes = 0;
+    // Peak RSS over loading, the warm-up, the first prefill and its decode
+    // (what llama-bench's process runs), before the turns add states.
+    let mut rss_peak_prompt = None;
     // The first repeat's greedy decode, its starting state and logits.
     let mut reference: Option<(Vec<u32>, <Qwen3_5Moe as CausalLm>::State)> = None;
     for repeat in 0..o.repeats {
@@ -368,6 +376,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         if reference.is_none() {
             reference = Some((decoded, start));
+            rss_peak_prompt = rss_kib("VmHWM");
         }
         synchronize(&o.device)?;
         let elapsed = t.elapsed().as_secs_f64();
@@ -439,10 +448,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (rss_end, rss_peak) = (rss_kib("VmRSS"), rss_kib("VmHWM"));
     eprintln!(
-        "resident: {:.2} GiB after loading, {:.2} GiB at the end, peak {:.2} GiB",
+        "resident: {:.2} GiB after loading, {:.2} GiB at the end, peak {:.2} GiB ({:.2} GiB over the prompt and its decode)",
         gib(rss_built),
         gib(rss_end),
-        gib(rss_peak)
+        gib(rss_peak),
+        gib(rss_peak_prompt)
     );
     let prefill_tokens_per_sec = o.prompt_tokens as f64 / prefill_s;
     let decode_tokens_per_sec = o.decode_tokens as f64 / decode_s;
@@ -500,6 +510,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "rss_after_load_gib": gib(rss_built),
             "rss_end_gib": gib(rss_end),
             "rss_peak_gib": gib(rss_peak),
+            "rss_peak_prompt_gib": gib(rss_peak_prompt),
         })
     );
     Ok(())
