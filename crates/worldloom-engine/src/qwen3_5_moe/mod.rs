@@ -31,9 +31,10 @@
 //! norms, the router softmax, the gated delta rule and its state run in f32.
 //!
 //! State ([`State`]): the DeltaNet states are rebuilt by each forward; the
-//! KV caches are buffers written in place and copied on the first write
-//! after a clone (copy-on-write), so `State::clone` (which shares the
-//! tensors) is a snapshot that later steps on either copy cannot disturb.
+//! KV caches are append-only buffers written in place, shared by clones
+//! until one would overwrite positions another reads (then it copies), so
+//! `State::clone` (which shares the tensors) is a snapshot that later steps
+//! on either copy cannot disturb.
 //!
 //! Where things are: [`Config`] in `config.rs`, the mixers in
 //! `attention.rs` and `deltanet.rs`, the norms in `norm.rs`; the decoder,
