@@ -332,7 +332,7 @@ fn causal_mask(
 /// Bytes of f32 attention scores one query block may hold (`[heads, block,
 /// keys]`): the prefill of a long context goes in query blocks so its peak
 /// memory does not grow with `chunk × context`.
-const SCORES_BUDGET_BYTES: usize = 16 << 20;
+const SCORES_BUDGET_BYTES: usize = 32 << 20;
 
 /// Queries per block for `t` queries of `heads` heads over `keys` keys: as
 /// many as fit SCORES_BUDGET_BYTES, at least 1, at most `t`.
@@ -467,12 +467,12 @@ mod tests {
     }
 
     /// Blocks hold SCORES_BUDGET_BYTES of f32 scores: 16 heads over 4,096
-    /// keys fit 64 queries (256 KiB a query), over 512 keys a whole 512-token piece, a short
+    /// keys fit 128 queries (256 KiB a query), over 512 keys a whole 512-token piece, a short
     /// context the whole chunk, and a context too long for one query still
     /// makes progress.
     #[test]
     fn query_blocks_follow_the_scores_budget() {
-        assert_eq!(query_block(512, 16, 4096), 64);
+        assert_eq!(query_block(512, 16, 4096), 128);
         assert_eq!(query_block(512, 16, 512), 512);
         assert_eq!(query_block(17, 16, 100), 17);
         assert_eq!(query_block(512, 16, 1 << 20), 1);
