@@ -75,11 +75,7 @@ pub(super) struct DeltaNetState {
 struct DeltaTrail {
     start: Tensor,
     padded: Tensor,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    g: Tensor,
-    beta: Tensor,
+    inputs: DeltaRuleInputs,
 }
 
 impl DeltaNetState {
@@ -87,13 +83,14 @@ impl DeltaNetState {
     pub(super) fn trail_len(&self) -> Option<usize> {
         self.trail
             .as_ref()
-            .and_then(|t| t.beta.dims().get(1).copied())
+            .and_then(|t| t.inputs.beta.dims().get(1).copied())
     }
 
     /// Bytes the kept inputs occupy (0 without them).
     pub(super) fn trail_size_bytes(&self) -> usize {
         self.trail.as_ref().map_or(0, |t| {
-            [&t.start, &t.padded, &t.q, &t.k, &t.v, &t.g, &t.beta]
+            let i = &t.inputs;
+            [&t.start, &t.padded, &i.q, &i.k, &i.v, &i.g, &i.beta]
                 .iter()
                 .map(|x| x.elem_count() * x.dtype().size_in_bytes())
                 .sum()
@@ -110,24 +107,16 @@ impl DeltaNetState {
         let Some(trail) = self.trail.take() else {
             candle_core::bail!("no kept inputs to rewind within");
         };
-        let t = trail.beta.dim(1)?;
+        let t = trail.inputs.beta.dim(1)?;
         if keep > t {
             candle_core::bail!("cannot keep {keep} tokens of a {t}-token forward");
         }
         // The conv's left context is the padded input's first rows.
         let context = trail.padded.dim(0)? - t;
-        let prefix = |x: &Tensor| x.narrow(1, 0, keep).and_then(|x| x.contiguous());
         self.recurrent = if keep == 0 {
             trail.start.clone()
         } else {
-            let inputs = DeltaRuleInputs {
-                q: &prefix(&trail.q)?,
-                k: &prefix(&trail.k)?,
-                v: &prefix(&trail.v)?,
-                g: &prefix(&trail.g)?,
-                beta: &prefix(&trail.beta)?,
-            };
-            recurrent_gated_delta_rule(&inputs, &trail.start)?.1
+            recurrent_gated_delta_rule(&trail.inputs.narrow_time(0, keep)?, &trail.start)?.1
         };
         self.conv = conv_context(&trail.padded, keep, context)?;
         Ok(())
@@ -282,13 +271,7 @@ impl GatedDeltaNet {
         let v = v.to_dtype(DType::F32)?.transpose(0, 1)?.contiguous()?; // [n_v, T, d_v]
         let beta = beta.t()?.contiguous()?; // [n_v, T]
         let g = g.t()?.contiguous()?; // [n_v, T]
-        let inputs = DeltaRuleInputs {
-            q: &q,
-            k: &k,
-            v: &v,
-            g: &g,
-            beta: &beta,
-        };
+        let inputs = DeltaRuleInputs { q, k, v, g, beta };
 
         let (out, new_state) = if chunked {
             chunk_gated_delta_rule(&inputs, &state.recurrent)?
@@ -299,11 +282,7 @@ impl GatedDeltaNet {
             Arc::new(DeltaTrail {
                 start: state.recurrent.clone(),
                 padded: padded.clone(),
-                q: q.clone(),
-                k: k.clone(),
-                v: v.clone(),
-                g: g.clone(),
-                beta: beta.clone(),
+                inputs: inputs.clone(),
             })
         });
         state.recurrent = new_state;
@@ -388,13 +367,27 @@ fn l2_normalise(x: &Tensor) -> candle_core::Result<Tensor> {
 /// The per-token inputs of the gated delta rule, per value head (f32):
 /// q, k [H, T, d_k] (q already scaled by 1/√d_k), v [H, T, d_v], the log
 /// decay g and the write strength beta [H, T].
-#[derive(Clone, Copy)]
-struct DeltaRuleInputs<'a> {
-    q: &'a Tensor,
-    k: &'a Tensor,
-    v: &'a Tensor,
-    g: &'a Tensor,
-    beta: &'a Tensor,
+#[derive(Debug, Clone)]
+struct DeltaRuleInputs {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    g: Tensor,
+    beta: Tensor,
+}
+
+impl DeltaRuleInputs {
+    /// Tokens `start..start + len` of every input (views, no copy).
+    fn narrow_time(&self, start: usize, len: usize) -> candle_core::Result<Self> {
+        let part = |x: &Tensor| x.narrow(1, start, len);
+        Ok(Self {
+            q: part(&self.q)?,
+            k: part(&self.k)?,
+            v: part(&self.v)?,
+            g: part(&self.g)?,
+            beta: part(&self.beta)?,
+        })
+    }
 }
 
 /// The gated delta rule, one token at a time.
@@ -404,10 +397,10 @@ struct DeltaRuleInputs<'a> {
 /// m = Sᵀk; S ← S + k ⊗ β(v − m); o = Sᵀq. Returns o [H, T, d_v] and the
 /// final state.
 fn recurrent_gated_delta_rule(
-    inputs: &DeltaRuleInputs<'_>,
+    inputs: &DeltaRuleInputs,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
-    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
+    let DeltaRuleInputs { q, k, v, g, beta } = inputs;
     let t = q.dim(1)?;
     let mut s = state.clone();
     let decay = g.exp()?;
@@ -451,7 +444,7 @@ fn delta_block_tokens(heads: usize, d: usize) -> usize {
 /// blocks of [`delta_block_tokens`] (the state carried from block to
 /// block). Same shapes and result as [`recurrent_gated_delta_rule`].
 fn chunk_gated_delta_rule(
-    inputs: &DeltaRuleInputs<'_>,
+    inputs: &DeltaRuleInputs,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
     let (h, _, d_k) = inputs.q.dims3()?;
@@ -462,7 +455,7 @@ fn chunk_gated_delta_rule(
 /// [`chunk_gated_delta_rule`] in blocks of `block` tokens (a multiple of
 /// [`DELTANET_CHUNK_TOKENS`]).
 fn chunk_rule_in_blocks(
-    inputs: &DeltaRuleInputs<'_>,
+    inputs: &DeltaRuleInputs,
     state: &Tensor,
     block: usize,
 ) -> candle_core::Result<(Tensor, Tensor)> {
@@ -473,25 +466,8 @@ fn chunk_rule_in_blocks(
     let mut s = state.clone();
     let mut outs = Vec::with_capacity(t.div_ceil(block));
     for start in (0..t).step_by(block) {
-        let n = block.min(t - start);
-        let part = |x: &Tensor| x.narrow(1, start, n);
-        let (q, k, v, g, beta) = (
-            part(inputs.q)?,
-            part(inputs.k)?,
-            part(inputs.v)?,
-            part(inputs.g)?,
-            part(inputs.beta)?,
-        );
-        let (out, next) = chunk_block(
-            &DeltaRuleInputs {
-                q: &q,
-                k: &k,
-                v: &v,
-                g: &g,
-                beta: &beta,
-            },
-            &s,
-        )?;
+        let part = inputs.narrow_time(start, block.min(t - start))?;
+        let (out, next) = chunk_block(&part, &s)?;
         outs.push(out);
         s = next;
     }
@@ -500,11 +476,8 @@ fn chunk_rule_in_blocks(
 
 /// [`chunk_gated_delta_rule`] on one block: all its chunks' intra-chunk
 /// work batched, then the scan.
-fn chunk_block(
-    inputs: &DeltaRuleInputs<'_>,
-    state: &Tensor,
-) -> candle_core::Result<(Tensor, Tensor)> {
-    let DeltaRuleInputs { q, k, v, g, beta } = *inputs;
+fn chunk_block(inputs: &DeltaRuleInputs, state: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    let DeltaRuleInputs { q, k, v, g, beta } = inputs;
     let c = DELTANET_CHUNK_TOKENS;
     let (h, t, d_k) = q.dims3()?;
     let d_v = v.dim(2)?;
@@ -697,13 +670,7 @@ mod tests {
         let g = (randn(&[h, t], 0.5, DType::F32).abs()? * -0.3)?;
         let beta = candle_nn::ops::sigmoid(&randn(&[h, t], 1.0, DType::F32))?;
         let state = randn(&[h, d_k, d_v], 0.5, DType::F32);
-        let inputs = DeltaRuleInputs {
-            q: &q,
-            k: &k,
-            v: &v,
-            g: &g,
-            beta: &beta,
-        };
+        let inputs = DeltaRuleInputs { q, k, v, g, beta };
         let (want_out, want_state) = recurrent_gated_delta_rule(&inputs, &state)?;
         let (one_out, one_state) =
             chunk_rule_in_blocks(&inputs, &state, 4 * DELTANET_CHUNK_TOKENS)?;
