@@ -12,7 +12,7 @@
 //!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
 //!     [--profile-decode N]
 //!     [--context-tokens N] [--gguf FILE] [--quantize q8_0|q4_k|q6_k]
-//!     [--speculate 1.0,0.8,0.5]
+//!     [--speculate 1.0,0.8,0.5] [--draft-tokens 16]
 //! ```
 //!
 //! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
@@ -40,11 +40,13 @@
 //!
 //! `--speculate A[,A…]`: after the plain greedy decode, the forward passes
 //! speculative decoding runs for the same number of tokens from the
-//! prompt's state, as the local engine runs them (drafts of 16 tokens
-//! verified in one `forward_all`; a cut draft rewound and its kept tokens
-//! fed again), with each drafted token kept with probability A (forced and
-//! seeded, so any weights give the cost of that acceptance). Reports
-//! tokens/s, the speed-up over the plain decode and tokens per forward.
+//! prompt's state, as the local engine runs them (drafts of
+//! `--draft-tokens` tokens, default 16, verified in one `forward_all`; a
+//! cut draft rewound to its kept tokens), with each drafted token kept with
+//! probability A (forced and seeded, so any weights give the cost of that
+//! acceptance). Reports tokens/s, the speed-up over the plain decode and
+//! tokens per forward for every pair of acceptance and `--draft-tokens
+//! N[,N…]`.
 //!
 //! Prompts and turns are fed as the local engine feeds them, in pieces of
 //! at most `--prefill-chunk` tokens (default the engine's 512; 0: one
@@ -102,6 +104,8 @@ struct Options {
     quantize: Option<GgmlDType>,
     /// Draft acceptance rates to decode at speculatively (empty: none).
     speculate: Vec<f64>,
+    /// Draft lengths to decode at speculatively.
+    draft_tokens: Vec<usize>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -121,6 +125,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         gguf: None,
         quantize: None,
         speculate: Vec::new(),
+        draft_tokens: vec![16],
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -159,6 +164,15 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
                     .collect::<Result<_, _>>()?;
                 if o.speculate.iter().any(|a| !(0.0..=1.0).contains(a)) {
                     return Err("--speculate: acceptance rates between 0 and 1".into());
+                }
+            }
+            "--draft-tokens" => {
+                o.draft_tokens = value()?
+                    .split(',')
+                    .map(|n| n.trim().parse::<usize>())
+                    .collect::<Result<_, _>>()?;
+                if o.draft_tokens.contains(&0) {
+                    return Err("--draft-tokens: at least 1 token a draft".into());
                 }
             }
             "--gguf" => o.gguf = Some(value()?.into()),
@@ -434,15 +448,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     if let Some((decoded, state)) = &reference {
         for &acceptance in &o.speculate {
-            let run = speculate(&model, decoded, state.clone(), acceptance)?;
-            let tokens_per_sec = decoded.len() as f64 / run.seconds;
-            println!(
-                "| speculative | {:?} | acceptance {acceptance:.2} | {:.2} tokens/s | {:.2}× plain | {:.2} tokens/forward |",
-                o.dtype,
-                tokens_per_sec,
-                tokens_per_sec * decode_s / o.decode_tokens as f64,
-                decoded.len() as f64 / run.forwards as f64,
-            );
+            for &draft in &o.draft_tokens {
+                let run = speculate(&model, decoded, state.clone(), acceptance, draft)?;
+                let tokens_per_sec = decoded.len() as f64 / run.seconds;
+                println!(
+                    "| speculative | {:?} | acceptance {acceptance:.2} | drafts of {draft} | {:.2} tokens/s | {:.2}× plain | {:.2} tokens/forward |",
+                    o.dtype,
+                    tokens_per_sec,
+                    tokens_per_sec * decode_s / o.decode_tokens as f64,
+                    decoded.len() as f64 / run.forwards as f64,
+                );
+            }
         }
     }
 
@@ -525,7 +541,7 @@ struct Speculated {
 
 /// The forward passes speculative decoding runs for `tokens` output
 /// tokens from `state` when each drafted token is kept with probability
-/// `acceptance` (seeded), drafts of 16 tokens: per cycle one
+/// `acceptance` (seeded), drafts of `draft` tokens: per cycle one
 /// `forward_all` of the chosen token and the draft, and when the draft is
 /// cut, the state put back to after the kept ones
 /// (`CausalLm::rewind_within`: KV caches cut, DeltaNet states recomputed
@@ -538,8 +554,8 @@ fn speculate(
     reference: &[u32],
     mut state: <Qwen3_5Moe as CausalLm>::State,
     acceptance: f64,
+    draft: usize,
 ) -> Result<Speculated, Box<dyn std::error::Error>> {
-    const DRAFT: usize = 16;
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut kept_draw = || {
         rng ^= rng << 13;
@@ -551,7 +567,7 @@ fn speculate(
     let mut forwards = 0;
     let t = Instant::now();
     while done < reference.len() {
-        let window = &reference[done..reference.len().min(done + 1 + DRAFT)];
+        let window = &reference[done..reference.len().min(done + 1 + draft)];
         let draft = window.len() - 1;
         if draft == 0 {
             model.forward(window, &mut state)?;
