@@ -12,7 +12,7 @@
 //!     [--moe auto|fused|per-expert] [--fused-ops auto|on|off]
 //!     [--profile-decode N]
 //!     [--context-tokens N] [--gguf FILE] [--quantize q8_0|q4_k|q6_k]
-//!     [--speculate 1.0,0.8,0.5] [--draft-tokens 16]
+//!     [--speculate 1.0,0.8,0.5] [--draft-tokens 16,adaptive]
 //! ```
 //!
 //! `--gguf FILE` loads the weights from a GGUF file (e.g. the bench-shape
@@ -75,6 +75,7 @@ use std::time::Instant;
 
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Device, Tensor};
+use worldloom_engine::draft::DraftLength;
 use worldloom_engine::loading::{
     LoadOptions, RandomWeights, device_name, load_model, parse_device, parse_dtype,
 };
@@ -104,8 +105,8 @@ struct Options {
     quantize: Option<GgmlDType>,
     /// Draft acceptance rates to decode at speculatively (empty: none).
     speculate: Vec<f64>,
-    /// Draft lengths to decode at speculatively.
-    draft_tokens: Vec<usize>,
+    /// Draft lengths to decode at speculatively (`None`: adaptive).
+    draft_tokens: Vec<Option<usize>>,
 }
 
 fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
@@ -125,7 +126,7 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
         gguf: None,
         quantize: None,
         speculate: Vec::new(),
-        draft_tokens: vec![16],
+        draft_tokens: vec![Some(16)],
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -169,9 +170,12 @@ fn parse_args() -> Result<Options, Box<dyn std::error::Error>> {
             "--draft-tokens" => {
                 o.draft_tokens = value()?
                     .split(',')
-                    .map(|n| n.trim().parse::<usize>())
+                    .map(|n| match n.trim() {
+                        "adaptive" => Ok(None),
+                        n => n.parse::<usize>().map(Some),
+                    })
                     .collect::<Result<_, _>>()?;
-                if o.draft_tokens.contains(&0) {
+                if o.draft_tokens.contains(&Some(0)) {
                     return Err("--draft-tokens: at least 1 token a draft".into());
                 }
             }
@@ -451,6 +455,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for &draft in &o.draft_tokens {
                 let run = speculate(&model, decoded, state.clone(), acceptance, draft)?;
                 let tokens_per_sec = decoded.len() as f64 / run.seconds;
+                let draft = draft.map_or("adaptive length".to_string(), |n| format!("{n} tokens"));
                 println!(
                     "| speculative | {:?} | acceptance {acceptance:.2} | drafts of {draft} | {:.2} tokens/s | {:.2}× plain | {:.2} tokens/forward |",
                     o.dtype,
@@ -541,7 +546,8 @@ struct Speculated {
 
 /// The forward passes speculative decoding runs for `tokens` output
 /// tokens from `state` when each drafted token is kept with probability
-/// `acceptance` (seeded), drafts of `draft` tokens: per cycle one
+/// `acceptance` (seeded), drafts of `draft` tokens (`None`: as long as
+/// [`DraftLength`] says): per cycle one
 /// `forward_all` of the chosen token and the draft, and when the draft is
 /// cut, the state put back to after the kept ones
 /// (`CausalLm::rewind_within`: KV caches cut, DeltaNet states recomputed
@@ -554,8 +560,9 @@ fn speculate(
     reference: &[u32],
     mut state: <Qwen3_5Moe as CausalLm>::State,
     acceptance: f64,
-    draft: usize,
+    draft: Option<usize>,
 ) -> Result<Speculated, Box<dyn std::error::Error>> {
+    let mut adaptive = DraftLength::default();
     let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut kept_draw = || {
         rng ^= rng << 13;
@@ -567,7 +574,8 @@ fn speculate(
     let mut forwards = 0;
     let t = Instant::now();
     while done < reference.len() {
-        let window = &reference[done..reference.len().min(done + 1 + draft)];
+        let want = draft.unwrap_or(adaptive.get());
+        let window = &reference[done..reference.len().min(done + 1 + want)];
         let draft = window.len() - 1;
         if draft == 0 {
             model.forward(window, &mut state)?;
@@ -589,6 +597,7 @@ fn speculate(
             model.forward(&window[..=kept], &mut state)?;
             forwards += 1;
         }
+        adaptive.update(draft, kept);
         done += kept + 1;
     }
     synchronize(model.device())?;

@@ -46,6 +46,41 @@ pub const MIN_DRAFT: usize = 2;
 /// See [`MIN_DRAFT`].
 pub const MAX_DRAFT: usize = 32;
 
+/// The draft length that follows acceptance: 8 tokens at first, doubled
+/// after a draft kept whole (at most [`MAX_DRAFT`]), back to one past what
+/// was kept after a draft cut short (at least [`MIN_DRAFT`]). Long drafts
+/// while the output copies, short ones after an edit, where a verifying
+/// forward's extra positions would be thrown away (each costs: on the
+/// real-width Q4_K_M bench a forward of 4 positions costs about 2 decode
+/// steps, one of 17 about 5; docs/benchmarks.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DraftLength {
+    k: usize,
+}
+
+impl Default for DraftLength {
+    fn default() -> Self {
+        Self { k: 8 }
+    }
+}
+
+impl DraftLength {
+    /// Tokens the next draft may propose.
+    pub fn get(self) -> usize {
+        self.k
+    }
+
+    /// Follows the verdict on the last draft: `accepted` of its `proposed`
+    /// tokens kept.
+    pub fn update(&mut self, proposed: usize, accepted: usize) {
+        self.k = if proposed > 0 && accepted >= proposed {
+            (self.k * 2).min(MAX_DRAFT)
+        } else {
+            (accepted + 1).clamp(MIN_DRAFT, MAX_DRAFT)
+        };
+    }
+}
+
 /// A token sequence with the positions of every [`MIN_MATCH`]-gram in it.
 struct Source {
     tokens: Vec<u32>,
@@ -119,7 +154,7 @@ pub struct ObservationDrafter {
     /// How much of the output the pointer has followed.
     followed: usize,
     /// The next draft's length.
-    k: usize,
+    k: DraftLength,
 }
 
 impl ObservationDrafter {
@@ -137,7 +172,7 @@ impl ObservationDrafter {
             anchor: (0, 0),
             sources,
             followed: 0,
-            k: 8,
+            k: DraftLength::default(),
         }
     }
 
@@ -215,7 +250,7 @@ impl ObservationDrafter {
 impl Drafter for ObservationDrafter {
     fn draft(&mut self, output: &[u32], max: usize) -> Vec<u32> {
         self.follow(output);
-        let want = self.k.min(max);
+        let want = self.k.get().min(max);
         match self.pointer {
             Some((s, p)) => {
                 let tokens = &self.sources[s].tokens;
@@ -226,12 +261,7 @@ impl Drafter for ObservationDrafter {
     }
 
     fn accepted(&mut self, proposed: usize, accepted: usize) {
-        // Longer while drafts hold, back to just past what held when not.
-        self.k = if proposed > 0 && accepted >= proposed {
-            (self.k * 2).min(MAX_DRAFT)
-        } else {
-            (accepted + 1).clamp(MIN_DRAFT, MAX_DRAFT)
-        };
+        self.k.update(proposed, accepted);
     }
 }
 
