@@ -22,6 +22,30 @@ use crate::{LocalEngine, LocalEngineOptions};
 /// The context length memory estimates reserve decode state for, tokens.
 pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
 
+/// The value a process should give `RAYON_NUM_THREADS` before it starts
+/// any thread, so that the local engine's CPU matmuls do not count the
+/// machine's cores again on every call; `None` when the variable is set
+/// already (the user's choice stands).
+///
+/// candle 0.11 asks for its thread count on every CPU matmul and, when
+/// `RAYON_NUM_THREADS` is unset, counts physical cores by reading and
+/// parsing `/proc/cpuinfo` each time (a file that grows with the core
+/// count). On the bundled trained model that was half of a decode step:
+/// 6,310 greedy tokens decoded in 20.0 s unset, 9.5 s set
+/// (docs/benchmarks.md). The value is the count candle picks, one thread
+/// per physical core (llama.cpp's default too); rayon's pool, which the
+/// engine's own kernels run on and which otherwise takes every logical
+/// CPU, is then as large.
+///
+/// Setting the environment is sound only while the process has one
+/// thread: binaries call this first thing in `main` and set the variable
+/// themselves.
+pub fn rayon_threads_to_pin() -> Option<String> {
+    std::env::var_os("RAYON_NUM_THREADS")
+        .is_none()
+        .then(|| candle_core::utils::get_num_threads().to_string())
+}
+
 /// Why a model directory could not be loaded; the message names the device,
 /// dtype, file or tensor.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
