@@ -658,6 +658,24 @@ mod tests {
         Ok(())
     }
 
+    /// Random delta-rule inputs for `h` heads and `t` tokens (unit q and k,
+    /// q scaled by 1/4, decays g ≤ 0, β in (0, 1)) and a random state.
+    fn random_rule_inputs(
+        h: usize,
+        t: usize,
+        d_k: usize,
+        d_v: usize,
+    ) -> candle_core::Result<(DeltaRuleInputs, Tensor)> {
+        let unit = |x: Tensor| l2_normalise(&x);
+        let q = (unit(randn(&[h, t, d_k], 1.0, DType::F32))? * 0.25)?;
+        let k = unit(randn(&[h, t, d_k], 1.0, DType::F32))?;
+        let v = randn(&[h, t, d_v], 1.0, DType::F32);
+        let g = (randn(&[h, t], 0.5, DType::F32).abs()? * -0.3)?;
+        let beta = candle_nn::ops::sigmoid(&randn(&[h, t], 1.0, DType::F32))?;
+        let state = randn(&[h, d_k, d_v], 0.5, DType::F32);
+        Ok((DeltaRuleInputs { q, k, v, g, beta }, state))
+    }
+
     /// The chunked rule in blocks of one, two or three chunks (the last
     /// block partial, T not a multiple of the chunk) equals the one-block
     /// form and the token recurrence within 1e-4 of the scale, output and
@@ -666,14 +684,7 @@ mod tests {
     #[test]
     fn chunked_rule_in_blocks_equals_one_block_and_the_recurrence() -> candle_core::Result<()> {
         let (h, t, d_k, d_v) = (3, 200, 16, 12);
-        let unit = |x: Tensor| l2_normalise(&x);
-        let q = (unit(randn(&[h, t, d_k], 1.0, DType::F32))? * 0.25)?;
-        let k = unit(randn(&[h, t, d_k], 1.0, DType::F32))?;
-        let v = randn(&[h, t, d_v], 1.0, DType::F32);
-        let g = (randn(&[h, t], 0.5, DType::F32).abs()? * -0.3)?;
-        let beta = candle_nn::ops::sigmoid(&randn(&[h, t], 1.0, DType::F32))?;
-        let state = randn(&[h, d_k, d_v], 0.5, DType::F32);
-        let inputs = DeltaRuleInputs { q, k, v, g, beta };
+        let (inputs, state) = random_rule_inputs(h, t, d_k, d_v)?;
         let (want_out, want_state) = recurrent_gated_delta_rule(&inputs, &state)?;
         let (one_out, one_state) =
             chunk_rule_in_blocks(&inputs, &state, 4 * DELTANET_CHUNK_TOKENS)?;
@@ -711,14 +722,7 @@ mod tests {
         let (h, d_k, d_v) = (3, 16, 12);
         let c = DELTANET_CHUNK_TOKENS;
         for t in [1, 2, 5, c - 1, c, c + 1] {
-            let unit = |x: Tensor| l2_normalise(&x);
-            let q = (unit(randn(&[h, t, d_k], 1.0, DType::F32))? * 0.25)?;
-            let k = unit(randn(&[h, t, d_k], 1.0, DType::F32))?;
-            let v = randn(&[h, t, d_v], 1.0, DType::F32);
-            let g = (randn(&[h, t], 0.5, DType::F32).abs()? * -0.3)?;
-            let beta = candle_nn::ops::sigmoid(&randn(&[h, t], 1.0, DType::F32))?;
-            let state = randn(&[h, d_k, d_v], 0.5, DType::F32);
-            let inputs = DeltaRuleInputs { q, k, v, g, beta };
+            let (inputs, state) = random_rule_inputs(h, t, d_k, d_v)?;
             let (want_out, want_state) = recurrent_gated_delta_rule(&inputs, &state)?;
             let (out, s) = chunk_gated_delta_rule(&inputs, &state)?;
             assert_eq!(out.dims(), &[h, t, d_v], "{t} tokens");
