@@ -373,7 +373,7 @@ impl SparseMoe {
     /// AVX512-BF16, for a bf16 input `x` [T, hidden]: routing on the host as
     /// [`SparseMoe::routed_per_expert`] routes, then per expert with tokens,
     /// in one rayon task: its rows gathered, gate and up projections
-    /// ([`crate::kernels::avx512_bf16::matmul_bt`] on that thread), candle's
+    /// ([`crate::kernels::bf16_matmul_bt`] on that thread), candle's
     /// bf16 SiLU and product, the down projection, each row times its
     /// routing weight; then the rows added into a bf16 output in expert
     /// order. Every step rounds to bf16 where the op-by-op form rounds, so
@@ -456,7 +456,7 @@ impl SparseMoe {
                 let project = |w: &[bf16], rows: usize, cols: usize, input: &[bf16]| {
                     let mut out = vec![bf16::ZERO; n * rows];
                     let w = &w[e * rows * cols..][..rows * cols];
-                    avx512_bf16::matmul_bt(input, w, (n, cols, rows), &mut out, false);
+                    crate::kernels::bf16_matmul_bt(input, w, (n, cols, rows), &mut out, false);
                     out
                 };
                 let g = project(w_gate, gate_rows, hidden, &xg);

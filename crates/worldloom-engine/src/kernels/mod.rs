@@ -6,7 +6,10 @@
 //! builds, their CUDA twins in `cuda`). [`q8_0`] and [`k_quants`] multiply
 //! Q8_0, Q4_K and Q6_K weights on AVX-512 VNNI CPUs in llama.cpp's
 //! arithmetic, on tiles built once per weight ([`PackedWeight`]).
+//! [`bf16_matmul_bt`] multiplies bf16 by bf16 on AMX tiles ([`amx_bf16`])
+//! or AVX512-BF16 ([`avx512_bf16`]).
 
+pub(crate) mod amx_bf16;
 pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
@@ -193,7 +196,26 @@ pub(crate) fn linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     x.matmul(&w.t()?)
 }
 
-/// [`avx512_bf16::matmul_bt`] for CPU bf16 `x` [m, k] and a contiguous
+/// out [m, n] = x [m, k] · w [n, k]ᵀ in bf16 (f32 sums, rounded once) on
+/// the fastest path this CPU has: AMX tiles for batches of at least
+/// [`amx_bf16::MIN_ROWS`] rows where the kernel grants them
+/// ([`amx_bf16::applies`]), else the AVX512-BF16 kernels. The caller
+/// checks [`avx512_bf16::available`].
+pub(crate) fn bf16_matmul_bt(
+    x: &[half::bf16],
+    w: &[half::bf16],
+    (m, k, n): (usize, usize, usize),
+    out: &mut [half::bf16],
+    parallel: bool,
+) {
+    if amx_bf16::applies(m, k, n) {
+        amx_bf16::matmul_bt(x, w, (m, k, n), out, parallel);
+    } else {
+        avx512_bf16::matmul_bt(x, w, (m, k, n), out, parallel);
+    }
+}
+
+/// [`bf16_matmul_bt`] for CPU bf16 `x` [m, k] and a contiguous
 /// bf16 `w` [n, k] (plain or an expert's view); `None` when it does not
 /// apply (other dtypes, a CPU without AVX512-BF16, a strided weight).
 fn try_linear_avx512_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
@@ -217,7 +239,7 @@ fn try_linear_avx512_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<
         };
         match (&*x_storage, &*w_storage) {
             (Storage::Cpu(CpuStorage::BF16(xv)), Storage::Cpu(CpuStorage::BF16(wv))) => {
-                avx512_bf16::matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out, true);
+                bf16_matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out, true);
             }
             _ => return Ok(None),
         }
