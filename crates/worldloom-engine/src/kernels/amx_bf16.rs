@@ -166,6 +166,8 @@ mod imp {
 
     use half::bf16;
 
+    use super::super::avx512_bf16::imp::round_bf16;
+
     /// Asks the kernel for the AMX tile data state (ARCH_REQ_XCOMP_PERM
     /// 0x1023, XFEATURE_XTILEDATA 18); true when granted.
     ///
@@ -345,27 +347,13 @@ mod imp {
             asm!("tilerelease", options(nostack, nomem));
         }
     }
-
-    /// 16 f32 lanes rounded to bf16 bits (nearest even; NaN kept quiet), as
-    /// `half::bf16::from_f32` does lane by lane.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn round_bf16(a: __m512) -> __m256i {
-        let x = _mm512_castps_si512(a);
-        let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
-        let up = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
-        let quiet = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(0x40));
-        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(a, a);
-        let bits = _mm512_mask_blend_epi32(nan, _mm512_srli_epi32::<16>(up), quiet);
-        _mm512_cvtepi32_epi16(bits)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// f64 sums of the widened operands, rounded to bf16.
+    /// f64 sums of the widened operands.
     fn reference(x: &[bf16], w: &[bf16], (m, k, n): (usize, usize, usize)) -> Vec<f64> {
         let mut out = vec![0f64; m * n];
         for i in 0..m {

@@ -171,7 +171,7 @@ fn pack_rows(x: &[bf16], m: usize, k: usize) -> Vec<u32> {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod imp {
+pub(super) mod imp {
     use super::{CB, MR, NR, NR_ONE, RB};
     use half::bf16;
     use std::arch::x86_64::*;
@@ -247,10 +247,11 @@ mod imp {
     }
 
     /// 16 f32 lanes rounded to bf16 bits (nearest even; NaN kept quiet), as
-    /// `half::bf16::from_f32` does lane by lane.
+    /// `half::bf16::from_f32` does lane by lane (the AMX path rounds its
+    /// sums with it too).
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
-    fn round_bf16(a: __m512) -> __m256i {
+    pub(in crate::kernels) fn round_bf16(a: __m512) -> __m256i {
         let x = _mm512_castps_si512(a);
         let lsb = _mm512_and_si512(_mm512_srli_epi32::<16>(x), _mm512_set1_epi32(1));
         let up = _mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb);
