@@ -122,14 +122,10 @@ fn context() -> tauri::Context<tauri::Wry> {
 }
 
 fn main() -> ExitCode {
-    if let Some(threads) = worldloom_api::engine::rayon_threads_to_pin() {
-        #[allow(unsafe_code)]
-        // SAFETY: first thing in `main`, before any other thread exists, so
-        // nothing reads the environment concurrently (candle would otherwise
-        // count the cores on every CPU matmul of the local engine).
-        unsafe {
-            std::env::set_var("RAYON_NUM_THREADS", threads);
-        }
+    #[allow(unsafe_code)]
+    // SAFETY: first thing in `main`, before any other thread exists.
+    unsafe {
+        worldloom_api::engine::pin_rayon_threads();
     }
     let args = Args::parse();
     if !has_display() {

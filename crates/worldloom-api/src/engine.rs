@@ -33,7 +33,7 @@ pub const ENGINE_META_KEY: &str = "studio.engine";
 
 pub use worldloom_engine::local_model::{
     ESTIMATE_CONTEXT_TOKENS, LocalModel, architecture, load_local_model, local_engine_name,
-    rayon_threads_to_pin,
+    pin_rayon_threads,
 };
 
 /// A created engine and what it was made from.

@@ -105,22 +105,12 @@ fn stop_quietly_on_closed_pipe() {
     }
 }
 
-/// Sets `RAYON_NUM_THREADS` when unset
-/// ([`worldloom_engine::local_model::rayon_threads_to_pin`]: candle would
-/// otherwise count the cores on every CPU matmul).
-fn pin_rayon_threads() {
-    if let Some(threads) = worldloom_engine::local_model::rayon_threads_to_pin() {
-        #[allow(unsafe_code)]
-        // SAFETY: called first thing in `main`, before any other thread
-        // exists, so nothing reads the environment concurrently.
-        unsafe {
-            std::env::set_var("RAYON_NUM_THREADS", threads);
-        }
-    }
-}
-
 fn main() -> std::process::ExitCode {
-    pin_rayon_threads();
+    #[allow(unsafe_code)]
+    // SAFETY: first thing in `main`, before any other thread exists.
+    unsafe {
+        worldloom_engine::local_model::pin_rayon_threads();
+    }
     let cli = Cli::parse();
     #[cfg(unix)]
     if !matches!(

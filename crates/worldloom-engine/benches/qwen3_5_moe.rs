@@ -275,12 +275,10 @@ fn gib(kib: Option<u64>) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // As the worldloom binaries do (candle would otherwise count the cores
     // on every CPU matmul).
-    if let Some(threads) = worldloom_engine::local_model::rayon_threads_to_pin() {
-        #[allow(unsafe_code)]
-        // SAFETY: first thing in `main`, before any other thread exists.
-        unsafe {
-            std::env::set_var("RAYON_NUM_THREADS", threads);
-        }
+    #[allow(unsafe_code)]
+    // SAFETY: first thing in `main`, before any other thread exists.
+    unsafe {
+        worldloom_engine::local_model::pin_rayon_threads();
     }
     let mut o = parse_args()?;
     let t0 = Instant::now();

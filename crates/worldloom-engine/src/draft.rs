@@ -41,7 +41,7 @@ const MAX_MATCH: usize = 4;
 /// The fewest trailing tokens a re-synchronisation accepts.
 const MIN_MATCH: usize = 2;
 
-/// Bounds on the adaptive draft length of [`ObservationDrafter`], tokens.
+/// Bounds on the adaptive draft length ([`DraftLength`]), tokens.
 pub const MIN_DRAFT: usize = 2;
 /// See [`MIN_DRAFT`].
 pub const MAX_DRAFT: usize = 32;

@@ -22,10 +22,9 @@ use crate::{LocalEngine, LocalEngineOptions};
 /// The context length memory estimates reserve decode state for, tokens.
 pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
 
-/// The value a process should give `RAYON_NUM_THREADS` before it starts
-/// any thread, so that the local engine's CPU matmuls do not count the
-/// machine's cores again on every call; `None` when the variable is set
-/// already (the user's choice stands).
+/// Sets `RAYON_NUM_THREADS` when it is unset, so that the local engine's
+/// CPU matmuls do not count the machine's cores again on every call; a
+/// value already set (the user's choice) stands.
 ///
 /// candle 0.11 asks for its thread count on every CPU matmul and, when
 /// `RAYON_NUM_THREADS` is unset, counts physical cores by reading and
@@ -37,13 +36,16 @@ pub const ESTIMATE_CONTEXT_TOKENS: usize = 8192;
 /// engine's own kernels run on and which otherwise takes every logical
 /// CPU, is then as large.
 ///
-/// Setting the environment is sound only while the process has one
-/// thread: binaries call this first thing in `main` and set the variable
-/// themselves.
-pub fn rayon_threads_to_pin() -> Option<String> {
-    std::env::var_os("RAYON_NUM_THREADS")
-        .is_none()
-        .then(|| candle_core::utils::get_num_threads().to_string())
+/// # Safety
+/// It writes the environment, which is sound only while no other thread
+/// may read it: call it first thing in `main`, before any thread starts.
+#[allow(unsafe_code)]
+pub unsafe fn pin_rayon_threads() {
+    if std::env::var_os("RAYON_NUM_THREADS").is_none() {
+        let threads = candle_core::utils::get_num_threads().to_string();
+        // SAFETY: the caller guarantees no other thread exists.
+        unsafe { std::env::set_var("RAYON_NUM_THREADS", threads) };
+    }
 }
 
 /// Why a model directory could not be loaded; the message names the device,

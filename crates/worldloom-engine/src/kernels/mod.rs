@@ -180,7 +180,7 @@ impl QuantizedInput {
 /// of any row count go through [`avx512_bf16`]'s blocked kernel instead.
 pub(crate) fn linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
     if x.device().is_cpu() && matches!(w.dtype(), DType::BF16 | DType::F16) {
-        if let Some(y) = try_linear_avx512_bf16(x, w)? {
+        if let Some(y) = try_linear_bf16(x, w)? {
             return Ok(y);
         }
         if let Some(y) = cpu::try_linear(x, w)? {
@@ -218,7 +218,7 @@ pub(crate) fn bf16_matmul_bt(
 /// [`bf16_matmul_bt`] for CPU bf16 `x` [m, k] and a contiguous
 /// bf16 `w` [n, k] (plain or an expert's view); `None` when it does not
 /// apply (other dtypes, a CPU without AVX512-BF16, a strided weight).
-fn try_linear_avx512_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
+fn try_linear_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
     if x.dtype() != DType::BF16 || w.dtype() != DType::BF16 || !avx512_bf16::available() {
         return Ok(None);
     }
