@@ -1,10 +1,14 @@
-//! A CPU kernel for `x @ wᵀ` with few rows of `x` and bf16/f16 weights.
+//! CPU kernels for few rows: `x @ wᵀ` with few rows of `x` and bf16/f16
+//! weights, and attention of few query positions over a KV cache (bf16,
+//! f16 or f32) read in place.
 //!
-//! Each weight row is widened to f32 in cache (bf16 by a shift, f16 by a
-//! branch-free conversion) and multiplied with f32 accumulators in
-//! [`LANES`] independent lanes; rows are split over rayon tasks, each run
-//! under `pulp`'s runtime dispatch so the loops compile for the best
-//! instruction set the CPU has while the crate builds for the baseline.
+//! Each weight or cache row is widened to f32 in cache (bf16 by a shift,
+//! f16 by a branch-free conversion, f32 as is) and multiplied with f32
+//! accumulators in [`LANES`] independent lanes; rows are split over rayon
+//! tasks (on the calling thread when the work is small,
+//! [`PARALLEL_MIN_MACS`]), each run under `pulp`'s runtime dispatch so the
+//! loops compile for the best instruction set the CPU has while the crate
+//! builds for the baseline.
 
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 use rayon::prelude::*;
@@ -15,6 +19,11 @@ pub const MAX_STREAM_ROWS: usize = 32;
 
 /// Weight rows per parallel task.
 const ROWS_PER_TASK: usize = 16;
+
+/// Products of fewer multiply-adds than this (m · n · k) run on the
+/// calling thread: waking the pool costs more than they do (a 128 × 128
+/// projection of one row is ~2 µs of work).
+const PARALLEL_MIN_MACS: usize = 1 << 17;
 
 /// Independent partial sums of the dot products: 32 f32 lanes are four
 /// AVX2 accumulators, enough to hide the add latency.
@@ -83,6 +92,25 @@ impl Widen for half::f16 {
     }
 }
 
+impl Widen for f32 {
+    #[inline(always)]
+    fn widen(src: &[Self], dst: &mut [f32]) {
+        dst.copy_from_slice(src);
+    }
+
+    #[inline(always)]
+    fn dot_row(src: &[Self], x: &[f32]) -> f32 {
+        dot(src, x)
+    }
+
+    #[inline(always)]
+    fn axpy(src: &[Self], a: f32, y: &mut [f32]) {
+        for (y, s) in y.iter_mut().zip(src) {
+            *y += a * s;
+        }
+    }
+}
+
 /// IEEE binary16 bits to f32, exactly, without branches: exponent and
 /// mantissa moved into f32 position and scaled by 2¹¹² (the exponent
 /// bias difference; this also normalises f16 subnormals, which land in
@@ -126,13 +154,20 @@ fn dot_with<T: Copy>(
             acc[l] += widen_lane(cw[l]) * cx[l];
         }
     }
-    let tail: f32 = w_chunks
-        .remainder()
-        .iter()
-        .zip(x_chunks.remainder())
-        .map(|(&w, x)| widen_tail(w) * x)
-        .sum();
-    acc.iter().sum::<f32>() + tail
+    let mut tail = 0f32;
+    for (&w, x) in w_chunks.remainder().iter().zip(x_chunks.remainder()) {
+        tail += widen_tail(w) * x;
+    }
+    // Halve the lanes until one is left (vector adds while they are
+    // wide; a chain of 31 scalar adds cost more than a 32-wide dot).
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+    }
+    acc[0] + tail
 }
 
 /// One task: `out` [rows, m] for weight rows `first..first + rows`.
@@ -178,26 +213,36 @@ impl<T: Widen> pulp::WithSimd for RowTask<'_, T> {
 /// has (AVX2 + FMA on x86-64) while the crate builds for the baseline.
 fn run<T: Widen>(w: &[T], xs: &[f32], m: usize, k: usize, out_t: &mut [f32]) {
     let arch = pulp::Arch::new();
-    out_t
-        .par_chunks_mut(ROWS_PER_TASK * m)
-        .enumerate()
-        .for_each(|(task, out)| {
-            let mut row = vec![0f32; k];
-            arch.dispatch(RowTask {
-                w,
-                xs,
-                m,
-                k,
-                first: task * ROWS_PER_TASK,
-                out,
-                row: &mut row,
-            });
+    let task = |(task, out): (usize, &mut [f32])| {
+        let mut row = vec![0f32; k];
+        arch.dispatch(RowTask {
+            w,
+            xs,
+            m,
+            k,
+            first: task * ROWS_PER_TASK,
+            out,
+            row: &mut row,
         });
+    };
+    if out_t.len() * k < PARALLEL_MIN_MACS {
+        out_t
+            .chunks_mut(ROWS_PER_TASK * m)
+            .enumerate()
+            .for_each(task);
+    } else {
+        out_t
+            .par_chunks_mut(ROWS_PER_TASK * m)
+            .enumerate()
+            .for_each(task);
+    }
 }
 
 /// `x @ wᵀ` for CPU `x` [m ≤ MAX_STREAM_ROWS, k] and a contiguous bf16
 /// or f16 `w` [n, k]; `None` when the kernel does not apply. The result
-/// has x's dtype; sums run in f32.
+/// has x's dtype; sums run in f32, each output's in the same order
+/// whatever m is (a row's logits do not depend on how many rows a
+/// forward carries).
 pub fn try_linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
     let (m, k) = x.dims2()?;
     let (n, k_w) = w.dims2()?;
@@ -251,11 +296,12 @@ impl<T: Widen> pulp::WithSimd for HeadTask<'_, T> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
         let hd = self.hd;
-        let mut scores: Vec<f32> = self
-            .k
-            .chunks_exact(hd)
-            .map(|row| T::dot_row(row, self.q) * self.scale)
-            .collect();
+        // Plain loops, not iterator adaptors: `collect`'s fold is not
+        // inlined into this target-feature context and ran as SSE code.
+        let mut scores = vec![0f32; self.k.len() / hd];
+        for (score, row) in scores.iter_mut().zip(self.k.chunks_exact(hd)) {
+            *score = T::dot_row(row, self.q) * self.scale;
+        }
         let max = scores.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let mut sum = 0f32;
         for x in &mut scores {
@@ -296,7 +342,7 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
     let groups = shape.heads / shape.kv_heads;
     let arch = pulp::Arch::new();
     let mut out = vec![0f32; shape.heads * hd];
-    out.par_chunks_mut(hd).enumerate().for_each(|(h, out)| {
+    let task = |(h, out): (usize, &mut [f32])| {
         let base = (h / groups) * shape.capacity * hd;
         arch.dispatch(HeadTask {
             q: &q[h * hd..(h + 1) * hd],
@@ -306,15 +352,29 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
             scale,
             out,
         });
-    });
+    };
+    if shape.heads * s * hd * 2 < PARALLEL_MIN_MACS {
+        out.chunks_mut(hd).enumerate().for_each(task);
+    } else {
+        out.par_chunks_mut(hd).enumerate().for_each(task);
+    }
     out
 }
 
-/// [`attend_one`] on candle tensors: `q` [heads, hd] (any float dtype),
-/// `k_buf`, `v_buf` contiguous bf16 or f16 [kv_heads, capacity, hd] on the
-/// CPU with `s` valid positions; the result [1, heads · hd] in q's dtype.
-/// `None` when the kernel does not apply (dtype, device, layout).
-pub fn try_decode_attention(
+/// Most query positions [`try_cached_attention`] takes over an f32 cache;
+/// beyond them a batched matmul of the queries wins.
+pub const MAX_QUERY_ROWS: usize = 64;
+
+/// Attention of the last `queries` of `s` valid positions over a KV cache
+/// read in place: `q` [queries, heads, hd] (any float dtype), `k_buf`,
+/// `v_buf` contiguous [kv_heads, capacity, hd] on the CPU; the result
+/// [queries, heads · hd] in q's dtype, scores and sums in f32. One query
+/// (decode) over a bf16, f16 or f32 cache runs [`attend_one`]; up to
+/// [`MAX_QUERY_ROWS`] (a verifying forward of speculative decoding, a
+/// short turn) over an f32 cache run [`super::f32_rows::attend`] where the
+/// CPU has AVX2 + FMA. `None` when neither applies (dtype, device,
+/// layout, query count).
+pub fn try_cached_attention(
     q: &Tensor,
     k_buf: &Tensor,
     v_buf: &Tensor,
@@ -324,12 +384,24 @@ pub fn try_decode_attention(
     if !q.device().is_cpu() || k_buf.dtype() != v_buf.dtype() {
         return Ok(None);
     }
-    let (heads, hd) = q.dims2()?;
+    let (queries, heads, hd) = q.dims3()?;
     let (kv_heads, capacity, hd_k) = k_buf.dims3()?;
-    if hd != hd_k || v_buf.dims() != k_buf.dims() || heads % kv_heads != 0 || s > capacity {
+    let f32_rows = k_buf.dtype() == DType::F32 && super::f32_rows::available();
+    let most = if f32_rows { MAX_QUERY_ROWS } else { 1 };
+    if hd != hd_k
+        || v_buf.dims() != k_buf.dims()
+        || heads % kv_heads != 0
+        || s > capacity
+        || queries == 0
+        || queries > s.min(most)
+    {
         return Ok(None);
     }
-    let qs: Vec<f32> = q.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+    let qs: Vec<f32> = q
+        .to_dtype(DType::F32)?
+        .contiguous()?
+        .flatten_all()?
+        .to_vec1()?;
     let out = {
         let (ks, kl) = k_buf.storage_and_layout();
         let (vs, vl) = v_buf.storage_and_layout();
@@ -346,6 +418,21 @@ pub fn try_decode_attention(
             scale,
         };
         match (&*ks, &*vs) {
+            (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v))) if f32_rows => {
+                let shape = super::f32_rows::AttendShape {
+                    queries,
+                    heads,
+                    kv_heads,
+                    capacity,
+                    s,
+                    hd,
+                    scale,
+                };
+                super::f32_rows::attend(&qs, &k[k0..k1], &v[v0..v1], shape)
+            }
+            (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v))) => {
+                attend_one(&qs, &k[k0..k1], &v[v0..v1], shape)
+            }
             (Storage::Cpu(CpuStorage::BF16(k)), Storage::Cpu(CpuStorage::BF16(v))) => {
                 attend_one(&qs, &k[k0..k1], &v[v0..v1], shape)
             }
@@ -356,7 +443,7 @@ pub fn try_decode_attention(
         }
     };
     Ok(Some(
-        Tensor::from_vec(out, (1, heads * hd), q.device())?.to_dtype(q.dtype())?,
+        Tensor::from_vec(out, (queries, heads * hd), q.device())?.to_dtype(q.dtype())?,
     ))
 }
 
@@ -385,71 +472,86 @@ mod tests {
     }
 
     /// The kernel agrees with candle's f32 matmul on widened weights,
-    /// for plain and narrowed (expert-slice) weights and several row
-    /// counts.
+    /// for plain and narrowed (expert-slice) weights, several row counts
+    /// and both sides of the parallel threshold; and a row's output does
+    /// not depend on how many rows come with it.
     #[test]
     fn streaming_kernel_matches_matmul() -> candle_core::Result<()> {
         let dev = Device::Cpu;
         for dtype in [DType::BF16, DType::F16] {
-            let stacked = Tensor::randn(0f32, 1.0, (3, 40, 37), &dev)?.to_dtype(dtype)?;
-            let w = stacked.get(1)?; // a narrowed view, as experts are
-            for m in [1, 5, MAX_STREAM_ROWS] {
-                let x = Tensor::randn(0f32, 1.0, (m, 37), &dev)?;
-                let got = try_linear(&x, &w)?.expect("kernel applies");
-                let want = x.matmul(&w.to_dtype(DType::F32)?.t()?)?;
-                let diff = (got - want)?
-                    .abs()?
-                    .flatten_all()?
-                    .max(0)?
-                    .to_scalar::<f32>()?;
-                assert!(diff < 1e-4, "{dtype:?} m={m}: {diff}");
+            for (n, k) in [(40, 37), (600, 300)] {
+                let stacked = Tensor::randn(0f32, 1.0, (3, n, k), &dev)?.to_dtype(dtype)?;
+                let w = stacked.get(1)?; // a narrowed view, as experts are
+                let x = Tensor::randn(0f32, 1.0, (MAX_STREAM_ROWS, k), &dev)?;
+                let alone = try_linear(&x.narrow(0, 2, 1)?, &w)?.expect("kernel applies");
+                for m in [1, 5, MAX_STREAM_ROWS] {
+                    let x = x.narrow(0, 0, m)?;
+                    let got = try_linear(&x, &w)?.expect("kernel applies");
+                    let want = x.matmul(&w.to_dtype(DType::F32)?.t()?)?;
+                    let diff = max_abs_diff(&got, &want)?;
+                    assert!(diff < 1e-3, "{dtype:?} {n}x{k} m={m}: {diff}");
+                    if m > 2 {
+                        let row = got.narrow(0, 2, 1)?;
+                        assert_eq!(max_abs_diff(&row, &alone)?, 0.0, "{dtype:?} m={m}");
+                    }
+                }
+                let too_many = Tensor::randn(0f32, 1.0, (MAX_STREAM_ROWS + 1, k), &dev)?;
+                assert!(try_linear(&too_many, &w)?.is_none());
             }
-            let too_many = Tensor::randn(0f32, 1.0, (MAX_STREAM_ROWS + 1, 37), &dev)?;
-            assert!(try_linear(&too_many, &w)?.is_none());
         }
         Ok(())
     }
 
-    /// Decode attention over a bf16/f16 cache with spare capacity equals
-    /// softmax(scale · q Kᵀ) V computed by candle in f32 on the widened
-    /// valid positions, with grouped KV heads.
+    fn max_abs_diff(a: &Tensor, b: &Tensor) -> candle_core::Result<f32> {
+        (a - b)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()
+    }
+
+    /// Attention of the last `t` positions over a cache with spare
+    /// capacity equals, query by query, softmax(scale · q Kᵀ) V computed by
+    /// candle in f32 on the widened keys that query sees (causal), with
+    /// grouped KV heads: one query (decode) over bf16, f16 and f32 caches,
+    /// several over an f32 cache (where the CPU has AVX2 + FMA; declined
+    /// otherwise).
     #[test]
-    fn decode_attention_matches_reference() -> candle_core::Result<()> {
+    fn cached_attention_matches_reference() -> candle_core::Result<()> {
         let dev = Device::Cpu;
         let (heads, kv_heads, capacity, s, hd) = (4, 2, 12, 9, 37);
         let scale = 0.3f32;
-        for dtype in [DType::BF16, DType::F16] {
+        let groups = heads / kv_heads;
+        for dtype in [DType::BF16, DType::F16, DType::F32] {
             let k_buf =
                 Tensor::randn(0f32, 1.0, (kv_heads, capacity, hd), &dev)?.to_dtype(dtype)?;
             let v_buf =
                 Tensor::randn(0f32, 1.0, (kv_heads, capacity, hd), &dev)?.to_dtype(dtype)?;
-            let q = Tensor::randn(0f32, 1.0, (heads, hd), &dev)?;
-            let got = try_decode_attention(&q, &k_buf, &v_buf, s, scale)?
-                .expect("kernel applies")
-                .reshape((heads, hd))?;
-            let groups = heads / kv_heads;
-            let mut want = Vec::new();
-            for h in 0..heads {
-                let k = k_buf
-                    .get(h / groups)?
-                    .narrow(0, 0, s)?
-                    .to_dtype(DType::F32)?;
-                let v = v_buf
-                    .get(h / groups)?
-                    .narrow(0, 0, s)?
-                    .to_dtype(DType::F32)?;
-                let qh = q.narrow(0, h, 1)?;
-                let scores = (qh.matmul(&k.t()?)? * f64::from(scale))?;
-                let p = candle_nn::ops::softmax_last_dim(&scores)?;
-                want.push(p.matmul(&v)?);
+            let several = dtype == DType::F32 && crate::kernels::f32_rows::available();
+            if !several {
+                let q = Tensor::randn(0f32, 1.0, (2, heads, hd), &dev)?;
+                assert!(try_cached_attention(&q, &k_buf, &v_buf, s, scale)?.is_none());
             }
-            let want = Tensor::cat(&want, 0)?;
-            let diff = (got - want)?
-                .abs()?
-                .flatten_all()?
-                .max(0)?
-                .to_scalar::<f32>()?;
-            assert!(diff < 1e-5, "{dtype:?}: {diff}");
+            for t in [1, 4, s].into_iter().filter(|&t| t == 1 || several) {
+                let q = Tensor::randn(0f32, 1.0, (t, heads, hd), &dev)?;
+                let got = try_cached_attention(&q, &k_buf, &v_buf, s, scale)?
+                    .expect("kernel applies")
+                    .reshape((t, heads, hd))?;
+                let mut want = Vec::new();
+                for i in 0..t {
+                    let seen = s - t + i + 1;
+                    for h in 0..heads {
+                        let k = k_buf.get(h / groups)?.narrow(0, 0, seen)?;
+                        let v = v_buf.get(h / groups)?.narrow(0, 0, seen)?;
+                        let qh = q.get(i)?.narrow(0, h, 1)?;
+                        let scores =
+                            (qh.matmul(&k.to_dtype(DType::F32)?.t()?)? * f64::from(scale))?;
+                        let p = candle_nn::ops::softmax_last_dim(&scores)?;
+                        want.push(p.matmul(&v.to_dtype(DType::F32)?)?);
+                    }
+                }
+                let want = Tensor::cat(&want, 0)?.reshape((t, heads, hd))?;
+                let diff = max_abs_diff(&got, &want)?;
+                assert!(diff < 1e-5, "{dtype:?} t={t}: {diff}");
+            }
+            let q = Tensor::randn(0f32, 1.0, (s + 1, heads, hd), &dev)?;
+            assert!(try_cached_attention(&q, &k_buf, &v_buf, s, scale)?.is_none());
         }
         Ok(())
     }

@@ -15,6 +15,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 mod disjoint;
+pub(crate) mod f32_rows;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
 pub(crate) mod k_quants;
@@ -170,7 +171,11 @@ impl QuantizedInput {
 
 /// `x @ wᵀ` for `x` [T, in] and `w` [out, in] (a plain or narrowed weight).
 ///
-/// On the CPU, bf16 and f16 weights with at most
+/// On the CPU, f32 `x` and `w` with at most [`f32_rows::MAX_ROWS`] rows
+/// of `x` go through [`f32_rows`]' tiles, which read the weight in place
+/// (decode, verifying forwards, the small per-expert batches of a prefill;
+/// candle's gemm packs the whole weight on every call of 2+ rows); larger
+/// f32 inputs through candle's gemm. bf16 and f16 weights with at most
 /// [`cpu::MAX_STREAM_ROWS`] rows of `x` go through a row-streaming
 /// kernel that widens each weight row to f32 in cache and reads the weight
 /// once (decode and the small per-expert batches of a prefill); larger bf16
@@ -193,7 +198,47 @@ pub(crate) fn linear(x: &Tensor, w: &Tensor) -> candle_core::Result<Tensor> {
                 .to_dtype(DType::BF16);
         }
     }
+    if let Some(y) = try_linear_f32(x, w)? {
+        return Ok(y);
+    }
     x.matmul(&w.t()?)
+}
+
+/// [`f32_rows::matmul_bt`] for CPU f32 `x` [m ≤ f32_rows::MAX_ROWS, k] and
+/// a contiguous f32 `w` [n, k] (plain or an expert's view); `None` when it
+/// does not apply (device, dtypes, row count, a CPU without AVX2 + FMA, a
+/// strided weight).
+fn try_linear_f32(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    if !x.device().is_cpu()
+        || x.dtype() != DType::F32
+        || w.dtype() != DType::F32
+        || !f32_rows::available()
+    {
+        return Ok(None);
+    }
+    let (m, k) = x.dims2()?;
+    let (n, k_w) = w.dims2()?;
+    if k != k_w || m == 0 || m > f32_rows::MAX_ROWS {
+        return Ok(None);
+    }
+    let x = x.contiguous()?;
+    let mut out = vec![0f32; m * n];
+    {
+        let (w_storage, w_layout) = w.storage_and_layout();
+        let (x_storage, x_layout) = x.storage_and_layout();
+        let (Some((ws, we)), Some((xs, xe))) =
+            (w_layout.contiguous_offsets(), x_layout.contiguous_offsets())
+        else {
+            return Ok(None);
+        };
+        match (&*x_storage, &*w_storage) {
+            (Storage::Cpu(CpuStorage::F32(xv)), Storage::Cpu(CpuStorage::F32(wv))) => {
+                f32_rows::matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out);
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(Tensor::from_vec(out, (m, n), x.device())?))
 }
 
 /// out [m, n] = x [m, k] · w [n, k]ᵀ in bf16 (f32 sums, rounded once) on

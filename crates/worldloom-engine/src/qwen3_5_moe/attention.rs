@@ -10,7 +10,7 @@ use candle_core::{D, DType, Tensor};
 
 use super::config::Config;
 use super::norm::ZeroCentredRmsNorm;
-use crate::kernels::cpu::try_decode_attention;
+use crate::kernels::cpu::{MAX_QUERY_ROWS, try_cached_attention};
 use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Gated full attention (`self_attn`).
@@ -221,15 +221,14 @@ impl FullAttention {
         let (k, v) = KvCache::append(cache, &k, &v)?;
         let s = k.dim(1)?;
         let scale = 1.0 / (hd as f64).sqrt();
-        if t == 1 {
-            // Decode on the CPU: read the cache in place, f32 sums.
-            if let Some(c) = cache.as_ref() {
-                let (k_buf, v_buf) = c.buffers();
-                let q1 = q.reshape((nh, hd))?;
-                if let Some(out) = try_decode_attention(&q1, k_buf, v_buf, s, scale as f32)? {
-                    let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
-                    return self.o_proj.forward(&gated);
-                }
+        if let Some(c) = cache.as_ref().filter(|_| t <= MAX_QUERY_ROWS) {
+            // Decode and short forwards (a verifying forward of speculative
+            // decoding) on the CPU: read the cache in place, f32 sums.
+            let (k_buf, v_buf) = c.buffers();
+            let q_rows = q.transpose(0, 1)?; // [t, heads, hd]
+            if let Some(out) = try_cached_attention(&q_rows, k_buf, v_buf, s, scale as f32)? {
+                let gated = (out * candle_nn::ops::sigmoid(&gate)?)?;
+                return self.o_proj.forward(&gated);
             }
         }
         let out = attend(&q, &k, &v, offset, scale, query_block(t, nh, s))?;
