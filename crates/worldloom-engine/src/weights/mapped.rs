@@ -156,6 +156,10 @@ impl FileMap {
     }
 }
 
+/// The window Linux maps around a read fault in a file mapping (the
+/// default `fault_around_bytes`), in bytes: a power of two.
+pub const FAULT_AROUND_BYTES: usize = 64 << 10;
+
 /// A byte range of a [`FileMap`], kept to release its pages later.
 #[derive(Debug, Clone)]
 pub struct MappedRange {
@@ -169,6 +173,48 @@ impl MappedRange {
     pub fn release(&self) {
         self.map.release(self.start, self.len);
     }
+
+    /// Releases, for each part `(offset, len)` of the range (in rising
+    /// order), the pages of the [`FAULT_AROUND_BYTES`]-aligned window of
+    /// virtual addresses around it ([`fault_windows`]): a read fault in a
+    /// file mapping maps the cached pages of that whole window (Linux's
+    /// fault-around), so releasing only the part's own pages would leave
+    /// the rest resident.
+    pub fn release_parts(&self, parts: impl IntoIterator<Item = (usize, usize)>) {
+        let bytes = self.map.bytes();
+        let mapping = (bytes.as_ptr() as usize, bytes.len());
+        for (from, to) in fault_windows(mapping, (self.start, self.len), parts) {
+            self.map.release(from, to - from);
+        }
+    }
+}
+
+/// The byte ranges (offsets into a mapping at address `base` of `mapped`
+/// bytes) to release for `parts` (`(offset, len)` in rising order, within
+/// the range `start..start + len` of the mapping): each part widened to
+/// the [`FAULT_AROUND_BYTES`]-aligned addresses around it and clamped to
+/// the mapping, overlapping or touching windows merged. A neighbour's
+/// pages released with a window are read again when touched.
+fn fault_windows(
+    (base, mapped): (usize, usize),
+    (start, len): (usize, usize),
+    parts: impl IntoIterator<Item = (usize, usize)>,
+) -> Vec<(usize, usize)> {
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for (offset, part) in parts {
+        let from = base + start + offset.min(len);
+        let to = from + part.min(len.saturating_sub(offset));
+        if to == from {
+            continue;
+        }
+        let lo = (from & !(FAULT_AROUND_BYTES - 1)).max(base) - base;
+        let hi = (to.next_multiple_of(FAULT_AROUND_BYTES) - base).min(mapped);
+        match windows.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => windows.push((lo, hi)),
+        }
+    }
+    windows
 }
 
 impl std::fmt::Debug for FileMap {
@@ -415,4 +461,55 @@ pub fn matmul_stored_blocks(w: &QTensor, x: &Tensor) -> Result<Option<Tensor>> {
         _ => return Ok(None),
     }
     Tensor::from_vec(dst, (m, n), &Device::Cpu).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const W: usize = FAULT_AROUND_BYTES;
+
+    /// Windows are the aligned addresses around each part, clamped to the
+    /// mapping (whose base need not be aligned), merged when they overlap
+    /// or touch, and parts are clamped to their range.
+    #[test]
+    fn fault_windows_cover_each_part_and_merge() {
+        // A mapping at 4 KiB past an aligned address, 10 windows long; the
+        // range starts 100 bytes in.
+        let base = 7 * W + 4096;
+        let mapping = (base, 10 * W);
+        let range = (100, 9 * W);
+        // One 1,152-byte row at the range's start: from the mapping's start
+        // (the aligned address lies before it) to the next aligned address.
+        assert_eq!(
+            fault_windows(mapping, range, [(0, 1152)]),
+            vec![(0, W - 4096)]
+        );
+        // Two rows in one window merge; a row two windows on stands alone.
+        let row = |i: usize| (i * 1152, 1152);
+        let far = 2 * W / 1152 + 1;
+        assert_eq!(
+            fault_windows(mapping, range, [row(1), row(2), row(far)]),
+            vec![(0, W - 4096), (2 * W - 4096, 3 * W - 4096)]
+        );
+        // Touching windows merge into one.
+        let next = (W - 4096 - 100) / 1152 + 1;
+        assert_eq!(
+            fault_windows(mapping, range, [row(0), row(next)]),
+            vec![(0, 2 * W - 4096)]
+        );
+        // A part running over the range's end is cut to it, one past it
+        // is dropped.
+        assert_eq!(
+            fault_windows(mapping, range, [(9 * W - 10, 50), (9 * W + 5, 8)]),
+            vec![(9 * W - 4096, 10 * W - 4096)]
+        );
+        // A window stops at the mapping's end.
+        let whole = (0, 10 * W);
+        assert_eq!(
+            fault_windows(mapping, whole, [(10 * W - 10, 10)]),
+            vec![(10 * W - 4096, 10 * W)]
+        );
+        assert!(fault_windows(mapping, range, []).is_empty());
+    }
 }
