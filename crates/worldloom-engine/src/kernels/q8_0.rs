@@ -395,6 +395,12 @@ pub(crate) mod imp {
         ]))
     }
 
+    /// How many tiles ahead [`tile_rows`] asks for the bytes it will read
+    /// (`prefetcht0`, one line for each line it reads now; 544-byte tiles,
+    /// so about 3 KB ahead): as for the K-quant tiles (`k_quants`), the
+    /// hardware's stream prefetcher stops at each 4 KiB page.
+    const PREFETCH_TILES: usize = 6;
+
     /// The 16 outputs of one tile column (16 weight rows, all of k) for
     /// input rows `m0..m0 + rows` (at most [`MT`]), written to `out`
     /// [rows, 16]. Two blocks per step with their own integer sums, so the
@@ -434,6 +440,12 @@ pub(crate) mod imp {
             let mut sum0 = [_mm512_setzero_si512(); R];
             let mut sum1 = [_mm512_setzero_si512(); R];
             for g in 0..QK / 4 {
+                for ahead in tiles.iter().skip(b + PREFETCH_TILES).take(2) {
+                    // SAFETY: a hint; the address lies in `ahead`'s 512
+                    // bytes of `qs` (its scales share the last line's
+                    // neighbour and come with the stream).
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(ahead.qs.as_ptr().add(g * 64).cast()) };
+                }
                 // SAFETY: 64 bytes at g · 64 lie inside the 512-byte `qs`.
                 let w0 = unsafe { _mm512_loadu_si512(t0.qs.as_ptr().add(g * 64).cast()) };
                 let w1 = unsafe { _mm512_loadu_si512(t1.qs.as_ptr().add(g * 64).cast()) };
