@@ -205,6 +205,17 @@ pub(super) mod imp {
         let all: __mmask32 = u32::MAX;
         for c in 0..full {
             let off = c * 32;
+            if R == 1 {
+                // One input row (decode): the next tile's C weight rows at
+                // this offset. At k = 2,048 a weight row is one 4 KiB page
+                // and the stream prefetcher starts over at every page.
+                // `wrapping_add` (past the last tile the address may lie
+                // outside `w`: a prefetch is a hint and never faults).
+                for j in 0..C {
+                    let ahead = w.wrapping_add((C + j) * k + off);
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.cast());
+                }
+            }
             let mut xv = [unsafe { load(x, 0) }; R];
             for (i, v) in xv.iter_mut().enumerate() {
                 // SAFETY: row i, columns off..off + 32 < k.
