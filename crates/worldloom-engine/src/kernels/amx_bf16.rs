@@ -105,7 +105,6 @@ pub(crate) fn matmul_bt(
     unreachable!("`available` is false off x86-64");
     #[cfg(target_arch = "x86_64")]
     {
-        use rayon::prelude::*;
         let full = m / 16 * 16;
         let mut tail = Vec::new();
         if full < m {
@@ -133,12 +132,7 @@ pub(crate) fn matmul_bt(
                 unsafe { imp::panel(&rows, &packed, ptr.get().add(j0), n) };
             }
         };
-        let tasks = panels.div_ceil(PANELS_PER_TASK);
-        if parallel {
-            (0..tasks).into_par_iter().for_each(task);
-        } else {
-            (0..tasks).for_each(task);
-        }
+        super::disjoint::run_tasks(panels.div_ceil(PANELS_PER_TASK), parallel, task);
     }
 }
 

@@ -104,7 +104,6 @@ pub fn matmul_bt(
     unreachable!("`available` is false off x86-64");
     #[cfg(target_arch = "x86_64")]
     {
-        use rayon::prelude::*;
         let ptr = super::disjoint::DisjointOut::new(out);
         let tasks = n.div_ceil(COLS_PER_TASK);
         // Whole 16-row groups go packed; a last partial group too when it
@@ -144,11 +143,7 @@ pub fn matmul_bt(
                     }
                 };
             };
-            if parallel {
-                (0..tasks).into_par_iter().for_each(task);
-            } else {
-                (0..tasks).for_each(task);
-            }
+            super::disjoint::run_tasks(tasks, parallel, task);
         }
     }
 }

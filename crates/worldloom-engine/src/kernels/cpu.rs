@@ -13,6 +13,8 @@
 use candle_core::{CpuStorage, DType, Storage, Tensor};
 use rayon::prelude::*;
 
+use super::f32_rows::AttendShape;
+
 /// Most rows of `x` the streaming kernel takes; beyond it a widened
 /// weight and a gemm win.
 pub const MAX_STREAM_ROWS: usize = 32;
@@ -315,27 +317,10 @@ impl<T: Widen> pulp::WithSimd for HeadTask<'_, T> {
     }
 }
 
-/// The widths of one [`attend_one`] call.
-#[derive(Clone, Copy)]
-struct AttendShape {
-    /// Query heads.
-    heads: usize,
-    /// KV heads (dividing `heads`).
-    kv_heads: usize,
-    /// Positions the cache holds per KV head.
-    capacity: usize,
-    /// Valid positions (≤ `capacity`).
-    s: usize,
-    /// Head width.
-    hd: usize,
-    /// Score scale (1/√hd in the models).
-    scale: f32,
-}
-
-/// Decode attention on the CPU: one query position, `q` [heads, hd] (f32)
-/// against the first `s` positions of a KV cache stored as `k`, `v`
-/// [kv_heads, capacity, hd]; query head h reads KV head h / (heads /
-/// kv_heads). Returns [heads, hd] in f32. Reads each cached K and V row
+/// Decode attention on the CPU: one query position (`shape.queries` is 1),
+/// `q` [heads, hd] (f32) against the first `s` positions of a KV cache
+/// stored as `k`, `v` [kv_heads, capacity, hd]; query head h reads KV head
+/// h / (heads / kv_heads). Returns [heads, hd] in f32. Reads each cached K and V row
 /// once per query head and copies nothing.
 fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<f32> {
     let AttendShape { s, hd, scale, .. } = shape;
@@ -410,6 +395,7 @@ pub fn try_cached_attention(
             return Ok(None);
         };
         let shape = AttendShape {
+            queries,
             heads,
             kv_heads,
             capacity,
@@ -419,15 +405,6 @@ pub fn try_cached_attention(
         };
         match (&*ks, &*vs) {
             (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v))) if f32_rows => {
-                let shape = super::f32_rows::AttendShape {
-                    queries,
-                    heads,
-                    kv_heads,
-                    capacity,
-                    s,
-                    hd,
-                    scale,
-                };
                 super::f32_rows::attend(&qs, &k[k0..k1], &v[v0..v1], shape)
             }
             (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v))) => {

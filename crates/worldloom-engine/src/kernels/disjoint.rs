@@ -1,6 +1,7 @@
 //! An output buffer's pointer shared by parallel tasks that each write a
 //! disjoint set of its elements (tile columns of a matmul's output), where
-//! the sets are strided and so cannot be handed out as `&mut` sub-slices.
+//! the sets are strided and so cannot be handed out as `&mut` sub-slices;
+//! and the one way the kernels run such tasks ([`run_tasks`]).
 //!
 //! Allowed `unsafe`: the `Send`/`Sync` impls. Holding or copying the
 //! wrapper is harmless; every write through [`DisjointOut::get`] is an
@@ -34,5 +35,17 @@ impl<T> DisjointOut<T> {
     /// wrapper rather than its field).
     pub(crate) fn get(self) -> *mut T {
         self.0
+    }
+}
+
+/// Runs `task(t)` for t in `0..tasks`: on the rayon pool when `parallel`,
+/// else in order on the calling thread (a product too small to pay for
+/// waking the pool, or a caller already inside a pool task).
+pub(crate) fn run_tasks(tasks: usize, parallel: bool, task: impl Fn(usize) + Sync + Send) {
+    if parallel {
+        use rayon::prelude::*;
+        (0..tasks).into_par_iter().for_each(task);
+    } else {
+        (0..tasks).for_each(task);
     }
 }

@@ -81,7 +81,6 @@ fn matmul_bt_on(
     unreachable!("`available` is false off x86-64");
     #[cfg(target_arch = "x86_64")]
     {
-        use rayon::prelude::*;
         let ptr = super::disjoint::DisjointOut::new(out);
         let task = |task: usize| {
             let j0 = task * COLS_PER_TASK;
@@ -91,16 +90,12 @@ fn matmul_bt_on(
             // disjoint columns of `out`.
             unsafe { imp::block(x, w, (m, k, n), (j0, cols), ptr.get()) };
         };
-        let tasks = n.div_ceil(COLS_PER_TASK);
-        if parallel {
-            (0..tasks).into_par_iter().for_each(task);
-        } else {
-            (0..tasks).for_each(task);
-        }
+        super::disjoint::run_tasks(n.div_ceil(COLS_PER_TASK), parallel, task);
     }
 }
 
-/// The widths of one [`attend`] call.
+/// The widths of an attention over a KV cache read in place ([`attend`],
+/// and `cpu`'s one-query kernel).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AttendShape {
     /// New query positions (the last `queries` of the `s` valid ones).

@@ -22,7 +22,7 @@ pub(crate) mod k_quants;
 pub(crate) mod q8_0;
 
 use candle_core::quantized::GgmlDType;
-use candle_core::{CpuStorage, DType, Storage, Tensor};
+use candle_core::{DType, Storage, Tensor};
 
 use k_quants::{PackedQ4K, PackedQ6K, Q8K};
 use q8_0::{Activations, PackedQ8_0};
@@ -213,32 +213,15 @@ fn try_linear_f32(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>>
         || x.dtype() != DType::F32
         || w.dtype() != DType::F32
         || !f32_rows::available()
+        || !x
+            .dims2()
+            .is_ok_and(|(m, _)| (1..=f32_rows::MAX_ROWS).contains(&m))
     {
         return Ok(None);
     }
-    let (m, k) = x.dims2()?;
-    let (n, k_w) = w.dims2()?;
-    if k != k_w || m == 0 || m > f32_rows::MAX_ROWS {
-        return Ok(None);
-    }
-    let x = x.contiguous()?;
-    let mut out = vec![0f32; m * n];
-    {
-        let (w_storage, w_layout) = w.storage_and_layout();
-        let (x_storage, x_layout) = x.storage_and_layout();
-        let (Some((ws, we)), Some((xs, xe))) =
-            (w_layout.contiguous_offsets(), x_layout.contiguous_offsets())
-        else {
-            return Ok(None);
-        };
-        match (&*x_storage, &*w_storage) {
-            (Storage::Cpu(CpuStorage::F32(xv)), Storage::Cpu(CpuStorage::F32(wv))) => {
-                f32_rows::matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out);
-            }
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(Tensor::from_vec(out, (m, n), x.device())?))
+    matmul_bt_on_slices::<f32>(x, w, |x, w, mkn, out| {
+        f32_rows::matmul_bt(x, w, mkn, out);
+    })
 }
 
 /// out [m, n] = x [m, k] · w [n, k]ᵀ in bf16 (f32 sums, rounded once) on
@@ -267,13 +250,28 @@ fn try_linear_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>
     if x.dtype() != DType::BF16 || w.dtype() != DType::BF16 || !avx512_bf16::available() {
         return Ok(None);
     }
+    matmul_bt_on_slices::<half::bf16>(x, w, |x, w, mkn, out| {
+        bf16_matmul_bt(x, w, mkn, out, true);
+    })
+}
+
+/// `kernel(x, w, (m, k, n), out)` on the CPU storage of `x` [m, k] (made
+/// contiguous) and `w` [n, k] (a contiguous plain or narrowed view) as
+/// slices of `T`, returning `out` [m, n] (zeroed first) as a tensor;
+/// `None` when the widths disagree or either storage is not a contiguous
+/// CPU buffer of `T`.
+fn matmul_bt_on_slices<T: candle_core::WithDType>(
+    x: &Tensor,
+    w: &Tensor,
+    kernel: impl FnOnce(&[T], &[T], (usize, usize, usize), &mut [T]),
+) -> candle_core::Result<Option<Tensor>> {
     let (m, k) = x.dims2()?;
     let (n, k_w) = w.dims2()?;
     if k != k_w {
         return Ok(None);
     }
     let x = x.contiguous()?;
-    let mut out = vec![half::bf16::ZERO; m * n];
+    let mut out = vec![T::from_f64(0.0); m * n];
     {
         let (w_storage, w_layout) = w.storage_and_layout();
         let (x_storage, x_layout) = x.storage_and_layout();
@@ -282,12 +280,13 @@ fn try_linear_bf16(x: &Tensor, w: &Tensor) -> candle_core::Result<Option<Tensor>
         else {
             return Ok(None);
         };
-        match (&*x_storage, &*w_storage) {
-            (Storage::Cpu(CpuStorage::BF16(xv)), Storage::Cpu(CpuStorage::BF16(wv))) => {
-                bf16_matmul_bt(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out, true);
-            }
-            _ => return Ok(None),
-        }
+        let (Storage::Cpu(xv), Storage::Cpu(wv)) = (&*x_storage, &*w_storage) else {
+            return Ok(None);
+        };
+        let (Ok(xv), Ok(wv)) = (xv.as_slice::<T>(), wv.as_slice::<T>()) else {
+            return Ok(None);
+        };
+        kernel(&xv[xs..xe], &wv[ws..we], (m, k, n), &mut out);
     }
     Ok(Some(Tensor::from_vec(out, (m, n), x.device())?))
 }

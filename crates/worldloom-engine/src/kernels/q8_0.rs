@@ -185,7 +185,6 @@ pub(crate) fn run_tiles(
     parallel: bool,
     column: impl Fn(usize, usize, usize, &mut [f32]) + Sync,
 ) -> Vec<f32> {
-    use rayon::prelude::*;
     let mut out = vec![0f32; m * n];
     let ptr = super::disjoint::DisjointOut::new(&mut out);
     let task = |t: usize| {
@@ -206,12 +205,7 @@ pub(crate) fn run_tiles(
             }
         }
     };
-    let tiles = n / TILE_ROWS;
-    if parallel {
-        (0..tiles).into_par_iter().for_each(task);
-    } else {
-        (0..tiles).for_each(task);
-    }
+    super::disjoint::run_tasks(n / TILE_ROWS, parallel, task);
     out
 }
 
