@@ -6,13 +6,13 @@
 //! f16 by a branch-free conversion, f32 as is) and multiplied with f32
 //! accumulators in [`LANES`] independent lanes; rows are split over rayon
 //! tasks (on the calling thread when the work is small,
-//! [`PARALLEL_MIN_MACS`]), each run under `pulp`'s runtime dispatch so the
+//! [`super::disjoint::PARALLEL_MIN_MACS`]), each run under `pulp`'s runtime dispatch so the
 //! loops compile for the best instruction set the CPU has while the crate
 //! builds for the baseline.
 
 use candle_core::{CpuStorage, DType, Storage, Tensor};
-use rayon::prelude::*;
 
+use super::disjoint::{PARALLEL_MIN_MACS, run_chunks};
 use super::f32_rows::AttendShape;
 
 /// Most rows of `x` the streaming kernel takes; beyond it a widened
@@ -21,11 +21,6 @@ pub const MAX_STREAM_ROWS: usize = 32;
 
 /// Weight rows per parallel task.
 const ROWS_PER_TASK: usize = 16;
-
-/// Products of fewer multiply-adds than this (m · n · k) run on the
-/// calling thread: waking the pool costs more than they do (a 128 × 128
-/// projection of one row is ~2 µs of work).
-const PARALLEL_MIN_MACS: usize = 1 << 17;
 
 /// Independent partial sums of the dot products: 32 f32 lanes are four
 /// AVX2 accumulators, enough to hide the add latency.
@@ -227,17 +222,8 @@ fn run<T: Widen>(w: &[T], xs: &[f32], m: usize, k: usize, out_t: &mut [f32]) {
             row: &mut row,
         });
     };
-    if out_t.len() * k < PARALLEL_MIN_MACS {
-        out_t
-            .chunks_mut(ROWS_PER_TASK * m)
-            .enumerate()
-            .for_each(task);
-    } else {
-        out_t
-            .par_chunks_mut(ROWS_PER_TASK * m)
-            .enumerate()
-            .for_each(task);
-    }
+    let parallel = out_t.len() * k >= PARALLEL_MIN_MACS;
+    run_chunks(out_t, ROWS_PER_TASK * m, parallel, task);
 }
 
 /// `x @ wᵀ` for CPU `x` [m ≤ MAX_STREAM_ROWS, k] and a contiguous bf16
@@ -338,17 +324,18 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
             out,
         });
     };
-    if shape.heads * s * hd * 2 < PARALLEL_MIN_MACS {
-        out.chunks_mut(hd).enumerate().for_each(task);
-    } else {
-        out.par_chunks_mut(hd).enumerate().for_each(task);
-    }
+    run_chunks(
+        &mut out,
+        hd,
+        shape.heads * s * hd * 2 >= PARALLEL_MIN_MACS,
+        task,
+    );
     out
 }
 
 /// Most query positions [`try_cached_attention`] takes over an f32 cache;
 /// beyond them a batched matmul of the queries wins.
-pub const MAX_QUERY_ROWS: usize = 64;
+const MAX_QUERY_ROWS: usize = 64;
 
 /// Attention of the last `queries` of `s` valid positions over a KV cache
 /// read in place: `q` [queries, heads, hd] (any float dtype), `k_buf`,

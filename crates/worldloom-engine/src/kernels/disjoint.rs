@@ -1,7 +1,8 @@
 //! An output buffer's pointer shared by parallel tasks that each write a
 //! disjoint set of its elements (tile columns of a matmul's output), where
 //! the sets are strided and so cannot be handed out as `&mut` sub-slices;
-//! and the one way the kernels run such tasks ([`run_tasks`]).
+//! and the one way the kernels run their tasks, on the pool or on the
+//! calling thread ([`run_tasks`], [`run_chunks`], [`PARALLEL_MIN_MACS`]).
 //!
 //! Allowed `unsafe`: the `Send`/`Sync` impls. Holding or copying the
 //! wrapper is harmless; every write through [`DisjointOut::get`] is an
@@ -35,6 +36,27 @@ impl<T> DisjointOut<T> {
     /// wrapper rather than its field).
     pub(crate) fn get(self) -> *mut T {
         self.0
+    }
+}
+
+/// Work below this many multiply-adds (m · n · k of a product, or its
+/// equivalent) runs on the calling thread: waking the pool costs more than
+/// it does (a 128 × 128 projection of one row is ~2 µs of work).
+pub(crate) const PARALLEL_MIN_MACS: usize = 1 << 18;
+
+/// Runs `task((i, chunk))` for the `chunk`-long pieces of `out` in order:
+/// on the rayon pool when `parallel`, else on the calling thread.
+pub(crate) fn run_chunks<T: Send>(
+    out: &mut [T],
+    chunk: usize,
+    parallel: bool,
+    task: impl Fn((usize, &mut [T])) + Sync + Send,
+) {
+    if parallel {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk).enumerate().for_each(task);
+    } else {
+        out.chunks_mut(chunk).enumerate().for_each(task);
     }
 }
 

@@ -23,6 +23,8 @@
 //! [`matmul_bt`] asserts once.
 #![allow(unsafe_code)]
 
+use super::disjoint::PARALLEL_MIN_MACS;
+
 /// Most rows of `x` this kernel takes; beyond them the packed gemm wins.
 pub(crate) const MAX_ROWS: usize = 32;
 
@@ -38,10 +40,6 @@ const NR_ONE: usize = 4;
 
 /// Weight rows per parallel task.
 const COLS_PER_TASK: usize = 64;
-
-/// Products of fewer multiply-adds than this (m · n · k) run on the
-/// calling thread: waking the pool costs more than they do.
-const PARALLEL_MIN_MACS: usize = 1 << 18;
 
 /// Whether this CPU runs the kernel (AVX2 and FMA; read once by `std`).
 pub(crate) fn available() -> bool {

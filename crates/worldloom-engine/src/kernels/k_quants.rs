@@ -513,6 +513,7 @@ mod imp {
         let low = _mm512_set1_epi8(0x0F);
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
+            let ahead = tiles.get(b + PREFETCH_TILES);
             // Each input row's block as a fixed-size array: the offsets
             // below are constants once the loops unroll, so no bounds
             // check is left in the product loop.
@@ -523,7 +524,7 @@ mod imp {
                 let mut lo_sum = [_mm512_setzero_si512(); R];
                 let mut hi_sum = [_mm512_setzero_si512(); R];
                 for g in 0..8 {
-                    if let Some(ahead) = tiles.get(b + PREFETCH_TILES) {
+                    if let Some(ahead) = ahead {
                         // SAFETY: a hint; the address lies in `ahead`'s
                         // 2,048 bytes of `qs`.
                         unsafe {
@@ -662,6 +663,7 @@ mod imp {
         let high = _mm512_set1_epi8(0x30);
         let mut acc = [_mm512_setzero_ps(); R];
         for (b, tile) in tiles.iter().enumerate() {
+            let ahead = tiles.get(b + PREFETCH_TILES);
             let xs: [&[i8; QK_K]; R] =
                 std::array::from_fn(|i| block_of(&acts.qs, (m0 + i) * k + b * QK_K));
             let mut isum = [_mm512_setzero_si512(); R];
@@ -670,7 +672,7 @@ mod imp {
                     let mut sum = [[_mm512_setzero_si512(); R]; 4];
                     for g in 4 * g_half..4 * g_half + 4 {
                         let at = (half * 8 + g) * 3 * 64;
-                        if let Some(ahead) = tiles.get(b + PREFETCH_TILES) {
+                        if let Some(ahead) = ahead {
                             // SAFETY: a hint; the address lies in `ahead`'s
                             // 3,072 bytes of `q`.
                             unsafe {

@@ -431,10 +431,12 @@ pub(crate) mod imp {
         let mut acc = [_mm512_setzero_ps(); R];
         for b in (0..kb).step_by(2) {
             let (t0, t1) = (&tiles[b], &tiles[b + 1]);
+            let ahead = tiles.get(b + PREFETCH_TILES..).unwrap_or(&[]);
+            let ahead = &ahead[..ahead.len().min(2)];
             let mut sum0 = [_mm512_setzero_si512(); R];
             let mut sum1 = [_mm512_setzero_si512(); R];
             for g in 0..QK / 4 {
-                for ahead in tiles.iter().skip(b + PREFETCH_TILES).take(2) {
+                for ahead in ahead {
                     // SAFETY: a hint; the address lies in `ahead`'s 512
                     // bytes of `qs` (its scales share the last line's
                     // neighbour and come with the stream).

@@ -10,7 +10,7 @@ use candle_core::{D, DType, Tensor};
 
 use super::config::Config;
 use super::norm::ZeroCentredRmsNorm;
-use crate::kernels::cpu::{MAX_QUERY_ROWS, try_cached_attention};
+use crate::kernels::cpu::try_cached_attention;
 use crate::weights::{LinearWeight, LoadError, Weights};
 
 /// Gated full attention (`self_attn`).
@@ -221,9 +221,10 @@ impl FullAttention {
         let (k, v) = KvCache::append(cache, &k, &v)?;
         let s = k.dim(1)?;
         let scale = 1.0 / (hd as f64).sqrt();
-        if let Some(c) = cache.as_ref().filter(|_| t <= MAX_QUERY_ROWS) {
+        if let Some(c) = cache.as_ref() {
             // Decode and short forwards (a verifying forward of speculative
-            // decoding) on the CPU: read the cache in place, f32 sums.
+            // decoding) on the CPU: read the cache in place, f32 sums
+            // (`try_cached_attention` declines what it does not take).
             let (k_buf, v_buf) = c.buffers();
             let q_rows = q.transpose(0, 1)?; // [t, heads, hd]
             if let Some(out) = try_cached_attention(&q_rows, k_buf, v_buf, s, scale as f32)? {
