@@ -333,8 +333,11 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
     out
 }
 
-/// Most query positions [`try_cached_attention`] takes over an f32 cache;
-/// beyond them a batched matmul of the queries wins.
+/// Most query positions [`super::f32_rows::attend`] takes; beyond them
+/// the tiled kernel of [`super::flash_f32`] (or, without AVX-512, a
+/// batched matmul of the queries) wins. Below it a position's sums do not
+/// depend on how many positions a forward carries, which keeps a verifying
+/// forward's logits equal to decode's.
 const MAX_QUERY_ROWS: usize = 64;
 
 /// Attention of the last `queries` of `s` valid positions over a KV cache
@@ -344,8 +347,9 @@ const MAX_QUERY_ROWS: usize = 64;
 /// (decode) over a bf16, f16 or f32 cache runs [`attend_one`]; up to
 /// [`MAX_QUERY_ROWS`] (a verifying forward of speculative decoding, a
 /// short turn) over an f32 cache run [`super::f32_rows::attend`] where the
-/// CPU has AVX2 + FMA. `None` when neither applies (dtype, device,
-/// layout, query count).
+/// CPU has AVX2 + FMA; more (a prompt piece) over an f32 cache run
+/// [`super::flash_f32::attend`] where it has AVX-512F. `None` when none
+/// applies (dtype, device, layout, query count).
 pub fn try_cached_attention(
     q: &Tensor,
     k_buf: &Tensor,
@@ -359,7 +363,12 @@ pub fn try_cached_attention(
     let (queries, heads, hd) = q.dims3()?;
     let (kv_heads, capacity, hd_k) = k_buf.dims3()?;
     let f32_rows = k_buf.dtype() == DType::F32 && super::f32_rows::available();
-    let most = if f32_rows { MAX_QUERY_ROWS } else { 1 };
+    let flash = f32_rows && super::flash_f32::available() && super::flash_f32::takes(hd);
+    let most = match (f32_rows, flash) {
+        (_, true) => usize::MAX,
+        (true, false) => MAX_QUERY_ROWS,
+        (false, _) => 1,
+    };
     if hd != hd_k
         || v_buf.dims() != k_buf.dims()
         || heads % kv_heads != 0
@@ -391,6 +400,11 @@ pub fn try_cached_attention(
             scale,
         };
         match (&*ks, &*vs) {
+            (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v)))
+                if flash && queries > MAX_QUERY_ROWS =>
+            {
+                super::flash_f32::attend(&qs, &k[k0..k1], &v[v0..v1], shape)
+            }
             (Storage::Cpu(CpuStorage::F32(k)), Storage::Cpu(CpuStorage::F32(v))) if f32_rows => {
                 super::f32_rows::attend(&qs, &k[k0..k1], &v[v0..v1], shape)
             }

@@ -16,6 +16,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 mod disjoint;
 pub(crate) mod f32_rows;
+pub(crate) mod flash_f32;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
 pub(crate) mod k_quants;
