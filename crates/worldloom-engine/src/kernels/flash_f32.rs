@@ -403,15 +403,8 @@ mod tests {
 
     /// f64 reference with the same layout and causal rule.
     fn reference(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec<f64> {
-        let AttendShape {
-            queries,
-            heads,
-            kv_heads,
-            capacity,
-            s,
-            hd,
-            scale,
-        } = shape;
+        let (queries, heads, hd, s) = (shape.queries, shape.heads, shape.hd, shape.s);
+        let (kv_heads, capacity, scale) = (shape.kv_heads, shape.capacity, shape.scale);
         let groups = heads / kv_heads;
         let mut out = vec![0f64; queries * heads * hd];
         for i in 0..queries {

@@ -48,7 +48,7 @@ const BLOCK_BYTES: usize = 2 + QK;
 pub const TILE_ROWS: usize = 16;
 /// Input rows multiplied together against one tile column (by every tile
 /// kernel: [`run_tiles`] hands them out).
-pub(crate) const MT: usize = 4;
+pub(crate) const MT: usize = 8;
 
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
 /// library and cached).
@@ -320,7 +320,11 @@ macro_rules! for_rows {
             1 => unsafe { $f::<1>($($arg),*) },
             2 => unsafe { $f::<2>($($arg),*) },
             3 => unsafe { $f::<3>($($arg),*) },
-            _ => unsafe { $f::<4>($($arg),*) },
+            4 => unsafe { $f::<4>($($arg),*) },
+            5 => unsafe { $f::<5>($($arg),*) },
+            6 => unsafe { $f::<6>($($arg),*) },
+            7 => unsafe { $f::<7>($($arg),*) },
+            _ => unsafe { $f::<8>($($arg),*) },
         }
     };
 }
