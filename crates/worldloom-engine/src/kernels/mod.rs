@@ -7,7 +7,9 @@
 //! Q8_0, Q4_K and Q6_K weights on AVX-512 VNNI CPUs in llama.cpp's
 //! arithmetic, on tiles built once per weight ([`PackedWeight`]).
 //! [`bf16_matmul_bt`] multiplies bf16 by bf16 on AMX tiles ([`amx_bf16`])
-//! or AVX512-BF16 ([`avx512_bf16`]).
+//! or AVX512-BF16 ([`avx512_bf16`]). Attention over an f32 KV cache read
+//! in place runs on [`f32_rows`]' tiles for up to 64 positions and on
+//! [`flash_f32`]'s key tiles with a running softmax for a prompt piece.
 
 pub(crate) mod amx_bf16;
 pub(crate) mod avx512_bf16;
