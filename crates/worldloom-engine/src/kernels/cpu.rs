@@ -364,10 +364,12 @@ pub fn try_cached_attention(
     let (kv_heads, capacity, hd_k) = k_buf.dims3()?;
     let f32_rows = k_buf.dtype() == DType::F32 && super::f32_rows::available();
     let flash = f32_rows && super::flash_f32::available() && super::flash_f32::takes(hd);
-    let most = match (f32_rows, flash) {
-        (_, true) => usize::MAX,
-        (true, false) => MAX_QUERY_ROWS,
-        (false, _) => 1,
+    let most = if flash {
+        usize::MAX
+    } else if f32_rows {
+        MAX_QUERY_ROWS
+    } else {
+        1
     };
     if hd != hd_k
         || v_buf.dims() != k_buf.dims()

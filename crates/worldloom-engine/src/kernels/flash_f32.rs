@@ -96,7 +96,7 @@ pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec
     let tiles = s.div_ceil(KEYS);
     let parallel = queries * heads * s * hd >= PARALLEL_MIN_MACS;
 
-    // K of each KV head as tile panels [tiles][hd][KEYS], zeros past `s`.
+    // K of each KV head as tile panels [tiles, hd, KEYS], zeros past `s`.
     let panel = hd * KEYS;
     let mut kt = vec![0f32; kv_heads * tiles * panel];
     run_chunks(&mut kt, panel, parallel, |(i, p)| {
@@ -186,7 +186,7 @@ mod imp {
     }
 
     /// Scores of [`MR_QK`] query rows (`q`, stride `hd`) against one tile
-    /// panel ([hd][KEYS]) into `p` (stride KEYS).
+    /// panel ([hd, KEYS]) into `p` (stride KEYS).
     ///
     /// # Safety
     /// AVX-512F present; `q` points at MR_QK · hd values, `panel` at
@@ -279,7 +279,7 @@ mod imp {
     /// Attention of one task's query rows: `qg` [padded, hd] (rows past
     /// `limits.len()` zero, padded a multiple of MR_QK, pre-scaled by
     /// scale · log2 e), row r seeing keys `0..limits[r]`; `panels` the
-    /// KV head's K tiles [tiles][hd][KEYS]; `vg` its V rows [s, hd].
+    /// KV head's K tiles [tiles, hd, KEYS]; `vg` its V rows [s, hd].
     /// Returns the normalised outputs [padded, hd] (padding rows zero).
     ///
     /// # Safety

@@ -835,7 +835,8 @@ mod tests {
         // Tiles of the blocks' size (Q4_K's scales unpacked: 1.03×).
         assert_eq!(p6.tiles.len() * size_of::<Q6KTile>(), b6.len());
         assert_eq!(p4.tiles.len() * size_of::<Q4KTile>(), b4.len() / 144 * 148);
-        for m in [1, 3, 4, 9] {
+        // Every pass width 1..=MT (9 = 8 + 1, 13 = 8 + 5, 14 = 8 + 6, 15 = 8 + 7).
+        for m in [1, 2, 3, 4, 9, 13, 14, 15] {
             let x = input(m, k);
             check(&p4.matmul(&x, m), &reference(&q4, &x, m, n, k), "Q4_K");
             check(&p6.matmul(&x, m), &reference(&q6, &x, m, n, k), "Q6_K");

@@ -49,6 +49,8 @@ pub const TILE_ROWS: usize = 16;
 /// Input rows multiplied together against one tile column (by every tile
 /// kernel: [`run_tiles`] hands them out).
 pub(crate) const MT: usize = 8;
+// `for_rows!` has one arm per row count 1..=MT.
+const _: () = assert!(MT == 8);
 
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
 /// library and cached).
@@ -307,7 +309,7 @@ impl Activations {
     }
 }
 
-/// Calls `$f::<R>($args)` for `R` = `$rows` (1 to 3, else 4): the tile
+/// Calls `$f::<R>($args)` for `R` = `$rows` (1 to 7, else 8 = [`MT`]): the tile
 /// kernels' row loops are unrolled per row count, so their sums stay in
 /// registers (with a run-time count they spilled, and a one-row decode ran
 /// at about half speed). Expands inside an `unsafe fn` with the callee's
@@ -570,7 +572,8 @@ mod tests {
         let packed = PackedQ8_0::pack(&blocks, n, k).expect("packs");
         // The tiles are the blocks' size.
         assert_eq!(packed.tiles.len() * size_of::<Tile>(), blocks.len());
-        for m in [1, 3, 4, 9] {
+        // Every pass width 1..=MT (9 = 8 + 1, 13 = 8 + 5, 14 = 8 + 6, 15 = 8 + 7).
+        for m in [1, 2, 3, 4, 9, 13, 14, 15] {
             let mut x: Vec<f32> = (0..m * k).map(|i| val(i + 7, 1.0)).collect();
             x[5] = 40.0;
             if m > 1 {

@@ -222,9 +222,10 @@ impl FullAttention {
         let s = k.dim(1)?;
         let scale = 1.0 / (hd as f64).sqrt();
         if let Some(c) = cache.as_ref() {
-            // Decode and short forwards (a verifying forward of speculative
-            // decoding) on the CPU: read the cache in place, f32 sums
-            // (`try_cached_attention` declines what it does not take).
+            // On the CPU, decode, short forwards (a verifying forward of
+            // speculative decoding) and prompt pieces over an f32 cache:
+            // read the cache in place, f32 sums (`try_cached_attention`
+            // declines what it does not take).
             let (k_buf, v_buf) = c.buffers();
             let q_rows = q.transpose(0, 1)?; // [t, heads, hd]
             if let Some(out) = try_cached_attention(&q_rows, k_buf, v_buf, s, scale as f32)? {
