@@ -4,8 +4,9 @@
 //! where it applies and to candle's matmul elsewhere. [`fused`] holds the
 //! fused decode ops (candle custom ops with a CPU reference and, in `cuda`
 //! builds, their CUDA twins in `cuda`). [`q8_0`] and [`k_quants`] multiply
-//! Q8_0, Q4_K and Q6_K weights on AVX-512 VNNI CPUs in llama.cpp's
-//! arithmetic, on tiles built once per weight ([`PackedWeight`]).
+//! Q8_0, Q4_K, Q5_K and Q6_K weights on AVX-512 VNNI, AVX-VNNI or AVX2 in
+//! llama.cpp's arithmetic, on tiles built once per weight
+//! ([`PackedWeight`]); the 256-bit forms share [`simd256`]'s product.
 //! [`bf16_matmul_bt`] multiplies bf16 by bf16 on AMX tiles ([`amx_bf16`])
 //! or AVX512-BF16 ([`avx512_bf16`]). Attention over an f32 KV cache read
 //! in place runs on [`f32_rows`]' tiles for up to 64 positions and on
@@ -23,22 +24,27 @@ pub(crate) mod fused;
 pub(crate) mod fused_params;
 pub(crate) mod k_quants;
 pub(crate) mod q8_0;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod simd256;
 
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Storage, Tensor};
 
-use k_quants::{PackedQ4K, PackedQ6K, Q8K};
+use k_quants::{PackedQ4K, PackedQ5K, PackedQ6K, Q8K};
 use q8_0::{Activations, PackedQ8_0};
 
 /// A quantized weight [n, k] repacked into 16-row tiles for the crate's
-/// AVX-512 VNNI kernels, which quantize the input as llama.cpp does for the
-/// weight's type (Q8_0 blocks for Q8_0, Q8_K for the K-quants).
+/// kernels (AVX-512 VNNI, AVX-VNNI or AVX2: [`q8_0::tile_isa`]), which
+/// quantize the input as llama.cpp does for the weight's type (Q8_0 blocks
+/// for Q8_0, Q8_K for the K-quants).
 #[derive(Debug)]
 pub enum PackedWeight {
     /// [`q8_0`]'s tiles (the blocks' size).
     Q8_0(PackedQ8_0),
     /// [`k_quants`]' Q4_K tiles (1.03 × the blocks).
     Q4K(PackedQ4K),
+    /// [`k_quants`]' Q5_K tiles (1.02 × the blocks).
+    Q5K(PackedQ5K),
     /// [`k_quants`]' Q6_K tiles (the blocks' size).
     Q6K(PackedQ6K),
 }
@@ -52,6 +58,7 @@ impl PackedWeight {
         match dtype {
             GgmlDType::Q8_0 => PackedQ8_0::pack(blocks, n, k).map(Self::Q8_0),
             GgmlDType::Q4K => PackedQ4K::pack_q4k(blocks, n, k).map(Self::Q4K),
+            GgmlDType::Q5K => PackedQ5K::pack_q5k(blocks, n, k).map(Self::Q5K),
             GgmlDType::Q6K => PackedQ6K::pack_q6k(blocks, n, k).map(Self::Q6K),
             _ => None,
         }
@@ -62,7 +69,7 @@ impl PackedWeight {
     pub fn applies(dtype: GgmlDType, n: usize, k: usize) -> bool {
         match dtype {
             GgmlDType::Q8_0 => q8_0::applies(n, k),
-            GgmlDType::Q4K | GgmlDType::Q6K => k_quants::applies(n, k),
+            GgmlDType::Q4K | GgmlDType::Q5K | GgmlDType::Q6K => k_quants::applies(n, k),
             _ => false,
         }
     }
@@ -72,6 +79,7 @@ impl PackedWeight {
         match self {
             Self::Q8_0(p) => p.rows(),
             Self::Q4K(p) => p.rows(),
+            Self::Q5K(p) => p.rows(),
             Self::Q6K(p) => p.rows(),
         }
     }
@@ -81,6 +89,7 @@ impl PackedWeight {
         match self {
             Self::Q8_0(p) => p.cols(),
             Self::Q4K(p) => p.cols(),
+            Self::Q5K(p) => p.cols(),
             Self::Q6K(p) => p.cols(),
         }
     }
@@ -93,6 +102,7 @@ impl PackedWeight {
         match self {
             Self::Q8_0(p) => p.matmul(x, m),
             Self::Q4K(p) => p.matmul(x, m),
+            Self::Q5K(p) => p.matmul(x, m),
             Self::Q6K(p) => p.matmul(x, m),
         }
     }
@@ -108,7 +118,9 @@ impl PackedWeight {
         assert_eq!(x.len(), m * k, "input is not [{m}, {k}]");
         match self {
             Self::Q8_0(_) => QuantizedInput::Q8_0(Activations::quantize(x, m, k)),
-            Self::Q4K(_) | Self::Q6K(_) => QuantizedInput::Q8K(Q8K::quantize(x, m, k)),
+            Self::Q4K(_) | Self::Q5K(_) | Self::Q6K(_) => {
+                QuantizedInput::Q8K(Q8K::quantize(x, m, k))
+            }
         }
     }
 
@@ -134,6 +146,7 @@ impl PackedWeight {
         match (self, input) {
             (Self::Q8_0(p), QuantizedInput::Q8_0(a)) => Some(p.matmul_quantized(a, parallel)),
             (Self::Q4K(p), QuantizedInput::Q8K(a)) => Some(p.matmul_quantized(a, parallel)),
+            (Self::Q5K(p), QuantizedInput::Q8K(a)) => Some(p.matmul_quantized(a, parallel)),
             (Self::Q6K(p), QuantizedInput::Q8K(a)) => Some(p.matmul_quantized(a, parallel)),
             _ => None,
         }

@@ -1,5 +1,5 @@
 //! `x @ wᵀ` for f32 `x` and a Q8_0 weight `w`, in llama.cpp's arithmetic,
-//! with AVX-512 VNNI's `vpdpbusd`.
+//! with `vpdpbusd` (or AVX2's pair products).
 //!
 //! llama.cpp multiplies a Q8_0 weight by quantizing the input to Q8_0 too:
 //! per 32 values one scale `d = amax / 127` (rounded to f16) and 32 signed
@@ -24,13 +24,17 @@
 //! than doubling them. One `vpdpbusd` multiplies 4 columns of 16 rows by one
 //! broadcast group of 4 input bytes; Σ(w + 128)·a − 128·Σa gives Σw·a.
 //!
-//! Chosen at run time ([`available`], and a weight of whole tiles:
-//! [`applies`]); elsewhere the caller uses candle's generic Q8_0 kernel on
-//! the stored blocks, which quantizes the input the same way.
+//! Chosen at run time ([`tile_isa`], and a weight of whole tiles:
+//! [`applies`]): AVX-512 VNNI here, AVX-VNNI or AVX2 on the same tiles in
+//! `wide256` (AVX2 has no `vpdpbusd`: it flips each byte back to signed and
+//! moves the weight's sign onto the input, as llama.cpp's AVX2 Q8_0 dot
+//! product does, so no offset is subtracted); elsewhere the caller uses
+//! candle's generic Q8_0 kernel on the stored blocks, which quantizes the
+//! input the same way.
 //!
-//! Allowed `unsafe`: the AVX-512 intrinsics (entered only after
-//! [`available`]) and their loads from slices whose bounds
-//! [`PackedQ8_0::matmul`] asserts once.
+//! Allowed `unsafe`: the intrinsics (entered only for a supported
+//! [`TileIsa`]) and their loads from slices whose bounds
+//! [`PackedQ8_0::matmul_quantized_on`] asserts once.
 #![allow(unsafe_code)]
 // Off x86-64 only `available` (false) and the packing are reachable.
 #![cfg_attr(
@@ -52,8 +56,80 @@ pub(crate) const MT: usize = 8;
 // `for_rows!` has one arm per row count 1..=MT.
 const _: () = assert!(MT == 8);
 
+/// The instruction set the tile kernels of this module and [`super::k_quants`]
+/// run on: the same tiles and the same integer sums on each (a test checks
+/// every form against llama.cpp's arithmetic on a CPU that has them all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileIsa {
+    /// 512-bit `vpdpbusd`, 16 weight rows a register, up to [`MT`] input
+    /// rows a pass.
+    Avx512Vnni,
+    /// 256-bit `vpdpbusd` (VEX-encoded AVX-VNNI, as on CPUs without
+    /// AVX-512): half a tile's rows a register.
+    AvxVnni,
+    /// AVX2 + FMA + F16C: `vpmaddubsw` and `vpmaddwd` in place of
+    /// `vpdpbusd` (the pairs' i16 sums never saturate: K-quant weights are
+    /// below 64, and Q8_0's take the sign trick).
+    Avx2,
+}
+
+impl TileIsa {
+    /// Every form, fastest first.
+    pub const ALL: [Self; 3] = [Self::Avx512Vnni, Self::AvxVnni, Self::Avx2];
+
+    /// Whether this CPU runs this form (the standard library's cached
+    /// feature checks).
+    pub fn is_supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            let avx2 = || has!("avx2") && has!("fma") && has!("f16c");
+            match self {
+                Self::Avx512Vnni => available(),
+                Self::AvxVnni => avx2() && has!("avxvnni"),
+                Self::Avx2 => avx2(),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+}
+
+/// Environment variable that caps the tile kernels' instruction set below
+/// the CPU's best (`avx2`, `avxvnni`, `avx512vnni`, or `off` for candle's
+/// kernels): to measure one form on a CPU that has several.
+pub const TILE_ISA_ENV: &str = "WORLDLOOM_CPU_TILES";
+
+/// The tile kernels' instruction set on this CPU (read once): the fastest
+/// supported [`TileIsa`] at or below [`TILE_ISA_ENV`]'s cap; `None`
+/// where there is none (or the cap is `off`), and the callers use candle's
+/// kernels.
+pub fn tile_isa() -> Option<TileIsa> {
+    static ISA: std::sync::OnceLock<Option<TileIsa>> = std::sync::OnceLock::new();
+    *ISA.get_or_init(|| {
+        let cap = std::env::var(TILE_ISA_ENV).unwrap_or_default();
+        let rank = |isa: TileIsa| match isa {
+            TileIsa::Avx2 => 0,
+            TileIsa::AvxVnni => 1,
+            TileIsa::Avx512Vnni => 2,
+        };
+        let cap = match cap.trim().to_ascii_lowercase().as_str() {
+            "off" => return None,
+            "avx2" => 0,
+            "avxvnni" => 1,
+            _ => 2,
+        };
+        TileIsa::ALL
+            .into_iter()
+            .find(|&isa| rank(isa) <= cap && isa.is_supported())
+    })
+}
+
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
-/// library and cached).
+/// library and cached): the 512-bit tile kernels and the input quantizers'
+/// vector forms.
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -68,10 +144,14 @@ pub fn available() -> bool {
 }
 
 /// Whether a Q8_0 weight [n, k] is multiplied by this kernel on this CPU:
-/// [`available`], `n` a multiple of 16 rows and `k` of 64 columns (two
+/// a [`tile_isa`], `n` a multiple of 16 rows and `k` of 64 columns (two
 /// blocks per step).
 pub fn applies(n: usize, k: usize) -> bool {
-    available() && n > 0 && n.is_multiple_of(TILE_ROWS) && k > 0 && k.is_multiple_of(2 * QK)
+    tile_isa().is_some()
+        && n > 0
+        && n.is_multiple_of(TILE_ROWS)
+        && k > 0
+        && k.is_multiple_of(2 * QK)
 }
 
 /// One tile: 16 weight rows × 32 columns.
@@ -156,20 +236,40 @@ impl PackedQ8_0 {
     /// # Panics
     /// If the input's width is not `k` or [`available`] is false.
     pub(crate) fn matmul_quantized(&self, acts: &Activations, parallel: bool) -> Vec<f32> {
+        let isa = tile_isa().expect("Q8_0 tiles multiplied on a CPU without a tile kernel");
+        self.matmul_quantized_on(isa, acts, parallel)
+    }
+
+    /// [`PackedQ8_0::matmul_quantized`] on the kernel for `isa`.
+    ///
+    /// # Panics
+    /// If the input's width is not `k` or this CPU does not run `isa`.
+    pub(crate) fn matmul_quantized_on(
+        &self,
+        isa: TileIsa,
+        acts: &Activations,
+        parallel: bool,
+    ) -> Vec<f32> {
         let (n, k, m) = (self.n, self.k, acts.rows());
         assert_eq!(acts.kb * QK, k, "Q8_0 input is not {k} wide");
         assert!(
-            available(),
-            "AVX-512 VNNI kernel called on a CPU without it"
+            isa.is_supported(),
+            "{isa:?} kernel called on a CPU without it"
         );
         let kb = k / QK;
+        #[cfg(target_arch = "x86_64")]
+        let column: unsafe fn(&[Tile], &Activations, usize, usize, &mut [f32]) = match isa {
+            TileIsa::Avx512Vnni => imp::tile_column,
+            TileIsa::AvxVnni => wide256::column_vnni,
+            TileIsa::Avx2 => wide256::column_avx2,
+        };
         run_tiles(m, n, parallel, |t, m0, rows, buf| {
             #[cfg(target_arch = "x86_64")]
-            // SAFETY: `available` was asserted; the tile slice holds kb
+            // SAFETY: `isa` runs here (asserted); the tile slice holds kb
             // tiles, the activations m rows of kb blocks, and `buf` rows ×
             // 16 floats.
             unsafe {
-                imp::tile_column(&self.tiles[t * kb..(t + 1) * kb], acts, m0, rows, buf)
+                column(&self.tiles[t * kb..(t + 1) * kb], acts, m0, rows, buf)
             };
         })
     }
@@ -309,7 +409,8 @@ impl Activations {
     }
 }
 
-/// Calls `$f::<R>($args)` for `R` = `$rows` (1 to 7, else 8 = [`MT`]): the tile
+/// Calls `$f::<R>($args)` (or `$f::<R, $g…>` with const arguments `[$g…]`
+/// after the row count) for `R` = `$rows` (1 to 7, else 8 = [`MT`]): the tile
 /// kernels' row loops are unrolled per row count, so their sums stay in
 /// registers (with a run-time count they spilled, and a one-row decode ran
 /// at about half speed). Expands inside an `unsafe fn` with the callee's
@@ -317,21 +418,27 @@ impl Activations {
 #[cfg(target_arch = "x86_64")]
 macro_rules! for_rows {
     ($f:ident, $rows:expr, ($($arg:expr),*)) => {
+        for_rows!($f, $rows, [], ($($arg),*))
+    };
+    ($f:ident, $rows:expr, [$($g:tt),*], ($($arg:expr),*)) => {
         // SAFETY: the caller has the callee's CPU features.
         match $rows {
-            1 => unsafe { $f::<1>($($arg),*) },
-            2 => unsafe { $f::<2>($($arg),*) },
-            3 => unsafe { $f::<3>($($arg),*) },
-            4 => unsafe { $f::<4>($($arg),*) },
-            5 => unsafe { $f::<5>($($arg),*) },
-            6 => unsafe { $f::<6>($($arg),*) },
-            7 => unsafe { $f::<7>($($arg),*) },
-            _ => unsafe { $f::<8>($($arg),*) },
+            1 => unsafe { $f::<1 $(, $g)*>($($arg),*) },
+            2 => unsafe { $f::<2 $(, $g)*>($($arg),*) },
+            3 => unsafe { $f::<3 $(, $g)*>($($arg),*) },
+            4 => unsafe { $f::<4 $(, $g)*>($($arg),*) },
+            5 => unsafe { $f::<5 $(, $g)*>($($arg),*) },
+            6 => unsafe { $f::<6 $(, $g)*>($($arg),*) },
+            7 => unsafe { $f::<7 $(, $g)*>($($arg),*) },
+            _ => unsafe { $f::<8 $(, $g)*>($($arg),*) },
         }
     };
 }
 #[cfg(target_arch = "x86_64")]
 pub(crate) use for_rows;
+
+#[cfg(target_arch = "x86_64")]
+mod wide256;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod imp {
@@ -557,12 +664,12 @@ mod tests {
         assert_eq!(&simd.qs[32..35], &[127, 3, -1]);
     }
 
-    /// The kernel's sums are llama.cpp's integer sums (only f32 rounding
-    /// differs), for 1 to 9 input rows, weights of several tiles and an
-    /// input with outliers and an all-zero block.
+    /// Each kernel form's sums are llama.cpp's integer sums (only f32
+    /// rounding differs), for every pass width, weights of several tiles
+    /// and an input with outliers and an all-zero block.
     #[test]
     fn matches_llama_cpp_arithmetic() {
-        if !available() {
+        if tile_isa().is_none() {
             return;
         }
         let (n, k) = (48, 256);
@@ -579,13 +686,16 @@ mod tests {
             if m > 1 {
                 x[k + 64..k + 96].fill(0.0);
             }
-            let got = packed.matmul(&x, m);
             let want = reference(&blocks, &x, m, n, k);
-            for (g, w) in got.iter().zip(&want) {
-                assert!(
-                    (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(1.0),
-                    "{m} rows: {g} against {w}"
-                );
+            let acts = Activations::quantize(&x, m, k);
+            for isa in TileIsa::ALL.into_iter().filter(|isa| isa.is_supported()) {
+                let got = packed.matmul_quantized_on(isa, &acts, true);
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (f64::from(*g) - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "{isa:?}, {m} rows: {g} against {w}"
+                    );
+                }
             }
         }
         assert!(PackedQ8_0::pack(&blocks, n, k - 32).is_none());

@@ -12,9 +12,10 @@ use crate::kernels::{PackedWeight, linear};
 /// A quantized weight [out, in] (or one expert's) as loaded: candle's
 /// tensor and, when its blocks stay in a GGUF file's mapping, their byte
 /// range. On its first matmul on the CPU the weight is settled: a Q8_0,
-/// Q4_K or Q6_K weight is packed for the crate's own kernels
+/// Q4_K, Q5_K or Q6_K weight is packed for the crate's own kernels
 /// ([`PackedWeight`]); elsewhere, where candle computes on a repacked copy
-/// (Q4_K on CPUs without AVX-512 VNNI) that copy is built
+/// (Q4_K on CPUs without AVX2, or with a cap on the crate's kernels) that
+/// copy is built
 /// (`mapped::settle_for_cpu`); either way the mapped pages are then
 /// released, so one form of the weight stays resident. Clones share the
 /// tensor and the settling.
@@ -223,9 +224,9 @@ fn cpu_reports_amx() -> bool {
 
 /// `x @ wᵀ` for `x` [T, in] f32 and a quantized `w`, on the CPU in the form
 /// that keeps one resident copy of `w`:
-/// - Q8_0, Q4_K and Q6_K in llama.cpp's arithmetic on the crate's tiles
-///   ([`PackedWeight`]) where those kernels apply (AVX-512 VNNI, whole
-///   tiles); otherwise:
+/// - Q8_0, Q4_K, Q5_K and Q6_K in llama.cpp's arithmetic on the crate's
+///   tiles ([`PackedWeight`]) where those kernels apply (AVX-512 VNNI,
+///   AVX-VNNI or AVX2; whole tiles); otherwise:
 /// - Q8_0 through candle's generic Q8_0 kernel on the stored blocks
 ///   ([`matmul_stored_blocks`]) — never candle's x86 repacked Q8_0 path,
 ///   which quantizes the input per 256 values (Q8_K) and so loses

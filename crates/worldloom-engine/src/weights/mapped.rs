@@ -68,7 +68,7 @@ fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
 /// for experts) that is multiplied on this CPU keeps resident, its blocks
 /// taking `stored` bytes in the file: the crate's Q4_K tiles
 /// (`kernels::k_quants`) take 148/144 of the blocks (the 6-bit scales and
-/// minima unpacked to bytes), candle's x86 Q4_K tiles, used where ours do
+/// minima unpacked to bytes) and its Q5_K tiles 180/176, candle's x86 Q4_K tiles, used where ours do
 /// not apply, 4/3 (per 16 rows and 256 columns: 3,072 bytes against
 /// 16 × 144, the scales and minima unpacked to f32); the crate's Q8_0 and
 /// Q6_K tiles take the blocks' size; other types compute on the blocks
@@ -80,6 +80,8 @@ pub fn quantized_resident_bytes(dtype: GgmlDType, shape: &[usize], stored: u64) 
     };
     if dtype == GgmlDType::Q4K && PackedWeight::applies(dtype, n, k) {
         stored / 144 * 148
+    } else if dtype == GgmlDType::Q5K && PackedWeight::applies(dtype, n, k) {
+        stored / 176 * 180
     } else if dtype == GgmlDType::Q4K && repacked_for_one_row(dtype, n, k) {
         stored / 3 * 4
     } else {

@@ -1,0 +1,295 @@
+//! The K-quant tile columns on 256-bit registers
+//! ([`super::super::q8_0::TileIsa::AvxVnni`] and `Avx2`): the same tiles
+//! and integer sums as the AVX-512 kernels ([`super::imp`]), one 8-row half
+//! of a tile at a time, 2 input rows a pass (per row two or four sub-block
+//! sums, the block's sum and the accumulator stay in 16 YMM registers).
+
+use std::arch::x86_64::*;
+
+use super::{MT, NibbleTile, Q6KTile, Q8K, QK_K, TILE_ROWS};
+use crate::kernels::simd256::{
+    Dot, bcast4, entry_points, i16_pairs, load_f16x8, load_i8x8, load_u8x8, load32, pack_i16,
+};
+
+/// Input rows multiplied together against one row half.
+const ROWS: usize = 2;
+
+entry_points!(
+    nibble_column,
+    nibble_column_vnni,
+    nibble_column_avx2,
+    [const QH: usize],
+    (
+        tiles: &[NibbleTile<QH>],
+        acts: &Q8K,
+        m0: usize,
+        rows: usize,
+        out: &mut [f32]
+    )
+);
+
+entry_points!(
+    q6k_column,
+    q6k_column_vnni,
+    q6k_column_avx2,
+    [],
+    (
+        tiles: &[Q6KTile],
+        acts: &Q8K,
+        m0: usize,
+        rows: usize,
+        out: &mut [f32]
+    )
+);
+
+/// Checks a column's arguments and calls `pass::<1 or ROWS>(m0 + r0,
+/// out from row r0)` over its input rows.
+#[inline(always)]
+fn passes(
+    kb: usize,
+    acts: &Q8K,
+    m0: usize,
+    rows: usize,
+    out: &mut [f32],
+    mut pass: impl FnMut(bool, usize, &mut [f32]),
+) {
+    assert!(rows <= MT && kb == acts.kb && out.len() == rows * TILE_ROWS);
+    assert!((m0 + rows) * acts.kb <= acts.d.len());
+    for r0 in (0..rows).step_by(ROWS) {
+        pass(rows - r0 == 1, m0 + r0, &mut out[r0 * TILE_ROWS..]);
+    }
+}
+
+/// The 16 outputs of one Q4_K (`QH` = 0) or Q5_K tile column for input
+/// rows `m0..m0 + rows` (at most [`MT`]) into `out` [rows, 16].
+///
+/// # Safety
+/// The CPU has `D`'s features, AVX2, FMA and F16C.
+#[inline(always)]
+unsafe fn nibble_column<D: Dot, const QH: usize>(
+    tiles: &[NibbleTile<QH>],
+    acts: &Q8K,
+    m0: usize,
+    rows: usize,
+    out: &mut [f32],
+) {
+    passes(tiles.len(), acts, m0, rows, out, |one, m0, out| {
+        // SAFETY: rows m0 .. m0 + 1 or ROWS lie in the input (checked by
+        // `passes`); the features are the caller's.
+        unsafe {
+            if one {
+                nibble_rows::<D, 1, QH>(tiles, acts, m0, out);
+            } else {
+                nibble_rows::<D, ROWS, QH>(tiles, acts, m0, out);
+            }
+        }
+    });
+}
+
+/// [`nibble_column`] for exactly `R` input rows from `m0`, both row
+/// halves; Q5_K's fifth bits as in the AVX-512 kernel.
+///
+/// # Safety
+/// As [`nibble_column`]; rows `m0..m0 + R` lie in the input and `out`
+/// holds `R · 16` floats.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+unsafe fn nibble_rows<D: Dot, const R: usize, const QH: usize>(
+    tiles: &[NibbleTile<QH>],
+    acts: &Q8K,
+    m0: usize,
+    out: &mut [f32],
+) {
+    let kb = acts.kb;
+    let k = kb * QK_K;
+    // SAFETY: the caller's features; every tile offset below is inside its
+    // array (64-byte groups, 8-byte row halves of 16-row arrays); input
+    // bytes at row·k + b·256 + at + 32 + 4 ≤ m·k for the rows stated.
+    unsafe {
+        let low = _mm256_set1_epi8(0x0F);
+        let bit4 = _mm256_set1_epi8(0x10);
+        for half in 0..2 {
+            let mut acc = [_mm256_setzero_ps(); R];
+            for (b, tile) in tiles.iter().enumerate() {
+                let xs: [*const i8; R] =
+                    std::array::from_fn(|i| acts.qs.as_ptr().add((m0 + i) * k + b * QK_K));
+                let mut isum = [_mm256_setzero_si256(); R];
+                for pair in 0..4 {
+                    let mut lo_sum = [_mm256_setzero_si256(); R];
+                    let mut hi_sum = [_mm256_setzero_si256(); R];
+                    for g in 0..8 {
+                        let w = load32(tile.qs.as_ptr().add((pair * 8 + g) * 64 + half * 32));
+                        let mut lo = _mm256_and_si256(w, low);
+                        let mut hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
+                        if QH > 0 {
+                            let qh = load32(tile.qh.as_ptr().add(g * 64 + half * 32));
+                            let bits = _mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * pair as i32));
+                            let lo5 = _mm256_and_si256(_mm256_slli_epi16::<4>(bits), bit4);
+                            let hi5 = _mm256_and_si256(_mm256_slli_epi16::<3>(bits), bit4);
+                            lo = _mm256_or_si256(lo, lo5);
+                            hi = _mm256_or_si256(hi, hi5);
+                        }
+                        let at = pair * 64 + g * 4;
+                        for i in 0..R {
+                            lo_sum[i] = D::dot_small(lo_sum[i], lo, bcast4(xs[i].add(at)));
+                            hi_sum[i] = D::dot_small(hi_sum[i], hi, bcast4(xs[i].add(at + 32)));
+                        }
+                    }
+                    let sc_lo = load_u8x8(tile.sc.as_ptr().add(2 * pair * TILE_ROWS + half * 8));
+                    let sc_hi =
+                        load_u8x8(tile.sc.as_ptr().add((2 * pair + 1) * TILE_ROWS + half * 8));
+                    for i in 0..R {
+                        let both = _mm256_add_epi32(
+                            _mm256_mullo_epi32(lo_sum[i], sc_lo),
+                            _mm256_mullo_epi32(hi_sum[i], sc_hi),
+                        );
+                        isum[i] = _mm256_add_epi32(isum[i], both);
+                    }
+                }
+                let d = load_f16x8(tile.d.as_ptr().add(half * 8));
+                let dmin = load_f16x8(tile.dmin.as_ptr().add(half * 8));
+                for i in 0..R {
+                    let a = (m0 + i) * kb + b;
+                    let sums = &acts.bsums[a * 16..a * 16 + 16];
+                    let mut imin = _mm256_setzero_si256();
+                    for t in 0..4 {
+                        let mn = i16_pairs(
+                            load_u8x8(tile.mn.as_ptr().add(2 * t * TILE_ROWS + half * 8)),
+                            load_u8x8(tile.mn.as_ptr().add((2 * t + 1) * TILE_ROWS + half * 8)),
+                        );
+                        let lo = sums[4 * t] + sums[4 * t + 1];
+                        let hi = sums[4 * t + 2] + sums[4 * t + 3];
+                        let x = _mm256_set1_epi32(pack_i16(lo, hi));
+                        imin = _mm256_add_epi32(imin, _mm256_madd_epi16(mn, x));
+                    }
+                    let da = _mm256_set1_ps(acts.d[a]);
+                    let isum = _mm256_cvtepi32_ps(isum[i]);
+                    acc[i] = _mm256_fmadd_ps(isum, _mm256_mul_ps(d, da), acc[i]);
+                    let imin = _mm256_cvtepi32_ps(imin);
+                    acc[i] = _mm256_fnmadd_ps(imin, _mm256_mul_ps(dmin, da), acc[i]);
+                }
+            }
+            for i in 0..R {
+                _mm256_storeu_ps(out.as_mut_ptr().add(i * TILE_ROWS + half * 8), acc[i]);
+            }
+        }
+    }
+}
+
+/// The 16 outputs of one Q6_K tile column for input rows `m0..m0 + rows`
+/// (at most [`MT`]) into `out` [rows, 16].
+///
+/// # Safety
+/// The CPU has `D`'s features, AVX2, FMA and F16C.
+#[inline(always)]
+unsafe fn q6k_column<D: Dot>(
+    tiles: &[Q6KTile],
+    acts: &Q8K,
+    m0: usize,
+    rows: usize,
+    out: &mut [f32],
+) {
+    passes(tiles.len(), acts, m0, rows, out, |one, m0, out| {
+        // SAFETY: as in `nibble_column`.
+        unsafe {
+            if one {
+                q6k_rows::<D, 1>(tiles, acts, m0, out);
+            } else {
+                q6k_rows::<D, ROWS>(tiles, acts, m0, out);
+            }
+        }
+    });
+}
+
+/// [`q6k_column`] for exactly `R` input rows from `m0`, both row halves,
+/// in the AVX-512 kernel's order (per block half and group of 4 columns,
+/// the 6-bit values of 4 columns 32 apart from one load each of the low
+/// nibbles, the next low nibbles and the high bits).
+///
+/// # Safety
+/// As [`q6k_column`]; rows `m0..m0 + R` lie in the input and `out` holds
+/// `R · 16` floats.
+#[inline(always)]
+#[allow(clippy::needless_range_loop)] // index loops mirror the register tile
+unsafe fn q6k_rows<D: Dot, const R: usize>(
+    tiles: &[Q6KTile],
+    acts: &Q8K,
+    m0: usize,
+    out: &mut [f32],
+) {
+    let kb = acts.kb;
+    let k = kb * QK_K;
+    // SAFETY: as in `nibble_rows`: groups of 192 bytes inside the 3,072 of
+    // `q`, row halves of the 16-row scale arrays, input bytes inside the
+    // rows stated.
+    unsafe {
+        let low = _mm256_set1_epi8(0x0F);
+        let high = _mm256_set1_epi8(0x30);
+        for rh in 0..2 {
+            let mut acc = [_mm256_setzero_ps(); R];
+            for (b, tile) in tiles.iter().enumerate() {
+                let xs: [*const i8; R] =
+                    std::array::from_fn(|i| acts.qs.as_ptr().add((m0 + i) * k + b * QK_K));
+                let mut isum = [_mm256_setzero_si256(); R];
+                for half in 0..2 {
+                    for g_half in 0..2 {
+                        let mut sum = [[_mm256_setzero_si256(); R]; 4];
+                        for g in 4 * g_half..4 * g_half + 4 {
+                            let p = tile.q.as_ptr().add((half * 8 + g) * 3 * 64 + rh * 32);
+                            let (ql_a, ql_b, qh) =
+                                (load32(p), load32(p.add(64)), load32(p.add(128)));
+                            let part = |ql: __m256i, qh: __m256i| {
+                                _mm256_or_si256(
+                                    _mm256_and_si256(ql, low),
+                                    _mm256_and_si256(qh, high),
+                                )
+                            };
+                            let q = [
+                                part(ql_a, _mm256_slli_epi16::<4>(qh)),
+                                part(ql_b, _mm256_slli_epi16::<2>(qh)),
+                                part(_mm256_srli_epi16::<4>(ql_a), qh),
+                                part(_mm256_srli_epi16::<4>(ql_b), _mm256_srli_epi16::<2>(qh)),
+                            ];
+                            let at = half * 128 + g * 4;
+                            for i in 0..R {
+                                for t in 0..4 {
+                                    let x = bcast4(xs[i].add(at + 32 * t));
+                                    sum[t][i] = D::dot_small(sum[t][i], q[t], x);
+                                }
+                            }
+                        }
+                        for t in 0..4 {
+                            let s = half * 8 + 2 * t + g_half;
+                            let sc = load_i8x8(tile.sc.as_ptr().add(s * TILE_ROWS + rh * 8));
+                            for i in 0..R {
+                                let scaled = _mm256_mullo_epi32(sum[t][i], sc);
+                                isum[i] = _mm256_add_epi32(isum[i], scaled);
+                            }
+                        }
+                    }
+                }
+                let d = load_f16x8(tile.d.as_ptr().add(rh * 8));
+                for i in 0..R {
+                    let a = (m0 + i) * kb + b;
+                    let sums = &acts.bsums[a * 16..a * 16 + 16];
+                    let mut offset = _mm256_setzero_si256();
+                    for t in 0..8 {
+                        let sc = i16_pairs(
+                            load_i8x8(tile.sc.as_ptr().add(2 * t * TILE_ROWS + rh * 8)),
+                            load_i8x8(tile.sc.as_ptr().add((2 * t + 1) * TILE_ROWS + rh * 8)),
+                        );
+                        let x = _mm256_set1_epi32(pack_i16(sums[2 * t], sums[2 * t + 1]));
+                        offset = _mm256_add_epi32(offset, _mm256_madd_epi16(sc, x));
+                    }
+                    let total = _mm256_sub_epi32(isum[i], _mm256_slli_epi32::<5>(offset));
+                    let da = _mm256_set1_ps(acts.d[a]);
+                    let total = _mm256_cvtepi32_ps(total);
+                    acc[i] = _mm256_fmadd_ps(total, _mm256_mul_ps(d, da), acc[i]);
+                }
+            }
+            for i in 0..R {
+                _mm256_storeu_ps(out.as_mut_ptr().add(i * TILE_ROWS + rh * 8), acc[i]);
+            }
+        }
+    }
+}

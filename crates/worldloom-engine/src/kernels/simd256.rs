@@ -1,0 +1,220 @@
+//! The 256-bit forms of the tile kernels' integer product (x86-64 only):
+//! AVX-VNNI's `vpdpbusd` or AVX2's `vpmaddubsw` + `vpmaddwd`, behind one
+//! trait so [`super::q8_0`] and [`super::k_quants`] write each 256-bit
+//! kernel once.
+//!
+//! A 512-bit tile register holds 16 weight rows × 4 bytes; here one
+//! register holds 8 rows, so the kernels walk a tile's two row halves
+//! (rows 0–7, then 8–15: the first and second 32 bytes of each 64-byte
+//! group) one after the other, each pass in 16 YMM registers.
+//!
+//! Each kernel body is an `#[inline(always)]` function generic over
+//! [`Dot`]; [`entry_points!`] gives it one `#[target_feature]` entry per
+//! form, so the body (and the trait's inlined intrinsics) compile for that
+//! form's instructions alone.
+//!
+//! Allowed `unsafe`: the intrinsics, reached only through the entry points
+//! (whose callers check [`super::q8_0::TileIsa::is_supported`]), and
+//! unaligned loads whose bounds each caller states.
+#![allow(unsafe_code)]
+
+use std::arch::x86_64::*;
+
+/// The u8 × i8 dot product of four bytes per 32-bit lane, accumulated.
+pub(crate) trait Dot {
+    /// Whether [`Dot::dot_q8`] takes Q8_0's weights as stored in the
+    /// tiles (+128, unsigned; the caller subtracts 128 × the input's sum
+    /// per block), else as signed bytes from [`Dot::prep_q8`].
+    const BIASED_Q8: bool;
+
+    /// A Q8_0 tile register (bytes + 128) made ready for [`Dot::dot_q8`]:
+    /// the operand pair it takes.
+    ///
+    /// # Safety
+    /// The CPU has this form's features.
+    unsafe fn prep_q8(w: __m256i) -> (__m256i, __m256i);
+
+    /// `acc + Σ w·x` per lane for a Q8_0 register from [`Dot::prep_q8`]
+    /// (with `w` + 128 where [`Dot::BIASED_Q8`]).
+    ///
+    /// # Safety
+    /// The CPU has this form's features.
+    unsafe fn dot_q8(acc: __m256i, w: (__m256i, __m256i), x: __m256i) -> __m256i;
+
+    /// `acc + Σ w·x` per lane for unsigned weight bytes below 64 (the
+    /// K-quants' values): AVX2's i16 pair sums stay below 2 · 63 · 128.
+    ///
+    /// # Safety
+    /// The CPU has this form's features.
+    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i;
+}
+
+/// AVX-VNNI: `vpdpbusd` on 256-bit registers.
+pub(crate) struct Vnni;
+
+impl Dot for Vnni {
+    const BIASED_Q8: bool = true;
+
+    #[inline(always)]
+    unsafe fn prep_q8(w: __m256i) -> (__m256i, __m256i) {
+        (w, w)
+    }
+
+    #[inline(always)]
+    unsafe fn dot_q8(acc: __m256i, w: (__m256i, __m256i), x: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX-VNNI.
+        unsafe { _mm256_dpbusd_avx_epi32(acc, w.0, x) }
+    }
+
+    #[inline(always)]
+    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX-VNNI.
+        unsafe { _mm256_dpbusd_avx_epi32(acc, w, x) }
+    }
+}
+
+/// AVX2: `vpmaddubsw` (u8 × i8 pairs summed to i16) then `vpmaddwd` by
+/// ones (i16 pairs summed to i32).
+pub(crate) struct Avx2;
+
+impl Avx2 {
+    /// `acc + Σ u·s` per lane; each pair's `u·s` sum must fit an i16.
+    #[inline(always)]
+    unsafe fn dot(acc: __m256i, u: __m256i, s: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2.
+        unsafe {
+            let pairs = _mm256_maddubs_epi16(u, s);
+            _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
+        }
+    }
+}
+
+impl Dot for Avx2 {
+    const BIASED_Q8: bool = false;
+
+    /// The signed weight `w` (the stored byte with its top bit flipped)
+    /// as `(|w|, w)`: `|w|` ≤ 128 goes in unsigned, `w`'s sign onto the
+    /// input (`vpsignb`), so a pair's sum is at most 2 · 128 · 127.
+    #[inline(always)]
+    unsafe fn prep_q8(w: __m256i) -> (__m256i, __m256i) {
+        // SAFETY: the caller has AVX2.
+        unsafe {
+            let signed = _mm256_xor_si256(w, _mm256_set1_epi8(i8::MIN));
+            (_mm256_abs_epi8(signed), signed)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn dot_q8(acc: __m256i, w: (__m256i, __m256i), x: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2.
+        unsafe { Self::dot(acc, w.0, _mm256_sign_epi8(x, w.1)) }
+    }
+
+    #[inline(always)]
+    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2.
+        unsafe { Self::dot(acc, w, x) }
+    }
+}
+
+/// 32 bytes at `p` (a row half of a 64-byte tile group).
+///
+/// # Safety
+/// The CPU has AVX; 32 bytes are readable at `p`.
+#[inline(always)]
+pub(crate) unsafe fn load32(p: *const u8) -> __m256i {
+    // SAFETY: stated by the caller.
+    unsafe { _mm256_loadu_si256(p.cast()) }
+}
+
+/// Four input bytes at `p` broadcast to every 32-bit lane.
+///
+/// # Safety
+/// The CPU has AVX; 4 bytes are readable at `p`.
+#[inline(always)]
+pub(crate) unsafe fn bcast4(p: *const i8) -> __m256i {
+    // SAFETY: stated by the caller.
+    unsafe { _mm256_set1_epi32(p.cast::<i32>().read_unaligned()) }
+}
+
+/// Eight f16 values at `p` widened to f32.
+///
+/// # Safety
+/// The CPU has F16C; 16 bytes are readable at `p`.
+#[inline(always)]
+pub(crate) unsafe fn load_f16x8(p: *const half::f16) -> __m256 {
+    // SAFETY: stated by the caller.
+    unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) }
+}
+
+/// Eight bytes at `p` widened to i32 lanes, unsigned.
+///
+/// # Safety
+/// The CPU has AVX2; 8 bytes are readable at `p`.
+#[inline(always)]
+pub(crate) unsafe fn load_u8x8(p: *const u8) -> __m256i {
+    // SAFETY: stated by the caller.
+    unsafe { _mm256_cvtepu8_epi32(_mm_loadl_epi64(p.cast())) }
+}
+
+/// Eight bytes at `p` widened to i32 lanes, signed.
+///
+/// # Safety
+/// The CPU has AVX2; 8 bytes are readable at `p`.
+#[inline(always)]
+pub(crate) unsafe fn load_i8x8(p: *const i8) -> __m256i {
+    // SAFETY: stated by the caller.
+    unsafe { _mm256_cvtepi8_epi32(_mm_loadl_epi64(p.cast())) }
+}
+
+/// Per 32-bit lane the i16 pair (`lo` lane, `hi` lane) of two vectors of
+/// i32 that fit an i16, for `vpmaddwd`.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+pub(crate) unsafe fn i16_pairs(lo: __m256i, hi: __m256i) -> __m256i {
+    // SAFETY: the caller has AVX2.
+    unsafe {
+        _mm256_or_si256(
+            _mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)),
+            _mm256_slli_epi32::<16>(hi),
+        )
+    }
+}
+
+/// Two i16 (`lo` in the low half) as the i32 that `vpmaddwd`'s broadcast
+/// operand takes; both must fit an i16.
+#[inline(always)]
+pub(crate) fn pack_i16(lo: i32, hi: i32) -> i32 {
+    debug_assert!(i16::try_from(lo).is_ok() && i16::try_from(hi).is_ok());
+    (lo & 0xFFFF) | (hi << 16)
+}
+
+/// Writes an AVX-VNNI and an AVX2 entry point for a tile-column body
+/// `$body::<D>(args)`: `$vnni` and `$avx2`, `unsafe fn(args)` with the
+/// form's `#[target_feature]`s, so the body compiles once per form.
+macro_rules! entry_points {
+    ($body:ident, $vnni:ident, $avx2:ident, [$(const $g:ident: $gt:ty),*], ($($arg:ident: $ty:ty),*)) => {
+        /// The AVX-VNNI form.
+        ///
+        /// # Safety
+        /// The CPU has AVX2, FMA, F16C and AVX-VNNI.
+        #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+        pub(crate) unsafe fn $vnni<$(const $g: $gt),*>($($arg: $ty),*) {
+            // SAFETY: the features are enabled here.
+            unsafe { $body::<$crate::kernels::simd256::Vnni $(, $g)*>($($arg),*) }
+        }
+
+        /// The AVX2 form.
+        ///
+        /// # Safety
+        /// The CPU has AVX2, FMA and F16C.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        pub(crate) unsafe fn $avx2<$(const $g: $gt),*>($($arg: $ty),*) {
+            // SAFETY: the features are enabled here.
+            unsafe { $body::<$crate::kernels::simd256::Avx2 $(, $g)*>($($arg),*) }
+        }
+    };
+}
+pub(crate) use entry_points;
