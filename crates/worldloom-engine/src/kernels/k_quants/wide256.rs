@@ -9,10 +9,14 @@ use std::arch::x86_64::*;
 use super::{MT, NibbleTile, Q6KTile, Q8K, QK_K, TILE_ROWS};
 use crate::kernels::simd256::{
     Dot, bcast4, entry_points, i16_pairs, load_f16x8, load_i8x8, load_u8x8, load32, pack_i16,
+    prefetch,
 };
 
 /// Input rows multiplied together against one row half.
 const ROWS: usize = 2;
+/// How many tiles ahead the first row-half pass asks for (2–3 KB tiles,
+/// as the AVX-512 kernels).
+const PREFETCH_TILES: usize = 2;
 
 entry_points!(
     nibble_column,
@@ -114,10 +118,17 @@ unsafe fn nibble_rows<D: Dot, const R: usize, const QH: usize>(
                 let xs: [*const i8; R] =
                     std::array::from_fn(|i| acts.qs.as_ptr().add((m0 + i) * k + b * QK_K));
                 let mut isum = [_mm256_setzero_si256(); R];
+                let ahead = tiles.get(b + PREFETCH_TILES).filter(|_| half == 0);
                 for pair in 0..4 {
                     let mut lo_sum = [_mm256_setzero_si256(); R];
                     let mut hi_sum = [_mm256_setzero_si256(); R];
                     for g in 0..8 {
+                        if let Some(ahead) = ahead {
+                            prefetch(ahead.qs.as_ptr().add((pair * 8 + g) * 64));
+                            if QH > 0 && pair == 0 {
+                                prefetch(ahead.qh.as_ptr().add(g * 64));
+                            }
+                        }
                         let w = load32(tile.qs.as_ptr().add((pair * 8 + g) * 64 + half * 32));
                         let mut lo = _mm256_and_si256(w, low);
                         let mut hi = _mm256_and_si256(_mm256_srli_epi16::<4>(w), low);
@@ -231,10 +242,17 @@ unsafe fn q6k_rows<D: Dot, const R: usize>(
                 let xs: [*const i8; R] =
                     std::array::from_fn(|i| acts.qs.as_ptr().add((m0 + i) * k + b * QK_K));
                 let mut isum = [_mm256_setzero_si256(); R];
+                let ahead = tiles.get(b + PREFETCH_TILES).filter(|_| rh == 0);
                 for half in 0..2 {
                     for g_half in 0..2 {
                         let mut sum = [[_mm256_setzero_si256(); R]; 4];
                         for g in 4 * g_half..4 * g_half + 4 {
+                            if let Some(ahead) = ahead {
+                                let p = ahead.q.as_ptr().add((half * 8 + g) * 3 * 64);
+                                prefetch(p);
+                                prefetch(p.add(64));
+                                prefetch(p.add(128));
+                            }
                             let p = tile.q.as_ptr().add((half * 8 + g) * 3 * 64 + rh * 32);
                             let (ql_a, ql_b, qh) =
                                 (load32(p), load32(p.add(64)), load32(p.add(128)));
