@@ -50,7 +50,7 @@
 // Off x86-64 only `applies` (false) and the packing are reachable.
 #![cfg_attr(
     not(target_arch = "x86_64"),
-    allow(dead_code, unused_variables, unused_mut)
+    allow(dead_code, unused_imports, unused_variables, unused_mut)
 )]
 
 use half::f16;
@@ -292,24 +292,46 @@ impl<T> PackedKQuant<T> {
         }
         Some(Self { n, k, tiles })
     }
+}
 
-    /// `x @ wᵀ` for an input quantized to Q8_K [m, k]: [m, n] f32, with
-    /// `column(tiles, acts, m0, rows, out)` (the kernel for `isa`)
-    /// computing one tile column for at most [`MT`] rows, tile columns over
-    /// rayon's threads when `parallel`.
+impl<T: KQuantTile> PackedKQuant<T> {
+    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32, the input
+    /// quantized to Q8_K as llama.cpp quantizes it.
+    ///
+    /// # Panics
+    /// If `x.len() != m · k` or the CPU has no tile kernel (a packed weight
+    /// exists only where it has one).
+    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
+        let k = self.k;
+        assert_eq!(x.len(), m * k, "K-quant input is not [{m}, {k}]");
+        self.matmul_quantized(&Q8K::quantize(x, m, k), true)
+    }
+
+    /// `x @ wᵀ` for an input already quantized to Q8_K: [m, n] f32, tile
+    /// columns over rayon's threads when `parallel`, on [`tile_isa`]'s
+    /// kernel.
+    ///
+    /// # Panics
+    /// If the input's width is not `k` or the CPU has no tile kernel.
+    pub(crate) fn matmul_quantized(&self, acts: &Q8K, parallel: bool) -> Vec<f32> {
+        let isa = tile_isa().expect("K-quant tiles multiplied on a CPU without a tile kernel");
+        self.matmul_quantized_on(isa, acts, parallel)
+    }
+
+    /// [`Self::matmul_quantized`] on the kernel for `isa`: one tile column
+    /// for at most [`MT`] input rows a call, tile columns over rayon's
+    /// threads when `parallel`.
     ///
     /// # Panics
     /// If the input's width is not `k` or this CPU does not run `isa`.
-    fn matmul_with(&self, isa: TileIsa, acts: &Q8K, parallel: bool, column: Column<T>) -> Vec<f32>
-    where
-        T: Sync,
-    {
+    pub(crate) fn matmul_quantized_on(&self, isa: TileIsa, acts: &Q8K, parallel: bool) -> Vec<f32> {
         let (n, k, m) = (self.n, self.k, acts.rows());
         assert_eq!(acts.kb * QK_K, k, "K-quant input is not {k} wide");
         assert!(
             isa.is_supported(),
             "{isa:?} kernel called on a CPU without it"
         );
+        let column = T::column(isa);
         let kb = k / QK_K;
         run_tiles(m, n, parallel, |t, m0, rows, buf| {
             // SAFETY: `isa` runs here (asserted); the tile slice holds kb
@@ -360,53 +382,6 @@ impl<const QH: usize> PackedKQuant<NibbleTile<QH>> {
             }
         })
     }
-
-    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32, the input
-    /// quantized to Q8_K as llama.cpp quantizes it.
-    ///
-    /// # Panics
-    /// If `x.len() != m · k` or the CPU has no tile kernel (a packed weight
-    /// exists only where it has one).
-    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
-        assert_eq!(
-            x.len(),
-            m * self.k,
-            "K-quant input is not [{m}, {}]",
-            self.k
-        );
-        self.matmul_quantized(&Q8K::quantize(x, m, self.k), true)
-    }
-
-    /// `x @ wᵀ` for an input already quantized to Q8_K: [m, n] f32, tile
-    /// columns over rayon's threads when `parallel`, on [`tile_isa`]'s
-    /// kernel.
-    ///
-    /// # Panics
-    /// If the input's width is not `k` or the CPU has no tile kernel.
-    pub(crate) fn matmul_quantized(&self, acts: &Q8K, parallel: bool) -> Vec<f32> {
-        let isa = tile_isa().expect("K-quant tiles multiplied on a CPU without a tile kernel");
-        self.matmul_quantized_on(isa, acts, parallel)
-    }
-
-    /// [`Self::matmul_quantized`] on the kernel for `isa`.
-    ///
-    /// # Panics
-    /// If the input's width is not `k` or this CPU does not run `isa`.
-    pub(crate) fn matmul_quantized_on(&self, isa: TileIsa, acts: &Q8K, parallel: bool) -> Vec<f32> {
-        #[cfg(target_arch = "x86_64")]
-        return self.matmul_with(
-            isa,
-            acts,
-            parallel,
-            match isa {
-                TileIsa::Avx512Vnni => imp::nibble_column::<QH>,
-                TileIsa::AvxVnni => wide256::nibble_column_vnni::<QH>,
-                TileIsa::Avx2 => wide256::nibble_column_avx2::<QH>,
-            },
-        );
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("packed only on x86-64")
-    }
 }
 
 impl PackedQ4K {
@@ -452,47 +427,6 @@ impl PackedQ6K {
             }
         })
     }
-
-    /// `x @ wᵀ` for `x` [m, k] f32 (row-major): [m, n] f32, the input
-    /// quantized to Q8_K as llama.cpp quantizes it.
-    ///
-    /// # Panics
-    /// If `x.len() != m · k` or the CPU has no tile kernel.
-    pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
-        assert_eq!(x.len(), m * self.k, "Q6_K input is not [{m}, {}]", self.k);
-        self.matmul_quantized(&Q8K::quantize(x, m, self.k), true)
-    }
-
-    /// `x @ wᵀ` for an input already quantized to Q8_K: [m, n] f32, tile
-    /// columns over rayon's threads when `parallel`, on [`tile_isa`]'s
-    /// kernel.
-    ///
-    /// # Panics
-    /// If the input's width is not `k` or the CPU has no tile kernel.
-    pub(crate) fn matmul_quantized(&self, acts: &Q8K, parallel: bool) -> Vec<f32> {
-        let isa = tile_isa().expect("K-quant tiles multiplied on a CPU without a tile kernel");
-        self.matmul_quantized_on(isa, acts, parallel)
-    }
-
-    /// [`Self::matmul_quantized`] on the kernel for `isa`.
-    ///
-    /// # Panics
-    /// If the input's width is not `k` or this CPU does not run `isa`.
-    pub(crate) fn matmul_quantized_on(&self, isa: TileIsa, acts: &Q8K, parallel: bool) -> Vec<f32> {
-        #[cfg(target_arch = "x86_64")]
-        return self.matmul_with(
-            isa,
-            acts,
-            parallel,
-            match isa {
-                TileIsa::Avx512Vnni => imp::q6k_column,
-                TileIsa::AvxVnni => wide256::q6k_column_vnni,
-                TileIsa::Avx2 => wide256::q6k_column_avx2,
-            },
-        );
-        #[cfg(not(target_arch = "x86_64"))]
-        unreachable!("packed only on x86-64")
-    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -504,6 +438,41 @@ mod wide256;
 /// 16 outputs of one tile column for input rows `m0..m0 + rows` (at most
 /// [`MT`]) into `out` [rows, 16]; `unsafe` for its CPU features.
 type Column<T> = unsafe fn(&[T], &Q8K, usize, usize, &mut [f32]);
+
+/// A K-quant tile type and its column kernel on each [`TileIsa`].
+pub(crate) trait KQuantTile: Sized + Sync {
+    /// The kernel for `isa` (on x86-64; elsewhere no tile is packed).
+    fn column(isa: TileIsa) -> Column<Self>;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const QH: usize> KQuantTile for NibbleTile<QH> {
+    fn column(isa: TileIsa) -> Column<Self> {
+        match isa {
+            TileIsa::Avx512Vnni => imp::nibble_column::<QH>,
+            TileIsa::AvxVnni => wide256::nibble_column_vnni::<QH>,
+            TileIsa::Avx2 => wide256::nibble_column_avx2::<QH>,
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl KQuantTile for Q6KTile {
+    fn column(isa: TileIsa) -> Column<Self> {
+        match isa {
+            TileIsa::Avx512Vnni => imp::q6k_column,
+            TileIsa::AvxVnni => wide256::q6k_column_vnni,
+            TileIsa::Avx2 => wide256::q6k_column_avx2,
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl<T: Sync> KQuantTile for T {
+    fn column(_: TileIsa) -> Column<Self> {
+        unreachable!("packed only on x86-64")
+    }
+}
 
 #[cfg(test)]
 mod tests;
