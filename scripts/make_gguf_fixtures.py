@@ -19,7 +19,9 @@ crates/worldloom-engine/tests/fixtures/gguf/:
 - `wide-q4_k_m.gguf`: a checkpoint with every quantized row 256 wide (hidden 256,
   one Gated DeltaNet + one attention layer, 4 experts top-2, expert width
   256), made here from a seeded generator (not committed as safetensors),
-  so Q4_K_M really stores Q4_K / Q6_K blocks;
+  so Q4_K_M really stores Q4_K / Q6_K blocks; `wide-q5_k_m.gguf`: that file
+  requantized by `llama-quantize --allow-requantize … Q5_K_M` (Q5_K / Q6_K
+  blocks of the same values);
 - `tiny-world-bf16.gguf`: `assets/tiny-world-model` converted to BF16 (a
   GPT-2-style pre-tokenizer, vocabulary 1024);
 - beside each `X.gguf` a reference `X.json`: for two prompts (the 20 random
@@ -237,8 +239,9 @@ def convert(src: Path, python: str, checkpoint: Path, out: Path, pre: str, outty
     run(cmd, cwd=src)
 
 
-def quantize(bin_dir: Path, src: Path, dst: Path, kind: str) -> None:
-    run([str(bin_dir / "llama-quantize"), str(src), str(dst), kind])
+def quantize(bin_dir: Path, src: Path, dst: Path, kind: str, requantize: bool = False) -> None:
+    run([str(bin_dir / "llama-quantize")] + (["--allow-requantize"] if requantize else [])
+        + [str(src), str(dst), kind])
 
 
 def run(cmd: list[str], cwd: Path | None = None) -> None:
@@ -450,9 +453,11 @@ def main() -> None:
         # differs: recurrent_layers), so it is kept once, in F32: with F32 weights llama.cpp computes
         # in f32 and matches the reference to ~1e-6, which the BF16 and quantized files cannot (llama.cpp
         # rounds the activations to bf16 / Q8 for those matrix products). The wide checkpoint keeps only
-        # Q4_K_M (its Q8_0 would add 2.9 MB for what the small Q8_0 file already covers).
+        # Q4_K_M (its Q8_0 would add 2.9 MB for what the small Q8_0 file already covers) and a Q5_K_M
+        # file requantized from it (`--allow-requantize`: llama.cpp's Q5_K blocks of the Q4_K_M file's
+        # values, made without a conversion of their own; see write_fixture).
         "small-nested": (["F32"], small_prompts, VOCAB),
-        "wide": (["Q4_K_M"], small_prompts, VOCAB),
+        "wide": (["Q4_K_M", "Q5_K_M"], small_prompts, VOCAB),
         "tiny-world": (["BF16"], tiny_prompts, 1024),
     }
     version = server_version(args.llama_bin)
@@ -467,31 +472,41 @@ def main() -> None:
                 shutil.copy(bf16, target)
             elif kind == "F32":
                 convert(args.llama_src, python, checkpoint, target, pre, "f32")
+            elif kind == "Q5_K_M":
+                quantize(args.llama_bin, out / f"{name}-q4_k_m.gguf", target, kind, requantize=True)
             else:
                 quantize(args.llama_bin, bf16, target, kind)
-            summary = gguf_summary(args.llama_src, target)
-            ref = {
-                "generator": "scripts/make_gguf_fixtures.sh (llama.cpp convert_hf_to_gguf.py, llama-quantize; "
-                             "logits from scripts/gguf_reference_logits.cpp, greedy cross-check and chat "
-                             "rendering from llama-server)",
-                "llama_cpp": version,
-                "source": SOURCES[name],
-                "converter": {"outtype": "f32" if kind == "F32" else "bf16", "no_mtp": True, "tokenizer_pre": pre},
-                "quantization": kind,
-                "gguf_sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
-                "settings": "CPU, 2 threads, flash attention off, f32 K/V cache, prompt in one batch, "
-                            "then one token per step; greedy = argmax of the raw logits (end-of-generation "
-                            "ids included)",
-                "server_flags": SERVER_FLAGS,
-                "server_request": "temperature 0, top_k 1, ignore_eos (bans eog_ids, so server_greedy_ids "
-                                  "may leave greedy_ids at the first end-of-generation id: server_agrees_for)",
-            }
-            ref.update(summary)
-            ref.update(references(args.llama_bin, driver, target, prompts, chat, summary["eog_ids"]))
-            target.with_suffix(".server.log").unlink()
-            target.with_suffix(".json").write_text(json.dumps(ref, indent=1) + "\n")
-            print(f"{target.name}: {target.stat().st_size} bytes", flush=True)
+            write_fixture(args, version, driver, name, kind, pre, target, prompts, chat)
     print("done:", out)
+
+
+def write_fixture(args, version: str, driver: Path, name: str, kind: str, pre: str, target: Path,
+                  prompts: dict[str, list[int]], chat: list[dict]) -> None:
+    """Writes the reference (`.json`) of one fixture GGUF `target`."""
+    summary = gguf_summary(args.llama_src, target)
+    ref = {
+        "generator": "scripts/make_gguf_fixtures.sh (llama.cpp convert_hf_to_gguf.py, llama-quantize; "
+                     "logits from scripts/gguf_reference_logits.cpp, greedy cross-check and chat "
+                     "rendering from llama-server)",
+        "llama_cpp": version,
+        "source": SOURCES[name],
+        "converter": {"outtype": "f32" if kind == "F32" else "bf16", "no_mtp": True, "tokenizer_pre": pre},
+        "quantization": kind,
+        "gguf_sha256": hashlib.sha256(target.read_bytes()).hexdigest(),
+        "settings": "CPU, 2 threads, flash attention off, f32 K/V cache, prompt in one batch, "
+                    "then one token per step; greedy = argmax of the raw logits (end-of-generation "
+                    "ids included)",
+        "server_flags": SERVER_FLAGS,
+        "server_request": "temperature 0, top_k 1, ignore_eos (bans eog_ids, so server_greedy_ids "
+                          "may leave greedy_ids at the first end-of-generation id: server_agrees_for)",
+    }
+    if kind == "Q5_K_M":
+        ref["requantized_from"] = f"{name}-q4_k_m.gguf"
+    ref.update(summary)
+    ref.update(references(args.llama_bin, driver, target, prompts, chat, summary["eog_ids"]))
+    target.with_suffix(".server.log").unlink()
+    target.with_suffix(".json").write_text(json.dumps(ref, indent=1) + "\n")
+    print(f"{target.name}: {target.stat().st_size} bytes", flush=True)
 
 
 if __name__ == "__main__":
