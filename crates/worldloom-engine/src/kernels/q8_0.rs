@@ -223,8 +223,8 @@ impl PackedQ8_0 {
     /// quantized to Q8_0 blocks as llama.cpp quantizes it.
     ///
     /// # Panics
-    /// If `x.len() != m · k` or [`available`] is false (a packed weight
-    /// exists only where it is true).
+    /// If `x.len() != m · k` or the CPU has no tile kernel (a packed
+    /// weight exists only where it has one: [`tile_isa`]).
     pub fn matmul(&self, x: &[f32], m: usize) -> Vec<f32> {
         assert_eq!(x.len(), m * self.k, "Q8_0 input is not [{m}, {}]", self.k);
         self.matmul_quantized(&Activations::quantize(x, m, self.k), true)
@@ -234,7 +234,7 @@ impl PackedQ8_0 {
     /// [m, n] f32, tile columns over rayon's threads when `parallel`.
     ///
     /// # Panics
-    /// If the input's width is not `k` or [`available`] is false.
+    /// If the input's width is not `k` or the CPU has no tile kernel.
     pub(crate) fn matmul_quantized(&self, acts: &Activations, parallel: bool) -> Vec<f32> {
         let isa = tile_isa().expect("Q8_0 tiles multiplied on a CPU without a tile kernel");
         self.matmul_quantized_on(isa, acts, parallel)

@@ -94,7 +94,9 @@ impl Dot for Avx2 {
 
     /// The signed weight `w` (the stored byte with its top bit flipped)
     /// as `(|w|, w)`: `|w|` ≤ 128 goes in unsigned, `w`'s sign onto the
-    /// input (`vpsignb`), so a pair's sum is at most 2 · 128 · 127.
+    /// input (`vpsignb`), so a pair's sum is at most 2 · 128 · 127 — for
+    /// input bytes in −127..=127, which the quantizers give for finite
+    /// inputs (−128 would not survive `vpsignb`).
     #[inline(always)]
     unsafe fn prep_q8(w: __m256i) -> (__m256i, __m256i) {
         // SAFETY: the caller has AVX2.

@@ -14,8 +14,8 @@ use crate::kernels::{PackedWeight, linear};
 /// range. On its first matmul on the CPU the weight is settled: a Q8_0,
 /// Q4_K, Q5_K or Q6_K weight is packed for the crate's own kernels
 /// ([`PackedWeight`]); elsewhere, where candle computes on a repacked copy
-/// (Q4_K on CPUs without AVX2, or with a cap on the crate's kernels) that
-/// copy is built
+/// (Q4_K where the crate's kernels do not run: `WORLDLOOM_CPU_TILES=off`,
+/// or a CPU with AVX2 and FMA but not F16C) that copy is built
 /// (`mapped::settle_for_cpu`); either way the mapped pages are then
 /// released, so one form of the weight stays resident. Clones share the
 /// tensor and the settling.

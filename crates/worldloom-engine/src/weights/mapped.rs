@@ -40,8 +40,8 @@ use crate::kernels::PackedWeight;
 /// blocks. candle would repack Q8_0 too (on AVX-VNNI or AVX-512 VNNI), but
 /// that path quantizes the input per 256 values; Q8_0 goes through the
 /// crate's own kernel instead (`kernels::q8_0`, tiles of the blocks' size,
-/// built by `QuantizedWeight::prepare`), and so do Q4_K and Q6_K where the
-/// crate's kernels apply (`kernels::PackedWeight`): candle repacks only
+/// built by `QuantizedWeight::prepare`), and so do Q4_K, Q5_K and Q6_K where
+/// the crate's kernels apply (`kernels::PackedWeight`): candle repacks only
 /// what they do not take.
 fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
     if PackedWeight::applies(dtype, n, k) {
@@ -68,11 +68,11 @@ fn repacked_for_one_row(dtype: GgmlDType, n: usize, k: usize) -> bool {
 /// for experts) that is multiplied on this CPU keeps resident, its blocks
 /// taking `stored` bytes in the file: the crate's Q4_K tiles
 /// (`kernels::k_quants`) take 148/144 of the blocks (the 6-bit scales and
-/// minima unpacked to bytes) and its Q5_K tiles 180/176, candle's x86 Q4_K tiles, used where ours do
-/// not apply, 4/3 (per 16 rows and 256 columns: 3,072 bytes against
-/// 16 × 144, the scales and minima unpacked to f32); the crate's Q8_0 and
-/// Q6_K tiles take the blocks' size; other types compute on the blocks
-/// themselves.
+/// minima unpacked to bytes) and its Q5_K tiles 180/176, candle's x86 Q4_K
+/// tiles, used where ours do not apply, 4/3 (per 16 rows and 256 columns:
+/// 3,072 bytes against 16 × 144, the scales and minima unpacked to f32);
+/// the crate's Q8_0 and Q6_K tiles take the blocks' size; other types
+/// compute on the blocks themselves.
 pub fn quantized_resident_bytes(dtype: GgmlDType, shape: &[usize], stored: u64) -> u64 {
     let (n, k) = match shape {
         [.., n, k] => (*n, *k),

@@ -1,8 +1,9 @@
 //! The K-quant tile columns on 256-bit registers
 //! ([`super::super::q8_0::TileIsa::AvxVnni`] and `Avx2`): the same tiles
 //! and integer sums as the AVX-512 kernels ([`super::imp`]), one 8-row half
-//! of a tile at a time, 2 input rows a pass (per row two or four sub-block
-//! sums, the block's sum and the accumulator stay in 16 YMM registers).
+//! of a tile at a time, 2 input rows a pass (per row two sub-block sums,
+//! the block's sum and the accumulator fit 16 YMM registers for Q4_K and
+//! Q5_K; Q6_K's four sums per row spill a few).
 
 use std::arch::x86_64::*;
 
@@ -46,22 +47,12 @@ entry_points!(
     )
 );
 
-/// Checks a column's arguments and calls `pass::<1 or ROWS>(m0 + r0,
-/// out from row r0)` over its input rows.
+/// Checks a column's arguments: `rows` ≤ [`MT`] input rows from `m0`
+/// inside the input, `kb` tiles as wide as it, `out` [rows, 16].
 #[inline(always)]
-fn passes(
-    kb: usize,
-    acts: &Q8K,
-    m0: usize,
-    rows: usize,
-    out: &mut [f32],
-    mut pass: impl FnMut(bool, usize, &mut [f32]),
-) {
+fn check(kb: usize, acts: &Q8K, m0: usize, rows: usize, out: &[f32]) {
     assert!(rows <= MT && kb == acts.kb && out.len() == rows * TILE_ROWS);
-    assert!((m0 + rows) * acts.kb <= acts.d.len());
-    for r0 in (0..rows).step_by(ROWS) {
-        pass(rows - r0 == 1, m0 + r0, &mut out[r0 * TILE_ROWS..]);
-    }
+    assert!((m0 + rows) * kb <= acts.d.len() && (m0 + rows) * kb * QK_K <= acts.qs.len());
 }
 
 /// The 16 outputs of one Q4_K (`QH` = 0) or Q5_K tile column for input
@@ -77,17 +68,20 @@ unsafe fn nibble_column<D: Dot, const QH: usize>(
     rows: usize,
     out: &mut [f32],
 ) {
-    passes(tiles.len(), acts, m0, rows, out, |one, m0, out| {
-        // SAFETY: rows m0 .. m0 + 1 or ROWS lie in the input (checked by
-        // `passes`); the features are the caller's.
+    check(tiles.len(), acts, m0, rows, out);
+    for r0 in (0..rows).step_by(ROWS) {
+        let out = &mut out[r0 * TILE_ROWS..];
+        // SAFETY: rows m0 + r0 .. + 1 or ROWS lie in the input (checked);
+        // the features are the caller's. Called directly (not from a
+        // closure), so the body compiles with the entry point's features.
         unsafe {
-            if one {
-                nibble_rows::<D, 1, QH>(tiles, acts, m0, out);
+            if rows - r0 == 1 {
+                nibble_rows::<D, 1, QH>(tiles, acts, m0 + r0, out);
             } else {
-                nibble_rows::<D, ROWS, QH>(tiles, acts, m0, out);
+                nibble_rows::<D, ROWS, QH>(tiles, acts, m0 + r0, out);
             }
         }
-    });
+    }
 }
 
 /// [`nibble_column`] for exactly `R` input rows from `m0`, both row
@@ -200,16 +194,18 @@ unsafe fn q6k_column<D: Dot>(
     rows: usize,
     out: &mut [f32],
 ) {
-    passes(tiles.len(), acts, m0, rows, out, |one, m0, out| {
+    check(tiles.len(), acts, m0, rows, out);
+    for r0 in (0..rows).step_by(ROWS) {
+        let out = &mut out[r0 * TILE_ROWS..];
         // SAFETY: as in `nibble_column`.
         unsafe {
-            if one {
-                q6k_rows::<D, 1>(tiles, acts, m0, out);
+            if rows - r0 == 1 {
+                q6k_rows::<D, 1>(tiles, acts, m0 + r0, out);
             } else {
-                q6k_rows::<D, ROWS>(tiles, acts, m0, out);
+                q6k_rows::<D, ROWS>(tiles, acts, m0 + r0, out);
             }
         }
-    });
+    }
 }
 
 /// [`q6k_column`] for exactly `R` input rows from `m0`, both row halves,
@@ -256,17 +252,16 @@ unsafe fn q6k_rows<D: Dot, const R: usize>(
                             let p = tile.q.as_ptr().add((half * 8 + g) * 3 * 64 + rh * 32);
                             let (ql_a, ql_b, qh) =
                                 (load32(p), load32(p.add(64)), load32(p.add(128)));
-                            let part = |ql: __m256i, qh: __m256i| {
-                                _mm256_or_si256(
-                                    _mm256_and_si256(ql, low),
-                                    _mm256_and_si256(qh, high),
-                                )
-                            };
                             let q = [
-                                part(ql_a, _mm256_slli_epi16::<4>(qh)),
-                                part(ql_b, _mm256_slli_epi16::<2>(qh)),
-                                part(_mm256_srli_epi16::<4>(ql_a), qh),
-                                part(_mm256_srli_epi16::<4>(ql_b), _mm256_srli_epi16::<2>(qh)),
+                                six_bits(ql_a, _mm256_slli_epi16::<4>(qh), low, high),
+                                six_bits(ql_b, _mm256_slli_epi16::<2>(qh), low, high),
+                                six_bits(_mm256_srli_epi16::<4>(ql_a), qh, low, high),
+                                six_bits(
+                                    _mm256_srli_epi16::<4>(ql_b),
+                                    _mm256_srli_epi16::<2>(qh),
+                                    low,
+                                    high,
+                                ),
                             ];
                             let at = half * 128 + g * 4;
                             for i in 0..R {
@@ -310,4 +305,15 @@ unsafe fn q6k_rows<D: Dot, const R: usize>(
             }
         }
     }
+}
+
+/// `(ql & low) | (qh & high)`: a 6-bit Q6_K value from its low nibble and
+/// its two high bits already shifted to bits 4–5.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+unsafe fn six_bits(ql: __m256i, qh: __m256i, low: __m256i, high: __m256i) -> __m256i {
+    // SAFETY: the caller has AVX2.
+    unsafe { _mm256_or_si256(_mm256_and_si256(ql, low), _mm256_and_si256(qh, high)) }
 }

@@ -42,7 +42,7 @@ unsafe fn column<D: Dot>(
     out: &mut [f32],
 ) {
     assert!(rows <= MT && tiles.len() == acts.kb && out.len() == rows * TILE_ROWS);
-    assert!((m0 + rows) * acts.kb <= acts.d.len());
+    assert!((m0 + rows) * acts.kb <= acts.d.len() && (m0 + rows) * acts.kb * QK <= acts.qs.len());
     for r0 in (0..rows).step_by(ROWS) {
         let out = &mut out[r0 * TILE_ROWS..];
         // SAFETY: rows m0 + r0 .. + R lie in the input (asserted); the
