@@ -62,6 +62,20 @@ pub(crate) fn matmul_bt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), 
     matmul_bt_on(x, w, (m, k, n), out, m * n * k >= PARALLEL_MIN_MACS);
 }
 
+/// [`matmul_bt`] on the calling thread (for callers already inside a pool
+/// task).
+///
+/// # Panics
+/// As [`matmul_bt`].
+pub(crate) fn matmul_bt_serial(
+    x: &[f32],
+    w: &[f32],
+    (m, k, n): (usize, usize, usize),
+    out: &mut [f32],
+) {
+    matmul_bt_on(x, w, (m, k, n), out, false);
+}
+
 /// [`matmul_bt`] on the pool (`parallel`) or on the calling thread.
 fn matmul_bt_on(
     x: &[f32],

@@ -17,6 +17,7 @@ pub(crate) mod avx512_bf16;
 pub(crate) mod cpu;
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod delta_rule;
 mod disjoint;
 pub(crate) mod f32_rows;
 pub(crate) mod flash_f32;

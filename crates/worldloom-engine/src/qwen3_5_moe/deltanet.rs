@@ -3,7 +3,9 @@
 //! causal conv1d over the q/k/v projections, then the gated delta rule on a
 //! per-head `d_k × d_v` fp32 state, then a gated RMSNorm. Prefill uses the
 //! chunked (UT-transform) form with chunks of [`DELTANET_CHUNK_TOKENS`]
-//! tokens; decode uses the token recurrence. Both compute the same function.
+//! tokens (on a CPU with AVX2 + FMA as one per-head kernel,
+//! `kernels::delta_rule`; elsewhere op by op); decode uses the token
+//! recurrence. All compute the same function.
 
 use std::sync::Arc;
 
@@ -442,13 +444,23 @@ fn delta_block_tokens(heads: usize, d: usize) -> usize {
 /// `torch_chunk_gated_delta_rule`: chunks of [`DELTANET_CHUNK_TOKENS`],
 /// intra-chunk work as matmuls, a sequential scan over chunks, taken in
 /// blocks of [`delta_block_tokens`] (the state carried from block to
-/// block). Same shapes and result as [`recurrent_gated_delta_rule`].
+/// block). Same shapes and result as [`recurrent_gated_delta_rule`]. On a
+/// CPU with AVX2 + FMA the whole input goes through the fused per-head
+/// kernel instead (`kernels::delta_rule`: a few chunk-sized buffers per
+/// head, so no blocks are needed).
 fn chunk_gated_delta_rule(
     inputs: &DeltaRuleInputs,
     state: &Tensor,
 ) -> candle_core::Result<(Tensor, Tensor)> {
-    let (h, _, d_k) = inputs.q.dims3()?;
-    let block = delta_block_tokens(h, d_k.max(inputs.v.dim(2)?));
+    let DeltaRuleInputs { q, k, v, g, beta } = inputs;
+    let chunk = DELTANET_CHUNK_TOKENS;
+    if let Some(done) =
+        crate::kernels::delta_rule::try_chunked_rule((q, k, v), (g, beta), state, chunk)?
+    {
+        return Ok(done);
+    }
+    let (h, _, d_k) = q.dims3()?;
+    let block = delta_block_tokens(h, d_k.max(v.dim(2)?));
     chunk_rule_in_blocks(inputs, state, block)
 }
 
@@ -709,6 +721,39 @@ mod tests {
         }
         assert_eq!(delta_block_tokens(32, 128), 8 * DELTANET_CHUNK_TOKENS);
         assert_eq!(delta_block_tokens(1024, 1024), DELTANET_CHUNK_TOKENS);
+        Ok(())
+    }
+
+    /// The fused CPU rule (`kernels::delta_rule`) equals the op-by-op
+    /// chunked form within 1e-5 and the token recurrence within 1e-4 of the
+    /// scale, output and final state, over several chunks with a partial
+    /// last one, on inputs that are views (a time slice of longer ones).
+    #[test]
+    fn fused_cpu_rule_equals_the_op_by_op_form_and_the_recurrence() -> candle_core::Result<()> {
+        if !crate::kernels::delta_rule::available() {
+            return Ok(());
+        }
+        let (h, d_k, d_v) = (3, 16, 12);
+        let (longer, state) = random_rule_inputs(h, 230, d_k, d_v)?;
+        let inputs = longer.narrow_time(20, 200)?;
+        let (want_out, want_state) = recurrent_gated_delta_rule(&inputs, &state)?;
+        let (ops_out, ops_state) = chunk_block(&inputs, &state)?;
+        let DeltaRuleInputs { q, k, v, g, beta } = &inputs;
+        let (out, s) = crate::kernels::delta_rule::try_chunked_rule(
+            (q, k, v),
+            (g, beta),
+            &state,
+            DELTANET_CHUNK_TOKENS,
+        )?
+        .expect("applies on this CPU");
+        for (got, want, what) in [(&out, &want_out, "output"), (&s, &want_state, "state")] {
+            let d = max_rel_diff(got, want);
+            assert!(d <= 1e-4, "{what} against the recurrence: {d}");
+        }
+        for (got, want, what) in [(&out, &ops_out, "output"), (&s, &ops_state, "state")] {
+            let d = max_rel_diff(got, want);
+            assert!(d <= 1e-5, "{what} against the op-by-op form: {d}");
+        }
         Ok(())
     }
 
