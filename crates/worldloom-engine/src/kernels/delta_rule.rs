@@ -6,7 +6,8 @@
 //! al., "Gated Delta Networks", 2024): per chunk of `C` tokens with
 //! in-chunk cumulative log decays `cum`, `L[i][j] = (β_i k_i · k_j)
 //! exp(cum_i − cum_j)` for `j < i`; `(I + L) X = [β v | β k exp(cum)]` by
-//! forward substitution (the op-by-op form inverts `I + L` and multiplies);
+//! forward substitution summed in f64 (the op-by-op form inverts `I + L`
+//! and multiplies);
 //! then, carrying the state `S` [d_k, d_v] from chunk to chunk,
 //! `v' = X_v − X_k S`, `o = (q exp(cum)) S + tril(q kᵀ exp(cum_i −
 //! cum_j)) v'`, `S ← S exp(cum_last) + (k exp(cum_last − cum))ᵀ v'`.
@@ -219,6 +220,7 @@ unsafe fn head(x: &HeadInputs<'_>, shape: RuleShape, out: &mut [f32], state_out:
     let mut qk = vec![0f32; c_max * c_max]; // q kᵀ, then the masked intra-chunk scores
     let mut xv = vec![0f32; c_max * dv]; // X's value half, then v'
     let mut xk = vec![0f32; c_max * dk]; // X's key half
+    let mut x64 = vec![0f64; c_max * (dv + dk)]; // X in f64 while it is solved
     let mut qd = vec![0f32; c_max * dk]; // q exp(cum), then k exp(cum_last − cum)
     let mut w = vec![0f32; c_max * dv];
     let mut vt = vec![0f32; dv * c_max]; // v'ᵀ
@@ -250,30 +252,33 @@ unsafe fn head(x: &HeadInputs<'_>, shape: RuleShape, out: &mut [f32], state_out:
                 a[i * c + j] *= if j < i { decay } else { 0.0 };
             }
         }
-        // (I + L) X = [β v | β k exp(cum)], row by row.
+        // (I + L) X = [β v | β k exp(cum)], row by row, summed in f64 (the
+        // rows grow by up to C − 1 terms each).
+        let width = dv + dk;
         for i in 0..c {
-            let (b, e) = (x.beta[r0 + i], cum[i].exp());
-            let (done_v, row_v) = xv.split_at_mut(i * dv);
-            let row_v = &mut row_v[..dv];
-            for (d, s) in row_v.iter_mut().zip(&v[i * dv..]) {
-                *d = s * b;
+            let (b, e) = (f64::from(x.beta[r0 + i]), f64::from(cum[i].exp()));
+            let (done, row) = x64.split_at_mut(i * width);
+            let row = &mut row[..width];
+            for (d, s) in row[..dv].iter_mut().zip(&v[i * dv..]) {
+                *d = f64::from(*s) * b;
             }
-            let (done_k, row_k) = xk.split_at_mut(i * dk);
-            let row_k = &mut row_k[..dk];
-            for (d, s) in row_k.iter_mut().zip(&kb[i * dk..]) {
-                *d = s * e;
+            for (d, s) in row[dv..].iter_mut().zip(&kb[i * dk..]) {
+                *d = f64::from(*s) * e;
             }
             for j in 0..i {
-                let l = a[i * c + j];
+                let l = f64::from(a[i * c + j]);
                 if l == 0.0 {
                     continue;
                 }
-                for (d, s) in row_v.iter_mut().zip(&done_v[j * dv..(j + 1) * dv]) {
+                for (d, s) in row.iter_mut().zip(&done[j * width..(j + 1) * width]) {
                     *d -= l * s;
                 }
-                for (d, s) in row_k.iter_mut().zip(&done_k[j * dk..(j + 1) * dk]) {
-                    *d -= l * s;
-                }
+            }
+            for (d, s) in xv[i * dv..(i + 1) * dv].iter_mut().zip(&row[..dv]) {
+                *d = *s as f32;
+            }
+            for (d, s) in xk[i * dk..(i + 1) * dk].iter_mut().zip(&row[dv..]) {
+                *d = *s as f32;
             }
         }
         // v' = X_v − X_k S.
