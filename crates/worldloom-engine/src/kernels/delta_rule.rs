@@ -134,7 +134,6 @@ pub(crate) fn try_chunked_rule(
         || g.dims() != [heads, t]
         || beta.dims() != [heads, t]
         || state.dims() != [heads, dk, dv]
-        || t == 0
     {
         candle_core::bail!(
             "delta rule inputs disagree: q {:?}, k {:?}, v {:?}, g {:?}, beta {:?}, state {:?}",
@@ -145,6 +144,9 @@ pub(crate) fn try_chunked_rule(
             beta.dims(),
             state.dims()
         );
+    }
+    if t == 0 {
+        candle_core::bail!("delta rule over 0 tokens");
     }
     let all: Vec<Tensor> = all
         .iter()

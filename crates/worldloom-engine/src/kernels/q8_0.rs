@@ -77,6 +77,15 @@ impl TileIsa {
     /// Every form, fastest first.
     pub const ALL: [Self; 3] = [Self::Avx512Vnni, Self::AvxVnni, Self::Avx2];
 
+    /// The form's name in [`TILE_ISA_ENV`].
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Avx512Vnni => "avx512vnni",
+            Self::AvxVnni => "avxvnni",
+            Self::Avx2 => "avx2",
+        }
+    }
+
     /// Whether this CPU runs this form (the standard library's cached
     /// feature checks).
     pub fn is_supported(self) -> bool {
@@ -99,7 +108,8 @@ impl TileIsa {
 
 /// Environment variable that caps the tile kernels' instruction set below
 /// the CPU's best (`avx2`, `avxvnni`, `avx512vnni`, or `off` for candle's
-/// kernels): to measure one form on a CPU that has several.
+/// kernels): to measure one form on a CPU that has several. Another value
+/// is reported once on standard error and ignored.
 pub const TILE_ISA_ENV: &str = "WORLDLOOM_CPU_TILES";
 
 /// The tile kernels' instruction set on this CPU (read once): the fastest
@@ -109,22 +119,37 @@ pub const TILE_ISA_ENV: &str = "WORLDLOOM_CPU_TILES";
 pub fn tile_isa() -> Option<TileIsa> {
     static ISA: std::sync::OnceLock<Option<TileIsa>> = std::sync::OnceLock::new();
     *ISA.get_or_init(|| {
-        let cap = std::env::var(TILE_ISA_ENV).unwrap_or_default();
-        let rank = |isa: TileIsa| match isa {
-            TileIsa::Avx2 => 0,
-            TileIsa::AvxVnni => 1,
-            TileIsa::Avx512Vnni => 2,
-        };
-        let cap = match cap.trim().to_ascii_lowercase().as_str() {
-            "off" => return None,
-            "avx2" => 0,
-            "avxvnni" => 1,
-            _ => 2,
-        };
-        TileIsa::ALL
-            .into_iter()
-            .find(|&isa| rank(isa) <= cap && isa.is_supported())
+        let value = std::env::var(TILE_ISA_ENV).unwrap_or_default();
+        let cap = parse_cap(&value).unwrap_or_else(|message| {
+            eprintln!("{message}: ignored (the CPU's fastest tile kernels run)");
+            Some(0)
+        })?;
+        TileIsa::ALL[cap..]
+            .iter()
+            .copied()
+            .find(|isa| isa.is_supported())
     })
+}
+
+/// A [`TILE_ISA_ENV`] value (case and surrounding space ignored) as the
+/// position in [`TileIsa::ALL`] from which forms may run (`""` gives 0),
+/// or `None` for `off`.
+///
+/// # Errors
+/// Another value, with a message naming the variable and the values it takes.
+fn parse_cap(value: &str) -> Result<Option<usize>, String> {
+    let value = value.trim().to_ascii_lowercase();
+    match value.as_str() {
+        "off" => Ok(None),
+        "" => Ok(Some(0)),
+        name => TileIsa::ALL
+            .iter()
+            .position(|isa| isa.name() == name)
+            .map(Some)
+            .ok_or_else(|| {
+                format!("{TILE_ISA_ENV}={name:?} is not one of avx512vnni, avxvnni, avx2, off")
+            }),
+    }
 }
 
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
@@ -638,6 +663,23 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The cap's values: each form's name (any case, spaces around), `off`,
+    /// nothing; another value is refused with a message naming the
+    /// variable.
+    #[test]
+    fn tile_cap_values() {
+        assert_eq!(parse_cap(""), Ok(Some(0)));
+        assert_eq!(parse_cap(" AVX2 "), Ok(Some(2)));
+        assert_eq!(parse_cap("avxvnni"), Ok(Some(1)));
+        assert_eq!(parse_cap("avx512vnni"), Ok(Some(0)));
+        assert_eq!(parse_cap("Off"), Ok(None));
+        let refused = parse_cap("avx-vnni").expect_err("not a form");
+        assert!(
+            refused.contains("WORLDLOOM_CPU_TILES=\"avx-vnni\""),
+            "{refused}"
+        );
     }
 
     /// The AVX-512 quantizer gives the scalar one's bytes, scales and sums,
