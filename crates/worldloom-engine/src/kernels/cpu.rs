@@ -334,8 +334,8 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
 }
 
 /// Most query positions [`super::f32_rows::attend`] takes; beyond them
-/// the tiled kernel of [`super::flash_f32`] (or, without AVX-512, a
-/// batched matmul of the queries) wins. Below it a position's sums do not
+/// the tiled kernel of [`super::flash_f32`] (or, without AVX2, a batched
+/// matmul of the queries) wins. Below it a position's sums do not
 /// depend on how many positions a forward carries, which keeps a verifying
 /// forward's logits equal to decode's.
 const MAX_QUERY_ROWS: usize = 64;
@@ -348,7 +348,7 @@ const MAX_QUERY_ROWS: usize = 64;
 /// [`MAX_QUERY_ROWS`] (a verifying forward of speculative decoding, a
 /// short turn) over an f32 cache run [`super::f32_rows::attend`] where the
 /// CPU has AVX2 + FMA; more (a prompt piece) over an f32 cache run
-/// [`super::flash_f32::attend`] where it has AVX-512F. `None` when none
+/// [`super::flash_f32::attend`] (AVX-512F or AVX2 + FMA). `None` when none
 /// applies (dtype, device, layout, query count).
 pub fn try_cached_attention(
     q: &Tensor,
@@ -363,7 +363,7 @@ pub fn try_cached_attention(
     let (queries, heads, hd) = q.dims3()?;
     let (kv_heads, capacity, hd_k) = k_buf.dims3()?;
     let f32_rows = k_buf.dtype() == DType::F32 && super::f32_rows::available();
-    let flash = f32_rows && super::flash_f32::available() && super::flash_f32::takes(hd);
+    let flash = f32_rows && super::flash_f32::form().is_some() && super::flash_f32::takes(hd);
     let most = if flash {
         usize::MAX
     } else if f32_rows {

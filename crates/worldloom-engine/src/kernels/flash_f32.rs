@@ -1,7 +1,8 @@
 //! Causal attention of a prompt piece (many query positions) over an f32
 //! KV cache read in place, in key tiles with a running softmax — the
 //! schedule of FlashAttention (Dao et al. 2022, arXiv 2205.14135,
-//! Algorithm 1) on AVX-512 vectors.
+//! Algorithm 1) on AVX-512 or AVX2 vectors (one body over [`lanes`]).
+
 //!
 //! The batched form (`qwen3_5_moe::attention::attend`) materialises the
 //! scores of a query block ([heads, block, keys] f32, tens of MB at a few
@@ -22,10 +23,13 @@
 //!
 //! Scores never leave the core's caches, and the work past a row's causal
 //! limit is at most one tile. Sums in f32; `exp2` is a degree-7 polynomial
-//! on [−½, ½] scaled by `vscalefps` (relative error below 1e-7).
+//! on [−½, ½] times 2^n (`vscalefps`, or the exponent field on AVX2;
+//! relative error below 1e-7).
 //!
-//! Chosen at run time ([`available`], [`takes`]). Allowed `unsafe`: the
-//! target-feature calls (entered only after [`available`]), the
+//! Chosen at run time ([`form`], [`takes`]): AVX-512F where the CPU has it
+//! and [`super::q8_0::TILE_ISA_ENV`] does not hold the kernels to 256-bit
+//! registers, else AVX2 + FMA. Allowed `unsafe`: the
+//! target-feature calls (entered only after [`form`]), the
 //! raw-pointer loads and stores whose bounds [`attend`] asserts, and the
 //! disjoint writes of each task's rows into the output.
 #![allow(unsafe_code)]
@@ -37,21 +41,52 @@ use super::f32_rows::AttendShape;
 const KEYS: usize = 32;
 /// Query rows a task aims for (positions × the heads of one KV head).
 const ROWS: usize = 32;
-/// Rows of the score micro-tile (8 rows × 2 vectors of accumulators).
-const MR_QK: usize = 8;
-/// Rows of the probabilities × V micro-tile (4 rows × 4 vectors).
-const MR_PV: usize = 4;
+/// A task's query rows are padded to a multiple of this (each form's
+/// micro-tile rows divide it).
+const PAD_ROWS: usize = 8;
 
-/// Whether this CPU runs [`attend`] (AVX-512F).
-pub(crate) fn available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
+/// The vector registers [`attend`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// AVX-512F: 16 lanes.
+    Avx512,
+    /// AVX2 + FMA: 8 lanes.
+    Avx2,
+}
+
+impl Form {
+    /// Every form, widest first.
+    pub(crate) const ALL: [Self; 2] = [Self::Avx512, Self::Avx2];
+
+    /// Whether this CPU runs this form.
+    pub(crate) fn is_supported(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Self::Avx512 => has!("avx512f"),
+                Self::Avx2 => has!("avx2") && has!("fma"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+}
+
+/// The form [`attend`] runs on this CPU: the widest supported one that
+/// [`super::q8_0::TILE_ISA_ENV`]'s cap allows (`avx2` or `avxvnni` hold it
+/// to 256 bits, `off` leaves attention to candle's ops); `None` where none.
+pub(crate) fn form() -> Option<Form> {
+    use super::q8_0::{TileIsa, allows};
+    let allowed = |form: Form| match form {
+        Form::Avx512 => allows(TileIsa::Avx512Vnni),
+        Form::Avx2 => allows(TileIsa::Avx2),
+    };
+    Form::ALL
+        .into_iter()
+        .find(|&form| allowed(form) && form.is_supported())
 }
 
 /// Whether [`attend`] takes heads of width `hd`: whole 16-lane vectors.
@@ -69,9 +104,18 @@ pub(crate) fn takes(hd: usize) -> bool {
 /// size of the K cache's valid part) and per task ~2 · 32 · hd f32.
 ///
 /// # Panics
-/// Where [`available`] or [`takes`] is false, or when the slices or
+/// Where [`form`] is `None` or [`takes`] is false, or when the slices or
 /// widths disagree.
 pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec<f32> {
+    let form = form().expect("vector attention called on a CPU without AVX2 + FMA");
+    attend_on(form, q, k, v, shape)
+}
+
+/// [`attend`] on `form`'s registers.
+///
+/// # Panics
+/// Where this CPU lacks `form`, or as [`attend`].
+fn attend_on(form: Form, q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec<f32> {
     let AttendShape {
         queries,
         heads,
@@ -81,7 +125,10 @@ pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec
         hd,
         scale,
     } = shape;
-    assert!(available(), "AVX-512F kernel called on a CPU without it");
+    assert!(
+        form.is_supported(),
+        "{form:?} attention on a CPU without it"
+    );
     assert!(takes(hd), "head width {hd} is not whole 16-lane vectors");
     assert!(kv_heads > 0 && heads % kv_heads == 0 && queries <= s && s <= capacity);
     assert!(q.len() == queries * heads * hd && k.len() >= kv_heads * capacity * hd);
@@ -118,7 +165,7 @@ pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec
         let first = b * per_task;
         let positions = per_task.min(queries - first);
         let rows = positions * groups;
-        let padded = rows.next_multiple_of(MR_QK);
+        let padded = rows.next_multiple_of(PAD_ROWS);
         // Row r = i · groups + j: position first + i, head g · groups + j.
         let mut qg = vec![0f32; padded * hd];
         let mut limits = Vec::with_capacity(rows);
@@ -132,10 +179,15 @@ pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec
         }
         let vg = &v[g * capacity * hd..(g * capacity + s) * hd];
         let panels = &kt[g * tiles * panel..(g + 1) * tiles * panel];
-        // SAFETY: `available` was asserted; `qg` holds `padded` rows of
+        // SAFETY: the form's features were asserted; `qg` holds `padded` rows of
         // `hd`, `panels` the tiles of every key up to the last limit (≤ s),
         // `vg` s rows of `hd`.
-        let og = unsafe { imp::block(&qg, &limits, panels, vg, hd) };
+        let og = unsafe {
+            match form {
+                Form::Avx512 => imp::block_avx512(&qg, &limits, panels, vg, hd),
+                Form::Avx2 => imp::block_avx2(&qg, &limits, panels, vg, hd),
+            }
+        };
         for (r, row) in og.chunks_exact(hd).take(rows).enumerate() {
             let (i, h) = (r / groups, g * groups + r % groups);
             // SAFETY: (position first + i, head h) belongs to this task
@@ -154,139 +206,154 @@ pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec
 }
 
 #[cfg(target_arch = "x86_64")]
+mod lanes;
+
+#[cfg(target_arch = "x86_64")]
 mod imp {
-    use std::arch::x86_64::*;
+    use super::lanes::{Lanes, Ymm, Zmm};
+    use super::{KEYS, PAD_ROWS};
 
-    use super::{KEYS, MR_PV, MR_QK};
-
-    /// 2^x for x ≤ 0 (inputs below −150 give 0): 2^round(x) by
-    /// `vscalefps` times a degree-7 Taylor polynomial of 2^f on [−½, ½]
-    /// (relative error ≤ 6e-9 before rounding).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn exp2(x: __m512) -> __m512 {
-        const C: [f32; 8] = [
-            1.0,
-            std::f32::consts::LN_2,
-            0.240_226_5,
-            0.055_504_11,
-            0.009_618_129,
-            0.001_333_355_8,
-            0.000_154_035_3,
-            0.000_015_252_734,
-        ];
-        let x = _mm512_max_ps(x, _mm512_set1_ps(-150.0));
-        let n = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
-        let f = _mm512_sub_ps(x, n);
-        let mut p = _mm512_set1_ps(C[7]);
-        for &c in C[..7].iter().rev() {
-            p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(c));
-        }
-        _mm512_scalef_ps(p, n)
-    }
-
-    /// Scores of [`MR_QK`] query rows (`q`, stride `hd`) against one tile
-    /// panel ([hd, KEYS]) into `p` (stride KEYS).
+    /// [`block`] on AVX-512F: 2 vectors a key tile, 8 score rows (16
+    /// accumulators), 4 rows × 4 vectors of P·V.
     ///
     /// # Safety
-    /// AVX-512F present; `q` points at MR_QK · hd values, `panel` at
-    /// hd · KEYS, `p` at MR_QK · KEYS writable values.
-    #[inline]
+    /// As [`block`]; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
-    unsafe fn scores(q: *const f32, panel: *const f32, hd: usize, p: *mut f32) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR_QK];
-        for d in 0..hd {
-            // SAFETY (the loads and stores): the caller's bounds.
-            unsafe {
-                let k0 = _mm512_loadu_ps(panel.add(d * KEYS));
-                let k1 = _mm512_loadu_ps(panel.add(d * KEYS + 16));
+    pub(super) unsafe fn block_avx512(
+        qg: &[f32],
+        limits: &[usize],
+        panels: &[f32],
+        vg: &[f32],
+        hd: usize,
+    ) -> Vec<f32> {
+        // SAFETY: the caller's.
+        unsafe { block::<Zmm, 2, 8, 4>(qg, limits, panels, vg, hd) }
+    }
+
+    /// [`block`] on AVX2 + FMA (16 YMM registers): 4 vectors a key tile,
+    /// 2 score rows (8 accumulators), 2 rows × 4 vectors of P·V.
+    ///
+    /// # Safety
+    /// As [`block`]; the CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn block_avx2(
+        qg: &[f32],
+        limits: &[usize],
+        panels: &[f32],
+        vg: &[f32],
+        hd: usize,
+    ) -> Vec<f32> {
+        // SAFETY: the caller's.
+        unsafe { block::<Ymm, 4, 2, 2>(qg, limits, panels, vg, hd) }
+    }
+
+    /// Scores of `MQ` query rows (`q`, stride `hd`) against one tile panel
+    /// ([hd, KEYS], `NV` vectors a row) into `p` (stride KEYS).
+    ///
+    /// # Safety
+    /// L's features present; `q` points at MQ · hd values, `panel` at
+    /// hd · KEYS, `p` at MQ · KEYS writable values.
+    #[inline(always)]
+    unsafe fn scores<L: Lanes, const NV: usize, const MQ: usize>(
+        q: *const f32,
+        panel: *const f32,
+        hd: usize,
+        p: *mut f32,
+    ) {
+        // SAFETY (every call): the features and bounds are the caller's.
+        unsafe {
+            let mut acc = [[L::zero(); NV]; MQ];
+            for d in 0..hd {
+                let mut k = [L::zero(); NV];
+                for (c, k) in k.iter_mut().enumerate() {
+                    *k = L::load(panel.add(d * KEYS + c * L::W));
+                }
                 for (r, a) in acc.iter_mut().enumerate() {
-                    let x = _mm512_set1_ps(*q.add(r * hd + d));
-                    a[0] = _mm512_fmadd_ps(x, k0, a[0]);
-                    a[1] = _mm512_fmadd_ps(x, k1, a[1]);
+                    let x = L::set1(*q.add(r * hd + d));
+                    for (a, &k) in a.iter_mut().zip(&k) {
+                        *a = L::fmadd(x, k, *a);
+                    }
+                }
+            }
+            for (r, a) in acc.iter().enumerate() {
+                for (c, &a) in a.iter().enumerate() {
+                    L::store(p.add(r * KEYS + c * L::W), a);
                 }
             }
         }
-        for (r, a) in acc.iter().enumerate() {
-            // SAFETY: the caller's bounds.
-            unsafe {
-                _mm512_storeu_ps(p.add(r * KEYS), a[0]);
-                _mm512_storeu_ps(p.add(r * KEYS + 16), a[1]);
-            }
-        }
     }
 
-    /// Adds `p` (MR_PV rows, stride KEYS) times `n` V rows (stride `hd`)
-    /// into columns of `o` (MR_PV rows, stride `hd`), `C` vectors wide.
+    /// Adds `p` (MP rows, stride KEYS) times `n` V rows (stride `hd`) into
+    /// columns of `o` (MP rows, stride `hd`), `C` vectors wide.
     ///
     /// # Safety
-    /// AVX-512F present; `p` points at MR_PV · KEYS values (n ≤ KEYS), `v`
-    /// at n rows of ≥ 16 · C values at stride hd, `o` at MR_PV such
+    /// L's features present; `p` points at MP · KEYS values (n ≤ KEYS),
+    /// `v` at n rows of ≥ W · C values at stride hd, `o` at MP such
     /// writable rows.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn weighted<const C: usize>(
+    #[inline(always)]
+    unsafe fn weighted<L: Lanes, const C: usize, const MP: usize>(
         p: *const f32,
         v: *const f32,
         n: usize,
         hd: usize,
         o: *mut f32,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); C]; MR_PV];
-        for (r, a) in acc.iter_mut().enumerate() {
-            for (c, x) in a.iter_mut().enumerate() {
-                // SAFETY: the caller's bounds.
-                *x = unsafe { _mm512_loadu_ps(o.add(r * hd + 16 * c)) };
+        // SAFETY (every call): the features and bounds are the caller's.
+        unsafe {
+            let mut acc = [[L::zero(); C]; MP];
+            for (r, a) in acc.iter_mut().enumerate() {
+                for (c, x) in a.iter_mut().enumerate() {
+                    *x = L::load(o.add(r * hd + c * L::W));
+                }
             }
-        }
-        for key in 0..n {
-            // SAFETY (the loads): the caller's bounds.
-            unsafe {
+            for key in 0..n {
                 let row = v.add(key * hd);
-                let vv: [__m512; C] = std::array::from_fn(|c| _mm512_loadu_ps(row.add(16 * c)));
+                let mut vv = [L::zero(); C];
+                for (c, y) in vv.iter_mut().enumerate() {
+                    *y = L::load(row.add(c * L::W));
+                }
                 for (r, a) in acc.iter_mut().enumerate() {
-                    let w = _mm512_set1_ps(*p.add(r * KEYS + key));
+                    let w = L::set1(*p.add(r * KEYS + key));
                     for (x, &y) in a.iter_mut().zip(&vv) {
-                        *x = _mm512_fmadd_ps(w, y, *x);
+                        *x = L::fmadd(w, y, *x);
                     }
                 }
             }
-        }
-        for (r, a) in acc.iter().enumerate() {
-            for (c, &x) in a.iter().enumerate() {
-                // SAFETY: the caller's bounds.
-                unsafe { _mm512_storeu_ps(o.add(r * hd + 16 * c), x) };
+            for (r, a) in acc.iter().enumerate() {
+                for (c, &x) in a.iter().enumerate() {
+                    L::store(o.add(r * hd + c * L::W), x);
+                }
             }
         }
     }
 
-    /// Multiplies the 16-lane vectors of `row` by `by`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn scale_row(row: &mut [f32], by: f32) {
-        let by = _mm512_set1_ps(by);
-        for c in row.chunks_exact_mut(16) {
-            // SAFETY: `c` is 16 values.
-            unsafe {
-                _mm512_storeu_ps(
-                    c.as_mut_ptr(),
-                    _mm512_mul_ps(_mm512_loadu_ps(c.as_ptr()), by),
-                )
-            };
+    /// Multiplies the vectors of `row` (a multiple of W long) by `by`.
+    ///
+    /// # Safety
+    /// L's features present.
+    #[inline(always)]
+    unsafe fn scale_row<L: Lanes>(row: &mut [f32], by: f32) {
+        // SAFETY: the caller's features; each chunk is W values.
+        unsafe {
+            let by = L::set1(by);
+            for c in row.chunks_exact_mut(L::W) {
+                L::store(c.as_mut_ptr(), L::mul(L::load(c.as_ptr()), by));
+            }
         }
     }
 
     /// Attention of one task's query rows: `qg` [padded, hd] (rows past
-    /// `limits.len()` zero, padded a multiple of MR_QK, pre-scaled by
-    /// scale · log2 e), row r seeing keys `0..limits[r]`; `panels` the
+    /// `limits.len()` zero, padded a multiple of [`PAD_ROWS`], pre-scaled
+    /// by scale · log2 e), row r seeing keys `0..limits[r]`; `panels` the
     /// KV head's K tiles [tiles, hd, KEYS]; `vg` its V rows [s, hd].
     /// Returns the normalised outputs [padded, hd] (padding rows zero).
+    /// `NV` · W = KEYS; `MQ` score rows and `MP` P·V rows a micro-tile.
     ///
     /// # Safety
-    /// AVX-512F present; every limit ≥ 1 and ≤ s, with `panels` holding
-    /// ⌈max limit / KEYS⌉ tiles; hd a multiple of 16.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn block(
+    /// L's features present; every limit ≥ 1 and ≤ s, with `panels`
+    /// holding ⌈max limit / KEYS⌉ tiles; hd a multiple of W.
+    #[inline(always)]
+    unsafe fn block<L: Lanes, const NV: usize, const MQ: usize, const MP: usize>(
         qg: &[f32],
         limits: &[usize],
         panels: &[f32],
@@ -296,7 +363,8 @@ mod imp {
         let padded = qg.len() / hd;
         let rows = limits.len();
         let keys = limits.iter().copied().max().unwrap_or(0);
-        assert!(padded.is_multiple_of(MR_QK) && rows <= padded && hd.is_multiple_of(16));
+        assert!(NV * L::W == KEYS && PAD_ROWS.is_multiple_of(MQ) && MQ.is_multiple_of(MP));
+        assert!(padded.is_multiple_of(PAD_ROWS) && rows <= padded && hd.is_multiple_of(L::W));
         assert!(panels.len() >= keys.div_ceil(KEYS) * hd * KEYS && vg.len() >= keys * hd);
         let mut o = vec![0f32; padded * hd];
         let mut p = vec![0f32; padded * KEYS];
@@ -309,11 +377,11 @@ mod imp {
         {
             let k0 = tile * KEYS;
             let n = KEYS.min(keys - k0);
-            for r0 in (0..padded).step_by(MR_QK) {
-                // SAFETY: rows r0..r0 + MR_QK ≤ padded of `qg` and `p`;
-                // the panel is hd · KEYS values.
+            for r0 in (0..padded).step_by(MQ) {
+                // SAFETY: rows r0..r0 + MQ ≤ padded of `qg` and `p`; the
+                // panel is hd · KEYS values.
                 unsafe {
-                    scores(
+                    scores::<L, NV, MQ>(
                         qg[r0 * hd..].as_ptr(),
                         panel.as_ptr(),
                         hd,
@@ -331,59 +399,57 @@ mod imp {
                     row.fill(0.0);
                     continue;
                 }
-                let mask = if seen >= 32 {
-                    u32::MAX
-                } else {
-                    (1u32 << seen) - 1
-                };
-                let (m0, m1) = (mask as u16, (mask >> 16) as u16);
-                // SAFETY: `row` is KEYS = 32 values.
-                let (s0, s1) = unsafe {
-                    (
-                        _mm512_loadu_ps(row.as_ptr()),
-                        _mm512_loadu_ps(row.as_ptr().add(16)),
-                    )
-                };
-                let top = _mm512_mask_reduce_max_ps(m0, s0).max(_mm512_mask_reduce_max_ps(m1, s1));
-                let new = max[r].max(top);
-                let corr = if max[r] == f32::NEG_INFINITY {
-                    0.0
-                } else {
-                    (max[r] - new).exp2()
-                };
-                max[r] = new;
-                let at = _mm512_set1_ps(new);
-                let e0 = _mm512_maskz_mov_ps(m0, exp2(_mm512_sub_ps(s0, at)));
-                let e1 = _mm512_maskz_mov_ps(m1, exp2(_mm512_sub_ps(s1, at)));
-                // SAFETY: as the loads.
+                // SAFETY (the vector calls): the caller's features; `row`
+                // is KEYS = NV · W values.
                 unsafe {
-                    _mm512_storeu_ps(row.as_mut_ptr(), e0);
-                    _mm512_storeu_ps(row.as_mut_ptr().add(16), e1);
-                }
-                sum[r] = sum[r] * corr + _mm512_reduce_add_ps(_mm512_add_ps(e0, e1));
-                if corr != 1.0 {
-                    scale_row(&mut o[r * hd..(r + 1) * hd], corr);
+                    let mut masks = [L::first(0); NV];
+                    let mut s = [L::zero(); NV];
+                    let mut top = f32::NEG_INFINITY;
+                    for c in 0..NV {
+                        masks[c] = L::first(seen.saturating_sub(c * L::W));
+                        s[c] = L::load(row.as_ptr().add(c * L::W));
+                        top = top.max(L::max_in(masks[c], s[c]));
+                    }
+                    let new = max[r].max(top);
+                    let corr = if max[r] == f32::NEG_INFINITY {
+                        0.0
+                    } else {
+                        (max[r] - new).exp2()
+                    };
+                    max[r] = new;
+                    let at = L::set1(new);
+                    let mut total = L::zero();
+                    for (c, (&m, &s)) in masks.iter().zip(&s).enumerate() {
+                        let e = L::keep(m, L::exp2(L::sub(s, at)));
+                        L::store(row.as_mut_ptr().add(c * L::W), e);
+                        total = L::add(total, e);
+                    }
+                    sum[r] = sum[r] * corr + L::sum(total);
+                    if corr != 1.0 {
+                        scale_row::<L>(&mut o[r * hd..(r + 1) * hd], corr);
+                    }
                 }
             }
             let v = vg[k0 * hd..].as_ptr();
-            for r0 in (0..rows.next_multiple_of(MR_PV)).step_by(MR_PV) {
+            for r0 in (0..rows.next_multiple_of(MP)).step_by(MP) {
                 let (pr, or) = (p[r0 * KEYS..].as_ptr(), o[r0 * hd..].as_mut_ptr());
                 let mut c0 = 0;
-                // SAFETY (both calls): rows r0..r0 + MR_PV ≤ padded of `p`
-                // and `o` (padded is a multiple of MR_QK = 2 · MR_PV),
-                // columns c0.. within hd, keys k0..k0 + n ≤ s of `vg`.
-                while c0 + 64 <= hd {
-                    unsafe { weighted::<4>(pr, v.add(c0), n, hd, or.add(c0)) };
-                    c0 += 64;
+                // SAFETY (both calls): rows r0..r0 + MP ≤ padded of `p` and
+                // `o` (padded is a multiple of MP), columns c0.. within hd,
+                // keys k0..k0 + n ≤ s of `vg`.
+                while c0 + 4 * L::W <= hd {
+                    unsafe { weighted::<L, 4, MP>(pr, v.add(c0), n, hd, or.add(c0)) };
+                    c0 += 4 * L::W;
                 }
                 while c0 < hd {
-                    unsafe { weighted::<1>(pr, v.add(c0), n, hd, or.add(c0)) };
-                    c0 += 16;
+                    unsafe { weighted::<L, 1, MP>(pr, v.add(c0), n, hd, or.add(c0)) };
+                    c0 += L::W;
                 }
             }
         }
         for (row, &total) in o.chunks_exact_mut(hd).zip(&sum) {
-            scale_row(row, 1.0 / total);
+            // SAFETY: the caller's features.
+            unsafe { scale_row::<L>(row, 1.0 / total) };
         }
         o
     }
@@ -391,9 +457,25 @@ mod imp {
 
 #[cfg(not(target_arch = "x86_64"))]
 mod imp {
-    /// Never called: [`super::available`] is false off x86-64.
-    pub(super) unsafe fn block(_: &[f32], _: &[usize], _: &[f32], _: &[f32], _: usize) -> Vec<f32> {
-        unreachable!("the AVX-512 kernel runs on x86-64 only")
+    /// Never called: [`super::form`] is `None` off x86-64.
+    pub(super) unsafe fn block_avx512(
+        _: &[f32],
+        _: &[usize],
+        _: &[f32],
+        _: &[f32],
+        _: usize,
+    ) -> Vec<f32> {
+        unreachable!("the vector kernels run on x86-64 only")
+    }
+    /// Never called, as [`block_avx512`].
+    pub(super) unsafe fn block_avx2(
+        _: &[f32],
+        _: &[usize],
+        _: &[f32],
+        _: &[f32],
+        _: usize,
+    ) -> Vec<f32> {
+        unreachable!("the vector kernels run on x86-64 only")
     }
 }
 
@@ -451,8 +533,9 @@ mod tests {
 
     #[test]
     fn matches_f64_reference_for_each_shape_and_tail() {
-        if !available() {
-            eprintln!("skipped: no AVX-512F on this CPU");
+        let forms: Vec<Form> = Form::ALL.into_iter().filter(|f| f.is_supported()).collect();
+        if forms.is_empty() {
+            eprintln!("skipped: no AVX2 + FMA on this CPU");
             return;
         }
         // (queries, heads, kv_heads, s, capacity, hd): one position, a
@@ -481,14 +564,16 @@ mod tests {
             let q = values(queries * heads * hd, 3 * n as u64 + 1, 4.0);
             let k = values(kv_heads * capacity * hd, 3 * n as u64 + 2, 4.0);
             let v = values(kv_heads * capacity * hd, 3 * n as u64 + 3, 2.0);
-            let got = attend(&q, &k, &v, shape);
             let want = reference(&q, &k, &v, shape);
-            let worst = got
-                .iter()
-                .zip(&want)
-                .map(|(&a, &b)| (a as f64 - b).abs())
-                .fold(0f64, f64::max);
-            assert!(worst < 2e-5, "shape {n}: max |error| {worst:e}");
+            for &form in &forms {
+                let got = attend_on(form, &q, &k, &v, shape);
+                let worst = got
+                    .iter()
+                    .zip(&want)
+                    .map(|(&a, &b)| (a as f64 - b).abs())
+                    .fold(0f64, f64::max);
+                assert!(worst < 2e-5, "{form:?}, shape {n}: max |error| {worst:e}");
+            }
         }
     }
 }

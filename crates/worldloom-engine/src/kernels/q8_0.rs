@@ -108,8 +108,11 @@ impl TileIsa {
 
 /// Environment variable that caps the tile kernels' instruction set below
 /// the CPU's best (`avx2`, `avxvnni`, `avx512vnni`, or `off` for candle's
-/// kernels): to measure one form on a CPU that has several. Another value
-/// is reported once on standard error and ignored.
+/// kernels): to measure one form on a CPU that has several. The input
+/// quantizers and prefill attention ([`super::flash_f32`]) follow it too
+/// (`avx2` and `avxvnni` hold them to 256-bit registers), so a capped run
+/// is the quantized path a CPU without AVX-512 takes. Another value is
+/// reported once on standard error and ignored.
 pub const TILE_ISA_ENV: &str = "WORLDLOOM_CPU_TILES";
 
 /// The tile kernels' instruction set on this CPU (read once): the fastest
@@ -119,15 +122,30 @@ pub const TILE_ISA_ENV: &str = "WORLDLOOM_CPU_TILES";
 pub fn tile_isa() -> Option<TileIsa> {
     static ISA: std::sync::OnceLock<Option<TileIsa>> = std::sync::OnceLock::new();
     *ISA.get_or_init(|| {
-        let value = std::env::var(TILE_ISA_ENV).unwrap_or_default();
-        let cap = parse_cap(&value).unwrap_or_else(|message| {
-            eprintln!("{message}: ignored (the CPU's fastest tile kernels run)");
-            Some(0)
-        })?;
-        TileIsa::ALL[cap..]
+        TileIsa::ALL[cap()?..]
             .iter()
             .copied()
             .find(|isa| isa.is_supported())
+    })
+}
+
+/// Whether [`TILE_ISA_ENV`]'s cap lets kernels of `isa`'s level run
+/// (whether or not this CPU has it): the other kernels with a 512-bit
+/// and a 256-bit form ask this.
+pub(crate) fn allows(isa: TileIsa) -> bool {
+    cap().is_some_and(|from| TileIsa::ALL[from..].contains(&isa))
+}
+
+/// [`TILE_ISA_ENV`] read once: the position in [`TileIsa::ALL`] from which
+/// forms may run, `None` for `off`.
+fn cap() -> Option<usize> {
+    static CAP: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| {
+        let value = std::env::var(TILE_ISA_ENV).unwrap_or_default();
+        parse_cap(&value).unwrap_or_else(|message| {
+            eprintln!("{message}: ignored (the CPU's fastest tile kernels run)");
+            Some(0)
+        })
     })
 }
 
@@ -153,8 +171,8 @@ fn parse_cap(value: &str) -> Result<Option<usize>, String> {
 }
 
 /// Whether this CPU has AVX-512 F/BW and VNNI (checked once by the standard
-/// library and cached): the 512-bit tile kernels and the input quantizers'
-/// vector forms.
+/// library and cached): the 512-bit tile kernels and input quantizers
+/// ([`TileIsa::Avx512Vnni`]).
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -363,17 +381,35 @@ pub(crate) struct Activations {
 impl Activations {
     /// llama.cpp's `quantize_row_q8_0` (its reference form, which candle's
     /// `BlockQ8_0::from_float` follows): `d = amax / 127`, bytes
-    /// `round(x / d)` (halves away from zero), `d` stored as f16. With
-    /// AVX-512 where [`available`] (the same bytes; a test checks it).
+    /// `round(x / d)` (halves away from zero), `d` stored as f16. On the
+    /// vector registers of [`tile_isa`]'s form (the same bytes; a test
+    /// checks each form).
     pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if available() {
-            return Self::quantize_with(x, m, k, |src, dst| {
-                // SAFETY: AVX-512 F/BW checked by `available`.
+        Self::quantize_on(tile_isa(), x, m, k)
+    }
+
+    /// [`Activations::quantize`] on `isa`'s registers (scalar for `None`).
+    ///
+    /// # Panics
+    /// If this CPU lacks `isa`.
+    fn quantize_on(isa: Option<TileIsa>, x: &[f32], m: usize, k: usize) -> Self {
+        assert!(
+            isa.is_none_or(TileIsa::is_supported),
+            "{isa:?} quantizer on a CPU without it"
+        );
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Some(TileIsa::Avx512Vnni) => Self::quantize_with(x, m, k, |src, dst| {
+                // SAFETY: AVX-512 F/BW, part of the form (asserted).
                 unsafe { imp::quantize_block(src, dst) }
-            });
+            }),
+            #[cfg(target_arch = "x86_64")]
+            Some(TileIsa::AvxVnni | TileIsa::Avx2) => Self::quantize_with(x, m, k, |src, dst| {
+                // SAFETY: AVX2, part of both forms (asserted).
+                unsafe { wide256::quantize_block(src, dst) }
+            }),
+            _ => Self::quantize_with(x, m, k, quantize_block),
         }
-        Self::quantize_with(x, m, k, quantize_block)
     }
 
     /// `block(src, dst) -> (unrounded scale, byte sum)` for each block of 32.
@@ -682,13 +718,10 @@ mod tests {
         );
     }
 
-    /// The AVX-512 quantizer gives the scalar one's bytes, scales and sums,
+    /// Each form's quantizer gives the scalar one's bytes, scales and sums,
     /// halves included (rounded away from zero).
     #[test]
     fn simd_quantization_equals_scalar() {
-        if !available() {
-            return;
-        }
         let k = 128;
         let mut x: Vec<f32> = (0..2 * k)
             .map(|i| ((i as f32 * 0.917).sin() * 517.3).fract() * 3.0)
@@ -698,12 +731,16 @@ mod tests {
         x[33] = 2.5;
         x[34] = -0.5;
         x[64..96].fill(0.0);
-        let simd = Activations::quantize(&x, 2, k);
-        let scalar = Activations::quantize_with(&x, 2, k, quantize_block);
-        assert_eq!(simd.qs, scalar.qs);
-        assert_eq!(simd.d, scalar.d);
-        assert_eq!(simd.offset, scalar.offset);
-        assert_eq!(&simd.qs[32..35], &[127, 3, -1]);
+        let scalar = Activations::quantize_on(None, &x, 2, k);
+        assert_eq!(&scalar.qs[32..35], &[127, 3, -1]);
+        assert_eq!(scalar.d[1], 1.0);
+        assert_eq!((scalar.d[2], scalar.offset[2]), (0.0, 0.0));
+        for isa in TileIsa::ALL.into_iter().filter(|isa| isa.is_supported()) {
+            let simd = Activations::quantize_on(Some(isa), &x, 2, k);
+            assert_eq!(simd.qs, scalar.qs, "{isa:?}");
+            assert_eq!(simd.d, scalar.d, "{isa:?}");
+            assert_eq!(simd.offset, scalar.offset, "{isa:?}");
+        }
     }
 
     /// Each kernel form's sums are llama.cpp's integer sums (only f32

@@ -203,6 +203,67 @@ pub(crate) fn pack_i16(lo: i32, hi: i32) -> i32 {
     (lo & 0xFFFF) | (hi << 16)
 }
 
+/// Sixteen i32 lanes (`lo` then `hi`, each value within −128..=127) as
+/// sixteen i8 in the same order.
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+pub(crate) unsafe fn pack_i8x16(lo: __m256i, hi: __m256i) -> __m128i {
+    // SAFETY: the caller has AVX2.
+    unsafe {
+        // i16 lanes [lo 0–3, hi 0–3 | lo 4–7, hi 4–7], then in order.
+        let words = _mm256_permute4x64_epi64::<0xD8>(_mm256_packs_epi32(lo, hi));
+        _mm_packs_epi16(
+            _mm256_castsi256_si128(words),
+            _mm256_extracti128_si256::<1>(words),
+        )
+    }
+}
+
+/// The sum of eight i32 lanes (wrapping, as `vpaddd`).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[inline(always)]
+pub(crate) unsafe fn sum_i32x8(v: __m256i) -> i32 {
+    // SAFETY: the caller has AVX2.
+    unsafe {
+        let x = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256::<1>(v));
+        let x = _mm_add_epi32(x, _mm_shuffle_epi32::<0b01_00_11_10>(x));
+        let x = _mm_add_epi32(x, _mm_shuffle_epi32::<0b10_11_00_01>(x));
+        _mm_cvtsi128_si32(x)
+    }
+}
+
+/// The largest (`MAX` true) or smallest of eight f32 lanes (no NaN).
+///
+/// # Safety
+/// The CPU has AVX.
+#[inline(always)]
+pub(crate) unsafe fn extreme_f32x8<const MAX: bool>(v: __m256) -> f32 {
+    // SAFETY: the caller has AVX.
+    unsafe {
+        let x = pick::<MAX>(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let x = pick::<MAX>(x, _mm_movehl_ps(x, x));
+        let x = pick::<MAX>(x, _mm_shuffle_ps::<0b01>(x, x));
+        _mm_cvtss_f32(x)
+    }
+}
+
+/// Lane-wise max (`MAX` true) or min of four f32 (SSE, part of x86-64).
+#[inline(always)]
+fn pick<const MAX: bool>(a: __m128, b: __m128) -> __m128 {
+    // SAFETY: SSE is part of x86-64.
+    unsafe {
+        if MAX {
+            _mm_max_ps(a, b)
+        } else {
+            _mm_min_ps(a, b)
+        }
+    }
+}
+
 /// Writes an AVX-VNNI and an AVX2 entry point for a tile-column body
 /// `$body::<D>(args)`: `$vnni` and `$avx2`, `unsafe fn(args)` with the
 /// form's `#[target_feature]`s, so the body compiles once per form.

@@ -55,7 +55,7 @@
 
 use half::f16;
 
-use super::q8_0::{MT, TILE_ROWS, TileIsa, available, run_tiles, tile_isa};
+use super::q8_0::{MT, TILE_ROWS, TileIsa, run_tiles, tile_isa};
 
 /// Values per K-quant block.
 pub const QK_K: usize = 256;
@@ -91,18 +91,37 @@ pub(crate) struct Q8K {
 }
 
 impl Q8K {
-    /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256), with
-    /// AVX-512 where [`available`] (the same bytes as the scalar form; a
-    /// test checks it).
+    /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256) on the
+    /// vector registers of [`tile_isa`]'s form (the same bytes as the
+    /// scalar form; a test checks each form).
     pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
-        #[cfg(target_arch = "x86_64")]
-        if available() {
-            return Self::quantize_with(x, m, k, |src, dst, sums| {
-                // SAFETY: AVX-512 F/BW checked by `available`.
+        Self::quantize_on(tile_isa(), x, m, k)
+    }
+
+    /// [`Q8K::quantize`] on `isa`'s registers (scalar for `None`).
+    ///
+    /// # Panics
+    /// If this CPU lacks `isa`.
+    fn quantize_on(isa: Option<TileIsa>, x: &[f32], m: usize, k: usize) -> Self {
+        assert!(
+            isa.is_none_or(TileIsa::is_supported),
+            "{isa:?} quantizer on a CPU without it"
+        );
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Some(TileIsa::Avx512Vnni) => Self::quantize_with(x, m, k, |src, dst, sums| {
+                // SAFETY: AVX-512 F/BW, part of the form (asserted).
                 unsafe { imp::quantize_block(src, dst, sums) }
-            });
+            }),
+            #[cfg(target_arch = "x86_64")]
+            Some(TileIsa::AvxVnni | TileIsa::Avx2) => {
+                Self::quantize_with(x, m, k, |src, dst, sums| {
+                    // SAFETY: AVX2, part of both forms (asserted).
+                    unsafe { wide256::quantize_block(src, dst, sums) }
+                })
+            }
+            _ => Self::quantize_with(x, m, k, quantize_block),
         }
-        Self::quantize_with(x, m, k, quantize_block)
     }
 
     /// `block(src, dst, sums) -> d` for each block of 256 values.

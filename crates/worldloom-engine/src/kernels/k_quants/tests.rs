@@ -111,24 +111,26 @@ fn match_llama_cpp_arithmetic() {
     assert!(PackedQ6K::pack_q6k(&b6[..b6.len() - 1], n, k).is_none());
 }
 
-/// The AVX-512 quantizer gives the scalar one's bytes, sums and scale
+/// Each form's quantizer gives the scalar one's bytes, sums and scale
 /// (on blocks whose largest magnitude occurs with one sign; otherwise
 /// scale and bytes flip sign together and the products are the same).
 #[test]
 fn q8k_simd_quantization_equals_scalar() {
-    if !available() {
-        return;
-    }
     let (m, k) = (3, 4 * QK_K);
     let mut x = input(m, k);
     x[2 * QK_K + 7] = 0.5; // a tie to even after scaling below
     x[2 * QK_K + 9] = 127.0;
-    let simd = Q8K::quantize(&x, m, k);
-    let scalar = Q8K::quantize_with(&x, m, k, quantize_block);
-    assert_eq!(simd.qs, scalar.qs);
-    assert_eq!(simd.d, scalar.d);
-    assert_eq!(simd.bsums, scalar.bsums);
-    assert_eq!(simd.qs[2 * QK_K + 7], 0); // −0.5 → 0 (even)
+    x[5 * QK_K..6 * QK_K].fill(0.0);
+    let scalar = Q8K::quantize_on(None, &x, m, k);
+    assert_eq!(scalar.qs[2 * QK_K + 7], 0); // −0.5 → 0 (even)
+    assert_eq!(scalar.d[2], -1.0);
+    assert_eq!(scalar.d[5], 0.0);
+    for isa in TileIsa::ALL.into_iter().filter(|isa| isa.is_supported()) {
+        let simd = Q8K::quantize_on(Some(isa), &x, m, k);
+        assert_eq!(simd.qs, scalar.qs, "{isa:?}");
+        assert_eq!(simd.d, scalar.d, "{isa:?}");
+        assert_eq!(simd.bsums, scalar.bsums, "{isa:?}");
+    }
 }
 
 /// The input's quantization is llama.cpp's: the scale carries the sign
