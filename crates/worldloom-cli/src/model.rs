@@ -248,6 +248,8 @@ struct InfoOutput {
     parameters_active_per_token: u64,
     context_tokens: usize,
     memory: Vec<MemoryRow>,
+    /// The CPU kernels this machine runs.
+    cpu_kernels: worldloom_engine::CpuKernels,
 }
 
 fn info(args: &InfoArgs) -> Result<()> {
@@ -315,6 +317,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         context_tokens: args.context_tokens,
         memory,
         config,
+        cpu_kernels: worldloom_engine::cpu_kernels(),
     };
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&out)?);
@@ -394,5 +397,13 @@ fn info(args: &InfoArgs) -> Result<()> {
             row.state_gib
         );
     }
+    let k = &out.cpu_kernels;
+    let or_candle = |form: Option<&str>| form.unwrap_or("candle").to_string();
+    outln!(
+        "cpu kernels    quantized {}, prefill attention {}, bf16 {} (WORLDLOOM_CPU_TILES=avx2|avxvnni|off caps the first two)",
+        or_candle(k.quantized),
+        or_candle(k.prefill_attention),
+        or_candle(k.bf16)
+    );
     Ok(())
 }

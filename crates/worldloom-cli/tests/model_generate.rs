@@ -137,3 +137,42 @@ fn info_json_reports_counts_and_memory() {
     assert_eq!(json["stored_dtype"], "f32");
     assert_eq!(json["memory"].as_array().expect("rows").len(), 3);
 }
+
+/// `model info` reports the CPU kernels this machine runs, and the tile cap
+/// moves the quantized path and prefill attention together.
+#[test]
+fn info_reports_the_cpu_kernels_under_the_tile_cap() {
+    let dir = fixtures().join("nested_stacked_sharded");
+    let info = |cap: &str| {
+        json_output(
+            &Command::new(env!("CARGO_BIN_EXE_worldloom"))
+                .env("WORLDLOOM_CPU_TILES", cap)
+                .args([
+                    OsStr::new("model"),
+                    OsStr::new("info"),
+                    OsStr::new("--json"),
+                ])
+                .arg(&dir)
+                .output()
+                .expect("run worldloom"),
+        )["cpu_kernels"]
+            .clone()
+    };
+    let off = info("off");
+    assert_eq!(off["quantized"], serde_json::Value::Null, "{off}");
+    assert_eq!(off["prefill_attention"], serde_json::Value::Null, "{off}");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") && has!("f16c") {
+            let avx2 = info("avx2");
+            assert_eq!(avx2["quantized"], "avx2", "{avx2}");
+            assert_eq!(avx2["prefill_attention"], "avx2", "{avx2}");
+        }
+        if has!("avx512f") && has!("avx512bw") && has!("avx512vnni") {
+            let best = info("");
+            assert_eq!(best["quantized"], "avx512vnni", "{best}");
+            assert_eq!(best["prefill_attention"], "avx512", "{best}");
+        }
+    }
+}

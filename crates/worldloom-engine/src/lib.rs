@@ -35,6 +35,7 @@ pub mod weights;
 pub mod world_model;
 
 pub use collect::{CollectError, Collected, ObservationTokens, collect, collect_to_end};
+pub use kernels::{CpuKernels, cpu_kernels};
 pub use lm::CausalLm;
 pub use local::{LocalEngine, LocalEngineOptions};
 pub use world_model::{

@@ -334,8 +334,9 @@ fn attend_one<T: Widen>(q: &[f32], k: &[T], v: &[T], shape: AttendShape) -> Vec<
 }
 
 /// Most query positions [`super::f32_rows::attend`] takes; beyond them
-/// the tiled kernel of [`super::flash_f32`] (or, without AVX2, a batched
-/// matmul of the queries) wins. Below it a position's sums do not
+/// the tiled kernel of [`super::flash_f32`] (or, where that does not run —
+/// no AVX2, the tile cap `off`, heads not whole 16-lane vectors — a
+/// batched matmul of the queries) wins. Below it a position's sums do not
 /// depend on how many positions a forward carries, which keeps a verifying
 /// forward's logits equal to decode's.
 const MAX_QUERY_ROWS: usize = 64;

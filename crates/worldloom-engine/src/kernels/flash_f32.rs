@@ -2,7 +2,6 @@
 //! KV cache read in place, in key tiles with a running softmax — the
 //! schedule of FlashAttention (Dao et al. 2022, arXiv 2205.14135,
 //! Algorithm 1) on AVX-512 or AVX2 vectors (one body over [`lanes`]).
-
 //!
 //! The batched form (`qwen3_5_moe::attention::attend`) materialises the
 //! scores of a query block ([heads, block, keys] f32, tens of MB at a few
@@ -58,6 +57,14 @@ impl Form {
     /// Every form, widest first.
     pub(crate) const ALL: [Self; 2] = [Self::Avx512, Self::Avx2];
 
+    /// The form's name (as [`super::CpuKernels`] reports it).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Avx512 => "avx512",
+            Self::Avx2 => "avx2",
+        }
+    }
+
     /// Whether this CPU runs this form.
     pub(crate) fn is_supported(self) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -107,7 +114,8 @@ pub(crate) fn takes(hd: usize) -> bool {
 /// Where [`form`] is `None` or [`takes`] is false, or when the slices or
 /// widths disagree.
 pub(crate) fn attend(q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) -> Vec<f32> {
-    let form = form().expect("vector attention called on a CPU without AVX2 + FMA");
+    let form =
+        form().expect("vector attention called without a form (no AVX2 + FMA, or capped off)");
     attend_on(form, q, k, v, shape)
 }
 

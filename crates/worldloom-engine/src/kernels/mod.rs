@@ -28,6 +28,40 @@ pub(crate) mod q8_0;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod simd256;
 
+/// The CPU kernels this machine runs, as the engine decides them (once
+/// per process, `WORLDLOOM_CPU_TILES` and `WORLDLOOM_CPU_AMX` included):
+/// what `worldloom model info` reports, so a speed can be read against
+/// the path that produced it (docs/engine.md, "CPU speed").
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CpuKernels {
+    /// The Q8_0/Q4_K/Q5_K/Q6_K tile kernels' and input quantizers'
+    /// instruction set (`avx512vnni`, `avxvnni`, `avx2`); `None`: candle's
+    /// one-row quantized kernels.
+    pub quantized: Option<&'static str>,
+    /// Prefill attention over an f32 KV cache (`avx512`, `avx2`); `None`:
+    /// the batched form on candle's matmul.
+    pub prefill_attention: Option<&'static str>,
+    /// bf16 × bf16 products: `amx` (batches of 16+ rows; fewer on
+    /// AVX512-BF16), `avx512bf16`; `None`: widened to f32 for candle's
+    /// matmul.
+    pub bf16: Option<&'static str>,
+}
+
+/// [`CpuKernels`] of this machine and process.
+pub fn cpu_kernels() -> CpuKernels {
+    CpuKernels {
+        quantized: q8_0::tile_isa().map(q8_0::TileIsa::name),
+        prefill_attention: flash_f32::form().map(flash_f32::Form::name),
+        bf16: if amx_bf16::available() {
+            Some("amx")
+        } else if avx512_bf16::available() {
+            Some("avx512bf16")
+        } else {
+            None
+        },
+    }
+}
+
 use candle_core::quantized::GgmlDType;
 use candle_core::{DType, Storage, Tensor};
 

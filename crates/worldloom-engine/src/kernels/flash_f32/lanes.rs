@@ -33,8 +33,8 @@ pub(super) trait Lanes {
     unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     /// 2^x for x ≤ 0: 2^round(x) times a degree-7 Taylor polynomial of
     /// 2^f on [−½, ½] (relative error ≤ 6e-9 before rounding); inputs
-    /// below the form's floor (−150 or −125) give 0 or a value below
-    /// 2^−125.
+    /// below the form's floor give 2^floor (−150: 0 once rounded; −125:
+    /// 2^−125).
     unsafe fn exp2(x: Self::V) -> Self::V;
     /// The first `n` lanes (all where `n` ≥ `W`).
     unsafe fn first(n: usize) -> Self::M;
@@ -127,7 +127,7 @@ impl Lanes for Zmm {
     #[inline(always)]
     unsafe fn max_in(m: __mmask16, v: __m512) -> f32 {
         // SAFETY: as above.
-        unsafe { _mm512_mask_reduce_max_ps(m, v) }
+        unsafe { _mm512_reduce_max_ps(_mm512_mask_mov_ps(_mm512_set1_ps(f32::NEG_INFINITY), m, v)) }
     }
     #[inline(always)]
     unsafe fn keep(m: __mmask16, v: __m512) -> __m512 {
@@ -237,6 +237,104 @@ impl Lanes for Ymm {
             let x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
             let x = _mm_add_ps(x, _mm_movehl_ps(x, x));
             _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps::<0b01>(x, x)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each operation's lanes, for the points of [`check`].
+    struct Seen {
+        exp2: Vec<f32>,
+        max: Vec<f32>,
+        kept: Vec<f32>,
+        sum: f32,
+    }
+
+    /// `exp2` of `xs` (a multiple of W long); for each `n` in `firsts` the
+    /// largest of `row`'s first n lanes and `row` with the others zeroed;
+    /// the sum of `row`.
+    #[inline(always)]
+    unsafe fn run<L: Lanes>(xs: &[f32], row: &[f32], firsts: &[usize]) -> Seen {
+        let mut exp2 = vec![0f32; xs.len()];
+        let mut kept = vec![0f32; firsts.len() * L::W];
+        let mut max = Vec::new();
+        // SAFETY: the caller has L's features; every load and store is W
+        // floats inside its slice.
+        unsafe {
+            for (x, e) in xs.chunks_exact(L::W).zip(exp2.chunks_exact_mut(L::W)) {
+                L::store(e.as_mut_ptr(), L::exp2(L::load(x.as_ptr())));
+            }
+            let v = L::load(row.as_ptr());
+            for (&n, k) in firsts.iter().zip(kept.chunks_exact_mut(L::W)) {
+                max.push(L::max_in(L::first(n), v));
+                L::store(k.as_mut_ptr(), L::keep(L::first(n), v));
+            }
+            Seen {
+                exp2,
+                max,
+                kept,
+                sum: L::sum(v),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn run_zmm(xs: &[f32], row: &[f32], firsts: &[usize]) -> Seen {
+        // SAFETY: the features are enabled here.
+        unsafe { run::<Zmm>(xs, row, firsts) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn run_ymm(xs: &[f32], row: &[f32], firsts: &[usize]) -> Seen {
+        // SAFETY: the features are enabled here.
+        unsafe { run::<Ymm>(xs, row, firsts) }
+    }
+
+    /// `exp2` within 2e-7 relative of the standard library's (plus a few
+    /// subnormal steps below 2^−126) from 0 past the floor, the masks of the first n lanes
+    /// (none, one, all, more than all), their maxima and the lane sum.
+    fn check(w: usize, run: impl Fn(&[f32], &[f32], &[usize]) -> Seen, floor: f32) {
+        // 0 down to −160, past both floors.
+        let xs: Vec<f32> = (0..32 * w)
+            .map(|i| -(i as f32) * 160.0 / (32 * w - 1) as f32)
+            .collect();
+        let row: Vec<f32> = (0..w).map(|i| (i as f32 * 1.7).sin() * 9.0 - 1.0).collect();
+        let firsts = [0, 1, w - 1, w, w + 3];
+        let seen = run(&xs, &row, &firsts);
+        for (&x, &e) in xs.iter().zip(&seen.exp2) {
+            let want = x.max(floor).exp2();
+            assert!(
+                (e - want).abs() <= 2e-7 * want + 1e-44,
+                "exp2({x}) = {e}, not {want}"
+            );
+        }
+        for (&n, (&m, k)) in firsts
+            .iter()
+            .zip(seen.max.iter().zip(seen.kept.chunks_exact(w)))
+        {
+            let lanes = &row[..n.min(w)];
+            let want = lanes.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            assert_eq!(m, want, "max of the first {n}");
+            let zeroed: Vec<f32> = (0..w).map(|i| if i < n { row[i] } else { 0.0 }).collect();
+            assert_eq!(k, &zeroed[..], "first {n} kept");
+        }
+        let want: f32 = row.iter().sum();
+        assert!((seen.sum - want).abs() <= 1e-5 * want.abs().max(1.0));
+    }
+
+    #[test]
+    fn each_form_computes_its_operations() {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") {
+            // SAFETY: AVX-512F checked.
+            check(16, |x, r, f| unsafe { run_zmm(x, r, f) }, -150.0);
+        }
+        if has!("avx2") && has!("fma") {
+            // SAFETY: AVX2 and FMA checked.
+            check(8, |x, r, f| unsafe { run_ymm(x, r, f) }, -125.0);
         }
     }
 }

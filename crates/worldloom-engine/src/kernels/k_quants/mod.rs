@@ -93,7 +93,9 @@ pub(crate) struct Q8K {
 impl Q8K {
     /// Quantizes `x` [m, k] (row-major, `k` a multiple of 256) on the
     /// vector registers of [`tile_isa`]'s form (the same bytes as the
-    /// scalar form; a test checks each form).
+    /// scalar form where the block's largest magnitude is above ~1e-36 and
+    /// occurs with one sign — else bytes and scale flip sign together, the
+    /// same products; a test checks each form).
     pub(crate) fn quantize(x: &[f32], m: usize, k: usize) -> Self {
         Self::quantize_on(tile_isa(), x, m, k)
     }
