@@ -36,7 +36,7 @@
 use super::disjoint::{DisjointOut, PARALLEL_MIN_MACS, run_chunks, run_tasks};
 use super::f32_rows::AttendShape;
 
-/// Keys per tile: two 16-lane vectors of scores a row.
+/// Keys per tile: two 16-lane (or four 8-lane) vectors of scores a row.
 const KEYS: usize = 32;
 /// Query rows a task aims for (positions × the heads of one KV head).
 const ROWS: usize = 32;
@@ -255,81 +255,54 @@ mod imp {
         unsafe { block::<Ymm, 4, 2, 2>(qg, limits, panels, vg, hd) }
     }
 
-    /// Scores of `MQ` query rows (`q`, stride `hd`) against one tile panel
-    /// ([hd, KEYS], `NV` vectors a row) into `p` (stride KEYS).
+    /// The register micro-tile both products run on: for `M` rows and `C`
+    /// vectors of columns, `out[r][c] = init + Σ_d a[r · a_stride + d] ·
+    /// b[d · b_stride + c · W..]` over `depth` terms, `init` zero or (with
+    /// `ACCUMULATE`) `out`'s own values — one broadcast and `C` FMAs per
+    /// row and term. Scores: `a` the queries, `b` a K panel; P·V: `a` the
+    /// probabilities, `b` V rows.
     ///
     /// # Safety
-    /// L's features present; `q` points at MQ · hd values, `panel` at
-    /// hd · KEYS, `p` at MQ · KEYS writable values.
+    /// L's features present; `a` points at M rows of `depth` values (stride
+    /// `a_stride`), `b` at `depth` rows of C · W (stride `b_stride`), `out`
+    /// at M writable rows of C · W (stride `out_stride`).
     #[inline(always)]
-    unsafe fn scores<L: Lanes, const NV: usize, const MQ: usize>(
-        q: *const f32,
-        panel: *const f32,
-        hd: usize,
-        p: *mut f32,
+    #[allow(clippy::too_many_arguments)] // a GEMM micro-kernel's strides
+    unsafe fn fma_tile<L: Lanes, const C: usize, const M: usize, const ACCUMULATE: bool>(
+        a: *const f32,
+        a_stride: usize,
+        b: *const f32,
+        b_stride: usize,
+        depth: usize,
+        out: *mut f32,
+        out_stride: usize,
     ) {
         // SAFETY (every call): the features and bounds are the caller's.
         unsafe {
-            let mut acc = [[L::zero(); NV]; MQ];
-            for d in 0..hd {
-                let mut k = [L::zero(); NV];
-                for (c, k) in k.iter_mut().enumerate() {
-                    *k = L::load(panel.add(d * KEYS + c * L::W));
-                }
-                for (r, a) in acc.iter_mut().enumerate() {
-                    let x = L::set1(*q.add(r * hd + d));
-                    for (a, &k) in a.iter_mut().zip(&k) {
-                        *a = L::fmadd(x, k, *a);
+            let mut acc = [[L::zero(); C]; M];
+            if ACCUMULATE {
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    for (c, x) in acc.iter_mut().enumerate() {
+                        *x = L::load(out.add(r * out_stride + c * L::W));
                     }
                 }
             }
-            for (r, a) in acc.iter().enumerate() {
-                for (c, &a) in a.iter().enumerate() {
-                    L::store(p.add(r * KEYS + c * L::W), a);
-                }
-            }
-        }
-    }
-
-    /// Adds `p` (MP rows, stride KEYS) times `n` V rows (stride `hd`) into
-    /// columns of `o` (MP rows, stride `hd`), `C` vectors wide.
-    ///
-    /// # Safety
-    /// L's features present; `p` points at MP · KEYS values (n ≤ KEYS),
-    /// `v` at n rows of ≥ W · C values at stride hd, `o` at MP such
-    /// writable rows.
-    #[inline(always)]
-    unsafe fn weighted<L: Lanes, const C: usize, const MP: usize>(
-        p: *const f32,
-        v: *const f32,
-        n: usize,
-        hd: usize,
-        o: *mut f32,
-    ) {
-        // SAFETY (every call): the features and bounds are the caller's.
-        unsafe {
-            let mut acc = [[L::zero(); C]; MP];
-            for (r, a) in acc.iter_mut().enumerate() {
-                for (c, x) in a.iter_mut().enumerate() {
-                    *x = L::load(o.add(r * hd + c * L::W));
-                }
-            }
-            for key in 0..n {
-                let row = v.add(key * hd);
-                let mut vv = [L::zero(); C];
-                for (c, y) in vv.iter_mut().enumerate() {
+            for d in 0..depth {
+                let row = b.add(d * b_stride);
+                let mut bv = [L::zero(); C];
+                for (c, y) in bv.iter_mut().enumerate() {
                     *y = L::load(row.add(c * L::W));
                 }
-                for (r, a) in acc.iter_mut().enumerate() {
-                    let w = L::set1(*p.add(r * KEYS + key));
-                    for (x, &y) in a.iter_mut().zip(&vv) {
-                        *x = L::fmadd(w, y, *x);
+                for (r, acc) in acc.iter_mut().enumerate() {
+                    let x = L::set1(*a.add(r * a_stride + d));
+                    for (acc, &y) in acc.iter_mut().zip(&bv) {
+                        *acc = L::fmadd(x, y, *acc);
                     }
                 }
             }
-            for (r, a) in acc.iter().enumerate() {
-                for (c, &x) in a.iter().enumerate() {
-                    L::store(o.add(r * hd + c * L::W), x);
+            for (r, acc) in acc.iter().enumerate() {
+                for (c, &x) in acc.iter().enumerate() {
+                    L::store(out.add(r * out_stride + c * L::W), x);
                 }
             }
         }
@@ -389,11 +362,14 @@ mod imp {
                 // SAFETY: rows r0..r0 + MQ ≤ padded of `qg` and `p`; the
                 // panel is hd · KEYS values.
                 unsafe {
-                    scores::<L, NV, MQ>(
+                    fma_tile::<L, NV, MQ, false>(
                         qg[r0 * hd..].as_ptr(),
+                        hd,
                         panel.as_ptr(),
+                        KEYS,
                         hd,
                         p[r0 * KEYS..].as_mut_ptr(),
+                        KEYS,
                     )
                 };
             }
@@ -446,11 +422,15 @@ mod imp {
                 // `o` (padded is a multiple of MP), columns c0.. within hd,
                 // keys k0..k0 + n ≤ s of `vg`.
                 while c0 + 4 * L::W <= hd {
-                    unsafe { weighted::<L, 4, MP>(pr, v.add(c0), n, hd, or.add(c0)) };
+                    unsafe {
+                        fma_tile::<L, 4, MP, true>(pr, KEYS, v.add(c0), hd, n, or.add(c0), hd)
+                    };
                     c0 += 4 * L::W;
                 }
                 while c0 < hd {
-                    unsafe { weighted::<L, 1, MP>(pr, v.add(c0), n, hd, or.add(c0)) };
+                    unsafe {
+                        fma_tile::<L, 1, MP, true>(pr, KEYS, v.add(c0), hd, n, or.add(c0), hd)
+                    };
                     c0 += L::W;
                 }
             }
