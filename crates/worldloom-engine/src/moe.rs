@@ -323,33 +323,27 @@ impl SparseMoe {
                 let toks = &tokens_of[e];
                 let n = toks.len();
                 let xg = x_gate.gather(toks);
-                let (g, u) = match &up {
+                // candle's f32 SiLU, then the product, as the op-by-op form.
+                let silu_times = |(&g, &u): (&f32, &f32)| g / (1.0 + (-g).exp()) * u;
+                let mut h = Vec::with_capacity(n * i);
+                match &up {
                     None => {
                         let gu = gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?;
-                        let (mut g, mut u) = (Vec::with_capacity(n * i), Vec::with_capacity(n * i));
+                        // Each row [g | u] read in place.
                         for row in gu.chunks_exact(2 * i) {
-                            g.extend_from_slice(&row[..i]);
-                            u.extend_from_slice(&row[i..]);
+                            h.extend(row[..i].iter().zip(&row[i..]).map(silu_times));
                         }
-                        (g, u)
                     }
                     Some(up) => {
                         let xu = match &x_up {
                             Some(x_up) => &x_up.gather(toks),
                             None => &xg,
                         };
-                        (
-                            gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?,
-                            up[e].matmul_quantized(xu, false).ok_or_else(mismatch)?,
-                        )
+                        let g = gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?;
+                        let u = up[e].matmul_quantized(xu, false).ok_or_else(mismatch)?;
+                        h.extend(g.iter().zip(&u).map(silu_times));
                     }
-                };
-                // candle's f32 SiLU, then the product, as the op-by-op form.
-                let h: Vec<f32> = g
-                    .iter()
-                    .zip(&u)
-                    .map(|(&g, &u)| g / (1.0 + (-g).exp()) * u)
-                    .collect();
+                }
                 let mut y = down[e]
                     .matmul_quantized(&down[e].quantize_input(&h, n), false)
                     .ok_or_else(mismatch)?;
