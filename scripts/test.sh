@@ -49,6 +49,13 @@ cargo build --workspace --bins --tests --locked
 step "cargo test (workspace)"
 cargo test --workspace --locked 2>&1 | tee "$log"
 
+# The engine's parity tests again with the CPU kernels held to their 256-bit forms (the
+# path a CPU without AVX-512 takes: tiles, input quantizers, prefill attention), so both
+# forms stay checked end to end on a machine that has AVX-512.
+step "engine parity with the CPU kernels held to AVX2 (WORLDLOOM_CPU_TILES=avx2)"
+WORLDLOOM_CPU_TILES=avx2 cargo test --workspace --locked --test gguf_llama_parity \
+  --test quantized_widths --test qwen3_5_moe_parity 2>&1 | tee -a "$log"
+
 # The front end's unit tests run against the real server (the binary just built).
 step "front end: unit tests against worldloom serve"
 WORLDLOOM_BIN="${CARGO_TARGET_DIR}/debug/worldloom" npm test --prefix ui 2>&1 | tee "${CARGO_TARGET_DIR}/vitest-output.txt"

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Once, OnceLock};
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{DType, Module, Tensor};
+use candle_core::{CpuStorage, DType, Module, Storage, Tensor};
 
 use super::mapped::{MappedRange, matmul_stored_blocks, settle_for_cpu};
 use crate::kernels::{PackedWeight, linear};
@@ -248,8 +248,22 @@ fn quantized_forward(w: &QuantizedWeight, x: &Tensor) -> candle_core::Result<Ten
     }
     if x.device().is_cpu() && x.rank() == 2 {
         if let Some(packed) = w.packed() {
-            let data = x.contiguous()?.flatten_all()?.to_vec1::<f32>()?;
-            let y = packed.matmul(&data, rows);
+            let x = x.contiguous()?;
+            // The input read in place where it is f32 on the CPU (the guard
+            // released before any fallback reads the storage again).
+            let in_place = {
+                let (storage, layout) = x.storage_and_layout();
+                match (&*storage, layout.contiguous_offsets()) {
+                    (Storage::Cpu(CpuStorage::F32(data)), Some((start, end))) => {
+                        Some(packed.matmul(&data[start..end], rows))
+                    }
+                    _ => None,
+                }
+            };
+            let y = match in_place {
+                Some(y) => y,
+                None => packed.matmul(&x.flatten_all()?.to_vec1::<f32>()?, rows),
+            };
             return Tensor::from_vec(y, (rows, packed.rows()), x.device());
         }
         match q.dtype() {
