@@ -24,7 +24,7 @@
 //! its element-wise loops vectorise, entered after [`available`].
 #![allow(unsafe_code)]
 
-use candle_core::{CpuStorage, DType, Storage, Tensor};
+use candle_core::{DType, Tensor};
 
 use super::f32_rows;
 
@@ -153,15 +153,13 @@ pub(crate) fn try_chunked_rule(
         .map(|x| x.contiguous())
         .collect::<candle_core::Result<_>>()?;
     let guards: Vec<_> = all.iter().map(|x| x.storage_and_layout()).collect();
-    let mut slices = Vec::with_capacity(guards.len());
-    for (storage, layout) in &guards {
-        let (Storage::Cpu(CpuStorage::F32(data)), Some((start, end))) =
-            (&**storage, layout.contiguous_offsets())
-        else {
-            return Ok(None);
-        };
-        slices.push(&data[start..end]);
-    }
+    let Some(slices) = guards
+        .iter()
+        .map(|(storage, layout)| super::host_slice::<f32>(storage, layout))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
     let shape = RuleShape {
         heads,
         t,

@@ -63,7 +63,22 @@ pub fn cpu_kernels() -> CpuKernels {
 }
 
 use candle_core::quantized::GgmlDType;
-use candle_core::{DType, Storage, Tensor};
+use candle_core::{DType, Layout, Storage, Tensor};
+
+/// The elements of a tensor's storage under a contiguous `layout`, where
+/// the storage is on the CPU and holds `T`; `None` for another device or
+/// dtype or a strided layout (the callers then copy or fall back). Read
+/// under the guard of `Tensor::storage_and_layout`.
+pub(crate) fn host_slice<'a, T: candle_core::WithDType>(
+    storage: &'a Storage,
+    layout: &Layout,
+) -> Option<&'a [T]> {
+    let Storage::Cpu(s) = storage else {
+        return None;
+    };
+    let (start, end) = layout.contiguous_offsets()?;
+    s.as_slice::<T>().ok().map(|all| &all[start..end])
+}
 
 use k_quants::{PackedQ4K, PackedQ5K, PackedQ6K, Q8K};
 use q8_0::{Activations, PackedQ8_0};

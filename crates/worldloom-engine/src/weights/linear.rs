@@ -4,10 +4,10 @@
 use std::sync::{Arc, Once, OnceLock};
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
-use candle_core::{CpuStorage, DType, Module, Storage, Tensor};
+use candle_core::{DType, Module, Tensor};
 
 use super::mapped::{MappedRange, matmul_stored_blocks, settle_for_cpu};
-use crate::kernels::{PackedWeight, linear};
+use crate::kernels::{PackedWeight, host_slice, linear};
 
 /// A quantized weight [out, in] (or one expert's) as loaded: candle's
 /// tensor and, when its blocks stay in a GGUF file's mapping, their byte
@@ -253,12 +253,7 @@ fn quantized_forward(w: &QuantizedWeight, x: &Tensor) -> candle_core::Result<Ten
             // released before any fallback reads the storage again).
             let in_place = {
                 let (storage, layout) = x.storage_and_layout();
-                match (&*storage, layout.contiguous_offsets()) {
-                    (Storage::Cpu(CpuStorage::F32(data)), Some((start, end))) => {
-                        Some(packed.matmul(&data[start..end], rows))
-                    }
-                    _ => None,
-                }
+                host_slice::<f32>(&storage, layout).map(|data| packed.matmul(data, rows))
             };
             let y = match in_place {
                 Some(y) => y,
