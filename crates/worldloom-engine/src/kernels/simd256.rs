@@ -41,12 +41,51 @@ pub(crate) trait Dot {
     /// The CPU has this form's features.
     unsafe fn dot_q8(acc: __m256i, w: (__m256i, __m256i), x: __m256i) -> __m256i;
 
-    /// `acc + Σ w·x` per lane for unsigned weight bytes below 64 (the
-    /// K-quants' values): AVX2's i16 pair sums stay below 2 · 63 · 128.
+    /// The most a run's lane may hold: the K-quant kernels sum a run of
+    /// [`Dot::dot_run`] steps before [`Dot::close_run`] scales it into an
+    /// i32 sum.
+    const RUN_LIMIT: i32;
+
+    /// The byte products one [`Dot::dot_run`] step adds to a run's lane:
+    /// a `vpmaddubsw` pair on AVX2, a `vpdpbusd` quad with VNNI.
+    const STEP_PRODUCTS: i32;
+
+    /// How many [`Dot::dot_run`] steps a run may take for unsigned weight
+    /// bytes up to `vmax` against input bytes in −128..=127 (the Q8_K
+    /// quantizer's range) without leaving [`Dot::RUN_LIMIT`]: 8 for Q4_K's
+    /// 15, 4 for Q5_K's 31, 2 for Q6_K's 63 on AVX2 (i16 lanes); any number
+    /// the kernels take with VNNI (i32 lanes).
+    #[inline(always)]
+    fn run_steps(vmax: i32) -> usize {
+        let steps = Self::RUN_LIMIT / (Self::STEP_PRODUCTS * 128 * vmax);
+        assert!(steps > 0, "weight values up to {vmax} overflow one step");
+        steps as usize
+    }
+
+    /// `run + Σ w·x` per lane for unsigned weight bytes (K-quant values,
+    /// below 64) against signed input bytes, in the run's lanes: AVX2's
+    /// `vpmaddubsw` pair sums added as i16 (no widening per step: half
+    /// the multiply-port work of a widened sum), VNNI's `vpdpbusd` in i32.
     ///
     /// # Safety
     /// The CPU has this form's features.
-    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i;
+    unsafe fn dot_run(run: __m256i, w: __m256i, x: __m256i) -> __m256i;
+
+    /// Eight sub-block scales at `p` (signed bytes, one per output row;
+    /// Q4_K's and Q5_K's unsigned 6-bit scales read the same) as the
+    /// operand [`Dot::close_run`] takes: AVX2 each scale in both i16 of its
+    /// row's lane, VNNI one i32 a lane.
+    ///
+    /// # Safety
+    /// The CPU has this form's features; 8 bytes are readable at `p`.
+    unsafe fn run_scale(p: *const i8) -> __m256i;
+
+    /// `isum + scale · Σ run` per output row (i32 lanes): AVX2 `vpmaddwd`
+    /// of the run's i16 pair by the scale in both halves, VNNI `vpmulld`.
+    ///
+    /// # Safety
+    /// The CPU has this form's features.
+    unsafe fn close_run(isum: __m256i, run: __m256i, scale: __m256i) -> __m256i;
 }
 
 /// AVX-VNNI: `vpdpbusd` on 256-bit registers.
@@ -66,10 +105,25 @@ impl Dot for Vnni {
         unsafe { _mm256_dpbusd_avx_epi32(acc, w.0, x) }
     }
 
+    const RUN_LIMIT: i32 = i32::MAX;
+    const STEP_PRODUCTS: i32 = 4;
+
     #[inline(always)]
-    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+    unsafe fn dot_run(run: __m256i, w: __m256i, x: __m256i) -> __m256i {
         // SAFETY: the caller has AVX-VNNI.
-        unsafe { _mm256_dpbusd_avx_epi32(acc, w, x) }
+        unsafe { _mm256_dpbusd_avx_epi32(run, w, x) }
+    }
+
+    #[inline(always)]
+    unsafe fn run_scale(p: *const i8) -> __m256i {
+        // SAFETY: stated by the caller.
+        unsafe { load_i8x8(p) }
+    }
+
+    #[inline(always)]
+    unsafe fn close_run(isum: __m256i, run: __m256i, scale: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX-VNNI (and so AVX2).
+        unsafe { _mm256_add_epi32(isum, _mm256_mullo_epi32(run, scale)) }
     }
 }
 
@@ -112,10 +166,30 @@ impl Dot for Avx2 {
         unsafe { Self::dot(acc, w.0, _mm256_sign_epi8(x, w.1)) }
     }
 
+    const RUN_LIMIT: i32 = i16::MAX as i32;
+    const STEP_PRODUCTS: i32 = 2;
+
     #[inline(always)]
-    unsafe fn dot_small(acc: __m256i, w: __m256i, x: __m256i) -> __m256i {
+    unsafe fn dot_run(run: __m256i, w: __m256i, x: __m256i) -> __m256i {
+        // SAFETY: the caller has AVX2; the caller's run length keeps each
+        // i16 lane within `RUN_LIMIT` (`run_steps`), so the adds do not wrap.
+        unsafe { _mm256_add_epi16(run, _mm256_maddubs_epi16(w, x)) }
+    }
+
+    #[inline(always)]
+    unsafe fn run_scale(p: *const i8) -> __m256i {
+        // SAFETY: stated by the caller: 8 bytes at `p`, each doubled to
+        // 16, widened to 16 i16 (row r's scale at 2r and 2r + 1).
+        unsafe {
+            let bytes = _mm_loadl_epi64(p.cast());
+            _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(bytes, bytes))
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn close_run(isum: __m256i, run: __m256i, scale: __m256i) -> __m256i {
         // SAFETY: the caller has AVX2.
-        unsafe { Self::dot(acc, w, x) }
+        unsafe { _mm256_add_epi32(isum, _mm256_madd_epi16(run, scale)) }
     }
 }
 

@@ -111,6 +111,74 @@ fn match_llama_cpp_arithmetic() {
     assert!(PackedQ6K::pack_q6k(&b6[..b6.len() - 1], n, k).is_none());
 }
 
+/// Blocks at the top of each type's range (every Q4_K nibble 15, every
+/// Q5_K value 31, every Q6_K value 63, the largest scales) against input
+/// bytes of ±127: the largest sums a kernel's narrow run can meet. A run
+/// one step longer than its lanes hold (AVX2's i16) wraps and is off by
+/// far more than the tolerance.
+#[test]
+fn extreme_blocks_do_not_overflow_a_run() {
+    if tile_isa().is_none() {
+        return;
+    }
+    let (n, k) = (16, 512);
+    let one = half::f16::ONE.to_le_bytes();
+    let quarter = half::f16::from_f32(0.25).to_le_bytes();
+    let block = |dtype: GgmlDType| -> Vec<u8> {
+        match dtype {
+            // d, dmin, 12 scale bytes (all 6-bit scales and minima 63), qs.
+            GgmlDType::Q4K => [&one[..], &quarter, &[0xFF; 12], &[0xFF; 128]].concat(),
+            // As Q4_K with every fifth bit set (qh).
+            GgmlDType::Q5K => [&one[..], &quarter, &[0xFF; 12], &[0xFF; 32], &[0xFF; 128]].concat(),
+            // ql, qh, 16 signed scales (127 and −128 in turn), d.
+            _ => [&[0xFF; 128][..], &[0xFF; 64], &[0x7F, 0x80].repeat(8), &one].concat(),
+        }
+    };
+    // Every input byte −127 (each row's largest magnitude), or +127 but
+    // the first (a positive largest value flips the scale's sign).
+    let same = vec![-1.0f32; k];
+    let mut flipped = vec![-0.999f32; k];
+    flipped[0] = 1.0;
+    for dtype in [GgmlDType::Q4K, GgmlDType::Q5K, GgmlDType::Q6K] {
+        let bytes = block(dtype).repeat(n * k / QK_K);
+        let q = candle_core::quantized::ggml_file::qtensor_from_ggml(
+            dtype,
+            &bytes,
+            vec![n, k],
+            &Device::Cpu,
+        )
+        .expect("blocks");
+        for m in [1, 2, 3] {
+            let x: Vec<f32> = (0..m)
+                .flat_map(|r| {
+                    if r % 2 == 0 {
+                        same.clone()
+                    } else {
+                        flipped.clone()
+                    }
+                })
+                .collect();
+            let acts = Q8K::quantize(&x, m, k);
+            assert!(acts.qs.iter().all(|&b| b.unsigned_abs() == 127));
+            let want = reference(&q, &x, m, n, k);
+            for isa in TileIsa::ALL.into_iter().filter(|isa| isa.is_supported()) {
+                let got = match dtype {
+                    GgmlDType::Q4K => PackedQ4K::pack_q4k(&bytes, n, k)
+                        .expect("packs")
+                        .matmul_quantized_on(isa, &acts, false),
+                    GgmlDType::Q5K => PackedQ5K::pack_q5k(&bytes, n, k)
+                        .expect("packs")
+                        .matmul_quantized_on(isa, &acts, false),
+                    _ => PackedQ6K::pack_q6k(&bytes, n, k)
+                        .expect("packs")
+                        .matmul_quantized_on(isa, &acts, false),
+                };
+                check(&got, &want, &format!("{dtype:?} on {isa:?}, {m} rows"));
+            }
+        }
+    }
+}
+
 /// Each form's quantizer gives the scalar one's bytes, sums and scale
 /// (on blocks whose largest magnitude occurs with one sign; otherwise
 /// scale and bytes flip sign together and the products are the same).

@@ -109,6 +109,7 @@ unsafe fn nibble_rows<D: Dot, const R: usize, const H: usize, const QH: usize>(
     unsafe {
         let low = _mm256_set1_epi8(0x0F);
         let bit4 = _mm256_set1_epi8(0x10);
+        let steps = D::run_steps(if QH > 0 { 31 } else { 15 });
         for h0 in (0..2).step_by(H) {
             let mut acc = [[_mm256_setzero_ps(); R]; H];
             for (b, tile) in tiles.iter().enumerate() {
@@ -117,8 +118,8 @@ unsafe fn nibble_rows<D: Dot, const R: usize, const H: usize, const QH: usize>(
                 let mut isum = [[_mm256_setzero_si256(); R]; H];
                 let ahead = tiles.get(b + PREFETCH_TILES).filter(|_| h0 == 0);
                 for pair in 0..4 {
-                    let mut lo_sum = [[_mm256_setzero_si256(); R]; H];
-                    let mut hi_sum = [[_mm256_setzero_si256(); R]; H];
+                    let mut lo_run = [[_mm256_setzero_si256(); R]; H];
+                    let mut hi_run = [[_mm256_setzero_si256(); R]; H];
                     for g in 0..8 {
                         if let Some(ahead) = ahead {
                             prefetch(ahead.qs.as_ptr().add((pair * 8 + g) * 64));
@@ -147,23 +148,26 @@ unsafe fn nibble_rows<D: Dot, const R: usize, const H: usize, const QH: usize>(
                                 hi = _mm256_or_si256(hi, hi5);
                             }
                             for i in 0..R {
-                                lo_sum[h][i] = D::dot_small(lo_sum[h][i], lo, x_lo[i]);
-                                hi_sum[h][i] = D::dot_small(hi_sum[h][i], hi, x_hi[i]);
+                                lo_run[h][i] = D::dot_run(lo_run[h][i], lo, x_lo[i]);
+                                hi_run[h][i] = D::dot_run(hi_run[h][i], hi, x_hi[i]);
                             }
                         }
-                    }
-                    for h in 0..H {
-                        let half = h0 + h;
-                        let sc_lo =
-                            load_u8x8(tile.sc.as_ptr().add(2 * pair * TILE_ROWS + half * 8));
-                        let sc_hi =
-                            load_u8x8(tile.sc.as_ptr().add((2 * pair + 1) * TILE_ROWS + half * 8));
-                        for i in 0..R {
-                            let both = _mm256_add_epi32(
-                                _mm256_mullo_epi32(lo_sum[h][i], sc_lo),
-                                _mm256_mullo_epi32(hi_sum[h][i], sc_hi),
-                            );
-                            isum[h][i] = _mm256_add_epi32(isum[h][i], both);
+                        // A run ends with the sub-block pair, or sooner where
+                        // its lanes would overflow (AVX2's i16 with Q5_K).
+                        if (g + 1) % steps != 0 && g != 7 {
+                            continue;
+                        }
+                        for h in 0..H {
+                            let half = h0 + h;
+                            let sc = tile.sc.as_ptr().cast::<i8>();
+                            let sc_lo = D::run_scale(sc.add(2 * pair * TILE_ROWS + half * 8));
+                            let sc_hi = D::run_scale(sc.add((2 * pair + 1) * TILE_ROWS + half * 8));
+                            for i in 0..R {
+                                isum[h][i] = D::close_run(isum[h][i], lo_run[h][i], sc_lo);
+                                isum[h][i] = D::close_run(isum[h][i], hi_run[h][i], sc_hi);
+                                lo_run[h][i] = _mm256_setzero_si256();
+                                hi_run[h][i] = _mm256_setzero_si256();
+                            }
                         }
                     }
                 }
@@ -255,6 +259,7 @@ unsafe fn q6k_rows<D: Dot, const R: usize, const H: usize>(
     unsafe {
         let low = _mm256_set1_epi8(0x0F);
         let high = _mm256_set1_epi8(0x30);
+        let steps = D::run_steps(63);
         for h0 in (0..2).step_by(H) {
             let mut acc = [[_mm256_setzero_ps(); R]; H];
             for (b, tile) in tiles.iter().enumerate() {
@@ -264,7 +269,7 @@ unsafe fn q6k_rows<D: Dot, const R: usize, const H: usize>(
                 let ahead = tiles.get(b + PREFETCH_TILES).filter(|_| h0 == 0);
                 for half in 0..2 {
                     for g_half in 0..2 {
-                        let mut sum = [[[_mm256_setzero_si256(); R]; H]; 4];
+                        let mut run = [[[_mm256_setzero_si256(); R]; H]; 4];
                         for g in 4 * g_half..4 * g_half + 4 {
                             if let Some(ahead) = ahead {
                                 let p = ahead.q.as_ptr().add((half * 8 + g) * 3 * 64);
@@ -292,19 +297,25 @@ unsafe fn q6k_rows<D: Dot, const R: usize, const H: usize>(
                                 for i in 0..R {
                                     for t in 0..4 {
                                         let x = bcast4(xs[i].add(at + 32 * t));
-                                        sum[t][h][i] = D::dot_small(sum[t][h][i], q[t], x);
+                                        run[t][h][i] = D::dot_run(run[t][h][i], q[t], x);
                                     }
                                 }
                             }
-                        }
-                        for t in 0..4 {
-                            let s = half * 8 + 2 * t + g_half;
-                            for h in 0..H {
-                                let at = s * TILE_ROWS + (h0 + h) * 8;
-                                let sc = load_i8x8(tile.sc.as_ptr().add(at));
-                                for i in 0..R {
-                                    let scaled = _mm256_mullo_epi32(sum[t][h][i], sc);
-                                    isum[h][i] = _mm256_add_epi32(isum[h][i], scaled);
+                            // A run ends with the 16-column sub-block, or
+                            // sooner where its lanes would overflow (AVX2).
+                            let done = g + 1 - 4 * g_half;
+                            if done % steps != 0 && done != 4 {
+                                continue;
+                            }
+                            for t in 0..4 {
+                                let s = half * 8 + 2 * t + g_half;
+                                for h in 0..H {
+                                    let at = s * TILE_ROWS + (h0 + h) * 8;
+                                    let sc = D::run_scale(tile.sc.as_ptr().add(at));
+                                    for i in 0..R {
+                                        isum[h][i] = D::close_run(isum[h][i], run[t][h][i], sc);
+                                        run[t][h][i] = _mm256_setzero_si256();
+                                    }
                                 }
                             }
                         }
