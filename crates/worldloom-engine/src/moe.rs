@@ -14,8 +14,8 @@
 //!   same grouping runs without candle ops: the input quantized once, each
 //!   expert's rows gathered, its gate/up, SwiGLU and down projection
 //!   computed in one task, experts spread over rayon's threads, the
-//!   weighted rows added in expert order (the same values as the op-by-op
-//!   form, bit for bit).
+//!   weighted rows added in expert order (the op-by-op form's values but
+//!   for SiLU's `e^−g`, taken on vector registers: `kernels::silu`).
 //! - **Indexed** (quantized GGUF experts on CUDA, held as 3-D stacks):
 //!   routing on the device, then candle's indexed MoE kernel
 //!   (`QTensor::indexed_moe_forward`) for every (token, slot) pair at once.
@@ -276,10 +276,11 @@ impl SparseMoe {
     /// [`SparseMoe::routed_per_expert`] routes, the input quantized once
     /// (per input kind the gate and up weights take), then per expert with
     /// tokens, in one rayon task: its rows gathered, gate and up
-    /// projections, `silu(g) · u` in f32, the down projection, each row
-    /// times its routing weight; then the rows added into the output in
-    /// expert order. Computes what the op-by-op form computes, in the same
-    /// order, without per-expert candle ops or a parallel region per
+    /// projections, `silu(g) · u` in f32 ([`crate::kernels::silu`]), the
+    /// down projection, each row times its routing weight; then the rows
+    /// added into the output in expert order. Computes what the op-by-op
+    /// form computes, in the same order (SiLU's `e^−g` within a few ulp of
+    /// libm's), without per-expert candle ops or a parallel region per
     /// matmul. `None` when the experts are not all on packed CPU kernels or
     /// `x` is not f32 on the CPU.
     fn routed_packed(&self, x: &Tensor, fused_router: bool) -> candle_core::Result<Option<Tensor>> {
@@ -323,15 +324,13 @@ impl SparseMoe {
                 let toks = &tokens_of[e];
                 let n = toks.len();
                 let xg = x_gate.gather(toks);
-                // candle's f32 SiLU, then the product, as the op-by-op form.
-                let silu_times = |(&g, &u): (&f32, &f32)| g / (1.0 + (-g).exp()) * u;
-                let mut h = Vec::with_capacity(n * i);
+                let mut h = vec![0f32; n * i];
                 match &up {
                     None => {
                         let gu = gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?;
                         // Each row [g | u] read in place.
-                        for row in gu.chunks_exact(2 * i) {
-                            h.extend(row[..i].iter().zip(&row[i..]).map(silu_times));
+                        for (row, h) in gu.chunks_exact(2 * i).zip(h.chunks_exact_mut(i)) {
+                            crate::kernels::silu::silu_times(&row[..i], &row[i..], h);
                         }
                     }
                     Some(up) => {
@@ -341,7 +340,7 @@ impl SparseMoe {
                         };
                         let g = gate[e].matmul_quantized(&xg, false).ok_or_else(mismatch)?;
                         let u = up[e].matmul_quantized(xu, false).ok_or_else(mismatch)?;
-                        h.extend(g.iter().zip(&u).map(silu_times));
+                        crate::kernels::silu::silu_times(&g, &u, &mut h);
                     }
                 }
                 let mut y = down[e]

@@ -364,7 +364,7 @@ pub fn try_cached_attention(
     let (queries, heads, hd) = q.dims3()?;
     let (kv_heads, capacity, hd_k) = k_buf.dims3()?;
     let f32_rows = k_buf.dtype() == DType::F32 && super::f32_rows::available();
-    let flash = f32_rows && super::flash_f32::form().is_some() && super::flash_f32::takes(hd);
+    let flash = f32_rows && super::lanes::form().is_some() && super::flash_f32::takes(hd);
     let most = if flash {
         usize::MAX
     } else if f32_rows {

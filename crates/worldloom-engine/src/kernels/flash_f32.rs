@@ -1,7 +1,8 @@
 //! Causal attention of a prompt piece (many query positions) over an f32
 //! KV cache read in place, in key tiles with a running softmax — the
 //! schedule of FlashAttention (Dao et al. 2022, arXiv 2205.14135,
-//! Algorithm 1) on AVX-512 or AVX2 vectors (one body over [`lanes`]).
+//! Algorithm 1) on AVX-512 or AVX2 vectors (one body over
+//! [`super::lanes::Lanes`]).
 //!
 //! The batched form (`qwen3_5_moe::attention::attend`) materialises the
 //! scores of a query block ([heads, block, keys] f32, tens of MB at a few
@@ -25,7 +26,7 @@
 //! on [−½, ½] times 2^n (`vscalefps`, or the exponent field on AVX2;
 //! relative error below 1e-7).
 //!
-//! Chosen at run time ([`form`], [`takes`]): AVX-512F where the CPU has it
+//! Chosen at run time ([`super::lanes::form`], [`takes`]): AVX-512F where the CPU has it
 //! and [`super::q8_0::TILE_ISA_ENV`] does not hold the kernels to 256-bit
 //! registers, else AVX2 + FMA. Allowed `unsafe`: the
 //! target-feature calls (entered only after [`form`]), the
@@ -35,6 +36,7 @@
 
 use super::disjoint::{DisjointOut, PARALLEL_MIN_MACS, run_chunks, run_tasks};
 use super::f32_rows::AttendShape;
+use super::lanes::{Form, form};
 
 /// Keys per tile: two 16-lane (or four 8-lane) vectors of scores a row.
 const KEYS: usize = 32;
@@ -43,58 +45,6 @@ const ROWS: usize = 32;
 /// A task's query rows are padded to a multiple of this (each form's
 /// micro-tile rows divide it).
 const PAD_ROWS: usize = 8;
-
-/// The vector registers [`attend`] runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Form {
-    /// AVX-512F: 16 lanes.
-    Avx512,
-    /// AVX2 + FMA: 8 lanes.
-    Avx2,
-}
-
-impl Form {
-    /// Every form, widest first.
-    pub(crate) const ALL: [Self; 2] = [Self::Avx512, Self::Avx2];
-
-    /// The form's name (as [`super::CpuKernels`] reports it).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Avx512 => "avx512",
-            Self::Avx2 => "avx2",
-        }
-    }
-
-    /// Whether this CPU runs this form.
-    pub(crate) fn is_supported(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            match self {
-                Self::Avx512 => has!("avx512f"),
-                Self::Avx2 => has!("avx2") && has!("fma"),
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
-    }
-}
-
-/// The form [`attend`] runs on this CPU: the widest supported one that
-/// [`super::q8_0::TILE_ISA_ENV`]'s cap allows (`avx2` or `avxvnni` hold it
-/// to 256 bits, `off` leaves attention to candle's ops); `None` where none.
-pub(crate) fn form() -> Option<Form> {
-    use super::q8_0::{TileIsa, allows};
-    let allowed = |form: Form| match form {
-        Form::Avx512 => allows(TileIsa::Avx512Vnni),
-        Form::Avx2 => allows(TileIsa::Avx2),
-    };
-    Form::ALL
-        .into_iter()
-        .find(|&form| allowed(form) && form.is_supported())
-}
 
 /// Whether [`attend`] takes heads of width `hd`: whole 16-lane vectors.
 pub(crate) fn takes(hd: usize) -> bool {
@@ -214,12 +164,9 @@ fn attend_on(form: Form, q: &[f32], k: &[f32], v: &[f32], shape: AttendShape) ->
 }
 
 #[cfg(target_arch = "x86_64")]
-mod lanes;
-
-#[cfg(target_arch = "x86_64")]
 mod imp {
-    use super::lanes::{Lanes, Ymm, Zmm};
     use super::{KEYS, PAD_ROWS};
+    use crate::kernels::lanes::{Lanes, Ymm, Zmm};
 
     /// [`block`] on AVX-512F: 2 vectors a key tile, 8 score rows (16
     /// accumulators), 4 rows × 4 vectors of P·V.

@@ -24,7 +24,9 @@ pub(crate) mod flash_f32;
 pub(crate) mod fused;
 pub(crate) mod fused_params;
 pub(crate) mod k_quants;
+pub(crate) mod lanes;
 pub(crate) mod q8_0;
+pub(crate) mod silu;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod simd256;
 
@@ -51,7 +53,7 @@ pub struct CpuKernels {
 pub fn cpu_kernels() -> CpuKernels {
     CpuKernels {
         quantized: q8_0::tile_isa().map(q8_0::TileIsa::name),
-        prefill_attention: flash_f32::form().map(flash_f32::Form::name),
+        prefill_attention: lanes::form().map(lanes::Form::name),
         bf16: if amx_bf16::available() {
             Some("amx")
         } else if avx512_bf16::available() {

@@ -131,7 +131,7 @@ pub fn tile_isa() -> Option<TileIsa> {
 
 /// Whether [`TILE_ISA_ENV`]'s cap lets kernels of `isa`'s level run
 /// (whether or not this CPU has it): prefill attention
-/// ([`super::flash_f32::form`]), whose forms are not tile kernels, asks
+/// ([`super::lanes::form`]), whose forms are not tile kernels, asks
 /// this.
 pub(crate) fn allows(isa: TileIsa) -> bool {
     cap().is_some_and(|from| TileIsa::ALL[from..].contains(&isa))

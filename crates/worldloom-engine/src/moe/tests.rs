@@ -121,9 +121,12 @@ fn grouped_routing_matches_per_expert_dispatch() -> candle_core::Result<()> {
 }
 
 /// Quantized experts on the packed CPU kernels: the grouped dispatch
-/// gives the op-by-op per-expert dispatch's output bit for bit, for
-/// experts in Q4_K, Q6_K and Q8_0 (gate and up apart, or joined), from
-/// one token (decode) to more tokens than experts.
+/// gives the op-by-op per-expert dispatch's output — bit for bit where
+/// SiLU runs scalar (no vector form, or the cap `off`), within 1e-3 of
+/// the output's scale where its `e^−g` runs on vector registers (a few
+/// ulp, which can move a byte of the down projection's quantized input)
+/// — for experts in Q4_K, Q6_K and Q8_0 (gate and up apart, or joined),
+/// from one token (decode) to more tokens than experts.
 #[test]
 fn packed_dispatch_equals_per_expert_dispatch() -> candle_core::Result<()> {
     use candle_core::quantized::{GgmlDType, QTensor};
@@ -165,10 +168,15 @@ fn packed_dispatch_equals_per_expert_dispatch() -> candle_core::Result<()> {
                 .expect("the packed dispatch applies");
             let scale = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert!(scale > 0.1, "{gate_type:?}: trivially small output {scale}");
-            assert_eq!(
-                max_abs_diff(&got, &want),
-                0.0,
-                "{gate_type:?}/{down_type:?} joined={joined} T={t}"
+            let within = if crate::kernels::lanes::form().is_some() {
+                1e-3 * scale
+            } else {
+                0.0
+            };
+            let diff = max_abs_diff(&got, &want);
+            assert!(
+                diff <= within,
+                "{gate_type:?}/{down_type:?} joined={joined} T={t}: {diff} off"
             );
         }
     }
