@@ -29,7 +29,7 @@
 //! Chosen at run time ([`super::lanes::form`], [`takes`]): AVX-512F where the CPU has it
 //! and [`super::q8_0::TILE_ISA_ENV`] does not hold the kernels to 256-bit
 //! registers, else AVX2 + FMA. Allowed `unsafe`: the
-//! target-feature calls (entered only after [`form`]), the
+//! target-feature calls (entered only after [`super::lanes::form`]), the
 //! raw-pointer loads and stores whose bounds [`attend`] asserts, and the
 //! disjoint writes of each task's rows into the output.
 #![allow(unsafe_code)]

@@ -130,9 +130,9 @@ pub fn tile_isa() -> Option<TileIsa> {
 }
 
 /// Whether [`TILE_ISA_ENV`]'s cap lets kernels of `isa`'s level run
-/// (whether or not this CPU has it): prefill attention
-/// ([`super::lanes::form`]), whose forms are not tile kernels, asks
-/// this.
+/// (whether or not this CPU has it): the f32 vector kernels (prefill
+/// attention, the experts' SiLU: [`super::lanes::form`]), whose forms are
+/// not tile kernels, ask this.
 pub(crate) fn allows(isa: TileIsa) -> bool {
     cap().is_some_and(|from| TileIsa::ALL[from..].contains(&isa))
 }

@@ -7,11 +7,12 @@
 //! the packed experts computed it that way). The vector form takes `e^−g`
 //! as one `exp2(−g · log₂ e)` (the degree-7 polynomial of
 //! [`super::lanes::Lanes::exp2`], its input capped at 126 so `2^x` stays
-//! finite): within a few ulp of the scalar form for `g` above about −87
-//! (relative error up to about 10⁻⁷ · |g| for negative `g`, from rounding
-//! `−g · log₂ e`);
-//! below, where libm's `e^−g` overflows to ∞ and the scalar form gives
-//! −0, the vector form gives `g · u / (1 + 2^126)` (|g| · 1.2·10⁻³⁸ · |u|).
+//! finite): relative error within 3e-7 + 10⁻⁷ · |g| of the exact value for
+//! `g` above −87 (the rounding of `−g · log₂ e`: about 12 ulp at g = −20;
+//! a few ulp for positive `g`). Below −87, where every exact value is under
+//! 10⁻³⁶ · |u|, the vector form gives `g · u / (1 + 2^126)` (libm's form
+//! gives a tiny value down to −88.7, then ±0); at g = −∞ it gives −∞ where
+//! libm's gives NaN; NaN stays NaN.
 #![cfg_attr(target_arch = "x86_64", allow(unsafe_code))]
 
 /// `out[j] = g[j] / (1 + e^−g[j]) · u[j]` for every `j`, on

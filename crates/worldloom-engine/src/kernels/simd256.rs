@@ -20,7 +20,9 @@
 
 use std::arch::x86_64::*;
 
-/// The u8 × i8 dot product of four bytes per 32-bit lane, accumulated.
+/// The u8 × i8 dot product of four bytes per 32-bit lane, accumulated
+/// (Q8_0's [`Dot::dot_q8`]; the K-quants' [`Dot::dot_run`] sums in the
+/// form's run lanes: i16 pairs on AVX2, i32 with VNNI).
 pub(crate) trait Dot {
     /// Whether [`Dot::dot_q8`] takes Q8_0's weights as stored in the
     /// tiles (+128, unsigned; the caller subtracts 128 × the input's sum
@@ -127,8 +129,10 @@ impl Dot for Vnni {
     }
 }
 
-/// AVX2: `vpmaddubsw` (u8 × i8 pairs summed to i16) then `vpmaddwd` by
-/// ones (i16 pairs summed to i32).
+/// AVX2: `vpmaddubsw` (u8 × i8 pairs summed to i16), then for Q8_0
+/// `vpmaddwd` by ones (i16 pairs summed to i32) each step, for the
+/// K-quants `vpaddw` into an i16 run that one `vpmaddwd` by the scale
+/// widens.
 pub(crate) struct Avx2;
 
 impl Avx2 {

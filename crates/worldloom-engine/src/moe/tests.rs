@@ -122,9 +122,9 @@ fn grouped_routing_matches_per_expert_dispatch() -> candle_core::Result<()> {
 
 /// Quantized experts on the packed CPU kernels: the grouped dispatch
 /// gives the op-by-op per-expert dispatch's output — bit for bit where
-/// SiLU runs scalar (no vector form, or the cap `off`), within 1e-3 of
+/// SiLU runs scalar (no vector form, or the cap `off`), within 1e-2 of
 /// the output's scale where its `e^−g` runs on vector registers (a few
-/// ulp, which can move a byte of the down projection's quantized input)
+/// ulp, which can move bytes of the down projection's quantized input)
 /// — for experts in Q4_K, Q6_K and Q8_0 (gate and up apart, or joined),
 /// from one token (decode) to more tokens than experts.
 #[test]
@@ -168,8 +168,11 @@ fn packed_dispatch_equals_per_expert_dispatch() -> candle_core::Result<()> {
                 .expect("the packed dispatch applies");
             let scale = want.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert!(scale > 0.1, "{gate_type:?}: trivially small output {scale}");
+            // A changed ulp of SiLU can move a byte of the down
+            // projection's quantized input by one step: max|h| / 127 · |w|,
+            // about 2e-3 of the output's scale at these widths; allow a few.
             let within = if crate::kernels::lanes::form().is_some() {
-                1e-3 * scale
+                1e-2 * scale
             } else {
                 0.0
             };
