@@ -140,9 +140,10 @@ pub(crate) fn matmul_bt(
 /// of 32 columns of `k` and half `h` (rows 16h..16h + 16), a 1 KiB tile at
 /// `u32` `(2b + h)·256` whose row `p` holds, for each of the 16 weight
 /// rows `c`, elements `32b + 2p` (low half) and `32b + 2p + 1` of row
-/// `16h + c`: a transpose of 16 × 16 bf16 pairs per tile, one AVX-512
-/// gather per tile row (the scalar loop was 2/3 of a bf16 prefill's
-/// matmul time).
+/// `16h + c`: a transpose of 16 × 16 bf16 pairs per tile, in registers
+/// (16 loads, 64 shuffles, 16 stores; a gather per tile row before, and a
+/// scalar loop before that, which was 2/3 of a bf16 prefill's matmul
+/// time).
 fn pack_panel(w: &[bf16], k: usize, packed: &mut [u32]) {
     assert!(w.len() == PANEL * k && packed.len() == k / 2 * PANEL && k.is_multiple_of(32));
     #[cfg(target_arch = "x86_64")]
@@ -197,24 +198,59 @@ mod imp {
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn pack_panel(w: &[bf16], k: usize, packed: &mut [u32]) {
         let pairs = k / 2;
-        let rows = _mm512_mullo_epi32(
-            _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-            _mm512_set1_epi32(i32::try_from(pairs).expect("k fits an i32")),
-        );
         let src = w.as_ptr().cast::<u32>();
         let dst = packed.as_mut_ptr();
         for b in 0..k / 32 {
             for h in 0..2 {
-                for p in 0..16 {
-                    // SAFETY: lane c reads pair 16b + p of row 16h + c, inside
-                    // `w`; the store writes one tile row inside `packed`.
-                    unsafe {
-                        let base = src.add(16 * h * pairs + 16 * b + p);
-                        let v = _mm512_i32gather_epi32::<4>(rows, base.cast());
-                        _mm512_storeu_si512(dst.add(((2 * b + h) * 16 + p) * 16).cast(), v);
+                // SAFETY: row 16h + c's pairs 16b..16b + 16 lie inside `w`
+                // ([32, k]: 32 rows of `pairs` u32); the 16 stores write the
+                // tile's 16 rows of 16 u32 inside `packed`.
+                unsafe {
+                    let rows: [__m512i; 16] = std::array::from_fn(|c| {
+                        _mm512_loadu_si512(src.add((16 * h + c) * pairs + 16 * b).cast())
+                    });
+                    let tile = transpose16(rows);
+                    for (p, row) in tile.iter().enumerate() {
+                        _mm512_storeu_si512(dst.add(((2 * b + h) * 16 + p) * 16).cast(), *row);
                     }
                 }
             }
+        }
+    }
+
+    /// The 16 × 16 transpose of 32-bit lanes: lane c of output p is lane p
+    /// of input c. Pairs of rows interleaved (`vpunpck{l,h}dq`), then pairs
+    /// of pairs (`vpunpck{l,h}qdq`): each 128-bit lane L then holds rows
+    /// 4q..4q + 4 of one column 4L + x; a 4 × 4 transpose of those lanes
+    /// (`vshufi32x4`) gathers a column's four row groups.
+    #[inline(always)]
+    unsafe fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+        // SAFETY: the caller has AVX-512 F (register operations only).
+        unsafe {
+            // by_x[x][q]: lane L holds rows 4q..4q + 4 of column 4L + x.
+            let mut by_x = [[_mm512_setzero_si512(); 4]; 4];
+            for q in 0..4 {
+                let u0 = _mm512_unpacklo_epi32(r[4 * q], r[4 * q + 1]);
+                let u1 = _mm512_unpackhi_epi32(r[4 * q], r[4 * q + 1]);
+                let u2 = _mm512_unpacklo_epi32(r[4 * q + 2], r[4 * q + 3]);
+                let u3 = _mm512_unpackhi_epi32(r[4 * q + 2], r[4 * q + 3]);
+                by_x[0][q] = _mm512_unpacklo_epi64(u0, u2);
+                by_x[1][q] = _mm512_unpackhi_epi64(u0, u2);
+                by_x[2][q] = _mm512_unpacklo_epi64(u1, u3);
+                by_x[3][q] = _mm512_unpackhi_epi64(u1, u3);
+            }
+            let mut out = [_mm512_setzero_si512(); 16];
+            for (x, g) in by_x.iter().enumerate() {
+                let c0 = _mm512_shuffle_i32x4::<0x44>(g[0], g[1]);
+                let c1 = _mm512_shuffle_i32x4::<0xEE>(g[0], g[1]);
+                let c2 = _mm512_shuffle_i32x4::<0x44>(g[2], g[3]);
+                let c3 = _mm512_shuffle_i32x4::<0xEE>(g[2], g[3]);
+                out[x] = _mm512_shuffle_i32x4::<0x88>(c0, c2);
+                out[4 + x] = _mm512_shuffle_i32x4::<0xDD>(c0, c2);
+                out[8 + x] = _mm512_shuffle_i32x4::<0x88>(c1, c3);
+                out[12 + x] = _mm512_shuffle_i32x4::<0xDD>(c1, c3);
+            }
+            out
         }
     }
 
@@ -364,6 +400,35 @@ mod tests {
         (0..len)
             .map(|i| bf16::from_f32(((i as f32 * 0.7311 + seed).sin() * 4.3).fract() * 2.0))
             .collect()
+    }
+
+    /// The panel layout, on any CPU with AVX-512 F: tile (b, h) row p,
+    /// lane c holds the bf16 pair 16b + p of weight row 16h + c, for
+    /// distinct values at every position (a swapped lane, row or tile
+    /// moves one).
+    #[test]
+    fn panels_pack_as_the_tile_layout_states() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            return;
+        }
+        let k = 96;
+        let w: Vec<bf16> = (0..PANEL * k).map(|i| bf16::from_bits(i as u16)).collect();
+        let mut packed = vec![0u32; k / 2 * PANEL];
+        pack_panel(&w, k, &mut packed);
+        let pairs = k / 2;
+        for b in 0..k / 32 {
+            for h in 0..2 {
+                for p in 0..16 {
+                    for c in 0..16 {
+                        let pair = (16 * h + c) * pairs + 16 * b + p;
+                        let want = u32::from(w[2 * pair].to_bits())
+                            | (u32::from(w[2 * pair + 1].to_bits()) << 16);
+                        let got = packed[((2 * b + h) * 16 + p) * 16 + c];
+                        assert_eq!(got, want, "block {b}, half {h}, tile row {p}, lane {c}");
+                    }
+                }
+            }
+        }
     }
 
     /// On a CPU with AMX: every row count from one tile to several 32-row
