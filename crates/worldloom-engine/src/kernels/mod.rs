@@ -19,6 +19,7 @@ pub(crate) mod cpu;
 pub(crate) mod cuda;
 pub(crate) mod delta_rule;
 mod disjoint;
+pub(crate) use disjoint::on_pool;
 pub(crate) mod f32_rows;
 pub(crate) mod flash_f32;
 pub(crate) mod fused;

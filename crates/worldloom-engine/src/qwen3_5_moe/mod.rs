@@ -484,9 +484,11 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        self.lm_head
-            .forward(&self.hidden_states(input_ids, state, mode, true)?)?
-            .to_dtype(DType::F32)
+        self.on_pool(|| {
+            self.lm_head
+                .forward(&self.hidden_states(input_ids, state, mode, true)?)?
+                .to_dtype(DType::F32)
+        })
     }
 
     /// Feeds `input_ids` and returns the f32 logits of the last position,
@@ -500,12 +502,25 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        let hidden = self.hidden_states(input_ids, state, mode, false)?;
-        let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
-        self.lm_head
-            .forward(&last)?
-            .squeeze(0)?
-            .to_dtype(DType::F32)
+        self.on_pool(|| {
+            let hidden = self.hidden_states(input_ids, state, mode, false)?;
+            let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
+            self.lm_head
+                .forward(&last)?
+                .squeeze(0)?
+                .to_dtype(DType::F32)
+        })
+    }
+
+    /// Runs a forward on the CPU kernels' thread pool
+    /// ([`crate::kernels::on_pool`]: one hand-over a forward
+    /// instead of one a parallel op); on other devices where it is called.
+    fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        if self.device.is_cpu() {
+            crate::kernels::on_pool(work)
+        } else {
+            work()
+        }
     }
 }
 
