@@ -176,6 +176,18 @@ impl ObservationDrafter {
         }
     }
 
+    /// Starts the pointer at `start` in the current observation's tokens
+    /// instead of at its first token; `None` starts it lost, so that the
+    /// first draft waits for the output to match a source (an answer that
+    /// reasons before it gives the observation).
+    pub fn starting_at(mut self, start: Option<usize>) -> Self {
+        self.pointer = start.map(|p| (0, p.min(self.sources[0].tokens.len())));
+        if let Some(at) = self.pointer {
+            self.anchor = at;
+        }
+        self
+    }
+
     /// The output so far, as a source.
     fn output_source(&mut self) -> &mut Source {
         self.sources
@@ -432,6 +444,26 @@ mod tests {
         );
         assert_eq!(firsts[at], Some(want_after_d_row3));
         assert_eq!(firsts[at + 1], Some(ids("f")[0]));
+    }
+
+    #[test]
+    fn a_frame_started_lost_drafts_once_the_reasoning_closes() {
+        // The frame: the reasoning's close, the tags and the observation.
+        let frame = ids("NL CLOSE BLANK OPEN NL a b c d NL SHUT");
+        let mut d = ObservationDrafter::new(frame.clone(), vec![]).starting_at(None);
+        // Reasoning first: nothing to propose while it matches nothing.
+        assert_eq!(d.draft(&ids("it"), 4), Vec::<u32>::new());
+        assert_eq!(d.draft(&ids("it turns"), 4), Vec::<u32>::new());
+        // Its close matches the frame's first two tokens: the tags and the
+        // observation follow in one draft.
+        assert_eq!(
+            d.draft(&ids("it turns NL CLOSE"), 6),
+            ids("BLANK OPEN NL a b c")
+        );
+        // Started at the opening tag (reasoning closed by the prompt), the
+        // first draft is the frame from there.
+        let mut d = ObservationDrafter::new(frame, vec![]).starting_at(Some(3));
+        assert_eq!(d.draft(&[], 3), ids("OPEN NL a"));
     }
 
     #[test]

@@ -558,32 +558,33 @@ impl<M: CausalLm> Worker<M> {
 
     /// The request's drafting ([`speculative`]), when the engine drafts and
     /// the request allows it (`GenerationParams::speculative`): the
-    /// drafter over the prompt and the current observation (the request's,
-    /// else the last assistant message).
+    /// drafter over the prompt and the current observation as the answer
+    /// frames it ([`AnswerFrame`]; without one, the last assistant message
+    /// as it is). `reasoning_open`: the prompt leaves a think block open.
     fn speculation(
         &self,
         request: &PredictRequest,
         prompt: &[u32],
+        reasoning_open: bool,
     ) -> Result<Option<Speculation>, Halt> {
         if self.drafting.is_off() || !speculative::applies(&request.params) {
             return Ok(None);
         }
-        let observation = request.current_observation.clone().or_else(|| {
-            request
+        let encode = |text: &str| self.tokenizer.encode(text);
+        let frame = if let Some(observation) = &request.current_observation {
+            AnswerFrame::new(observation, reasoning_open, encode).map_err(model_error)?
+        } else {
+            let last_answer = request
                 .messages
                 .iter()
                 .rev()
-                .find(|m| m.role == worldloom_core::ChatRole::Assistant)
-                .map(|m| m.content.clone())
-        });
-        let observation = match observation {
-            Some(text) => self.tokenizer.encode(&text).map_err(model_error)?,
-            None => Vec::new(),
+                .find(|m| m.role == worldloom_core::ChatRole::Assistant);
+            AnswerFrame::verbatim(match last_answer {
+                Some(m) => encode(&m.content).map_err(model_error)?,
+                None => Vec::new(),
+            })
         };
-        Ok(self
-            .drafting
-            .drafter(prompt, &observation)
-            .map(Speculation::new))
+        Ok(self.drafting.drafter(prompt, &frame).map(Speculation::new))
     }
 
     fn predict(&mut self, job: &Job) -> Result<(), Halt> {
@@ -621,9 +622,10 @@ impl<M: CausalLm> Worker<M> {
         } = self.prefill(&prompt, cancel)?;
         let prefill_ms = start.elapsed().as_secs_f64() * 1e3;
         let decode_start = Instant::now();
-        let mut speculation = self.speculation(request, &prompt)?;
+        let reasoning_open = opens_reasoning(&text);
+        let mut speculation = self.speculation(request, &prompt, reasoning_open)?;
 
-        let mut parser = OutputParser::new(opens_reasoning(&text));
+        let mut parser = OutputParser::new(reasoning_open);
         let mut stops = StopStrings::new(&params.stop);
         let mut decoder = StreamDecoder::new();
         let mut logits = StepLogits::Host(prompt_logits);
@@ -825,7 +827,7 @@ impl StopStrings {
 
 mod speculative;
 use speculative::Speculation;
-pub use speculative::{DrafterFactory, Drafting, MAX_VERIFIED};
+pub use speculative::{AnswerFrame, DrafterFactory, Drafting, MAX_VERIFIED};
 
 #[cfg(test)]
 mod tests;

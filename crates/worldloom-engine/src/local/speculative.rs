@@ -33,6 +33,7 @@ use crate::draft::{Drafter, NgramDrafter, ObservationDrafter};
 use crate::lm::CausalLm;
 use crate::sampling::{DraftVerdict, SampledToken, Sampler};
 use crate::world_model::GenerationParams;
+use worldloom_core::output::{THINK_CLOSE, format_observation};
 
 /// The longest draft verified in one forward, in tokens.
 pub const MAX_VERIFIED: usize = crate::draft::MAX_DRAFT;
@@ -48,8 +49,9 @@ pub enum Drafting {
     /// No drafting: one token a forward.
     #[default]
     Off,
-    /// [`ObservationDrafter`] over the request's current observation (else
-    /// the last assistant message), with the prompt as its history.
+    /// [`ObservationDrafter`] over the request's current observation as the
+    /// answer frames it ([`AnswerFrame`]; else the last assistant message),
+    /// with the prompt as its history.
     Observation,
     /// [`NgramDrafter`] over the prompt (prompt lookup: matches of up to 3
     /// tokens, 8 tokens a draft).
@@ -77,15 +79,70 @@ impl Drafting {
     }
 
     /// The drafter for one request, `None` when drafting is off.
-    pub(super) fn drafter(&self, prompt: &[u32], observation: &[u32]) -> Option<Box<dyn Drafter>> {
+    pub(super) fn drafter(&self, prompt: &[u32], frame: &AnswerFrame) -> Option<Box<dyn Drafter>> {
         match self {
             Self::Off => None,
-            Self::Observation => Some(Box::new(ObservationDrafter::new(
-                observation.to_vec(),
-                vec![prompt.to_vec()],
-            ))),
+            Self::Observation => Some(Box::new(
+                ObservationDrafter::new(frame.tokens.clone(), vec![prompt.to_vec()])
+                    .starting_at(frame.start),
+            )),
             Self::PromptLookup => Some(Box::new(NgramDrafter::new(prompt.to_vec(), 3, 8))),
-            Self::Custom(make) => Some(make(prompt, observation)),
+            Self::Custom(make) => Some(make(prompt, &frame.tokens)),
+        }
+    }
+}
+
+/// The current observation's tokens as the answer will spell them, and
+/// where the answer starts in them: the AgentWorldBench answer format
+/// (the observation inside one closed `<predicted_observation>` block, as
+/// its system prompts ask, laid out as
+/// [`format_observation`] writes it), after the reasoning's close as the
+/// Qwen3.5 chat template writes it (`</think>` and a blank line). Drafting
+/// from the frame proposes the tags and the observation's first tokens as
+/// soon as the reasoning closes, instead of waiting for two of the
+/// observation's own tokens to re-synchronise on; a model that lays the
+/// block out otherwise re-synchronises as after any edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerFrame {
+    /// `\n</think>\n\n` when the answer opens with reasoning, then
+    /// `<predicted_observation>\n{observation}\n</predicted_observation>`,
+    /// each part tokenized on its own.
+    pub tokens: Vec<u32>,
+    /// Where the answer begins: the opening tag when the prompt closed the
+    /// reasoning (the answer is the frame), `None` when it reasons first
+    /// (the drafter waits for the reasoning's close to match).
+    pub start: Option<usize>,
+}
+
+impl AnswerFrame {
+    /// Frames `observation` (its text as the request gives it) with
+    /// `encode`, the model's tokenizer; `reasoning_open` when the prompt
+    /// leaves a think block open ([`opens_reasoning`]).
+    ///
+    /// [`opens_reasoning`]: worldloom_core::output::opens_reasoning
+    ///
+    /// # Errors
+    /// `encode`'s.
+    pub fn new<E>(
+        observation: &str,
+        reasoning_open: bool,
+        encode: impl Fn(&str) -> Result<Vec<u32>, E>,
+    ) -> Result<Self, E> {
+        let mut tokens = if reasoning_open {
+            encode(&format!("\n{THINK_CLOSE}\n\n"))?
+        } else {
+            Vec::new()
+        };
+        let start = (!reasoning_open).then_some(0);
+        tokens.extend(encode(&format_observation(observation))?);
+        Ok(Self { tokens, start })
+    }
+
+    /// Text to draft from as it is (an earlier answer), from its start.
+    pub fn verbatim(tokens: Vec<u32>) -> Self {
+        Self {
+            tokens,
+            start: Some(0),
         }
     }
 }

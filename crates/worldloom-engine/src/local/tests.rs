@@ -832,3 +832,27 @@ fn sampled_tokens_keep_their_distribution_when_drafts_are_judged() {
         run(&drafted, chat(1), params(7)).ids
     );
 }
+
+#[test]
+fn the_answer_frame_spells_the_tags_and_starts_where_the_answer_does() {
+    let encode = |text: &str| Ok::<_, ()>(text.chars().map(u32::from).collect::<Vec<u32>>());
+    let spelled = |frame: &AnswerFrame| -> String {
+        frame
+            .tokens
+            .iter()
+            .map(|&c| char::from_u32(c).expect("char"))
+            .collect()
+    };
+    let reasoning = AnswerFrame::new("a.txt", true, encode).expect("frame");
+    assert_eq!(
+        spelled(&reasoning),
+        "\n</think>\n\n<predicted_observation>\na.txt\n</predicted_observation>"
+    );
+    assert_eq!(reasoning.start, None);
+    let answer = AnswerFrame::new("a.txt", false, encode).expect("frame");
+    assert_eq!(
+        spelled(&answer),
+        "<predicted_observation>\na.txt\n</predicted_observation>"
+    );
+    assert_eq!(answer.start, Some(0));
+}
