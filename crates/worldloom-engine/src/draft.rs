@@ -153,8 +153,27 @@ pub struct ObservationDrafter {
     anchor: (usize, usize),
     /// How much of the output the pointer has followed.
     followed: usize,
+    /// A position in the current observation's tokens whose token, once
+    /// the output writes it while the pointer is lost, puts the pointer
+    /// just after it ([`Start::After`]); used once.
+    marker: Option<usize>,
     /// The next draft's length.
     k: DraftLength,
+}
+
+/// Where an [`ObservationDrafter`]'s pointer starts in the current
+/// observation's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// At this position: the output begins with the token there.
+    At(usize),
+    /// Lost until the output writes the token at this position (a marker
+    /// the output writes once, such as the reasoning's close), then just
+    /// after it; before that, a re-synchronisation on matching tokens may
+    /// place it as usual.
+    After(usize),
+    /// Lost: placed by the first re-synchronisation.
+    Lost,
 }
 
 impl ObservationDrafter {
@@ -172,18 +191,26 @@ impl ObservationDrafter {
             anchor: (0, 0),
             sources,
             followed: 0,
+            marker: None,
             k: DraftLength::default(),
         }
     }
 
-    /// Starts the pointer at `start` in the current observation's tokens
-    /// instead of at its first token; `None` starts it lost, so that the
-    /// first draft waits for the output to match a source (an answer that
-    /// reasons before it gives the observation).
-    pub fn starting_at(mut self, start: Option<usize>) -> Self {
-        self.pointer = start.map(|p| (0, p.min(self.sources[0].tokens.len())));
-        if let Some(at) = self.pointer {
-            self.anchor = at;
+    /// Starts the pointer as `start` says instead of at the current
+    /// observation's first token (an answer that reasons before it gives
+    /// the observation starts [`Start::After`] the reasoning's close).
+    /// Positions past the end are taken as the end.
+    pub fn starting_at(mut self, start: Start) -> Self {
+        let len = self.sources[0].tokens.len();
+        self.pointer = None;
+        self.marker = None;
+        match start {
+            Start::At(p) => {
+                self.pointer = Some((0, p.min(len)));
+                self.anchor = (0, p.min(len));
+            }
+            Start::After(p) => self.marker = Some(p),
+            Start::Lost => {}
         }
         self
     }
@@ -208,6 +235,13 @@ impl ObservationDrafter {
                 Some((s, p)) if self.sources[s].tokens.get(p) == Some(&token) => Some((s, p + 1)),
                 _ => None,
             };
+            if self.pointer.is_none()
+                && let Some(m) = self.marker
+                && self.sources[0].tokens.get(m) == Some(&token)
+            {
+                self.pointer = Some((0, m + 1));
+                self.marker = None;
+            }
             if let Some(at) = self.pointer {
                 self.anchor = at;
             }
@@ -447,22 +481,29 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_started_lost_drafts_once_the_reasoning_closes() {
+    fn a_frame_drafts_once_the_reasoning_closes() {
         // The frame: the reasoning's close, the tags and the observation.
-        let frame = ids("NL CLOSE BLANK OPEN NL a b c d NL SHUT");
-        let mut d = ObservationDrafter::new(frame.clone(), vec![]).starting_at(None);
-        // Reasoning first: nothing to propose while it matches nothing.
-        assert_eq!(d.draft(&ids("it"), 4), Vec::<u32>::new());
-        assert_eq!(d.draft(&ids("it turns"), 4), Vec::<u32>::new());
-        // Its close matches the frame's first two tokens: the tags and the
-        // observation follow in one draft.
+        let frame = ids("CLOSE BLANK OPEN NL a b c d NL SHUT");
+        let none = Vec::<u32>::new();
+        // Started after the close: nothing while the model reasons (its
+        // tokens match no two of the frame's)...
+        let mut d = ObservationDrafter::new(frame.clone(), vec![]).starting_at(Start::After(0));
+        assert_eq!(d.draft(&ids("it"), 4), none);
+        assert_eq!(d.draft(&ids("it turns NL"), 4), none);
+        // ...then the close alone places it (one token, where a
+        // re-synchronisation needs two): the tags and the observation
+        // follow in one draft.
         assert_eq!(
             d.draft(&ids("it turns NL CLOSE"), 6),
             ids("BLANK OPEN NL a b c")
         );
-        // Started at the opening tag (reasoning closed by the prompt), the
-        // first draft is the frame from there.
-        let mut d = ObservationDrafter::new(frame, vec![]).starting_at(Some(3));
+        // Lost: only two matching tokens place it.
+        let mut d = ObservationDrafter::new(frame.clone(), vec![]).starting_at(Start::Lost);
+        assert_eq!(d.draft(&ids("it turns NL CLOSE"), 4), none);
+        assert_eq!(d.draft(&ids("it turns NL CLOSE BLANK"), 2), ids("OPEN NL"));
+        // At the opening tag (reasoning closed by the prompt): the first
+        // draft is the frame from there.
+        let mut d = ObservationDrafter::new(frame, vec![]).starting_at(Start::At(2));
         assert_eq!(d.draft(&[], 3), ids("OPEN NL a"));
     }
 

@@ -579,10 +579,11 @@ impl<M: CausalLm> Worker<M> {
                 .iter()
                 .rev()
                 .find(|m| m.role == worldloom_core::ChatRole::Assistant);
-            AnswerFrame::verbatim(match last_answer {
+            let tokens = match last_answer {
                 Some(m) => encode(&m.content).map_err(model_error)?,
                 None => Vec::new(),
-            })
+            };
+            AnswerFrame::verbatim(tokens, reasoning_open)
         };
         Ok(self.drafting.drafter(prompt, &frame).map(Speculation::new))
     }

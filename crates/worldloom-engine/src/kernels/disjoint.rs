@@ -86,6 +86,12 @@ pub(crate) fn run_tasks(tasks: usize, parallel: bool, task: impl Fn(usize) + Syn
 /// (many small ops a token) greedy decode went from 3.4 to 3.1 s and
 /// drafted decode from 2.9 to 2.2 s on a 2-core machine
 /// (docs/engine.md, "CPU speed").
+///
+/// A pool thread waiting inside one such job for its stolen pieces may
+/// pick up another queued job meanwhile — another engine's whole forward,
+/// where several run in one process — and finish it before resuming: the
+/// outputs are unchanged (no lock is held across a forward), the waiting
+/// one's latency is not.
 pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
     if rayon::current_thread_index().is_some() {
         work()
@@ -112,12 +118,15 @@ mod tests {
             (rayon::current_thread_index(), inner)
         });
         assert!(outer.is_some(), "on_pool ran its work on the caller");
+        // A region opened from inside: its caller runs the leftmost piece.
+        assert_eq!(inner[0], outer, "{inner:?}");
         assert!(inner.iter().all(Option::is_some), "{inner:?}");
         // Already on the pool: the work runs where it is.
         let nested = on_pool(|| {
             let here = rayon::current_thread_index();
             (here, on_pool(rayon::current_thread_index))
         });
+        assert!(nested.0.is_some());
         assert_eq!(nested.0, nested.1);
     }
 }

@@ -29,7 +29,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::draft::{Drafter, NgramDrafter, ObservationDrafter};
+use crate::draft::{Drafter, NgramDrafter, ObservationDrafter, Start};
 use crate::lm::CausalLm;
 use crate::sampling::{DraftVerdict, SampledToken, Sampler};
 use crate::world_model::GenerationParams;
@@ -39,7 +39,8 @@ use worldloom_core::output::{THINK_CLOSE, format_observation};
 pub const MAX_VERIFIED: usize = crate::draft::MAX_DRAFT;
 
 /// Makes a request's drafter from the prompt's tokens and the current
-/// observation's tokens.
+/// observation's tokens as the answer frames them ([`AnswerFrame::tokens`]:
+/// the tags, and the reasoning's close where the prompt leaves it open).
 pub type DrafterFactory = Arc<dyn Fn(&[u32], &[u32]) -> Box<dyn Drafter> + Send + Sync>;
 
 /// How a [`LocalEngine`](super::LocalEngine) drafts tokens for greedy
@@ -104,14 +105,19 @@ impl Drafting {
 /// block out otherwise re-synchronises as after any edit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerFrame {
-    /// `\n</think>\n\n` when the answer opens with reasoning, then
-    /// `<predicted_observation>\n{observation}\n</predicted_observation>`,
+    /// When the answer opens with reasoning, its close: `</think>` and a
+    /// blank line (`\n</think>\n\n` where the tokenizer spells `</think>`
+    /// in several tokens); then
+    /// `<predicted_observation>\n{observation}\n</predicted_observation>`;
     /// each part tokenized on its own.
     pub tokens: Vec<u32>,
-    /// Where the answer begins: the opening tag when the prompt closed the
-    /// reasoning (the answer is the frame), `None` when it reasons first
-    /// (the drafter waits for the reasoning's close to match).
-    pub start: Option<usize>,
+    /// Where the drafter's pointer starts: at the opening tag when the
+    /// prompt closed the reasoning (the answer is the frame); after the
+    /// reasoning's close when that is one token (Qwen3.5's tokenizers have
+    /// `</think>` as an added token, so the close alone places the pointer
+    /// however the text before it was split); else lost until two tokens
+    /// match.
+    pub start: Start,
 }
 
 impl AnswerFrame {
@@ -128,22 +134,31 @@ impl AnswerFrame {
         reasoning_open: bool,
         encode: impl Fn(&str) -> Result<Vec<u32>, E>,
     ) -> Result<Self, E> {
-        let mut tokens = if reasoning_open {
-            encode(&format!("\n{THINK_CLOSE}\n\n"))?
+        let (mut tokens, start) = if reasoning_open {
+            let close = encode(THINK_CLOSE)?;
+            if close.len() == 1 {
+                let mut tokens = close;
+                tokens.extend(encode("\n\n")?);
+                (tokens, Start::After(0))
+            } else {
+                (encode(&format!("\n{THINK_CLOSE}\n\n"))?, Start::Lost)
+            }
         } else {
-            Vec::new()
+            (Vec::new(), Start::At(0))
         };
-        let start = (!reasoning_open).then_some(0);
         tokens.extend(encode(&format_observation(observation))?);
         Ok(Self { tokens, start })
     }
 
-    /// Text to draft from as it is (an earlier answer), from its start.
-    pub fn verbatim(tokens: Vec<u32>) -> Self {
-        Self {
-            tokens,
-            start: Some(0),
-        }
+    /// Text to draft from as it is (an earlier answer): from its start,
+    /// or lost while the answer reasons first (`reasoning_open`).
+    pub fn verbatim(tokens: Vec<u32>, reasoning_open: bool) -> Self {
+        let start = if reasoning_open {
+            Start::Lost
+        } else {
+            Start::At(0)
+        };
+        Self { tokens, start }
     }
 }
 

@@ -835,24 +835,91 @@ fn sampled_tokens_keep_their_distribution_when_drafts_are_judged() {
 
 #[test]
 fn the_answer_frame_spells_the_tags_and_starts_where_the_answer_does() {
-    let encode = |text: &str| Ok::<_, ()>(text.chars().map(u32::from).collect::<Vec<u32>>());
-    let spelled = |frame: &AnswerFrame| -> String {
-        frame
-            .tokens
+    use crate::draft::Start;
+    // Characters as tokens: `</think>` takes eight.
+    let chars = |text: &str| Ok::<_, ()>(text.chars().map(u32::from).collect::<Vec<u32>>());
+    let spelled = |tokens: &[u32]| -> String {
+        tokens
             .iter()
-            .map(|&c| char::from_u32(c).expect("char"))
+            .map(|&c| char::from_u32(c).unwrap_or('@'))
             .collect()
     };
-    let reasoning = AnswerFrame::new("a.txt", true, encode).expect("frame");
+    let reasoning = AnswerFrame::new("a.txt", true, chars).expect("frame");
     assert_eq!(
-        spelled(&reasoning),
+        spelled(&reasoning.tokens),
         "\n</think>\n\n<predicted_observation>\na.txt\n</predicted_observation>"
     );
-    assert_eq!(reasoning.start, None);
-    let answer = AnswerFrame::new("a.txt", false, encode).expect("frame");
+    assert_eq!(reasoning.start, Start::Lost);
+    let answer = AnswerFrame::new("a.txt", false, chars).expect("frame");
     assert_eq!(
-        spelled(&answer),
+        spelled(&answer.tokens),
         "<predicted_observation>\na.txt\n</predicted_observation>"
     );
-    assert_eq!(answer.start, Some(0));
+    assert_eq!(answer.start, Start::At(0));
+    // `</think>` as one token (id 0xE000, a private-use character here):
+    // the pointer waits for it.
+    let close = |text: &str| {
+        if text == "</think>" {
+            Ok(vec![0xE000])
+        } else {
+            chars(text)
+        }
+    };
+    let reasoning = AnswerFrame::new("a.txt", true, close).expect("frame");
+    assert_eq!(reasoning.tokens[0], 0xE000);
+    assert_eq!(
+        spelled(&reasoning.tokens[1..]),
+        "\n\n<predicted_observation>\na.txt\n</predicted_observation>"
+    );
+    assert_eq!(reasoning.start, Start::After(0));
+}
+
+#[test]
+fn the_drafter_is_given_the_observation_framed_as_the_prompt_leaves_the_answer() {
+    let seen: Arc<Mutex<Vec<Vec<u32>>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let drafting = Drafting::Custom(Arc::new(move |_: &[u32], frame: &[u32]| {
+        sink.lock().expect("lock").push(frame.to_vec());
+        Box::new(Always { token: 0, len: 0 }) as Box<dyn crate::draft::Drafter>
+    }));
+    let e = LocalEngine::from_dir(
+        hash_lm(1024, Arc::default()),
+        &tiny_dir(),
+        LocalEngineOptions {
+            drafting,
+            ..LocalEngineOptions::default()
+        },
+    )
+    .expect("engine");
+    for enable_thinking in [true, false] {
+        let mut request = PredictRequest::new(
+            chat(1),
+            GenerationParams {
+                enable_thinking,
+                max_new_tokens: 2,
+                ..greedy()
+            },
+        );
+        request.current_observation = Some("a.txt b.txt".into());
+        let c = collect(e.predict(request).expect("accepted"));
+        assert!(c.stats.is_some(), "{:?}", c.error);
+    }
+    let tok = tiny_tokenizer();
+    let framed = |open| {
+        AnswerFrame::new("a.txt b.txt", open, |t: &str| tok.encode(t))
+            .expect("frame")
+            .tokens
+    };
+    // The tiny tokenizer has `</think>` as one token: the frame opens
+    // with it where the prompt leaves the reasoning open.
+    let close = tok.token_id("</think>").expect("close id");
+    assert_eq!(framed(true)[0], close);
+    assert_eq!(
+        &framed(true)[framed(true).len() - framed(false).len()..],
+        framed(false)
+    );
+    assert_eq!(
+        *seen.lock().expect("lock"),
+        vec![framed(true), framed(false)]
+    );
 }

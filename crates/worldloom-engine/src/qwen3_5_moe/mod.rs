@@ -574,14 +574,17 @@ impl CausalLm for Qwen3_5Moe {
         if keep > forwarded || !trails_cover {
             return Ok(false);
         }
-        for (layer, saved) in state.layers.iter_mut().zip(&checkpoint.layers) {
-            match (layer, saved) {
-                (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
-                    cache.truncate(len.unwrap_or(0) + keep);
-                }
-                (LayerState::DeltaNet(s), _) => s.rewind_within(keep)?,
-                _ => {}
-            }
+        // The delta rule's recomputation is candle ops over [n_v, d_k, d_v]
+        // states, parallel ones at real widths: on the pool, as a forward.
+        let on_cpu = state.layers.iter().any(|layer| match layer {
+            LayerState::DeltaNet(s) => s.recurrent.device().is_cpu(),
+            LayerState::Attention(_) => false,
+        });
+        let (layers, saved) = (&mut state.layers, &checkpoint.layers);
+        if on_cpu {
+            crate::kernels::on_pool(|| rewind_layers(layers, saved, keep))?;
+        } else {
+            rewind_layers(layers, saved, keep)?;
         }
         state.position = checkpoint.position + keep;
         Ok(true)
@@ -598,6 +601,26 @@ impl CausalLm for Qwen3_5Moe {
     fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
+}
+
+/// [`CausalLm::rewind_within`] after its checks: each attention layer's KV
+/// cache cut to its checkpoint length + `keep`, each DeltaNet layer's
+/// state recomputed from its kept inputs.
+fn rewind_layers(
+    layers: &mut [LayerState],
+    saved: &[SavedLayer],
+    keep: usize,
+) -> candle_core::Result<()> {
+    for (layer, saved) in layers.iter_mut().zip(saved) {
+        match (layer, saved) {
+            (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
+                cache.truncate(len.unwrap_or(0) + keep);
+            }
+            (LayerState::DeltaNet(s), _) => s.rewind_within(keep)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// max |a − b| / max |b| over all elements, in f32 on the CPU: how far a
