@@ -72,9 +72,11 @@ pub(crate) fn run_tasks(tasks: usize, parallel: bool, task: impl Fn(usize) + Syn
     }
 }
 
-/// Runs `work` on a thread of rayon's pool, the pool [`run_tasks`] and
-/// [`run_chunks`] split work over, and returns what it returns; on the
-/// calling thread when that is already one of the pool's.
+/// Runs `work` for a model on `device`: on a thread of rayon's pool, the
+/// pool [`run_tasks`] and [`run_chunks`] split work over, when `device` is
+/// the CPU and the calling thread is not already one of the pool's; else
+/// on the calling thread (other devices keep the thread whose context
+/// they were made current on). Returns what `work` returns.
 ///
 /// A parallel region opened from outside the pool hands its whole job to
 /// the pool's threads and blocks the caller on a lock until they finish:
@@ -92,8 +94,8 @@ pub(crate) fn run_tasks(tasks: usize, parallel: bool, task: impl Fn(usize) + Syn
 /// where several run in one process — and finish it before resuming: the
 /// outputs are unchanged (no lock is held across a forward), the waiting
 /// one's latency is not.
-pub(crate) fn on_pool<R: Send>(work: impl FnOnce() -> R + Send) -> R {
-    if rayon::current_thread_index().is_some() {
+pub(crate) fn on_pool<R: Send>(device: &candle_core::Device, work: impl FnOnce() -> R + Send) -> R {
+    if !device.is_cpu() || rayon::current_thread_index().is_some() {
         work()
     } else {
         rayon::scope(|_| work())
@@ -107,7 +109,8 @@ mod tests {
     #[test]
     fn work_runs_on_a_pool_thread_and_its_regions_from_there() {
         assert_eq!(rayon::current_thread_index(), None, "the test thread");
-        let (outer, inner) = on_pool(|| {
+        let cpu = candle_core::Device::Cpu;
+        let (outer, inner) = on_pool(&cpu, || {
             let inner: Vec<Option<usize>> = {
                 use rayon::prelude::*;
                 (0..4)
@@ -122,9 +125,9 @@ mod tests {
         assert_eq!(inner[0], outer, "{inner:?}");
         assert!(inner.iter().all(Option::is_some), "{inner:?}");
         // Already on the pool: the work runs where it is.
-        let nested = on_pool(|| {
+        let nested = on_pool(&cpu, || {
             let here = rayon::current_thread_index();
-            (here, on_pool(rayon::current_thread_index))
+            (here, on_pool(&cpu, rayon::current_thread_index))
         });
         assert!(nested.0.is_some());
         assert_eq!(nested.0, nested.1);

@@ -484,7 +484,7 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        self.on_pool(|| {
+        crate::kernels::on_pool(&self.device, || {
             self.lm_head
                 .forward(&self.hidden_states(input_ids, state, mode, true)?)?
                 .to_dtype(DType::F32)
@@ -502,7 +502,7 @@ impl Qwen3_5Moe {
         state: &mut State,
         mode: DeltaNetMode,
     ) -> candle_core::Result<Tensor> {
-        self.on_pool(|| {
+        crate::kernels::on_pool(&self.device, || {
             let hidden = self.hidden_states(input_ids, state, mode, false)?;
             let last = hidden.narrow(0, input_ids.len() - 1, 1)?;
             self.lm_head
@@ -510,17 +510,6 @@ impl Qwen3_5Moe {
                 .squeeze(0)?
                 .to_dtype(DType::F32)
         })
-    }
-
-    /// Runs a forward on the CPU kernels' thread pool
-    /// ([`crate::kernels::on_pool`]: one hand-over a forward
-    /// instead of one a parallel op); on other devices where it is called.
-    fn on_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        if self.device.is_cpu() {
-            crate::kernels::on_pool(work)
-        } else {
-            work()
-        }
     }
 }
 
@@ -576,16 +565,23 @@ impl CausalLm for Qwen3_5Moe {
         }
         // The delta rule's recomputation is candle ops over [n_v, d_k, d_v]
         // states, parallel ones at real widths: on the pool, as a forward.
-        let on_cpu = state.layers.iter().any(|layer| match layer {
-            LayerState::DeltaNet(s) => s.recurrent.device().is_cpu(),
-            LayerState::Attention(_) => false,
+        let device = state.layers.iter().find_map(|layer| match layer {
+            LayerState::DeltaNet(s) => Some(s.recurrent.device().clone()),
+            LayerState::Attention(_) => None,
         });
-        let (layers, saved) = (&mut state.layers, &checkpoint.layers);
-        if on_cpu {
-            crate::kernels::on_pool(|| rewind_layers(layers, saved, keep))?;
-        } else {
-            rewind_layers(layers, saved, keep)?;
-        }
+        let layers = &mut state.layers;
+        crate::kernels::on_pool(&device.unwrap_or(candle_core::Device::Cpu), || {
+            for (layer, saved) in layers.iter_mut().zip(&checkpoint.layers) {
+                match (layer, saved) {
+                    (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
+                        cache.truncate(len.unwrap_or(0) + keep);
+                    }
+                    (LayerState::DeltaNet(s), _) => s.rewind_within(keep)?,
+                    _ => {}
+                }
+            }
+            candle_core::Result::Ok(())
+        })?;
         state.position = checkpoint.position + keep;
         Ok(true)
     }
@@ -601,26 +597,6 @@ impl CausalLm for Qwen3_5Moe {
     fn vocab_size(&self) -> usize {
         self.config.vocab_size
     }
-}
-
-/// [`CausalLm::rewind_within`] after its checks: each attention layer's KV
-/// cache cut to its checkpoint length + `keep`, each DeltaNet layer's
-/// state recomputed from its kept inputs.
-fn rewind_layers(
-    layers: &mut [LayerState],
-    saved: &[SavedLayer],
-    keep: usize,
-) -> candle_core::Result<()> {
-    for (layer, saved) in layers.iter_mut().zip(saved) {
-        match (layer, saved) {
-            (LayerState::Attention(Some(cache)), SavedLayer::Attention(len)) => {
-                cache.truncate(len.unwrap_or(0) + keep);
-            }
-            (LayerState::DeltaNet(s), _) => s.rewind_within(keep)?,
-            _ => {}
-        }
-    }
-    Ok(())
 }
 
 /// max |a − b| / max |b| over all elements, in f32 on the CPU: how far a
